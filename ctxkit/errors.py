@@ -1,0 +1,87 @@
+"""Errors that reach the user, each with the exit code the CLI maps it to.
+
+One place (``ctxkit.cli.main``) turns these into messages and exit codes, so
+library code raises; it never prints or exits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Named exit codes, documented in ``ctxkit --help`` and the README."""
+
+    OK = 0
+    CHECK_FAILED = 1  # a threshold check failed (ctxkit check), or autocompact skipped by the breaker
+    USAGE = 2  # bad command line or bad policy
+    BAD_TRANSCRIPT = 3  # the transcript could not be read
+    INTERNAL = 4  # a bug in ctxkit
+
+
+class CtxkitError(Exception):
+    """Base class: a problem ctxkit reports with a message and an exit code."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(CtxkitError):
+    """The command line asks for something impossible (a clear, one-line message)."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One policy problem, rendered as ``file:line:col: error: message`` plus an optional hint."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+    hint: str | None = None
+    level: str = "error"
+
+    def render(self) -> str:
+        text = f"{self.file}:{self.line}:{self.col}: {self.level}: {self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class PolicyError(CtxkitError):
+    """Every problem found in the policy layers, reported all at once."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(p.render() for p in self.problems))
+
+
+class TranscriptError(CtxkitError):
+    """A transcript line that cannot be read; names the file and the line."""
+
+    exit_code = ExitCode.BAD_TRANSCRIPT
+
+    def __init__(self, source: str, line: int, message: str):
+        self.source = source
+        self.line = line
+        super().__init__(f"{source}:{line}: {message}")
+
+
+class LLMError(CtxkitError):
+    """A summarizer failed (network, API error, malformed answer)."""
+
+    exit_code = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, prompt_too_long: bool = False, overflow_tokens: int | None = None,
+                 retryable: bool = False):
+        super().__init__(message)
+        self.prompt_too_long = prompt_too_long
+        self.overflow_tokens = overflow_tokens
+        self.retryable = retryable

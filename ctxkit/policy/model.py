@@ -1,0 +1,99 @@
+"""The compiled policy: frozen, typed, what stages and the CLI read.
+
+``ctxkit.policy.load_policy`` builds it from YAML layers; nothing else
+constructs it except tests (``Policy.from_mapping`` over a plain dict).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+DEFAULT_COMPACTABLE_TOOLS = ("Read", "Bash", "Shell", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write")
+DEFAULT_COLLAPSIBLE_TOOLS = ("Read", "Grep", "Glob", "LS", "WebSearch", "WebFetch", "NotebookRead")
+DEFAULT_STATE_CHANGING_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "SendMessage", "TodoWrite")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Token buffers, as in Claude Code: 20,000 reserved for the summary output, autocompact 13,000
+    below the effective window, warning 20,000 below the autocompact threshold, blocking 3,000
+    below the effective window."""
+
+    summary_reserve: int = 20_000
+    autocompact_buffer: int = 13_000
+    warning_buffer: int = 20_000
+    blocking_buffer: int = 3_000
+
+
+@dataclass(frozen=True)
+class ToolSets:
+    compactable: frozenset[str] = frozenset(DEFAULT_COMPACTABLE_TOOLS)
+    collapsible: frozenset[str] = frozenset(DEFAULT_COLLAPSIBLE_TOOLS)
+    state_changing: frozenset[str] = frozenset(DEFAULT_STATE_CHANGING_TOOLS)
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One entry of the policy's ordered ``stages`` list."""
+
+    id: str
+    use: str
+    enabled: bool = True
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Policy:
+    model: str = "claude-sonnet-4-5"
+    context_window: int | None = None  # None: from the model table (ctxkit.tokens.KNOWN_MODELS)
+    max_output_tokens: int = 32_000
+    estimator: str = "rough"  # rough | tiktoken | anthropic
+    thresholds: Thresholds = Thresholds()
+    tools: ToolSets = ToolSets()
+    attachments: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    summarizer: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({"use": "auto"}))
+    proactive: str | None = None  # which proactive mechanism wins when collapse and autocompact are both on
+    stages: tuple[StageSpec, ...] = ()
+    origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # dotted key -> "file:line"
+    merged: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # the merged document
+
+    def enabled_stages(self) -> tuple[StageSpec, ...]:
+        return tuple(s for s in self.stages if s.enabled)
+
+    def stage(self, use: str) -> StageSpec | None:
+        """The first enabled stage that uses ``use``, if any (stages look up each other's options this way)."""
+        return next((s for s in self.stages if s.use == use and s.enabled), None)
+
+    @classmethod
+    def from_mapping(cls, doc: Mapping[str, Any], origins: Mapping[str, str] | None = None) -> Policy:
+        """Compile an already validated and merged policy document."""
+        th = doc.get("thresholds") or {}
+        tools = doc.get("tools") or {}
+        stages = tuple(
+            StageSpec(
+                id=s["id"],
+                use=s.get("use", s["id"]),
+                enabled=bool(s.get("enabled", True)),
+                options=MappingProxyType(dict(s.get("options") or {})),
+            )
+            for s in doc.get("stages") or []
+        )
+        return cls(
+            model=doc.get("model", cls.model),
+            context_window=doc.get("context_window"),
+            max_output_tokens=doc.get("max_output_tokens", cls.max_output_tokens),
+            estimator=doc.get("estimator", cls.estimator),
+            thresholds=Thresholds(**{k: th[k] for k in Thresholds.__dataclass_fields__ if k in th}),
+            tools=ToolSets(
+                compactable=frozenset(tools.get("compactable", DEFAULT_COMPACTABLE_TOOLS)),
+                collapsible=frozenset(tools.get("collapsible", DEFAULT_COLLAPSIBLE_TOOLS)),
+                state_changing=frozenset(tools.get("state_changing", DEFAULT_STATE_CHANGING_TOOLS)),
+            ),
+            attachments=MappingProxyType({k: MappingProxyType(dict(v or {})) for k, v in (doc.get("attachments") or {}).items()}),
+            summarizer=MappingProxyType(dict(doc.get("summarizer") or {"use": "auto"})),
+            proactive=doc.get("proactive"),
+            stages=stages,
+            origins=MappingProxyType(dict(origins or {})),
+            merged=MappingProxyType(dict(doc)),
+        )

@@ -1,0 +1,36 @@
+"""Where the built-in policies and the JSON Schemas live.
+
+They sit at the top of the repository (``policies/``, ``schemas/``) and ship in
+the wheel as the packages ``ctxkit.policies`` and ``ctxkit.schemas``. From a
+source checkout that was not installed, the top-level folders are used.
+"""
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _folder(package: str, fallback: str) -> Path:
+    try:
+        path = Path(str(importlib.resources.files(package)))
+        if path.is_dir():
+            return path
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return _REPO_ROOT / fallback
+
+
+def policies_dir() -> Path:
+    """The folder holding the built-in policies (``default.yaml``, ``no-llm.yaml``, ...)."""
+    return _folder("ctxkit.policies", "policies")
+
+
+def schemas_dir() -> Path:
+    """The folder holding ``policy.schema.json``."""
+    return _folder("ctxkit.schemas", "schemas")
+
+
+def builtin_policy_names() -> list[str]:
+    return sorted(p.stem for p in policies_dir().glob("*.yaml"))

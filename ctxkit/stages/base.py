@@ -1,0 +1,127 @@
+"""What a stage is: a named, registered transformation of a transcript.
+
+A stage is a class with a ``name`` (what a policy's ``use:`` names), an
+``options_schema`` (JSON Schema, Draft 2020-12, with defaults; the policy
+validator checks each stage's options against it) and a ``run`` method that
+takes a transcript and a :class:`Context` and returns a new transcript plus a
+:class:`Report`. Stages never mutate their input (transcripts are
+copy-on-write) and never call each other; the pipeline runs them in the order
+the policy declares.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
+    from ..clock import Clock
+    from ..policy.model import Policy
+    from ..store import Store
+    from ..tokens import TokenCounter
+    from ..transcript.model import Transcript
+
+
+@dataclass
+class RunInputs:
+    """What one invocation adds to the policy: flags and files named on the command line."""
+
+    now: Any = None  # datetime or None (the clock decides)
+    force: bool = False  # --force: compact regardless of thresholds (manual /compact)
+    instructions: str | None = None  # --instructions: focus for the summary
+    session_memory: Path | None = None  # --session-memory FILE
+    snip_ids: tuple[str, ...] = ()  # ctxkit snip --ids
+    state_file: Path | None = None  # --state FILE (tools, agents, MCP servers) for delta attachments
+    queued_file: Path | None = None  # --queued FILE
+    plan_mode: bool | None = None  # --plan-mode
+    cwd: Path = field(default_factory=Path.cwd)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """Everything a stage may use besides the transcript; tests replace any part."""
+
+    policy: Policy
+    tokens: TokenCounter
+    clock: Clock
+    store: Store
+    inputs: RunInputs
+    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.llm
+    tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+@dataclass
+class Report:
+    """What one stage did, for stderr and ``--report json``."""
+
+    stage_id: str
+    use: str
+    action: str = "skipped"  # "skipped" | "applied" | "nothing-to-do" | "failed" | "breaker-open" ...
+    reason: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_freed(self) -> int:
+        return max(0, self.tokens_before - self.tokens_after)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.stage_id,
+            "use": self.use,
+            "action": self.action,
+            "reason": self.reason,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "tokens_freed": self.tokens_freed,
+            "details": self.details,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class StageResult:
+    transcript: Transcript
+    report: Report
+
+
+class Stage:
+    """Base class of every stage. Subclasses set ``name``, ``options_schema`` and implement ``run``."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    options_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def __init__(self, stage_id: str, options: dict[str, Any]):
+        self.id = stage_id
+        self.options = {**self.defaults(), **(options or {})}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The option values a policy gets when it does not set them (from the schema's ``default``s)."""
+        props = cls.options_schema.get("properties", {})
+        return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+
+    def report(self, **kwargs: Any) -> Report:
+        return Report(stage_id=self.id, use=self.name, **kwargs)
+
+    def run(self, transcript: Transcript, ctx: Context) -> StageResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, type[Stage]] = {}
+
+
+def register(cls: type[Stage]) -> type[Stage]:
+    """Class decorator: make a stage available to policies under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    REGISTRY[cls.name] = cls
+    return cls

@@ -1,0 +1,7 @@
+"""Reading, projecting and writing agent transcripts (Claude Code JSONL, Anthropic and OpenAI messages)."""
+from .formats import FORMATS, OUTPUT_FORMATS
+from .model import Transcript
+from .reader import read_transcript
+from .view import View, ViewMessage, pairing_problems
+
+__all__ = ["FORMATS", "OUTPUT_FORMATS", "Transcript", "View", "ViewMessage", "pairing_problems", "read_transcript"]

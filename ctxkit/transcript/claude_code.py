@@ -1,0 +1,402 @@
+"""Claude Code session transcripts: the projection into a view, and the entry shapes ctxkit writes.
+
+The view follows ../shared/TRANSCRIPTS.md section 8 and what Claude Code 2.1.x
+really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
+
+1. chain entries (with a ``uuid``) outside sidechains, first occurrence of a uuid wins;
+2. the leaf is the last user/assistant/attachment entry; walk ``parentUuid`` back to a root
+   (a ``compact_boundary`` has none), skipping entries removed by ctxkit snip records;
+3. a boundary's ``compactMetadata.preservedSegment`` (head..tail) is spliced in after its anchor
+   (the summary): that is how a compaction keeps a verbatim tail;
+4. dead-end siblings left by parallel tool calls are stitched back (assistant fragments of an
+   on-chain ``message.id``, tool results hanging off an on-chain fragment);
+5. entries are ordered by file position; assistant fragments sharing a ``message.id`` are
+   merged; their tool results are gathered into the one user message that follows;
+6. attachments are rendered from the ``rendered``/``renderedRole`` fields Claude Code writes
+   (system-role ones become mid-conversation system messages), metadata entries dropped;
+7. records ctxkit appended (``type: "ctxkit-record"``) are replayed by registered handlers.
+"""
+from __future__ import annotations
+
+import hashlib
+import uuid as uuidlib
+from collections.abc import Callable
+from typing import Any
+
+from .model import Line, Transcript
+from .view import (
+    ASSISTANT,
+    ATTACHMENT,
+    META,
+    PROMPT,
+    SUMMARY,
+    SYSTEM,
+    TOOL_RESULTS,
+    BlockRef,
+    View,
+    ViewMessage,
+    normalize,
+)
+
+NAME = "claude-code"
+RECORD_TYPE = "ctxkit-record"
+CONTENT_PATH = ("message", "content")
+_CONVERSATION_TYPES = ("user", "assistant", "attachment")
+_COMMAND_PREFIXES = ("<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>",
+                     "<bash-stderr>")
+
+# record kind -> function(view, records, transcript) -> view; registered by the modules that own them
+RECORD_HANDLERS: dict[str, Callable[[View, list[dict], Transcript], View]] = {}
+
+
+def register_record_handler(kind: str, fn: Callable[[View, list[dict], Transcript], View]) -> None:
+    RECORD_HANDLERS[kind] = fn
+
+
+# -- indexing -------------------------------------------------------------------------------------
+def index_line(line: Line, d: dict) -> None:
+    """Copy the routing fields of an entry onto its line (so the entry itself can be dropped)."""
+    t = d.get("type")
+    line.type = t if isinstance(t, str) else None
+    u = d.get("uuid")
+    line.uuid = u if isinstance(u, str) else None
+    p = d.get("parentUuid")
+    line.parent = p if isinstance(p, str) else None
+    line.sidechain = bool(d.get("isSidechain"))
+    if line.type == "assistant":
+        msg = d.get("message")
+        mid = msg.get("id") if isinstance(msg, dict) else None
+        line.msg_id = mid if isinstance(mid, str) else d.get("requestId")
+    sa = d.get("sourceToolAssistantUUID")
+    line.source_assistant = sa if isinstance(sa, str) else None
+
+
+def looks_like(d: dict) -> bool:
+    """Whether an entry is a Claude Code transcript line rather than a bare API message."""
+    return isinstance(d.get("type"), str) and "role" not in d
+
+
+def _meta(t: Transcript, i: int) -> Line:
+    if i < len(t.lines) and i not in t.overrides:
+        return t.lines[i]
+    line = Line(t.line_no(i), 0, 0, True)
+    index_line(line, t.entry(i))
+    return line
+
+
+def _content_blocks(d: dict) -> tuple[list[dict], bool]:
+    msg = d.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}], True
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)], False
+    return [], False
+
+
+def _strip_reminder(text: str) -> str:
+    s = text.strip()
+    if s.startswith("<system-reminder>") and s.endswith("</system-reminder>"):
+        return s[len("<system-reminder>"):-len("</system-reminder>")].strip("\n")
+    return text
+
+
+def _rendered_texts(d: dict) -> list[str]:
+    out = []
+    for r in d.get("rendered") or []:
+        c = r.get("content") if isinstance(r, dict) else r
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text")
+    return [x for x in out if x]
+
+
+def _user_kind(d: dict, blocks: list[dict]) -> str:
+    if d.get("isCompactSummary"):
+        return SUMMARY
+    if d.get("isMeta"):
+        return META
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if texts and all(x.lstrip().startswith(_COMMAND_PREFIXES) or x.lstrip().startswith("<system-reminder>")
+                     for x in texts):
+        return META
+    return PROMPT
+
+
+# -- the chain ------------------------------------------------------------------------------------
+def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
+    """Indexes of the entries that make up the view, in view order, and facts about the walk."""
+    live = list(t.live_indexes())
+    metas = {i: _meta(t, i) for i in live}
+    by_uuid: dict[str, int] = {}
+    for i in live:
+        m = metas[i]
+        if m.uuid and not m.sidechain and m.uuid not in by_uuid:
+            by_uuid[m.uuid] = i
+    removed: set[str] = set()
+    for i in live:
+        if metas[i].type == RECORD_TYPE:
+            rec = t.entry(i)
+            if rec.get("record") == "snip":
+                removed.update(rec.get("removedUuids") or [])
+
+    def parent_of(i: int) -> int | None:
+        p = metas[i].parent
+        hops = 0
+        while p in removed and hops < 1_000_000:
+            j = by_uuid.get(p)
+            if j is None:
+                return None
+            p = metas[j].parent
+            hops += 1
+        return by_uuid.get(p) if p else None
+
+    leaf = next((i for i in reversed(live) if metas[i].type in _CONVERSATION_TYPES and not metas[i].sidechain
+                 and metas[i].uuid and metas[i].uuid not in removed), None)
+    facts: dict[str, Any] = {"boundary": None, "leaf": leaf, "removed": removed}
+    if leaf is None:
+        return [], facts
+    path: list[int] = []
+    seen: set[int] = set()
+    cur: int | None = leaf
+    while cur is not None and cur not in seen:
+        seen.add(cur)
+        path.append(cur)
+        cur = parent_of(cur)
+    path.reverse()
+    root = path[0]
+    segment: list[int] = []
+    anchor: int | None = None
+    if metas[root].type == "system" and t.entry(root).get("subtype") == "compact_boundary":
+        facts["boundary"] = root
+        seg = ((t.entry(root).get("compactMetadata") or {}).get("preservedSegment")) or {}
+        head, tail = by_uuid.get(seg.get("headUuid") or ""), by_uuid.get(seg.get("tailUuid") or "")
+        anchor = by_uuid.get(seg.get("anchorUuid") or "")
+        if head is not None and tail is not None:
+            cur, walk = tail, []
+            while cur is not None and cur not in seen and len(walk) < 1_000_000:
+                walk.append(cur)
+                seen.add(cur)
+                if cur == head:
+                    break
+                cur = parent_of(cur)
+            segment = list(reversed(walk)) if walk and walk[-1] == head else []
+    members = set(path) | set(segment)
+    group = {i: 1 for i in segment}
+    _stitch(t, live, metas, members, group, removed)
+    main = sorted(i for i in members if group.get(i, 0) == 0)
+    seg_sorted = sorted(i for i in members if group.get(i, 0) == 1)
+    if seg_sorted:
+        pos = main.index(anchor) + 1 if anchor in main else (1 if main else 0)
+        main = main[:pos] + seg_sorted + main[pos:]
+    facts["segment"] = seg_sorted
+    return main, facts
+
+
+def _stitch(t: Transcript, live: list[int], metas: dict[int, Line], members: set[int], group: dict[int, int],
+            removed: set[str]) -> None:
+    """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b)."""
+    while True:
+        uuid_group = {metas[i].uuid: group.get(i, 0) for i in members if metas[i].uuid}
+        msg_group = {metas[i].msg_id: group.get(i, 0) for i in members if metas[i].type == "assistant" and metas[i].msg_id}
+        tool_ids: set[str] = set()
+        for i in members:
+            if metas[i].type == "assistant":
+                tool_ids.update(b.get("id") for b in _content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
+        added = False
+        for i in live:
+            m = metas[i]
+            if i in members or m.sidechain or m.uuid in removed or m.type not in ("assistant", "user"):
+                continue
+            if m.type == "assistant" and m.msg_id in msg_group:
+                members.add(i)
+                group[i] = msg_group[m.msg_id]
+                added = True
+            elif m.type == "user" and (m.parent in uuid_group or m.source_assistant in uuid_group):
+                blocks, _ = _content_blocks(t.entry(i))
+                answers = [b for b in blocks if b.get("type") == "tool_result"]
+                if answers and all(b.get("tool_use_id") in tool_ids for b in answers):
+                    members.add(i)
+                    key = m.parent if m.parent in uuid_group else m.source_assistant
+                    group[i] = uuid_group[key]
+                    added = True
+        if not added:
+            return
+
+
+# -- building messages ----------------------------------------------------------------------------
+def project(t: Transcript) -> View:
+    order, facts = active_entries(t)
+    view = build_messages(t, order)
+    records: dict[str, list[dict]] = {}
+    start = facts["boundary"] if facts["boundary"] is not None else -1
+    for i in t.live_indexes():
+        if i > start and _meta(t, i).type == RECORD_TYPE:
+            rec = t.entry(i)
+            records.setdefault(rec.get("record", ""), []).append(rec)
+    for kind, recs in records.items():
+        handler = RECORD_HANDLERS.get(kind)
+        if handler is not None:
+            view = handler(view, recs, t)
+    return view
+
+
+def build_messages(t: Transcript, order: list[int]) -> View:
+    msgs: list[ViewMessage] = []
+    notes: list[str] = []
+    orphans: list[tuple[int, str]] = []
+    open_assistant: int | None = None  # index in msgs of the assistant message still taking fragments
+    for i in order:
+        d = t.entry(i)
+        typ = d.get("type")
+        if typ == "assistant":
+            msg = d.get("message") or {}
+            if msg.get("model") == "<synthetic>" or d.get("isApiErrorMessage"):
+                continue
+            blocks, _ = _content_blocks(d)
+            refs = [BlockRef(i, k) for k in range(len(blocks))]
+            mid = msg.get("id") or d.get("requestId")
+            cur = msgs[open_assistant] if open_assistant is not None else None
+            if cur is not None and mid and cur.msg_id == mid:
+                cur.content.extend(blocks)
+                cur.refs.extend(refs)
+                cur.entries.append(i)
+            else:
+                msgs.append(ViewMessage("assistant", list(blocks), ASSISTANT, refs, [i], d.get("uuid"),
+                                        d.get("timestamp"), msg_id=mid))
+                open_assistant = len(msgs) - 1
+        elif typ == "user":
+            blocks, was_string = _content_blocks(d)
+            refs = [BlockRef(i, -1 if was_string else k) for k in range(len(blocks))]
+            results = [(b, r) for b, r in zip(blocks, refs) if b.get("type") == "tool_result"]
+            others = [(b, r) for b, r in zip(blocks, refs) if b.get("type") != "tool_result"]
+            if results and open_assistant is not None:
+                target = _results_message(msgs, open_assistant)
+                lead = sum(1 for b in target.content if b.get("type") == "tool_result")
+                target.content[lead:lead] = [b for b, _ in results]
+                target.refs[lead:lead] = [r for _, r in results]
+                target.content.extend(b for b, _ in others)
+                target.refs.extend(r for _, r in others)
+                target.entries.append(i)
+                continue
+            if results:
+                notes.append(f"line {t.line_no(i)}: tool_result with no tool_use before it; left out of the view")
+                orphans.extend((i, b.get("tool_use_id")) for b, _ in results)
+                blocks = [b for b, _ in others]
+                refs = [r for _, r in others]
+                if not blocks:
+                    continue
+            open_assistant = None
+            msgs.append(ViewMessage("user", list(blocks), _user_kind(d, blocks), refs, [i], d.get("uuid"),
+                                    d.get("timestamp"), was_string))
+        elif typ == "attachment":
+            texts = _rendered_texts(d)
+            if not texts:
+                continue
+            if d.get("renderedRole") == "system":
+                content = [{"type": "text", "text": _strip_reminder(x)} for x in texts]
+                msgs.append(ViewMessage("system", content, SYSTEM, [None] * len(content), [i], d.get("uuid"),
+                                        d.get("timestamp")))
+            else:
+                content = [{"type": "text", "text": x} for x in texts]
+                if open_assistant is not None and len(msgs) > open_assistant + 1 and msgs[-1].kind == TOOL_RESULTS:
+                    msgs[-1].content.extend(content)
+                    msgs[-1].refs.extend([None] * len(content))
+                    msgs[-1].entries.append(i)
+                    continue
+                msgs.append(ViewMessage("user", content, ATTACHMENT, [None] * len(content), [i], d.get("uuid"),
+                                        d.get("timestamp")))
+    for m in msgs:
+        if m.role == "assistant":
+            m.timestamp = t.entry(m.entries[-1]).get("timestamp")
+    return View(normalize(msgs, notes, orphans), notes, orphans)
+
+
+def _results_message(msgs: list[ViewMessage], assistant_index: int) -> ViewMessage:
+    """The user message right after the assistant message, created if needed."""
+    nxt = assistant_index + 1
+    if nxt < len(msgs) and msgs[nxt].role == "user" and msgs[nxt].kind == TOOL_RESULTS:
+        return msgs[nxt]
+    m = ViewMessage("user", [], TOOL_RESULTS, [], [], None, None)
+    msgs.insert(nxt, m)
+    return m
+
+
+# -- writing entries --------------------------------------------------------------------------------
+_ENVELOPE_KEYS = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug")
+
+
+def new_uuid(*parts: str) -> str:
+    """A deterministic uuid (v4-shaped) from its inputs, so the same run writes the same bytes."""
+    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return str(uuidlib.UUID(bytes=digest[:16], version=4))
+
+
+def envelope(t: Transcript, parent_uuid: str | None, uuid: str, timestamp: str) -> dict:
+    """The common fields of a new chain entry, copied from the newest conversation entry."""
+    env: dict[str, Any] = {"parentUuid": parent_uuid, "isSidechain": False}
+    ref = _newest_conversation_entry(t)
+    env.update({k: ref[k] for k in _ENVELOPE_KEYS if ref is not None and k in ref})
+    env["uuid"] = uuid
+    env["timestamp"] = timestamp
+    return env
+
+
+def _newest_conversation_entry(t: Transcript) -> dict | None:
+    for i in reversed(list(t.live_indexes())):
+        m = _meta(t, i)
+        if m.type in _CONVERSATION_TYPES and not m.sidechain:
+            return t.entry(i)
+    return None
+
+
+def leaf_uuid(t: Transcript) -> str | None:
+    """The uuid new entries chain onto: the leaf of the active chain."""
+    order, facts = active_entries(t)
+    leaf = facts.get("leaf")
+    return t.entry(leaf).get("uuid") if leaf is not None else None
+
+
+def session_id(t: Transcript) -> str | None:
+    ref = _newest_conversation_entry(t)
+    return ref.get("sessionId") if ref else None
+
+
+def attachment_entry(t: Transcript, parent: str | None, timestamp: str, attachment: dict, texts: list[str],
+                     role: str = "user") -> dict:
+    """An ``attachment`` entry rendered the way Claude Code 2.1.x writes them (``rendered`` + ``renderedRole``)."""
+    uid = new_uuid(parent or "", "attachment", attachment.get("type", ""), *texts)
+    entry = envelope(t, parent, uid, timestamp)
+    entry.update({"type": "attachment", "attachment": attachment,
+                  "rendered": [{"content": x} for x in texts], "renderedRole": role})
+    return entry
+
+
+def user_entry(t: Transcript, parent: str | None, timestamp: str, content: str | list, **flags: Any) -> dict:
+    uid = new_uuid(parent or "", "user", repr(content)[:20000], repr(sorted(flags.items())))
+    entry = envelope(t, parent, uid, timestamp)
+    entry.update({"type": "user", "message": {"role": "user", "content": content}})
+    entry.update(flags)
+    return entry
+
+
+def record_entry(t: Transcript, record: str, timestamp: str, **fields: Any) -> dict:
+    """A ctxkit bookkeeping line (no uuid: it is not part of the conversation chain)."""
+    entry = {"type": RECORD_TYPE, "record": record, "timestamp": timestamp}
+    sid = session_id(t)
+    if sid:
+        entry["sessionId"] = sid
+    entry.update(fields)
+    return entry
+
+
+def append_chain(t: Transcript, make: list[Callable[[str | None], dict]]) -> Transcript:
+    """Append entries one after another on the active chain; each maker gets its parent's uuid."""
+    parent = leaf_uuid(t)
+    new = []
+    for mk in make:
+        e = mk(parent)
+        new.append(e)
+        parent = e.get("uuid", parent)
+    return t.with_edits(append=new)

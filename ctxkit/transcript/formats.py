@@ -1,0 +1,43 @@
+"""The three transcript formats behind one small interface, and format detection."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import claude_code, plain
+from .model import Line, Transcript
+from .view import View
+
+FORMATS = ("claude-code", "anthropic", "openai")
+OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
+
+
+@dataclass(frozen=True)
+class Handler:
+    name: str
+    index_line: Callable[[Line, dict], None]
+    project: Callable[[Transcript], View]
+    content_path: tuple[str, ...]  # where an entry keeps its content list
+    keep_parsed: bool  # plain formats are small enough (a context window) to keep parsed
+
+
+_HANDLERS = {
+    "claude-code": Handler("claude-code", claude_code.index_line, claude_code.project, ("message", "content"), False),
+    "anthropic": Handler("anthropic", plain.index_line, plain.project_anthropic, ("content",), True),
+    "openai": Handler("openai", plain.index_line, plain.project_openai, ("content",), True),
+}
+
+
+def handler(name: str) -> Handler:
+    return _HANDLERS[name]
+
+
+def detect(entries: list[dict]) -> str | None:
+    """Guess the format from the first parsed entries; None when they say nothing."""
+    if any(claude_code.looks_like(d) for d in entries):
+        return "claude-code"
+    if any(plain.looks_like_openai(d) for d in entries):
+        return "openai"
+    if any(plain.looks_like_anthropic(d) for d in entries):
+        return "anthropic"
+    return None

@@ -1,0 +1,140 @@
+"""Streaming JSONL reading with line numbers, and atomic writing.
+
+A transcript can be hundreds of megabytes, so it is never held as text: the
+input is read once to index its lines (offset, length and a few routing
+fields), and entries are parsed again on demand. Standard input is spooled to
+a temporary file first so that it can be read twice.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from ..errors import TranscriptError
+
+BAD_LINE_POLICIES = ("fail", "skip")
+
+
+@dataclass
+class Source:
+    """A seekable binary copy of the input and the name to use in messages."""
+
+    name: str
+    file: BinaryIO
+    path: Path | None = None  # the real file, when the input was one
+    _owned: bool = True
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        self.file.seek(offset)
+        return self.file.read(length)
+
+    def close(self) -> None:
+        if self._owned:
+            self.file.close()
+
+
+def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> Source:
+    """Open a transcript file, or spool standard input (``-`` or None) to a temporary file."""
+    if path is None or str(path) == "-":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        spool = tempfile.TemporaryFile(prefix="ctxkit-stdin-")
+        shutil.copyfileobj(stream, spool, 1 << 20)
+        spool.seek(0)
+        return Source(name="<stdin>", file=spool)
+    p = Path(path)
+    try:
+        return Source(name=str(path), file=open(p, "rb"), path=p)
+    except FileNotFoundError:
+        raise TranscriptError(str(path), 0, "no such file") from None
+    except IsADirectoryError:
+        raise TranscriptError(str(path), 0, "is a directory, not a transcript") from None
+    except PermissionError:
+        raise TranscriptError(str(path), 0, "permission denied") from None
+
+
+def iter_lines(source: Source) -> Iterator[tuple[int, int, bytes, bool]]:
+    """Yield ``(line_no, offset, raw_line_without_newline, had_newline)`` for every line."""
+    f = source.file
+    f.seek(0)
+    offset = 0
+    line_no = 0
+    for raw in f:
+        line_no += 1
+        had_newline = raw.endswith(b"\n")
+        body = raw[:-1] if had_newline else raw
+        if body.endswith(b"\r"):
+            body = body[:-1]
+        yield line_no, offset, body, had_newline
+        offset += len(raw)
+
+
+@dataclass
+class BadLines:
+    """Lines that could not be read under ``--on-bad-line skip`` (kept in the output unchanged)."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if len(self.first) < 5:
+            self.first.append(message)
+
+
+def parse_line(source_name: str, line_no: int, body: bytes, had_newline: bool) -> dict:
+    """Parse one JSONL line into a dict, raising a TranscriptError that names the line."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            raise TranscriptError(source_name, line_no, f"invalid UTF-8 at byte {uexc.start}") from None
+        if not had_newline:
+            raise TranscriptError(
+                source_name, line_no, "truncated last line (not valid JSON; the writer may have crashed mid-line)"
+            ) from None
+        raise TranscriptError(source_name, line_no, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise TranscriptError(source_name, line_no, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+@contextmanager
+def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None):
+    """Yield a binary stream; for a path, write a temporary file beside it and rename it into place
+    only when the block finishes without error, so no half-written output is ever left behind."""
+    if path is None or str(path) == "-":
+        stream = stdout if stdout is not None else sys.stdout.buffer
+        yield stream
+        stream.flush()
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dumps(value: object) -> bytes:
+    """Serialize one entry compactly (non-ASCII kept as UTF-8, like the agents that write transcripts)."""
+    return orjson.dumps(value)

@@ -1,0 +1,160 @@
+"""The transcript: the lines as read, plus a copy-on-write overlay of edits.
+
+A :class:`Transcript` never changes. Stages make new ones with
+:meth:`Transcript.with_edits`, which shares the read lines and the parse cache
+and records only what changed (replaced entries, appended entries, and, for
+plain message formats only, removed lines). Unchanged lines are written back
+byte-for-byte from the input.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from .jsonl import BadLines, Source, dumps, iter_lines, parse_line
+
+if TYPE_CHECKING:
+    from .view import View
+
+
+class Line:
+    """One input line: where it is, and the few fields the projection routes on (no content)."""
+
+    __slots__ = ("no", "offset", "length", "had_newline", "type", "uuid", "parent", "sidechain", "msg_id",
+                 "source_assistant", "bad")
+
+    def __init__(self, no: int, offset: int, length: int, had_newline: bool):
+        self.no = no
+        self.offset = offset
+        self.length = length
+        self.had_newline = had_newline
+        self.type: str | None = None
+        self.uuid: str | None = None
+        self.parent: str | None = None
+        self.sidechain = False
+        self.msg_id: str | None = None
+        self.source_assistant: str | None = None
+        self.bad = False  # unreadable, kept as-is under --on-bad-line skip
+
+
+@dataclass
+class ReadInfo:
+    """Facts about reading, for reports."""
+
+    bad_lines: BadLines
+    format_detected: bool
+
+
+class Transcript:
+    """An immutable transcript of one format (``claude-code``, ``anthropic`` or ``openai``)."""
+
+    def __init__(self, source: Source, lines: list[Line], fmt: str, info: ReadInfo, *,
+                 cache: dict[int, dict] | None = None, overrides: dict[int, dict] | None = None,
+                 appended: tuple[dict, ...] = (), removed: frozenset[int] = frozenset(),
+                 keep_all_parsed: bool = False):
+        self.source = source
+        self.lines = lines
+        self.format = fmt
+        self.info = info
+        self._cache = cache if cache is not None else {}
+        self.overrides = overrides or {}
+        self.appended = appended
+        self.removed = removed
+        self._keep_all_parsed = keep_all_parsed
+        self._view: View | None = None
+
+    # -- reading entries ----------------------------------------------------------------------
+    @property
+    def n_entries(self) -> int:
+        return len(self.lines) + len(self.appended)
+
+    def entry(self, i: int) -> dict:
+        """The entry at index ``i`` as it is now (edited, appended or as read). Do not mutate it."""
+        if i >= len(self.lines):
+            return self.appended[i - len(self.lines)]
+        if i in self.overrides:
+            return self.overrides[i]
+        cached = self._cache.get(i)
+        if cached is None:
+            line = self.lines[i]
+            cached = parse_line(self.source.name, line.no, self.source.read_at(line.offset, line.length),
+                                line.had_newline)
+            self._cache[i] = cached
+        return cached
+
+    def is_changed(self, i: int) -> bool:
+        return i >= len(self.lines) or i in self.overrides
+
+    def line_no(self, i: int) -> int:
+        """The input line number of entry ``i`` (0 for an appended entry)."""
+        return self.lines[i].no if i < len(self.lines) else 0
+
+    def live_indexes(self) -> Iterator[int]:
+        """Indexes of entries present in the output, in output order."""
+        for i, line in enumerate(self.lines):
+            if i not in self.removed and not line.bad:
+                yield i
+        yield from range(len(self.lines), self.n_entries)
+
+    # -- editing ------------------------------------------------------------------------------
+    def with_edits(self, *, replace: dict[int, dict] | None = None, append: Iterable[dict] = (),
+                   remove: Iterable[int] = ()) -> Transcript:
+        """A new transcript with entries replaced, appended or (plain formats) removed."""
+        overrides = dict(self.overrides)
+        appended = list(self.appended)
+        for i, value in (replace or {}).items():
+            if i >= len(self.lines):
+                appended[i - len(self.lines)] = value
+            else:
+                overrides[i] = value
+        appended.extend(append)
+        return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache,
+                          overrides=overrides, appended=tuple(appended), removed=self.removed | frozenset(remove),
+                          keep_all_parsed=self._keep_all_parsed)
+
+    def unchanged(self) -> bool:
+        return not self.overrides and not self.appended and not self.removed
+
+    # -- projection -----------------------------------------------------------------------------
+    def view(self) -> View:
+        """The messages the model is sent next (computed once per transcript object)."""
+        if self._view is None:
+            from .formats import handler
+
+            self._view = handler(self.format).project(self)
+        return self._view
+
+    # -- writing --------------------------------------------------------------------------------
+    def write(self, out: BinaryIO) -> None:
+        """Write the transcript in its own format: unchanged lines byte-for-byte, edited ones re-serialized."""
+        n = len(self.lines)
+        for line_no, _offset, body, _nl in iter_lines(self.source):
+            i = line_no - 1
+            if i >= n or i in self.removed:
+                continue
+            if i in self.overrides:
+                out.write(dumps(self.overrides[i]))
+            else:
+                out.write(body)
+            out.write(b"\n")
+        for entry in self.appended:
+            out.write(dumps(entry))
+            out.write(b"\n")
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def deep_replace(entry: dict, path: list[Any], value: Any) -> dict:
+    """A copy of ``entry`` with the value at ``path`` replaced, copying only the containers on the path."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(entry, list):
+        new_list = list(entry)
+        new_list[head] = deep_replace(entry[head], rest, value)
+        return new_list
+    new = dict(entry)
+    new[head] = deep_replace(entry[head], rest, value) if rest else value
+    return new

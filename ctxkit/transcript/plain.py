@@ -1,0 +1,185 @@
+"""Plain message-list formats: Anthropic Messages API messages and OpenAI chat messages, one per line.
+
+These formats have no place for bookkeeping, so what a stage removes from the
+view is removed from the output too (the removed lines are archived in the
+store first, and the stage's report says where).
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from .model import Line, Transcript
+from .view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
+
+ANTHROPIC = "anthropic"
+OPENAI = "openai"
+_OPENAI_ONLY_ROLES = ("tool", "developer", "function")
+
+
+def index_line(line: Line, d: dict) -> None:
+    line.type = d.get("role") if isinstance(d.get("role"), str) else None
+
+
+def looks_like_openai(d: dict) -> bool:
+    if d.get("role") in _OPENAI_ONLY_ROLES or "tool_calls" in d or "function_call" in d or "tool_call_id" in d:
+        return True
+    content = d.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("image_url", "input_text",
+                                                                                        "input_image") for b in content)
+
+
+def looks_like_anthropic(d: dict) -> bool:
+    return d.get("role") in ("user", "assistant", "system") and "content" in d
+
+
+def message_uuid(t: Transcript, i: int) -> str:
+    """A stable id for a plain message (they carry none): a hash of its line."""
+    if i < len(t.lines) and i not in t.overrides:
+        line = t.lines[i]
+        raw = t.source.read_at(line.offset, line.length)
+    else:
+        raw = orjson.dumps(t.entry(i), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+def _kind(role: str, blocks: list[dict]) -> str:
+    if role == "system":
+        return SYSTEM
+    if role == "assistant":
+        return ASSISTANT
+    if any(b.get("type") == "tool_result" for b in blocks):
+        return TOOL_RESULTS
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if texts and texts[0].startswith("This session is being continued from a previous conversation"):
+        return SUMMARY
+    if texts and all(x.lstrip().startswith("<system-reminder>") for x in texts):
+        return META
+    return PROMPT
+
+
+# -- Anthropic -------------------------------------------------------------------------------------
+def project_anthropic(t: Transcript) -> View:
+    msgs = []
+    for i in t.live_indexes():
+        d = t.entry(i)
+        content = d.get("content")
+        was_string = isinstance(content, str)
+        blocks = [{"type": "text", "text": content}] if was_string else [b for b in content or [] if isinstance(b, dict)]
+        role = d.get("role", "user")
+        refs = [BlockRef(i, -1 if was_string else k) for k in range(len(blocks))]
+        msgs.append(ViewMessage(role, blocks, _kind(role, blocks), refs, [i], message_uuid(t, i), None, was_string))
+    notes: list[str] = []
+    orphans: list[tuple[int, str]] = []
+    return View(normalize(msgs, notes, orphans), notes, orphans)
+
+
+# -- OpenAI ----------------------------------------------------------------------------------------
+def _openai_content_blocks(content: Any) -> list[dict]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    out = []
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t in ("text", "input_text", "output_text"):
+            out.append({"type": "text", "text": b.get("text", "")})
+        elif t in ("image_url", "input_image"):
+            url = b.get("image_url")
+            url = url.get("url") if isinstance(url, dict) else url
+            out.append(_image_block(url or ""))
+        else:
+            out.append({"type": "text", "text": orjson.dumps(b).decode()})
+    return out
+
+
+def _image_block(url: str) -> dict:
+    if url.startswith("data:") and ";base64," in url:
+        media, data = url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def project_openai(t: Transcript) -> View:
+    msgs = []
+    for i in t.live_indexes():
+        d = t.entry(i)
+        role = d.get("role", "user")
+        uid = message_uuid(t, i)
+        if role in ("system", "developer"):
+            blocks = _openai_content_blocks(d.get("content"))
+            msgs.append(ViewMessage("system", blocks, SYSTEM, [BlockRef(i, k) for k in range(len(blocks))], [i], uid))
+        elif role in ("tool", "function"):
+            block = {"type": "tool_result", "tool_use_id": d.get("tool_call_id") or d.get("name", ""),
+                     "content": d.get("content") if isinstance(d.get("content"), str)
+                     else _openai_content_blocks(d.get("content"))}
+            msgs.append(ViewMessage("user", [block], TOOL_RESULTS, [BlockRef(i, 0)], [i], uid))
+        elif role == "assistant":
+            blocks = _openai_content_blocks(d.get("content"))
+            refs: list[BlockRef | None] = [BlockRef(i, k) for k in range(len(blocks))]
+            for call in d.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                args = fn.get("arguments") or "{}"
+                try:
+                    parsed = orjson.loads(args)
+                except orjson.JSONDecodeError:
+                    parsed = {"arguments": args}
+                blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": fn.get("name", ""),
+                               "input": parsed if isinstance(parsed, dict) else {"arguments": parsed}})
+                refs.append(None)
+            msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [i], uid))
+        else:
+            blocks = _openai_content_blocks(d.get("content"))
+            msgs.append(ViewMessage("user", blocks, _kind("user", blocks), [BlockRef(i, k) for k in range(len(blocks))],
+                                    [i], uid, None, isinstance(d.get("content"), str)))
+    notes: list[str] = []
+    orphans: list[tuple[int, str]] = []
+    return View(normalize(msgs, notes, orphans), notes, orphans)
+
+
+def to_openai(messages: list[dict]) -> list[dict]:
+    """Anthropic-shaped API messages -> OpenAI chat messages (tool results become ``tool`` messages)."""
+    out: list[dict] = []
+    for m in messages:
+        content = m["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if m["role"] == "system":
+            out.append({"role": "system", "content": _plain_text(blocks)})
+        elif m["role"] == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": _plain_text([b for b in blocks if b.get("type") == "text"]) or None}
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b.get("name", ""), "arguments": orjson.dumps(b.get("input") or {}).decode()}}
+                     for b in blocks if b.get("type") == "tool_use"]
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+        else:
+            for b in blocks:
+                if b.get("type") == "tool_result":
+                    c = b.get("content")
+                    out.append({"role": "tool", "tool_call_id": b.get("tool_use_id"),
+                                "content": c if isinstance(c, str) else _plain_text(c or [])})
+            rest = [b for b in blocks if b.get("type") != "tool_result"]
+            if rest:
+                parts = []
+                for b in rest:
+                    if b.get("type") == "image":
+                        src = b.get("source") or {}
+                        url = src.get("url") or f"data:{src.get('media_type')};base64,{src.get('data', '')}"
+                        parts.append({"type": "image_url", "image_url": {"url": url}})
+                    else:
+                        parts.append({"type": "text", "text": b.get("text", "") if b.get("type") == "text" else orjson.dumps(b).decode()})
+                if all(p["type"] == "text" for p in parts):
+                    out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts)})
+                else:
+                    out.append({"role": "user", "content": parts})
+    return out
+
+
+def _plain_text(blocks: list[dict]) -> str:
+    return "\n\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")

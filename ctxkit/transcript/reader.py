@@ -1,0 +1,89 @@
+"""Reading a transcript: one streaming pass that indexes every line, with clear errors."""
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+from ..errors import TranscriptError, UsageError
+from .formats import FORMATS, detect, handler
+from .jsonl import BAD_LINE_POLICIES, BadLines, open_source, parse_line
+from .model import Line, ReadInfo, Transcript
+
+_DETECT_WINDOW = 50
+
+
+def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
+                    stdin: BinaryIO | None = None, check_pairing: bool = True) -> Transcript:
+    """Read a transcript (a path, or ``-``/None for standard input) in any supported format.
+
+    ``on_bad_line``: ``fail`` raises :class:`TranscriptError` naming the first unreadable line;
+    ``skip`` keeps such lines in the output untouched, leaves them out of the view, and counts them.
+    With ``check_pairing``, a tool_result in the view that answers no tool_use is a bad line too.
+    """
+    if fmt != "auto" and fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    if on_bad_line not in BAD_LINE_POLICIES:
+        raise UsageError(f"--on-bad-line must be one of {', '.join(BAD_LINE_POLICIES)}, got {on_bad_line!r}")
+    source = open_source(path, stdin)
+    try:
+        return _read(source, fmt, on_bad_line, check_pairing)
+    except BaseException:
+        source.close()
+        raise
+
+
+def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript:
+    from .jsonl import iter_lines
+
+    bad = BadLines()
+    lines: list[Line] = []
+    pending: list[tuple[Line, dict]] = []  # parsed entries waiting for the format to be known
+    cache: dict[int, dict] = {}
+    chosen = None if fmt == "auto" else handler(fmt)
+
+    def index(line: Line, d: dict, i: int) -> None:
+        chosen.index_line(line, d)
+        if chosen.keep_parsed:
+            cache[i] = d
+
+    for line_no, offset, body, had_newline in iter_lines(source):
+        line = Line(line_no, offset, len(body), had_newline)
+        i = len(lines)
+        lines.append(line)
+        if not body.strip():
+            line.bad = True  # a blank line: nothing to read, nothing to keep
+            continue
+        try:
+            d = parse_line(source.name, line_no, body, had_newline)
+        except TranscriptError as exc:
+            if on_bad_line == "fail":
+                raise
+            bad.add(exc.message)
+            line.bad = True
+            continue
+        if chosen is None:
+            pending.append((line, d))
+            if len(pending) >= _DETECT_WINDOW:
+                chosen = handler(detect([e for _, e in pending]) or "anthropic")
+                for ln, e in pending:
+                    index(ln, e, ln.no - 1)
+                pending = []
+        else:
+            index(line, d, i)
+    detected = chosen is None
+    if chosen is None:
+        chosen = handler(detect([e for _, e in pending]) or "anthropic")
+        for ln, e in pending:
+            index(ln, e, ln.no - 1)
+    t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected or fmt == "auto"), cache=cache,
+                   keep_all_parsed=chosen.keep_parsed)
+    if check_pairing:
+        view = t.view()
+        if view.orphans:
+            ref = view.orphans[0]
+            msg = f"tool_result {ref[1]!r} answers no tool_use before it"
+            if on_bad_line == "fail":
+                raise TranscriptError(source.name, t.line_no(ref[0]), msg + " (use --on-bad-line skip to leave it out)")
+            for entry, tool_id in view.orphans:
+                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {tool_id!r} answers no tool_use before it")
+    return t

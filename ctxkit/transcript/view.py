@@ -1,0 +1,216 @@
+"""The view: the messages a model is sent next, with where each block came from.
+
+Every format projects its transcript into a :class:`View`. Stages read the
+view to decide, and edit the transcript (through the format's edit functions)
+using the provenance the view carries: which transcript entry, and which block
+of it, produced each block.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# What a view message is, beyond its role: stages treat these differently.
+PROMPT = "prompt"  # a real user message (typed by the user)
+TOOL_RESULTS = "tool_results"  # a user message carrying tool_result blocks (maybe with trailing text)
+ASSISTANT = "assistant"
+META = "meta"  # harness-injected user text: reminders, skill bodies, command echoes
+ATTACHMENT = "attachment"  # state appended by the harness (rendered attachment entries)
+SUMMARY = "summary"  # the compact summary that opens a compacted history
+SYSTEM = "system"  # a mid-conversation system message
+
+
+@dataclass(frozen=True)
+class BlockRef:
+    """Where a view block lives in the transcript: entry index and index in that entry's content list
+    (-1 when the entry's content is a plain string)."""
+
+    entry: int
+    block: int
+
+
+@dataclass
+class ViewMessage:
+    role: str
+    content: list[dict]
+    kind: str
+    refs: list[BlockRef | None] = field(default_factory=list)  # one per block
+    entries: list[int] = field(default_factory=list)  # every entry that contributed, in order
+    uuid: str | None = None  # uuid of the entry that opened it (snip ids, session-memory anchors)
+    timestamp: str | None = None
+    was_string: bool = False  # the source content was a plain string (kept when writing the view)
+    msg_id: str | None = None  # assistant: the API message id its fragments share
+
+    def api(self) -> dict[str, Any]:
+        """This message as the Messages API wants it."""
+        if self.was_string and len(self.content) == 1 and self.content[0].get("type") == "text":
+            return {"role": self.role, "content": self.content[0]["text"]}
+        if self.role == "system" and all(b.get("type") == "text" for b in self.content):
+            return {"role": "system", "content": "\n\n".join(b["text"] for b in self.content)}
+        return {"role": self.role, "content": copy.deepcopy(self.content)}
+
+    def text(self) -> str:
+        """All plain text of the message (not tool results), joined."""
+        return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+    def tool_uses(self) -> Iterator[dict]:
+        return (b for b in self.content if b.get("type") == "tool_use")
+
+    def tool_results(self) -> Iterator[dict]:
+        return (b for b in self.content if b.get("type") == "tool_result")
+
+
+@dataclass
+class View:
+    messages: list[ViewMessage]
+    notes: list[str] = field(default_factory=list)  # what the projection had to repair or skip
+    orphans: list[tuple[int, str]] = field(default_factory=list)  # (entry index, tool_use_id) of results answering nothing
+
+    def api_messages(self, *, include_system: bool = True) -> list[dict]:
+        return [m.api() for m in self.messages if include_system or m.role != "system"]
+
+    def tool_use_index(self) -> dict[str, tuple[int, int]]:
+        """tool_use id -> (message index, block index)."""
+        out: dict[str, tuple[int, int]] = {}
+        for mi, m in enumerate(self.messages):
+            if m.role == "assistant":
+                for bi, b in enumerate(m.content):
+                    if b.get("type") == "tool_use":
+                        out[b["id"]] = (mi, bi)
+        return out
+
+    def tool_result_index(self) -> dict[str, tuple[int, int]]:
+        """tool_use id -> (message index, block index) of its tool_result."""
+        out: dict[str, tuple[int, int]] = {}
+        for mi, m in enumerate(self.messages):
+            if m.role == "user":
+                for bi, b in enumerate(m.content):
+                    if b.get("type") == "tool_result":
+                        out[b["tool_use_id"]] = (mi, bi)
+        return out
+
+    def tool_names(self) -> dict[str, str]:
+        """tool_use id -> tool name."""
+        return {b["id"]: b.get("name", "") for m in self.messages if m.role == "assistant" for b in m.tool_uses()}
+
+
+def pairing_problems(messages: list[dict]) -> list[str]:
+    """Messages API pairing rules (TRANSCRIPTS.md section 9.2) a list of API messages breaks.
+
+    Every tool_use must be answered in the next non-system message, results first; every
+    tool_result must answer a tool_use of the previous assistant message. A trailing
+    assistant message with unanswered tool_use blocks is a turn in progress and allowed.
+    """
+    problems: list[str] = []
+    convo = [m for m in messages if m.get("role") != "system"]
+    for i, m in enumerate(convo):
+        blocks = m["content"] if isinstance(m.get("content"), list) else []
+        if m.get("role") == "assistant":
+            ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+            if not ids or i == len(convo) - 1:
+                continue
+            nxt = convo[i + 1]
+            nblocks = nxt["content"] if isinstance(nxt.get("content"), list) else []
+            lead = []
+            for b in nblocks:
+                if b.get("type") != "tool_result":
+                    break
+                lead.append(b.get("tool_use_id"))
+            missing = [x for x in ids if x not in lead]
+            if nxt.get("role") != "user" or missing:
+                problems.append(f"messages.{i}: tool_use ids without tool_result immediately after: {missing or ids}")
+        elif m.get("role") == "user":
+            prev_ids: set[str] = set()
+            if i > 0 and convo[i - 1].get("role") == "assistant":
+                pblocks = convo[i - 1]["content"] if isinstance(convo[i - 1].get("content"), list) else []
+                prev_ids = {b["id"] for b in pblocks if b.get("type") == "tool_use"}
+            seen_other = False
+            for b in blocks:
+                if b.get("type") == "tool_result":
+                    if b.get("tool_use_id") not in prev_ids:
+                        problems.append(f"messages.{i}: tool_result {b.get('tool_use_id')} answers no tool_use of the previous message")
+                    if seen_other:
+                        problems.append(f"messages.{i}: tool_result {b.get('tool_use_id')} after other content")
+                else:
+                    seen_other = True
+    return problems
+
+
+def normalize(msgs: list[ViewMessage], notes: list[str], orphans: list | None = None) -> list[ViewMessage]:
+    """Merge consecutive user (and system) messages and repair what the Messages API would reject."""
+    out: list[ViewMessage] = []
+    for m in msgs:
+        if not m.content:
+            continue
+        if m.role == "assistant":
+            _drop_whitespace_before_thinking(m)
+        prev = out[-1] if out else None
+        if prev is not None and prev.role == m.role and m.role in ("user", "system"):
+            if m.role == "user" and any(b.get("type") == "tool_result" for b in m.content):
+                out.append(m)  # never bury results after text; the pairing repair below handles it
+                continue
+            prev.content.extend(m.content)
+            prev.refs.extend(m.refs)
+            prev.entries.extend(m.entries)
+            prev.was_string = False
+            if prev.kind in (ATTACHMENT, META) and m.kind in (PROMPT, SUMMARY):
+                prev.kind, prev.uuid = m.kind, m.uuid
+            continue
+        out.append(m)
+    _repair_pairing(out, notes, orphans if orphans is not None else [])
+    return [m for m in out if m.content]
+
+
+def _drop_whitespace_before_thinking(m: ViewMessage) -> None:
+    first = next((k for k, b in enumerate(m.content) if b.get("type") in ("thinking", "redacted_thinking")), None)
+    if not first:
+        return
+    keep = [k for k in range(len(m.content)) if k >= first or not (m.content[k].get("type") == "text"
+                                                                    and not m.content[k].get("text", "").strip())]
+    m.content = [m.content[k] for k in keep]
+    m.refs = [m.refs[k] for k in keep]
+
+
+def _repair_pairing(msgs: list[ViewMessage], notes: list[str], orphans: list) -> None:
+    """Make every tool_use answered in the next message and drop results that answer nothing."""
+    convo = [m for m in msgs if m.role != "system"]
+    for k, m in enumerate(convo):
+        if m.role != "assistant":
+            continue
+        ids = [b["id"] for b in m.content if b.get("type") == "tool_use"]
+        nxt = convo[k + 1] if k + 1 < len(convo) else None
+        if nxt is None or not ids:
+            continue
+        if nxt.role != "user":
+            continue
+        answered = {b.get("tool_use_id") for b in nxt.content if b.get("type") == "tool_result"}
+        missing = [x for x in ids if x not in answered]
+        if missing:
+            lead = sum(1 for b in nxt.content if b.get("type") == "tool_result")
+            synth = [{"type": "tool_result", "tool_use_id": x, "is_error": True,
+                      "content": "[tool call interrupted: no result was recorded]"} for x in missing]
+            nxt.content[lead:lead] = synth
+            nxt.refs[lead:lead] = [None] * len(synth)
+            notes.append(f"synthesized an error result for {len(missing)} unanswered tool call(s): {', '.join(missing)}")
+    for k, m in enumerate(convo):
+        if m.role != "user":
+            continue
+        prev = convo[k - 1] if k > 0 else None
+        ok = {b["id"] for b in prev.content if b.get("type") == "tool_use"} if prev and prev.role == "assistant" else set()
+        keep = [j for j, b in enumerate(m.content) if b.get("type") != "tool_result" or b.get("tool_use_id") in ok]
+        if len(keep) != len(m.content):
+            dropped = [b.get("tool_use_id") for b in m.content if b.get("type") == "tool_result" and b.get("tool_use_id") not in ok]
+            notes.append(f"left out {len(dropped)} tool_result(s) answering no tool_use: {', '.join(map(str, dropped))}")
+            for j, b in enumerate(m.content):
+                if j not in keep and m.refs[j] is not None:
+                    orphans.append((m.refs[j].entry, b.get("tool_use_id")))
+            m.content = [m.content[j] for j in keep]
+            m.refs = [m.refs[j] for j in keep]
+        # results first, text after
+        res = [j for j, b in enumerate(m.content) if b.get("type") == "tool_result"]
+        if res and res != list(range(len(res))):
+            rest = [j for j in range(len(m.content)) if j not in res]
+            m.content = [m.content[j] for j in res + rest]
+            m.refs = [m.refs[j] for j in res + rest]

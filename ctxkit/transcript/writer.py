@@ -1,0 +1,35 @@
+"""Writing a transcript in its own format, or its view converted to another (``--to``)."""
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from ..errors import UsageError
+from .jsonl import dumps
+from .model import Transcript
+from .plain import to_openai
+
+
+def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None) -> None:
+    """Write ``t``: in its own format (lossless), or as the view's messages in format ``to``."""
+    if to is None or to == t.format:
+        t.write(out)
+        return
+    if to == "claude-code":
+        raise UsageError(f"cannot convert a {t.format} transcript to claude-code; write it as anthropic or openai")
+    write_messages(view_messages(t, to), out)
+
+
+def view_messages(t: Transcript, to: str) -> list[dict[str, Any]]:
+    """The view as a list of API messages in format ``to`` (``anthropic`` or ``openai``)."""
+    msgs = t.view().api_messages()
+    if to == "openai":
+        return to_openai(msgs)
+    if to == "anthropic":
+        return msgs
+    raise UsageError(f"unknown output format {to!r}; choose anthropic or openai")
+
+
+def write_messages(msgs: list[dict[str, Any]], out: BinaryIO) -> None:
+    for m in msgs:
+        out.write(dumps(m))
+        out.write(b"\n")

@@ -1,0 +1,1 @@
+"""Built-in policies, shipped in the wheel as package data."""

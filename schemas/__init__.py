@@ -1,0 +1,1 @@
+"""JSON Schemas, shipped in the wheel as package data."""
