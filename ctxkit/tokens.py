@@ -343,8 +343,8 @@ class TiktokenCounter(TokenCounter):
     """Exact ``cl100k_base`` counts of the pieces :func:`iter_pieces` yields (images and
     documents still :data:`IMAGE_TOKENS`, plus :data:`MESSAGE_OVERHEAD` per message).
 
-    cl100k is OpenAI's GPT-4 tokenizer, not Claude's: exact for gpt-4/gpt-3.5 message
-    text, within roughly 10-20% for Claude. Special-token strings in the text (``<|endoftext|>``)
+    cl100k is OpenAI's GPT-4 tokenizer, not Claude's: exact for gpt-4-era text, a closer
+    approximation than characters/4 for Claude (whose tokenizer is not public). Special-token strings in the text (``<|endoftext|>``)
     are counted as ordinary text, never rejected. Without an encoding it counts like
     :class:`RoughCounter` and sets ``notice``.
     """
@@ -375,6 +375,7 @@ class TiktokenCounter(TokenCounter):
 #: only knows Claude models; token counts do not depend on a model's ability).
 DEFAULT_COUNT_MODEL = "claude-sonnet-4-5"
 _API_TIMEOUT_SECONDS = 30.0
+_NO_KEY = "anthropic: no API key (set ANTHROPIC_API_KEY)"
 
 
 def _api_model_id(model: str | None) -> str:
@@ -468,13 +469,19 @@ class AnthropicCounter(TokenCounter):
         if client is None:
             try:
                 import anthropic
-
+            except ImportError:
+                self._degrade("anthropic: the anthropic package is not installed")
+                return
+            try:
                 self._client = anthropic.Anthropic()
-            except Exception as exc:  # SDK missing or misconfigured
-                self._degrade(f"anthropic: cannot create a client ({type(exc).__name__})")
+            except Exception as exc:  # e.g. a configured profile that does not exist
+                if isinstance(exc, getattr(anthropic, "CredentialsError", ())):
+                    self._degrade(f"{_NO_KEY} ({type(exc).__name__})")
+                else:
+                    self._degrade(f"anthropic: cannot create a client ({type(exc).__name__})")
                 return
         if not _has_credentials(self._client):
-            self._degrade("anthropic: no API key (set ANTHROPIC_API_KEY)")
+            self._degrade(_NO_KEY)
 
     def _degrade(self, why: str) -> None:
         self.notice = f"{why}; {_ROUGH_SUFFIX}"

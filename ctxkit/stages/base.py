@@ -34,6 +34,7 @@ class RunInputs:
     state_file: Path | None = None  # --state FILE (tools, agents, MCP servers) for delta attachments
     queued_file: Path | None = None  # --queued FILE
     plan_mode: bool | None = None  # --plan-mode
+    context_window: int | None = None  # --context-window: overrides the policy and the model table
     cwd: Path = field(default_factory=Path.cwd)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -53,6 +54,11 @@ class Context:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def timestamp(self) -> str:
+        """Now, as transcripts write it ("2026-11-29T23:06:25.561Z"), for entries a stage appends."""
+        now = self.clock.now()
+        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 @dataclass

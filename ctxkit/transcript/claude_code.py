@@ -84,6 +84,14 @@ def _meta(t: Transcript, i: int) -> Line:
     return line
 
 
+def _main_copy(line: Line) -> Line:
+    copy = Line(line.no, line.offset, line.length, line.had_newline)
+    for slot in Line.__slots__:
+        setattr(copy, slot, getattr(line, slot))
+    copy.sidechain = False
+    return copy
+
+
 def _content_blocks(d: dict) -> tuple[list[dict], bool]:
     msg = d.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -129,6 +137,9 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     """Indexes of the entries that make up the view, in view order, and facts about the walk."""
     live = list(t.live_indexes())
     metas = {i: _meta(t, i) for i in live}
+    if not any(m.type in _CONVERSATION_TYPES and not m.sidechain for m in metas.values()):
+        # a subagent's own transcript: every entry is on the sidechain, and that is the conversation
+        metas = {i: _main_copy(m) for i, m in metas.items()}
     by_uuid: dict[str, int] = {}
     for i in live:
         m = metas[i]

@@ -1,0 +1,77 @@
+"""Running the policy's stages in order and collecting what each did.
+
+The pipeline holds no stage logic: it instantiates the enabled stages the
+policy lists, runs each on the previous one's output, counts the view's tokens
+before and after, and hands tokens freed so far to later stages (autocompact's
+threshold check counts what snip and microcompact freed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+from .policy.model import Policy, StageSpec
+from .stages import REGISTRY
+from .stages.base import Context, Report, Stage
+from .transcript.model import Transcript
+
+
+@dataclass
+class Pipeline:
+    stages: list[Stage]
+
+    def run(self, transcript: Transcript, ctx: Context) -> PipelineResult:
+        reports: list[Report] = []
+        current = transcript
+        start_tokens = ctx.tokens.count_messages(current.view().api_messages())
+        for stage in self.stages:
+            before = ctx.tokens.count_messages(current.view().api_messages())
+            result = stage.run(current, ctx)
+            after = ctx.tokens.count_messages(result.transcript.view().api_messages())
+            report = result.report
+            report.tokens_before, report.tokens_after = before, after
+            ctx.tokens_freed += max(0, before - after)
+            reports.append(report)
+            current = result.transcript
+        end_tokens = ctx.tokens.count_messages(current.view().api_messages())
+        return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings))
+
+
+@dataclass
+class PipelineResult:
+    transcript: Transcript
+    reports: list[Report]
+    tokens_before: int
+    tokens_after: int
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "stages": [r.to_json() for r in self.reports],
+            "warnings": self.warnings,
+        }
+
+
+def compile_pipeline(policy: Policy, only: list[str] | None = None) -> Pipeline:
+    """Build the stages the policy enables, in its order; ``only`` keeps the named ids or stage names."""
+    specs = list(policy.enabled_stages())
+    if only:
+        wanted = set(only)
+        known = {s.id for s in policy.stages} | {s.use for s in policy.stages} | set(REGISTRY)
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise UsageError(f"unknown stage {', '.join(unknown)}; known: {', '.join(sorted(REGISTRY))}")
+        specs = [s for s in policy.stages if s.id in wanted or s.use in wanted]
+        named = {s.id for s in specs} | {s.use for s in specs}
+        # a stage named on the command line but absent from the policy runs with its defaults
+        for name in sorted(wanted - named):
+            specs.append(StageSpec(id=name, use=name))
+    stages = []
+    for spec in specs:
+        cls = REGISTRY.get(spec.use)
+        if cls is None:
+            raise UsageError(f"stage {spec.id!r} uses unknown stage {spec.use!r}")
+        stages.append(cls(spec.id, dict(spec.options)))
+    return Pipeline(stages)

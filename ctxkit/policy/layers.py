@@ -1,0 +1,233 @@
+"""Finding and reading the policy layers.
+
+Lowest first:
+
+1. the bases: the policies named by ``extends:`` (a built-in name or a path
+   relative to the file that names it), each after its own bases; when no
+   layer names one, the built-in ``default``. When several layers name bases,
+   all of them stack in layer order (each once), so a repository's
+   ``extends: no-llm`` survives ``--policy strict.yaml`` extending ``default``;
+2. the user's file, ``$XDG_CONFIG_HOME/ctxkit/policy.yaml``
+   (``~/.config/ctxkit/policy.yaml``), if present;
+3. the repository's ``.ctxkit.yaml``, the first found walking up from the
+   working directory;
+4. ``--policy``: a file, or the name of a built-in policy;
+5. each ``--set path=value``, in order.
+
+Files are named in problems and origins relative to the working directory
+when they are in it or directly in one of its parents, with ``~`` under the
+home folder, else absolutely; built-ins as ``<builtin>/NAME.yaml``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from .. import resources
+from ..errors import Problem
+from . import yamlpos
+from .hints import did_you_mean
+from .yamlpos import Document, FixedDocument
+
+REPO_FILE = ".ctxkit.yaml"
+DEFAULT_BASE = "default"
+SET_LABEL = "--set"
+POLICY_LABEL = "--policy"
+_SET_KEY = re.compile(r"[\w-]+")
+
+
+@dataclass
+class Layer:
+    """One policy source: its name in messages, what it says, and what went wrong reading it."""
+
+    label: str
+    document: Document | None
+    problems: list[Problem] = field(default_factory=list)
+    path: Path | None = None  # the file behind it, against which a relative 'extends' resolves
+
+    @property
+    def key(self) -> str | None:
+        """Identity for cycle detection: the resolved file."""
+        return str(self.path.resolve()) if self.path else None
+
+    @property
+    def extends(self) -> str | None:
+        data = self.document.data if self.document else None
+        value = data.get("extends") if isinstance(data, dict) else None
+        return value if isinstance(value, str) and value else None
+
+
+class Unresolved(Exception):
+    """An ``extends`` or ``--policy`` value that names no file and no built-in policy."""
+
+    def __init__(self, message: str, hint: str | None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def user_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/ctxkit/policy.yaml``; XDG says to ignore an unset, empty or relative value."""
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / "ctxkit" / "policy.yaml"
+
+
+def find_repo_policy(cwd: Path) -> Path | None:
+    """The nearest ``.ctxkit.yaml`` in ``cwd`` or a folder above it, up to the filesystem root."""
+    start = Path(cwd).absolute()
+    for folder in (start, *start.parents):
+        candidate = folder / REPO_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+class LayerReader:
+    """Reads layers for one load, relative to one working directory; reads each file once."""
+
+    def __init__(self, cwd: Path):
+        self.cwd = Path(cwd).absolute()
+        self._read: dict[str, Layer] = {}
+
+    # -- the stack ------------------------------------------------------------
+
+    def layers(self, policy: str | None, sets: Sequence[str], user_config: Path | None) -> list[Layer]:
+        """Layers 2 to 5 (the bases come from :meth:`bases`)."""
+        found = []
+        user = user_config_path() if user_config is None else Path(user_config)
+        if user.is_file():
+            found.append(self.file(user))
+        repo = find_repo_policy(self.cwd)
+        if repo is not None:
+            found.append(self.file(repo))
+        if policy is not None:
+            found.append(self.policy_option(policy))
+        found.extend(self.setting(item) for item in sets)
+        return found
+
+    def bases(self, layers: Sequence[Layer]) -> tuple[list[Layer], list[Problem]]:
+        """The layers below ``layers``: what their ``extends`` name, in layer order, else ``default``."""
+        problems: list[Problem] = []
+        chain: list[Layer] = []
+        for layer in layers:
+            for base in self._extends_chain(layer, [layer], problems):
+                if all(base.key != seen.key for seen in chain):
+                    chain.append(base)
+        if not chain:
+            default = self.builtin(DEFAULT_BASE)
+            chain = [*self._extends_chain(default, [default], problems), default]
+        return chain, problems
+
+    def _extends_chain(self, layer: Layer, trail: list[Layer], problems: list[Problem]) -> list[Layer]:
+        """What ``layer`` extends, lowest first, not including ``layer``; ``trail`` detects cycles."""
+        name = layer.extends
+        if name is None or layer.document is None:
+            return []
+        folder = layer.path.parent if layer.path else self.cwd
+        try:
+            target = self._locate(name, folder, "paths are relative to the file that names them")
+        except Unresolved as exc:
+            problems.append(layer.document.problem(["extends"], exc.message, exc.hint))
+            return []
+        if any(target.key == seen.key for seen in trail):
+            cycle = " -> ".join(seen.label for seen in [*trail, target])
+            problems.append(layer.document.problem(["extends"], f"'extends' cycle: {cycle}"))
+            return []
+        return [*self._extends_chain(target, [*trail, target], problems), target]
+
+    # -- single layers --------------------------------------------------------
+
+    def file(self, path: Path) -> Layer:
+        path = path if path.is_absolute() else self.cwd / path
+        return self._cached(path, self.label(path))
+
+    def builtin(self, name: str) -> Layer:
+        return self._cached(resources.policies_dir() / f"{name}.yaml", f"<builtin>/{name}.yaml")
+
+    def _cached(self, path: Path, label: str) -> Layer:
+        key = str(path.resolve())
+        if key not in self._read:
+            document, problems = yamlpos.read(path, label)
+            self._read[key] = Layer(label, document, problems, path)
+        return self._read[key]
+
+    def policy_option(self, value: str) -> Layer:
+        """``--policy``: a file (relative to the working directory) or a built-in name."""
+        try:
+            return self._locate(value, self.cwd)
+        except Unresolved as exc:
+            return Layer(POLICY_LABEL, None, [Problem(POLICY_LABEL, 1, 1, exc.message, exc.hint)])
+
+    def _locate(self, value: str, folder: Path, path_hint: str | None = None) -> Layer:
+        """A value that looks like a path (has a slash or a .yaml/.yml suffix) is a file, else a
+        built-in name. Raises :class:`Unresolved`; the caller knows where to report it."""
+        if _looks_like_path(value):
+            path = Path(value).expanduser()
+            path = path if path.is_absolute() else folder / path
+            if path.is_file():
+                return self.file(path)
+            raise Unresolved(f"policy file '{value}' not found", path_hint)
+        names = resources.builtin_policy_names()
+        if value in names:
+            return self.builtin(value)
+        hint = did_you_mean(value, names) or f"built-in policies: {', '.join(names)}; or give a file path"
+        raise Unresolved(f"no built-in policy named '{value}'", hint)
+
+    def setting(self, item: str) -> Layer:
+        """One ``--set path=value``: the value is YAML (``5``, ``false``, ``[Read, Grep]``, ``{a: 1}``);
+        ``stages.ID.rest`` addresses the stage with that id."""
+        try:
+            data = _setting_data(item)
+        except ValueError as exc:
+            return Layer(SET_LABEL, None, [Problem(SET_LABEL, 1, 1, f"malformed --set '{item}': {exc}",
+                                                   "expected PATH=VALUE, e.g. thresholds.autocompact_buffer=20000")])
+        return Layer(SET_LABEL, FixedDocument(SET_LABEL, data))
+
+    def label(self, path: Path) -> str:
+        """How a file is named in problems and origins (see the module docstring)."""
+        path = Path(os.path.abspath(path))
+        if path.is_relative_to(self.cwd) or self.cwd.is_relative_to(path.parent):
+            return os.path.relpath(path, self.cwd)
+        home = Path.home()
+        if path.is_relative_to(home):
+            return str(Path("~") / path.relative_to(home))
+        return str(path)
+
+
+def _looks_like_path(value: str) -> bool:
+    return "/" in value or os.sep in value or value.endswith((".yaml", ".yml"))
+
+
+def _setting_data(item: str) -> dict[str, Any]:
+    """The layer a ``--set`` item stands for; ValueError says what is malformed."""
+    dotted, equals, raw = item.partition("=")
+    keys = dotted.strip().split(".")
+    if not equals:
+        raise ValueError("no '='")
+    if not all(_SET_KEY.fullmatch(key) for key in keys):
+        raise ValueError(f"'{dotted}' is not a dotted path")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or "cannot parse"
+        raise ValueError(f"the value is not valid YAML ({problem})") from None
+    if keys[0] != "stages" or len(keys) == 1:
+        return _nested(keys, value)
+    stage_id, rest = keys[1], keys[2:]
+    if rest:
+        return {"stages": [{"id": stage_id, **_nested(rest, value)}]}
+    if not isinstance(value, dict):
+        raise ValueError(f"a stage takes a mapping, e.g. stages.{stage_id}={{enabled: false}}")
+    return {"stages": [{"id": stage_id, **{k: v for k, v in value.items() if k != "id"}}]}
+
+
+def _nested(keys: Sequence[str], value: Any) -> dict[str, Any]:
+    for key in reversed(keys[1:]):
+        value = {key: value}
+    return {keys[0]: value}

@@ -1,0 +1,147 @@
+"""tool-result-budget: move oversized tool output to the store, leaving a preview in the view.
+
+Large tool results, not chat text, are what fills a context window. This stage
+runs first and keeps each one, and each API round's results together, within a
+budget, the way Claude Code does:
+
+* **Per result**: a result larger than its tool's limit (``max_result_chars``, default 50,000
+  characters; ``per_tool`` overrides; ``exempt_tools`` such as Read are never persisted, since
+  reading a persisted file back would loop) goes to the store; the view keeps a
+  ``<persisted-output>`` block with the stored file's path, the size and a preview (the first
+  2,000 bytes, cut at a line end). Images and documents are never persisted. An empty result
+  becomes a short completion note, e.g. ``(Bash completed with no output)``.
+* **Per message**: when the results of one user message together exceed ``max_message_chars``
+  (default 200,000), the largest fresh results are persisted until the rest fits.
+* **Frozen decisions**: once the model has seen a result (in full, or as a preview) that decision
+  never changes: the ledger in the store remembers each tool_use id, and a replacement is
+  replayed with exactly the same bytes, so running ``compact`` again on a grown transcript leaves
+  the earlier view byte-identical (the provider's prompt cache stays warm).
+
+Before::
+
+    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1\\n2\\n3\\n ... 40000\\n"}   (228,894 chars)
+
+After::
+
+    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "<persisted-output>\\nOutput too large
+    (223.5KB). Full output saved to: /work/.ctxkit/blobs/3f/3f9c....txt\\n\\nPreview (first 2.0KB):\\n1\\n2\\n...
+    </persisted-output>"}
+
+``ctxkit expand`` puts the full output back.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..persist import content_size, content_text, has_media, is_empty, persisted_message, store_original
+from ..transcript.edit import replace_blocks
+from ..transcript.model import Transcript
+from ..transcript.view import BlockRef
+from .base import Context, Stage, StageResult, register
+
+
+@register
+class ToolResultBudget(Stage):
+    name = "tool-result-budget"
+    summary = "Persist oversized tool results to the store with a preview; frozen decisions."
+    options_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "max_result_chars": {"type": "integer", "minimum": 1, "default": 50_000,
+                                 "description": "A single tool result above this many characters is persisted."},
+            "per_tool": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}, "default": {},
+                         "description": "Per-tool limits overriding max_result_chars, e.g. {Bash: 30000}."},
+            "exempt_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "default": ["Read"],
+                             "description": "Tools whose results are never persisted (reading them back would loop)."},
+            "max_message_chars": {"type": "integer", "minimum": 1, "default": 200_000,
+                                  "description": "Aggregate budget for the tool results of one user message."},
+            "preview_bytes": {"type": "integer", "minimum": 0, "default": 2_000,
+                              "description": "How much of a persisted output the preview shows."},
+            "empty_note": {"type": "string", "default": "({tool} completed with no output)",
+                           "description": "What an empty result becomes; {tool} is the tool's name."},
+        },
+    }
+
+    def run(self, t: Transcript, ctx: Context) -> StageResult:
+        view = t.view()
+        names = view.tool_names()
+        changes: dict[BlockRef, dict] = {}
+        persisted: list[str] = []
+        replayed: list[str] = []
+        noted_empty: list[str] = []
+        store = ctx.store
+        for msg in view.messages:
+            if msg.role != "user":
+                continue
+            fresh: list[tuple[int, int]] = []  # (block index, size) still eligible for the aggregate budget
+            total = 0
+            for k, block in enumerate(msg.content):
+                if block.get("type") != "tool_result":
+                    continue
+                ref = msg.refs[k]
+                tid = block.get("tool_use_id", "")
+                content = block.get("content")
+                decision = store.decision(tid)
+                if decision and decision.get("state") in ("replaced", "cleared"):
+                    if ref is not None and content != decision.get("replacement"):
+                        changes[ref] = {**block, "content": decision["replacement"]}
+                        replayed.append(tid)
+                    total += len(decision.get("replacement", ""))
+                    continue
+                size = content_size(content)
+                total += size
+                if decision or ref is None:
+                    continue  # seen in full before: frozen
+                tool = names.get(tid, "")
+                if is_empty(content) and not has_media(content):
+                    note = self.options["empty_note"].format(tool=tool or "Tool")
+                    changes[ref] = {**block, "content": note}
+                    store.record_decision(tid, {"state": "replaced", "replacement": note, "blob": "", "original":
+                                                "json" if isinstance(content, list) else "text", "by": self.id,
+                                                "empty": content if content is not None else ""})
+                    total += len(note) - size
+                    noted_empty.append(tid)
+                    continue
+                if has_media(content) or tool in self.options["exempt_tools"]:
+                    continue
+                if size > self._limit(tool):
+                    total += self._persist(block, ref, tid, changes, store) - size
+                    persisted.append(tid)
+                    continue
+                fresh.append((k, size))
+            # aggregate budget: largest fresh results first
+            for k, size in sorted(fresh, key=lambda x: (-x[1], x[0])):
+                if total <= self.options["max_message_chars"]:
+                    break
+                block = msg.content[k]
+                total += self._persist(block, msg.refs[k], block["tool_use_id"], changes, store) - size
+                persisted.append(block["tool_use_id"])
+        # everything the model is about to see in full is frozen from now on
+        for msg in view.messages:
+            for k, block in enumerate(msg.content):
+                if block.get("type") == "tool_result" and msg.refs[k] not in changes:
+                    tid = block.get("tool_use_id", "")
+                    if tid and not store.decision(tid):
+                        store.record_decision(tid, {"state": "seen"})
+        new = replace_blocks(t, changes)
+        action = "applied" if changes else "nothing-to-do"
+        details: dict[str, Any] = {"persisted": persisted, "replayed": replayed, "empty_notes": noted_empty,
+                                   "store": str(store.root)}
+        reason = (f"persisted {len(persisted)} result(s), replayed {len(replayed)}, noted {len(noted_empty)} empty"
+                  if changes else "every tool result is within budget")
+        return StageResult(new, self.report(action=action, reason=reason, details=details))
+
+    def _limit(self, tool: str) -> int:
+        return int(self.options["per_tool"].get(tool, self.options["max_result_chars"]))
+
+    def _persist(self, block: dict, ref: BlockRef | None, tid: str, changes: dict, store) -> int:
+        """Persist one result; returns the size of its replacement."""
+        content = block.get("content")
+        blob, kind = store_original(store, content)
+        replacement = persisted_message(content_text(content), blob, self.options["preview_bytes"])
+        if ref is not None:
+            changes[ref] = {**block, "content": replacement}
+        store.record_decision(tid, {"state": "replaced", "replacement": replacement, "blob": blob, "original": kind,
+                                    "by": self.id})
+        return len(replacement)

@@ -1,0 +1,70 @@
+"""Shared fixtures: where the shared corpus is, and a ready-made stage Context."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("CTXKIT_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+CC_CORPUS = CORPUS / "claude-code-2.1.328"
+PUBLIC_CORPUS = CORPUS / "public"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def cc_sessions() -> list[Path]:
+    """The recorded Claude Code sessions (folders with session.jsonl), or [] when the corpus is absent."""
+    if not CC_CORPUS.is_dir():
+        return []
+    return sorted(p for p in CC_CORPUS.iterdir() if (p / "session.jsonl").exists())
+
+
+def public_transcripts() -> list[Path]:
+    if not PUBLIC_CORPUS.is_dir():
+        return []
+    return sorted(PUBLIC_CORPUS.rglob("*.jsonl"))
+
+
+needs_corpus = pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")
+
+
+@pytest.fixture
+def corpus_session():
+    """Path of a named recorded session's transcript; skips when the corpus is absent."""
+
+    def get(name: str) -> Path:
+        path = CC_CORPUS / name / "session.jsonl"
+        if not path.exists():
+            pytest.skip(f"corpus session {name} not found at {path}")
+        return path
+
+    return get
+
+
+FIXED_NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def make_context(tmp_path):
+    """Build a stage Context: ``make_context(policy_doc=None, now=FIXED_NOW, **inputs)``."""
+    from ctxkit.clock import Clock
+    from ctxkit.policy.model import Policy
+    from ctxkit.stages.base import Context, RunInputs
+    from ctxkit.store import Store
+    from ctxkit.tokens import make_counter
+
+    def make(policy_doc: dict | None = None, now: datetime | None = FIXED_NOW, store_dir: Path | None = None,
+             **inputs):
+        policy = Policy.from_mapping(policy_doc or {})
+        return Context(
+            policy=policy,
+            tokens=make_counter(policy.estimator, model=policy.model),
+            clock=Clock(now),
+            store=Store(store_dir or tmp_path / "store"),
+            inputs=RunInputs(now=now, cwd=inputs.pop("cwd", tmp_path), **inputs),
+        )
+
+    return make

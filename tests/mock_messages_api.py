@@ -1,0 +1,284 @@
+"""A local HTTP server that speaks enough of the Anthropic Messages API for tests.
+
+Tests drive the real ``anthropic`` SDK against it (``base_url=api.base_url``,
+any dummy key), so retries, timeouts and error classification are exercised
+through the same code paths as in production, without a network or a key::
+
+    with MockMessagesAPI() as api:
+        api.reply_rate_limited(retry_after=3)
+        api.reply_text("<summary>1. Primary Request and Intent: ...</summary>")
+        summarizer = AnthropicSummarizer("claude-x", base_url=api.base_url, env={"ANTHROPIC_API_KEY": "k"})
+        ...
+        assert len(api.requests) == 2
+
+Replies are scripted as a FIFO queue consumed by ``POST /v1/messages``; when
+the queue is empty the server answers ``default_text`` (or a 500 when that is
+``None``, for tests that want every request accounted for).
+``POST /v1/messages/count_tokens`` answers ``{"input_tokens": N}`` with N the
+characters of the body's messages (and system) divided by four, or
+``token_count`` when set. Every request is recorded in :attr:`requests`
+before any scripted delay, so a request the client gave up on still counts.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+DEFAULT_SUMMARY = "<analysis>mock analysis</analysis>\n<summary>\n1. Primary Request and Intent:\n   mock summary\n</summary>"
+
+
+@dataclass
+class RecordedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # the decoded JSON body (None when there was none or it was not JSON)
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a status, a JSON body, extra headers, and a delay before answering."""
+
+    status: int = 200
+    body: Any = None  # dict for JSON; for 200 replies to /v1/messages, None means "build a message from text"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    text: str | None = None
+    content: list[dict] | None = None
+    stop_reason: str = "end_turn"
+    usage: dict[str, int] | None = None
+
+
+def error_body(error_type: str, message: str, request_id: str = "req_mock") -> dict[str, Any]:
+    """An error body in the shape the Anthropic API returns."""
+    return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": request_id}
+
+
+class MockMessagesAPI:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) with a queue of scripted replies.
+
+    Use as a context manager (or call :meth:`start` / :meth:`stop`). ``api_key``,
+    when given, makes the server answer 401 unless the request carries that key
+    (as ``x-api-key`` or ``Authorization: Bearer``), like the real API.
+    """
+
+    def __init__(self, *, default_text: str | None = DEFAULT_SUMMARY, api_key: str | None = None):
+        self.default_text = default_text
+        self.api_key = api_key
+        self.token_count: int | None = None
+        self.requests: list[RecordedRequest] = []
+        self._queue: deque[Reply | Callable[[RecordedRequest], Reply]] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the mock server is not running")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> MockMessagesAPI:
+        handler = type("Handler", (_Handler,), {"api": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-messages-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; requests still sleeping on a scripted delay are released at once."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> MockMessagesAPI:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- scripting ------------------------------------------------------------------------
+
+    def enqueue(self, reply: Reply | Callable[[RecordedRequest], Reply]) -> None:
+        """Queue a reply (or a function of the request returning one) for the next ``/v1/messages`` call."""
+        with self._lock:
+            self._queue.append(reply)
+
+    def reply_text(self, text: str, *, stop_reason: str = "end_turn", delay: float = 0.0,
+                   usage: dict[str, int] | None = None) -> None:
+        """A successful message whose content is one text block."""
+        self.enqueue(Reply(text=text, stop_reason=stop_reason, delay=delay, usage=usage))
+
+    def reply_content(self, content: list[dict], *, stop_reason: str = "end_turn", delay: float = 0.0) -> None:
+        """A successful message with exactly these content blocks."""
+        self.enqueue(Reply(content=content, stop_reason=stop_reason, delay=delay))
+
+    def reply_malformed(self) -> None:
+        """A successful message with no text block at all (an empty content list)."""
+        self.reply_content([], stop_reason="end_turn")
+
+    def reply_error(self, status: int, error_type: str, message: str, *, retry_after: float | str | None = None,
+                    headers: dict[str, str] | None = None, delay: float = 0.0) -> None:
+        """An HTTP error with an Anthropic-shaped body and, optionally, a ``retry-after`` header."""
+        all_headers = dict(headers or {})
+        if retry_after is not None:
+            all_headers["retry-after"] = str(retry_after)
+        self.enqueue(Reply(status=status, body=error_body(error_type, message), headers=all_headers, delay=delay))
+
+    def reply_rate_limited(self, *, retry_after: float | str | None = None) -> None:
+        self.reply_error(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.",
+                         retry_after=retry_after)
+
+    def reply_overloaded(self, *, retry_after: float | str | None = None) -> None:
+        self.reply_error(529, "overloaded_error", "Overloaded", retry_after=retry_after)
+
+    def reply_server_error(self, status: int = 500) -> None:
+        self.reply_error(status, "api_error", "Internal server error")
+
+    def reply_prompt_too_long(self, tokens: int | None = None, maximum: int | None = None) -> None:
+        """A 400 ``invalid_request_error`` "prompt is too long", with the token figures when given."""
+        message = "prompt is too long"
+        if tokens is not None and maximum is not None:
+            message = f"prompt is too long: {tokens} tokens > {maximum} maximum"
+        self.reply_error(400, "invalid_request_error", message)
+
+    def reply_delayed(self, seconds: float, text: str = DEFAULT_SUMMARY) -> None:
+        """A success that arrives only after ``seconds`` (to provoke client timeouts)."""
+        self.reply_text(text, delay=seconds)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet consumed."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def message_requests(self) -> list[RecordedRequest]:
+        """The ``POST /v1/messages`` requests received, in order."""
+        with self._lock:
+            return [r for r in self.requests if r.path == "/v1/messages"]
+
+    # -- answering (called from handler threads) ------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            scripted = self._queue.popleft() if self._queue else None
+        if callable(scripted):
+            return scripted(request)
+        if scripted is not None:
+            return scripted
+        if self.default_text is None:
+            return Reply(status=500, body=error_body("api_error", "mock server: no scripted reply left"))
+        return Reply(text=self.default_text)
+
+    def _message_body(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+        body = request.body if isinstance(request.body, dict) else {}
+        if reply.content is not None:
+            content = reply.content
+        else:
+            content = [{"type": "text", "text": reply.text or ""}]
+        usage = reply.usage or {
+            "input_tokens": self._estimate_tokens(body),
+            "output_tokens": max(1, sum(len(str(b.get("text", ""))) for b in content) // 4),
+        }
+        return {
+            "id": f"msg_mock_{next(self._ids):04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "mock-model"),
+            "content": content,
+            "stop_reason": reply.stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+
+    def _estimate_tokens(self, body: dict[str, Any]) -> int:
+        if self.token_count is not None:
+            return self.token_count
+        chars = len(json.dumps(body.get("messages", []), ensure_ascii=False))
+        system = body.get("system")
+        if system:
+            chars += len(system if isinstance(system, str) else json.dumps(system, ensure_ascii=False))
+        return chars // 4
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        if self.api_key is None:
+            return True
+        return headers.get("x-api-key") == self.api_key or headers.get("authorization") == f"Bearer {self.api_key}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: MockMessagesAPI  # set on the subclass made in MockMessagesAPI.start
+    server_version = "mock-messages-api/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass  # keep test output clean
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._send(404, error_body("not_found_error", f"no route for GET {self.path}"))
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = self.path.split("?", 1)[0]
+        request = RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, body)
+        self.api._record(request)
+        if not self.api._authorized(request.headers):
+            self._send(401, error_body("authentication_error", "invalid x-api-key"))
+            return
+        if raw and body is None:
+            self._send(400, error_body("invalid_request_error", "the request body is not valid JSON"))
+            return
+        if path == "/v1/messages/count_tokens":
+            self._send(200, {"input_tokens": self.api._estimate_tokens(body if isinstance(body, dict) else {})})
+            return
+        if path != "/v1/messages":
+            self._send(404, error_body("not_found_error", f"no route for POST {path}"))
+            return
+        reply = self.api._next_reply(request)
+        if reply.delay and self.api._stopping.wait(reply.delay):
+            return  # the server is stopping: do not answer
+        payload = reply.body
+        if reply.status == 200 and payload is None:
+            payload = self.api._message_body(reply, request)
+        self._send(reply.status, payload, reply.headers)
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("request-id", "req_mock")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test): nothing to answer
