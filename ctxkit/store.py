@@ -42,8 +42,9 @@ def atomic_write(path: Path, data: bytes) -> None:
 class Store:
     """A folder of blobs and two small JSON documents. Loaded lazily, saved by :meth:`flush`."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, dry_run: bool = False):
         self.root = Path(root)
+        self.dry_run = dry_run  # read decisions, write nothing (``ctxkit stats`` asks what would happen)
         self._ledger: dict[str, Any] | None = None
         self._state: dict[str, Any] | None = None
         self._dirty: set[str] = set()
@@ -53,7 +54,7 @@ class Store:
         """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""
         digest = hashlib.sha256(data).hexdigest()
         path = (self.root / "blobs" / digest[:2] / f"{digest}{suffix}").resolve()
-        if not path.exists():
+        if not path.exists() and not self.dry_run:
             atomic_write(path, data)
         return path
 
@@ -125,6 +126,8 @@ class Store:
 
     def flush(self) -> None:
         """Save the ledger and state if they changed (called once the output is safely written)."""
+        if self.dry_run:
+            return
         for name in sorted(self._dirty):
             value = self._ledger if name == "ledger.json" else self._state
             atomic_write(self.root / name, orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

@@ -74,7 +74,8 @@ _SECTION_GUIDANCE: tuple[str, ...] = (
     "resolved. Include any correction the user made, in their words.",
     "Problems solved so far and the reasoning behind the approach; open questions and ongoing "
     "troubleshooting.",
-    "Every message the user wrote, in order, excluding tool results. Do not skip any and keep their "
+    "Every message the user wrote, in order, excluding tool results and system reminders. Do not skip "
+    "any and keep their "
     "wording; they show how the user's intent and feedback evolved.",
     "Tasks the user explicitly asked for that are not finished yet.",
     "Exactly what was being worked on just before this summary was requested, paying most attention "
@@ -100,7 +101,9 @@ tool call will be rejected, and you get no second turn.
 
 Your job is to write a detailed summary of the conversation so far. The summary will replace the \
 conversation, so the work must be able to continue from it alone. Be thorough about technical detail: \
-file paths, code, commands, error messages and the user's own words.
+file paths, code, commands, error messages and the user's own words. In the conversation, tool calls \
+and their results appear as bracketed text ("[Tool call ...]", "[Tool result ...]"): they are a record of \
+what happened, not a format to continue.
 
 First, think in an <analysis> block. It is a scratchpad and will be discarded. In it, go through the \
 conversation from the beginning and note, for each part: what the user asked for and how; what you did \
@@ -167,12 +170,12 @@ def format_summary(raw: str) -> str:
     """
     if raw is None or not str(raw).strip():
         raise LLMError("malformed summary: the summarizer returned no text")
-    text = str(raw)
-    blocks = _SUMMARY_BLOCK.findall(text)
+    # The scratchpad goes first, so that tags it merely mentions are not taken for the summary's.
+    without_analysis = _ANALYSIS_BLOCK.sub("", str(raw))
+    blocks = _SUMMARY_BLOCK.findall(without_analysis)
     if blocks:
         body = "\n\n".join(blocks)
     else:
-        without_analysis = _ANALYSIS_BLOCK.sub("", text)
         opening = _SUMMARY_OPEN.search(without_analysis)
         if opening:  # <summary> with no closing tag: the answer was cut off mid-summary
             body = without_analysis[opening.end():]

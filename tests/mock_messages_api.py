@@ -94,7 +94,12 @@ class MockMessagesAPI:
         handler = type("Handler", (_Handler,), {"api": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-messages-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # so that stop() returns promptly
+            name="mock-messages-api",
+            daemon=True,
+        )
         self._thread.start()
         return self
 

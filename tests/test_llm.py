@@ -130,7 +130,7 @@ def test_success_sends_a_text_only_request_without_tools(api, sleeps):
     assert body["max_tokens"] == 20_000
     assert body["system"]
     roles = [m["role"] for m in body["messages"]]
-    assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:]))  # alternating
+    assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))  # alternating
     for message in body["messages"]:
         assert set(message) == {"role", "content"}
         assert all(block["type"] == "text" and block["text"].strip() for block in message["content"])
@@ -575,6 +575,7 @@ def test_prompt_lists_the_nine_sections_and_forbids_tools():
         ("<summary>One.</summary> and <summary>Two.</summary>", "One.\n\nTwo."),
         ("<summary>\n\n  a  \n\n\n\n  b\t\n</summary>", "a\n\n  b"),
         ("<summary>x\r\ny</summary>", "x\ny"),
+        ("<analysis>I will wrap it in <summary> tags.</analysis><summary>Real.</summary>", "Real."),
     ],
 )
 def test_format_summary(raw, expected):

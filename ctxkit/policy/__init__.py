@@ -1,0 +1,63 @@
+"""Policies: YAML layers, validated against ``schemas/policy.schema.json``, merged, compiled.
+
+The public surface::
+
+    load_policy(policy=None, sets=(), cwd=None, user_config=None) -> Policy
+    validate_file(path) -> list[Problem]
+    effective_schema() -> dict
+    render_policy(policy) -> str
+    find_repo_policy(cwd) -> Path | None
+
+Inside, one module per concern: ``layers`` finds and reads the layers,
+``yamlpos`` keeps the line and column of every value, ``schema`` builds the
+stage-aware schema and words its errors, ``merge`` folds the layers and records
+origins, ``rules`` checks the merged whole, ``loader`` runs those in order,
+``render`` prints the result, ``model`` is the compiled :class:`Policy`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import PolicyError, Problem
+from .layers import LayerReader, find_repo_policy, user_config_path
+from .loader import assemble
+from .model import Policy, StageSpec, Thresholds, ToolSets
+from .render import render_policy
+from .schema import effective_schema
+
+__all__ = [
+    "Policy",
+    "PolicyError",
+    "Problem",
+    "StageSpec",
+    "Thresholds",
+    "ToolSets",
+    "effective_schema",
+    "find_repo_policy",
+    "load_policy",
+    "render_policy",
+    "user_config_path",
+    "validate_file",
+]
+
+
+def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
+                user_config: Path | None = None) -> Policy:
+    """The policy for a run: built-in base, user file, repository file, ``--policy``, ``--set``s.
+
+    ``user_config`` None means ``$XDG_CONFIG_HOME/ctxkit/policy.yaml``. Raises :class:`PolicyError`
+    with every problem of every layer.
+    """
+    reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
+    assembly = assemble(reader.layers(policy, sets, user_config), reader)
+    if assembly.problems:
+        raise PolicyError(assembly.problems)
+    return Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
+
+
+def validate_file(path: str | Path) -> list[Problem]:
+    """Every problem of one policy file, checked on its own: on top of what it ``extends`` (or
+    ``default``), without the user's or the repository's files. Empty when it is valid."""
+    reader = LayerReader(Path.cwd())
+    return assemble([reader.file(Path(path))], reader).problems

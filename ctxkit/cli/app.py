@@ -1,0 +1,103 @@
+"""The typer application, the options commands share, and the one place errors become exit codes.
+
+Commands stay thin: parse, call one library function, render on stderr with
+rich, write data to stdout (or ``-o FILE``, atomically).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check) or autocompact was skipped or failed; "
+    "2 usage or policy error; 3 bad transcript; 4 internal error."
+)
+
+app = typer.Typer(
+    name="ctxkit",
+    help="Manage the context window of LLM agent sessions: read a transcript, run the policy's stages, "
+    "write a transcript whose view fits the budget.\n\n" + EXIT_CODES_HELP,
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def stderr_console() -> Console:
+    """The diagnostics console: stderr, never wrapped at 80 columns (exact-text tests read it)."""
+    return Console(file=sys.stderr, soft_wrap=True, highlight=False)
+
+
+def fail(message: str, code: ExitCode) -> typer.Exit:
+    stderr_console().print(f"ctxkit: error: {message}", markup=False)
+    return typer.Exit(int(code))
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Map ctxkit's errors to messages and exit codes; never show a traceback to a user."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except PolicyError as exc:
+            console = stderr_console()
+            for problem in exc.problems:
+                console.print(problem.render(), markup=False)
+            n = len(exc.problems)
+            console.print(f"ctxkit: {n} problem{'s' if n != 1 else ''} in the policy", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE)) from None
+        except TranscriptError as exc:
+            raise fail(exc.message, ExitCode.BAD_TRANSCRIPT) from None
+        except CtxkitError as exc:
+            raise fail(exc.message, exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted; nothing was written", ExitCode.INTERNAL) from None
+        except BrokenPipeError:
+            # the reader went away (e.g. `| head`); that is not ctxkit's failure
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) if hasattr(sys.stdout, "fileno") else None
+            raise typer.Exit(0) from None
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("CTXKIT_DEBUG"):
+                raise
+            raise fail(f"internal error: {type(exc).__name__}: {exc} (set CTXKIT_DEBUG=1 for a traceback; "
+                       "please report it)", ExitCode.INTERNAL) from None
+
+    return wrapper
+
+
+# -- shared options ---------------------------------------------------------------------------------
+InputArg = Annotated[str, typer.Argument(help="Transcript file, or - for standard input.", show_default=True)]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")]
+PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", help="A policy file, or a built-in policy's name "
+                                                   "(default, no-llm, claude-code-full).")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override one policy value: path=value "
+                                                     "(e.g. thresholds.autocompact_buffer=20000). Repeatable.")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Input format: auto, claude-code, anthropic, openai.")]
+BadLineOpt = Annotated[str, typer.Option("--on-bad-line", help="fail: stop at the first unreadable line (exit 3); "
+                                         "skip: keep it untouched in the output, leave it out of the view, warn.")]
+StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="Store folder for persisted outputs and decisions "
+                                                  "(default: .ctxkit/ beside the transcript file, or in the working "
+                                                  "directory for stdin).")]
+NowOpt = Annotated[Optional[str], typer.Option("--now", help="Pretend the time is this ISO-8601 instant "
+                                               "(microcompact's cache gap, dates, timestamps).")]
+WindowOpt = Annotated[Optional[int], typer.Option("--context-window", help="Context window in tokens; overrides "
+                                                  "the policy and the model table.", min=1000)]
+
+
+def check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    if value not in choices:
+        raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
+    return value

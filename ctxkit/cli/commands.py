@@ -1,0 +1,244 @@
+"""The transcript commands: compact, view, stats, check, expand."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import ExitCode, UsageError
+from ..expand import expand as expand_transcript
+from ..pipeline import compile_pipeline
+from ..stats import view_stats
+from ..store import Store, default_store_dir
+from ..tokens import budget_for
+from ..transcript import OUTPUT_FORMATS, read_transcript
+from ..transcript.jsonl import atomic_output
+from ..transcript.writer import write_messages, write_transcript
+from .app import (
+    BadLineOpt,
+    FormatOpt,
+    InputArg,
+    NowOpt,
+    OutputOpt,
+    PolicyOpt,
+    SetOpt,
+    StoreOpt,
+    WindowOpt,
+    app,
+    check_choice,
+    handle_errors,
+    stderr_console,
+)
+from .runtime import open_run
+
+# Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
+_FAILED_ACTIONS = ("failed", "breaker-open")
+
+
+@app.command()
+@handle_errors
+def compact(
+    source: InputArg = "-",
+    output: OutputOpt = None,
+    policy: PolicyOpt = None,
+    set_: SetOpt = None,
+    fmt: FormatOpt = "auto",
+    to: Annotated[Optional[str], typer.Option("--to", help="Write the view as anthropic or openai messages "
+                                              "instead of a transcript in the input's format.")] = None,
+    on_bad_line: BadLineOpt = "fail",
+    store: StoreOpt = None,
+    now: NowOpt = None,
+    context_window: WindowOpt = None,
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Run only this stage (id or name; "
+                                                       "repeatable). Stages compose in a pipe.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Compact now regardless of thresholds (like /compact); "
+                                        "also closes an open circuit breaker.")] = False,
+    instructions: Annotated[Optional[str], typer.Option("--instructions", help="Focus for the summary.")] = None,
+    session_memory: Annotated[Optional[Path], typer.Option("--session-memory", help="Markdown session notes "
+                                                           "to use as the summary (session-memory compact).")] = None,
+    state: Annotated[Optional[Path], typer.Option("--state", help="JSON of the current tools, agent types and MCP "
+                                                  "servers, for the delta attachments.")] = None,
+    queued: Annotated[Optional[Path], typer.Option("--queued", help="File of inputs queued while a turn ran, one "
+                                                   "per line, delivered as user messages.")] = None,
+    plan_mode: Annotated[Optional[bool], typer.Option("--plan-mode/--no-plan-mode", help="The session is (not) in "
+                                                      "plan mode (default: from the transcript).")] = None,
+    report: Annotated[str, typer.Option("--report", help="What to print on stderr: text, json or none.")] = "text",
+) -> None:
+    """Run the policy's stages and write the compacted transcript.
+
+    Example: ctxkit compact < session.jsonl > compacted.jsonl
+    """
+    check_choice(report, ("text", "json", "none"), "--report")
+    if to is not None:
+        check_choice(to, ("anthropic", "openai"), "--to")
+    run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
+                   context_window=context_window, force=force, instructions=instructions,
+                   session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode)
+    if session_memory is not None and not session_memory.exists():
+        raise UsageError(f"--session-memory {session_memory}: no such file")
+    pipeline = compile_pipeline(run.policy, only=stage)
+    result = pipeline.run(run.transcript, run.ctx)
+    with atomic_output(output) as out:
+        write_transcript(result.transcript, out, to)
+    run.ctx.store.flush()
+    _print_report(result, report)
+    if any(r.action in _FAILED_ACTIONS for r in result.reports):
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _print_report(result, mode: str) -> None:
+    console = stderr_console()
+    if mode == "json":
+        console.print(json.dumps(result.to_json(), indent=2, ensure_ascii=False), markup=False)
+        return
+    if mode == "none":
+        return
+    for warning in result.warnings:
+        console.print(f"ctxkit: warning: {warning}", markup=False)
+    for r in result.reports:
+        if r.action in ("skipped", "nothing-to-do") and not r.warnings:
+            line = f"{r.stage_id}: {r.action}" + (f" ({r.reason})" if r.reason else "")
+        else:
+            line = (f"{r.stage_id}: {r.action}: {r.reason}" if r.reason else f"{r.stage_id}: {r.action}")
+            if r.tokens_before != r.tokens_after:
+                line += f" [{r.tokens_before:,} -> {r.tokens_after:,} tokens]"
+        console.print(line, markup=False)
+        for w in r.warnings:
+            console.print(f"  warning: {w}", markup=False)
+    console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
+
+
+@app.command()
+@handle_errors
+def view(
+    source: InputArg = "-",
+    to: Annotated[str, typer.Option("--to", help="anthropic (messages, one JSON per line), openai, or "
+                                    "anthropic-request (one JSON request body for curl or the SDK).")] = "anthropic",
+    output: OutputOpt = None,
+    policy: PolicyOpt = None,
+    set_: SetOpt = None,
+    fmt: FormatOpt = "auto",
+    on_bad_line: BadLineOpt = "fail",
+) -> None:
+    """Print the view: the messages the model would be sent next, one JSON per line."""
+    check_choice(to, tuple(f for f in OUTPUT_FORMATS if f != "claude-code"), "--to")
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    with atomic_output(output) as out:
+        if to == "anthropic-request":
+            from ..policy import load_policy
+            from ..request import build_request
+
+            pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+            out.write(json.dumps(build_request(t, pol), ensure_ascii=False).encode() + b"\n")
+        else:
+            from ..transcript.writer import view_messages
+
+            write_messages(view_messages(t, to), out)
+    for note in t.view().notes:
+        stderr_console().print(f"ctxkit: note: {note}", markup=False)
+
+
+@app.command()
+@handle_errors
+def stats(
+    source: InputArg = "-",
+    policy: PolicyOpt = None,
+    set_: SetOpt = None,
+    fmt: FormatOpt = "auto",
+    on_bad_line: BadLineOpt = "fail",
+    store: StoreOpt = None,
+    now: NowOpt = None,
+    context_window: WindowOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")] = False,
+) -> None:
+    """Where the tokens go, the thresholds, and what each stage of the policy would do (nothing is written)."""
+    run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
+                   context_window=context_window, dry_run=True)
+    data = view_stats(run.transcript, run.ctx)
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return
+    _render_stats(data)
+
+
+def _render_stats(data: dict) -> None:
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, soft_wrap=True, highlight=False)
+    b = data["budget"]
+    head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({data['estimator']} estimate), "
+                 f"level: {data['level']}", show_header=True)
+    head.add_column("threshold")
+    head.add_column("tokens", justify="right")
+    for key in ("context_window", "effective_window", "warning_threshold", "autocompact_threshold", "blocking_limit"):
+        head.add_row(key.replace("_", " "), f"{b[key]:,}")
+    console.print(head)
+    for title, key in (("by role", "by_role"), ("by kind", "by_kind"), ("by content block", "by_block"),
+                       ("by tool", "by_tool")):
+        table = Table(title=title)
+        table.add_column(title.split()[-1])
+        table.add_column("tokens", justify="right")
+        table.add_column("share", justify="right")
+        for name, n in data[key].items():
+            table.add_row(str(name), f"{n:,}", f"{100 * n / max(1, data['tokens']):.1f}%")
+        console.print(table)
+    if "stages" in data:
+        table = Table(title="what the policy would do")
+        for col in ("stage", "action", "tokens before", "tokens after", "reason"):
+            table.add_column(col)
+        for s in data["stages"]:
+            table.add_row(s["id"], s["action"], f"{s['tokens_before']:,}", f"{s['tokens_after']:,}", s["reason"])
+        console.print(table)
+
+
+@app.command()
+@handle_errors
+def check(
+    source: InputArg = "-",
+    level: Annotated[str, typer.Option("--level", help="Fail at this level: warning, autocompact or blocking.")]
+    = "autocompact",
+    policy: PolicyOpt = None,
+    set_: SetOpt = None,
+    fmt: FormatOpt = "auto",
+    on_bad_line: BadLineOpt = "fail",
+    context_window: WindowOpt = None,
+) -> None:
+    """Exit 1 when the view's tokens reach a threshold (for CI and hooks); prints the numbers."""
+    check_choice(level, ("warning", "autocompact", "blocking"), "--level")
+    run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
+                   context_window=context_window, dry_run=True)
+    tokens = run.ctx.tokens.count_messages(run.transcript.view().api_messages())
+    budget = budget_for(run.policy, context_window)
+    limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
+             "blocking": budget.blocking_limit}[level]
+    state = budget.level(tokens)
+    sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
+    if tokens >= limit:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+@app.command()
+@handle_errors
+def expand(
+    source: InputArg = "-",
+    output: OutputOpt = None,
+    fmt: FormatOpt = "auto",
+    on_bad_line: BadLineOpt = "fail",
+    store: StoreOpt = None,
+) -> None:
+    """Put back every tool output a stage moved to the store: nothing was lost."""
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
+    st = Store(store or default_store_dir(source))
+    search = [Path(source).resolve().parent] if source != "-" else []
+    new, report = expand_transcript(t, st, search_dirs=search)
+    with atomic_output(output) as out:
+        write_transcript(new, out)
+    console = stderr_console()
+    console.print(f"restored {len(report.restored)} tool output(s)", markup=False)
+    if report.missing:
+        console.print(f"ctxkit: warning: {len(report.missing)} output(s) could not be found in {st.root}: "
+                      f"{', '.join(report.missing[:5])}", markup=False)

@@ -1,0 +1,13 @@
+"""Entry point: ``ctxkit`` (see ``ctxkit --help``)."""
+from __future__ import annotations
+
+from . import commands, policy_cmd  # noqa: F401  (registers the commands on the app)
+from .app import app
+
+
+def run() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    run()

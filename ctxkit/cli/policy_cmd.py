@@ -1,0 +1,47 @@
+"""``ctxkit policy``: validate, show and describe policies."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import ExitCode
+from ..policy import effective_schema, load_policy, render_policy, validate_file
+from .app import PolicyOpt, SetOpt, app, handle_errors, stderr_console
+
+policy_app = typer.Typer(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
+app.add_typer(policy_app, name="policy")
+
+
+@policy_app.command("validate")
+@handle_errors
+def validate(files: Annotated[list[Path], typer.Argument(help="Policy files to check (e.g. .ctxkit.yaml).")]) -> None:
+    """Check policy files: every problem as file:line:col, all at once; exit 2 when any."""
+    console = stderr_console()
+    problems = []
+    for f in files:
+        problems.extend(validate_file(f))
+    for p in problems:
+        console.print(p.render(), markup=False)
+    if problems:
+        console.print(f"ctxkit: {len(problems)} problem{'s' if len(problems) != 1 else ''} in the policy",
+                      markup=False)
+        raise typer.Exit(int(ExitCode.USAGE))
+    console.print(f"{', '.join(str(f) for f in files)}: ok", markup=False)
+
+
+@policy_app.command("show")
+@handle_errors
+def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
+    """Print the merged policy and, for each value, which file set it."""
+    sys.stdout.write(render_policy(load_policy(policy, list(set_ or []), cwd=Path.cwd())))
+
+
+@policy_app.command("schema")
+@handle_errors
+def schema() -> None:
+    """Print the policy JSON Schema (Draft 2020-12), with every stage's options, for editors."""
+    sys.stdout.write(json.dumps(effective_schema(), indent=2) + "\n")

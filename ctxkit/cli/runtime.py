@@ -1,0 +1,58 @@
+"""Building what a command needs from its options: policy, transcript, store, clock, Context."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock, parse_instant
+from ..errors import UsageError
+from ..policy import load_policy
+from ..policy.model import Policy
+from ..stages.base import Context, RunInputs
+from ..store import Store, default_store_dir
+from ..tokens import make_counter
+from ..transcript import read_transcript
+from ..transcript.model import Transcript
+
+
+@dataclass
+class Run:
+    policy: Policy
+    transcript: Transcript
+    ctx: Context
+
+
+def parse_now(now: str | None) -> Any:
+    if now is None:
+        return None
+    try:
+        return parse_instant(now)
+    except ValueError:
+        raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {now!r}") from None
+
+
+def make_policy(policy: str | None, sets: list[str] | None, context_window: int | None = None) -> Policy:
+    return load_policy(policy, list(sets or []), cwd=Path.cwd())
+
+
+def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
+             store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
+             **inputs: Any) -> Run:
+    """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest."""
+    pol = make_policy(policy, sets)
+    instant = parse_now(now)
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    store_dir = store or default_store_dir(source)
+    ctx = Context(
+        policy=pol,
+        tokens=make_counter(pol.estimator, model=pol.model),
+        clock=Clock(instant),
+        store=Store(store_dir, dry_run=dry_run),
+        inputs=RunInputs(now=instant, context_window=context_window, cwd=Path.cwd(), **inputs),
+    )
+    if t.info.bad_lines.count:
+        ctx.warn(f"skipped {t.info.bad_lines.count} unreadable line(s); first: {t.info.bad_lines.first[0]}")
+    if ctx.tokens.notice:
+        ctx.warn(ctx.tokens.notice)
+    return Run(pol, t, ctx)

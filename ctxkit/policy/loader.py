@@ -1,0 +1,58 @@
+"""Putting the layers together: check each as it is read, merge, check the whole.
+
+Every problem from every layer is collected before anything is raised, so one
+run shows them all. Each layer is checked against the effective schema on its
+own, so a problem names the file it is in; but an entry that overrides a
+stage from a lower layer (``{id: budget, options: {...}}``) does not say which
+stage it configures, so for the check it borrows the ``use`` merged so far,
+and its options are checked against the right stage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..errors import Problem
+from . import schema
+from .layers import Layer, LayerReader
+from .merge import Merger, Origin
+from .rules import policy_rules
+
+
+@dataclass
+class Assembly:
+    """The merged document, where each value came from, and every problem found on the way."""
+
+    doc: dict[str, Any]
+    origins: dict[str, Origin]
+    problems: list[Problem]
+
+
+def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
+    """Merge ``layers`` on top of their bases; the problems come in layer order, each once."""
+    registry = schema.stage_registry()
+    checker = schema.validator(registry)
+    bases, problems = reader.bases(layers)
+    merger = Merger(registry)
+    for layer in [*bases, *layers]:
+        problems += layer.problems
+        if layer.document is None:
+            continue
+        instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
+        problems += schema.schema_problems(layer.document, checker, instance)
+        problems += merger.add(layer.document)
+    problems += policy_rules(merger.doc, merger.origins)
+    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)))
+
+
+def with_inherited_uses(data: Any, uses: Mapping[str, str], registry: Mapping[str, Any]) -> Any:
+    """A copy of ``data`` where each stage entry without ``use`` gets the ``use`` of the stage with
+    the same id below it, when that stage is registered (an unknown one was reported already)."""
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), list):
+        return data
+    stages = []
+    for entry in data["stages"]:
+        overrides = isinstance(entry, dict) and "use" not in entry and isinstance(entry.get("id"), str)
+        inherited = uses.get(entry["id"]) if overrides else None
+        stages.append({**entry, "use": inherited} if isinstance(inherited, str) and inherited in registry else entry)
+    return {**data, "stages": stages}
