@@ -476,6 +476,29 @@ def test_all_problems_at_once_across_layers(repo, tmp_path):
     ]
 
 
+def test_malformed_layers_are_reported_not_crashed_on(repo, tmp_path):
+    user = write(tmp_path / "user" / "policy.yaml", """
+        thresholds: [1, 2]
+        stages:
+          - just-a-string
+          - id: [microcompact]
+          - id: microcompact
+            use: [x]
+        """)
+    write(repo / ".ctxkit.yaml", """
+        thresholds:
+          warning_buffer: 1
+        stages: 5
+        """)
+    assert rendered_problems(repo, user_config=user) == [
+        f"{user}:1:13: error: thresholds must be a mapping, got a list",
+        f"{user}:3:5: error: stages[0] must be a mapping, got 'just-a-string'",
+        f"{user}:4:9: error: stages[1].id must be a string, got a list",
+        f"{user}:6:10: error: stages[microcompact].use must be a string, got a list",
+        ".ctxkit.yaml:3:9: error: stages must be a list, got 5",
+    ]
+
+
 def test_empty_file_is_an_empty_layer(repo):
     write(repo / ".ctxkit.yaml", "# nothing yet\n")
     assert load(repo).model == "claude-sonnet-4-5"

@@ -1,0 +1,182 @@
+"""The CLI as a user meets it: exact messages on stderr, data on stdout, named exit codes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cc_sessions
+from typer.testing import CliRunner
+
+from ctxkit.cli.main import app
+
+EXAMPLE = ROOT / "examples" / "session.jsonl"
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return CliRunner()
+
+
+def invoke(runner, args, input=None):
+    return runner.invoke(app, args, input=input)
+
+
+def test_help_documents_exit_codes(runner):
+    r = invoke(runner, ["--help"])
+    assert r.exit_code == 0
+    assert "2 usage or policy error; 3 bad transcript; 4 internal error" in " ".join(r.stdout.split())
+
+
+def test_compact_example_with_default_policy_offline(runner, tmp_path):
+    out = tmp_path / "out.jsonl"
+    r = invoke(runner, ["compact", str(EXAMPLE), "-o", str(out), "--now", "2026-11-20T12:00:00Z"])
+    assert r.exit_code == 0, r.stderr
+    assert out.exists()
+    assert "tool-result-budget: applied: persisted 1 result(s)" in r.stderr
+    assert r.stdout == ""
+    view = invoke(runner, ["view", str(out)])
+    assert "<persisted-output>" in view.stdout
+
+
+def test_compact_reads_stdin_and_writes_stdout(runner):
+    r = invoke(runner, ["compact", "--policy", "no-llm", "--stage", "tool-result-budget", "--report", "none"],
+               input=EXAMPLE.read_bytes())
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == len(EXAMPLE.read_text().splitlines())
+    assert r.stderr == ""
+
+
+def test_bad_transcript_line_exit_3_with_line_number(runner):
+    r = invoke(runner, ["compact", "--stage", "tool-result-budget"], input=b'{"role": "user", "content": "hi"}\nnope\n')
+    assert r.exit_code == 3
+    assert r.stderr == "ctxkit: error: <stdin>:2: not valid JSON: unexpected character\n"
+    assert r.stdout == ""
+
+
+def test_bad_line_skip_warns_and_counts(runner):
+    r = invoke(runner, ["compact", "--stage", "tool-result-budget", "--on-bad-line", "skip"],
+               input=b'{"role": "user", "content": "hi"}\nnope\n')
+    assert r.exit_code == 0
+    assert "ctxkit: warning: skipped 1 unreadable line(s); first: <stdin>:2: not valid JSON" in r.stderr
+
+
+def test_failed_run_leaves_no_output_file(runner, tmp_path):
+    out = tmp_path / "out.jsonl"
+    r = invoke(runner, ["compact", "-", "-o", str(out), "--stage", "tool-result-budget"], input=b"{truncated")
+    assert r.exit_code == 3
+    assert "truncated last line" in r.stderr
+    assert not out.exists()
+    assert list(tmp_path.glob(".out.jsonl.*")) == []
+
+
+def test_unknown_option_value_is_a_usage_error(runner):
+    r = invoke(runner, ["compact", "--on-bad-line", "ignore"], input=b"")
+    assert r.exit_code == 2
+    assert r.stderr == "ctxkit: error: --on-bad-line must be one of fail, skip, got 'ignore'\n"
+
+
+def test_bad_policy_exit_2_with_positions(runner, tmp_path):
+    (tmp_path / ".ctxkit.yaml").write_text("tresholds:\n  autocompact_buffer: 1000\n")
+    r = invoke(runner, ["compact", "--stage", "tool-result-budget"], input=EXAMPLE.read_bytes())
+    assert r.exit_code == 2
+    assert ".ctxkit.yaml:1:1: error: unknown key 'tresholds' (did you mean 'thresholds'?)" in r.stderr
+    assert r.stderr.rstrip().endswith("ctxkit: 1 problem in the policy")
+
+
+def test_policy_validate(runner, tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("extends: no-llm\nthresholds:\n  autocompact_buffer: 20000\n")
+    r = invoke(runner, ["policy", "validate", str(good)])
+    assert r.exit_code == 0, r.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("estimator: exact\nthresholds:\n  autocompact_buffer: lots\n")
+    r = invoke(runner, ["policy", "validate", str(bad)])
+    assert r.exit_code == 2
+    assert f"{bad}:1:12: error:" in r.stderr and f"{bad}:3:23: error:" in r.stderr
+
+
+def test_policy_schema_is_json_with_stage_names(runner):
+    r = invoke(runner, ["policy", "schema"])
+    assert r.exit_code == 0
+    schema = json.loads(r.stdout)
+    assert schema["$schema"].endswith("2020-12/schema")
+    assert "tool-result-budget" in json.dumps(schema)
+
+
+def test_policy_show_names_the_file_of_each_value(runner, tmp_path):
+    (tmp_path / ".ctxkit.yaml").write_text("thresholds:\n  autocompact_buffer: 20000\n")
+    r = invoke(runner, ["policy", "show"])
+    assert r.exit_code == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "autocompact_buffer" in x)
+    assert "20000" in line and ".ctxkit.yaml:2" in line
+
+
+def test_check_exit_1_above_threshold(runner):
+    r = invoke(runner, ["check", str(EXAMPLE), "--context-window", "20000"])
+    assert r.exit_code == 1
+    assert "level" in r.stdout
+    r = invoke(runner, ["check", str(EXAMPLE), "--context-window", "1000000"])
+    assert r.exit_code == 0
+
+
+def test_stats_json(runner):
+    r = invoke(runner, ["stats", str(EXAMPLE), "--json", "--policy", "no-llm"])
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["tokens"] > 0 and data["by_tool"]["Bash"] > data["by_tool"]["Read"]
+    assert data["budget"]["autocompact_threshold"] == data["budget"]["effective_window"] - 13_000
+    assert {s["id"] for s in data["stages"]} >= {"tool-result-budget"}
+
+
+def test_stats_table(runner):
+    r = invoke(runner, ["stats", str(EXAMPLE), "--policy", "no-llm"])
+    assert r.exit_code == 0, r.stderr
+    assert "autocompact threshold" in r.stdout and "by tool" in r.stdout
+
+
+def test_expand_restores_every_byte(runner, tmp_path):
+    store = tmp_path / "store"
+    out = tmp_path / "out.jsonl"
+    r = invoke(runner, ["compact", str(EXAMPLE), "-o", str(out), "--store", str(store),
+                        "--stage", "tool-result-budget"])
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes() != EXAMPLE.read_bytes()
+    back = tmp_path / "back.jsonl"
+    r = invoke(runner, ["expand", str(out), "-o", str(back), "--store", str(store)])
+    assert r.exit_code == 0, r.stderr
+    assert "restored 2 tool output(s)" in r.stderr
+    orig = [json.loads(x) for x in EXAMPLE.read_text().splitlines()]
+    restored = [json.loads(x) for x in back.read_text().splitlines()]
+    assert restored == orig
+
+
+@pytest.mark.parametrize("session", cc_sessions()[:2], ids=lambda p: p.name)
+def test_view_to_openai(runner, session):
+    r = invoke(runner, ["view", str(session / "session.jsonl"), "--to", "openai"])
+    assert r.exit_code == 0, r.stderr
+    roles = {json.loads(x)["role"] for x in r.stdout.splitlines()}
+    assert roles <= {"system", "user", "assistant", "tool"} and "tool" in roles
+
+
+def test_internal_error_is_a_message_not_a_traceback(runner, monkeypatch):
+    import ctxkit.cli.commands as commands
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(commands, "view_stats", boom)
+    r = invoke(runner, ["stats", str(EXAMPLE)])
+    assert r.exit_code == 4
+    assert r.stderr.startswith("ctxkit: error: internal error: RuntimeError: kaboom")
+    assert "Traceback" not in r.stderr
+
+
+def test_readme_documents_every_command(runner):
+    readme = (ROOT / "README.md").read_text()
+    for command in ("compact", "view", "stats", "check", "expand", "policy validate", "policy show", "policy schema"):
+        assert f"ctxkit {command}" in readme
