@@ -202,6 +202,7 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
         pos = main.index(anchor) + 1 if anchor in main else (1 if main else 0)
         main = main[:pos] + seg_sorted + main[pos:]
     facts["segment"] = seg_sorted
+    facts["path"] = path  # the parentUuid chain root..leaf (compaction picks a kept tail's head on it)
     return main, facts
 
 
