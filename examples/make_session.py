@@ -95,7 +95,7 @@ def build() -> list[dict]:
             "content": "The order total ignores discounts. Add a discount parameter to Order.total and test it."})
     w.user("The order total ignores discounts. Add a discount parameter to Order.total and test it.")
     m1 = "msg_01ExampleRead0000000001"
-    a = w.assistant(m1, {"type": "text", "text": "I'll look at the models and the tests first."})
+    w.assistant(m1, {"type": "text", "text": "I'll look at the models and the tests first."})
     r1 = w.assistant(m1, {"type": "tool_use", "id": "toolu_01Read000000000000000001", "name": "Read",
                           "input": {"file_path": f"{CWD}/shop/models.py"}})
     g1 = w.assistant(m1, {"type": "tool_use", "id": "toolu_01Grep000000000000000001", "name": "Grep",

@@ -281,8 +281,8 @@ def build_messages(t: Transcript, order: list[int]) -> View:
         elif typ == "user":
             blocks, was_string = _content_blocks(d)
             refs = [BlockRef(i, -1 if was_string else k) for k in range(len(blocks))]
-            results = [(b, r) for b, r in zip(blocks, refs) if b.get("type") == "tool_result"]
-            others = [(b, r) for b, r in zip(blocks, refs) if b.get("type") != "tool_result"]
+            results = [(b, r) for b, r in zip(blocks, refs, strict=True) if b.get("type") == "tool_result"]
+            others = [(b, r) for b, r in zip(blocks, refs, strict=True) if b.get("type") != "tool_result"]
             if results and open_assistant is not None:
                 target = _results_message(msgs, open_assistant)
                 lead = sum(1 for b in target.content if b.get("type") == "tool_result")
