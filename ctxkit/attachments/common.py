@@ -80,21 +80,25 @@ _OFFSET = re.compile(r"^(?:UTC)?([+-])(\d{2}):?(\d{2})$")
 def local_today(ctx: Context, tz_name: str = "local") -> date:
     """Today's date where the user is: the date Claude Code writes ("Today's date is ...").
 
-    Rule, first that applies: the ``timezone`` option when it is not ``local`` (an IANA name such
-    as ``Europe/Paris``, ``UTC``, or an offset ``+09:00``); the offset ``--now`` was given with
-    (``2026-11-30T00:30:00+09:00`` is the 30th; a naive ``--now`` is already local wall time);
-    else the machine's local time zone (``TZ``) applied to the clock.
+    The dates in a transcript are local dates written by the agent's machine. Rule, first that
+    applies: the ``timezone`` option when it is not ``local`` (an IANA name such as
+    ``Europe/Paris``, ``UTC``, or an offset ``+09:00``); the offset ``--now`` was written with
+    (``2026-11-30T00:30:00+09:00`` is the 30th, ``...Z`` is a UTC date); else the machine's
+    local time zone (``TZ``) applied to the instant (a ``--now`` without an offset is a UTC
+    instant, as everywhere in ctxkit). The CLI says whether ``--now`` carried an offset in
+    ``RunInputs.extra["now_offset"]``; an aware ``now`` is taken to carry one unless it says no.
     """
     given = ctx.inputs.now
     if isinstance(given, str):
         given = datetime.fromisoformat(given.replace("Z", "+00:00"))
     now = given if isinstance(given, datetime) else ctx.clock.now()
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
     if tz_name and tz_name != "local":
-        tz = _timezone(tz_name)
-        return (now if now.tzinfo else now.astimezone()).astimezone(tz).date()
-    if isinstance(given, datetime):
-        return given.date()  # aware: its own offset; naive: local wall time
-    return (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone().date()
+        return now.astimezone(_timezone(tz_name)).date()
+    offset_given = (isinstance(given, datetime) and given.tzinfo is not None
+                    and ctx.inputs.extra.get("now_offset", True) is not False)
+    return now.date() if offset_given else now.astimezone().date()
 
 
 def _timezone(name: str):
@@ -255,6 +259,7 @@ class AttachmentState:
     fmt: str
     session: dict[str, Any] = field(default_factory=dict)  # slug, session id, live metadata entries
     warnings: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)  # what did not fit a budget and waits for the next run
 
     # -- replay --
     def attachments(self, *types: str) -> list[Event]:
@@ -298,8 +303,16 @@ def _is_within(p: Path, base: Path) -> bool:
     return True
 
 
-def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parser] = ()) -> AttachmentState:
-    """Gather the run's events and inputs; unreadable input files become warnings."""
+def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parser] | None = None) -> AttachmentState:
+    """Gather the run's events and inputs; unreadable input files become warnings.
+
+    ``parsers`` read earlier reminders back in plain formats; by default every registered type's
+    ``parse_rendered``.
+    """
+    if parsers is None:
+        from . import ATTACHMENT_TYPES
+
+        parsers = [cls.parse_rendered for cls in ATTACHMENT_TYPES.values()]
     warnings: list[str] = []
     env = queued = None
     if ctx.inputs.state_file is not None:
@@ -374,7 +387,7 @@ def load_queued_file(path: str | Path) -> list[dict]:
     """The ``--queued`` file: inputs typed while the turn ran.
 
     A JSON list (strings, or objects with ``prompt`` and optional ``mode``/``origin``) or one JSON
-    object; anything else is one message, the file's whole text.
+    object; anything else is text, one message per non-empty line.
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -387,7 +400,7 @@ def load_queued_file(path: str | Path) -> list[dict]:
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        return [{"prompt": text.rstrip("\n")}] if text.strip() else []
+        return [{"prompt": line} for line in text.splitlines() if line.strip()]
     out = []
     for item in value:
         if isinstance(item, str):

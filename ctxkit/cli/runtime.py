@@ -1,6 +1,7 @@
 """Building what a command needs from its options: policy, transcript, store, clock, Context."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ def parse_now(now: str | None) -> Any:
         raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {now!r}") from None
 
 
+def _has_offset(text: str) -> bool:
+    """Whether an ISO instant names its offset (Z or +HH:MM): then it, not TZ, decides the local date."""
+    return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
+
+
 def make_policy(policy: str | None, sets: list[str] | None, context_window: int | None = None) -> Policy:
     return load_policy(policy, list(sets or []), cwd=Path.cwd())
 
@@ -49,7 +55,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         tokens=make_counter(pol.estimator, model=pol.model),
         clock=Clock(instant),
         store=Store(store_dir, dry_run=dry_run),
-        inputs=RunInputs(now=instant, context_window=context_window, cwd=Path.cwd(), **inputs),
+        inputs=RunInputs(now=instant, context_window=context_window, cwd=Path.cwd(),
+                         extra={"now_offset": now is not None and _has_offset(now)}, **inputs),
     )
     if t.info.bad_lines.count:
         ctx.warn(f"skipped {t.info.bad_lines.count} unreadable line(s); first: {t.info.bad_lines.first[0]}")

@@ -62,7 +62,22 @@ def effective_schema(registry: Mapping[str, type[Stage]] | None = None) -> dict[
     rules = [_options_rule(name, registry[name].options_schema) for name in sorted(registry)]
     if rules:  # allOf must not be empty
         stage["allOf"] = rules
+    _attachment_options(schema)
     return schema
+
+
+def _attachment_options(schema: dict[str, Any]) -> None:
+    """Check each attachment type's options against the schema its module declares."""
+    try:
+        from ..attachments import options_schemas
+    except ImportError:  # pragma: no cover - the attachments package is part of ctxkit
+        return
+    props = schema["properties"]["attachments"]["properties"]
+    for name, options in options_schemas().items():
+        described = props.get(name, {}).get("description")
+        props[name] = {"$id": f"urn:ctxkit:attachment:{name}:options", **copy.deepcopy(dict(options))}
+        if described:
+            props[name]["description"] = described
 
 
 def _options_rule(name: str, options_schema: Mapping[str, Any]) -> dict[str, Any]:

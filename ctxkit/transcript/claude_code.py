@@ -412,3 +412,29 @@ def append_chain(t: Transcript, make: list[Callable[[str | None], dict]]) -> Tra
         new.append(e)
         parent = e.get("uuid", parent)
     return t.with_edits(append=new)
+
+
+def records(t: Transcript, kind: str | None = None) -> list[tuple[int, dict]]:
+    """The ctxkit records of the transcript as (entry index, entry), oldest first; only ``kind`` when given."""
+    out = []
+    for i in t.live_indexes():
+        if _meta(t, i).type == RECORD_TYPE:
+            rec = t.entry(i)
+            if kind is None or rec.get("record") == kind:
+                out.append((i, rec))
+    return out
+
+
+def uuid_index(t: Transcript) -> dict[str, int]:
+    """uuid -> index of the first live, non-sidechain entry carrying it (without parsing every line)."""
+    out: dict[str, int] = {}
+    for i in t.live_indexes():
+        m = _meta(t, i)
+        if m.uuid and not m.sidechain and m.uuid not in out:
+            out[m.uuid] = i
+    return out
+
+
+def entry_type(t: Transcript, i: int) -> str | None:
+    """The ``type`` of entry ``i`` (read from the line index when the entry is unedited: no parsing)."""
+    return _meta(t, i).type

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from . import claude_code
 from .formats import handler
 from .model import Transcript, deep_replace
@@ -105,3 +107,102 @@ def replace_plain_range(t: Transcript, entries: list[int], new_line: dict | None
     if new_line is None:
         return t.with_edits(remove=[first, *rest])
     return t.with_edits(replace={first: new_line}, remove=rest)
+
+
+def as_reminder(text: str) -> str:
+    """``text`` wrapped in ``<system-reminder>`` tags (unless it already is), as harness notes reach the model."""
+    return _as_reminder(text)
+
+
+# -- thinking after an edit, and the originals of rewritten entries ------------------------------
+THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def strip_thinking_after(t: Transcript, first_changed: int) -> tuple[Transcript, dict[int, dict]]:
+    """Remove thinking blocks from every assistant message at or after view message ``first_changed``.
+
+    A thinking block's signature covers everything before it (TRANSCRIPTS.md 9.3): once a stage
+    changed message ``first_changed``, the thinking of that and every later assistant turn is
+    invalid for models that check the prefix, and omitting it is valid for all models. Returns the
+    new transcript and ``{entry index: original entry}`` of the entries it rewrote, for the caller
+    to archive (:func:`archive_entries`). Plain lines left with no content are removed; a Claude
+    Code fragment keeps an empty content list (its siblings carry the rest of the message).
+    """
+    if t.format == "openai":  # chat messages carry no thinking blocks
+        return t, {}
+    drop: dict[int, set[int]] = {}
+    for m in t.view().messages[max(0, first_changed):]:
+        if m.role != "assistant":
+            continue
+        for block, ref in zip(m.content, m.refs, strict=True):
+            if block.get("type") in THINKING_TYPES and ref is not None and ref.block >= 0:
+                drop.setdefault(ref.entry, set()).add(ref.block)
+    if not drop:
+        return t, {}
+    path = list(handler(t.format).content_path)
+    edited: dict[int, dict] = {}
+    removed: list[int] = []
+    originals: dict[int, dict] = {}
+    for i, blocks in sorted(drop.items()):
+        entry = t.entry(i)
+        content = entry
+        for key in path:
+            content = content[key]
+        kept = [b for k, b in enumerate(content) if k not in blocks]
+        originals[i] = entry
+        if not kept and t.format != "claude-code":
+            removed.append(i)
+        else:
+            edited[i] = deep_replace(entry, path, kept)
+    return t.with_edits(replace=edited, remove=removed), originals
+
+
+ARCHIVE_RECORD = "archive"
+
+
+def archive_entries(t: Transcript, store: Any, originals: dict[int, dict], timestamp: str,
+                    reason: str) -> tuple[Transcript, str | None]:
+    """Keep the original of every entry a stage rewrote or removed, so nothing is lost.
+
+    The originals go to the store as one JSON blob (Claude Code entries keyed by uuid, plain
+    lines by input line number). For Claude Code an ``archive`` record pointing at the blob is
+    appended, and :func:`restore_archived` (``ctxkit expand``) puts the entries back; plain
+    formats have nowhere to write a pointer, so the caller reports the path.
+    """
+    if not originals:
+        return t, None
+    if t.format == "claude-code":
+        payload = {entry["uuid"]: entry for entry in originals.values() if entry.get("uuid")}
+    else:
+        payload = {str(t.line_no(i)): entry for i, entry in sorted(originals.items())}
+    path = str(store.put_json(payload))
+    if t.format == "claude-code" and payload:
+        record = claude_code.record_entry(t, ARCHIVE_RECORD, timestamp, blob=path, uuids=sorted(payload),
+                                          reason=reason)
+        t = t.with_edits(append=[record])
+    return t, path
+
+
+def restore_archived(t: Transcript, store: Any) -> Transcript:
+    """Put back the entries ``archive`` records point at (newest record first) and drop those records.
+
+    A record whose blob is missing from the store stays in place, so the loss remains visible.
+    Idempotent: a transcript without archive records is returned unchanged.
+    """
+    if t.format != "claude-code":
+        return t
+    records = claude_code.records(t, ARCHIVE_RECORD)
+    if not records:
+        return t
+    by_uuid = claude_code.uuid_index(t)
+    edits: dict[int, dict] = {}
+    done: list[int] = []
+    for r, rec in reversed(records):
+        data = store.read_blob(rec.get("blob", ""))
+        if data is None:
+            continue
+        for uid, entry in orjson.loads(data).items():
+            if uid in by_uuid:
+                edits[by_uuid[uid]] = entry
+        done.append(r)
+    return t.with_edits(replace=edits, remove=done)

@@ -1,0 +1,384 @@
+"""autocompact: above the threshold, replace the history with a summary and keep a recent tail.
+
+The last resort of the pipeline, run when the cheaper stages did not bring the
+view under the autocompact threshold (the context window minus the summary
+reserve minus the autocompact buffer: 167,000 tokens of a 200,000 window).
+``ctxkit compact --force`` compacts regardless (Claude Code's ``/compact``);
+``--instructions TEXT`` tells the summarizer what to focus on.
+
+How, in order:
+
+1. **Session memory** (with ``--session-memory NOTES.md``): when the notes
+   exist, are not an empty template, and the store knows the last message they
+   cover (``ctxkit memory update`` records it), the notes are the summary and
+   every message after that one is kept, the tail grown backwards to at least
+   ``session_memory.min_tokens`` tokens and ``min_text_messages`` messages with
+   text (at most ``max_tokens``), never splitting a tool call from its result.
+   No model is called. Skipped with ``--instructions`` (a focus needs a fresh
+   summary) and abandoned when the result would still be above the threshold.
+2. **Summary**: the history before a short kept tail (``keep_tail``) goes to
+   the policy's summarizer in one text-only request with ctxkit's nine-section
+   prompt; the ``<analysis>`` scratchpad is dropped. If the request is too
+   long for the summarizing model, the oldest API rounds (an assistant message
+   with its tool results) are dropped — enough to cover the overflow when the
+   error says how much, else ``ptl_drop_fraction`` of them — behind a
+   ``[earlier conversation truncated for compaction retry]`` marker, and it
+   is tried again, at most ``ptl_max_retries`` times.
+3. **Re-injection** (``reinject``): the recently read files re-read from disk,
+   the plan file and plan mode, the invoked skills, and the current
+   tool/agent/MCP deltas are appended after the kept tail (see
+   :mod:`ctxkit.reinject`). The kept tail and the re-read files and skills
+   share at most half of the autocompact threshold, so a compaction never
+   refills a small window.
+
+The result is written the way the format records compactions (see
+:mod:`ctxkit.compaction`): for Claude Code a ``compact_boundary``, an
+``isCompactSummary`` user entry and attachments, which ``claude --resume``
+reads back; for message lists, one user message with the summary and the kept
+tail, the summarized lines archived in the store.
+
+**Failure.** A failed compaction (the summarizer errs, times out, or answers
+with no summary) changes nothing: the transcript passes through unchanged, the
+report says ``failed`` and the CLI exits 1. Failures in a row are counted in
+the store; after ``max_consecutive_failures`` autocompact stops trying
+(``breaker-open``, exit 1, a warning) until a compaction succeeds — with
+``--force``, which always tries.
+
+Options::
+
+    - id: autocompact
+      options:
+        max_consecutive_failures: 3
+        ptl_max_retries: 3
+        ptl_drop_fraction: 0.2
+        keep_tail: {min_rounds: 1, min_tokens: 0, min_text_messages: 0, max_tokens: 20000}
+        session_memory: {enabled: true, min_tokens: 10000, min_text_messages: 5, max_tokens: 40000}
+        reinject: {max_files: 5, file_max_tokens: 5000, files_max_tokens: 50000,
+                   skill_max_tokens: 5000, skills_max_tokens: 25000, plan: true, plan_mode: true, deltas: true}
+
+Before (a Claude Code session at 171,000 tokens)::
+
+    user       Add a discount parameter to Order.total
+    assistant  [Read app/models.py] … 240 more messages …
+    assistant  [Bash pytest -q]
+    user       [tool_result: 3 passed]
+
+After::
+
+    user       This session is being continued from a previous conversation that ran out of context. …
+               Summary:
+               1. Primary Request and Intent: … 6. All user messages: - Add a discount parameter … 9. Optional Next Step: …
+    assistant  [Bash pytest -q]                      (the kept tail, verbatim)
+    user       [tool_result: 3 passed]
+    user       <system-reminder>Called the Read tool … app/models.py</system-reminder>  (re-read from disk)
+    system     The following deferred tools are now available via ToolSearch …
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import reinject
+from ..compaction import (
+    Compaction,
+    CompactionError,
+    Written,
+    choose_tail_start,
+    feasible_keep_from,
+    floor_index,
+    write_compaction,
+)
+from ..errors import LLMError
+from ..session_memory import forget, plan_session_memory, session_key
+from ..tokens import budget_for
+from ..transcript.model import Transcript
+from ..transcript.view import View
+from .base import Context, Stage, StageResult, register
+
+#: The synthetic first message of a summarizing request whose oldest rounds were dropped.
+PTL_RETRY_MARKER = "[earlier conversation truncated for compaction retry]"
+#: The kept tail plus the re-read files and skills may fill at most this share of the threshold.
+POST_COMPACT_SHARE = 0.5
+STATE_KEY = "autocompact"
+
+
+def _tail_schema(min_tokens: int, min_text: int, max_tokens: int, what: str, **extra: dict) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": what,
+        "properties": {
+            **extra,
+            "min_tokens": {"type": "integer", "minimum": 0, "default": min_tokens,
+                           "description": "Grow the kept tail backwards until it holds this many tokens..."},
+            "min_text_messages": {"type": "integer", "minimum": 0, "default": min_text,
+                                  "description": "...and this many messages with text (prompts, replies)."},
+            "max_tokens": {"type": "integer", "minimum": 0, "default": max_tokens,
+                           "description": "Never grow the kept tail past this many tokens."},
+        },
+    }
+
+
+def summarizer_for(ctx: Context) -> Any:
+    """The summarizer this run uses: the context's factory (tests, embedders), else the policy's."""
+    if ctx.summarizer_factory is not None:
+        return ctx.summarizer_factory(ctx.policy, ctx)
+    from ..llm import make_summarizer
+
+    return make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
+
+
+# -- prompt-too-long retry ------------------------------------------------------------------------------
+def group_by_round(messages: list[dict]) -> list[list[dict]]:
+    """API rounds: each assistant message starts a group that holds the user messages after it
+    (its tool results, then any prompt); what comes before the first assistant message is group 0."""
+    groups: list[list[dict]] = []
+    for m in messages:
+        if m.get("role") == "assistant" or not groups:
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
+
+
+def truncate_for_retry(messages: list[dict], overflow_tokens: int | None, count, drop_fraction: float = 0.2
+                       ) -> tuple[list[dict], int] | None:
+    """The summarizing request's messages with the oldest rounds dropped, and how many were dropped.
+
+    Drops enough rounds to cover ``overflow_tokens`` when known, else
+    ``drop_fraction`` of them (at least one); always leaves one. A first
+    message that is not the user's gets the synthetic marker in front. None
+    when there is nothing left to drop.
+    """
+    if messages and messages[0].get("role") == "user" and messages[0].get("content") == PTL_RETRY_MARKER:
+        messages = messages[1:]
+    groups = group_by_round(messages)
+    if len(groups) < 2:
+        return None
+    if overflow_tokens:
+        drop, freed = 0, 0
+        while drop < len(groups) - 1 and freed < overflow_tokens:
+            freed += count(groups[drop])
+            drop += 1
+    else:
+        drop = max(1, math.floor(len(groups) * drop_fraction))
+    drop = min(drop, len(groups) - 1)
+    rest = [m for g in groups[drop:] for m in g]
+    if rest[0].get("role") != "user":
+        rest = [{"role": "user", "content": PTL_RETRY_MARKER}, *rest]
+    return rest, drop
+
+
+def summarize_with_retry(summarizer: Any, messages: list[dict], *, instructions: str | None, count,
+                         max_retries: int = 3, drop_fraction: float = 0.2) -> tuple[str, dict[str, Any]]:
+    """The summary of ``messages``, retrying a prompt-too-long error on fewer, newer rounds."""
+    attempt, dropped = 0, 0
+    current = messages
+    while True:
+        try:
+            summary = summarizer.summarize(current, instructions=instructions)
+            return summary, {"ptl_retries": attempt, "dropped_rounds": dropped}
+        except LLMError as exc:
+            if not exc.prompt_too_long or attempt >= max_retries:
+                if exc.prompt_too_long:
+                    raise LLMError(f"{exc.message} (still too long after dropping the {dropped} oldest rounds in "
+                                   f"{attempt} retries)", prompt_too_long=True) from exc
+                raise
+            cut = truncate_for_retry(current, exc.overflow_tokens, count, drop_fraction)
+            if cut is None:
+                raise LLMError(f"{exc.message} (nothing older left to drop)", prompt_too_long=True) from exc
+            current, n = cut
+            dropped += n
+            attempt += 1
+
+
+@register
+class Autocompact(Stage):
+    name = "autocompact"
+    summary = ("Above the threshold: session-memory compact or an LLM summary, PTL retry, circuit breaker, "
+               "post-compact re-injection.")
+    options_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "max_consecutive_failures": {
+                "type": "integer", "minimum": 1, "default": 3,
+                "description": "After this many failed compactions in a row, autocompact stops trying "
+                               "(circuit breaker) until one succeeds or --force."},
+            "ptl_max_retries": {
+                "type": "integer", "minimum": 0, "default": 3,
+                "description": "Retries of a summarizing request that is too long, each on fewer, newer rounds."},
+            "ptl_drop_fraction": {
+                "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2,
+                "description": "Share of the oldest rounds dropped per retry when the error does not say "
+                               "by how much the prompt is too long."},
+            "keep_tail": _tail_schema(
+                0, 0, 20_000, "The recent messages kept verbatim after a summary (by default the last API round, "
+                "as Claude Code keeps it).",
+                min_rounds={"type": "integer", "minimum": 0, "default": 1,
+                            "description": "Keep at least this many of the last API rounds (an assistant message "
+                                           "with its tool results, or a lone message)."}),
+            "session_memory": _tail_schema(
+                10_000, 5, 40_000, "Session-memory compact (with --session-memory): the notes replace the history "
+                "they cover; the messages after them are kept, and more before them up to these minimums.",
+                enabled={"type": "boolean", "default": True,
+                         "description": "Try the session-memory notes before summarizing."}),
+            "reinject": reinject.OPTIONS_SCHEMA,
+        },
+    }
+
+    def _opt(self, key: str) -> dict[str, Any]:
+        schema = self.options_schema["properties"][key]["properties"]
+        return {**{k: v["default"] for k, v in schema.items()}, **dict(self.options.get(key) or {})}
+
+    def run(self, t: Transcript, ctx: Context) -> StageResult:
+        view = t.view()
+        budget = budget_for(ctx.policy, ctx.inputs.context_window)
+        threshold = budget.autocompact_threshold
+        tokens = ctx.tokens.count_messages(view.api_messages())
+        force = bool(ctx.inputs.force)
+        key = session_key(t)
+        failures = int((ctx.store.session_state(key).get(STATE_KEY) or {}).get("consecutive_failures", 0))
+        limit = int(self.options["max_consecutive_failures"])
+        details: dict[str, Any] = {"tokens": tokens, "threshold": threshold, "context_window": budget.context_window,
+                                   "freed_by_earlier_stages": ctx.tokens_freed, "forced": force}
+        if not force:
+            if ctx.policy.proactive == "collapse" and ctx.policy.stage("collapse") is not None:
+                return self._result(t, "skipped", "the policy lets collapse compact proactively", details)
+            if tokens < threshold:
+                return self._result(t, "nothing-to-do",
+                                    f"{tokens:,} tokens, under the autocompact threshold ({threshold:,})", details)
+            if failures >= limit:
+                details["consecutive_failures"] = failures
+                ctx.warn(f"autocompact skipped: it failed {failures} times in a row (limit {limit}); the context is "
+                         f"{tokens:,} tokens, over the threshold ({threshold:,}). Fix the summarizer, then run "
+                         "`ctxkit compact --force`.")
+                return self._result(t, "breaker-open", f"circuit breaker open after {failures} failures", details)
+        floor = floor_index(t, view)
+        if floor >= len(view.messages):
+            return self._result(t, "nothing-to-do", "nothing new since the last compaction", details)
+        trigger = "manual" if force else "auto"
+        try:
+            written = None
+            if ctx.inputs.session_memory is not None and self._opt("session_memory")["enabled"]:
+                if ctx.inputs.instructions:
+                    details["session_memory"] = "skipped: --instructions asks for a fresh summary"
+                else:
+                    written, why = self._session_memory(t, view, ctx, tokens, threshold, floor, trigger, details)
+                    if written is None:
+                        details["session_memory"] = f"not used: {why}"
+            if written is None:
+                written = self._summarize(t, view, ctx, tokens, threshold, floor, trigger, details)
+        except (LLMError, CompactionError) as exc:
+            failures += 1
+            ctx.store.update_session_state(key, **{STATE_KEY: {
+                "consecutive_failures": failures, "last_error": exc.message[:500], "last_failure_at": ctx.timestamp()}})
+            details["consecutive_failures"] = failures
+            details["error"] = exc.message
+            note = ("; autocompact is now off for this session until a compaction succeeds "
+                    "(`ctxkit compact --force` tries again)" if failures >= limit else "")
+            ctx.warn(f"autocompact failed ({failures} of {limit} in a row): {exc.message}; the transcript is "
+                     f"unchanged{note}")
+            return self._result(t, "failed", exc.message, details)
+        ctx.store.update_session_state(key, **{STATE_KEY: None})
+        forget(ctx.store, t)
+        details["post_tokens"] = written.post_tokens
+        details.update(written.details)
+        if written.post_tokens >= threshold:
+            ctx.warn(f"autocompact: the compacted context ({written.post_tokens:,} tokens) is still over the "
+                     f"threshold ({threshold:,}); lower keep_tail / reinject budgets or use a larger window")
+        how = "session memory" if details.get("method") == "session-memory" else f"summary by {details['summarizer']}"
+        reason = (f"{trigger} compaction ({how}): {tokens:,} -> {written.post_tokens:,} tokens, "
+                  f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept")
+        return StageResult(written.transcript, self.report(action="applied", reason=reason, details=details))
+
+    def _result(self, t: Transcript, action: str, reason: str, details: dict[str, Any]) -> StageResult:
+        return StageResult(t, self.report(action=action, reason=reason, details=details))
+
+    def _count(self, ctx: Context):
+        return ctx.tokens.count_messages
+
+    # -- the two ways ------------------------------------------------------------------------------
+    def _session_memory(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
+                        trigger: str, details: dict[str, Any]) -> tuple[Written | None, str]:
+        plan, why = plan_session_memory(t, view, ctx.store, ctx.inputs.session_memory)
+        if plan is None:
+            return None, why
+        opts = self._opt("session_memory")
+        share = int(max(0, threshold) * POST_COMPACT_SHARE)
+        start = plan.last_index + 1
+        keep_from = choose_tail_start(view, self._count(ctx), start, floor, min_tokens=int(opts["min_tokens"]),
+                                      min_text_messages=int(opts["min_text_messages"]),
+                                      max_tokens=min(int(opts["max_tokens"]), share))
+        keep_from = feasible_keep_from(t, view, keep_from)
+        if keep_from > start:
+            return None, "the messages after the notes cannot be kept as a tail"
+        if keep_from <= floor:
+            return None, "the notes cover no message before the kept tail"
+        written = self._write(t, view, ctx, Compaction(
+            summary=plan.summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
+            record={"notes": str(plan.notes_path), "lastSummarizedId": plan.last_id}), share, details)
+        if written.post_tokens >= threshold:
+            return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"
+        details.update(method="session-memory", notes=str(plan.notes_path), last_summarized_id=plan.last_id)
+        return written, ""
+
+    def _summarize(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
+                   trigger: str, details: dict[str, Any]) -> Written:
+        opts = self._opt("keep_tail")
+        share = int(max(0, threshold) * POST_COMPACT_SHARE)
+        n = len(view.messages)
+        keep_from = choose_tail_start(view, self._count(ctx), n, min(floor + 1, n),
+                                      min_tokens=int(opts["min_tokens"]),
+                                      min_text_messages=int(opts["min_text_messages"]),
+                                      min_rounds=int(opts["min_rounds"]),
+                                      max_tokens=min(int(opts["max_tokens"]), share))
+        keep_from = feasible_keep_from(t, view, keep_from)
+        history = [m.api() for m in view.messages[:keep_from] if m.role != "system"]
+        if not history:
+            raise CompactionError("there is nothing to summarize before the kept tail")
+        summarizer = summarizer_for(ctx)
+        details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
+        try:
+            summary, facts = summarize_with_retry(
+                summarizer, history, instructions=ctx.inputs.instructions, count=self._count(ctx),
+                max_retries=int(self.options["ptl_max_retries"]),
+                drop_fraction=float(self.options["ptl_drop_fraction"]))
+        finally:
+            stats = getattr(summarizer, "stats", None)
+            if stats is not None:
+                details["summarizer_requests"] = stats.requests
+                details["summarizer_retries"] = stats.retries
+        details.update(facts)
+        if ctx.inputs.instructions:
+            details["instructions"] = ctx.inputs.instructions
+        details["method"] = "summary"
+        return self._write(t, view, ctx, Compaction(
+            summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
+            record={"summarizer": details["summarizer"], **{k: v for k, v in facts.items() if v}}), share, details)
+
+    def _write(self, t: Transcript, view: View, ctx: Context, c: Compaction, share: int,
+               details: dict[str, Any]) -> Written:
+        tail_tokens = ctx.tokens.count_messages([m.api() for m in view.messages[c.keep_from:]])
+        last = view.messages[-1] if view.messages else None
+        if last is not None and last.role == "assistant" and any(last.tool_uses()):
+            # a turn in progress: its tool results must come next, nothing may be appended before them
+            re = reinject.Reinjection(details={"skipped": "the last assistant message still waits for tool results"})
+            options = {**dict(self.options.get("reinject") or {}), "deltas": False}
+        else:
+            options = self.options.get("reinject")
+            re = reinject.build(t, view, c.keep_from, ctx, options, share - tail_tokens)
+        c.reinjected = re.messages
+        c.transcript_hint = ctx.inputs.extra.get("transcript_path") if t.format == "claude-code" else None
+        written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
+                                   timestamp=ctx.timestamp())
+        if reinject.option(options, "deltas"):
+            deltas, facts = reinject.delta_attachments(t, view, written.transcript, ctx)
+            re.details.update(facts)
+            if deltas:
+                c.reinjected = [*re.messages, *deltas]
+                written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
+                                           timestamp=ctx.timestamp())
+        details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
+                       kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
+        return written

@@ -1,0 +1,472 @@
+"""The collapse stage: fold committed runs of read/search tool calls into one short summary each
+(see the class docstring); the read-time projection lives in :mod:`ctxkit.transcript.collapse_view`."""
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from typing import Any
+
+import orjson
+
+from ..errors import LLMError
+from ..llm import render_transcript
+from ..persist import content_text
+from ..tokens import budget_for
+from ..transcript import claude_code
+from ..transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span
+from ..transcript.edit import archive_entries, plain_message, replace_plain_range, strip_thinking_after
+from ..transcript.model import Transcript
+from ..transcript.view import View, ViewMessage
+from .base import Context, Stage, StageResult, register
+
+ARCHIVE_LINE = "Original calls and results: "
+_ARCHIVE_RE = re.compile(r"^" + re.escape(ARCHIVE_LINE) + r"(\S+)$", re.MULTILINE)
+
+# Shell commands that only read or search (a pipeline of them is a search).
+SEARCH_COMMANDS = frozenset({
+    "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "tree",
+    "wc", "stat", "file", "du", "pwd", "which", "whereis", "type", "realpath", "readlink", "basename", "dirname",
+    "sort", "uniq", "cut", "nl", "diff", "cmp", "jq", "yq", "awk", "sed", "echo", "printf", "true", "locate",
+})
+GIT_READ_COMMANDS = frozenset({"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse",
+                               "branch", "describe", "shortlog", "cat-file"})
+_MUTATING_FLAGS = {"sed": ("-i", "--in-place"), "find": ("-delete", "-exec", "-execdir", "-ok", "-fprint"),
+                   "sort": ("-o", "--output"), "awk": ("-i",)}
+_SEPARATORS = {"|", "||", "&&", ";", "&"}
+
+
+def is_search_command(command: str) -> bool:
+    """Whether a shell command only reads or searches: every command of it is a known reader, no output
+    is redirected into a file, and no reader is given a flag that writes."""
+    if not command.strip() or "`" in command or "$(" in command:
+        return False
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return False
+    segment: list[str] = []
+    for tok in [*tokens, ";"]:
+        if tok in _SEPARATORS:
+            if segment and not _is_search_segment(segment):
+                return False
+            segment = []
+        else:
+            segment.append(tok)
+    return True
+
+
+def _is_search_segment(words: list[str]) -> bool:
+    for k, w in enumerate(words):
+        if w in (">", ">>", "<>") or w.startswith(">"):
+            target = words[k + 1] if k + 1 < len(words) else ""
+            prev = words[k - 1] if k else ""
+            if not (target == "/dev/null" or target.startswith("&") or (prev.isdigit() and prev == "2"
+                                                                        and target == "/dev/null")):
+                return False
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+        words = words[1:]  # VAR=value prefixes
+    if not words:
+        return True
+    cmd = words[0].rsplit("/", 1)[-1]
+    if cmd == "cd":
+        return True
+    if cmd == "git":
+        sub = next((w for w in words[1:] if not w.startswith("-")), "")
+        return sub in GIT_READ_COMMANDS
+    if cmd not in SEARCH_COMMANDS:
+        return False
+    bad = _MUTATING_FLAGS.get(cmd, ())
+    return not any(w == f or w.startswith(f) for w in words[1:] for f in bad)
+
+
+# -- rule-based summaries ----------------------------------------------------------------------------
+_CATEGORY = {"Read": "read", "NotebookRead": "read", "Grep": "search", "Glob": "search", "LS": "list",
+             "WebSearch": "web", "WebFetch": "fetch"}
+_PHRASES = {"search": ("Searched {n} pattern", "searched {n} pattern"), "read": ("Read {n} file", "read {n} file"),
+            "list": ("Listed {n} director", "listed {n} director"), "web": ("Ran {n} web search", "ran {n} web search"),
+            "fetch": ("Fetched {n} page", "fetched {n} page"), "command": ("Ran {n} command", "ran {n} command"),
+            "other": ("Called {n} tool", "called {n} tool")}
+
+
+def _category(name: str, args: dict) -> str:
+    if name in _CATEGORY:
+        return _CATEGORY[name]
+    command = args.get("command")
+    if isinstance(command, str):
+        words = command.split()
+        head = words[0].rsplit("/", 1)[-1] if words else ""
+        if head in ("cat", "head", "tail", "less", "more", "nl"):
+            return "read"
+        if head in ("ls", "tree", "du"):
+            return "list"
+        if head in ("grep", "egrep", "rg", "ag", "ack", "find", "fd", "locate") or "grep" in command:
+            return "search"
+        return "command"
+    return "other"
+
+
+def _plural(phrase: str, n: int) -> str:
+    text = phrase.format(n=n)
+    if text.endswith("director"):
+        return text + ("ies" if n != 1 else "y")
+    if text.endswith("search"):
+        return text + ("es" if n != 1 else "")
+    return text + ("s" if n != 1 else "")
+
+
+def _describe(name: str, args: dict, limit: int = 120) -> str:
+    if "file_path" in args or "notebook_path" in args:
+        what = str(args.get("file_path") or args.get("notebook_path"))
+    elif "pattern" in args:
+        what = repr(str(args["pattern"])) + (f" in {args['path']}" if args.get("path") else "")
+    elif "command" in args:
+        what = str(args["command"])
+    elif "query" in args:
+        what = repr(str(args["query"]))
+    elif "url" in args:
+        what = str(args["url"])
+    elif "path" in args:
+        what = str(args["path"])
+    else:
+        what = orjson.dumps(args).decode() if args else ""
+    text = f"{name} {what}".strip().replace("\n", " ")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def run_headline(calls: list[dict]) -> str:
+    """"Searched 2 patterns, read 3 files" — what a run did, counted by kind of call."""
+    counts: dict[str, int] = {}
+    for call in calls:
+        kind = _category(call.get("name", ""), call.get("input") or {})
+        counts[kind] = counts.get(kind, 0) + 1
+    order = [k for k in _PHRASES if k in counts]
+    parts = [_plural(_PHRASES[k][0 if i == 0 else 1], counts[k]) for i, k in enumerate(order)]
+    return ", ".join(parts)
+
+
+def rule_summary(calls: list[dict], results: dict[str, dict]) -> str:
+    """The rule-based summary of a run: a headline and one line per call (with its result's size)."""
+    lines = [f"{SUMMARY_HEAD}{run_headline(calls)}]"]
+    for call in calls:
+        res = results.get(call.get("id", ""), {})
+        text = content_text(res.get("content"))
+        n_lines = len(text.splitlines())
+        size = (f"{n_lines} line" + ("s" if n_lines != 1 else "")) if text else "no output"
+        flag = ", error" if res.get("is_error") else ""
+        lines.append(f"- {_describe(call.get('name', ''), call.get('input') or {})} ({size}{flag})")
+    return "\n".join(lines)
+
+
+LLM_SYSTEM = ("You condense an AI coding agent's earlier read/search tool calls and their results into a short note "
+              "the agent will read instead of them. Keep what it may still need: file paths, names, line numbers, "
+              "facts found, what was not found. At most 120 words, no preamble.")
+
+
+@register
+class Collapse(Stage):
+    """collapse: fold finished runs of read/search tool calls into one short summary each.
+
+    Agents read a lot: a dozen Read/Grep/Glob calls whose output mattered for a
+    moment. A *run* is a sequence of consecutive API rounds in which the model
+    only called collapsible tools (the policy's ``tools.collapsible``: Read,
+    Grep, Glob, LS, WebSearch, WebFetch, NotebookRead, plus any MCP tools you
+    list there, ``fnmatch`` patterns allowed; and shell calls in
+    ``shell_tools`` whose command only reads or searches, like ``ls``, ``grep``,
+    ``git log``). A run ends at assistant text, at any other tool (Edit, Write,
+    ...), at a new user message or at a harness message; a run still open at the
+    end of the view is left alone.
+
+    When the view reaches ``commit_ratio`` (0.90) of the effective window, every
+    such run is *committed*: shown as one user message with a rule-based
+    summary ("Searched 2 patterns, read 3 files" and one line per call). At
+    ``llm_ratio`` (0.95) the summaries are written by the policy's summarizer
+    instead (the same one autocompact uses); without a model (``use:
+    extractive``) the rule-based summary stands and the report says so. A run
+    whose summary would not be shorter stays as it is.
+
+    On a Claude Code transcript nothing is rewritten: a ``collapse`` record
+    lists the committed runs and the projection shows them collapsed on every
+    read (``ctxkit expand`` removes the records). Plain message lists have no
+    place for records: the run's lines are replaced by the summary line after
+    being saved to the store, and the summary ends with the saved file's path.
+
+    Collapse and proactive autocompact would fight (their thresholds are
+    close): with ``proactive: autocompact`` in the policy this stage stays
+    passive (committed runs keep being shown collapsed, nothing new is
+    committed). ``--force`` commits regardless of the thresholds.
+
+    Options: ``commit_ratio`` (0.90), ``llm_ratio`` (0.95), ``llm`` (true),
+    ``shell_tools`` ([Bash, Shell]), ``min_calls`` (1).
+
+    Before::
+
+        assistant  tool_use Grep("def ")
+        user       tool_result "app/models.py:2: ..."
+        assistant  tool_use Read(app/models.py)
+        user       tool_result "1\\tclass User: ..."
+        assistant  "Order.total sums the prices."
+
+    After::
+
+        user       "[Earlier tool calls, collapsed: Searched 1 pattern, read 1 file]
+                    - Grep 'def ' in /work (4 lines)
+                    - Read /work/app/models.py (9 lines)"
+        assistant  "Order.total sums the prices."
+    """
+
+    name = "collapse"
+    summary = "Fold finished runs of read/search tool calls into short summaries (rule-based, then LLM)."
+    options_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "commit_ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.90,
+                             "description": "Share of the effective window at which staged runs are committed."},
+            "llm_ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.95,
+                          "description": "Share of the effective window at which summaries are written by the "
+                                         "summarizer."},
+            "llm": {"type": "boolean", "default": True,
+                    "description": "Use the summarizer above llm_ratio (false: rule-based summaries only)."},
+            "shell_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
+                            "default": ["Bash", "Shell"],
+                            "description": "Shell tools whose read/search-only commands are collapsible."},
+            "min_calls": {"type": "integer", "minimum": 1, "default": 1,
+                          "description": "Runs with fewer tool calls are left alone."},
+        },
+    }
+
+    # -- staging ----------------------------------------------------------------------------------
+    def collapsible(self, call: dict, ctx: Context) -> bool:
+        name = call.get("name", "")
+        if name in ctx.policy.tools.state_changing:
+            return False
+        if name in self.options["shell_tools"]:
+            command = (call.get("input") or {}).get("command")
+            return isinstance(command, str) and is_search_command(command)
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in ctx.policy.tools.collapsible)
+
+    def staged_runs(self, view: View, ctx: Context) -> list[tuple[int, int]]:
+        """The finished runs of collapsible calls in the view, as ``[start, end)`` message ranges."""
+        msgs = view.messages
+        runs: list[tuple[int, int]] = []
+        i = 0
+        while i + 1 < len(msgs):
+            start = i
+            while i + 1 < len(msgs) and self._collapsible_round(msgs[i], msgs[i + 1], ctx):
+                i += 2
+            if i > start:
+                n_calls = sum(1 for m in msgs[start:i] for _ in m.tool_uses())
+                finished = any(m.role != "system" for m in msgs[i:])
+                if finished and n_calls >= self.options["min_calls"]:
+                    runs.append((start, i))
+            else:
+                i += 1
+        return runs
+
+    def _collapsible_round(self, assistant: ViewMessage, results: ViewMessage, ctx: Context) -> bool:
+        if round_calls(assistant, results) is None:
+            return False
+        if any(r is None for r in results.refs):  # a synthesized result is not something to summarize
+            return False
+        return all(self.collapsible(call, ctx) for call in assistant.tool_uses())
+
+    # -- running ----------------------------------------------------------------------------------
+    def run(self, t: Transcript, ctx: Context) -> StageResult:
+        if ctx.policy.proactive == "autocompact":
+            return StageResult(t, self.report(action="skipped", reason="proactive: autocompact (collapse stays "
+                                              "passive; committed runs are still shown collapsed)"))
+        view = t.view()
+        tokens = ctx.tokens.count_messages(view.api_messages())
+        window = budget_for(ctx.policy, ctx.inputs.context_window).effective_window
+        commit_at = int(window * self.options["commit_ratio"])
+        llm_at = int(window * self.options["llm_ratio"])
+        details: dict[str, Any] = {"tokens": tokens, "commit_at": commit_at, "llm_at": llm_at}
+        if tokens < commit_at and not ctx.inputs.force:
+            details["staged"] = len(self.staged_runs(view, ctx))
+            return StageResult(t, self.report(action="nothing-to-do", reason=f"{tokens:,} tokens, below the commit "
+                                              f"threshold {commit_at:,}", details=details))
+        runs = self._commits(view, self.staged_runs(view, ctx), ctx)
+        upgrades: list[dict] = []
+        note = None
+        if self.options["llm"] and tokens >= llm_at:
+            upgrades = self._rule_summaries(t, view, ctx)
+            note = self._write_llm_summaries([*runs, *upgrades], ctx)
+            upgrades = [u for u in upgrades if u["by"] == "llm"]
+            if note:
+                details["llm"] = note
+        if not runs and not upgrades:
+            return StageResult(t, self.report(action="nothing-to-do", reason="no finished run of read/search "
+                                              "calls to collapse", details=details))
+        if t.format == "claude-code":
+            public = [{k: r[k] for k in ("key", "toolUseIds", "summary", "by")} for r in [*runs, *upgrades]]
+            new = t.with_edits(append=[claude_code.record_entry(t, RECORD_KIND, ctx.timestamp(), runs=public)])
+        else:
+            new = self._commit_plain(t, view, runs, upgrades, ctx, details)
+        first = min(r["start"] for r in [*runs, *upgrades])
+        new, thinking = strip_thinking_after(new, first)
+        new, archive = archive_entries(new, ctx.store, thinking, ctx.timestamp(), "collapse: thinking after a "
+                                       "collapsed run")
+        if archive:
+            details["thinking_archive"] = archive
+        details.update(committed=[{"key": r["key"], "calls": len(r["toolUseIds"]), "by": r["by"]} for r in runs],
+                       upgraded=[u["key"] for u in upgrades], threshold_crossed=True)
+        by = sorted({r["by"] for r in runs})
+        reason = f"collapsed {len(runs)} run(s) of read/search calls" + (f" ({'/'.join(by)} summaries)" if by else "")
+        if upgrades:
+            reason += f", rewrote {len(upgrades)} summary(ies) with the summarizer"
+        if note:
+            reason += f"; {note}"
+        return StageResult(new, self.report(action="applied", reason=reason, details=details,
+                                            warnings=[note] if note and "failed" in note else []))
+
+    def _commits(self, view: View, spans: list[tuple[int, int]], ctx: Context) -> list[dict]:
+        """A commit for each staged span whose rule-based summary is shorter than the span."""
+        out = []
+        for start, end in spans:
+            span = view.messages[start:end]
+            calls = [b for m in span for b in m.tool_uses()]
+            results = {b.get("tool_use_id", ""): b for m in span for b in m.tool_results()}
+            text = rule_summary(calls, results)
+            messages = [m.api() for m in span]
+            tokens = ctx.tokens.count_messages(messages)
+            if ctx.tokens.count_text(text) + _SUMMARY_OVERHEAD >= tokens:
+                continue
+            out.append({"key": calls[0]["id"], "toolUseIds": [c["id"] for c in calls], "summary": text,
+                        "by": "rule", "start": start, "end": end, "tokens": tokens, "messages": messages})
+        return out
+
+    def _rule_summaries(self, t: Transcript, view: View, ctx: Context) -> list[dict]:
+        """Committed runs whose summary is still the rule-based one, with their original messages."""
+        out = []
+        if t.format == "claude-code":
+            raw = _uncollapsed_view(t)
+            for run in committed_runs([r for _, r in claude_code.records(t, RECORD_KIND)]):
+                span = run_span(raw, list(run["toolUseIds"]))
+                shown = _message_with_text(view, run["summary"])
+                if run.get("by") != "rule" or span is None or shown is None:
+                    continue
+                messages = [m.api() for m in raw.messages[span[0]:span[1]]]
+                out.append({**run, "start": shown, "messages": messages,
+                            "tokens": ctx.tokens.count_messages(messages)})
+            return out
+        for mi, m in enumerate(view.messages):
+            for block, ref in zip(m.content, m.refs, strict=True):
+                text = block.get("text", "") if block.get("type") == "text" else ""
+                found = _ARCHIVE_RE.search(text) if ref is not None and text.startswith(SUMMARY_HEAD) else None
+                data = ctx.store.read_blob(found.group(1)) if found else None
+                if data is None:
+                    continue
+                archived = orjson.loads(data)
+                if archived.get("by") != "rule" or text != _plain_summary(archived.get("summary", ""), found.group(1)):
+                    continue
+                messages = _plain_api_messages(t, [x["entry"] for x in archived.get("lines", [])])
+                out.append({"key": found.group(1), "summary": archived["summary"], "by": "rule", "start": mi,
+                            "entry": ref.entry, "toolUseIds": archived.get("toolUseIds", []), "messages": messages,
+                            "tokens": ctx.tokens.count_messages(messages)})
+        return out
+
+    def _write_llm_summaries(self, items: list[dict], ctx: Context) -> str | None:
+        """Give each item a summary written by the policy's summarizer; a note for the report when it cannot."""
+        if not items:
+            return None
+        factory = ctx.summarizer_factory
+        if factory is None:
+            from ..llm import make_summarizer
+
+            def factory(policy, _ctx):
+                return make_summarizer(policy.summarizer, default_model=policy.model)
+        try:
+            summarizer = factory(ctx.policy, ctx)
+        except Exception as exc:  # a bad summarizer configuration must not stop the cheap path
+            return f"summarizer unavailable ({exc}); rule-based summaries stand"
+        if getattr(summarizer, "name", "") == "extractive":
+            return "the summarizer has no model (use: extractive); rule-based summaries stand"
+        failures = 0
+        for item in items:
+            try:
+                text = summarizer.complete([{"role": "user", "content": render_transcript(item["messages"])}],
+                                           system=LLM_SYSTEM, max_tokens=LLM_MAX_TOKENS).strip()
+            except LLMError:
+                failures += 1
+                continue
+            summary = f"{item['summary'].partition(NEWLINE)[0]}\n{text}"
+            if text and ctx.tokens.count_text(summary) + _SUMMARY_OVERHEAD < item["tokens"]:
+                item.update(summary=summary, by="llm")
+        if failures:
+            return f"the summarizer failed for {failures} run(s); their rule-based summaries stand"
+        return None
+
+    # -- plain formats: materialize -------------------------------------------------------------
+    def _commit_plain(self, t: Transcript, view: View, runs: list[dict], upgrades: list[dict], ctx: Context,
+                      details: dict[str, Any]) -> Transcript:
+        """Replace each run's lines by its summary line (lines archived first); rewrite upgraded lines."""
+        new = t.with_edits(replace={u["entry"]: plain_message(t, "user", _plain_summary(u["summary"], u["key"]))
+                                    for u in upgrades})
+        archives = []
+        for r in sorted(runs, key=lambda r: r["start"], reverse=True):
+            entries = sorted({e for m in view.messages[r["start"]:r["end"]] for e in m.entries})
+            archive = str(ctx.store.put_json({"lines": [{"line": t.line_no(i), "entry": t.entry(i)} for i in entries],
+                                              "toolUseIds": r["toolUseIds"], "summary": r["summary"],
+                                              "by": r["by"]}))
+            archives.append(archive)
+            new = replace_plain_range(new, entries, plain_message(t, "user", _plain_summary(r["summary"], archive)))
+        if archives:
+            details["archives"] = archives[::-1]
+        return new
+
+
+NEWLINE = "\n"
+_SUMMARY_OVERHEAD = 8  # tokens a message costs beyond its text
+LLM_MAX_TOKENS = 400
+
+
+def _plain_summary(summary: str, archive: str) -> str:
+    return f"{summary}\n{ARCHIVE_LINE}{archive}"
+
+
+def _message_with_text(view: View, text: str) -> int | None:
+    for i, m in enumerate(view.messages):
+        if any(b.get("type") == "text" and b.get("text") == text for b in m.content):
+            return i
+    return None
+
+
+def _uncollapsed_view(t: Transcript) -> View:
+    """The view without the collapse projection (to read a committed run's original messages)."""
+    order, _ = claude_code.active_entries(t)
+    return claude_code.build_messages(t, order)
+
+
+def _plain_api_messages(t: Transcript, entries: list[dict]) -> list[dict]:
+    """Archived plain lines as messages the summarizer can render (OpenAI lines shown as their JSON)."""
+    if t.format == "anthropic":
+        return [{"role": e.get("role", "user"), "content": e.get("content")} for e in entries]
+    return [{"role": "assistant" if e.get("role") == "assistant" else "user",
+             "content": orjson.dumps(e).decode()} for e in entries]
+
+
+def uncollapse(t: Transcript, store: Any) -> Transcript:
+    """Undo every collapse (for ``ctxkit expand``). Claude Code: drop the collapse records (the
+    projection then shows every run again). Plain formats: put each summary line's archived lines
+    back in its place. Idempotent."""
+    if t.format == "claude-code":
+        return t.with_edits(remove=[i for i, _ in claude_code.records(t, RECORD_KIND)])
+    restore: dict[int, list[dict]] = {}
+    for i in t.live_indexes():
+        content = t.entry(i).get("content")
+        text = content if isinstance(content, str) else "".join(
+            b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+        found = _ARCHIVE_RE.search(text) if text.startswith(SUMMARY_HEAD) else None
+        data = store.read_blob(found.group(1)) if found else None
+        lines = [x["entry"] for x in orjson.loads(data).get("lines", [])] if data else []
+        if lines:
+            restore[i] = lines
+    if not restore:
+        return t
+    # plain lines have no insert edit: write the whole list again, archived lines in place of each summary
+    live = list(t.live_indexes())
+    out = [e for i in live for e in restore.get(i, [t.entry(i)])]
+    return t.with_edits(remove=live, append=out)

@@ -1,0 +1,306 @@
+"""The microcompact stage: clear old tool results once the prompt cache is cold (see the class docstring),
+and the Messages API ``context_management`` edits of its API-native mode."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..clock import parse_instant
+from ..persist import content_size, has_media, store_original
+from ..transcript.edit import archive_entries, replace_blocks, strip_thinking_after
+from ..transcript.model import Transcript
+from ..transcript.view import BlockRef, View
+from .base import Context, Stage, StageResult, register
+
+PLACEHOLDER = "[Old tool result content cleared]"
+MODES = ("time-based", "api-native", "both")
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
+COMPACT_BETA = "compact-2026-01-12"
+
+_INPUT_TOKENS = {"type": "integer", "minimum": 1}
+_API_NATIVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "The context_management edits 'ctxkit view --to anthropic-request' sends (modes api-native, both).",
+    "default": {},
+    "properties": {
+        "clear_tool_uses": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "clear_tool_uses_20250919: the API clears old tool results above a size.",
+            "properties": {
+                "enabled": {"type": "boolean", "default": True},
+                "trigger": {**_INPUT_TOKENS, "default": 180_000,
+                            "description": "Input tokens at which the API starts clearing."},
+                "keep": {"type": ["integer", "null"], "minimum": 0, "default": None,
+                         "description": "Most recent tool uses kept (null: the API's default, 3)."},
+                "clear_at_least": {"type": ["integer", "null"], "minimum": 1, "default": 140_000,
+                                   "description": "Clear only if at least this many tokens go (Claude Code keeps "
+                                                  "about 40,000 of 180,000)."},
+                "exclude_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "default": [],
+                                  "description": "Tools whose results are never cleared."},
+                "clear_tool_inputs": {"anyOf": [{"type": "boolean"},
+                                                {"type": "array", "items": {"type": "string"}, "uniqueItems": True}],
+                                      "default": False,
+                                      "description": "Also clear the inputs of the calls (all, or these tools')."},
+            },
+        },
+        "clear_thinking": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "clear_thinking_20251015: the API drops thinking of older turns (needs extended "
+                           "thinking on).",
+            "properties": {
+                "enabled": {"type": "boolean", "default": False},
+                "keep": {"anyOf": [{"const": "all"}, {"type": "integer", "minimum": 1}], "default": "all",
+                         "description": "Assistant turns whose thinking is kept: 'all' or a number."},
+                "keep_when_cold": {"anyOf": [{"const": "all"}, {"type": "integer", "minimum": 1}, {"type": "null"}],
+                                   "default": 1,
+                                   "description": "What 'keep' becomes once the cache is cold (gap_minutes passed); "
+                                                  "null: no change."},
+            },
+        },
+        "compact": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "compact_20260112: the API summarizes older context itself.",
+            "properties": {
+                "enabled": {"type": "boolean", "default": False},
+                "trigger": {**_INPUT_TOKENS, "default": 150_000,
+                            "description": "Input tokens at which the API compacts."},
+                "instructions": {"type": ["string", "null"], "default": None,
+                                 "description": "Extra instructions for the server's summary."},
+                "pause_after_compaction": {"type": "boolean", "default": False},
+            },
+        },
+    },
+}
+
+
+def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v["default"] for k, v in schema["properties"].items() if "default" in v}
+
+
+def api_native_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``api_native`` options with every default filled in."""
+    given = options.get("api_native") or {}
+    props = _API_NATIVE_SCHEMA["properties"]
+    return {name: {**_defaults(props[name]), **(given.get(name) or {})} for name in props}
+
+
+def last_assistant_time(view: View) -> datetime | None:
+    """When the model last answered (the newest assistant message's timestamp), if the transcript says."""
+    for m in reversed(view.messages):
+        if m.role == "assistant" and m.timestamp:
+            try:
+                return parse_instant(m.timestamp)
+            except ValueError:
+                return None
+    return None
+
+
+def cache_gap_minutes(view: View, now: datetime) -> float | None:
+    """Minutes since the model last answered, or None when the transcript has no timestamps."""
+    last = last_assistant_time(view)
+    return None if last is None else (now - last).total_seconds() / 60
+
+
+def context_management(options: dict[str, Any], *, cold: bool = False) -> dict[str, Any] | None:
+    """The Messages API ``context_management`` body for the stage's options, or None when it asks for none.
+
+    ``clear_thinking`` comes first (the API requires it before other edits); once the cache is
+    cold its ``keep`` becomes ``keep_when_cold`` (Claude Code keeps only the last thinking turn
+    after an hour idle).
+    """
+    if options.get("mode", "time-based") not in ("api-native", "both"):
+        return None
+    api = api_native_options(options)
+    edits: list[dict[str, Any]] = []
+    th = api["clear_thinking"]
+    if th["enabled"]:
+        keep = th["keep_when_cold"] if cold and th["keep_when_cold"] is not None else th["keep"]
+        edits.append({"type": "clear_thinking_20251015",
+                      "keep": "all" if keep == "all" else {"type": "thinking_turns", "value": int(keep)}})
+    tu = api["clear_tool_uses"]
+    if tu["enabled"]:
+        edit: dict[str, Any] = {"type": "clear_tool_uses_20250919",
+                                "trigger": {"type": "input_tokens", "value": tu["trigger"]}}
+        if tu["keep"] is not None:
+            edit["keep"] = {"type": "tool_uses", "value": tu["keep"]}
+        if tu["clear_at_least"] is not None:
+            edit["clear_at_least"] = {"type": "input_tokens", "value": tu["clear_at_least"]}
+        if tu["exclude_tools"]:
+            edit["exclude_tools"] = list(tu["exclude_tools"])
+        if tu["clear_tool_inputs"]:
+            edit["clear_tool_inputs"] = tu["clear_tool_inputs"] if isinstance(tu["clear_tool_inputs"], bool) \
+                else list(tu["clear_tool_inputs"])
+        edits.append(edit)
+    cp = api["compact"]
+    if cp["enabled"]:
+        edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": cp["trigger"]}}
+        if cp["instructions"]:
+            edit["instructions"] = cp["instructions"]
+        if cp["pause_after_compaction"]:
+            edit["pause_after_compaction"] = True
+        edits.append(edit)
+    return {"edits": edits} if edits else None
+
+
+def betas_for(context_management_body: dict[str, Any] | None) -> list[str]:
+    """The ``anthropic-beta`` values a request with this ``context_management`` needs."""
+    kinds = {e.get("type") for e in (context_management_body or {}).get("edits", [])}
+    out = []
+    if kinds & {"clear_tool_uses_20250919", "clear_thinking_20251015"}:
+        out.append(CONTEXT_MANAGEMENT_BETA)
+    if "compact_20260112" in kinds:
+        out.append(COMPACT_BETA)
+    return out
+
+
+@register
+class Microcompact(Stage):
+    """microcompact: clear old tool results once the prompt cache has gone cold.
+
+    After a long pause (more than ``gap_minutes`` since the model last answered;
+    60 by default, the extended prompt cache's lifetime) the next request has to
+    send the whole prefix again anyway, so keeping old tool output byte-for-byte
+    buys nothing. The stage then replaces the content of old results of
+    compactable tools (the policy's ``tools.compactable``: Read, Bash, Grep, Glob,
+    WebSearch, WebFetch, Edit, Write by default) with a fixed placeholder, keeping
+    the ``keep_recent`` (5) most recent compactable results untouched. The
+    tool_use blocks stay, so every call keeps its (now short) result. Results
+    already shorter than the placeholder are left alone.
+
+    Unlike Claude Code, nothing is lost: each cleared result is saved to the
+    store first and recorded in the ledger (state ``cleared``), so ``ctxkit
+    expand`` brings it back; and the decision is frozen: later runs replay the
+    same placeholder, even while the cache is warm again. While the cache is
+    warm nothing new is cleared, so the view stays byte-identical. Thinking
+    blocks of assistant turns from the first cleared result on are dropped
+    (their signatures covered the old bytes). Plain message lists carry no
+    timestamps: there the stage clears only with ``--force``.
+
+    ``mode: api-native`` leaves the transcript alone and instead has ``ctxkit
+    view --to anthropic-request`` ask the API to do the clearing server-side
+    (``context_management`` edits ``clear_tool_uses_20250919``,
+    ``clear_thinking_20251015``, ``compact_20260112``, configured under
+    ``api_native``); ``mode: both`` does both.
+
+    Options: ``mode`` (time-based), ``gap_minutes`` (60), ``keep_recent`` (5),
+    ``placeholder`` ("[Old tool result content cleared]"), ``api_native``.
+
+    Before (70 minutes after the last reply, keep_recent 1)::
+
+        assistant  tool_use Read(app/models.py)
+        user       tool_result "1\\tclass User:\\n2\\t    def __init__(self, name): ..."
+        assistant  tool_use Grep("def ")
+        user       tool_result "app/models.py:2:    def __init__ ..."
+
+    After::
+
+        assistant  tool_use Read(app/models.py)
+        user       tool_result "[Old tool result content cleared]"
+        assistant  tool_use Grep("def ")
+        user       tool_result "app/models.py:2:    def __init__ ..."
+    """
+
+    name = "microcompact"
+    summary = "When the prompt cache is cold, clear old compactable tool results (kept in the store); " \
+              "or emit API-native context_management edits."
+    options_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "mode": {"enum": list(MODES), "default": "time-based",
+                     "description": "time-based: rewrite old results when the cache is cold; api-native: leave the "
+                                    "transcript and send context_management edits; both."},
+            "gap_minutes": {"type": "number", "exclusiveMinimum": 0, "default": 60,
+                            "description": "Minutes since the last assistant message after which the cache is cold."},
+            "keep_recent": {"type": "integer", "minimum": 0, "default": 5,
+                            "description": "The most recent compactable tool results never cleared."},
+            "placeholder": {"type": "string", "minLength": 1, "default": PLACEHOLDER,
+                            "description": "What a cleared result's content becomes."},
+            "api_native": _API_NATIVE_SCHEMA,
+        },
+    }
+
+    def run(self, t: Transcript, ctx: Context) -> StageResult:
+        view = t.view()
+        details: dict[str, Any] = {"mode": self.options["mode"]}
+        gap = cache_gap_minutes(view, ctx.clock.now())
+        cold = (gap is not None and gap > self.options["gap_minutes"]) or ctx.inputs.force
+        details["gap_minutes"] = None if gap is None else round(gap, 1)
+        if self.options["mode"] != "time-based":
+            body = context_management(self.options, cold=cold)
+            if body:
+                details["context_management"] = body
+        changes, cleared, replayed, first = self._plan(view, ctx, cold and self.options["mode"] != "api-native")
+        if not changes:
+            if self.options["mode"] == "api-native":
+                return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
+                                                  "server-side (see --to anthropic-request)", details=details))
+            reason = ("the prompt cache is warm" if not cold else "nothing old enough to clear") if gap is not None \
+                or ctx.inputs.force else "the transcript has no timestamps (use --force to clear anyway)"
+            return StageResult(t, self.report(action="nothing-to-do", reason=reason, details=details))
+        new = replace_blocks(t, changes)
+        new, thinking = strip_thinking_after(new, first)
+        new, archive = archive_entries(new, ctx.store, thinking, ctx.timestamp(), "microcompact: thinking after "
+                                       "cleared tool results")
+        details.update(cleared=cleared, replayed=replayed, thinking_stripped=len(thinking), store=str(ctx.store.root))
+        if archive:
+            details["thinking_archive"] = archive
+        # a threshold crossed at this step: earlier bytes of the view changed on purpose
+        details["threshold_crossed"] = bool(cleared)
+        reason = f"cleared {len(cleared)} old tool result(s)" if cleared else "replayed earlier clearing"
+        if replayed and cleared:
+            reason += f", replayed {len(replayed)}"
+        return StageResult(new, self.report(action="applied", reason=reason, details=details))
+
+    def _plan(self, view: View, ctx: Context, clear_now: bool):
+        """Which results to clear now and which earlier clearings to replay: (changes, cleared, replayed, first)."""
+        names = view.tool_names()
+        compactable = ctx.policy.tools.compactable
+        placeholder = self.options["placeholder"]
+        candidates: list[tuple[int, BlockRef, dict]] = []
+        changes: dict[BlockRef, dict] = {}
+        cleared: list[str] = []
+        replayed: list[str] = []
+        first: int | None = None
+        for mi, m in enumerate(view.messages):
+            for block, ref in zip(m.content, m.refs, strict=True):
+                if block.get("type") != "tool_result" or ref is None:
+                    continue
+                tid = block.get("tool_use_id", "")
+                decision = ctx.store.decision(tid) or {}
+                if decision.get("state") == "cleared":
+                    if block.get("content") != decision.get("replacement"):
+                        changes[ref] = {**block, "content": decision["replacement"]}
+                        replayed.append(tid)
+                        first = mi if first is None else min(first, mi)
+                    continue
+                if names.get(tid) in compactable:
+                    candidates.append((mi, ref, block))
+        if clear_now:
+            old = candidates[:max(0, len(candidates) - self.options["keep_recent"])]
+            for mi, ref, block in old:
+                content = block.get("content")
+                if content == placeholder or not (has_media(content) or content_size(content) > len(placeholder)):
+                    continue
+                tid = block.get("tool_use_id", "")
+                self._record(ctx, tid, content, placeholder)
+                changes[ref] = {**block, "content": placeholder}
+                cleared.append(tid)
+                first = mi if first is None else min(first, mi)
+        return changes, cleared, replayed, (first or 0)
+
+    def _record(self, ctx: Context, tid: str, content: Any, placeholder: str) -> None:
+        """Save the original to the store and freeze the decision in the ledger (``ctxkit expand`` reads it)."""
+        earlier = ctx.store.decision(tid) or {}
+        if earlier.get("state") == "replaced" and earlier.get("blob"):
+            blob, kind = earlier["blob"], earlier.get("original", "text")  # the true original, not the preview
+        elif earlier.get("state") == "replaced":
+            blob, kind = store_original(ctx.store, earlier.get("empty", ""))
+        else:
+            blob, kind = store_original(ctx.store, content)
+        ctx.store.record_decision(tid, {"state": "cleared", "replacement": placeholder, "blob": blob,
+                                        "original": kind, "by": self.id})

@@ -1,0 +1,388 @@
+"""Properties every registered stage keeps, on random transcripts and random policies (hypothesis).
+
+For each stage in ``ctxkit.stages.REGISTRY``, on a random conversation (Claude Code
+or plain Anthropic messages) and random options:
+
+* the view still satisfies the Messages API pairing rules;
+* the view does not grow (appended reminders aside: the ``attachments`` stage and
+  the snip nudge exist to add text at the tail);
+* the same input, policy, store state and clock give the same bytes;
+* ``expand`` brings back every message and tool output the stage took out of the view.
+
+And for the whole pipeline: compacting, appending a turn and compacting again leaves
+the earlier view byte-identical unless a stage reports that a threshold was crossed.
+
+The small conversation builder at the top (:func:`conversation`, :func:`write`) is
+shared with the stage tests (``from test_stage_properties import ...``).
+"""
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxkit.clock import Clock
+from ctxkit.pipeline import compile_pipeline
+from ctxkit.policy.model import Policy
+from ctxkit.stages import REGISTRY
+from ctxkit.stages.base import Context, RunInputs
+from ctxkit.stages.collapse import uncollapse
+from ctxkit.stages.snip import NUDGE_HEAD, unsnip
+from ctxkit.store import Store
+from ctxkit.tokens import make_counter
+from ctxkit.transcript import pairing_problems, read_transcript
+from ctxkit.transcript.claude_code import new_uuid
+from ctxkit.transcript.edit import restore_archived
+from ctxkit.transcript.snip_ids import message_ids
+
+START = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
+
+
+# -- building conversations ---------------------------------------------------------------------------
+@dataclass
+class Call:
+    name: str
+    input: dict
+    result: str | list = ""
+    is_error: bool = False
+
+
+@dataclass
+class Turn:
+    prompt: str
+    rounds: list[list[Call]] = field(default_factory=list)  # each round: the calls of one assistant message
+    answer: str | None = "Done."
+    thinking: bool = False  # assistant messages open with a thinking block
+    open_call: Call | None = None  # a last call still waiting for its result (turn in progress)
+
+
+def _ts(k: int, start: datetime) -> str:
+    return (start + timedelta(seconds=5 * k)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def conversation(turns: list[Turn], fmt: str = "claude-code", *, start: datetime = START,
+                 session: str = "s-1") -> list[dict]:
+    """The entries of a transcript holding these turns: Claude Code lines (one block per assistant
+    fragment, one result per user line, like Claude Code 2.1 writes them) or Anthropic messages."""
+    out: list[dict] = []
+    clock = [0]
+    parent = [None]
+    serial = [0]
+
+    def ids(kind: str) -> str:
+        serial[0] += 1
+        return f"{kind}_{session}_{serial[0]:04d}"
+
+    def cc(kind: str, message: dict, **extra) -> dict:
+        clock[0] += 1
+        uid = new_uuid(session, str(serial[0]), str(clock[0]))
+        serial[0] += 1
+        entry = {"parentUuid": parent[0], "isSidechain": False, "type": kind, "message": message, "uuid": uid,
+                 "timestamp": _ts(clock[0], start), "sessionId": session, "cwd": "/work", "version": "2.1.328",
+                 **extra}
+        parent[0] = uid
+        out.append(entry)
+        return entry
+
+    def assistant(blocks: list[dict]) -> str:
+        msg_id = ids("msg")
+        last = None
+        if fmt != "claude-code":
+            out.append({"role": "assistant", "content": blocks})
+            return ""
+        for b in blocks:
+            last = cc("assistant", {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-x",
+                                    "content": [b]}, requestId=ids("req"))
+        return last["uuid"] if last else ""
+
+    def results(calls: list[tuple[str, Call]], source: str) -> None:
+        blocks = [{"type": "tool_result", "tool_use_id": tid, "content": c.result, **({"is_error": True}
+                                                                                       if c.is_error else {})}
+                  for tid, c in calls]
+        if fmt != "claude-code":
+            out.append({"role": "user", "content": blocks})
+            return
+        for b in blocks:
+            cc("user", {"role": "user", "content": [b]}, sourceToolAssistantUUID=source)
+
+    def think(k: int) -> list[dict]:
+        return [{"type": "thinking", "thinking": f"considering step {k}", "signature": f"sig{k}"}]
+
+    for n, turn in enumerate(turns):
+        if fmt == "claude-code":
+            cc("user", {"role": "user", "content": turn.prompt})
+        else:
+            out.append({"role": "user", "content": turn.prompt})
+        for r, rnd in enumerate(turn.rounds):
+            calls = [(ids("toolu"), c) for c in rnd]
+            blocks = (think(n * 10 + r) if turn.thinking else []) + [
+                {"type": "tool_use", "id": tid, "name": c.name, "input": c.input} for tid, c in calls]
+            source = assistant(blocks)
+            results(calls, source)
+        if turn.open_call is not None:
+            assistant([{"type": "tool_use", "id": ids("toolu"), "name": turn.open_call.name,
+                        "input": turn.open_call.input}])
+        elif turn.answer is not None:
+            assistant((think(n * 10 + 9) if turn.thinking else []) + [{"type": "text", "text": turn.answer}])
+    return out
+
+
+def write(path: Path, entries: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return path
+
+
+def load(tmp_path: Path, turns: list[Turn], fmt: str = "claude-code", name: str = "t.jsonl", **kw):
+    return read_transcript(write(tmp_path / name, conversation(turns, fmt, **kw)))
+
+
+def context(policy_doc: dict | None, store: Path, now: datetime, **inputs) -> Context:
+    policy = Policy.from_mapping(policy_doc or {})
+    return Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
+                   store=Store(store), inputs=RunInputs(now=now, cwd=store.parent, **inputs))
+
+
+def written(t) -> bytes:
+    buf = io.BytesIO()
+    t.write(buf)
+    return buf.getvalue()
+
+
+def last_time(entries: list[dict]) -> datetime:
+    stamps = [e["timestamp"] for e in entries if "timestamp" in e]
+    return datetime.fromisoformat(stamps[-1].replace("Z", "+00:00")) if stamps else START
+
+
+# -- random conversations and policies --------------------------------------------------------------
+_text = st.text(alphabet="abcdefghij klmnop\n", min_size=0, max_size=40)
+_result = st.one_of(
+    st.integers(0, 12).map(lambda n: "".join(f"line {i}: some output text\n" for i in range(n * 15))),
+    st.just(""),
+    st.just([{"type": "text", "text": "listed\n" * 60}]),
+)
+_calls = st.one_of(
+    st.builds(Call, st.just("Read"), st.builds(lambda p: {"file_path": f"/work/{p}.py"}, st.sampled_from("abc")),
+              _result, st.booleans()),
+    st.builds(Call, st.sampled_from(["Grep", "Glob"]), st.builds(lambda p: {"pattern": p}, _text), _result),
+    st.builds(Call, st.just("Bash"), st.builds(lambda c: {"command": c}, st.sampled_from(
+        ["ls -la /work", "grep -rn def /work", "pytest -q", "echo hi > out.txt", "git log --oneline"])), _result),
+    st.builds(Call, st.sampled_from(["Edit", "Write"]), st.just({"file_path": "/work/a.py"}), st.just("ok")),
+    st.builds(Call, st.just("mcp__docs__search"), st.just({"query": "x"}), _result),
+)
+_turn = st.builds(Turn, st.text(alphabet="abcdefgh ", min_size=1, max_size=30).map(lambda s: "task " + s),
+                  st.lists(st.lists(_calls, min_size=1, max_size=3), max_size=4),
+                  st.one_of(st.none(), st.just("Done."), _text.map(lambda s: "Result: " + s)),
+                  st.booleans())
+_conversation = st.lists(_turn, min_size=1, max_size=5)
+
+_options = {
+    "microcompact": st.fixed_dictionaries({"keep_recent": st.integers(0, 6),
+                                           "gap_minutes": st.sampled_from([5, 60, 600]),
+                                           "mode": st.sampled_from(["time-based", "both", "api-native"])}),
+    "collapse": st.fixed_dictionaries({"commit_ratio": st.sampled_from([0.001, 0.5, 0.9]),
+                                       "llm": st.just(False), "min_calls": st.integers(1, 3)}),
+    "snip": st.fixed_dictionaries({"nudge": st.booleans(), "nudge_every_tokens": st.sampled_from([50, 10_000])}),
+    # (limits above the 2,000-byte preview: below it a "persisted" preview is longer than the output)
+    "tool-result-budget": st.fixed_dictionaries({"max_result_chars": st.sampled_from([2_500, 50_000])}),
+}
+APPENDING_STAGES = {"attachments"}  # exist to add state at the tail of the view
+# Stages that replace the history by a summary: what they take out of the view stays in the transcript
+# behind the compaction boundary (not for expand to bring back), and a summary asked for by hand
+# (--force) may be longer than a very short conversation. They get only realistic windows.
+COMPACTING_STAGES = {"autocompact"}
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                           HealthCheck.too_slow])
+
+
+@st.composite
+def cases(draw):
+    turns = draw(_conversation)
+    fmt = draw(st.sampled_from(["claude-code", "anthropic"]))
+    if draw(st.booleans()) and turns[-1].rounds:
+        turns[-1].open_call = Call("Read", {"file_path": "/work/z.py"})
+    gap = draw(st.sampled_from([1, 30, 90, 400]))
+    stage = draw(st.sampled_from(sorted(REGISTRY)))
+    options = draw(_options[stage]) if stage in _options else {}
+    force = draw(st.booleans())
+    window = None if stage in COMPACTING_STAGES else draw(st.sampled_from([None, 2_000, 8_000]))
+    return turns, fmt, gap, stage, options, force, window, draw(st.randoms(use_true_random=False))
+
+
+def _policy(stage: str, options: dict, window: int | None) -> dict:
+    doc: dict = {"summarizer": {"use": "extractive"}, "stages": [{"id": stage, "options": options}],
+                 "tools": {"collapsible": ["Read", "Grep", "Glob", "LS", "mcp__*__search"]}}
+    if window:
+        doc["context_window"] = window
+        doc["max_output_tokens"] = 200
+    return doc
+
+
+def _snip_ids(t, rnd) -> tuple[str, ...]:
+    ids = message_ids(t.view())
+    inner = [sid for sid, where in ids.items() if len(where) == 1][1:-1]
+    return tuple(rnd.sample(inner, k=min(len(inner), rnd.randint(0, 2)))) if inner else ()
+
+
+def _run(stage: str, options: dict, t, store: Path, now: datetime, **inputs):
+    ctx = context(_policy(stage, options, inputs.pop("window", None)), store, now, **inputs)
+    result = REGISTRY[stage](stage, options).run(t, ctx)
+    ctx.store.flush()
+    return result, ctx
+
+
+def full_expand(t, store: Store):
+    """Everything ``ctxkit expand`` must put back: tool outputs (the ledger), archived entries,
+    snipped turns and collapsed runs. (The helpers are idempotent, so this stays right once
+    ``ctxkit.expand.expand`` calls them itself.)"""
+    from ctxkit.expand import expand
+
+    out, _ = expand(t, store)
+    return uncollapse(unsnip(restore_archived(out, store)), store)
+
+
+@SETTINGS
+@given(case=cases())
+def test_every_stage_keeps_the_view_valid_small_deterministic_and_expandable(tmp_path_factory, case):
+    turns, fmt, gap, stage, options, force, window, rnd = case
+    tmp = tmp_path_factory.mktemp("prop")
+    entries = conversation(turns, fmt)
+    t = read_transcript(write(tmp / "in.jsonl", entries))
+    now = last_time(entries) + timedelta(minutes=gap)
+    inputs = {"force": force, "window": window, "snip_ids": _snip_ids(t, rnd) if stage == "snip" else ()}
+    before = t.view()
+    store = tmp / "store"
+    result, ctx = _run(stage, options, t, store, now, **dict(inputs))
+    after = result.transcript.view()
+
+    # a valid view
+    assert pairing_problems(after.api_messages()) == [], (stage, options)
+    # never grows (what a stage appends on purpose aside)
+    if stage not in APPENDING_STAGES and not (force and stage in COMPACTING_STAGES):
+        grown = ctx.tokens.count_messages(after.api_messages()) - ctx.tokens.count_messages(before.api_messages())
+        # appended on purpose: the snip nudge; and tool-result-budget's short note for an empty output
+        allowed = result.report.details.get("nudge_tokens", 0) + 12 * len(result.report.details.get("empty_notes", []))
+        assert grown <= allowed + 8, (stage, options, result.report)
+    # deterministic: the same store state, policy and clock give the same bytes
+    shutil.rmtree(store, ignore_errors=True)
+    again, _ = _run(stage, options, t, store, now, **dict(inputs))
+    assert written(again.transcript) == written(result.transcript)
+    # nothing lost: expand brings the view back (plain lines that snip/thinking-strip removed are
+    # only in the store: the report names the file)
+    if stage in COMPACTING_STAGES:
+        if fmt == "claude-code":  # plain formats: the compacting stage archives the lines and reports where
+            kept = {json.dumps(result.transcript.entry(i), sort_keys=True) for i in result.transcript.live_indexes()}
+            assert {json.dumps(e, sort_keys=True) for e in entries} <= kept
+        return
+    restored = full_expand(result.transcript, Store(store))
+    if fmt == "claude-code" or not (result.report.details.get("snipped") or
+                                    result.report.details.get("thinking_stripped")):
+        assert _without_nudge(restored.view().api_messages()) == before.api_messages(), (stage, options, result.report)
+    else:
+        archive = json.loads(Path(result.report.details["archive"]).read_text()) if "archive" in \
+            result.report.details else {}
+        removed = {json.dumps(e, sort_keys=True) for e in archive.values()}
+        kept = {json.dumps(result.transcript.entry(i), sort_keys=True) for i in result.transcript.live_indexes()}
+        assert {json.dumps(e, sort_keys=True) for e in entries} <= removed | kept | _stripped(entries)
+
+
+def _without_nudge(messages: list[dict]) -> list[dict]:
+    """Messages without the snip nudge (text the stage added, not something it took out)."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, list):
+            content = [b for b in content if not (b.get("type") == "text" and NUDGE_HEAD in b.get("text", "")[:60])]
+            if not content:
+                continue
+        out.append({**m, "content": content})
+    return out
+
+
+def _stripped(entries: list[dict]) -> set[str]:
+    """Assistant lines as they read once thinking is dropped (what an archive-only check compares with)."""
+    out = set()
+    for e in entries:
+        if e.get("role") == "assistant" and isinstance(e.get("content"), list):
+            rest = [b for b in e["content"] if b.get("type") not in ("thinking", "redacted_thinking")]
+            out.add(json.dumps({**e, "content": rest}, sort_keys=True))
+    return out
+
+
+# -- the frozen prefix ------------------------------------------------------------------------------
+def _append_turn(t, entries: list[dict], fmt: str, prompt: str, when: datetime):
+    """The transcript with one more turn (a prompt and a short answer) written after it."""
+    from ctxkit.transcript.claude_code import leaf_uuid
+
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    if fmt == "claude-code":
+        parent = leaf_uuid(t)
+        u = new_uuid("appended", prompt, stamp)
+        a = new_uuid("appended-answer", prompt, stamp)
+        new = [{"parentUuid": parent, "isSidechain": False, "type": "user", "uuid": u, "timestamp": stamp,
+                "sessionId": "s-1", "message": {"role": "user", "content": prompt}},
+               {"parentUuid": u, "isSidechain": False, "type": "assistant", "uuid": a, "timestamp": stamp,
+                "sessionId": "s-1", "requestId": "req_new", "message": {"id": "msg_new", "role": "assistant",
+                                                                        "content": [{"type": "text", "text": "Sure."}]}}]
+    else:
+        new = [{"role": "user", "content": prompt}, {"role": "assistant", "content": [{"type": "text", "text": "Sure."}]}]
+    return t.with_edits(append=new)
+
+
+_FULL = {"summarizer": {"use": "extractive"}, "proactive": "collapse",
+         "tools": {"collapsible": ["Read", "Grep", "Glob", "LS"]},
+         "stages": [{"id": "tool-result-budget"}, {"id": "snip", "options": {"nudge_every_tokens": 400}},
+                    {"id": "microcompact", "options": {"keep_recent": 2}}, {"id": "collapse"}]}
+
+
+@SETTINGS
+@given(turns=_conversation, fmt=st.sampled_from(["claude-code", "anthropic"]),
+       gap=st.sampled_from([1, 120]), window=st.sampled_from([None, 3_000, 9_000]))
+def test_compacting_again_after_a_new_turn_keeps_the_earlier_view(tmp_path_factory, turns, fmt, gap, window):
+    tmp = tmp_path_factory.mktemp("frozen")
+    entries = conversation(turns, fmt)
+    t0 = read_transcript(write(tmp / "in.jsonl", entries))
+    doc = {**_FULL, **({"context_window": window, "max_output_tokens": 200} if window else {})}
+    doc["stages"] = [s for s in doc["stages"] if s["id"] in REGISTRY]
+    policy = Policy.from_mapping(doc)
+    now = last_time(entries) + timedelta(minutes=gap)
+    first = compile_pipeline(policy).run(t0, context(doc, tmp / "store", now))
+    t1 = read_transcript(write(tmp / "out1.jsonl", [first.transcript.entry(i)
+                                                    for i in first.transcript.live_indexes()]))
+    earlier = t1.view().api_messages()
+    later_time = now + timedelta(minutes=2)
+    t1b = _append_turn(t1, entries, fmt, "one more thing", later_time)
+    second = compile_pipeline(policy).run(t1b, context(doc, tmp / "store", later_time + timedelta(seconds=10)))
+    crossed = [r for r in second.reports if r.details.get("threshold_crossed")
+               or (r.use not in ("tool-result-budget", "snip", "microcompact", "collapse") and r.action == "applied")]
+    if crossed:
+        return
+    now_view = second.transcript.view().api_messages()
+    assert len(now_view) >= len(earlier)
+    assert now_view[:len(earlier) - 1] == earlier[:-1]
+    last_old, last_new = earlier[-1], now_view[len(earlier) - 1]
+    assert last_new["role"] == last_old["role"]
+    if isinstance(last_old["content"], list) and isinstance(last_new["content"], list):
+        assert last_new["content"][:len(last_old["content"])] == last_old["content"]
+    else:
+        assert last_new["content"] == last_old["content"] or str(last_new["content"]).startswith(
+            str(last_old["content"]))
+
+
+@pytest.mark.skipif("collapse" not in REGISTRY, reason="collapse stage not registered")
+def test_builder_makes_a_valid_conversation(tmp_path):
+    turns = [Turn("task a", [[Call("Read", {"file_path": "/w/a.py"}, "x\n" * 5)],
+                             [Call("Grep", {"pattern": "def"}, "a.py:1"), Call("Glob", {"pattern": "*"}, "a.py")]]),
+             Turn("task b", [[Call("Edit", {"file_path": "/w/a.py"}, "ok")]], thinking=True)]
+    for fmt in ("claude-code", "anthropic"):
+        t = load(tmp_path, turns, fmt, name=f"{fmt}.jsonl")
+        msgs = t.view().api_messages()
+        assert pairing_problems(msgs) == []
+        assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user", "assistant",
+                                             "user", "assistant", "user", "assistant"]
