@@ -55,21 +55,6 @@ _SKILL_CUT_NOTE = "\n\n[... skill text shortened after compaction; Read the skil
 _BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".pdf", ".zip", ".gz", ".tar", ".so",
                     ".o", ".a", ".pyc", ".class", ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav"}
 
-#: Options (in the autocompact stage's ``reinject`` mapping) and their defaults: Claude Code's numbers.
-DEFAULTS: dict[str, Any] = {
-    "files": True,
-    "max_files": 5,
-    "file_max_tokens": 5_000,
-    "files_max_tokens": 50_000,
-    "file_tools": list(DEFAULT_FILE_TOOLS),
-    "plan": True,
-    "plan_mode": True,
-    "skills": True,
-    "skill_max_tokens": 5_000,
-    "skills_max_tokens": 25_000,
-    "deltas": True,
-}
-
 OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -97,6 +82,10 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 }
 
 
+#: The options' defaults: Claude Code's numbers.
+DEFAULTS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
+
+
 @dataclass
 class Reinjection:
     messages: list[NewMessage] = field(default_factory=list)
@@ -105,32 +94,21 @@ class Reinjection:
 
 
 # -- the session's facts ------------------------------------------------------------------------------
-@dataclass
-class _Session:
-    """The run's attachment state (events, paths, modes; :mod:`ctxkit.attachments`) plus what reinject adds."""
-
-    state: AttachmentState
-
-    def to_local(self, recorded: str) -> Path:
-        return self.state.to_local(recorded)
-
-    def display(self, recorded: str) -> str:
-        if self.state.recorded_root:
-            try:
-                return PurePosixPath(recorded).relative_to(self.state.recorded_root).as_posix()
-            except ValueError:
-                pass
-        return recorded
-
-
 def attachment_state(t: Transcript, view: View, ctx: Context) -> AttachmentState:
-    """What :mod:`ctxkit.attachments` knows of the session (plain formats: earlier reminders parsed back)."""
+    """What :mod:`ctxkit.attachments` knows of the session: events, paths, modes, the ``--state`` file
+    (plain formats: earlier reminders parsed back)."""
     parsers = [cls.parse_rendered for cls in ATTACHMENT_TYPES.values()]
     return build_state(t, view, ctx, parsers)
 
 
-def _session(t: Transcript, view: View, ctx: Context) -> _Session:
-    return _Session(attachment_state(t, view, ctx))
+def _display(s: AttachmentState, recorded: str) -> str:
+    """A path as Claude Code shows it: relative to the session's working directory when inside it."""
+    if s.recorded_root:
+        try:
+            return PurePosixPath(recorded).relative_to(s.recorded_root).as_posix()
+        except ValueError:
+            pass
+    return recorded
 
 
 # -- 1. recent files ----------------------------------------------------------------------------------
@@ -146,12 +124,12 @@ def _path_of(block: dict) -> str | None:
     return None
 
 
-def _touched(view: View, s: _Session, tools: list[str]) -> list[str]:
+def _touched(s: AttachmentState, tools: list[str]) -> list[str]:
     """Every path the model read or edited, in view order: tool calls, and files an earlier
     compaction re-injected (they count as read, as in Claude Code's read-file state)."""
     wanted = set(tools)
     out = []
-    for ev in s.state.events:
+    for ev in s.events:
         if ev.kind == "tool" and ev.name in wanted:
             path = next((ev.input[k] for k in PATH_KEYS if isinstance(ev.input.get(k), str) and ev.input[k]), None)
         elif ev.kind == "attachment" and ev.name == "file":
@@ -163,10 +141,10 @@ def _touched(view: View, s: _Session, tools: list[str]) -> list[str]:
     return out
 
 
-def recent_files(view: View, keep_from: int, tools: list[str], s: _Session) -> list[str]:
+def recent_files(view: View, keep_from: int, tools: list[str], s: AttachmentState) -> list[str]:
     """Paths the model read or edited, most recent first, minus those read again in the kept tail."""
     order: list[str] = []
-    for path in _touched(view, s, tools):
+    for path in _touched(s, tools):
         if path in order:
             order.remove(path)
         order.append(path)
@@ -213,7 +191,7 @@ def file_reference(recorded: str, display: str) -> NewMessage:
     return NewMessage([reminder(text)], "user", attachment=record)
 
 
-def _files(view: View, keep_from: int, ctx: Context, s: _Session, opts: Mapping[str, Any], budget: int,
+def _files(view: View, keep_from: int, ctx: Context, s: AttachmentState, opts: Mapping[str, Any], budget: int,
            out: Reinjection, skip: set[str]) -> None:
     total = min(int(opts["files_max_tokens"]), max(0, budget))
     used = 0
@@ -230,7 +208,7 @@ def _files(view: View, keep_from: int, ctx: Context, s: _Session, opts: Mapping[
         if text is None:
             missing.append(recorded)
             continue
-        display = s.display(recorded)
+        display = _display(s, recorded)
         msg = file_attachment(recorded, display, text)
         tokens = sum(ctx.tokens.count_text(x) for x in msg.texts)
         if tokens > int(opts["file_max_tokens"]) or used + tokens > total:
@@ -250,14 +228,14 @@ def _files(view: View, keep_from: int, ctx: Context, s: _Session, opts: Mapping[
 
 
 # -- 2-3. plan file and plan mode ------------------------------------------------------------------
-def find_plan_file(view: View, ctx: Context, s: _Session) -> str | None:
+def find_plan_file(view: View, ctx: Context, s: AttachmentState) -> str | None:
     """The session's plan file as the model knows it: given on the command line, named by an earlier
     plan attachment, written under a ``.claude/plans`` folder, or ``~/.claude/plans/<slug>.md``."""
     given = ctx.inputs.extra.get("plan_file")
     if given:
         return str(given)
     found = None
-    for ev in s.state.attachments("plan_file_reference", "plan_mode", "plan_mode_reentry"):
+    for ev in s.attachments("plan_file_reference", "plan_mode", "plan_mode_reentry"):
         if isinstance(ev.data.get("planFilePath"), str) and ev.data["planFilePath"]:
             found = ev.data["planFilePath"]
     for block in _tool_calls(view.messages):
@@ -274,9 +252,9 @@ def _plan_mode_options(ctx: Context) -> dict[str, Any]:
     return ATTACHMENT_TYPES["plan_mode"].resolve(ctx.policy.attachments.get("plan_mode"))
 
 
-def _plan_path_pattern(ctx: Context, s: _Session) -> str:
+def _plan_path_pattern(ctx: Context, s: AttachmentState) -> str:
     """Where Claude Code keeps this session's plan (``~/.claude/plans/<slug>.md``; the plan_mode option)."""
-    return ATTACHMENT_TYPES["plan_mode"].plan_path(_plan_mode_options(ctx), s.state)
+    return ATTACHMENT_TYPES["plan_mode"].plan_path(_plan_mode_options(ctx), s)
 
 
 def plan_reference(recorded: str, text: str) -> NewMessage:
@@ -286,22 +264,22 @@ def plan_reference(recorded: str, text: str) -> NewMessage:
     return NewMessage([reminder(body)], "user", attachment=record)
 
 
-def plan_mode_reminder(ctx: Context, s: _Session, plan_path: str | None, exists: bool) -> NewMessage:
+def plan_mode_reminder(ctx: Context, s: AttachmentState, plan_path: str | None, exists: bool) -> NewMessage:
     """The full plan-mode reminder (the earlier one went with the history), in the attachments stage's words."""
     path = plan_path or _plan_path_pattern(ctx, s)
     info = (plan_mode_type.HAS_PLAN if exists else plan_mode_type.NO_PLAN).format(path=path)
     record = {"type": "plan_mode", "reminderType": "full", "isSubAgent": False, "planFilePath": path,
               "planExists": bool(exists)}
-    role = ATTACHMENT_TYPES["plan_mode"].role(_plan_mode_options(ctx), s.state)
+    role = ATTACHMENT_TYPES["plan_mode"].role(_plan_mode_options(ctx), s)
     return NewMessage([reminder(plan_mode_type.FULL.format(plan_info=info))], role, attachment=record)
 
 
-def in_plan_mode(ctx: Context, s: _Session) -> bool:
-    return plan_mode_type.in_plan_mode(s.state, ctx.inputs.plan_mode)
+def in_plan_mode(ctx: Context, s: AttachmentState) -> bool:
+    return plan_mode_type.in_plan_mode(s, ctx.inputs.plan_mode)
 
 
 # -- 4. invoked skills ----------------------------------------------------------------------------------
-def invoked_skills(view: View, s: _Session) -> list[dict]:
+def invoked_skills(view: View, s: AttachmentState) -> list[dict]:
     """Skills the session loaded, most recent first: ``{"name", "path", "content"}``."""
     found: dict[str, dict] = {}
     order: list[str] = []
@@ -313,7 +291,7 @@ def invoked_skills(view: View, s: _Session) -> list[dict]:
         order.append(name)
         found[name] = skill
 
-    for ev in s.state.attachments("invoked_skills"):  # re-injected by an earlier compaction: still invoked
+    for ev in s.attachments("invoked_skills"):  # re-injected by an earlier compaction: still invoked
         for sk in ev.data.get("skills") or []:
             if isinstance(sk, dict) and sk.get("name") and isinstance(sk.get("content"), str):
                 add({"name": sk["name"], "path": sk.get("path", ""), "content": sk["content"]})
@@ -353,7 +331,7 @@ def _cut_to_tokens(text: str, limit: int, count) -> str:
     return head.rstrip() + _SKILL_CUT_NOTE
 
 
-def _skills(view: View, ctx: Context, s: _Session, opts: Mapping[str, Any], budget: int, out: Reinjection) -> None:
+def _skills(view: View, ctx: Context, s: AttachmentState, opts: Mapping[str, Any], budget: int, out: Reinjection) -> None:
     total = min(int(opts["skills_max_tokens"]), max(0, budget))
     chosen: list[dict] = []
     used = 0
@@ -428,7 +406,7 @@ def build(t: Transcript, view: View, keep_from: int, ctx: Context, options: Mapp
     """
     opts = {**DEFAULTS, **dict(options or {})}
     out = Reinjection()
-    s = _session(t, view, ctx)
+    s = attachment_state(t, view, ctx)
     plan_path = find_plan_file(view, ctx, s) if (opts["plan"] or opts["plan_mode"]) else None
     plan_local = s.to_local(plan_path) if plan_path else None
     skip = {str(plan_local)} if plan_local else set()

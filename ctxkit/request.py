@@ -14,8 +14,8 @@ The body is what an agent would send next, ready for ``curl`` or the SDK::
   policy's snip stage shows message ids (``tag_ids``).
 * ``messages``: the view (ids tagged when ``tag_ids`` is on). Mid-conversation system messages
   stay as they are for models that accept them (Claude 5 family, Opus 4.8 and later, or the
-  policy's ``request.system_messages: keep``); for other models they are folded into the next
-  user message as ``<system-reminder>`` text (``fold``).
+  policy's ``request.system_messages: keep``); for other models they are folded into a user
+  message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`).
 * ``context_management``: the edits the microcompact stage's ``api_native`` options ask for (modes
   ``api-native`` and ``both``). Such a request needs beta headers: :func:`required_betas`.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 from .clock import Clock
 from .stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
-from .stages.snip import Snip, tags_enabled
+from .stages.snip import snip_options
 from .tokens import MODEL_ALIASES, budget_for
 from .tooldefs import snip_tool
 from .transcript import claude_code
@@ -93,7 +93,9 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
                   system_messages: str | None = None) -> dict[str, Any]:
     """The Messages API request body for the transcript's view under ``policy`` (see the module docstring)."""
     view = t.view()
-    if tags_enabled(policy):
+    snip = snip_options(policy)
+    offer_snip = bool(snip and snip["tag_ids"])
+    if offer_snip:
         view = tag_view(view)
     msgs = list(view.messages)
     recorded_system, recorded_tools = transcript_request_shape(t)
@@ -110,10 +112,8 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if system:
         body["system"] = system
     tool_list = list(tools if tools is not None else recorded_tools or [])
-    if tags_enabled(policy):
-        name = {**Snip.defaults(), **dict(policy.stage(Snip.name).options)}["tool_name"]
-        if not any(x.get("name") == name for x in tool_list):
-            tool_list.append(snip_tool(name))
+    if offer_snip and not any(x.get("name") == snip["tool_name"] for x in tool_list):
+        tool_list.append(snip_tool(snip["tool_name"]))
     if tool_list:
         body["tools"] = tool_list
     body["messages"] = api_messages(msgs, keep_system=_keep_system_messages(policy, system_messages))
@@ -138,31 +138,39 @@ def required_betas(body: dict[str, Any]) -> list[str]:
 
 
 def api_messages(msgs: list[ViewMessage], *, keep_system: bool) -> list[dict[str, Any]]:
-    """View messages as request messages: system messages kept (after a user turn) or folded into the
-    next user message as reminders, consecutive user messages merged, transcript-only fields dropped."""
+    """View messages as request messages: transcript-only fields dropped, consecutive user messages
+    merged, and system messages either kept (after a user turn) or folded into a user message as
+    ``<system-reminder>`` text, where the model read them: at the end of the user message just before
+    (when no assistant reply came in between), else at the start of the next one (after its tool
+    results), else in a user message of their own at the end. Folding never moves text out of an
+    earlier message, so a growing conversation keeps a stable prefix."""
     out: list[dict[str, Any]] = []
     pending: list[str] = []
-    seen_user = False
     for m in msgs:
         if m.role == "system":
-            if keep_system and seen_user:
+            texts = [b.get("text", "") for b in m.content if b.get("type") == "text"]
+            if keep_system and any(x["role"] == "user" for x in out):
                 out.append(m.api())
+            elif out and out[-1]["role"] == "user" and not pending:
+                out[-1] = {"role": "user", "content": _blocks(out[-1]["content"]) + _reminders(texts)}
             else:
-                pending.extend(b.get("text", "") for b in m.content if b.get("type") == "text")
+                pending.extend(texts)
             continue
         api = _clean(m.api())
-        if m.role == "user":
-            seen_user = True
-            if pending:
-                api = _fold(api, pending)
-                pending = []
+        if m.role == "user" and pending:
+            api = _fold(api, pending)
+            pending = []
         if out and api["role"] == "user" and out[-1]["role"] == "user" and not _starts_with_results(api):
             out[-1] = {"role": "user", "content": _blocks(out[-1]["content"]) + _blocks(api["content"])}
         else:
             out.append(api)
     if pending:
-        out.append({"role": "user", "content": [{"type": "text", "text": as_reminder(x)} for x in pending]})
+        out.append({"role": "user", "content": _reminders(pending)})
     return out
+
+
+def _reminders(texts: list[str]) -> list[dict]:
+    return [{"type": "text", "text": as_reminder(x)} for x in texts]
 
 
 def _blocks(content: Any) -> list[dict]:
@@ -177,7 +185,7 @@ def _starts_with_results(api: dict) -> bool:
 def _fold(api: dict, texts: list[str]) -> dict:
     """Put system texts into a user message as reminders: after its tool results, before anything else."""
     blocks = _blocks(api["content"])
-    reminders = [{"type": "text", "text": as_reminder(x)} for x in texts]
+    reminders = _reminders(texts)
     lead = 0
     while lead < len(blocks) and blocks[lead].get("type") == "tool_result":
         lead += 1

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
+from conftest import CC_CORPUS, SHARED, cc_sessions
 
 from ctxkit.stages.autocompact import Autocompact
 from ctxkit.summary_prompt import CONTINUATION_PREFIX
@@ -50,22 +50,23 @@ class Harness:
         self.work = self.work.resolve()
         self.runs = 0
 
-    def claude(self, outdir: Path, prompt: str, steps: list[dict], *args: str, summary: str | None = None) -> str:
-        """One ``claude -p`` run; returns the session id."""
+    def claude(self, outdir: Path, prompt: str, steps: list[dict], *args: str, summary: str | None = None,
+               work: Path | None = None) -> str:
+        """One ``claude -p`` run (in ``work``, default the fixture project); returns the session id."""
         self.runs += 1
         scenario = self.root / f"scenario{self.runs}.json"
         doc: dict = {"steps": steps}
         if summary:
             doc["summary"] = summary
         scenario.write_text(json.dumps(doc))
-        done = subprocess.run([str(RUN), str(scenario), str(self.work), str(outdir), prompt, *args],
+        done = subprocess.run([str(RUN), str(scenario), str(work or self.work), str(outdir), prompt, *args],
                               capture_output=True, text=True, timeout=600)
         if done.returncode != 0 or not done.stdout.split():
             raise RuntimeError(f"run-claude.sh exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}")
         return done.stdout.split()[0]
 
-    def transcript_path(self, outdir: Path, sid: str) -> Path:
-        return outdir / "home" / ".claude" / "projects" / slug(self.work) / f"{sid}.jsonl"
+    def transcript_path(self, outdir: Path, sid: str, work: Path | None = None) -> Path:
+        return outdir / "home" / ".claude" / "projects" / slug(work or self.work) / f"{sid}.jsonl"
 
     def requests(self, outdir: Path) -> list[dict]:
         return [json.loads(x)["body"] for x in (outdir / "requests.jsonl").read_text().splitlines()]
@@ -116,13 +117,13 @@ def compact(path: Path, store: Path, options: dict, cwd: Path, **inputs):
     return t, result, buf.getvalue()
 
 
-def resume(h: Harness, sid: str, compacted: bytes, name: str) -> tuple[Path, list[dict]]:
+def resume(h: Harness, sid: str, compacted: bytes, name: str, work: Path | None = None) -> tuple[Path, list[dict]]:
     """Put the compacted transcript where a fresh CLI home finds it, resume it, return its requests."""
     out = h.root / name
-    target = h.transcript_path(out, sid)
+    target = h.transcript_path(out, sid, work)
     target.parent.mkdir(parents=True)
     target.write_bytes(compacted)
-    h.claude(out, "Continue", [text("Continuing.")], "--resume", sid)
+    h.claude(out, "Continue", [text("Continuing.")], "--resume", sid, work=work)
     return target, [b for b in h.requests(out) if b.get("tools")]
 
 
@@ -144,7 +145,7 @@ def all_text(messages: list[dict]) -> str:
     return "\n".join(out)
 
 
-def check_resumed_request(request: dict, t, result, compacted: bytes):
+def check_resumed_request(request: dict, t, result, compacted: bytes, *, tools_kept: bool = True):
     """The CLI's first request after --resume: ctxkit's summary, then the kept tail, then re-injected state."""
     summary_entry = [json.loads(x) for x in compacted.splitlines() if b'"isCompactSummary"' in x][-1]
     messages = [m for m in request["messages"] if m["role"] != "system"]
@@ -153,8 +154,12 @@ def check_resumed_request(request: dict, t, result, compacted: bytes):
     assert first["text"].startswith(CONTINUATION_PREFIX)
     view = t.view()
     keep_from = result.report.details["summarized_messages"]
-    kept_ids = tool_use_ids([m.api() for m in view.messages[keep_from:]])
-    assert kept_ids, "the test needs a kept tail with tool calls"
+    kept = [m.api() for m in view.messages[keep_from:]]
+    kept_ids = tool_use_ids(kept)
+    assert kept_ids or not tools_kept, "the test needs a kept tail with tool calls"
+    kept_replies = [b["text"] for m in kept if m["role"] == "assistant" for b in blocks(m) if b.get("type") == "text"]
+    sent_replies = [b["text"] for m in messages if m["role"] == "assistant" for b in blocks(m) if b.get("type") == "text"]
+    assert sent_replies[:len(kept_replies)] == kept_replies
     sent_ids = tool_use_ids(messages)
     assert sent_ids[:len(kept_ids)] == kept_ids  # the kept tail follows the summary, tool calls intact
     summarized_ids = set(tool_use_ids([m.api() for m in view.messages[:keep_from]]))
@@ -218,3 +223,30 @@ def _tokens(path: Path) -> int:
     from ctxkit.tokens import make_counter
 
     return make_counter("rough").count_messages(read_transcript(path).view().api_messages())
+
+
+@pytest.mark.parametrize("name", [p.name for p in cc_sessions()])
+def test_claude_code_resumes_compacted_corpus_sessions(name, harness, tmp_path):
+    """Each recorded corpus session, auto-compacted with a small window, resumes in the real CLI.
+
+    The CLI finds a session by its recorded working directory, so that folder is created for the
+    run (a copy of the session's workdir) when it does not exist, and removed afterwards.
+    """
+    src = CC_CORPUS / name / "session.jsonl"
+    t = read_transcript(src)
+    first = next(t.entry(i) for i in t.live_indexes() if t.entry(i).get("cwd") and t.entry(i).get("sessionId"))
+    cwd, sid = Path(first["cwd"]), first["sessionId"]
+    created = not cwd.exists()
+    if created:
+        shutil.copytree(CC_CORPUS / name / "workdir", cwd)
+    try:
+        local = tmp_path / f"{sid}.jsonl"
+        shutil.copy(src, local)
+        t, result, compacted = compact(local, tmp_path / "store", {"keep_tail": {"min_rounds": 2}}, cwd,
+                                       context_window=33_000 + _tokens(local) // 2)
+        _, requests = resume(harness, sid, compacted, f"corpus-{name}", work=cwd)
+        # (a kept round may not fit the small window: then only the last reply is kept)
+        check_resumed_request(requests[0], t, result, compacted, tools_kept=False)
+    finally:
+        if created:
+            shutil.rmtree(cwd, ignore_errors=True)

@@ -410,7 +410,8 @@ def test_set_values_are_validated(repo):
     ("attachments:\n  plan_mode: {enabled: 1}\n",
      ".ctxkit.yaml:2:24: error: attachments.plan_mode.enabled must be true or false, got 1"),
     ("summarizer:\n  use: command\n",
-     ".ctxkit.yaml:2:3: error: summarizer is missing required key 'command'"),
+     ".ctxkit.yaml:2:3: error: summarizer.use is 'command' but no summarizer.command is set "
+     "(add summarizer.command: the shell command that writes the summary)"),
     ("proactive: both\n",
      ".ctxkit.yaml:1:12: error: proactive must be one of collapse, autocompact, got 'both'"),
     ("- model: x\n",

@@ -10,7 +10,18 @@ PROACTIVE_STAGES = ("collapse", "autocompact")
 
 
 def policy_rules(doc: Mapping[str, Any], origins: Mapping[str, Origin]) -> list[Problem]:
-    return proactive_conflict(doc, origins)
+    return proactive_conflict(doc, origins) + summarizer_command(doc, origins)
+
+
+def summarizer_command(doc: Mapping[str, Any], origins: Mapping[str, Origin]) -> list[Problem]:
+    """``summarizer.use: command`` needs ``summarizer.command`` — from any layer (so that two
+    ``--set`` items, or a repository file and a user file, can say one each)."""
+    summarizer = doc.get("summarizer") or {}
+    if summarizer.get("use") != "command" or summarizer.get("command"):
+        return []
+    origin = origins["summarizer.use"]
+    return [Problem(origin.file, origin.line, origin.col, "summarizer.use is 'command' but no summarizer.command "
+                    "is set", "add summarizer.command: the shell command that writes the summary")]
 
 
 def proactive_conflict(doc: Mapping[str, Any], origins: Mapping[str, Origin]) -> list[Problem]:

@@ -280,7 +280,8 @@ class Autocompact(Stage):
             ctx.warn(f"autocompact failed ({failures} of {limit} in a row): {exc.message}; the transcript is "
                      f"unchanged{note}")
             return self._result(t, "failed", exc.message, details)
-        ctx.store.update_session_state(key, **{STATE_KEY: None})
+        if STATE_KEY in ctx.store.session_state(key):
+            ctx.store.update_session_state(key, **{STATE_KEY: None})  # a success closes the breaker
         forget(ctx.store, t)
         details["post_tokens"] = written.post_tokens
         details.update(written.details)

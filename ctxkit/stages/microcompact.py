@@ -239,8 +239,12 @@ class Microcompact(Stage):
             if self.options["mode"] == "api-native":
                 return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
                                                   "server-side (see --to anthropic-request)", details=details))
-            reason = ("the prompt cache is warm" if not cold else "nothing old enough to clear") if gap is not None \
-                or ctx.inputs.force else "the transcript has no timestamps (use --force to clear anyway)"
+            if gap is None and not ctx.inputs.force:
+                reason = "the transcript has no timestamps (use --force to clear anyway)"
+            elif not cold:
+                reason = "the prompt cache is warm"
+            else:
+                reason = "nothing old enough to clear"
             return StageResult(t, self.report(action="nothing-to-do", reason=reason, details=details))
         new = replace_blocks(t, changes)
         new, thinking = strip_thinking_after(new, first)

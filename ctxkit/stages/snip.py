@@ -47,10 +47,16 @@ def resolve(view: View, ids: list[str]) -> tuple[dict[str, tuple[int, int]], dic
     return ranges, refused
 
 
+def snip_options(policy: Any) -> dict[str, Any] | None:
+    """The options of the policy's enabled snip stage, defaults filled in; None when it has none."""
+    spec = policy.stage(Snip.name) if policy is not None else None
+    return None if spec is None else {**Snip.defaults(), **dict(spec.options)}
+
+
 def tags_enabled(policy: Any) -> bool:
     """Whether the policy's snip stage asks for ``[id:...]`` tags (and the snip tool) in views."""
-    spec = policy.stage(Snip.name) if policy is not None else None
-    return bool(spec is not None and {**Snip.defaults(), **dict(spec.options)}.get("tag_ids"))
+    options = snip_options(policy)
+    return bool(options and options["tag_ids"])
 
 
 def _records(t: Transcript, kind: str) -> list[tuple[int, dict]]:

@@ -95,7 +95,7 @@ class Transcript:
         for i, line in enumerate(self.lines):
             if i not in self.removed and not line.bad:
                 yield i
-        yield from range(len(self.lines), self.n_entries)
+        yield from (i for i in range(len(self.lines), self.n_entries) if i not in self.removed)
 
     # -- editing ------------------------------------------------------------------------------
     def with_edits(self, *, replace: dict[int, dict] | None = None, append: Iterable[dict] = (),
@@ -138,9 +138,10 @@ class Transcript:
             else:
                 out.write(body)
             out.write(b"\n")
-        for entry in self.appended:
-            out.write(dumps(entry))
-            out.write(b"\n")
+        for k, entry in enumerate(self.appended):
+            if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)
+                out.write(dumps(entry))
+                out.write(b"\n")
 
     def close(self) -> None:
         self.source.close()
