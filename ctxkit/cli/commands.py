@@ -78,6 +78,10 @@ def compact(
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode)
+    # where the full history can be read after compaction (the summary tells the model)
+    history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
+    if history is not None:
+        run.ctx.inputs.extra["transcript_path"] = str(Path(history).resolve())
     if session_memory is not None and not session_memory.exists():
         raise UsageError(f"--session-memory {session_memory}: no such file")
     pipeline = compile_pipeline(run.policy, only=stage)

@@ -1,0 +1,117 @@
+"""Commands beyond the transcript basics: snip, tools, memory."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import ExitCode, LLMError, UsageError
+from ..transcript.jsonl import atomic_output
+from ..transcript.writer import write_transcript
+from .app import (
+    BadLineOpt,
+    FormatOpt,
+    InputArg,
+    NowOpt,
+    OutputOpt,
+    PolicyOpt,
+    SetOpt,
+    StoreOpt,
+    app,
+    check_choice,
+    handle_errors,
+    stderr_console,
+)
+from .runtime import open_run
+
+memory_app = typer.Typer(help="Session memory: markdown notes kept during a session, used as the summary by "
+                         "session-memory compact.", no_args_is_help=True, add_completion=False)
+app.add_typer(memory_app, name="memory")
+
+
+@memory_app.command("update")
+@handle_errors
+def memory_update(
+    source: InputArg = "-",
+    session_memory: Annotated[Path, typer.Option("--session-memory", help="The notes file to write or refresh.")]
+    = Path("session-memory.md"),
+    policy: PolicyOpt = None,
+    set_: SetOpt = None,
+    fmt: FormatOpt = "auto",
+    on_bad_line: BadLineOpt = "fail",
+    store: StoreOpt = None,
+    now: NowOpt = None,
+    report: Annotated[str, typer.Option("--report", help="text or json, on stderr.")] = "text",
+) -> None:
+    """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
+    from ..session_memory import update_in_context
+
+    check_choice(report, ("text", "json"), "--report")
+    run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
+                   context_window=None, session_memory=session_memory)
+    try:
+        result = update_in_context(run.transcript, run.ctx, session_memory)
+    except LLMError as exc:
+        stderr_console().print(f"ctxkit: error: the summarizer failed: {exc.message}; the notes were left as they "
+                               "were", markup=False)
+        raise typer.Exit(int(ExitCode.CHECK_FAILED)) from None
+    run.ctx.store.flush()
+    console = stderr_console()
+    if report == "json":
+        console.print(json.dumps(result.to_json(), indent=2, ensure_ascii=False), markup=False)
+    else:
+        console.print(f"memory: {result.action} {result.path} ({result.summarized_messages} messages, up to "
+                      f"{result.last_id}) by {result.summarizer}", markup=False)
+
+
+@app.command()
+@handle_errors
+def snip(
+    source: InputArg = "-",
+    ids: Annotated[str, typer.Option("--ids", help="Comma-separated short message ids ([id:xxxxxx] tags in the "
+                                     "view) of the user turns to remove.")] = "",
+    output: OutputOpt = None,
+    policy: PolicyOpt = None,
+    set_: SetOpt = None,
+    fmt: FormatOpt = "auto",
+    on_bad_line: BadLineOpt = "fail",
+    store: StoreOpt = None,
+    now: NowOpt = None,
+) -> None:
+    """Remove whole user turns named by their short ids; the removal is recorded so that a resumed session sees it."""
+    from ..pipeline import compile_pipeline
+
+    wanted = tuple(x.strip() for x in ids.split(",") if x.strip())
+    if not wanted:
+        raise UsageError("--ids needs at least one id (the [id:xxxxxx] tags shown by `ctxkit view --tag-ids`)")
+    run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
+                   context_window=None, snip_ids=wanted)
+    result = compile_pipeline(run.policy, only=["snip"]).run(run.transcript, run.ctx)
+    with atomic_output(output) as out:
+        write_transcript(result.transcript, out)
+    run.ctx.store.flush()
+    for r in result.reports:
+        stderr_console().print(f"{r.stage_id}: {r.action}" + (f": {r.reason}" if r.reason else ""), markup=False)
+
+
+tools_app = typer.Typer(help="Tool definitions an agent can offer its model.", no_args_is_help=True,
+                        add_completion=False)
+app.add_typer(tools_app, name="tools")
+
+
+@tools_app.command("snip")
+@handle_errors
+def tools_snip(as_json: Annotated[bool, typer.Option("--json", help="Print the definition as JSON.")] = False
+               ) -> None:
+    """The `snip` tool's definition (Messages API tool schema): offer it to a model so it can remove turns."""
+    from ..tooldefs import snip_tool
+
+    tool = snip_tool()
+    if as_json:
+        sys.stdout.write(json.dumps(tool, indent=2) + "\n")
+    else:
+        sys.stdout.write(f"{tool['name']}: {tool['description']}\n")
+
