@@ -191,7 +191,7 @@ def test_a_refused_tool_call_is_reported_not_raised(tmp_path, make_context):
     assert out.report.action == "nothing-to-do"
     assert out.report.details["refused"] == {first: f"[id:{first}] is the first user message (the task); it "
                                                     "cannot be snipped"}
-    assert ctx.warnings == [f"snip: [id:{first}] is the first user message (the task); it cannot be snipped"]
+    assert out.report.warnings == [f"snip: [id:{first}] is the first user message (the task); it cannot be snipped"]
     assert _texts(out.transcript) == _texts(t)
 
 

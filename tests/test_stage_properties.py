@@ -370,7 +370,6 @@ def _as_blocks(content) -> list[dict]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
-@pytest.mark.skipif("collapse" not in REGISTRY, reason="collapse stage not registered")
 def test_builder_makes_a_valid_conversation(tmp_path):
     turns = [Turn("task a", [[Call("Read", {"file_path": "/w/a.py"}, "x\n" * 5)],
                              [Call("Grep", {"pattern": "def"}, "a.py:1"), Call("Glob", {"pattern": "*"}, "a.py")]]),

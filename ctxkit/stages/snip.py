@@ -158,8 +158,6 @@ class Snip(Stage):
         ranges, refused = resolve(view, asked + call_ids)
         if refused:
             details["refused"] = refused
-            for why in refused.values():
-                ctx.warn(f"snip: {why}")
         new = t
         if ranges:
             new, applied = self._apply(t, view, ranges, [tid for tid, _ in calls], ctx)
