@@ -115,3 +115,40 @@ def tools_snip(as_json: Annotated[bool, typer.Option("--json", help="Print the d
     else:
         sys.stdout.write(f"{tool['name']}: {tool['description']}\n")
 
+
+
+@app.command("stages")
+@handle_errors
+def stages_cmd(name: Annotated[str, typer.Argument(help="A stage's name, to print its documentation.")] = "") -> None:
+    """List the stages a policy can use, with their options and defaults; or document one stage."""
+    import inspect
+
+    from ..stages import REGISTRY
+
+    if name:
+        cls = REGISTRY.get(name)
+        if cls is None:
+            raise UsageError(f"unknown stage {name!r}; known: {', '.join(sorted(REGISTRY))}")
+        sys.stdout.write(inspect.cleandoc(cls.__doc__ or cls.summary) + "\n\noptions (defaults):\n")
+        sys.stdout.write(_options_text(cls))
+        return
+    for stage_name in sorted(REGISTRY):
+        cls = REGISTRY[stage_name]
+        sys.stdout.write(f"{stage_name}: {cls.summary}\n{_options_text(cls)}\n")
+
+
+def _default_of(spec: dict):
+    """A property's default, or the defaults of its own properties for a nested object."""
+    if "default" in spec:
+        return spec["default"]
+    nested = {k: _default_of(v) for k, v in spec.get("properties", {}).items()}
+    nested = {k: v for k, v in nested.items() if v is not None}
+    return nested or None
+
+
+def _options_text(cls) -> str:
+    lines = []
+    for key, spec in cls.options_schema.get("properties", {}).items():
+        default = json.dumps(_default_of(spec)) if _default_of(spec) is not None else "(none)"
+        lines.append(f"  {key} = {default}" + (f"  # {spec['description']}" if spec.get("description") else ""))
+    return "\n".join(lines) + "\n"
