@@ -197,7 +197,7 @@ APPENDING_STAGES = {"attachments"}  # exist to add state at the tail of the view
 # behind the compaction boundary (not for expand to bring back), and a summary asked for by hand
 # (--force) may be longer than a very short conversation. They get only realistic windows.
 COMPACTING_STAGES = {"autocompact"}
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                            HealthCheck.too_slow])
 
 
@@ -335,17 +335,20 @@ def _append_turn(t, entries: list[dict], fmt: str, prompt: str, when: datetime):
 _FULL = {"summarizer": {"use": "extractive"}, "proactive": "collapse",
          "tools": {"collapsible": ["Read", "Grep", "Glob", "LS"]},
          "stages": [{"id": "tool-result-budget"}, {"id": "snip", "options": {"nudge_every_tokens": 400}},
-                    {"id": "microcompact", "options": {"keep_recent": 2}}, {"id": "collapse"}]}
+                    {"id": "microcompact", "options": {"keep_recent": 2}}, {"id": "collapse"}, {"id": "autocompact"},
+                    {"id": "attachments"}]}
 
 
 @SETTINGS
 @given(turns=_conversation, fmt=st.sampled_from(["claude-code", "anthropic"]),
-       gap=st.sampled_from([1, 120]), window=st.sampled_from([None, 3_000, 9_000]))
-def test_compacting_again_after_a_new_turn_keeps_the_earlier_view(tmp_path_factory, turns, fmt, gap, window):
+       gap=st.sampled_from([1, 120]), window=st.sampled_from([None, 3_000, 9_000]),
+       proactive=st.sampled_from(["collapse", "autocompact"]))
+def test_compacting_again_after_a_new_turn_keeps_the_earlier_view(tmp_path_factory, turns, fmt, gap, window,
+                                                                    proactive):
     tmp = tmp_path_factory.mktemp("frozen")
     entries = conversation(turns, fmt)
     t0 = read_transcript(write(tmp / "in.jsonl", entries))
-    doc = {**_FULL, **({"context_window": window, "max_output_tokens": 200} if window else {})}
+    doc = {**_FULL, "proactive": proactive, **({"context_window": window, "max_output_tokens": 200} if window else {})}
     doc["stages"] = [s for s in doc["stages"] if s["id"] in REGISTRY]
     policy = Policy.from_mapping(doc)
     now = last_time(entries) + timedelta(minutes=gap)

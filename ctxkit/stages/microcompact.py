@@ -22,7 +22,6 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "description": "The context_management edits 'ctxkit view --to anthropic-request' sends (modes api-native, both).",
-    "default": {},
     "properties": {
         "clear_tool_uses": {
             "type": "object",
