@@ -28,7 +28,19 @@ class ExpandReport:
     missing: list[str] = field(default_factory=list)  # replacements whose original could not be found
 
 
+def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = ()) -> tuple[Transcript, ExpandReport]:
+    """Undo every stage's removals: entries archived before a rewrite (e.g. thinking stripped), snip
+    boundaries, collapse commits, then the tool outputs (``expand``). Each step is idempotent."""
+    from .stages.collapse import uncollapse
+    from .stages.snip import unsnip
+    from .transcript.edit import restore_archived
+
+    t = uncollapse(unsnip(restore_archived(t, store)), store)
+    return expand(t, store, search_dirs=search_dirs)
+
+
 def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = ()) -> tuple[Transcript, ExpandReport]:
+    """Restore the tool outputs recorded in the store's ledger (and findable ``<persisted-output>`` files)."""
     report = ExpandReport()
     h = handler(t.format)
     edits: dict[int, dict] = {}

@@ -73,11 +73,17 @@ def preview(text: str, limit_bytes: int = PREVIEW_BYTES) -> tuple[str, bool]:
     return head.decode("utf-8", errors="ignore"), True
 
 
+def original_bytes(content: Any) -> tuple[bytes, str, str]:
+    """How a tool_result's original content is stored: (bytes, file suffix, "text"|"json")."""
+    if isinstance(content, str):
+        return content.encode("utf-8"), ".txt", "text"
+    return orjson.dumps(content), ".json", "json"
+
+
 def store_original(store: Store, content: Any) -> tuple[str, str]:
     """Save a tool_result's original content; returns (blob path, "text"|"json")."""
-    if isinstance(content, str):
-        return str(store.put_text(content)), "text"
-    return str(store.put_json(content)), "json"
+    data, suffix, kind = original_bytes(content)
+    return str(store.put_blob(data, suffix)), kind
 
 
 def persisted_message(text: str, blob_path: str, preview_bytes: int = PREVIEW_BYTES) -> str:

@@ -50,10 +50,14 @@ class Store:
         self._dirty: set[str] = set()
 
     # -- blobs ------------------------------------------------------------------------------------
+    def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
+        """Where ``put_blob`` stores these bytes (nothing is written)."""
+        digest = hashlib.sha256(data).hexdigest()
+        return (self.root / "blobs" / digest[:2] / f"{digest}{suffix}").resolve()
+
     def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
         """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""
-        digest = hashlib.sha256(data).hexdigest()
-        path = (self.root / "blobs" / digest[:2] / f"{digest}{suffix}").resolve()
+        path = self.blob_path(data, suffix)
         if not path.exists() and not self.dry_run:
             atomic_write(path, data)
         return path

@@ -190,7 +190,7 @@ _options = {
                                        "llm": st.just(False), "min_calls": st.integers(1, 3)}),
     "snip": st.fixed_dictionaries({"nudge": st.booleans(), "nudge_every_tokens": st.sampled_from([50, 10_000])}),
     # (limits above the 2,000-byte preview: below it a "persisted" preview is longer than the output)
-    "tool-result-budget": st.fixed_dictionaries({"max_result_chars": st.sampled_from([2_500, 50_000])}),
+    "tool-result-budget": st.fixed_dictionaries({"max_result_chars": st.sampled_from([100, 2_500, 50_000])}),
 }
 APPENDING_STAGES = {"attachments"}  # exist to add state at the tail of the view
 # Stages that replace the history by a summary: what they take out of the view stays in the transcript

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ExitCode, UsageError
-from ..expand import expand as expand_transcript
+from ..expand import expand_all as expand_transcript
 from ..pipeline import compile_pipeline
 from ..stats import view_stats
 from ..store import Store, default_store_dir
@@ -112,7 +112,8 @@ def _print_report(result, mode: str) -> None:
                 line += f" [{r.tokens_before:,} -> {r.tokens_after:,} tokens]"
         console.print(line, markup=False)
         for w in r.warnings:
-            console.print(f"  warning: {w}", markup=False)
+            if not any(g.endswith(w) for g in result.warnings):  # printed above already
+                console.print(f"  warning: {w}", markup=False)
     console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
 
 
@@ -127,23 +128,64 @@ def view(
     set_: SetOpt = None,
     fmt: FormatOpt = "auto",
     on_bad_line: BadLineOpt = "fail",
+    tag_ids: Annotated[Optional[bool], typer.Option("--tag-ids/--no-tag-ids", help="Append [id:xxxxxx] to each "
+                                                    "real user message, for the snip tool (default: the policy's "
+                                                    "snip stage option tag_ids).")] = None,
+    now: NowOpt = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="anthropic-request: max_tokens "
+                                                      "(default: the policy's max_output_tokens).", min=1)] = None,
+    system: Annotated[Optional[Path], typer.Option("--system", help="anthropic-request: a file whose text is the "
+                                                   "system prompt (default: the transcript's own, when it has one).")]
+    = None,
+    tools: Annotated[Optional[Path], typer.Option("--tools", help="anthropic-request: a JSON file with the list of "
+                                                  "tool definitions (default: the transcript's own).")] = None,
+    system_messages: Annotated[Optional[str], typer.Option("--system-messages", help="anthropic-request: keep "
+                                                           "mid-conversation system messages, fold them into user "
+                                                           "messages as reminders, or auto (by model).")] = None,
 ) -> None:
     """Print the view: the messages the model would be sent next, one JSON per line."""
+    from ..policy import load_policy
+    from ..stages.snip import tags_enabled
+    from ..transcript.plain import to_openai
+    from ..transcript.snip_ids import tag_view
+    from .runtime import parse_now
+
     check_choice(to, tuple(f for f in OUTPUT_FORMATS if f != "claude-code"), "--to")
+    if system_messages is not None:
+        check_choice(system_messages, ("auto", "keep", "fold"), "--system-messages")
+    pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:
         if to == "anthropic-request":
-            from ..policy import load_policy
-            from ..request import build_request
+            from ..request import build_request, required_betas
 
-            pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
-            out.write(json.dumps(build_request(t, pol), ensure_ascii=False).encode() + b"\n")
+            body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
+                                 system=system.read_text(encoding="utf-8") if system else None,
+                                 tools=_read_json_list(tools) if tools else None)
+            out.write(json.dumps(body, ensure_ascii=False).encode() + b"\n")
+            betas = required_betas(body)
+            if betas:
+                stderr_console().print(f"ctxkit: note: send the header anthropic-beta: {','.join(betas)}",
+                                       markup=False)
         else:
-            from ..transcript.writer import view_messages
-
-            write_messages(view_messages(t, to), out)
+            v = t.view()
+            if tags_enabled(pol) if tag_ids is None else tag_ids:
+                v = tag_view(v)
+            msgs = v.api_messages()
+            write_messages(to_openai(msgs) if to == "openai" else msgs, out)
     for note in t.view().notes:
         stderr_console().print(f"ctxkit: note: {note}", markup=False)
+
+
+def _read_json_list(path: Path) -> list:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--tools {path}: {exc}") from None
+    if not isinstance(value, list):
+        raise UsageError(f"--tools {path}: expected a JSON list of tool definitions")
+    return value
 
 
 @app.command()

@@ -244,7 +244,13 @@ class Autocompact(Stage):
                                    "freed_by_earlier_stages": ctx.tokens_freed, "forced": force}
         if not force:
             if ctx.policy.proactive == "collapse" and ctx.policy.stage("collapse") is not None:
-                return self._result(t, "skipped", "the policy lets collapse compact proactively", details)
+                # collapse compacts ahead of time; autocompact stays the reactive last resort: it acts only
+                # when the view would not fit at all (Claude Code's reactive compact after prompt-too-long)
+                if tokens < budget.blocking_limit:
+                    return self._result(t, "skipped", "the policy lets collapse compact proactively "
+                                        f"({tokens:,} tokens, under the blocking limit {budget.blocking_limit:,})",
+                                        details)
+                details["reactive"] = True
             if tokens < threshold:
                 return self._result(t, "nothing-to-do",
                                     f"{tokens:,} tokens, under the autocompact threshold ({threshold:,})", details)

@@ -33,7 +33,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..persist import content_size, content_text, has_media, is_empty, persisted_message, store_original
+from ..persist import (
+    content_size,
+    content_text,
+    has_media,
+    is_empty,
+    original_bytes,
+    persisted_message,
+    store_original,
+)
 from ..transcript.edit import replace_blocks
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef
@@ -106,8 +114,10 @@ class ToolResultBudget(Stage):
                 if has_media(content) or tool in self.options["exempt_tools"]:
                     continue
                 if size > self._limit(tool):
-                    total += self._persist(block, ref, tid, changes, store) - size
-                    persisted.append(tid)
+                    saved = self._persist(block, ref, tid, changes, store)
+                    if saved is not None:
+                        total += saved - size
+                        persisted.append(tid)
                     continue
                 fresh.append((k, size))
             # aggregate budget: largest fresh results first
@@ -115,8 +125,10 @@ class ToolResultBudget(Stage):
                 if total <= self.options["max_message_chars"]:
                     break
                 block = msg.content[k]
-                total += self._persist(block, msg.refs[k], block["tool_use_id"], changes, store) - size
-                persisted.append(block["tool_use_id"])
+                saved = self._persist(block, msg.refs[k], block["tool_use_id"], changes, store)
+                if saved is not None:
+                    total += saved - size
+                    persisted.append(block["tool_use_id"])
         # everything the model is about to see in full is frozen from now on
         for msg in view.messages:
             for k, block in enumerate(msg.content):
@@ -135,11 +147,16 @@ class ToolResultBudget(Stage):
     def _limit(self, tool: str) -> int:
         return int(self.options["per_tool"].get(tool, self.options["max_result_chars"]))
 
-    def _persist(self, block: dict, ref: BlockRef | None, tid: str, changes: dict, store) -> int:
-        """Persist one result; returns the size of its replacement."""
+    def _persist(self, block: dict, ref: BlockRef | None, tid: str, changes: dict, store) -> int | None:
+        """Persist one result; returns the size of its replacement, or None when a preview would not be
+        shorter than the result itself (tiny limits): then the result stays as it is."""
         content = block.get("content")
+        text = content_text(content)
+        data, suffix, _ = original_bytes(content)
+        if len(persisted_message(text, str(store.blob_path(data, suffix)), self.options["preview_bytes"])) >= len(text):
+            return None
         blob, kind = store_original(store, content)
-        replacement = persisted_message(content_text(content), blob, self.options["preview_bytes"])
+        replacement = persisted_message(text, blob, self.options["preview_bytes"])
         if ref is not None:
             changes[ref] = {**block, "content": replacement}
         store.record_decision(tid, {"state": "replaced", "replacement": replacement, "blob": blob, "original": kind,
