@@ -156,10 +156,16 @@ def test_earlier_stages_are_counted_before_the_threshold_check(tmp_path, make_co
 
 
 def test_collapse_owning_proactive_compaction_skips_it(tmp_path, make_context):
-    t = read_transcript(write_lines(tmp_path / "s.jsonl", plain_session()))
+    """With ``proactive: collapse`` autocompact leaves the threshold to collapse, and acts only reactively:
+    when the view would not fit at all (over the blocking limit)."""
+    t = read_transcript(write_lines(tmp_path / "s.jsonl", plain_session(rounds=3)))
     doc = {**EXTRACTIVE, "proactive": "collapse", "stages": [{"id": "collapse"}, {"id": "autocompact"}]}
     r = run(t, make_context(doc, context_window=WINDOW_ABOVE))
     assert r.report.action == "skipped" and r.transcript is t
+    assert "under the blocking limit" in r.report.reason
+    big = read_transcript(write_lines(tmp_path / "big.jsonl", plain_session(rounds=16)))
+    r = run(big, make_context(doc, context_window=WINDOW_ABOVE))
+    assert r.report.action == "applied" and r.report.details["reactive"] is True
 
 
 def test_same_input_and_clock_give_the_same_bytes(tmp_path, make_context):
