@@ -482,57 +482,6 @@ class AnthropicSummarizer(_AnthropicAPI):
         return format_summary(raw)
 
 
-class AnthropicTokenCounter(_AnthropicAPI):
-    """Exact token counts from ``/v1/messages/count_tokens``, with the same key handling and retries.
-
-    Meant for the ``anthropic`` estimator (``ctxkit.tokens``), which must not
-    import the SDK itself.
-    """
-
-    def __init__(
-        self,
-        model: str = DEFAULT_MODEL,
-        *,
-        timeout_seconds: float = 60.0,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        base_url: str | None = None,
-        client: Any = None,
-        env: Mapping[str, str] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        rng: random.Random | None = None,
-    ):
-        super().__init__(
-            timeout_seconds=timeout_seconds,
-            max_retries=max_retries,
-            base_url=base_url,
-            client=client,
-            env=env,
-            sleep=sleep,
-            rng=rng,
-            backoff_base_seconds=0.5,
-            backoff_max_seconds=32.0,
-            retry_after_max_seconds=60.0,
-        )
-        self.model = model
-
-    def count(self, messages: list[dict], *, system: str | None = None, tools: list[dict] | None = None) -> int:
-        params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
-        if system:
-            params["system"] = system
-        if tools:
-            params["tools"] = tools
-        result = self._call(
-            "the token count request",
-            lambda client: client.messages.count_tokens(**params, timeout=self.timeout_seconds),
-        )
-        return int(result.input_tokens)
-
-
-# --------------------------------------------------------------------------------------------
-# Command
-# --------------------------------------------------------------------------------------------
-
-
 def _tail(data: bytes, limit: int = 2000) -> str:
     text = data.decode("utf-8", "replace").strip()
     return text if len(text) <= limit else "…" + text[-limit:]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .store import atomic_write
+from .fileio import atomic_write
 from .summary_prompt import continuation_message
 from .transcript import claude_code, plain
 from .transcript.model import Transcript

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from ctxkit.errors import LLMError, UsageError
 from ctxkit.llm import (
     AnthropicSummarizer,
-    AnthropicTokenCounter,
     CommandSummarizer,
     ExtractiveSummarizer,
     Summarizer,
@@ -320,14 +319,6 @@ def test_focus_instructions_reach_the_prompt(api, sleeps):
     anthropic_summarizer(api, sleeps).summarize(HISTORY, instructions="the database migration")
     prompt = last_prompt_text(api.message_requests[0].body)
     assert prompt.rstrip().endswith("the database migration")
-
-
-def test_token_counter(api, sleeps):
-    api.token_count = 1234
-    counter = AnthropicTokenCounter(MODEL, base_url=api.base_url, env={"ANTHROPIC_API_KEY": KEY}, sleep=sleeps.append)
-    assert counter.count([{"role": "user", "content": "hello"}], system="be brief") == 1234
-    assert api.requests[-1].path == "/v1/messages/count_tokens"
-    assert api.requests[-1].body["system"] == "be brief"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -187,7 +187,7 @@ def _claude_code_events(t: Transcript) -> Iterator[Event]:
         elif typ == "attachment":
             a = d.get("attachment")
             if isinstance(a, dict) and isinstance(a.get("type"), str):
-                yield Event("attachment", ts, a["type"], data=a, text="\n".join(_rendered(d)))
+                yield Event("attachment", ts, a["type"], data=a, text="\n".join(claude_code.rendered_texts(d)))
 
 
 def _is_prompt(d: dict, blocks: list[dict]) -> bool:
@@ -232,17 +232,6 @@ def _blocks(content: Any) -> list[dict]:
     if isinstance(content, list):
         return [b for b in content if isinstance(b, dict)]
     return []
-
-
-def _rendered(d: dict) -> list[str]:
-    out = []
-    for r in d.get("rendered") or []:
-        c = r.get("content") if isinstance(r, dict) else r
-        if isinstance(c, str):
-            out.append(c)
-        elif isinstance(c, list):
-            out.extend(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text")
-    return out
 
 
 # -- the run's shared state -------------------------------------------------------------------------

@@ -11,12 +11,12 @@ from rich.table import Table
 
 from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
+from ..fileio import atomic_output
 from ..pipeline import compile_pipeline
 from ..stats import view_stats
 from ..store import Store, default_store_dir
 from ..tokens import budget_for
 from ..transcript import OUTPUT_FORMATS, read_transcript
-from ..transcript.jsonl import atomic_output
 from ..transcript.writer import write_messages, write_transcript
 from .app import (
     BadLineOpt,

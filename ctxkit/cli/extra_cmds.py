@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitCode, LLMError, UsageError
-from ..transcript.jsonl import atomic_output
+from ..fileio import atomic_output
 from ..transcript.writer import write_transcript
 from .app import (
     BadLineOpt,

@@ -109,7 +109,8 @@ def _strip_reminder(text: str) -> str:
     return text
 
 
-def _rendered_texts(d: dict) -> list[str]:
+def rendered_texts(d: dict) -> list[str]:
+    """The texts of an attachment entry as Claude Code rendered them (``rendered[].content``)."""
     out = []
     for r in d.get("rendered") or []:
         c = r.get("content") if isinstance(r, dict) else r
@@ -303,7 +304,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             msgs.append(ViewMessage("user", list(blocks), _user_kind(d, blocks), refs, [i], d.get("uuid"),
                                     d.get("timestamp"), was_string))
         elif typ == "attachment":
-            texts = _rendered_texts(d)
+            texts = rendered_texts(d)
             if not texts:
                 continue
             if d.get("renderedRole") == "system":

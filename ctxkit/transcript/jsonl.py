@@ -12,7 +12,6 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -107,32 +106,6 @@ def parse_line(source_name: str, line_no: int, body: bytes, had_newline: bool) -
     if not isinstance(value, dict):
         raise TranscriptError(source_name, line_no, f"expected a JSON object, got {type(value).__name__}")
     return value
-
-
-@contextmanager
-def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None):
-    """Yield a binary stream; for a path, write a temporary file beside it and rename it into place
-    only when the block finishes without error, so no half-written output is ever left behind."""
-    if path is None or str(path) == "-":
-        stream = stdout if stdout is not None else sys.stdout.buffer
-        yield stream
-        stream.flush()
-        return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def dumps(value: object) -> bytes:
