@@ -288,3 +288,19 @@ def test_a_scalar_line_is_rejected(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(TranscriptError, match="no such file"):
         read_transcript(tmp_path / "nope.jsonl")
+
+
+def test_openai_parallel_tool_messages_become_one_user_message(tmp_path):
+    lines = [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "Read", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "Grep", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "A"},
+        {"role": "tool", "tool_call_id": "b", "content": "B"},
+        {"role": "user", "content": "and?"},
+    ]
+    msgs = view_messages(read_transcript(_write(tmp_path, lines)), "anthropic")
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    assert [b.get("tool_use_id") for b in msgs[2]["content"]] == ["a", "b", None]
+    assert pairing_problems(msgs) == []

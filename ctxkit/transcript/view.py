@@ -149,7 +149,20 @@ def normalize(msgs: list[ViewMessage], notes: list[str], orphans: list | None = 
         prev = out[-1] if out else None
         if prev is not None and prev.role == m.role and m.role in ("user", "system"):
             if m.role == "user" and any(b.get("type") == "tool_result" for b in m.content):
-                out.append(m)  # never bury results after text; the pairing repair below handles it
+                # more results of the same round (OpenAI writes one `tool` message per result): they join
+                # the results at the front of the message, never after its text
+                lead = next((k for k, b in enumerate(prev.content) if b.get("type") != "tool_result"),
+                            len(prev.content))
+                res = [k for k, b in enumerate(m.content) if b.get("type") == "tool_result"]
+                rest = [k for k in range(len(m.content)) if k not in res]
+                prev.content[lead:lead] = [m.content[k] for k in res]
+                prev.refs[lead:lead] = [m.refs[k] for k in res]
+                prev.content.extend(m.content[k] for k in rest)
+                prev.refs.extend(m.refs[k] for k in rest)
+                prev.entries.extend(m.entries)
+                prev.was_string = False
+                if prev.kind != TOOL_RESULTS and prev.kind not in (PROMPT, SUMMARY):
+                    prev.kind = TOOL_RESULTS
                 continue
             prev.content.extend(m.content)
             prev.refs.extend(m.refs)
