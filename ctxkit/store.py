@@ -100,6 +100,14 @@ class Store:
                 cur[k] = v
         self._dirty.add("state.json")
 
+    # -- other small documents (e.g. token counts kept between runs) ---------------------------
+    def load_document(self, name: str) -> dict[str, Any]:
+        return self._load(name)
+
+    def save_document(self, name: str, value: dict[str, Any]) -> None:
+        if not self.dry_run:
+            atomic_write(self.root / name, orjson.dumps(value))
+
     # -- persistence ------------------------------------------------------------------------------
     def _load(self, name: str) -> dict[str, Any]:
         path = self.root / name

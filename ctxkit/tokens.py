@@ -239,6 +239,19 @@ class TokenCounter:
     def clear_cache(self) -> None:
         self._cache.clear()
 
+    def export_cache(self) -> dict[str, int]:
+        """The per-message counts (most recently used last), to keep between runs."""
+        return {key.hex(): value for key, value in self._cache.items()}
+
+    def import_cache(self, counts: dict[str, int]) -> None:
+        """Counts saved by :meth:`export_cache` in an earlier run: a transcript grown by one turn is then
+        counted by asking only about the new messages (what makes the ``anthropic`` estimator affordable)."""
+        for key, value in counts.items():
+            try:
+                self._cache_put(bytes.fromhex(key), int(value))
+            except (ValueError, TypeError):
+                continue
+
     def _cache_get(self, key: bytes) -> int | None:
         value = self._cache.get(key)
         if value is None:

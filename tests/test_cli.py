@@ -183,3 +183,18 @@ def test_readme_documents_every_command(runner):
     readme = (ROOT / "README.md").read_text()
     for command in ("compact", "view", "stats", "check", "expand", "policy validate", "policy show", "policy schema"):
         assert f"ctxkit {command}" in readme
+
+
+def test_exact_token_counts_are_kept_between_runs(runner, tmp_path):
+    """A transcript grown by one turn is not recounted from scratch: the second run finds the counts."""
+    from ctxkit.cli.runtime import open_run
+
+    store = tmp_path / "store"
+    r = invoke(runner, ["compact", str(EXAMPLE), "--set", "estimator=tiktoken", "--store", str(store),
+                        "--stage", "tool-result-budget", "-o", str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 0, r.stderr
+    assert (store / "tokens-tiktoken.json").exists()
+    run = open_run(str(EXAMPLE), policy=None, sets=["estimator=tiktoken"], fmt="auto", on_bad_line="fail",
+                   store=store, now=None, context_window=None)
+    run.ctx.tokens.count_messages(run.transcript.view().api_messages())
+    assert run.ctx.tokens.cache_misses == 0 and run.ctx.tokens.cache_hits > 0

@@ -88,7 +88,7 @@ def compact(
     result = pipeline.run(run.transcript, run.ctx)
     with atomic_output(output) as out:
         write_transcript(result.transcript, out, to)
-    run.ctx.store.flush()
+    run.save()
     _print_report(result, report)
     if any(r.action in _FAILED_ACTIONS for r in result.reports):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -58,7 +58,7 @@ def memory_update(
         stderr_console().print(f"ctxkit: error: the summarizer failed: {exc.message}; the notes were left as they "
                                "were", markup=False)
         raise typer.Exit(int(ExitCode.CHECK_FAILED)) from None
-    run.ctx.store.flush()
+    run.save()
     console = stderr_console()
     if report == "json":
         console.print(json.dumps(result.to_json(), indent=2, ensure_ascii=False), markup=False)
@@ -92,7 +92,7 @@ def snip(
     result = compile_pipeline(run.policy, only=["snip"]).run(run.transcript, run.ctx)
     with atomic_output(output) as out:
         write_transcript(result.transcript, out)
-    run.ctx.store.flush()
+    run.save()
     for r in result.reports:
         stderr_console().print(f"{r.stage_id}: {r.action}" + (f": {r.reason}" if r.reason else ""), markup=False)
 

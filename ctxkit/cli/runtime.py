@@ -23,6 +23,19 @@ class Run:
     transcript: Transcript
     ctx: Context
 
+    def save(self) -> None:
+        """Once the output is safely written: save the store's decisions and the token counts."""
+        self.ctx.store.flush()
+        counter = self.ctx.tokens
+        if counter.name != "rough" and not counter.degraded:
+            self.ctx.store.save_document(_token_cache_name(self.policy), counter.export_cache())
+
+
+def _token_cache_name(policy: Policy) -> str:
+    """Exact counts depend on the tokenizer: per estimator, and per model for the API's counts."""
+    model = re.sub(r"[^A-Za-z0-9._-]", "-", policy.model) if policy.estimator == "anthropic" else ""
+    return f"tokens-{policy.estimator}{'-' + model if model else ''}.json"
+
 
 def parse_now(now: str | None) -> Any:
     if now is None:
@@ -58,6 +71,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         inputs=RunInputs(now=instant, context_window=context_window, cwd=Path.cwd(),
                          extra={"now_offset": now is not None and _has_offset(now)}, **inputs),
     )
+    if ctx.tokens.name != "rough":
+        ctx.tokens.import_cache(ctx.store.load_document(_token_cache_name(pol)))
     if t.info.bad_lines.count:
         ctx.warn(f"skipped {t.info.bad_lines.count} unreadable line(s); first: {t.info.bad_lines.first[0]}")
     if ctx.tokens.notice:
