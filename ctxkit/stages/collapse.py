@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..errors import LLMError
-from ..llm import render_transcript
+from ..messages import render_transcript
 from ..persist import content_text
 from ..tokens import budget_for
 from ..transcript import claude_code
