@@ -231,7 +231,8 @@ def update_notes(t: Transcript, path: Path, *, summarizer: Any, store: Any, time
     if carried:
         messages.append({"role": "user", "content": continuation_message(carried)})
     messages.extend(m.api() for m in view.messages[start:end] if m.role != "system")
-    summary = summarizer.summarize(messages, instructions=NOTES_INSTRUCTIONS)
+    # the extractive summarizer would only echo the focus text; a model is steered by it
+    summary = summarizer.summarize(messages, instructions=None if name == "extractive" else NOTES_INSTRUCTIONS)
     last_id = message_id(t, view.messages[end - 1])
     text = render_notes(summary, last_id or "?", timestamp)
     atomic_write(path, text.encode("utf-8"))

@@ -198,3 +198,30 @@ def test_exact_token_counts_are_kept_between_runs(runner, tmp_path):
                    store=store, now=None, context_window=None)
     run.ctx.tokens.count_messages(run.transcript.view().api_messages())
     assert run.ctx.tokens.cache_misses == 0 and run.ctx.tokens.cache_hits > 0
+
+
+def test_unwritable_store_is_a_clear_error_and_writes_nothing(runner, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = tmp_path / "out.jsonl"
+    r = invoke(runner, ["compact", str(EXAMPLE), "--store", str(blocker / "store"), "-o", str(out)])
+    assert r.exit_code == 2
+    assert r.stderr.startswith("ctxkit: error: Not a directory: ") and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_missing_session_memory_file_falls_back_to_a_summary(runner, tmp_path):
+    r = invoke(runner, ["compact", str(EXAMPLE), "--store", str(tmp_path / "s"), "--force", "--policy", "no-llm",
+                        "--session-memory", str(tmp_path / "notes.md"), "-o", str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 0, r.stderr
+    assert "notes.md: no such file yet; autocompact summarizes instead" in r.stderr
+    assert "autocompact: applied: manual compaction (summary by extractive)" in r.stderr
+
+
+def test_readme_command_reference_is_generated_from_the_cli():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_cli_reference.py"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -63,6 +63,11 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise fail(exc.message, ExitCode.BAD_TRANSCRIPT) from None
         except CtxkitError as exc:
             raise fail(exc.message, exc.exit_code) from None
+        except OSError as exc:
+            # a folder or file named on the command line that cannot be read or written (the store, -o,
+            # --state...): the user's to fix, not a bug; nothing half-written is left behind
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            raise fail(f"{exc.strerror or exc}{where}", ExitCode.USAGE) from None
         except KeyboardInterrupt:
             raise fail("interrupted; nothing was written", ExitCode.INTERNAL) from None
         except BrokenPipeError:

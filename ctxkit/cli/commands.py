@@ -83,7 +83,8 @@ def compact(
     if history is not None:
         run.ctx.inputs.extra["transcript_path"] = str(Path(history).resolve())
     if session_memory is not None and not session_memory.exists():
-        raise UsageError(f"--session-memory {session_memory}: no such file")
+        run.ctx.warn(f"--session-memory {session_memory}: no such file yet; autocompact summarizes instead "
+                     "(`ctxkit memory update` writes it)")
     pipeline = compile_pipeline(run.policy, only=stage)
     result = pipeline.run(run.transcript, run.ctx)
     with atomic_output(output) as out:

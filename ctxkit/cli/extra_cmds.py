@@ -129,7 +129,12 @@ def stages_cmd(name: Annotated[str, typer.Argument(help="A stage's name, to prin
         cls = REGISTRY.get(name)
         if cls is None:
             raise UsageError(f"unknown stage {name!r}; known: {', '.join(sorted(REGISTRY))}")
-        sys.stdout.write(inspect.cleandoc(cls.__doc__ or cls.summary) + "\n\noptions (defaults):\n")
+        # a stage documents itself in its class docstring, or (a longer text) in its module's
+        doc = cls.__doc__ or ""
+        module_doc = inspect.getmodule(cls).__doc__ or ""
+        if len(module_doc) > len(doc):
+            doc = module_doc
+        sys.stdout.write(inspect.cleandoc(doc or cls.summary) + "\n\noptions (defaults):\n")
         sys.stdout.write(_options_text(cls))
         return
     for stage_name in sorted(REGISTRY):
