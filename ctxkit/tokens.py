@@ -38,12 +38,12 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 import orjson
 
-if TYPE_CHECKING:  # type names only
-    from .policy.model import Policy, Thresholds
+from .errors import UsageError
+from .policy.model import Policy, Thresholds
 
 __all__ = [
     "ESTIMATORS",
@@ -770,4 +770,19 @@ def budget_for(policy: Policy, context_window_override: int | None = None) -> Bu
     max_output = policy.max_output_tokens
     if info is not None:
         max_output = min(max_output, info.max_output_tokens)
-    return Budget.from_window(window, max_output, policy.thresholds, model=policy.model, source=source, notice=notice)
+    return Budget.from_window(window, max_output, policy.thresholds, model=policy.model, source=source,
+                              notice=notice)
+
+
+def require_autocompact_room(budget: Budget, policy: Policy) -> None:
+    """Refuse a window so small that the autocompact threshold is not positive: every view would be
+    "over the threshold" and compaction would run on every call, forever."""
+    if budget.autocompact_threshold > 0:
+        return
+    window = budget.context_window
+    raise UsageError(
+        f"the context window ({window:,} tokens, from {budget.source}) is too small: after reserving "
+        f"{window - budget.effective_window:,} for output the effective window is {budget.effective_window:,}, "
+        f"and the autocompact threshold (effective window - {policy.thresholds.autocompact_buffer:,}) would be "
+        f"{budget.autocompact_threshold:,}; use a window above {window - budget.autocompact_threshold:,} or lower "
+        "thresholds.summary_reserve / thresholds.autocompact_buffer / max_output_tokens")

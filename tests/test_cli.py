@@ -120,7 +120,7 @@ def test_policy_show_names_the_file_of_each_value(runner, tmp_path):
 
 
 def test_check_exit_1_above_threshold(runner):
-    r = invoke(runner, ["check", str(EXAMPLE), "--context-window", "20000"])
+    r = invoke(runner, ["check", str(EXAMPLE), "--context-window", "40000"])
     assert r.exit_code == 1
     assert "level" in r.stdout
     r = invoke(runner, ["check", str(EXAMPLE), "--context-window", "1000000"])
@@ -225,3 +225,30 @@ def test_readme_command_reference_is_generated_from_the_cli():
     r = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_cli_reference.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("policy", ["default", "claude-code-full"])
+@pytest.mark.parametrize("window", [None, "40000"])
+@pytest.mark.parametrize("path", [EXAMPLE] + [p / "session.jsonl" for p in cc_sessions()],
+                         ids=lambda p: p.parent.name if hasattr(p, "parent") else str(p))
+def test_compacting_the_output_again_changes_nothing(runner, tmp_path, path, policy, window):
+    """compact(compact(x)) == compact(x): same store, same clock, nothing new crossed a threshold."""
+    common = ["--policy", policy, "--store", str(tmp_path / "st"), "--now", "2026-12-01T00:00:00Z", "--report", "none"]
+    if window:
+        common += ["--context-window", window]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    r = invoke(runner, ["compact", str(path), "-o", str(a), *common])
+    assert r.exit_code == 0, r.stderr
+    r = invoke(runner, ["compact", str(a), "-o", str(b), *common])
+    assert r.exit_code == 0, r.stderr
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_window_too_small_for_the_buffers_is_a_usage_error(runner):
+    r = invoke(runner, ["check", str(EXAMPLE), "--context-window", "20000"])
+    assert r.exit_code == 2
+    assert r.stderr == (
+        "ctxkit: error: the context window (20,000 tokens, from --context-window) is too small: after reserving "
+        "20,000 for output the effective window is 0, and the autocompact threshold (effective window - 13,000) "
+        "would be -13,000; use a window above 33,000 or lower thresholds.summary_reserve / "
+        "thresholds.autocompact_buffer / max_output_tokens\n")

@@ -348,7 +348,10 @@ def test_compacting_again_after_a_new_turn_keeps_the_earlier_view(tmp_path_facto
     tmp = tmp_path_factory.mktemp("frozen")
     entries = conversation(turns, fmt)
     t0 = read_transcript(write(tmp / "in.jsonl", entries))
-    doc = {**_FULL, "proactive": proactive, **({"context_window": window, "max_output_tokens": 200} if window else {})}
+    small = {"context_window": window, "max_output_tokens": 200,  # buffers scaled down with the window
+             "thresholds": {"summary_reserve": 200, "autocompact_buffer": 500, "warning_buffer": 500,
+                            "blocking_buffer": 100}}
+    doc = {**_FULL, "proactive": proactive, **(small if window else {})}
     doc["stages"] = [s for s in doc["stages"] if s["id"] in REGISTRY]
     policy = Policy.from_mapping(doc)
     now = last_time(entries) + timedelta(minutes=gap)

@@ -15,7 +15,7 @@ from ..fileio import atomic_output
 from ..pipeline import compile_pipeline
 from ..stats import view_stats
 from ..store import Store, default_store_dir
-from ..tokens import budget_for
+from ..tokens import budget_for, require_autocompact_room
 from ..transcript import OUTPUT_FORMATS, read_transcript
 from ..transcript.writer import write_messages, write_transcript
 from .app import (
@@ -260,6 +260,7 @@ def check(
                    context_window=context_window, dry_run=True)
     tokens = run.ctx.tokens.count_messages(run.transcript.view().api_messages())
     budget = budget_for(run.policy, context_window)
+    require_autocompact_room(budget, run.policy)
     limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
              "blocking": budget.blocking_limit}[level]
     state = budget.level(tokens)

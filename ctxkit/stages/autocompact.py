@@ -90,7 +90,7 @@ from ..compaction import (
 )
 from ..errors import LLMError
 from ..session_memory import forget, plan_session_memory, session_key
-from ..tokens import budget_for
+from ..tokens import budget_for, require_autocompact_room
 from ..transcript.model import Transcript
 from ..transcript.view import View
 from .base import Context, Stage, StageResult, register
@@ -234,6 +234,7 @@ class Autocompact(Stage):
     def run(self, t: Transcript, ctx: Context) -> StageResult:
         view = t.view()
         budget = budget_for(ctx.policy, ctx.inputs.context_window)
+        require_autocompact_room(budget, ctx.policy)
         threshold = budget.autocompact_threshold
         tokens = ctx.tokens.count_messages(view.api_messages())
         force = bool(ctx.inputs.force)

@@ -145,7 +145,7 @@ def normalize(msgs: list[ViewMessage], notes: list[str], orphans: list | None = 
         if not m.content:
             continue
         if m.role == "assistant":
-            _drop_whitespace_before_thinking(m)
+            _drop_whitespace_text(m)
         prev = out[-1] if out else None
         if prev is not None and prev.role == m.role and m.role in ("user", "system"):
             if m.role == "user" and any(b.get("type") == "tool_result" for b in m.content):
@@ -176,14 +176,13 @@ def normalize(msgs: list[ViewMessage], notes: list[str], orphans: list | None = 
     return [m for m in out if m.content]
 
 
-def _drop_whitespace_before_thinking(m: ViewMessage) -> None:
-    first = next((k for k, b in enumerate(m.content) if b.get("type") in ("thinking", "redacted_thinking")), None)
-    if not first:
-        return
-    keep = [k for k in range(len(m.content)) if k >= first or not (m.content[k].get("type") == "text"
-                                                                    and not m.content[k].get("text", "").strip())]
-    m.content = [m.content[k] for k in keep]
-    m.refs = [m.refs[k] for k in keep]
+def _drop_whitespace_text(m: ViewMessage) -> None:
+    """Whitespace-only text blocks of an assistant message are not sent (the API rejects them; Claude Code
+    drops them, before thinking or anywhere else)."""
+    keep = [k for k, b in enumerate(m.content) if not (b.get("type") == "text" and not str(b.get("text", "")).strip())]
+    if len(keep) != len(m.content):
+        m.content = [m.content[k] for k in keep]
+        m.refs = [m.refs[k] for k in keep]
 
 
 def _repair_pairing(msgs: list[ViewMessage], notes: list[str], orphans: list) -> None:
