@@ -8,7 +8,7 @@ in a long real session), then, in the same run:
 
 * baseline: a Python process that parses every line with orjson and writes it back;
 * ctxkit:   ``ctxkit compact --policy no-llm`` on the same file, with a fixed clock a day later and a
-            100,000-token window, so that tool-result-budget, microcompact and autocompact all work.
+            50,000-token window, so that microcompact and autocompact (extractive) both work.
 
 Prints wall time of each, the ratio ctxkit/baseline, and each one's peak memory
 (max RSS) and its ratio to the file size. Usage::
@@ -95,7 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=int, default=200)
     ap.add_argument("--copies-per-boundary", type=int, default=10)
-    ap.add_argument("--context-window", type=int, default=100_000)
+    ap.add_argument("--context-window", type=int, default=50_000)
     ap.add_argument("--keep", action="store_true", help="keep the built transcript")
     args = ap.parse_args()
     ctxkit = shutil.which("ctxkit") or str(Path(sys.executable).with_name("ctxkit"))
