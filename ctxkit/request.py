@@ -90,11 +90,18 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
 
 def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, system: Any = None,
                   tools: list[dict] | None = None, now: datetime | None = None,
-                  system_messages: str | None = None) -> dict[str, Any]:
-    """The Messages API request body for the transcript's view under ``policy`` (see the module docstring)."""
+                  system_messages: str | None = None, tag_ids: bool | None = None) -> dict[str, Any]:
+    """The Messages API request body for the transcript's view under ``policy`` (see the module docstring).
+
+    ``tag_ids`` (``ctxkit view --tag-ids/--no-tag-ids``) overrides the snip stage's ``tag_ids`` option:
+    with it, user messages carry their ``[id:...]`` and the request offers the snip tool."""
     view = t.view()
     snip = snip_options(policy)
-    offer_snip = bool(snip and snip["tag_ids"])
+    offer_snip = bool(snip and snip["tag_ids"]) if tag_ids is None else tag_ids
+    if offer_snip and not snip:
+        from .stages.snip import Snip
+
+        snip = Snip.defaults()
     if offer_snip:
         view = tag_view(view)
     msgs = list(view.messages)

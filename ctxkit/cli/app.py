@@ -63,6 +63,13 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise fail(exc.message, ExitCode.BAD_TRANSCRIPT) from None
         except CtxkitError as exc:
             raise fail(exc.message, exc.exit_code) from None
+        except BrokenPipeError:
+            # the reader went away (e.g. `| head`): not ctxkit's failure; silence the final flush too
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
+            raise typer.Exit(0) from None
         except OSError as exc:
             # a folder or file named on the command line that cannot be read or written (the store, -o,
             # --state...): the user's to fix, not a bug; nothing half-written is left behind
@@ -70,10 +77,6 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise fail(f"{exc.strerror or exc}{where}", ExitCode.USAGE) from None
         except KeyboardInterrupt:
             raise fail("interrupted; nothing was written", ExitCode.INTERNAL) from None
-        except BrokenPipeError:
-            # the reader went away (e.g. `| head`); that is not ctxkit's failure
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) if hasattr(sys.stdout, "fileno") else None
-            raise typer.Exit(0) from None
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if os.environ.get("CTXKIT_DEBUG"):
                 raise
@@ -100,6 +103,19 @@ NowOpt = Annotated[Optional[str], typer.Option("--now", help="Pretend the time i
                                                "(microcompact's cache gap, dates, timestamps).")]
 WindowOpt = Annotated[Optional[int], typer.Option("--context-window", help="Context window in tokens; overrides "
                                                   "the policy and the model table.", min=1000)]
+
+
+def print_warnings(warnings: list[str]) -> None:
+    console = stderr_console()
+    for warning in warnings:
+        console.print(f"ctxkit: warning: {warning}", markup=False)
+
+
+def warn_bad_lines(t) -> None:
+    """Under ``--on-bad-line skip``: say how many lines were left out, and the first ones."""
+    bad = t.info.bad_lines
+    if bad.count:
+        print_warnings([f"skipped {bad.count} unreadable line(s); first: {bad.first[0]}"])
 
 
 def check_choice(value: str, choices: tuple[str, ...], option: str) -> str:

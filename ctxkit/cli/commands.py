@@ -31,7 +31,9 @@ from .app import (
     app,
     check_choice,
     handle_errors,
+    print_warnings,
     stderr_console,
+    warn_bad_lines,
 )
 from .runtime import open_run
 
@@ -162,6 +164,7 @@ def view(
             from ..request import build_request, required_betas
 
             body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
+                                 tag_ids=tag_ids,
                                  system=system.read_text(encoding="utf-8") if system else None,
                                  tools=_read_json_list(tools) if tools else None)
             out.write(json.dumps(body, ensure_ascii=False).encode() + b"\n")
@@ -175,6 +178,7 @@ def view(
                 v = tag_view(v)
             msgs = v.api_messages()
             write_messages(to_openai(msgs) if to == "openai" else msgs, out)
+    warn_bad_lines(t)
     for note in t.view().notes:
         stderr_console().print(f"ctxkit: note: {note}", markup=False)
 
@@ -205,6 +209,7 @@ def stats(
     """Where the tokens go, the thresholds, and what each stage of the policy would do (nothing is written)."""
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, dry_run=True)
+    print_warnings(run.ctx.warnings)
     data = view_stats(run.transcript, run.ctx)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -230,8 +235,9 @@ def _render_stats(data: dict) -> None:
         table.add_column(title.split()[-1])
         table.add_column("tokens", justify="right")
         table.add_column("share", justify="right")
+        whole = max(1, sum(data[key].values()))  # per-block counts: shares of their own sum
         for name, n in data[key].items():
-            table.add_row(str(name), f"{n:,}", f"{100 * n / max(1, data['tokens']):.1f}%")
+            table.add_row(str(name), f"{n:,}", f"{100 * n / whole:.1f}%")
         console.print(table)
     if "stages" in data:
         table = Table(title="what the policy would do")
@@ -258,6 +264,7 @@ def check(
     check_choice(level, ("warning", "autocompact", "blocking"), "--level")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
                    context_window=context_window, dry_run=True)
+    print_warnings(run.ctx.warnings)
     tokens = run.ctx.tokens.count_messages(run.transcript.view().api_messages())
     budget = budget_for(run.policy, context_window)
     require_autocompact_room(budget, run.policy)

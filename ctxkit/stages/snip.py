@@ -175,6 +175,9 @@ class Snip(Stage):
             n = len(ranges)
             reason = f"snipped {n} turn{'s' if n != 1 else ''} ({', '.join(sorted(ranges))}), " \
                      f"freeing {details['tokens_freed']:,} tokens"
+            if t.format != "claude-code" and details.get("archive"):
+                # a plain message list has no place for a pointer: say where the removed lines are
+                reason += f"; the removed lines are in {details['archive']}"
             action = "applied"
         elif nudged:
             action, reason = "applied", f"nudged: the context grew by {details['grown_tokens']:,} tokens"

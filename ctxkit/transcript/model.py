@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .jsonl import BadLines, Source, dumps, iter_lines, parse_line
+from .jsonl import BadLines, Source, dumps, parse_line
 
 if TYPE_CHECKING:
     from .view import View
@@ -127,21 +127,23 @@ class Transcript:
 
     # -- writing --------------------------------------------------------------------------------
     def write(self, out: BinaryIO) -> None:
-        """Write the transcript in its own format: unchanged lines byte-for-byte, edited ones re-serialized."""
+        """Write the transcript in its own format: unchanged lines byte-for-byte (their line ending
+        included), edited ones re-serialized, appended ones last. Every line ends with a newline."""
         n = len(self.lines)
-        for line_no, _offset, body, _nl in iter_lines(self.source):
-            i = line_no - 1
+        ending = b"\n"
+        f = self.source.file
+        f.seek(0)
+        for i, raw in enumerate(f):
             if i >= n or i in self.removed:
                 continue
+            ending = b"\r\n" if raw.endswith(b"\r\n") else b"\n"
             if i in self.overrides:
-                out.write(dumps(self.overrides[i]))
+                out.write(dumps(self.overrides[i]) + ending)
             else:
-                out.write(body)
-            out.write(b"\n")
+                out.write(raw if raw.endswith(b"\n") else raw + b"\n")
         for k, entry in enumerate(self.appended):
             if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)
-                out.write(dumps(entry))
-                out.write(b"\n")
+                out.write(dumps(entry) + ending)
 
     def close(self) -> None:
         self.source.close()

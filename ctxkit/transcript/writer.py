@@ -10,8 +10,9 @@ from .plain import to_openai
 
 
 def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None) -> None:
-    """Write ``t``: in its own format (lossless), or as the view's messages in format ``to``."""
-    if to is None or to == t.format:
+    """Write ``t``: in its own format (lossless), or, with ``to``, as the view's messages in that format
+    (also when ``to`` is the transcript's own format: then unreadable lines are left out)."""
+    if to is None:
         t.write(out)
         return
     if to == "claude-code":

@@ -1,0 +1,95 @@
+"""Edge cases a reviewer hit: line endings, malformed plain messages, pipes, flags that must be honoured."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import CC_CORPUS, ROOT
+from typer.testing import CliRunner
+
+from ctxkit.cli.main import app
+
+EXAMPLE = ROOT / "examples" / "session.jsonl"
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return CliRunner()
+
+
+def test_crlf_transcript_is_written_back_byte_for_byte(runner, tmp_path):
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(EXAMPLE.read_bytes().replace(b"\n", b"\r\n"))
+    out = tmp_path / "out.jsonl"
+    # microcompact while the prompt cache is warm: no stage changes anything
+    r = runner.invoke(app, ["compact", str(crlf), "-o", str(out), "--stage", "microcompact", "--store",
+                            str(tmp_path / "s"), "--now", "2026-11-20T11:01:00Z"])
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes() == crlf.read_bytes()
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"role":"user","content":5}', "<stdin>:1: content must be a string or a list of blocks, got int"),
+    ('{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":5}]}',
+     "<stdin>:1: content[0]: tool_result content must be a string or a list of blocks"),
+    ('{"role":"robot","content":"hi"}', "<stdin>:1: role must be user, assistant or system, got 'robot'"),
+    ('{"role":"assistant","content":null,"tool_calls":["oops"]}',
+     "<stdin>:1: tool_calls must be a list of objects with a function"),
+])
+def test_malformed_messages_are_bad_lines_not_crashes(runner, line, message):
+    r = runner.invoke(app, ["view"], input=line + "\n")
+    assert r.exit_code == 3
+    assert r.stderr == f"ctxkit: error: {message}\n"
+
+
+def test_to_the_same_format_writes_the_view(runner, tmp_path):
+    lines = ['{"role":"user","content":"hi"}', "garbage", '{"role":"assistant","content":"hello"}']
+    r = runner.invoke(app, ["compact", "--to", "anthropic", "--on-bad-line", "skip", "--stage", "snip",
+                            "--store", str(tmp_path / "s")], input="\n".join(lines) + "\n")
+    assert r.exit_code == 0, r.stderr
+    assert "garbage" not in r.stdout and len(r.stdout.splitlines()) == 2
+
+
+def test_view_warns_about_skipped_lines(runner):
+    r = runner.invoke(app, ["view", "--on-bad-line", "skip"], input='{"role":"user","content":"hi"}\nnope\n')
+    assert r.exit_code == 0
+    assert "ctxkit: warning: skipped 1 unreadable line(s); first: <stdin>:2: not valid JSON" in r.stderr
+
+
+def test_tag_ids_flag_reaches_the_request_body(runner, tmp_path):
+    session = CC_CORPUS / "multi-prompt" / "session.jsonl"
+    if not session.exists():
+        pytest.skip(f"corpus session not found at {session}")
+    with_ids = runner.invoke(app, ["view", str(session), "--to", "anthropic-request", "--tag-ids"])
+    without = runner.invoke(app, ["view", str(session), "--to", "anthropic-request", "--no-tag-ids"])
+    assert with_ids.exit_code == 0 and without.exit_code == 0
+    body, plain = json.loads(with_ids.stdout), json.loads(without.stdout)
+    assert "[id:" in json.dumps(body["messages"]) and "[id:" not in json.dumps(plain["messages"])
+    assert any(t.get("name") == "snip" for t in body.get("tools", []))
+
+
+def test_snip_of_a_plain_list_names_where_the_lines_went(runner, tmp_path):
+    lines = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "a1"},
+             {"role": "user", "content": "two"}, {"role": "assistant", "content": "a2"},
+             {"role": "user", "content": "three"}, {"role": "assistant", "content": "a3"}]
+    src = tmp_path / "p.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    tagged = runner.invoke(app, ["view", str(src), "--tag-ids"]).stdout.splitlines()
+    sid = json.loads(tagged[2])["content"].rsplit("[id:", 1)[1].rstrip("]")
+    r = runner.invoke(app, ["snip", str(src), "--ids", sid, "--store", str(tmp_path / "s"), "-o",
+                            str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 0, r.stderr
+    archive = r.stderr.split("the removed lines are in ", 1)[1].strip()
+    assert "two" in open(archive).read()
+
+
+def test_a_closed_pipe_is_not_an_error():
+    p = subprocess.run(f"{sys.executable} -m ctxkit.cli.main view {EXAMPLE} | head -c 10 >/dev/null; "
+                       "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "error" not in p.stderr
