@@ -7,19 +7,74 @@ which puts it back. A ledger record (``Store.record_decision``) has the shape::
     {"state": "replaced" | "cleared", "replacement": <the exact text the model saw>,
      "blob": <path of the stored original>, "original": "text" | "json", "by": <stage id>}
 
+(plus ``"empty": <the original>`` and ``"blob": ""`` for an empty result replaced by a note),
 or ``{"state": "seen"}`` for a result the model has seen in full (frozen: never replaced later).
+
+Records are kept per scope (:func:`decision_scope`: the transcript's session), since
+transcripts sharing a store reuse tool ids. The stored original is the content as the
+transcript holds it: for an OpenAI ``tool`` message the line's own ``content`` value
+(:func:`original_content`), not the Anthropic blocks the view shows.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .store import Store
 
+if TYPE_CHECKING:
+    from .transcript.model import Transcript
+    from .transcript.view import BlockRef
+
 PERSISTED_OPEN = "<persisted-output>"
 PERSISTED_CLOSE = "</persisted-output>"
 PREVIEW_BYTES = 2_000
+#: What microcompact puts in place of a cleared tool result (its default ``placeholder``).
+CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
+
+
+def decision_scope(t: Transcript) -> str:
+    """The ledger scope of a transcript's decisions: which session they belong to.
+
+    Claude Code: the session id of the transcript's first entry that has one (stable when a
+    resumed session goes on in the same file under a new id). Plain message lists:
+    :func:`ctxkit.session_memory.session_key`, a hash of the first line (a compaction that
+    rewrites the first line starts a new scope: a new prefix).
+    """
+    if t.format == "claude-code":
+        for i in t.live_indexes():
+            sid = t.entry(i).get("sessionId")
+            if isinstance(sid, str) and sid:
+                return sid
+    from .session_memory import session_key  # lazily: session_memory imports much of ctxkit
+
+    return session_key(t)
+
+
+def original_content(t: Transcript, ref: BlockRef | None, block: dict) -> Any:
+    """What to store as a tool_result's original: the block's content, except for OpenAI ``tool``
+    messages, where it is the line's own ``content`` (text and image_url parts as written)."""
+    if t.format == "openai" and ref is not None:
+        return t.entry(ref.entry).get("content")
+    return block.get("content")
+
+
+def to_openai_content(content: Any) -> Any:
+    """An original as an OpenAI ``tool`` message's content: Anthropic blocks (from ledgers written
+    before originals were kept as the line had them) become OpenAI parts; anything else is kept."""
+    if not isinstance(content, list):
+        return content
+    out = []
+    for b in content:
+        if isinstance(b, dict) and b.get("type") == "image" and isinstance(b.get("source"), dict):
+            src = b["source"]
+            url = src.get("url") if src.get("type") == "url" else \
+                f"data:{src.get('media_type', '')};base64,{src.get('data', '')}"
+            out.append({"type": "image_url", "image_url": {"url": url or ""}})
+        else:
+            out.append(b)
+    return out
 
 
 def content_text(content: Any) -> str:
@@ -97,11 +152,12 @@ def persisted_message(text: str, blob_path: str, preview_bytes: int = PREVIEW_BY
     return body + PERSISTED_CLOSE
 
 
-def load_original(store: Store, record: dict[str, Any]) -> Any | None:
-    """The original content a ledger record points at, or None when the blob is gone."""
+def load_original(store: Store, record: dict[str, Any], default: Any = None) -> Any:
+    """The original content a ledger record points at, or ``default`` when the blob is gone (pass a
+    sentinel to tell a gone blob from a stored ``null``)."""
     data = store.read_blob(record.get("blob", ""))
     if data is None:
-        return None
+        return default
     if record.get("original") == "json":
         return orjson.loads(data)
     return data.decode("utf-8")

@@ -7,32 +7,73 @@ are named by the SHA-256 of their bytes, and re-writing a blob is a no-op.
 Layout::
 
     STORE/blobs/ab/abcdef....txt      tool outputs and archived messages
-    STORE/ledger.json                 tool_use_id -> decision (frozen replacements)
+    STORE/ledger.json                 decisions about tool results, per session (below)
     STORE/state.json                  session id -> small state (breaker, snip, memory...)
+    STORE/.lock                       taken (flock) while ledger.json and state.json are rewritten
+    STORE/tokens-*.json               exact token counts kept between runs (a cache)
+
+``ledger.json`` (format 2)::
+
+    {"format": 2,
+     "sessions": {"<scope>": {"<tool_use_id>": <decision>, ...}, ...},
+     "unscoped": {"<tool_use_id>": <decision>, ...}}
+
+Every transcript of a folder shares one store and frameworks reuse tool ids
+(``call_0``), so a decision is keyed by (scope, tool_use_id), the scope naming
+the transcript's session (:func:`ctxkit.persist.decision_scope`). ``unscoped``
+holds the records of ledgers written before scopes existed (a flat
+``tool_use_id -> decision`` document): they are never replayed by a stage, and
+``ctxkit expand`` uses one only when a tool result's content equals its
+``replacement`` exactly. What a decision holds: :mod:`ctxkit.persist`.
+
+Several runs may share a store at once (two ``ctxkit compact`` in one folder):
+:meth:`Store.flush` takes an exclusive lock on ``STORE/.lock``, re-reads the
+documents from disk, applies only the keys this run changed and writes them
+back atomically, so no run loses another's decisions (POSIX ``flock``; where
+``fcntl`` is missing the lock is skipped).
 """
 from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
 from .fileio import atomic_write
 
+try:  # POSIX only; elsewhere flushes are not serialized
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 DEFAULT_DIRNAME = ".ctxkit"
+LEDGER = "ledger.json"
+STATE = "state.json"
+LOCK = ".lock"
+LEDGER_FORMAT = 2
+
+_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
 
 class Store:
-    """A folder of blobs and two small JSON documents. Loaded lazily, saved by :meth:`flush`."""
+    """A folder of blobs and two small JSON documents. Loaded lazily, saved by :meth:`flush`.
+
+    With ``dry_run`` nothing is ever written (not even a damaged document moved aside): the
+    problem is only described in :attr:`warnings`.
+    """
 
     def __init__(self, root: Path, *, dry_run: bool = False):
         self.root = Path(root)
         self.dry_run = dry_run  # read decisions, write nothing (``ctxkit stats`` asks what would happen)
-        self._ledger: dict[str, Any] | None = None
+        self._sessions: dict[str, dict[str, Any]] | None = None  # scope -> tool_use_id -> decision
+        self._unscoped: dict[str, Any] = {}  # records of format-1 ledgers (no scope)
         self._state: dict[str, Any] | None = None
-        self._dirty: set[str] = set()
+        self._changed_decisions: set[tuple[str, str]] = set()  # (scope, tool_use_id) this run recorded
+        self._changed_sessions: set[str] = set()  # state.json keys this run updated
+        self.warnings: list[str] = []  # problems met while loading (damaged documents), for the caller to print
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
@@ -56,6 +97,8 @@ class Store:
     def find_blob(self, name: str) -> Path | None:
         """Find a blob by file name or by path recorded in a transcript (the store may have moved)."""
         base = Path(name).name
+        if not base:
+            return None
         candidate = self.root / "blobs" / base[:2] / base
         if candidate.exists():
             return candidate
@@ -66,39 +109,61 @@ class Store:
         path = self.find_blob(name)
         return path.read_bytes() if path else None
 
-    # -- ledger: decisions about tool results, frozen once made --------------------------------
+    # -- ledger: decisions about tool results, frozen once made, per scope ---------------------
     @property
-    def ledger(self) -> dict[str, Any]:
-        if self._ledger is None:
-            self._ledger = self._load("ledger.json")
-        return self._ledger
+    def sessions(self) -> dict[str, dict[str, Any]]:
+        """``scope -> tool_use_id -> decision`` (loaded on first use)."""
+        if self._sessions is None:
+            self._sessions, self._unscoped = _parse_ledger(self._load(LEDGER))
+        return self._sessions
 
-    def decision(self, tool_use_id: str) -> dict[str, Any] | None:
-        return self.ledger.get(tool_use_id)
+    @property
+    def unscoped(self) -> dict[str, Any]:
+        """Records of ledgers written before scopes existed (``tool_use_id -> decision``); read-only."""
+        _ = self.sessions
+        return self._unscoped
 
-    def record_decision(self, tool_use_id: str, decision: dict[str, Any]) -> None:
-        if self.ledger.get(tool_use_id) != decision:
-            self.ledger[tool_use_id] = decision
-            self._dirty.add("ledger.json")
+    def decision(self, tool_use_id: str, *, scope: str) -> dict[str, Any] | None:
+        """The decision recorded for this tool result in this scope (a transcript's session), if any."""
+        return self.sessions.get(scope or "default", {}).get(tool_use_id)
+
+    def record_decision(self, tool_use_id: str, decision: dict[str, Any], *, scope: str) -> None:
+        scope = scope or "default"
+        records = self.sessions.setdefault(scope, {})
+        if records.get(tool_use_id) != decision:
+            records[tool_use_id] = decision
+            self._changed_decisions.add((scope, tool_use_id))
+
+    def decisions_for(self, tool_use_id: str) -> list[tuple[str | None, dict[str, Any]]]:
+        """Every record of this tool id: ``(scope, decision)`` by scope name, then the unscoped one
+        (scope ``None``). For ``ctxkit expand``, which must match them against the content itself."""
+        out: list[tuple[str | None, dict[str, Any]]] = [
+            (scope, records[tool_use_id]) for scope, records in sorted(self.sessions.items())
+            if isinstance(records.get(tool_use_id), dict)]
+        legacy = self.unscoped.get(tool_use_id)
+        if isinstance(legacy, dict):
+            out.append((None, legacy))
+        return out
 
     # -- state: small per-session facts (circuit breaker, last summarized id, ...) -------------
     @property
     def state(self) -> dict[str, Any]:
         if self._state is None:
-            self._state = self._load("state.json")
+            self._state = self._load(STATE)
         return self._state
 
     def session_state(self, session: str) -> dict[str, Any]:
         return dict(self.state.get(session or "default", {}))
 
     def update_session_state(self, session: str, **values: Any) -> None:
-        cur = self.state.setdefault(session or "default", {})
+        key = session or "default"
+        cur = self.state.setdefault(key, {})
         for k, v in values.items():
             if v is None:
                 cur.pop(k, None)
             else:
                 cur[k] = v
-        self._dirty.add("state.json")
+        self._changed_sessions.add(key)
 
     # -- other small documents (e.g. token counts kept between runs) ---------------------------
     def load_document(self, name: str) -> dict[str, Any]:
@@ -109,6 +174,11 @@ class Store:
             atomic_write(self.root / name, orjson.dumps(value))
 
     # -- persistence ------------------------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Load the ledger and the state now; returns :attr:`warnings` (e.g. a damaged document)."""
+        _ = self.sessions, self.state
+        return list(self.warnings)
+
     def _load(self, name: str) -> dict[str, Any]:
         path = self.root / name
         if not path.exists():
@@ -116,19 +186,76 @@ class Store:
         try:
             value = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError:
-            # A damaged bookkeeping file must not stop the user's work; start afresh beside it.
-            os.replace(path, path.with_suffix(".damaged"))
+            # A damaged bookkeeping file must not stop the user's work: start afresh beside it (a dry
+            # run only ignores it: it writes nothing, not even the move).
+            if self.dry_run:
+                self._warn(f"{path} is damaged (not JSON); ignored")
+            else:
+                aside = path.with_suffix(".damaged")
+                os.replace(path, aside)
+                self._warn(f"{path} was damaged (not JSON); moved aside to {aside.name}, starting afresh")
             return {}
         return value if isinstance(value, dict) else {}
 
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
     def flush(self) -> None:
-        """Save the ledger and state if they changed (called once the output is safely written)."""
-        if self.dry_run:
+        """Save the decisions and state this run changed (called once the output is safely written).
+
+        Under the store's lock the documents are read again from disk and only the keys this run
+        recorded are applied, so runs sharing a store keep each other's decisions.
+        """
+        if self.dry_run or not (self._changed_decisions or self._changed_sessions):
             return
-        for name in sorted(self._dirty):
-            value = self._ledger if name == "ledger.json" else self._state
-            atomic_write(self.root / name, orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-        self._dirty.clear()
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            if self._changed_decisions:
+                sessions, unscoped = _parse_ledger(self._load(LEDGER))
+                mine = self.sessions
+                for scope, tid in sorted(self._changed_decisions):
+                    sessions.setdefault(scope, {})[tid] = mine[scope][tid]
+                doc: dict[str, Any] = {"format": LEDGER_FORMAT, "sessions": sessions}
+                if unscoped:
+                    doc["unscoped"] = unscoped
+                atomic_write(self.root / LEDGER, orjson.dumps(doc, option=_JSON_OPTIONS))
+                self._sessions, self._unscoped = sessions, unscoped
+                self._changed_decisions.clear()
+            if self._changed_sessions:
+                state = self._load(STATE)
+                mine = self.state
+                for key in sorted(self._changed_sessions):
+                    state[key] = mine.get(key, {})
+                atomic_write(self.root / STATE, orjson.dumps(state, option=_JSON_OPTIONS))
+                self._state = state
+                self._changed_sessions.clear()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive lock on ``STORE/.lock`` for the time of a read-merge-write (POSIX flock)."""
+        if fcntl is None:  # pragma: no cover - Windows
+            yield
+            return
+        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _parse_ledger(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """(scoped sessions, unscoped records) of a ledger document, current or from before scopes."""
+    if doc.get("format") == LEDGER_FORMAT and isinstance(doc.get("sessions"), dict):
+        sessions = {scope: dict(records) for scope, records in doc["sessions"].items() if isinstance(records, dict)}
+        unscoped = doc.get("unscoped")
+        return sessions, dict(unscoped) if isinstance(unscoped, dict) else {}
+    # format 1: a flat tool_use_id -> decision document
+    return {}, {tid: rec for tid, rec in doc.items() if isinstance(rec, dict)}
 
 
 def default_store_dir(transcript_path: str | None, cwd: Path | None = None) -> Path:

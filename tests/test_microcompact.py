@@ -10,6 +10,7 @@ from conftest import needs_corpus
 from test_stage_properties import Call, Turn, conversation, last_time, load, write, written
 
 from ctxkit.expand import expand
+from ctxkit.persist import decision_scope
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact, betas_for, context_management
 from ctxkit.stages.tool_result_budget import ToolResultBudget
 from ctxkit.transcript import pairing_problems, read_transcript
@@ -57,7 +58,7 @@ def test_the_ledger_keeps_the_original_and_expand_restores_it(tmp_path, make_con
     ctx = make_context(now=last_time(entries) + timedelta(hours=3))
     out = Microcompact("mc", {}).run(t, ctx)
     tid = out.report.details["cleared"][0]
-    record = ctx.store.decision(tid)
+    record = ctx.store.decision(tid, scope=decision_scope(t))
     assert set(record) == {"state", "replacement", "blob", "original", "by"}
     assert record["state"] == "cleared" and record["replacement"] == PLACEHOLDER
     assert record["original"] == "text" and record["by"] == "mc"
@@ -74,7 +75,7 @@ def test_list_content_is_stored_as_json(tmp_path, make_context):
     t = read_transcript(write(tmp_path / "t.jsonl", entries))
     ctx = make_context(now=last_time(entries) + timedelta(hours=2))
     out = Microcompact("mc", {"keep_recent": 1}).run(t, ctx)
-    record = ctx.store.decision(out.report.details["cleared"][0])
+    record = ctx.store.decision(out.report.details["cleared"][0], scope=decision_scope(t))
     assert record["original"] == "json" and json.loads(open(record["blob"]).read()) == blocks
 
 
@@ -134,7 +135,7 @@ def test_a_persisted_result_is_cleared_with_the_true_original_kept(tmp_path, mak
     budgeted = ToolResultBudget("budget", {}).run(t, ctx).transcript
     out = Microcompact("mc", {"keep_recent": 1}).run(budgeted, ctx)
     tid = out.report.details["cleared"][0]
-    assert open(ctx.store.decision(tid)["blob"]).read() == big
+    assert open(ctx.store.decision(tid, scope=decision_scope(t))["blob"]).read() == big
     assert expand(out.transcript, ctx.store)[0].view().api_messages() == t.view().api_messages()
 
 

@@ -285,15 +285,26 @@ def expand(
     on_bad_line: BadLineOpt = "fail",
     store: StoreOpt = None,
 ) -> None:
-    """Put back every tool output a stage moved to the store: nothing was lost."""
+    """Put back every tool output a stage moved to the store: nothing was lost.
+
+    Exit 1 when some outputs could not be restored: a placeholder or <persisted-output> whose
+    original is not in the store (e.g. the wrong --store); everything else is restored and written.
+    """
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
-    st = Store(store or default_store_dir(source))
+    st = Store(store or default_store_dir(source), dry_run=True)  # expand only reads the store
+    console = stderr_console()
+    if not st.root.is_dir():
+        print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
     new, report = expand_transcript(t, st, search_dirs=search)
     with atomic_output(output) as out:
         write_transcript(new, out)
-    console = stderr_console()
+    warn_bad_lines(t)
+    print_warnings(st.warnings)
     console.print(f"restored {len(report.restored)} tool output(s)", markup=False)
     if report.missing:
-        console.print(f"ctxkit: warning: {len(report.missing)} output(s) could not be found in {st.root}: "
-                      f"{', '.join(report.missing[:5])}", markup=False)
+        why = "; ".join(f"{n} {reason}" for reason, n in report.missing_by_reason().items())
+        ids = ", ".join(tid or "?" for tid, _ in report.missing[:5]) + (", ..." if len(report.missing) > 5 else "")
+        print_warnings([f"{len(report.missing)} tool output(s) could not be restored (store {st.root}): {why} "
+                        f"[{ids}]"])
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))

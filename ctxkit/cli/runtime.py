@@ -73,6 +73,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     )
     if ctx.tokens.name != "rough":
         ctx.tokens.import_cache(ctx.store.load_document(_token_cache_name(pol)))
+    for problem in ctx.store.check():  # a damaged ledger or state (a dry run only ignores it)
+        ctx.warn(problem)
     if t.info.bad_lines.count:
         ctx.warn(f"skipped {t.info.bad_lines.count} unreadable line(s); first: {t.info.bad_lines.first[0]}")
     if ctx.tokens.notice:

@@ -6,13 +6,20 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import parse_instant
-from ..persist import content_size, has_media, store_original
+from ..persist import (
+    CLEARED_PLACEHOLDER,
+    content_size,
+    decision_scope,
+    has_media,
+    original_content,
+    store_original,
+)
 from ..transcript.edit import archive_entries, replace_blocks, strip_thinking_after
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
 from .base import Context, Stage, StageResult, register
 
-PLACEHOLDER = "[Old tool result content cleared]"
+PLACEHOLDER = CLEARED_PLACEHOLDER
 MODES = ("time-based", "api-native", "both")
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 COMPACT_BETA = "compact-2026-01-12"
@@ -171,7 +178,9 @@ class Microcompact(Stage):
     already shorter than the placeholder are left alone.
 
     Unlike Claude Code, nothing is lost: each cleared result is saved to the
-    store first and recorded in the ledger (state ``cleared``), so ``ctxkit
+    store first (for OpenAI ``tool`` messages, the line's own content, images
+    included) and recorded in the ledger (state ``cleared``, under the
+    transcript's session: :func:`ctxkit.persist.decision_scope`), so ``ctxkit
     expand`` brings it back; and the decision is frozen: later runs replay the
     same placeholder, even while the cache is warm again. While the cache is
     warm nothing new is cleared, so the view stays byte-identical. Thinking
@@ -233,7 +242,7 @@ class Microcompact(Stage):
             body = context_management(self.options, cold=cold)
             if body:
                 details["context_management"] = body
-        changes, cleared, replayed, first = self._plan(view, ctx, cold and self.options["mode"] != "api-native")
+        changes, cleared, replayed, first = self._plan(t, view, ctx, cold and self.options["mode"] != "api-native")
         if not changes:
             if self.options["mode"] == "api-native":
                 return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
@@ -259,8 +268,9 @@ class Microcompact(Stage):
             reason += f", replayed {len(replayed)}"
         return StageResult(new, self.report(action="applied", reason=reason, details=details))
 
-    def _plan(self, view: View, ctx: Context, clear_now: bool):
+    def _plan(self, t: Transcript, view: View, ctx: Context, clear_now: bool):
         """Which results to clear now and which earlier clearings to replay: (changes, cleared, replayed, first)."""
+        scope = decision_scope(t)
         names = view.tool_names()
         compactable = ctx.policy.tools.compactable
         placeholder = self.options["placeholder"]
@@ -274,7 +284,7 @@ class Microcompact(Stage):
                 if block.get("type") != "tool_result" or ref is None:
                     continue
                 tid = block.get("tool_use_id", "")
-                decision = ctx.store.decision(tid) or {}
+                decision = ctx.store.decision(tid, scope=scope) or {}
                 if decision.get("state") == "cleared":
                     if block.get("content") != decision.get("replacement"):
                         changes[ref] = {**block, "content": decision["replacement"]}
@@ -290,15 +300,15 @@ class Microcompact(Stage):
                 if content == placeholder or not (has_media(content) or content_size(content) > len(placeholder)):
                     continue
                 tid = block.get("tool_use_id", "")
-                self._record(ctx, tid, content, placeholder)
+                self._record(ctx, scope, tid, original_content(t, ref, block), placeholder)
                 changes[ref] = {**block, "content": placeholder}
                 cleared.append(tid)
                 first = mi if first is None else min(first, mi)
         return changes, cleared, replayed, (first or 0)
 
-    def _record(self, ctx: Context, tid: str, content: Any, placeholder: str) -> None:
+    def _record(self, ctx: Context, scope: str, tid: str, content: Any, placeholder: str) -> None:
         """Save the original to the store and freeze the decision in the ledger (``ctxkit expand`` reads it)."""
-        earlier = ctx.store.decision(tid) or {}
+        earlier = ctx.store.decision(tid, scope=scope) or {}
         if earlier.get("state") == "replaced" and earlier.get("blob"):
             blob, kind = earlier["blob"], earlier.get("original", "text")  # the true original, not the preview
         elif earlier.get("state") == "replaced":
@@ -306,4 +316,4 @@ class Microcompact(Stage):
         else:
             blob, kind = store_original(ctx.store, content)
         ctx.store.record_decision(tid, {"state": "cleared", "replacement": placeholder, "blob": blob,
-                                        "original": kind, "by": self.id})
+                                        "original": kind, "by": self.id}, scope=scope)

@@ -13,7 +13,8 @@ budget, the way Claude Code does:
 * **Per message**: when the results of one user message together exceed ``max_message_chars``
   (default 200,000), the largest fresh results are persisted until the rest fits.
 * **Frozen decisions**: once the model has seen a result (in full, or as a preview) that decision
-  never changes: the ledger in the store remembers each tool_use id, and a replacement is
+  never changes: the ledger in the store remembers each tool_use id (per session: transcripts
+  sharing a store may reuse ids, see :func:`ctxkit.persist.decision_scope`), and a replacement is
   replayed with exactly the same bytes, so running ``compact`` again on a grown transcript leaves
   the earlier view byte-identical (the provider's prompt cache stays warm).
 
@@ -36,9 +37,11 @@ from typing import Any
 from ..persist import (
     content_size,
     content_text,
+    decision_scope,
     has_media,
     is_empty,
     original_bytes,
+    original_content,
     persisted_message,
     store_original,
 )
@@ -79,6 +82,7 @@ class ToolResultBudget(Stage):
         replayed: list[str] = []
         noted_empty: list[str] = []
         store = ctx.store
+        scope = decision_scope(t)
         for msg in view.messages:
             if msg.role != "user":
                 continue
@@ -90,7 +94,7 @@ class ToolResultBudget(Stage):
                 ref = msg.refs[k]
                 tid = block.get("tool_use_id", "")
                 content = block.get("content")
-                decision = store.decision(tid)
+                decision = store.decision(tid, scope=scope)
                 if decision and decision.get("state") in ("replaced", "cleared"):
                     if ref is not None and content != decision.get("replacement"):
                         changes[ref] = {**block, "content": decision["replacement"]}
@@ -105,16 +109,19 @@ class ToolResultBudget(Stage):
                 if is_empty(content) and not has_media(content):
                     note = self.options["empty_note"].format(tool=tool or "Tool")
                     changes[ref] = {**block, "content": note}
+                    original = original_content(t, ref, block)
+                    if original is None and t.format != "openai":
+                        original = ""
                     store.record_decision(tid, {"state": "replaced", "replacement": note, "blob": "", "original":
-                                                "json" if isinstance(content, list) else "text", "by": self.id,
-                                                "empty": content if content is not None else ""})
+                                                "json" if isinstance(original, list) else "text", "by": self.id,
+                                                "empty": original}, scope=scope)
                     total += len(note) - size
                     noted_empty.append(tid)
                     continue
                 if has_media(content) or tool in self.options["exempt_tools"]:
                     continue
                 if size > self._limit(tool):
-                    saved = self._persist(block, ref, tid, changes, store)
+                    saved = self._persist(t, block, ref, tid, changes, store, scope)
                     if saved is not None:
                         total += saved - size
                         persisted.append(tid)
@@ -125,7 +132,7 @@ class ToolResultBudget(Stage):
                 if total <= self.options["max_message_chars"]:
                     break
                 block = msg.content[k]
-                saved = self._persist(block, msg.refs[k], block["tool_use_id"], changes, store)
+                saved = self._persist(t, block, msg.refs[k], block["tool_use_id"], changes, store, scope)
                 if saved is not None:
                     total += saved - size
                     persisted.append(block["tool_use_id"])
@@ -134,12 +141,12 @@ class ToolResultBudget(Stage):
             for k, block in enumerate(msg.content):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
-                    if tid and not store.decision(tid):
-                        store.record_decision(tid, {"state": "seen"})
+                    if tid and not store.decision(tid, scope=scope):
+                        store.record_decision(tid, {"state": "seen"}, scope=scope)
         new = replace_blocks(t, changes)
         action = "applied" if changes else "nothing-to-do"
         details: dict[str, Any] = {"persisted": persisted, "replayed": replayed, "empty_notes": noted_empty,
-                                   "store": str(store.root)}
+                                   "store": str(store.root), "scope": scope}
         reason = (f"persisted {len(persisted)} result(s), replayed {len(replayed)}, noted {len(noted_empty)} empty"
                   if changes else "every tool result is within budget")
         return StageResult(new, self.report(action=action, reason=reason, details=details))
@@ -147,18 +154,19 @@ class ToolResultBudget(Stage):
     def _limit(self, tool: str) -> int:
         return int(self.options["per_tool"].get(tool, self.options["max_result_chars"]))
 
-    def _persist(self, block: dict, ref: BlockRef | None, tid: str, changes: dict, store) -> int | None:
+    def _persist(self, t: Transcript, block: dict, ref: BlockRef | None, tid: str, changes: dict, store,
+                 scope: str) -> int | None:
         """Persist one result; returns the size of its replacement, or None when a preview would not be
         shorter than the result itself (tiny limits): then the result stays as it is."""
-        content = block.get("content")
-        text = content_text(content)
-        data, suffix, _ = original_bytes(content)
+        text = content_text(block.get("content"))
+        original = original_content(t, ref, block)  # an OpenAI line's own content, as written
+        data, suffix, _ = original_bytes(original)
         if len(persisted_message(text, str(store.blob_path(data, suffix)), self.options["preview_bytes"])) >= len(text):
             return None
-        blob, kind = store_original(store, content)
+        blob, kind = store_original(store, original)
         replacement = persisted_message(text, blob, self.options["preview_bytes"])
         if ref is not None:
             changes[ref] = {**block, "content": replacement}
         store.record_decision(tid, {"state": "replaced", "replacement": replacement, "blob": blob, "original": kind,
-                                    "by": self.id})
+                                    "by": self.id}, scope=scope)
         return len(replacement)
