@@ -17,6 +17,7 @@ transcript holds it: for an OpenAI ``tool`` message the line's own ``content`` v
 """
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -133,6 +134,24 @@ def original_bytes(content: Any) -> tuple[bytes, str, str]:
     if isinstance(content, str):
         return content.encode("utf-8"), ".txt", "text"
     return orjson.dumps(content), ".json", "json"
+
+
+def content_digest(content: Any) -> str:
+    """A short fingerprint of a tool_result's content (what a decision was made about)."""
+    return hashlib.sha256(original_bytes(content)[0]).hexdigest()[:32]
+
+
+def decision_applies(record: dict[str, Any] | None, content: Any) -> bool:
+    """Whether a ledger record is about *this* result: its content is the recorded replacement, or one of
+    the contents the decision was made on (``accepts``). Tool ids repeat across conversations (``call_0``),
+    so a record with the same id but other content is someone else's: never replayed over this one.
+    Records written before fingerprints existed have no ``accepts`` and apply as before."""
+    if not record:
+        return False
+    if content == record.get("replacement"):
+        return True
+    accepts = record.get("accepts")
+    return accepts is None or content_digest(content) in accepts
 
 
 def store_original(store: Store, content: Any) -> tuple[str, str]:

@@ -59,7 +59,7 @@ def test_the_ledger_keeps_the_original_and_expand_restores_it(tmp_path, make_con
     out = Microcompact("mc", {}).run(t, ctx)
     tid = out.report.details["cleared"][0]
     record = ctx.store.decision(tid, scope=decision_scope(t))
-    assert set(record) == {"state", "replacement", "blob", "original", "by"}
+    assert set(record) == {"state", "replacement", "blob", "original", "by", "accepts"}
     assert record["state"] == "cleared" and record["replacement"] == PLACEHOLDER
     assert record["original"] == "text" and record["by"] == "mc"
     assert open(record["blob"]).read() == OUTPUT

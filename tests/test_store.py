@@ -77,7 +77,7 @@ def test_transcripts_sharing_a_folder_and_tool_ids_keep_their_own_decisions(runn
     assert ledger["format"] == 2 and set(ledger) == {"format", "sessions"}
     ta, tb = read_transcript(a), read_transcript(b)
     assert ledger["sessions"][decision_scope(ta)]["call_0"]["state"] == "replaced"
-    assert ledger["sessions"][decision_scope(tb)]["call_0"] == {"state": "seen"}
+    assert ledger["sessions"][decision_scope(tb)]["call_0"] ["state"] == "seen"
 
 
 def test_the_scope_of_a_claude_code_transcript_is_its_first_session_id(tmp_path):
@@ -159,7 +159,7 @@ def test_an_unscoped_ledger_is_read_by_expand_only_on_an_exact_match(tmp_path, m
     ctx.store.flush()
     ledger = json.loads((store_dir / "ledger.json").read_text())
     assert ledger["unscoped"]["call_0"]["replacement"] == replacement
-    assert ledger["sessions"][decision_scope(other)]["call_0"] == {"state": "seen"}
+    assert ledger["sessions"][decision_scope(other)]["call_0"] ["state"] == "seen"
 
 
 # -- concurrent runs ------------------------------------------------------------------------------
@@ -314,3 +314,28 @@ def test_expand_all_prefers_the_scope_of_the_transcript_it_was_given(tmp_path, m
     ctx.store.flush()
     back, report = expand_all(out.transcript, Store(ctx.store.root))
     assert report.restored == ["call_0"] and _result(back) == BIG_A
+
+
+def test_a_decision_about_another_result_with_the_same_id_is_never_replayed(tmp_path, make_context):
+    """Two conversations that start alike (same first line: same scope) and reuse ``call_0``: the second
+    one's result is not the first one's, so the first one's frozen replacement must not cover it."""
+    from ctxkit.stages.tool_result_budget import ToolResultBudget
+    from ctxkit.transcript import read_transcript
+
+    def session(name, result):
+        lines = [{"role": "user", "content": "same start"},
+                 {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0", "name": "Bash", "input": {}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": result}]}]
+        p = tmp_path / name
+        p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return read_transcript(p)
+
+    ctx = make_context(store_dir=tmp_path / "store")
+    first = ToolResultBudget("b", {}).run(session("a.jsonl", "A" * 60_000), ctx)
+    assert first.report.details["persisted"] == ["call_0"]
+    ctx.store.flush()
+    second = ToolResultBudget("b", {}).run(session("b.jsonl", "the answer in B is 42"),
+                                           make_context(store_dir=tmp_path / "store"))
+    assert second.report.details["replayed"] == []
+    shown = [b["content"] for m in second.transcript.view().messages for b in m.content if b.get("type") == "tool_result"]
+    assert shown == ["the answer in B is 42"]

@@ -8,7 +8,9 @@ from typing import Any
 from ..clock import parse_instant
 from ..persist import (
     CLEARED_PLACEHOLDER,
+    content_digest,
     content_size,
+    decision_applies,
     decision_scope,
     has_media,
     original_content,
@@ -285,6 +287,8 @@ class Microcompact(Stage):
                     continue
                 tid = block.get("tool_use_id", "")
                 decision = ctx.store.decision(tid, scope=scope) or {}
+                if not decision_applies(decision, block.get("content")):
+                    decision = {}  # the same tool id in another conversation: not this result's decision
                 if decision.get("state") == "cleared":
                     if block.get("content") != decision.get("replacement"):
                         changes[ref] = {**block, "content": decision["replacement"]}
@@ -300,13 +304,13 @@ class Microcompact(Stage):
                 if content == placeholder or not (has_media(content) or content_size(content) > len(placeholder)):
                     continue
                 tid = block.get("tool_use_id", "")
-                self._record(ctx, scope, tid, original_content(t, ref, block), placeholder)
+                self._record(ctx, scope, tid, original_content(t, ref, block), placeholder, content)
                 changes[ref] = {**block, "content": placeholder}
                 cleared.append(tid)
                 first = mi if first is None else min(first, mi)
         return changes, cleared, replayed, (first or 0)
 
-    def _record(self, ctx: Context, scope: str, tid: str, content: Any, placeholder: str) -> None:
+    def _record(self, ctx: Context, scope: str, tid: str, content: Any, placeholder: str, seen: Any) -> None:
         """Save the original to the store and freeze the decision in the ledger (``ctxkit expand`` reads it)."""
         earlier = ctx.store.decision(tid, scope=scope) or {}
         if earlier.get("state") == "replaced" and earlier.get("blob"):
@@ -315,5 +319,7 @@ class Microcompact(Stage):
             blob, kind = store_original(ctx.store, earlier.get("empty", ""))
         else:
             blob, kind = store_original(ctx.store, content)
+        # the decision is about the true original and about what the model saw before (a preview)
+        accepts = sorted(set(earlier.get("accepts") or []) | {content_digest(seen)})
         ctx.store.record_decision(tid, {"state": "cleared", "replacement": placeholder, "blob": blob,
-                                        "original": kind, "by": self.id}, scope=scope)
+                                        "original": kind, "by": self.id, "accepts": accepts}, scope=scope)

@@ -35,8 +35,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..persist import (
+    content_digest,
     content_size,
     content_text,
+    decision_applies,
     decision_scope,
     has_media,
     is_empty,
@@ -95,6 +97,8 @@ class ToolResultBudget(Stage):
                 tid = block.get("tool_use_id", "")
                 content = block.get("content")
                 decision = store.decision(tid, scope=scope)
+                if decision and not decision_applies(decision, content):
+                    decision = None  # the same tool id in another conversation: this result is fresh
                 if decision and decision.get("state") in ("replaced", "cleared"):
                     if ref is not None and content != decision.get("replacement"):
                         changes[ref] = {**block, "content": decision["replacement"]}
@@ -114,7 +118,8 @@ class ToolResultBudget(Stage):
                         original = ""
                     store.record_decision(tid, {"state": "replaced", "replacement": note, "blob": "", "original":
                                                 "json" if isinstance(original, list) else "text", "by": self.id,
-                                                "empty": original}, scope=scope)
+                                                "empty": original, "accepts": [content_digest(content)]},
+                                          scope=scope)
                     total += len(note) - size
                     noted_empty.append(tid)
                     continue
@@ -141,8 +146,9 @@ class ToolResultBudget(Stage):
             for k, block in enumerate(msg.content):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
-                    if tid and not store.decision(tid, scope=scope):
-                        store.record_decision(tid, {"state": "seen"}, scope=scope)
+                    if tid and not decision_applies(store.decision(tid, scope=scope), block.get("content")):
+                        store.record_decision(tid, {"state": "seen", "accepts": [content_digest(block.get("content"))]},
+                                              scope=scope)
         new = replace_blocks(t, changes)
         action = "applied" if changes else "nothing-to-do"
         details: dict[str, Any] = {"persisted": persisted, "replayed": replayed, "empty_notes": noted_empty,
@@ -168,5 +174,5 @@ class ToolResultBudget(Stage):
         if ref is not None:
             changes[ref] = {**block, "content": replacement}
         store.record_decision(tid, {"state": "replaced", "replacement": replacement, "blob": blob, "original": kind,
-                                    "by": self.id}, scope=scope)
+                                    "accepts": [content_digest(block.get("content"))], "by": self.id}, scope=scope)
         return len(replacement)
