@@ -288,7 +288,7 @@ class Collapse(Stage):
             details["staged"] = len(self.staged_runs(view, ctx))
             return StageResult(t, self.report(action="nothing-to-do", reason=f"{tokens:,} tokens, below the commit "
                                               f"threshold {commit_at:,}", details=details))
-        runs = self._commits(view, self.staged_runs(view, ctx), ctx)
+        runs = self._commits(view, self.staged_runs(view, ctx), ctx, plain=t.format != "claude-code")
         upgrades: list[dict] = []
         note = None
         if self.options["llm"] and tokens >= llm_at:
@@ -322,9 +322,12 @@ class Collapse(Stage):
         return StageResult(new, self.report(action="applied", reason=reason, details=details,
                                             warnings=[note] if note and "failed" in note else []))
 
-    def _commits(self, view: View, spans: list[tuple[int, int]], ctx: Context) -> list[dict]:
-        """A commit for each staged span whose rule-based summary is shorter than the span."""
+    def _commits(self, view: View, spans: list[tuple[int, int]], ctx: Context, *, plain: bool = False) -> list[dict]:
+        """A commit for each staged span whose rule-based summary is shorter than the span (in a plain message
+        list the summary line also names the archive: a path in the store, counted too)."""
         out = []
+        pointer = ctx.tokens.count_text(f"\n{ARCHIVE_LINE}{ctx.store.root.resolve()}/blobs/00/{'0' * 64}.json") \
+            if plain else 0
         for start, end in spans:
             span = view.messages[start:end]
             calls = [b for m in span for b in m.tool_uses()]
@@ -332,7 +335,7 @@ class Collapse(Stage):
             text = rule_summary(calls, results)
             messages = [m.api() for m in span]
             tokens = ctx.tokens.count_messages(messages)
-            if ctx.tokens.count_text(text) + _SUMMARY_OVERHEAD >= tokens:
+            if ctx.tokens.count_text(text) + _SUMMARY_OVERHEAD + pointer >= tokens:
                 continue
             out.append({"key": calls[0]["id"], "toolUseIds": [c["id"] for c in calls], "summary": text,
                         "by": "rule", "start": start, "end": end, "tokens": tokens, "messages": messages})
