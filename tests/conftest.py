@@ -6,6 +6,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# In CI the property tests replay the same examples every run (a red CI must mean a change broke
+# something, not that the search got lucky); locally they explore new examples each time.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CTXKIT_SHARED", ROOT.parent / "shared"))

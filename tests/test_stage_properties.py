@@ -17,6 +17,7 @@ shared with the stage tests (``from test_stage_properties import ...``).
 """
 from __future__ import annotations
 
+import os
 import io
 import json
 import shutil
@@ -197,7 +198,7 @@ APPENDING_STAGES = {"attachments"}  # exist to add state at the tail of the view
 # behind the compaction boundary (not for expand to bring back), and a summary asked for by hand
 # (--force) may be longer than a very short conversation. They get only realistic windows.
 COMPACTING_STAGES = {"autocompact"}
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = settings(max_examples=int(os.environ.get("CTXKIT_HYPOTHESIS_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                            HealthCheck.too_slow])
 
 
