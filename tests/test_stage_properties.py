@@ -17,9 +17,9 @@ shared with the stage tests (``from test_stage_properties import ...``).
 """
 from __future__ import annotations
 
-import os
 import io
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
