@@ -307,7 +307,24 @@ class _AnthropicAPI:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-class AnthropicSummarizer(_AnthropicAPI):
+class _PromptedSummarizer:
+    """What the model-backed summarizers share: the compaction prompt in, the nine sections out."""
+
+    max_output_tokens: int
+
+    def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
+        raw = self.complete(
+            build_summary_request(messages, instructions),
+            system=SUMMARY_SYSTEM_PROMPT,
+            max_tokens=self.max_output_tokens,
+        )
+        return format_summary(raw)
+
+
+class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
     """Summaries from Claude through the Messages API.
 
     The API key comes from ``ANTHROPIC_API_KEY`` only (never from a policy
@@ -378,13 +395,6 @@ class AnthropicSummarizer(_AnthropicAPI):
             )
         return text
 
-    def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
-        raw = self.complete(
-            build_summary_request(messages, instructions),
-            system=SUMMARY_SYSTEM_PROMPT,
-            max_tokens=self.max_output_tokens,
-        )
-        return format_summary(raw)
 
 
 def _tail(data: bytes, limit: int = 2000) -> str:
@@ -392,7 +402,7 @@ def _tail(data: bytes, limit: int = 2000) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-class CommandSummarizer:
+class CommandSummarizer(_PromptedSummarizer):
     """Summaries from a shell command: the prompt on its stdin, the summary on its stdout.
 
     Lets a policy plug in any model runner without ctxkit knowing about it.
@@ -467,13 +477,6 @@ class CommandSummarizer:
             raise LLMError(f"malformed summary: the summarizer command {self._describe()!r} printed nothing")
         return text
 
-    def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
-        raw = self.complete(
-            build_summary_request(messages, instructions),
-            system=SUMMARY_SYSTEM_PROMPT,
-            max_tokens=self.max_output_tokens,
-        )
-        return format_summary(raw)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -75,3 +75,14 @@ def make_context(tmp_path):
         )
 
     return make
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    """A typer CliRunner in a fresh working directory, with no user policy and no API key."""
+    from typer.testing import CliRunner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return CliRunner()

@@ -5,19 +5,10 @@ import json
 
 import pytest
 from conftest import ROOT, cc_sessions
-from typer.testing import CliRunner
 
 from ctxkit.cli.main import app
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return CliRunner()
 
 
 def invoke(runner, args, input=None):

@@ -7,19 +7,10 @@ import sys
 
 import pytest
 from conftest import CC_CORPUS, ROOT
-from typer.testing import CliRunner
 
 from ctxkit.cli.main import app
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return CliRunner()
 
 
 def test_crlf_transcript_is_written_back_byte_for_byte(runner, tmp_path):

@@ -8,7 +8,6 @@ import sys
 
 import orjson
 import pytest
-from typer.testing import CliRunner
 
 from ctxkit.cli.main import app
 from ctxkit.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
@@ -43,14 +42,6 @@ def _lines(path):
 def _result(t, tid="call_0"):
     return next(b["content"] for m in t.view().messages for b in m.content
                 if b.get("type") == "tool_result" and b.get("tool_use_id") == tid)
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return CliRunner()
 
 
 def invoke(runner, args):
