@@ -287,6 +287,11 @@ class Autocompact(Stage):
             ctx.warn(f"autocompact failed ({failures} of {limit} in a row): {exc.message}; the transcript is "
                      f"unchanged{note}")
             return self._result(t, "failed", exc.message, details)
+        if written.post_tokens >= tokens:
+            # e.g. /compact on a conversation of a few short messages: the summary is the longer text
+            details["post_tokens"] = written.post_tokens
+            return self._result(t, "nothing-to-do", f"a compacted context ({written.post_tokens:,} tokens) would "
+                                f"not be smaller than the {tokens:,} tokens it replaces; left as it is", details)
         if STATE_KEY in ctx.store.session_state(key):
             ctx.store.update_session_state(key, **{STATE_KEY: None})  # a success closes the breaker
         forget(ctx.store, t)
