@@ -6,13 +6,12 @@ transcript with the request it sent next. Set CTXKIT_EXTRA_CORPUS to a folder of
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from pathlib import Path
 
 import pytest
-from test_transcript import core
+from test_transcript import core, last_main_request
 
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.claude_code import TASK_NOTIFICATION_WRAPPER, TOOL_LOADED_TEXT
@@ -180,12 +179,7 @@ def _extra_sessions() -> list[Path]:
 @pytest.mark.skipif(not _extra_sessions(), reason="CTXKIT_EXTRA_CORPUS not set (a folder of recorded sessions)")
 @pytest.mark.parametrize("session", _extra_sessions(), ids=lambda p: p.name)
 def test_view_reproduces_extra_recordings(session):
-    last = None
-    with gzip.open(session / "requests.jsonl.gz", "rt") as f:
-        for line in f:
-            body = json.loads(line)["body"]
-            if body.get("tools"):
-                last = body
+    last = last_main_request(session)
     assert last is not None
     got = view_messages(read_transcript(session / "session.jsonl"), "anthropic")
     cg, cw = core(got), core(last["messages"])
