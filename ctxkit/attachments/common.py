@@ -159,7 +159,7 @@ def _claude_code_events(t: Transcript) -> Iterator[Event]:
     uses: dict[str, tuple[str, dict]] = {}
     seen_rounds: set[str] = set()
     for i in order:
-        d = t.entry(i)
+        d = t.peek(i)  # parsed copies are kept for the view's own entries only
         typ = d.get("type")
         ts = parse_time(d.get("timestamp"))
         if typ == "assistant":
@@ -180,7 +180,7 @@ def _claude_code_events(t: Transcript) -> Iterator[Event]:
             for b in results:
                 use = uses.get(b.get("tool_use_id", ""))
                 if use is not None:
-                    meta = d.get("toolUseResult") if len(results) == 1 else None
+                    meta = t.full_entry(i).get("toolUseResult") if len(results) == 1 else None
                     yield Event("tool", ts, use[0], use[1], result=b, meta=meta)
             if not results and _is_prompt(d, blocks):
                 yield Event("prompt", ts, text="\n".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
@@ -330,7 +330,7 @@ def _session_facts(t: Transcript) -> dict[str, Any]:
     if t.format != "claude-code":
         return facts
     for i in t.live_indexes():
-        d = t.entry(i)
+        d = t.peek(i)  # every line is read once here: keep none of them parsed (memory follows the view)
         typ = d.get("type")
         if d.get("isSidechain"):
             continue

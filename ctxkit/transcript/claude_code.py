@@ -319,7 +319,9 @@ def build_messages(t: Transcript, order: list[int]) -> View:
     orphans: list[tuple[int, str]] = []
     open_assistant: int | None = None  # index in msgs of the assistant message still taking fragments
     for i in order:
-        d = t.entry(i)
+        # attachments are read without keeping them parsed: some (prompt snapshots) are large and add
+        # nothing to the view; the few that render are small
+        d = t.peek(i) if _meta(t, i).type == "attachment" else t.entry(i)
         typ = d.get("type")
         if typ == "assistant":
             msg = d.get("message") or {}

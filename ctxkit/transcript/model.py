@@ -12,10 +12,32 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import orjson
+
 from .jsonl import BadLines, Source, dumps, parse_line
 
 if TYPE_CHECKING:
     from .view import View
+
+
+# Fields of a Claude Code entry that only the harness reads: left out of the parsed copies kept in
+# memory, put back whenever the entry is written.
+HARNESS_ONLY_KEYS = ("toolUseResult",)
+
+
+def _with_harness_keys(entry: dict, original: dict) -> dict:
+    """``entry`` with the harness-only fields of ``original`` back, in their original place."""
+    missing = [k for k in HARNESS_ONLY_KEYS if k in original and k not in entry]
+    if not missing:
+        return entry
+    out = {}
+    for k in original:
+        if k in entry:
+            out[k] = entry[k]
+        elif k in missing:
+            out[k] = original[k]
+    out.update((k, v) for k, v in entry.items() if k not in out)
+    return out
 
 
 class Line:
@@ -77,11 +99,30 @@ class Transcript:
             return self.overrides[i]
         cached = self._cache.get(i)
         if cached is None:
-            line = self.lines[i]
-            cached = parse_line(self.source.name, line.no, self.source.read_at(line.offset, line.length),
-                                line.had_newline)
+            cached = self._parse(i)
+            if not self._keep_all_parsed and any(k in cached for k in HARNESS_ONLY_KEYS):
+                # kept without the harness's own copy of the tool output (not model-visible, often as big
+                # as the output itself): memory follows the view; full_entry() and write() restore it
+                cached = {k: v for k, v in cached.items() if k not in HARNESS_ONLY_KEYS}
             self._cache[i] = cached
         return cached
+
+    def peek(self, i: int) -> dict:
+        """Like :meth:`entry`, without keeping a parsed copy (for large entries read once)."""
+        if i >= len(self.lines) or i in self.overrides or i in self._cache:
+            return self.entry(i)
+        return self._parse(i)
+
+    def _parse(self, i: int) -> dict:
+        line = self.lines[i]
+        return parse_line(self.source.name, line.no, self.source.read_at(line.offset, line.length), line.had_newline)
+
+    def full_entry(self, i: int) -> dict:
+        """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
+        d = self.entry(i)
+        if i >= len(self.lines) or self._keep_all_parsed:
+            return d
+        return _with_harness_keys(d, self._parse(i))
 
     def is_changed(self, i: int) -> bool:
         return i >= len(self.lines) or i in self.overrides
@@ -138,7 +179,11 @@ class Transcript:
                 continue
             ending = b"\r\n" if raw.endswith(b"\r\n") else b"\n"
             if i in self.overrides:
-                out.write(dumps(self.overrides[i]) + ending)
+                override = self.overrides[i]
+                if not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
+                    # parse the line in hand: seeking the source here would move this loop's position
+                    override = _with_harness_keys(override, orjson.loads(raw))
+                out.write(dumps(override) + ending)
             else:
                 out.write(raw if raw.endswith(b"\n") else raw + b"\n")
         for k, entry in enumerate(self.appended):

@@ -7,7 +7,6 @@ of it, produced each block.
 """
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,12 +43,15 @@ class ViewMessage:
     msg_id: str | None = None  # assistant: the API message id its fragments share
 
     def api(self) -> dict[str, Any]:
-        """This message as the Messages API wants it."""
+        """This message as the Messages API wants it.
+
+        The blocks are the view's own (not copies: a view of a large transcript is counted often, and
+        copying it each time would double the memory a run needs); treat them as read-only."""
         if self.was_string and len(self.content) == 1 and self.content[0].get("type") == "text":
             return {"role": self.role, "content": self.content[0]["text"]}
         if self.role == "system" and all(b.get("type") == "text" for b in self.content):
             return {"role": "system", "content": "\n\n".join(b["text"] for b in self.content)}
-        return {"role": self.role, "content": copy.deepcopy(self.content)}
+        return {"role": self.role, "content": list(self.content)}
 
     def text(self) -> str:
         """All plain text of the message (not tool results), joined."""
