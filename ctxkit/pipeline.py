@@ -20,20 +20,24 @@ from .transcript.model import Transcript
 class Pipeline:
     stages: list[Stage]
 
+    @staticmethod
+    def _count(t: Transcript, ctx: Context) -> int:
+        return ctx.tokens.count_messages(t.view().api_messages())
+
     def run(self, transcript: Transcript, ctx: Context) -> PipelineResult:
         reports: list[Report] = []
         current = transcript
-        start_tokens = ctx.tokens.count_messages(current.view().api_messages())
+        start_tokens = tokens = self._count(current, ctx)
         for stage in self.stages:
-            before = ctx.tokens.count_messages(current.view().api_messages())
             result = stage.run(current, ctx)
-            after = ctx.tokens.count_messages(result.transcript.view().api_messages())
+            # a stage that changed nothing hands back its input: its view is counted already
+            after = tokens if result.transcript is current else self._count(result.transcript, ctx)
             report = result.report
-            report.tokens_before, report.tokens_after = before, after
-            ctx.tokens_freed += max(0, before - after)
+            report.tokens_before, report.tokens_after = tokens, after
+            ctx.tokens_freed += max(0, tokens - after)
             reports.append(report)
-            current = result.transcript
-        end_tokens = ctx.tokens.count_messages(current.view().api_messages())
+            current, tokens = result.transcript, after
+        end_tokens = tokens
         return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings))
 
 

@@ -204,12 +204,7 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
         m = metas[i]
         if m.uuid and not m.sidechain and m.uuid not in by_uuid:
             by_uuid[m.uuid] = i
-    removed: set[str] = set()
-    for i in live:
-        if metas[i].type == RECORD_TYPE:
-            rec = t.entry(i)
-            if rec.get("record") == "snip":
-                removed.update(rec.get("removedUuids") or [])
+    removed: set[str] = {u for _, rec in records(t, "snip") for u in rec.get("removedUuids") or []}
 
     def parent_of(i: int) -> int | None:
         p = metas[i].parent
@@ -300,13 +295,12 @@ def _stitch(t: Transcript, live: list[int], metas: dict[int, Line], members: set
 def project(t: Transcript) -> View:
     order, facts = active_entries(t)
     view = build_messages(t, order)
-    records: dict[str, list[dict]] = {}
+    by_kind: dict[str, list[dict]] = {}
     start = facts["boundary"] if facts["boundary"] is not None else -1
-    for i in t.live_indexes():
-        if i > start and _meta(t, i).type == RECORD_TYPE:
-            rec = t.entry(i)
-            records.setdefault(rec.get("record", ""), []).append(rec)
-    for kind, recs in records.items():
+    for i, rec in records(t):
+        if i > start:
+            by_kind.setdefault(rec.get("record", ""), []).append(rec)
+    for kind, recs in by_kind.items():
         handler = RECORD_HANDLERS.get(kind)
         if handler is not None:
             view = handler(view, recs, t)

@@ -65,7 +65,6 @@ class ReadInfo:
     """Facts about reading, for reports."""
 
     bad_lines: BadLines
-    format_detected: bool
 
 
 class Transcript:
@@ -123,9 +122,6 @@ class Transcript:
         if i >= len(self.lines) or self._keep_all_parsed:
             return d
         return _with_harness_keys(d, self._parse(i))
-
-    def is_changed(self, i: int) -> bool:
-        return i >= len(self.lines) or i in self.overrides
 
     def line_no(self, i: int) -> int:
         """The input line number of entry ``i`` (0 for an appended entry)."""

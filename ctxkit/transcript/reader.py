@@ -41,14 +41,21 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
     cache: dict[int, dict] = {}
     chosen = None if fmt == "auto" else handler(fmt)
 
-    def index(line: Line, d: dict, i: int) -> None:
-        chosen.index_line(line, d)
-        if chosen.keep_parsed:
-            cache[i] = d
+    def index(h, line: Line, d: dict) -> None:
+        h.index_line(line, d)
+        if h.keep_parsed:
+            cache[line.no - 1] = d
+
+    def settle():
+        """Decide the format from the entries read so far, and index them with it."""
+        decided = handler(detect([e for _, e in pending]) or "anthropic")
+        for ln, e in pending:
+            index(decided, ln, e)
+        pending.clear()
+        return decided
 
     for line_no, offset, body, had_newline in iter_lines(source):
         line = Line(line_no, offset, len(body), had_newline)
-        i = len(lines)
         lines.append(line)
         if not body.strip():
             line.bad = True  # a blank line: nothing to read, nothing to keep
@@ -64,18 +71,12 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
         if chosen is None:
             pending.append((line, d))
             if len(pending) >= _DETECT_WINDOW:
-                chosen = handler(detect([e for _, e in pending]) or "anthropic")
-                for ln, e in pending:
-                    index(ln, e, ln.no - 1)
-                pending = []
+                chosen = settle()
         else:
-            index(line, d, i)
-    detected = chosen is None
+            index(chosen, line, d)
     if chosen is None:
-        chosen = handler(detect([e for _, e in pending]) or "anthropic")
-        for ln, e in pending:
-            index(ln, e, ln.no - 1)
-    t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected or fmt == "auto"), cache=cache,
+        chosen = settle()
+    t = Transcript(source, lines, chosen.name, ReadInfo(bad), cache=cache,
                    keep_all_parsed=chosen.keep_parsed)
     if check_pairing:
         view = t.view()

@@ -83,16 +83,6 @@ class View:
                         out[b["id"]] = (mi, bi)
         return out
 
-    def tool_result_index(self) -> dict[str, tuple[int, int]]:
-        """tool_use id -> (message index, block index) of its tool_result."""
-        out: dict[str, tuple[int, int]] = {}
-        for mi, m in enumerate(self.messages):
-            if m.role == "user":
-                for bi, b in enumerate(m.content):
-                    if b.get("type") == "tool_result":
-                        out[b["tool_use_id"]] = (mi, bi)
-        return out
-
     def tool_names(self) -> dict[str, str]:
         """tool_use id -> tool name."""
         return {b["id"]: b.get("name", "") for m in self.messages if m.role == "assistant" for b in m.tool_uses()}
