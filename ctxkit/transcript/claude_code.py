@@ -204,7 +204,12 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
         m = metas[i]
         if m.uuid and not m.sidechain and m.uuid not in by_uuid:
             by_uuid[m.uuid] = i
-    removed: set[str] = {u for _, rec in records(t, "snip") for u in rec.get("removedUuids") or []}
+    removed: set[str] = set()  # uuids snip records removed (read off the metas built above: no second pass)
+    for i in live:
+        if metas[i].type == RECORD_TYPE:
+            rec = t.entry(i)
+            if rec.get("record") == "snip":
+                removed.update(rec.get("removedUuids") or [])
 
     def parent_of(i: int) -> int | None:
         p = metas[i].parent
