@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .errors import UsageError
 from .policy.model import Policy, StageSpec
+from .quoting import quote
 from .stages import REGISTRY
 from .stages.base import Context, Report, Stage
 from .transcript.model import Transcript
@@ -76,6 +77,6 @@ def compile_pipeline(policy: Policy, only: list[str] | None = None) -> Pipeline:
     for spec in specs:
         cls = REGISTRY.get(spec.use)
         if cls is None:
-            raise UsageError(f"stage {spec.id!r} uses unknown stage {spec.use!r}")
+            raise UsageError(f"stage {quote(spec.id)} uses unknown stage {quote(spec.use)}")
         stages.append(cls(spec.id, dict(spec.options)))
     return Pipeline(stages)

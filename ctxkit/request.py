@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from .clock import Clock
+from .quoting import quote
 from .stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
 from .stages.snip import snip_options
 from .tokens import MODEL_ALIASES, budget_for
@@ -55,7 +56,7 @@ def accepts_system_messages(model: str) -> bool:
 def _keep_system_messages(policy: Any, override: str | None) -> bool:
     mode = override or ((policy.merged.get("request") or {}).get("system_messages")) or "auto"
     if mode not in SYSTEM_MESSAGE_MODES:
-        raise ValueError(f"system_messages must be one of {', '.join(SYSTEM_MESSAGE_MODES)}, got {mode!r}")
+        raise ValueError(f"system_messages must be one of {', '.join(SYSTEM_MESSAGE_MODES)}, got {quote(mode)}")
     return accepts_system_messages(policy.model) if mode == "auto" else mode == "keep"
 
 

@@ -44,6 +44,7 @@ import orjson
 
 from .errors import UsageError
 from .policy.model import Policy, Thresholds
+from .quoting import quote
 
 __all__ = [
     "ESTIMATORS",
@@ -589,7 +590,7 @@ def make_counter(name: str, *, model: str | None = None, client: Any = None) -> 
         return TiktokenCounter()
     if key == "anthropic":
         return AnthropicCounter(model=model, client=client)
-    raise ValueError(f"unknown token estimator {name!r} (expected one of: {', '.join(ESTIMATORS)})")
+    raise ValueError(f"unknown token estimator {quote(name)} (expected one of: {', '.join(ESTIMATORS)})")
 
 
 # --------------------------------------------------------------------------------------
@@ -766,7 +767,7 @@ def budget_for(policy: Policy, context_window_override: int | None = None) -> Bu
         window, source = info.context_window, "model table"
     else:
         window, source = DEFAULT_CONTEXT_WINDOW, "default"
-        notice = f"unknown model {policy.model!r}: assuming a {DEFAULT_CONTEXT_WINDOW:,} token context window (set context_window in the policy)"
+        notice = f"unknown model {quote(policy.model)}: assuming a {DEFAULT_CONTEXT_WINDOW:,} token context window (set context_window in the policy)"
     max_output = policy.max_output_tokens
     if info is not None:
         max_output = min(max_output, info.max_output_tokens)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .errors import UsageError
+from .quoting import quote
 
 SNIP_DESCRIPTION = (
     "Remove earlier turns of this conversation that you no longer need, to keep your context small. "
@@ -53,5 +54,5 @@ def tool_definition(name: str, **kwargs: Any) -> dict[str, Any]:
     """The definition of the tool ctxkit offers under ``name``; a usage error names the known ones."""
     make = TOOLS.get(name)
     if make is None:
-        raise UsageError(f"unknown tool {name!r}; known: {', '.join(sorted(TOOLS))}")
+        raise UsageError(f"unknown tool {quote(name)}; known: {', '.join(sorted(TOOLS))}")
     return make(**kwargs)

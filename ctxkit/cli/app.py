@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
+from ..quoting import clip, quote
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), autocompact was skipped or failed, or "
@@ -35,8 +36,10 @@ app = typer.Typer(
 
 
 def stderr_console() -> Console:
-    """The diagnostics console: stderr, never wrapped at 80 columns (exact-text tests read it)."""
-    return Console(file=sys.stderr, soft_wrap=True, highlight=False)
+    """The diagnostics console: stderr, never wrapped at 80 columns (exact-text tests read it), and plain:
+    no markup and no emoji codes, so a message prints the text it holds (``<stdin>:100:`` stays ``:100:``,
+    a ``[red]`` in a value stays ``[red]``)."""
+    return Console(file=sys.stderr, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
 def fail(message: str, code: ExitCode) -> typer.Exit:
@@ -74,14 +77,14 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except OSError as exc:
             # a folder or file named on the command line that cannot be read or written (the store, -o,
             # --state...): the user's to fix, not a bug; nothing half-written is left behind
-            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            where = f": {quote(str(exc.filename))}" if getattr(exc, "filename", None) else ""
             raise fail(f"{exc.strerror or exc}{where}", ExitCode.USAGE) from None
         except KeyboardInterrupt:
             raise fail("interrupted; nothing was written", ExitCode.INTERNAL) from None
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if os.environ.get("CTXKIT_DEBUG"):
                 raise
-            raise fail(f"internal error: {type(exc).__name__}: {exc} (set CTXKIT_DEBUG=1 for a traceback; "
+            raise fail(f"internal error: {type(exc).__name__}: {clip(str(exc))} (set CTXKIT_DEBUG=1 for a traceback; "
                        "please report it)", ExitCode.INTERNAL) from None
 
     return wrapper
@@ -121,5 +124,5 @@ def warn_bad_lines(t) -> None:
 
 def check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
     if value not in choices:
-        raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
+        raise UsageError(f"{option} must be one of {', '.join(choices)}, got {quote(value)}")
     return value

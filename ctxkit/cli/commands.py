@@ -220,7 +220,7 @@ def stats(
 def _render_stats(data: dict) -> None:
     from rich.console import Console
 
-    console = Console(file=sys.stdout, soft_wrap=True, highlight=False)
+    console = Console(file=sys.stdout, soft_wrap=True, highlight=False, markup=False, emoji=False)  # plain text
     b = data["budget"]
     head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({data['estimator']} estimate), "
                  f"level: {data['level']}", show_header=True)

@@ -10,6 +10,7 @@ import typer
 
 from ..errors import ExitCode, LLMError, UsageError
 from ..fileio import atomic_output
+from ..quoting import quote
 from ..transcript.writer import write_transcript
 from .app import (
     BadLineOpt,
@@ -128,7 +129,7 @@ def stages_cmd(name: Annotated[str, typer.Argument(help="A stage's name, to prin
     if name:
         cls = REGISTRY.get(name)
         if cls is None:
-            raise UsageError(f"unknown stage {name!r}; known: {', '.join(sorted(REGISTRY))}")
+            raise UsageError(f"unknown stage {quote(name)}; known: {', '.join(sorted(REGISTRY))}")
         # a stage documents itself in its class docstring, or (a longer text) in its module's
         doc = cls.__doc__ or ""
         module_doc = inspect.getmodule(cls).__doc__ or ""

@@ -10,6 +10,7 @@ from ..clock import Clock, parse_instant
 from ..errors import UsageError
 from ..policy import load_policy
 from ..policy.model import Policy
+from ..quoting import quote
 from ..stages.base import Context, RunInputs
 from ..store import Store, default_store_dir
 from ..tokens import make_counter
@@ -43,7 +44,7 @@ def parse_now(now: str | None) -> Any:
     try:
         return parse_instant(now)
     except ValueError:
-        raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {now!r}") from None
+        raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {quote(now)}") from None
 
 
 def _has_offset(text: str) -> bool:

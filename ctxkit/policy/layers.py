@@ -30,6 +30,7 @@ import yaml
 
 from .. import resources
 from ..errors import Problem
+from ..quoting import quote
 from . import yamlpos
 from .hints import did_you_mean
 from .yamlpos import Document, FixedDocument
@@ -172,12 +173,12 @@ class LayerReader:
             path = path if path.is_absolute() else folder / path
             if path.is_file():
                 return self.file(path)
-            raise Unresolved(f"policy file '{value}' not found", path_hint)
+            raise Unresolved(f"policy file {quote(value)} not found", path_hint)
         names = resources.builtin_policy_names()
         if value in names:
             return self.builtin(value)
         hint = did_you_mean(value, names) or f"built-in policies: {', '.join(names)}; or give a file path"
-        raise Unresolved(f"no built-in policy named '{value}'", hint)
+        raise Unresolved(f"no built-in policy named {quote(value)}", hint)
 
     def setting(self, item: str) -> Layer:
         """One ``--set path=value``: the value is YAML (``5``, ``false``, ``[Read, Grep]``, ``{a: 1}``);
@@ -211,7 +212,7 @@ def _setting_data(item: str) -> dict[str, Any]:
     if not equals:
         raise ValueError("no '='")
     if not all(_SET_KEY.fullmatch(key) for key in keys):
-        raise ValueError(f"'{dotted}' is not a dotted path")
+        raise ValueError(f"{quote(dotted)} is not a dotted path")
     try:
         value = yaml.safe_load(raw)
     except yaml.YAMLError as exc:

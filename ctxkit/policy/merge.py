@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Collection
 
 from ..errors import Problem
+from ..quoting import quote
 from .hints import did_you_mean
 from .yamlpos import Document, JsonPath
 
@@ -110,7 +111,7 @@ class Merger:
             stage_id = entry["id"]
             if stage_id in first_lines:
                 problems.append(document.problem(
-                    [*path, "id"], f"duplicate stage id '{stage_id}' (first at line {first_lines[stage_id]})"))
+                    [*path, "id"], f"duplicate stage id {quote(stage_id)} (first at line {first_lines[stage_id]})"))
             first_lines.setdefault(stage_id, document.position([*path, "id"])[0])
             target = next((s for s in stages if s["id"] == stage_id), None)
             if target is None:
@@ -136,7 +137,7 @@ class Merger:
             return []
         known = [*self.stage_uses(), *self._stage_names]
         hint = did_you_mean(stage_id, known) or _listing("set 'use' to one of", sorted(self._stage_names))
-        return [document.problem([*path, "id"], f"stage '{stage_id}' names no known stage and has no 'use'", hint)]
+        return [document.problem([*path, "id"], f"stage {quote(stage_id)} names no known stage and has no 'use'", hint)]
 
 
 def _place(stages: list[dict], target: dict, entry: dict, path: list, document: Document) -> list[Problem]:
@@ -144,7 +145,7 @@ def _place(stages: list[dict], target: dict, entry: dict, path: list, document: 
     given = [key for key in PLACEMENT_KEYS if key in entry]
     if len(given) > 1:
         stages.append(target)
-        return [document.problem(path, f"stage '{target['id']}' sets both 'before' and 'after'", "use one of them")]
+        return [document.problem(path, f"stage {quote(target['id'])} sets both 'before' and 'after'", "use one of them")]
     if not given or not isinstance(entry[given[0]], str):  # not a string: the schema has said so
         stages.append(target)
         return []
@@ -153,8 +154,8 @@ def _place(stages: list[dict], target: dict, entry: dict, path: list, document: 
     if anchor not in ids:
         stages.append(target)
         if anchor == target["id"]:
-            return [document.problem([*path, key], f"stage '{anchor}' cannot be placed {key} itself")]
-        message = f"stage '{target['id']}' is placed {key} '{anchor}', which is not a stage id"
+            return [document.problem([*path, key], f"stage {quote(anchor)} cannot be placed {key} itself")]
+        message = f"stage {quote(target['id'])} is placed {key} {quote(anchor)}, which is not a stage id"
         return [document.problem([*path, key], message, did_you_mean(anchor, ids) or _listing("stage ids", ids))]
     stages.insert(ids.index(anchor) + (key == "after"), target)
     return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import Problem
+from ..quoting import quote
 from .merge import Origin
 
 PROACTIVE_STAGES = ("collapse", "autocompact")
@@ -53,4 +54,4 @@ def _enabling_origin(stage: Mapping[str, Any], origins: Mapping[str, Origin]) ->
 
 def _stage_name(stage: Mapping[str, Any]) -> str:
     use = stage.get("use", stage["id"])
-    return f"'{stage['id']}'" if use == stage["id"] else f"'{stage['id']}' (use: {use})"
+    return quote(stage['id']) if use == stage["id"] else f"{quote(stage['id'])} (use: {use})"

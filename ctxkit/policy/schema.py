@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from .. import resources
 from ..errors import Problem
+from ..quoting import quote
 from .hints import did_you_mean
 from .yamlpos import Document
 
@@ -143,7 +144,7 @@ def _extra_keys(error: ValidationError) -> list[str]:
 
 def _unknown_key(error: ValidationError, path: list, key: str, where: str, document: Document) -> Problem:
     known = list(error.schema.get("properties", {}))
-    message = f"unknown key '{key}'" + (f" in {where}" if where else "")
+    message = f"unknown key {quote(key)}" + (f" in {where}" if where else "")
     hint = did_you_mean(key, known) or (f"known keys: {', '.join(known)}" if known else None)
     return document.problem([*path, key], message, hint, at_key=True)
 
@@ -169,7 +170,7 @@ def show(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, str):
-        return f"'{value}'"
+        return quote(value)
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):

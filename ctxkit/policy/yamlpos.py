@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import yaml
 
 from ..errors import Problem
+from ..quoting import quote
 
 JsonPath = Sequence[str | int]
 
@@ -157,7 +158,7 @@ def _duplicate_keys(node: yaml.Node | None, file: str) -> list[Problem]:
                 key = _key_text(key_node)
                 if key in first_lines and key != "<<":
                     line, col = _mark(key_node)
-                    problems.append(Problem(file, line, col, f"duplicate key '{key}' (first at line {first_lines[key]})"))
+                    problems.append(Problem(file, line, col, f"duplicate key {quote(key)} (first at line {first_lines[key]})"))
                 first_lines.setdefault(key, _mark(key_node)[0])
                 stack.append(value_node)
         elif isinstance(current, yaml.SequenceNode):

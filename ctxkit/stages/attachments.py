@@ -12,6 +12,7 @@ from typing import Any
 
 from ..attachments import ATTACHMENT_TYPES
 from ..attachments.common import build_state
+from ..quoting import quote
 from ..transcript.edit import NewMessage, append_messages
 from ..transcript.view import pairing_problems
 from .base import Context, Stage, StageResult, register
@@ -70,7 +71,7 @@ class Attachments(Stage):
         config = dict(ctx.policy.attachments or {})
         unknown = sorted(set(config) - set(ATTACHMENT_TYPES))
         enabled = [n for n in ATTACHMENT_TYPES if n in config and dict(config[n] or {}).get("enabled", True) is not False]
-        warnings = [f"unknown attachment type {n!r} (known: {', '.join(ATTACHMENT_TYPES)})" for n in unknown]
+        warnings = [f"unknown attachment type {quote(n)} (known: {', '.join(ATTACHMENT_TYPES)})" for n in unknown]
         if not enabled:
             return self._done(transcript, ctx, "nothing-to-do", "no attachment type is enabled under attachments:",
                               {}, warnings)

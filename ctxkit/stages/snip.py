@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UsageError
+from ..quoting import quote
 from ..transcript import claude_code
 from ..transcript.edit import NewMessage, append_messages, archive_entries, replace_plain_range, strip_thinking_after
 from ..transcript.model import Transcript
@@ -34,9 +35,9 @@ def resolve(view: View, ids: list[str]) -> tuple[dict[str, tuple[int, int]], dic
     for sid in ids:
         where = known.get(sid, [])
         if not where:
-            refused[sid] = f"no user message has id {sid!r}"
+            refused[sid] = f"no user message has id {quote(sid)}"
         elif len(where) > 1:
-            refused[sid] = f"id {sid!r} names {len(where)} messages; snip them by another id"
+            refused[sid] = f"id {quote(sid)} names {len(where)} messages; snip them by another id"
         elif where[0] == starts[0]:
             refused[sid] = f"[id:{sid}] is the first user message (the task); it cannot be snipped"
         elif where[0] == starts[-1]:

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ..errors import TranscriptError
+from ..quoting import quote
 from .model import Line, Transcript
 from .view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
 
@@ -69,7 +70,7 @@ def _bad(t: Transcript, i: int, message: str) -> TranscriptError:
 def _check_anthropic(t: Transcript, i: int, d: dict) -> None:
     """A line a Messages API request would refuse, named by its line (instead of failing somewhere later)."""
     if d.get("role") not in ("user", "assistant", "system"):
-        raise _bad(t, i, f"role must be user, assistant or system, got {d.get('role')!r}")
+        raise _bad(t, i, f"role must be user, assistant or system, got {quote(d.get('role'))}")
     content = d.get("content")
     if isinstance(content, str):
         return

@@ -5,6 +5,7 @@ import os
 from typing import BinaryIO
 
 from ..errors import TranscriptError, UsageError
+from ..quoting import quote
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, open_source, parse_line
 from .model import Line, ReadInfo, Transcript
@@ -21,9 +22,9 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
     With ``check_pairing``, a tool_result in the view that answers no tool_use is a bad line too.
     """
     if fmt != "auto" and fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+        raise UsageError(f"unknown format {quote(fmt)}; choose one of auto, {', '.join(FORMATS)}")
     if on_bad_line not in BAD_LINE_POLICIES:
-        raise UsageError(f"--on-bad-line must be one of {', '.join(BAD_LINE_POLICIES)}, got {on_bad_line!r}")
+        raise UsageError(f"--on-bad-line must be one of {', '.join(BAD_LINE_POLICIES)}, got {quote(on_bad_line)}")
     source = open_source(path, stdin)
     try:
         return _read(source, fmt, on_bad_line, check_pairing)
@@ -82,9 +83,9 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
         view = t.view()
         if view.orphans:
             ref = view.orphans[0]
-            msg = f"tool_result {ref[1]!r} answers no tool_use before it"
+            msg = f"tool_result {quote(ref[1])} answers no tool_use before it"
             if on_bad_line == "fail":
                 raise TranscriptError(source.name, t.line_no(ref[0]), msg + " (use --on-bad-line skip to leave it out)")
             for entry, tool_id in view.orphans:
-                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {tool_id!r} answers no tool_use before it")
+                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {quote(tool_id)} answers no tool_use before it")
     return t

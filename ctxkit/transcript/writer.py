@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from ..errors import UsageError
+from ..quoting import quote
 from .jsonl import dumps
 from .model import Transcript
 from .plain import to_openai
@@ -27,7 +28,7 @@ def view_messages(t: Transcript, to: str) -> list[dict[str, Any]]:
         return to_openai(msgs)
     if to == "anthropic":
         return msgs
-    raise UsageError(f"unknown output format {to!r}; choose anthropic or openai")
+    raise UsageError(f"unknown output format {quote(to)}; choose anthropic or openai")
 
 
 def write_messages(msgs: list[dict[str, Any]], out: BinaryIO) -> None:
