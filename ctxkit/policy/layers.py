@@ -26,11 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
-
 from .. import resources
 from ..errors import Problem
-from ..quoting import quote
+from ..quoting import QUOTE_LIMIT, clip, quote
 from . import yamlpos
 from .hints import did_you_mean
 from .yamlpos import Document, FixedDocument
@@ -186,8 +184,10 @@ class LayerReader:
         try:
             data = _setting_data(item)
         except ValueError as exc:
-            return Layer(SET_LABEL, None, [Problem(SET_LABEL, 1, 1, f"malformed --set '{item}': {exc}",
+            return Layer(SET_LABEL, None, [Problem(SET_LABEL, 1, 1, f"malformed --set {quote(item)}: {exc}",
                                                    "expected PATH=VALUE, e.g. thresholds.autocompact_buffer=20000")])
+        except _BadValue as exc:
+            return Layer(SET_LABEL, None, exc.problems)
         return Layer(SET_LABEL, FixedDocument(SET_LABEL, data))
 
     def label(self, path: Path) -> str:
@@ -205,19 +205,28 @@ def _looks_like_path(value: str) -> bool:
     return "/" in value or os.sep in value or value.endswith((".yaml", ".yml"))
 
 
+class _BadValue(Exception):
+    """A ``--set`` value that is not valid YAML or breaks a limit: its problems."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__(problems)
+        self.problems = problems
+
+
 def _setting_data(item: str) -> dict[str, Any]:
-    """The layer a ``--set`` item stands for; ValueError says what is malformed."""
+    """The layer a ``--set`` item stands for; ValueError says what is malformed, :class:`_BadValue`
+    what is wrong in its value."""
     dotted, equals, raw = item.partition("=")
     keys = dotted.strip().split(".")
     if not equals:
         raise ValueError("no '='")
     if not all(_SET_KEY.fullmatch(key) for key in keys):
         raise ValueError(f"{quote(dotted)} is not a dotted path")
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or "cannot parse"
-        raise ValueError(f"the value is not valid YAML ({problem})") from None
+    # the value is read like a policy file, under the same limits; its problems are named
+    # '--set PATH' and placed in the value
+    value, problems = yamlpos.parse_value(raw, f"{SET_LABEL} {clip(dotted.strip(), QUOTE_LIMIT)}")
+    if problems:
+        raise _BadValue(problems)
     if keys[0] != "stages" or len(keys) == 1:
         return _nested(keys, value)
     stage_id, rest = keys[1], keys[2:]
