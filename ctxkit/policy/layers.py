@@ -8,7 +8,8 @@ Lowest first:
    all of them stack in layer order (each once), so a repository's
    ``extends: no-llm`` survives ``--policy strict.yaml`` extending ``default``;
 2. the user's file, ``$XDG_CONFIG_HOME/ctxkit/policy.yaml``
-   (``~/.config/ctxkit/policy.yaml``), if present;
+   (``~/.config/ctxkit/policy.yaml``), if present (a config folder that
+   cannot be read, or no home folder at all, is the same as no user file);
 3. the repository's ``.ctxkit.yaml``, the first found walking up from the
    working directory;
 4. ``--policy``: a file, or the name of a built-in policy;
@@ -70,11 +71,31 @@ class Unresolved(Exception):
         self.hint = hint
 
 
-def user_config_path() -> Path:
-    """``$XDG_CONFIG_HOME/ctxkit/policy.yaml``; XDG says to ignore an unset, empty or relative value."""
+def user_config_path() -> Path | None:
+    """``$XDG_CONFIG_HOME/ctxkit/policy.yaml``; XDG says to ignore an unset, empty or relative value.
+    None when there is no home folder to look in (``HOME`` unset and no passwd entry)."""
     xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    return base / "ctxkit" / "policy.yaml"
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "ctxkit" / "policy.yaml"
+    home = _home()
+    return home / ".config" / "ctxkit" / "policy.yaml" if home is not None else None
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; a folder on the way that cannot be searched (permission denied, a
+    file where a folder should be, a name too long) means it is not there: the user's config folder
+    being unreadable is the same as having no user policy, not a reason to stop every command."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def find_repo_policy(cwd: Path) -> Path | None:
@@ -82,7 +103,7 @@ def find_repo_policy(cwd: Path) -> Path | None:
     start = Path(cwd).absolute()
     for folder in (start, *start.parents):
         candidate = folder / REPO_FILE
-        if candidate.is_file():
+        if _is_file(candidate):
             return candidate
     return None
 
@@ -100,7 +121,7 @@ class LayerReader:
         """Layers 2 to 5 (the bases come from :meth:`bases`)."""
         found = []
         user = user_config_path() if user_config is None else Path(user_config)
-        if user.is_file():
+        if user is not None and _is_file(user):
             found.append(self.file(user))
         repo = find_repo_policy(self.cwd)
         if repo is not None:
@@ -195,8 +216,8 @@ class LayerReader:
         path = Path(os.path.abspath(path))
         if path.is_relative_to(self.cwd) or self.cwd.is_relative_to(path.parent):
             return os.path.relpath(path, self.cwd)
-        home = Path.home()
-        if path.is_relative_to(home):
+        home = _home()
+        if home is not None and path.is_relative_to(home):
             return str(Path("~") / path.relative_to(home))
         return str(path)
 
