@@ -31,6 +31,7 @@ Budgets are in tokens, counted with the run's token counter.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .attachments import ATTACHMENT_TYPES
 from .attachments import plan_mode as plan_mode_type
 from .attachments.common import AttachmentState, build_state, reminder
+from .filenames import is_file
 from .transcript.edit import NewMessage
 from .transcript.view import View, ViewMessage
 
@@ -244,8 +246,8 @@ def find_plan_file(view: View, ctx: Context, s: AttachmentState) -> str | None:
             found = path
     if found:
         return found
-    candidate = Path(_plan_path_pattern(ctx, s)).expanduser()
-    return str(candidate) if candidate.is_file() else None
+    candidate = os.path.expanduser(_plan_path_pattern(ctx, s))  # unchanged when there is no home folder
+    return candidate if is_file(candidate) else None
 
 
 def _plan_mode_options(ctx: Context) -> dict[str, Any]:
@@ -418,7 +420,7 @@ def build(t: Transcript, view: View, keep_from: int, ctx: Context, options: Mapp
             out.messages.append(plan_reference(plan_path, text))
             out.details["plan_file"] = plan_path
     if opts["plan_mode"] and in_plan_mode(ctx, s):
-        exists = bool(plan_local and plan_local.is_file())
+        exists = bool(plan_local and is_file(plan_local))
         out.messages.append(plan_mode_reminder(ctx, s, plan_path, exists))
         out.details["plan_mode"] = True
     if opts["skills"]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 
+from ..filenames import file_name_part
 from ..transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
 from .common import reminder
@@ -122,6 +123,9 @@ class PlanMode(AttachmentType):
 
     @staticmethod
     def plan_path(options, state) -> str:
-        slug = state.session.get("slug") or state.session.get("session_id") or "plan"
-        return str(options["plan_file"]).replace("{slug}", slug).replace("{session_id}",
-                                                                        state.session.get("session_id") or "session")
+        """The plan file's path; the slug and session id come from the transcript, so each is made one
+        safe, bounded file name (:func:`ctxkit.filenames.file_name_part`; Claude Code's own stay as they are)."""
+        sid, slug = state.session.get("session_id"), state.session.get("slug")
+        slug_part = file_name_part(str(slug or sid)) if (slug or sid) else "plan"
+        sid_part = file_name_part(str(sid)) if sid else "session"
+        return str(options["plan_file"]).replace("{slug}", slug_part).replace("{session_id}", sid_part)

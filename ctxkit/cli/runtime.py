@@ -8,6 +8,7 @@ from typing import Any
 
 from ..clock import Clock, parse_instant
 from ..errors import UsageError
+from ..filenames import file_name_part
 from ..policy import load_policy
 from ..policy.model import Policy
 from ..quoting import quote
@@ -34,7 +35,7 @@ class Run:
 
 def _token_cache_name(policy: Policy) -> str:
     """Exact counts depend on the tokenizer: per estimator, and per model for the API's counts."""
-    model = re.sub(r"[^A-Za-z0-9._-]", "-", policy.model) if policy.estimator == "anthropic" else ""
+    model = file_name_part(policy.model) if policy.estimator == "anthropic" else ""
     return f"tokens-{policy.estimator}{'-' + model if model else ''}.json"
 
 

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from .. import resources
 from ..errors import Problem
+from ..filenames import is_file
 from ..quoting import QUOTE_LIMIT, clip, quote
 from . import yamlpos
 from .hints import did_you_mean
@@ -73,7 +74,8 @@ class Unresolved(Exception):
 
 def user_config_path() -> Path | None:
     """``$XDG_CONFIG_HOME/ctxkit/policy.yaml``; XDG says to ignore an unset, empty or relative value.
-    None when there is no home folder to look in (``HOME`` unset and no passwd entry)."""
+    None when there is no home folder to look in (``HOME`` unset and no passwd entry). A folder on the
+    way that cannot be read is the same as no user policy (:func:`ctxkit.filenames.is_file`)."""
     xdg = os.environ.get("XDG_CONFIG_HOME", "")
     if xdg and Path(xdg).is_absolute():
         return Path(xdg) / "ctxkit" / "policy.yaml"
@@ -88,22 +90,12 @@ def _home() -> Path | None:
         return None
 
 
-def _is_file(path: Path) -> bool:
-    """Whether ``path`` is a file; a folder on the way that cannot be searched (permission denied, a
-    file where a folder should be, a name too long) means it is not there: the user's config folder
-    being unreadable is the same as having no user policy, not a reason to stop every command."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
 def find_repo_policy(cwd: Path) -> Path | None:
     """The nearest ``.ctxkit.yaml`` in ``cwd`` or a folder above it, up to the filesystem root."""
     start = Path(cwd).absolute()
     for folder in (start, *start.parents):
         candidate = folder / REPO_FILE
-        if _is_file(candidate):
+        if is_file(candidate):
             return candidate
     return None
 
@@ -121,7 +113,7 @@ class LayerReader:
         """Layers 2 to 5 (the bases come from :meth:`bases`)."""
         found = []
         user = user_config_path() if user_config is None else Path(user_config)
-        if user is not None and _is_file(user):
+        if user is not None and is_file(user):
             found.append(self.file(user))
         repo = find_repo_policy(self.cwd)
         if repo is not None:
