@@ -538,3 +538,46 @@ def make_summarizer(
             env=env,
         )
     return ExtractiveSummarizer()
+
+
+def summarizer_for_run(ctx: Any) -> Summarizer:
+    """The summarizer a run uses: the one choice autocompact, collapse, session memory and ``ctxkit
+    stats`` all make through here, so that what stats reports is what compact would do.
+
+    ``ctx`` is the stage Context: its ``summarizer_factory`` (tests, embedders) wins, else the policy's
+    ``summarizer`` mapping (:func:`make_summarizer`). When ``ctx.simulate`` is set (``ctxkit stats``),
+    no model and no command may be called: a summarizer that would call one is replaced by a
+    :class:`StandInSummarizer` that says which one it stands for (the extractive summarizer needs no
+    stand-in: it is offline and free, so the simulation runs it for real).
+    """
+    factory = getattr(ctx, "summarizer_factory", None)
+    if factory is not None:
+        chosen = factory(ctx.policy, ctx)
+    else:
+        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
+    if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
+        return StandInSummarizer(chosen)
+    return chosen
+
+
+class StandInSummarizer:
+    """What a simulation runs in place of a summarizer that calls a model or a command.
+
+    Its :attr:`name` names the summarizer it stands for (``anthropic claude-sonnet-4-5, simulated``),
+    so reports say what would run. :meth:`summarize` writes the extractive summary, a realistic size
+    for the token counts after compaction; :meth:`complete` (collapse's short summaries) answers a
+    one-line placeholder. Neither touches the network, a subprocess or a key.
+    """
+
+    def __init__(self, stands_for: Summarizer):
+        what = getattr(stands_for, "name", type(stands_for).__name__)
+        model = getattr(stands_for, "model", None)
+        self.stands_for = f"{what} {model}" if isinstance(model, str) and model else what
+        self.name = f"{self.stands_for}, simulated"
+        self._extractive = ExtractiveSummarizer()
+
+    def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
+        return f"(a summary by {self.stands_for} would be written here)"
+
+    def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
+        return self._extractive.summarize(messages, instructions=instructions)

@@ -250,9 +250,9 @@ def update_in_context(t: Transcript, ctx: Any, path: Path | None = None) -> Memo
     without one, :class:`ctxkit.errors.LLMError` when the summarizer fails.
     """
     from .errors import UsageError
-    from .stages.autocompact import summarizer_for
+    from .llm import summarizer_for_run
 
     path = path or ctx.inputs.session_memory
     if path is None:
         raise UsageError("ctxkit memory update needs the notes file: --session-memory FILE")
-    return update_notes(t, Path(path), summarizer=summarizer_for(ctx), store=ctx.store, timestamp=ctx.timestamp())
+    return update_notes(t, Path(path), summarizer=summarizer_for_run(ctx), store=ctx.store, timestamp=ctx.timestamp())

@@ -13,8 +13,10 @@ from .transcript.model import Transcript
 def view_stats(t: Transcript, ctx: Context, *, simulate: bool = True) -> dict[str, Any]:
     """Token breakdown of the view, the budget, and (``simulate``) what each stage of the policy would do.
 
-    The simulation runs the pipeline against a dry-run store and never calls a model: the
-    summarizer is forced to the extractive one so that ``stats`` is free and offline.
+    The simulation runs the pipeline against a dry-run store with ``ctx.simulate`` set: the
+    summarizer is chosen as compact would choose it (:func:`ctxkit.llm.summarizer_for_run`), and one
+    that would call a model or a command is replaced by a stand-in that names it, so ``stats`` is free
+    and offline and still says what autocompact would do, with which summarizer.
     """
     view = t.view()
     counter = ctx.tokens
@@ -51,14 +53,8 @@ def view_stats(t: Transcript, ctx: Context, *, simulate: bool = True) -> dict[st
     }
     if simulate:
         pipeline = compile_pipeline(ctx.policy)
-        ctx.summarizer_factory = _offline_summarizer
+        ctx.simulate = True  # summarizer_for_run gives a stand-in for a model or a command
         result = pipeline.run(t, ctx)
         out["stages"] = [r.to_json() for r in result.reports]
         out["tokens_after"] = result.tokens_after
     return out
-
-
-def _offline_summarizer(config: Any = None, **_: Any):
-    from .llm import make_summarizer
-
-    return make_summarizer({"use": "extractive"})

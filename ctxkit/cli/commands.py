@@ -206,7 +206,12 @@ def stats(
     context_window: WindowOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")] = False,
 ) -> None:
-    """Where the tokens go, the thresholds, and what each stage of the policy would do (nothing is written)."""
+    """Where the tokens go, the level and thresholds, and what each stage of the policy would do.
+
+    A simulation: nothing is written, and no model or summarizer command is called (the summary is
+    the extractive one, reported under the name of the summarizer compact would use). Exits 0 at any
+    level; ctxkit check is the command that fails on a level.
+    """
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, dry_run=True)
     print_warnings(run.ctx.warnings)

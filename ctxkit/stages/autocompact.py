@@ -89,6 +89,7 @@ from ..compaction import (
     write_compaction,
 )
 from ..errors import LLMError
+from ..llm import summarizer_for_run
 from ..session_memory import forget, plan_session_memory, session_key
 from ..tokens import budget_for, require_autocompact_room
 from ..transcript.model import Transcript
@@ -117,15 +118,6 @@ def _tail_schema(min_tokens: int, min_text: int, max_tokens: int, what: str, **e
                            "description": "Never grow the kept tail past this many tokens."},
         },
     }
-
-
-def summarizer_for(ctx: Context) -> Any:
-    """The summarizer this run uses: the context's factory (tests, embedders), else the policy's."""
-    if ctx.summarizer_factory is not None:
-        return ctx.summarizer_factory(ctx.policy, ctx)
-    from ..llm import make_summarizer
-
-    return make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
 
 
 # -- prompt-too-long retry ------------------------------------------------------------------------------
@@ -350,7 +342,7 @@ class Autocompact(Stage):
         history = [m.api() for m in view.messages[:keep_from] if m.role != "system"]
         if not history:
             raise CompactionError("there is nothing to summarize before the kept tail")
-        summarizer = summarizer_for(ctx)
+        summarizer = summarizer_for_run(ctx)
         details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
         try:
             summary, facts = summarize_with_retry(

@@ -49,6 +49,7 @@ class Context:
     store: Store
     inputs: RunInputs
     summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.llm
+    simulate: bool = False  # ctxkit stats: report what would be done; no model or command is called
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
     warnings: list[str] = field(default_factory=list)
 

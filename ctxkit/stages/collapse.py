@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ..errors import LLMError
+from ..llm import summarizer_for_run
 from ..messages import render_transcript
 from ..persist import content_text
 from ..tokens import budget_for
@@ -375,14 +376,8 @@ class Collapse(Stage):
         """Give each item a summary written by the policy's summarizer; a note for the report when it cannot."""
         if not items:
             return None
-        factory = ctx.summarizer_factory
-        if factory is None:
-            from ..llm import make_summarizer
-
-            def factory(policy, _ctx):
-                return make_summarizer(policy.summarizer, default_model=policy.model)
         try:
-            summarizer = factory(ctx.policy, ctx)
+            summarizer = summarizer_for_run(ctx)
         except Exception as exc:  # a bad summarizer configuration must not stop the cheap path
             return f"summarizer unavailable ({exc}); rule-based summaries stand"
         if getattr(summarizer, "name", "") == "extractive":
