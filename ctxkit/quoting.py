@@ -21,18 +21,19 @@ _REPR.maxstring = _REPR.maxother = QUOTE_LIMIT
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
     """``value`` as a message shows it: a string in quotes with its control characters escaped
-    (Python's ``repr``), cut after ``limit`` characters with the full length said; other values by
+    (Python's ``repr``), cut to about ``limit`` characters with the full length said; other values by
     their (shortened) ``repr``.
 
     >>> quote("abc")
     "'abc'"
-    >>> quote("x" * 1000, limit=5)
+    >>> quote("x" * 1000, limit=45)
     "'xxxxx'... (1,000 characters)"
     """
     if isinstance(value, str):
         if len(value) <= limit:
             return repr(value)
-        return f"{value[:limit]!r}... ({len(value):,} characters)"
+        # the cut leaves room for the length, so the whole quote stays within about ``limit``
+        return f"{value[:max(1, limit - 40)]!r}... ({len(value):,} characters)"
     text = _REPR.repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
