@@ -1,0 +1,98 @@
+"""``ctxkit stats`` on a session over the threshold: the case where it matters most.
+
+It says what autocompact would do, with the summarizer compact would choose
+(one choice, :func:`ctxkit.llm.summarizer_for_run`), and exits 0 whatever the
+level: no model is called, no command is run, nothing is written.
+"""
+from __future__ import annotations
+
+import json
+
+from conftest import ROOT
+
+from ctxkit.cli.main import app
+
+try:
+    from tests.mock_messages_api import MockMessagesAPI
+except ImportError:  # pragma: no cover - run from inside tests/
+    from mock_messages_api import MockMessagesAPI
+
+EXAMPLE = ROOT / "examples" / "session.jsonl"
+# 45,261 tokens against a 40,000 window: over every threshold once the cheaper stages are off
+OVER = [str(EXAMPLE), "--context-window", "40000", "--set", "stages.microcompact.enabled=false",
+        "--set", "stages.tool-result-budget.enabled=false"]
+
+
+def stats_json(runner, *extra):
+    r = runner.invoke(app, ["stats", *OVER, "--json", *extra])
+    assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+    data = json.loads(r.stdout)
+    return data, {s["id"]: s for s in data["stages"]}
+
+
+def test_stats_over_the_threshold_says_what_autocompact_would_do(runner, tmp_path):
+    data, stages = stats_json(runner)
+    assert data["level"] == "blocking"
+    assert stages["autocompact"]["action"] == "applied"
+    assert stages["autocompact"]["reason"].startswith("auto compaction (summary by extractive): 45,261 -> ")
+    assert not (tmp_path / ".ctxkit").exists() and not (ROOT / "examples" / ".ctxkit").exists()
+
+
+def test_stats_table_over_the_threshold_exits_0(runner):
+    r = runner.invoke(app, ["stats", *OVER])
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout.startswith("22 messages, 45,261 tokens (rough estimate), level: blocking\n")
+    assert "autocompact" in r.stdout and "applied" in r.stdout
+    assert runner.invoke(app, ["check", *OVER]).exit_code == 1  # check is the command that fails on a level
+
+
+def test_stats_with_an_api_key_names_the_model_and_calls_nothing(runner, monkeypatch):
+    with MockMessagesAPI() as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        data, stages = stats_json(runner)
+        assert stages["autocompact"]["reason"].startswith(
+            "auto compaction (summary by anthropic claude-sonnet-4-5, simulated): 45,261 -> ")
+        assert stages["autocompact"]["details"]["summarizer"] == "anthropic claude-sonnet-4-5, simulated"
+        assert api.requests == []
+        # compact makes the same choice, and does call the model
+        r = runner.invoke(app, ["compact", *OVER, "--report", "none", "-o", "out.jsonl"])
+        assert r.exit_code == 0, r.stderr
+        assert [q.path for q in api.requests] == ["/v1/messages"]
+
+
+def test_stats_never_runs_a_summarizer_command(runner, tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "p.yaml").write_text(f"summarizer:\n  use: command\n  command: touch {marker}; cat\n")
+    data, stages = stats_json(runner, "--policy", "p.yaml")
+    assert stages["autocompact"]["reason"].startswith("auto compaction (summary by command, simulated): ")
+    assert not marker.exists()
+
+
+def test_stats_uses_the_summarizer_an_embedder_injects_without_calling_it(make_context, tmp_path):
+    from ctxkit.stats import view_stats
+    from ctxkit.transcript import read_transcript
+
+    class Recorder:
+        name = "embedded"
+        calls = 0
+
+        def summarize(self, messages, *, instructions=None):  # pragma: no cover - must not run
+            Recorder.calls += 1
+            return "x"
+
+        def complete(self, messages, *, system, max_tokens):  # pragma: no cover - must not run
+            Recorder.calls += 1
+            return "x"
+
+    from ctxkit.policy import load_policy
+
+    policy = load_policy(None, ["stages.microcompact.enabled=false", "stages.tool-result-budget.enabled=false"],
+                         cwd=tmp_path, user_config=tmp_path / "none.yaml")
+    ctx = make_context(context_window=40_000)
+    ctx.policy = policy
+    ctx.summarizer_factory = lambda policy, c: Recorder()
+    out = view_stats(read_transcript(str(EXAMPLE)), ctx)
+    autocompact = next(s for s in out["stages"] if s["id"] == "autocompact")
+    assert autocompact["reason"].startswith("auto compaction (summary by embedded, simulated): ")
+    assert Recorder.calls == 0
