@@ -74,8 +74,8 @@ DEEP = "[" * 3000 + "]" * 3000
 
 @pytest.mark.parametrize("text, problem", [
     ('model: "a\0b"\n',
-     "p.yaml:1:10: error: invalid YAML: the character U+0000 is not allowed (control characters other than "
-     "tab and newline cannot be written in YAML)"),
+     "p.yaml:1:10: error: invalid YAML: the character U+0000 is not allowed "
+     "(YAML holds printable characters, tab and newline)"),
     ("model: !!int x\n", "p.yaml:1:8: error: invalid YAML: 'x' is not a valid !!int"),
     ("model: !!python/object:os.system echo\n",
      "p.yaml:1:8: error: invalid YAML: the tag '!!python/object:os.system' is not allowed in a policy "
@@ -105,6 +105,9 @@ def test_a_policy_file_that_is_not_plain_bounded_yaml_is_a_policy_error(runner, 
      "--set model:1:1: error: invalid YAML: the tag '!!python/object:os.system' is not allowed in a policy "
      "(a policy holds plain data: strings, numbers, true/false, null, lists and mappings)"),
     (f"tools.compactable={DEEP}", "--set tools.compactable:1:101: error: invalid YAML: nested more than 100 levels deep"),
+    ("model=a\udcffb", "--set model:1:2: error: invalid YAML: the byte 0xFF is not UTF-8"),
+    ("model=a\x01b", "--set model:1:2: error: invalid YAML: the character U+0001 is not allowed "
+                     "(YAML holds printable characters, tab and newline)"),
     ("model=[unclosed", "--set model:1:10: error: invalid YAML: expected ',' or ']', but got '<stream end>' "
                         "(while parsing a flow sequence)"),
 ])

@@ -169,13 +169,16 @@ def read(path: Path, file: str) -> tuple[Document | None, list[Problem]]:
 
 
 def _reader_problem(exc: yaml.reader.ReaderError, text: str, file: str) -> Problem:
-    """A character YAML does not allow (NUL and the other control characters but tab and newline)."""
+    """A character YAML does not allow: NUL and the other control characters but tab and newline, and
+    the bytes a command-line argument could not decode."""
     pos = max(0, min(int(exc.position), len(text)))
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (a command-line argument keeps it so)
+        return Problem(file, line, col, f"invalid YAML: the byte 0x{code - 0xDC00:02X} is not UTF-8")
     return Problem(file, line, col, f"invalid YAML: the character U+{code:04X} is not allowed "
-                   "(control characters other than tab and newline cannot be written in YAML)")
+                   "(YAML holds printable characters, tab and newline)")
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
