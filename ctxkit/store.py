@@ -45,7 +45,7 @@ from typing import Any, Iterator
 import orjson
 
 from .errors import WriteError
-from .fileio import atomic_write, make_dirs
+from .fileio import atomic_write, make_dirs, sweep_stale_temps
 
 try:  # POSIX only; elsewhere flushes are not serialized
     import fcntl
@@ -221,6 +221,8 @@ class Store:
         Under the store's lock the documents are read again from disk and only the keys this run
         recorded are applied, so runs sharing a store keep each other's decisions.
         """
+        if not self.dry_run and self.root.is_dir():
+            sweep_stale_temps(self.root)  # a killed run's half-written ledger or state
         if self.dry_run or not (self._changed_decisions or self._changed_sessions):
             return
         make_dirs(self.root)
