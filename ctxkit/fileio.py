@@ -124,6 +124,8 @@ class _NamedStream:
     def write(self, data: bytes) -> int:
         try:
             return self._f.write(data)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): not a disk error (the CLI exits quietly)
         except OSError as exc:
             raise WriteError(self._name, exc) from None
 
@@ -134,6 +136,8 @@ class _NamedStream:
     def flush(self) -> None:
         try:
             self._f.flush()
+        except BrokenPipeError:
+            raise
         except OSError as exc:
             raise WriteError(self._name, exc) from None
 
@@ -148,7 +152,7 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
     A regular file is replaced only when the block finishes without error; a device or FIFO is
     written as the block goes."""
     if path is None or str(path) == "-":
-        stream = stdout if stdout is not None else sys.stdout.buffer
+        stream = _NamedStream(stdout if stdout is not None else sys.stdout.buffer, "standard output")
         yield stream
         stream.flush()
         return
@@ -177,13 +181,19 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
     try:
         if st is not None:
             _keep_mode_and_owner(fd, st)
-        with os.fdopen(fd, "wb") as f:
+        f = os.fdopen(fd, "wb")
+        try:
             yield _NamedStream(f, name)
-            try:
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError as exc:
-                raise WriteError(name, exc) from None
+        except BaseException:
+            _close_quietly(f)  # a failed write's buffer would fail again on close and hide the first error
+            raise
+        try:
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        except OSError as exc:
+            _close_quietly(f)
+            raise WriteError(name, exc) from None
         try:
             os.replace(tmp, target)
         except OSError as exc:
@@ -201,10 +211,24 @@ def _write_in_place(target: Path, name: str) -> Iterator[BinaryIO]:
         f = open(target, "wb")
     except OSError as exc:
         raise WriteError(name, exc) from None
-    with f:
-        stream = _NamedStream(f, name)
-        yield stream
-        stream.flush()
+    try:
+        yield _NamedStream(f, name)
+    except BaseException:
+        _close_quietly(f)
+        raise
+    try:
+        f.close()
+    except OSError as exc:
+        _close_quietly(f)
+        raise WriteError(name, exc) from None
+
+
+def _close_quietly(f: BinaryIO) -> None:
+    """Close after a failure: the error already raised is the one to report."""
+    try:
+        f.close()
+    except OSError:
+        pass
 
 
 def _keep_mode_and_owner(fd: int, st: os.stat_result) -> None:

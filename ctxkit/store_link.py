@@ -21,12 +21,14 @@ sidecar) when that folder exists; else ``.ctxkit/`` beside the input (the workin
 """
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import orjson
 
 from .fileio import atomic_write
-from .store import default_store_dir
+from .store import LEDGER, STATE, default_store_dir
 from .transcript import claude_code
 from .transcript.model import Transcript
 
@@ -65,9 +67,15 @@ def find_store(source: str, t: Transcript, given: Path | None) -> tuple[Path, st
     named = recorded_store(t, source)
     if named is None:
         return default, None
-    if Path(named).is_dir():
+    if looks_like_store(Path(named)):
         return Path(named), None
-    return default, f"the store this transcript names ({named}) is not a folder here; using {default}"
+    return default, f"the store this transcript names ({named}) is not a ctxkit store here; using {default}"
+
+
+def looks_like_store(folder: Path) -> bool:
+    """Whether a folder a transcript names is a ctxkit store (a transcript is data, not a command: it
+    must not point ctxkit at just any folder, ``/`` or a home directory)."""
+    return folder.is_absolute() and any((folder / name).exists() for name in (LEDGER, STATE, "blobs"))
 
 
 def link_store(t: Transcript, store_root: Path, timestamp: str) -> Transcript:
@@ -99,6 +107,11 @@ def write_sidecar(output: str | Path, store_root: Path) -> None:
     sidecar is there to correct)."""
     side = sidecar_path(output)
     root = Path(store_root).resolve()
+    try:
+        if not stat.S_ISREG(os.stat(output).st_mode):
+            return  # a device or FIFO (-o /dev/null): nothing to point back at, nowhere to put a sidecar
+    except OSError:
+        pass  # a new file
     if default_store_dir(str(output)).resolve() == root and not side.exists():
         return
     atomic_write(side, orjson.dumps({"store": str(root)}) + b"\n")

@@ -307,3 +307,34 @@ def test_plain_output_in_another_folder_names_its_store_in_a_sidecar(runner, tmp
     assert code == 0, err
     assert "restored 2 tool output(s)" in err  # the persisted log and the empty result's note
     assert restored == lines(a / "plain.jsonl")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("via", ["-o", "stdout"])
+def test_no_space_left_names_the_output(tmp_path, via):
+    """/dev/full answers every write with ENOSPC: the message names where the output was going."""
+    args = ["compact", str(EXAMPLE), "--store", str(tmp_path / "store"), "--stage", "microcompact",
+            "--now", "2026-11-20T11:01:00Z", "--report", "none"]
+    if via == "-o":
+        r = subprocess.run([sys.executable, "-c", HOOK, *args, "-o", "/dev/full"], capture_output=True, text=True,
+                           timeout=120)
+        name = "/dev/full"
+    else:
+        with open("/dev/full", "wb") as full:
+            r = subprocess.run([sys.executable, "-c", HOOK, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                               timeout=120)
+        name = "standard output"
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"ctxkit: error: cannot write {name}: No space left on device\n"
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_recorded_store_that_is_not_a_store_is_not_used(runner, tmp_path):
+    """A transcript is data: a store record naming some other folder (here /) is ignored, with a warning."""
+    t = tmp_path / "t.jsonl"
+    record = {"type": "ctxkit-record", "record": "store", "timestamp": "2026-11-20T13:00:00.000Z", "path": "/"}
+    t.write_bytes(EXAMPLE.read_bytes() + json.dumps(record).encode() + b"\n")
+    r = runner.invoke(app, ["expand", str(t), "-o", str(tmp_path / "back.jsonl")])
+    assert r.exit_code == 0, r.stderr
+    assert (f"ctxkit: warning: the store this transcript names (/) is not a ctxkit store here; using "
+            f"{tmp_path / '.ctxkit'}") in r.stderr
