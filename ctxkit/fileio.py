@@ -173,15 +173,17 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
     make_dirs(folder)
     sweep_stale_temps(folder)
     tmp = temp_path(target)
+    # a new file: 0666 less the umask (the kernel applies it); replacing one: private until given its mode
+    mode = 0o666 if st is None else 0o600
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
     except OSError as exc:
         raise WriteError(name, exc) from None
     _live_temps.add(str(tmp))
+    f = os.fdopen(fd, "wb")
     try:
         if st is not None:
-            _keep_mode_and_owner(fd, st)
-        f = os.fdopen(fd, "wb")
+            _keep_mode_and_owner(f.fileno(), st)
         try:
             yield _NamedStream(f, name)
         except BaseException:
@@ -201,6 +203,7 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         _live_temps.discard(str(tmp))
         fsync_dir(folder)
     except BaseException:
+        _close_quietly(f)
         _remove_temp(tmp)
         raise
 

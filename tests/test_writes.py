@@ -151,12 +151,17 @@ def _compact_to(runner, tmp_path, target, *extra):
                                "--now", NOW, "--report", "none", *extra])
 
 
-def test_output_onto_a_character_device_writes_it_and_keeps_it_a_device(runner, tmp_path):
-    dev = tmp_path / "null"
+def private_device(path: Path, minor: int) -> Path:
+    """A character device node of our own (1,3 is null, 1,7 is full): tests never risk the system's."""
     try:
-        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a null device of our own (not /dev/null)
-    except (PermissionError, AttributeError, OSError) as exc:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except (AttributeError, OSError) as exc:
         pytest.skip(f"cannot make a device node here: {exc}")
+    return path
+
+
+def test_output_onto_a_character_device_writes_it_and_keeps_it_a_device(runner, tmp_path):
+    dev = private_device(tmp_path / "null", 3)
     r = _compact_to(runner, tmp_path, dev)
     assert r.exit_code == 0, r.stderr
     assert stat.S_ISCHR(os.lstat(dev).st_mode)
@@ -165,7 +170,11 @@ def test_output_onto_a_character_device_writes_it_and_keeps_it_a_device(runner, 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not stat.S_ISCHR(os.stat("/dev/null").st_mode), reason="needs root")
 def test_output_onto_dev_null_as_root_keeps_the_null_device(runner, tmp_path):
-    """The reported case itself (safe now: the device is written in place, never replaced)."""
+    """The reported case itself. A private null device first: an implementation that would replace
+    a device fails there, before the system's /dev/null is ever named."""
+    dev = private_device(tmp_path / "null", 3)
+    r = _compact_to(runner, tmp_path, dev)
+    assert r.exit_code == 0 and stat.S_ISCHR(os.lstat(dev).st_mode), "would replace /dev/null: not tried"
     before = os.stat("/dev/null")
     r = _compact_to(runner, tmp_path, "/dev/null")
     assert r.exit_code == 0, r.stderr
@@ -309,24 +318,24 @@ def test_plain_output_in_another_folder_names_its_store_in_a_sidecar(runner, tmp
     assert restored == lines(a / "plain.jsonl")
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 @pytest.mark.parametrize("via", ["-o", "stdout"])
 def test_no_space_left_names_the_output(tmp_path, via):
-    """/dev/full answers every write with ENOSPC: the message names where the output was going."""
+    """A "full" device answers every write with ENOSPC: the message names where the output was going."""
+    full = private_device(tmp_path / "full", 7)
     args = ["compact", str(EXAMPLE), "--store", str(tmp_path / "store"), "--stage", "microcompact",
             "--now", "2026-11-20T11:01:00Z", "--report", "none"]
     if via == "-o":
-        r = subprocess.run([sys.executable, "-c", HOOK, *args, "-o", "/dev/full"], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-c", HOOK, *args, "-o", str(full)], capture_output=True, text=True,
                            timeout=120)
-        name = "/dev/full"
+        name = str(full)
     else:
-        with open("/dev/full", "wb") as full:
-            r = subprocess.run([sys.executable, "-c", HOOK, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+        with open(full, "wb") as stdout:
+            r = subprocess.run([sys.executable, "-c", HOOK, *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
                                timeout=120)
         name = "standard output"
     assert r.returncode == 2, r.stderr
     assert r.stderr == f"ctxkit: error: cannot write {name}: No space left on device\n"
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
 
 
 def test_a_recorded_store_that_is_not_a_store_is_not_used(runner, tmp_path):
