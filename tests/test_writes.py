@@ -116,9 +116,10 @@ def test_a_kill_at_any_write_leaves_everything_restorable(runner, tmp_path, monk
     assert renames[-1] == str(out)  # the store first, the output last
 
 
-def test_sigterm_removes_the_temporary_file_and_leaves_the_input(tmp_path):
-    """A real SIGTERM while the output's temporary file is written: no *.tmp left, input untouched,
-    a one-line message, no traceback."""
+@pytest.mark.parametrize("signum, word", [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")])
+def test_sigterm_removes_the_temporary_file_and_leaves_the_input(tmp_path, signum, word):
+    """A real SIGTERM (or Ctrl-C) while the output's temporary file is written: no *.tmp left, input
+    untouched, a one-line message, no traceback."""
     src = tmp_path / "session.jsonl"
     shutil.copy(EXAMPLE, src)
     args = ["compact", str(src), "-o", str(src), "--now", NOW, "--report", "none"]
@@ -137,10 +138,10 @@ def test_sigterm_removes_the_temporary_file_and_leaves_the_input(tmp_path):
         time.sleep(0.05)
     assert ready.exists(), p.communicate()
     assert tmp_files(tmp_path), "the output's temporary file exists while it is written"
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(signum)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 4
-    assert err == "ctxkit: error: terminated; no file was left half-written\n"
+    assert err == f"ctxkit: error: {word}; no file was left half-written\n"
     assert tmp_files(tmp_path) == []
     assert src.read_bytes() == EXAMPLE.read_bytes()
 
