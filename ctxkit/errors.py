@@ -53,6 +53,19 @@ class Problem:
         return text
 
 
+class WriteError(CtxkitError):
+    """The disk refused a write (no space, file too large, permission denied, read-only...): names the
+    file. An environment problem for the user to fix, with the usage exit code; nothing half-written
+    is left behind (:mod:`ctxkit.fileio`)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, path: str, exc: OSError):
+        self.path = path
+        self.errno = exc.errno
+        super().__init__(f"cannot write {path}: {exc.strerror or exc}")
+
+
 class PolicyError(CtxkitError):
     """Every problem found in the policy layers, reported all at once."""
 

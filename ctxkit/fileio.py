@@ -1,41 +1,289 @@
-"""Writing files so that a reader sees the old file or the new one, never a part of one."""
+"""The one place ctxkit writes files: a reader sees the old file or the new one, never a part of one.
+
+Every file ctxkit writes goes through :func:`atomic_output` (or :func:`atomic_write`): the output of
+``-o``, the store's blobs, ``ledger.json``, ``state.json``, the token cache, session notes. What it
+guarantees (user documentation: docs/store.md):
+
+* **Atomic and durable.** A regular file is written to a temporary file beside it, flushed and
+  fsynced, then renamed over the target; the folder is fsynced after the rename (and after creating
+  a folder), so once :func:`atomic_output` returns the new bytes survive a power cut.
+* **The target keeps what it is.** An existing regular file keeps its permission bits (and, as
+  root, its owner); a new file gets ``0666`` less the umask, like a shell redirect. A symlink is
+  followed: its target is replaced, the link stays. Anything that is not a regular file (a
+  character device such as ``/dev/null``, a FIFO, a socket) is written in place, never replaced.
+* **Nothing left behind.** Temporary files are named ``.NAME.ctxkit-PID-RANDOM.tmp``. They are
+  removed when the write fails or is interrupted (SIGINT, and SIGTERM under :func:`terminate_cleanly`);
+  those of a run killed outright (SIGKILL, a power cut) are removed by the next write into that
+  folder, once no process with that PID is running.
+* **Errors name the file.** A refused write (no space, file too large, permission denied,
+  read-only file system...) raises :class:`ctxkit.errors.WriteError` naming the path.
+"""
 from __future__ import annotations
 
 import os
+import re
+import secrets
+import signal
+import stat
 import sys
-import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
+
+from .errors import WriteError
+
+_TMP_MARK = ".ctxkit-"
+_TMP_NAME = re.compile(r"^\..*\.ctxkit-(\d+)-[0-9a-f]{8}\.tmp$")
+_NAME_ROOM = 200  # characters of the target's name kept in a temporary name (file names stop at 255 bytes)
+
+_live_temps: set[str] = set()  # temporary files this process is writing now (removed on SIGTERM)
+_swept: set[str] = set()  # folders already cleared of dead runs' temporary files by this process
+
+
+def temp_path(target: Path) -> Path:
+    """A temporary name beside ``target`` that says whose it is (the PID), for :func:`sweep_stale_temps`."""
+    return target.with_name(f".{target.name[:_NAME_ROOM]}{_TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def _pid_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: alive
+    return True
+
+
+def sweep_stale_temps(folder: Path) -> list[Path]:
+    """Remove the temporary files that runs no longer running left in ``folder`` (killed mid-write).
+
+    Once per folder per process. A file whose PID is alive is another run's write in progress and
+    is left alone. Returns what was removed."""
+    key = str(folder)
+    if key in _swept:
+        return []
+    _swept.add(key)
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for e in entries:
+        m = _TMP_NAME.match(e.name)
+        if m and not _pid_running(int(m.group(1))):
+            try:
+                os.unlink(e.path)
+                removed.append(Path(e.path))
+            except OSError:
+                pass
+    return removed
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a creation in ``folder`` durable (where the system allows opening folders)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the rename itself is still atomic
+    finally:
+        os.close(fd)
+
+
+def make_dirs(folder: Path) -> None:
+    """``mkdir -p`` whose new folders survive a crash (each parent fsynced after its child is made)."""
+    missing = []
+    p = folder
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise WriteError(str(d), exc) from None
+        fsync_dir(d.parent)
+
+
+class _NamedStream:
+    """The stream handed to the caller: a write the disk refuses raises a WriteError naming the file."""
+
+    def __init__(self, f: BinaryIO, name: str):
+        self._f = f
+        self._name = name
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self._f.write(data)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): not a disk error (the CLI exits quietly)
+        except OSError as exc:
+            raise WriteError(self._name, exc) from None
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._f.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise WriteError(self._name, exc) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._f, name)
 
 
 @contextmanager
-def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None):
-    """Yield a binary stream; for a path, write a temporary file beside it and rename it into place
-    only when the block finishes without error, so no half-written output is ever left behind."""
+def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None) -> Iterator[BinaryIO]:
+    """Yield a binary stream for ``path`` (``None`` or ``-``: standard output); see the module docstring.
+
+    A regular file is replaced only when the block finishes without error; a device or FIFO is
+    written as the block goes."""
     if path is None or str(path) == "-":
-        stream = stdout if stdout is not None else sys.stdout.buffer
+        stream = _NamedStream(stdout if stdout is not None else sys.stdout.buffer, "standard output")
         yield stream
         stream.flush()
         return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    name = str(path)
+    target = Path(os.path.realpath(path))  # through symlinks: the link's target is written, the link kept
     try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
+        st: os.stat_result | None = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None  # a new file (make_dirs names the folder that cannot be made)
+    except OSError as exc:
+        raise WriteError(name, exc) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise WriteError(name, IsADirectoryError(21, "Is a directory"))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        yield from _write_in_place(target, name)
+        return
+    folder = target.parent
+    make_dirs(folder)
+    sweep_stale_temps(folder)
+    tmp = temp_path(target)
+    # a new file: 0666 less the umask (the kernel applies it); replacing one: private until given its mode
+    mode = 0o666 if st is None else 0o600
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError as exc:
+        raise WriteError(name, exc) from None
+    _live_temps.add(str(tmp))
+    f = os.fdopen(fd, "wb")
+    try:
+        if st is not None:
+            _keep_mode_and_owner(f.fileno(), st)
+        try:
+            yield _NamedStream(f, name)
+        except BaseException:
+            _close_quietly(f)  # a failed write's buffer would fail again on close and hide the first error
+            raise
+        try:
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
+            f.close()
+        except OSError as exc:
+            _close_quietly(f)
+            raise WriteError(name, exc) from None
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise WriteError(name, exc) from None
+        _live_temps.discard(str(tmp))
+        fsync_dir(folder)
+    except BaseException:
+        _close_quietly(f)
+        _remove_temp(tmp)
         raise
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file beside it, then rename)."""
+def _write_in_place(target: Path, name: str) -> Iterator[BinaryIO]:
+    """A device, FIFO or socket: written directly, like a shell redirect (replacing it would destroy it)."""
+    try:
+        f = open(target, "wb")
+    except OSError as exc:
+        raise WriteError(name, exc) from None
+    try:
+        yield _NamedStream(f, name)
+    except BaseException:
+        _close_quietly(f)
+        raise
+    try:
+        f.close()
+    except OSError as exc:
+        _close_quietly(f)
+        raise WriteError(name, exc) from None
+
+
+def _close_quietly(f: BinaryIO) -> None:
+    """Close after a failure: the error already raised is the one to report."""
+    try:
+        f.close()
+    except OSError:
+        pass
+
+
+def _keep_mode_and_owner(fd: int, st: os.stat_result) -> None:
+    """Give the new file the replaced one's permission bits and, where allowed, its owner and group."""
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))
+    if hasattr(os, "fchown") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.fchown(fd, st.st_uid, st.st_gid)
+        except OSError:
+            pass  # not ours to give away (not root): the file keeps its mode, owned by whoever writes it
+        else:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))  # chown clears setuid/setgid bits: set them again
+
+
+def _remove_temp(tmp: Path) -> None:
+    _live_temps.discard(str(tmp))
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically and durably (see :func:`atomic_output`)."""
     with atomic_output(path) as f:
         f.write(data)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: unwinds like Ctrl-C, so that every write in progress removes its temporary file."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+
+
+@contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (a KeyboardInterrupt) instead of killing
+    the process on the spot, so temporary files are removed as for Ctrl-C. For the CLI's commands; a
+    library embedding ctxkit keeps its own signal handling. Only in the main thread (Python's rule)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for tmp in list(_live_temps):  # a signal landed between two statements of a cleanup
+            _remove_temp(Path(tmp))

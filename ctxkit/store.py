@@ -1,8 +1,10 @@
 """The disk store: content-addressed blobs, the decision ledger and per-session state.
 
 Everything ctxkit takes out of a view goes here first, so that ``ctxkit
-expand`` can put it back. Writes are atomic (temporary file + rename), blobs
-are named by the SHA-256 of their bytes, and re-writing a blob is a no-op.
+expand`` can put it back. Writes are atomic and durable (:mod:`ctxkit.fileio`: temporary
+file, fsync, rename), blobs are named by the SHA-256 of their bytes, and re-writing a blob is a
+no-op. The CLI saves the store (:meth:`Store.flush`) *before* the output replaces anything, so a
+run killed at any point leaves an output whose store holds everything it points at (docs/store.md).
 
 Layout::
 
@@ -42,7 +44,8 @@ from typing import Any, Iterator
 
 import orjson
 
-from .fileio import atomic_write
+from .errors import WriteError
+from .fileio import atomic_write, make_dirs, sweep_stale_temps
 
 try:  # POSIX only; elsewhere flushes are not serialized
     import fcntl
@@ -74,6 +77,9 @@ class Store:
         self._changed_decisions: set[tuple[str, str]] = set()  # (scope, tool_use_id) this run recorded
         self._changed_sessions: set[str] = set()  # state.json keys this run updated
         self.warnings: list[str] = []  # problems met while loading (damaged documents), for the caller to print
+        #: whether this run put something in the store or replayed a decision from it: then the output
+        #: depends on the store and records where it is (:mod:`ctxkit.store_link`)
+        self.used = False
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
@@ -84,8 +90,10 @@ class Store:
     def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
         """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""
         path = self.blob_path(data, suffix)
-        if not path.exists() and not self.dry_run:
-            atomic_write(path, data)
+        if not self.dry_run:
+            self.used = True
+            if not path.exists():
+                atomic_write(path, data)
         return path
 
     def put_text(self, text: str, suffix: str = ".txt") -> Path:
@@ -125,10 +133,14 @@ class Store:
 
     def decision(self, tool_use_id: str, *, scope: str) -> dict[str, Any] | None:
         """The decision recorded for this tool result in this scope (a transcript's session), if any."""
-        return self.sessions.get(scope or "default", {}).get(tool_use_id)
+        found = self.sessions.get(scope or "default", {}).get(tool_use_id)
+        if found is not None:
+            self.used = True
+        return found
 
     def record_decision(self, tool_use_id: str, decision: dict[str, Any], *, scope: str) -> None:
         scope = scope or "default"
+        self.used = True
         records = self.sessions.setdefault(scope, {})
         if records.get(tool_use_id) != decision:
             records[tool_use_id] = decision
@@ -157,6 +169,7 @@ class Store:
 
     def update_session_state(self, session: str, **values: Any) -> None:
         key = session or "default"
+        self.used = True
         cur = self.state.setdefault(key, {})
         for k, v in values.items():
             if v is None:
@@ -202,14 +215,17 @@ class Store:
             self.warnings.append(message)
 
     def flush(self) -> None:
-        """Save the decisions and state this run changed (called once the output is safely written).
+        """Save the decisions and state this run changed, durably (called before the output is written:
+        an output must never point at a decision the store does not hold yet).
 
         Under the store's lock the documents are read again from disk and only the keys this run
         recorded are applied, so runs sharing a store keep each other's decisions.
         """
+        if not self.dry_run and self.root.is_dir():
+            sweep_stale_temps(self.root)  # a killed run's half-written ledger or state
         if self.dry_run or not (self._changed_decisions or self._changed_sessions):
             return
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.root)
         with self._locked():
             if self._changed_decisions:
                 sessions, unscoped = _parse_ledger(self._load(LEDGER))
@@ -237,7 +253,10 @@ class Store:
         if fcntl is None:  # pragma: no cover - Windows
             yield
             return
-        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise WriteError(str(self.root / LOCK), exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:

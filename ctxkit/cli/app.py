@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
+from ..fileio import Terminated, terminate_cleanly
 from ..quoting import clip, quote
 
 EXIT_CODES_HELP = (
@@ -53,7 +54,8 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with terminate_cleanly():  # SIGTERM unwinds like Ctrl-C: no temporary file is left behind
+                return fn(*args, **kwargs)
         except typer.Exit:
             raise
         except PolicyError as exc:
@@ -79,8 +81,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             # --state...): the user's to fix, not a bug; nothing half-written is left behind
             where = f": {quote(str(exc.filename))}" if getattr(exc, "filename", None) else ""
             raise fail(f"{exc.strerror or exc}{where}", ExitCode.USAGE) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted; nothing was written", ExitCode.INTERNAL) from None
+        except KeyboardInterrupt as exc:
+            # every file is either as it was or whole (docs/store.md): the output is replaced last
+            how = "terminated" if isinstance(exc, Terminated) else "interrupted"
+            raise fail(f"{how}; no file was left half-written", ExitCode.INTERNAL) from None
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if os.environ.get("CTXKIT_DEBUG"):
                 raise

@@ -14,7 +14,8 @@ from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
 from ..pipeline import compile_pipeline
 from ..stats import view_stats
-from ..store import Store, default_store_dir
+from ..store import Store
+from ..store_link import find_store, unlink_store
 from ..tokens import budget_for, require_autocompact_room
 from ..transcript import OUTPUT_FORMATS, read_transcript
 from ..transcript.writer import write_messages, write_transcript
@@ -89,9 +90,7 @@ def compact(
                      "(`ctxkit memory update` writes it)")
     pipeline = compile_pipeline(run.policy, only=stage)
     result = pipeline.run(run.transcript, run.ctx)
-    with atomic_output(output) as out:
-        write_transcript(result.transcript, out, to)
-    run.save()
+    run.write_output(result.transcript, output, to)
     _print_report(result, report)
     if any(r.action in _FAILED_ACTIONS for r in result.reports):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
@@ -296,12 +295,16 @@ def expand(
     original is not in the store (e.g. the wrong --store); everything else is restored and written.
     """
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
-    st = Store(store or default_store_dir(source), dry_run=True)  # expand only reads the store
+    store_dir, note = find_store(source, t, store)  # --store, else the store the transcript names
+    st = Store(store_dir, dry_run=True)  # expand only reads the store
     console = stderr_console()
+    if note:
+        print_warnings([note])
     if not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
     new, report = expand_transcript(t, st, search_dirs=search)
+    new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     with atomic_output(output) as out:
         write_transcript(new, out)
     warn_bad_lines(t)

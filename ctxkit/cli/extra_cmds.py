@@ -9,9 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitCode, LLMError, UsageError
-from ..fileio import atomic_output
 from ..quoting import quote
-from ..transcript.writer import write_transcript
 from .app import (
     BadLineOpt,
     FormatOpt,
@@ -91,9 +89,7 @@ def snip(
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=None, snip_ids=wanted)
     result = compile_pipeline(run.policy, only=["snip"]).run(run.transcript, run.ctx)
-    with atomic_output(output) as out:
-        write_transcript(result.transcript, out)
-    run.save()
+    run.write_output(result.transcript, output)
     for r in result.reports:
         stderr_console().print(f"{r.stage_id}: {r.action}" + (f": {r.reason}" if r.reason else ""), markup=False)
 

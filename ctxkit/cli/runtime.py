@@ -8,15 +8,18 @@ from typing import Any
 
 from ..clock import Clock, parse_instant
 from ..errors import UsageError
+from ..fileio import atomic_output
 from ..filenames import file_name_part
 from ..policy import load_policy
 from ..policy.model import Policy
 from ..quoting import quote
 from ..stages.base import Context, RunInputs
-from ..store import Store, default_store_dir
+from ..store import Store
+from ..store_link import find_store, link_store, write_sidecar
 from ..tokens import make_counter
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
+from ..transcript.writer import write_transcript
 
 
 @dataclass
@@ -26,11 +29,26 @@ class Run:
     ctx: Context
 
     def save(self) -> None:
-        """Once the output is safely written: save the store's decisions and the token counts."""
+        """Save the store's decisions and the token counts, durably (before the output is written)."""
         self.ctx.store.flush()
         counter = self.ctx.tokens
         if counter.name != "rough" and not counter.degraded:
             self.ctx.store.save_document(_token_cache_name(self.policy), counter.export_cache())
+
+    def write_output(self, transcript: Transcript, output: Path | None, to: str | None = None) -> None:
+        """Save the store, then write the output (naming its store when it depends on it).
+
+        In this order, a run killed at any moment leaves either the old output or the new one, and
+        the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
+        store = self.ctx.store
+        if store.used:
+            transcript = link_store(transcript, store.root, self.ctx.timestamp())
+        self.save()
+        to_file = output is not None and str(output) != "-"
+        if store.used and to_file and (to is not None or transcript.format != "claude-code"):
+            write_sidecar(output, store.root)
+        with atomic_output(output) as out:
+            write_transcript(transcript, out, to)
 
 
 def _token_cache_name(policy: Policy) -> str:
@@ -64,7 +82,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     pol = make_policy(policy, sets)
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
-    store_dir = store or default_store_dir(source)
+    store_dir, store_note = find_store(source, t, store)
     ctx = Context(
         policy=pol,
         tokens=make_counter(pol.estimator, model=pol.model),
@@ -75,6 +93,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     )
     if ctx.tokens.name != "rough":
         ctx.tokens.import_cache(ctx.store.load_document(_token_cache_name(pol)))
+    if store_note:
+        ctx.warn(store_note)
     for problem in ctx.store.check():  # a damaged ledger or state (a dry run only ignores it)
         ctx.warn(problem)
     if t.info.bad_lines.count:
