@@ -344,9 +344,9 @@ class Redactor:
         if not self.enabled:
             return [dict(m) for m in messages]
         strings: list[str] = []
-        _walk_messages(messages, lambda s, key=None: strings.append(s) or s, self._keyed)
-        mapping = dict(zip(strings, self.texts(strings)))
-        return _walk_messages(messages, lambda s, key=None: mapping.get(s, s), self._keyed)
+        _walk_messages(messages, lambda s: strings.append(s) or s, self._keyed)
+        mapping = dict(zip(strings, self.texts(strings), strict=True))
+        return _walk_messages(messages, lambda s: mapping.get(s, s), self._keyed)
 
     def _keyed(self, key: str, value: str) -> str | None:
         """A tool input's value under a secret-named key (``{"api_key": "..."}``): its marker, or None."""
@@ -456,7 +456,7 @@ def _merge(spans: Iterable[Span]) -> list[Span]:
 _TOOL_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 
-def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[..., str],
+def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[[str], str],
                    keyed: Callable[[str, str], str | None]) -> list[dict[str, Any]]:
     """Copies of ``messages`` with ``fn`` applied to each string a summarizer reads."""
     out = []
@@ -471,7 +471,7 @@ def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[..., str]
     return out
 
 
-def _walk_block(block: Any, fn: Callable[..., str], keyed: Callable[[str, str], str | None]) -> Any:
+def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str], str | None]) -> Any:
     if isinstance(block, str):
         return fn(block)
     if not isinstance(block, Mapping):
@@ -493,7 +493,7 @@ def _walk_block(block: Any, fn: Callable[..., str], keyed: Callable[[str, str], 
     return new
 
 
-def _walk_value(value: Any, fn: Callable[..., str], keyed: Callable[[str, str], str | None]) -> Any:
+def _walk_value(value: Any, fn: Callable[[str], str], keyed: Callable[[str, str], str | None]) -> Any:
     """A tool input with ``fn`` applied to its strings; a value under a secret-named key is replaced whole."""
     if isinstance(value, str):
         return fn(value)
@@ -558,3 +558,22 @@ def guard(summarizer: Any, ctx: Any) -> Any:
     if not redactor.enabled or isinstance(summarizer, RedactingSummarizer):
         return summarizer
     return RedactingSummarizer(summarizer, redactor)
+
+
+def redaction_summary(ctx: Any) -> dict[str, Any]:
+    """What the run redacted, for its report (no redactor yet: nothing went to a summarizer)."""
+    redactor = getattr(ctx, "redactor", None)
+    if redactor is not None:
+        return redactor.summary()
+    return {"enabled": bool(ctx.policy.redact.enabled), "secrets": 0, "kinds": {}}
+
+
+def describe(summary: Mapping[str, Any]) -> str | None:
+    """One line for the text report, or None when nothing was redacted:
+    ``redacted 3 secrets (aws-access-key 1, github-token 2) from what went to the summarizer and the summary``."""
+    n = int(summary.get("secrets") or 0)
+    if not n:
+        return None
+    kinds = ", ".join(f"{kind} {count}" for kind, count in (summary.get("kinds") or {}).items())
+    return (f"redacted {n} secret{'s' if n != 1 else ''} ({kinds}) from what went to the summarizer and the "
+            "summaries written")

@@ -250,9 +250,12 @@ def update_in_context(t: Transcript, ctx: Any, path: Path | None = None) -> Memo
     without one, :class:`ctxkit.errors.LLMError` when the summarizer fails.
     """
     from .errors import UsageError
+    from .redact import redaction_summary
     from .stages.autocompact import summarizer_for
 
     path = path or ctx.inputs.session_memory
     if path is None:
         raise UsageError("ctxkit memory update needs the notes file: --session-memory FILE")
-    return update_notes(t, Path(path), summarizer=summarizer_for(ctx), store=ctx.store, timestamp=ctx.timestamp())
+    update = update_notes(t, Path(path), summarizer=summarizer_for(ctx), store=ctx.store, timestamp=ctx.timestamp())
+    update.details["redacted"] = redaction_summary(ctx)
+    return update

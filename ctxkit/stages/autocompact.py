@@ -78,7 +78,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import reinject
+from .. import redact, reinject
 from ..compaction import (
     Compaction,
     CompactionError,
@@ -120,12 +120,13 @@ def _tail_schema(min_tokens: int, min_text: int, max_tokens: int, what: str, **e
 
 
 def summarizer_for(ctx: Context) -> Any:
-    """The summarizer this run uses: the context's factory (tests, embedders), else the policy's."""
+    """The summarizer this run uses: the context's factory (tests, embedders), else the policy's;
+    wrapped so that it is never shown a secret and never returns one (:mod:`ctxkit.redact`)."""
     if ctx.summarizer_factory is not None:
-        return ctx.summarizer_factory(ctx.policy, ctx)
+        return redact.guard(ctx.summarizer_factory(ctx.policy, ctx), ctx)
     from ..llm import make_summarizer
 
-    return make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
+    return redact.guard(make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model), ctx)
 
 
 # -- prompt-too-long retry ------------------------------------------------------------------------------
@@ -328,8 +329,9 @@ class Autocompact(Stage):
             return None, "the messages after the notes cannot be kept as a tail"
         if keep_from <= floor:
             return None, "the notes cover no message before the kept tail"
+        # the notes become the summary: written by `ctxkit memory update` (redacted then) or by hand
         written = self._write(t, view, ctx, Compaction(
-            summary=plan.summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
+            summary=redact.redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
             record={"notes": str(plan.notes_path), "lastSummarizedId": plan.last_id}), share, details)
         if written.post_tokens >= threshold:
             return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"

@@ -50,6 +50,7 @@ class Context:
     inputs: RunInputs
     summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.llm
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
+    redactor: Any = None  # the run's secret redactor (ctxkit.redact.redactor_for builds it on first use)
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from .. import redact
 from ..errors import LLMError
 from ..messages import render_transcript
 from ..persist import content_text
@@ -332,7 +333,7 @@ class Collapse(Stage):
             span = view.messages[start:end]
             calls = [b for m in span for b in m.tool_uses()]
             results = {b.get("tool_use_id", ""): b for m in span for b in m.tool_results()}
-            text = rule_summary(calls, results)
+            text = redact.redactor_for(ctx).text(rule_summary(calls, results))  # quotes commands and URLs
             messages = [m.api() for m in span]
             tokens = ctx.tokens.count_messages(messages)
             if ctx.tokens.count_text(text) + _SUMMARY_OVERHEAD + pointer >= tokens:
@@ -382,7 +383,7 @@ class Collapse(Stage):
             def factory(policy, _ctx):
                 return make_summarizer(policy.summarizer, default_model=policy.model)
         try:
-            summarizer = factory(ctx.policy, ctx)
+            summarizer = redact.guard(factory(ctx.policy, ctx), ctx)  # sees no secret, returns none
         except Exception as exc:  # a bad summarizer configuration must not stop the cheap path
             return f"summarizer unavailable ({exc}); rule-based summaries stand"
         if getattr(summarizer, "name", "") == "extractive":
