@@ -74,13 +74,13 @@ class Rule:
 # -- telling secrets from code and placeholders ------------------------------------------------------------
 
 #: What makes a variable secret-named: a name part (``DB_PWD``) or words in the joined parts
-#: (``apiKey``, ``client_secret``). The weak parts (``key``, ``token``, ``auth``, ``pass``) also name
+#: (``apiKey``, ``client_secret``). The weak parts (``key``, ``token``, ``auth``) also name
 #: ordinary things (``key=lambda x: ...``, ``token = "music"`` in a tokenizer), so a value under them
 #: is taken only when it looks random (:func:`_distinctive`).
-_STRONG_PARTS = {"pwd", "creds"}
+_STRONG_PARTS = {"pwd", "creds", "pass"}
 _STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "privatekey", "accesskey",
                  "accesstoken", "authtoken", "refreshtoken", "sessiontoken", "bearertoken", "authorization")
-_WEAK_PARTS = {"key", "token", "auth", "pass"}
+_WEAK_PARTS = {"key", "token", "auth"}
 #: Parts that make a secret-sounding name ordinary (a sort key, a public key, a token count...).
 _ORDINARY_PARTS = {"public", "publishable", "primary", "foreign", "sort", "cache", "partition", "hash", "range",
                    "idempotency", "unique", "lookup", "row", "column", "index", "group", "dedup", "max", "min",
