@@ -21,18 +21,19 @@ What is found, in this order (earlier kinds win where matches overlap):
 
 * ctxkit's own rules (:data:`RULES`): whole PEM private-key blocks, across
   lines (an unterminated one up to the end of its base64 body); Anthropic,
-  OpenAI, AWS (access key ids and secret keys) and GitHub keys; passwords in
-  URLs (``scheme://user:password@host``, the user is kept); bearer tokens; and
+  OpenAI, AWS access key ids and GitHub keys; passwords in URLs
+  (``scheme://user:password@host``, the user is kept); bearer tokens; and
   the values of secret-named variables (a name with a part such as key,
-  token, secret, password, passwd, pwd, credential, auth) in ``NAME=value``,
-  ``export NAME="value"``, ``"name": "value"`` and YAML ``name: value``
-  forms, quoted or not — unless the value looks like code, a path, a number
-  or a placeholder (``$VAR``, ``<your-key>``, ``****``);
+  token, secret, password, passwd, pwd, credential, auth; AWS secret keys
+  are found this way) in ``NAME=value``, ``export NAME="value"``,
+  ``"name": "value"`` and YAML ``name: value`` forms, quoted or not, and in
+  tool inputs (``{"api_key": ...}``) — unless the value looks like code, a
+  path, a number or a placeholder (``$VAR``, ``<your-key>``, ``****``);
+* the policy's extra ``redact.patterns``;
 * the regex plugins of `detect-secrets <https://github.com/Yelp/detect-secrets>`_
   (:data:`DETECT_SECRETS_PLUGINS`: Slack, Stripe, JWT, GitLab, npm, PyPI,
   SendGrid, Twilio... tokens), run over each text; its high-entropy and
-  keyword plugins are left out (they flag commit hashes and ordinary code);
-* the policy's extra ``redact.patterns``.
+  keyword plugins are left out (they flag commit hashes and ordinary code).
 
 A value found once is redacted wherever it occurs in the same batch of text
 and in every later text of the run, even where nothing around it says it is
@@ -547,6 +548,8 @@ class RedactingSummarizer:
         self.redactor = redactor
 
     def __getattr__(self, item: str) -> Any:
+        if item == "inner":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(item)
         return getattr(self.inner, item)
 
     @property
