@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_stage_properties import Call, Turn, conversation, write
 
 from ctxkit.cli.main import app
@@ -397,3 +399,18 @@ def test_the_wrapper_forwards_everything_but_the_secrets():
     assert wrapped.summarize([{"role": "user", "content": f"GITHUB_TOKEN={GITHUB_TOKEN}"}],
                              instructions=f"focus on {GITHUB_TOKEN}") == \
         "GITHUB_TOKEN=[REDACTED:github-token] / focus on [REDACTED:github-token]"
+
+
+SNIPPETS = [AWS_KEY_ID, ANTHROPIC_KEY, GITHUB_TOKEN, GITHUB_PAT, PEM, f"postgres://billing:{URL_PASSWORD}@db:5432",
+            f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", f'DB_PASSWORD="{ENV_PASSWORD}"']
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(SNIPPETS),
+                          st.text(alphabet=" \n\t.,;:()[]{}<>abcXYZ019-_=/\"'\\", max_size=24)), max_size=12))
+def test_no_secret_survives_whatever_surrounds_it_and_redacting_again_changes_nothing(parts):
+    text = " ".join(parts)
+    r = Redactor()
+    once = r.text(text)
+    assert leaked(once) == []
+    assert r.text(once) == once and Redactor().text(once) == once
