@@ -550,14 +550,17 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
     :class:`StandInSummarizer` that says which one it stands for (the extractive summarizer needs no
     stand-in: it is offline and free, so the simulation runs it for real).
     """
+    from .redact import guard  # detect-secrets loads only when a run summarizes
+
     factory = getattr(ctx, "summarizer_factory", None)
     if factory is not None:
         chosen = factory(ctx.policy, ctx)
     else:
         chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
-        return StandInSummarizer(chosen)
-    return chosen
+        chosen = StandInSummarizer(chosen)
+    # every summarizer of a run sees no secret and returns none (ctxkit.redact)
+    return guard(chosen, ctx)
 
 
 class StandInSummarizer:

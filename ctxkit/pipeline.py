@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .errors import UsageError
 from .policy.model import Policy, StageSpec
 from .quoting import quote
+from .redact import redaction_summary
 from .stages import REGISTRY
 from .stages.base import Context, Report, Stage
 from .transcript.model import Transcript
@@ -39,7 +40,8 @@ class Pipeline:
             reports.append(report)
             current, tokens = result.transcript, after
         end_tokens = tokens
-        return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings))
+        return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings),
+                              redaction_summary(ctx))
 
 
 @dataclass
@@ -49,6 +51,8 @@ class PipelineResult:
     tokens_before: int
     tokens_after: int
     warnings: list[str] = field(default_factory=list)
+    #: secrets kept out of what went to a summarizer and of the summaries: {"enabled", "secrets", "kinds"}
+    redacted: dict = field(default_factory=lambda: {"enabled": True, "secrets": 0, "kinds": {}})
 
     def to_json(self) -> dict:
         return {
@@ -56,6 +60,7 @@ class PipelineResult:
             "tokens_after": self.tokens_after,
             "stages": [r.to_json() for r in self.reports],
             "warnings": self.warnings,
+            "redacted": self.redacted,
         }
 
 

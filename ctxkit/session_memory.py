@@ -251,8 +251,11 @@ def update_in_context(t: Transcript, ctx: Any, path: Path | None = None) -> Memo
     """
     from .errors import UsageError
     from .llm import summarizer_for_run
+    from .redact import redaction_summary
 
     path = path or ctx.inputs.session_memory
     if path is None:
         raise UsageError("ctxkit memory update needs the notes file: --session-memory FILE")
-    return update_notes(t, Path(path), summarizer=summarizer_for_run(ctx), store=ctx.store, timestamp=ctx.timestamp())
+    update = update_notes(t, Path(path), summarizer=summarizer_for_run(ctx), store=ctx.store, timestamp=ctx.timestamp())
+    update.details["redacted"] = redaction_summary(ctx)
+    return update

@@ -13,6 +13,7 @@ from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
 from ..pipeline import compile_pipeline
+from ..redact import describe as describe_redaction
 from ..stats import view_stats
 from ..store import Store
 from ..store_link import find_store, unlink_store
@@ -116,6 +117,9 @@ def _print_report(result, mode: str) -> None:
         for w in r.warnings:
             if not any(g.endswith(w) for g in result.warnings):  # printed above already
                 console.print(f"  warning: {w}", markup=False)
+    redacted = describe_redaction(result.redacted)
+    if redacted:
+        console.print(redacted, markup=False)
     console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
 
 

@@ -46,6 +46,7 @@ def memory_update(
     report: Annotated[str, typer.Option("--report", help="text or json, on stderr.")] = "text",
 ) -> None:
     """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
+    from ..redact import describe as describe_redaction
     from ..session_memory import update_in_context
 
     check_choice(report, ("text", "json"), "--report")
@@ -64,6 +65,9 @@ def memory_update(
     else:
         console.print(f"memory: {result.action} {result.path} ({result.summarized_messages} messages, up to "
                       f"{result.last_id}) by {result.summarizer}", markup=False)
+        redacted = describe_redaction(result.details.get("redacted") or {})
+        if redacted:
+            console.print(redacted, markup=False)
 
 
 @app.command()

@@ -34,6 +34,27 @@ class ToolSets:
 
 
 @dataclass(frozen=True)
+class Redaction:
+    """The ``redact`` section: secrets kept out of what goes to a summarizer and of summaries (ctxkit.redact).
+    The defaults here are the schema's (``schemas/policy.schema.json``; a test keeps them equal)."""
+
+    enabled: bool = True
+    patterns: tuple[Any, ...] = ()  # extra regexes: strings, or {regex, name} mappings
+    allowlist: tuple[Any, ...] = ()  # literal values (strings) or {regex} mappings whose matches are kept
+
+    @classmethod
+    def from_mapping(cls, doc: Mapping[str, Any] | None) -> Redaction:
+        doc = doc or {}
+        return cls(enabled=bool(doc.get("enabled", cls.enabled)),
+                   patterns=tuple(_frozen(p) for p in doc.get("patterns") or ()),
+                   allowlist=tuple(_frozen(a) for a in doc.get("allowlist") or ()))
+
+
+def _frozen(item: Any) -> Any:
+    return MappingProxyType(dict(item)) if isinstance(item, Mapping) else item
+
+
+@dataclass(frozen=True)
 class StageSpec:
     """One entry of the policy's ordered ``stages`` list."""
 
@@ -53,6 +74,7 @@ class Policy:
     tools: ToolSets = ToolSets()
     attachments: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     summarizer: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({"use": "auto"}))
+    redact: Redaction = Redaction()
     proactive: str | None = None  # which proactive mechanism wins when collapse and autocompact are both on
     stages: tuple[StageSpec, ...] = ()
     origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # dotted key -> "file:line"
@@ -92,6 +114,7 @@ class Policy:
             ),
             attachments=MappingProxyType({k: MappingProxyType(dict(v or {})) for k, v in (doc.get("attachments") or {}).items()}),
             summarizer=MappingProxyType(dict(doc.get("summarizer") or {"use": "auto"})),
+            redact=Redaction.from_mapping(doc.get("redact")),
             proactive=doc.get("proactive"),
             stages=stages,
             origins=MappingProxyType(dict(origins or {})),

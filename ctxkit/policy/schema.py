@@ -98,7 +98,8 @@ def _options_rule(name: str, options_schema: Mapping[str, Any]) -> dict[str, Any
 
 
 def validator(registry: Mapping[str, type[Stage]] | None = None) -> Draft202012Validator:
-    return Draft202012Validator(effective_schema(registry))
+    # formats are checked ("format": "regex" compiles redact.patterns as the policy is read)
+    return Draft202012Validator(effective_schema(registry), format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def schema_problems(document: Document, checker: Draft202012Validator, instance: Any = None) -> list[Problem]:
@@ -236,6 +237,13 @@ def _const(error: ValidationError, subject: str, path: list) -> Message:
     return f"{subject} must be {show(error.validator_value)}, got {show(error.instance)}", None
 
 
+def _format(error: ValidationError, subject: str, path: list) -> Message:
+    if error.validator_value == "regex":
+        return f"{subject} is not a valid regular expression: {error.cause or error.message}", (
+            "Python re syntax")
+    return f"{subject} must be a valid {error.validator_value}, got {show(error.instance)}", None
+
+
 def _fallback(error: ValidationError, subject: str, path: list) -> Message:
     return f"{subject}: {error.message}", None
 
@@ -251,4 +259,5 @@ _MESSAGES: dict[str, Callable[[ValidationError, str, list], Message]] = {
     "minLength": _min_length,
     "pattern": _pattern,
     "uniqueItems": _unique,
+    "format": _format,
 }

@@ -78,7 +78,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import reinject
+from .. import redact, reinject
 from ..compaction import (
     Compaction,
     CompactionError,
@@ -320,8 +320,9 @@ class Autocompact(Stage):
             return None, "the messages after the notes cannot be kept as a tail"
         if keep_from <= floor:
             return None, "the notes cover no message before the kept tail"
+        # the notes become the summary: written by `ctxkit memory update` (redacted then) or by hand
         written = self._write(t, view, ctx, Compaction(
-            summary=plan.summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
+            summary=redact.redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
             record={"notes": str(plan.notes_path), "lastSummarizedId": plan.last_id}), share, details)
         if written.post_tokens >= threshold:
             return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"

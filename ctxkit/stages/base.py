@@ -51,6 +51,7 @@ class Context:
     summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.llm
     simulate: bool = False  # ctxkit stats: report what would be done; no model or command is called
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
+    redactor: Any = None  # the run's secret redactor (ctxkit.redact.redactor_for builds it on first use)
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:

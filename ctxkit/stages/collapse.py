@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from .. import redact
 from ..errors import LLMError
 from ..llm import summarizer_for_run
 from ..messages import render_transcript
@@ -333,7 +334,7 @@ class Collapse(Stage):
             span = view.messages[start:end]
             calls = [b for m in span for b in m.tool_uses()]
             results = {b.get("tool_use_id", ""): b for m in span for b in m.tool_results()}
-            text = rule_summary(calls, results)
+            text = redact.redactor_for(ctx).text(rule_summary(calls, results))  # quotes commands and URLs
             messages = [m.api() for m in span]
             tokens = ctx.tokens.count_messages(messages)
             if ctx.tokens.count_text(text) + _SUMMARY_OVERHEAD + pointer >= tokens:
