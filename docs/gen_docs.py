@@ -123,8 +123,9 @@ def attachment_types_section() -> list[str]:
     from ctxkit.attachments import ATTACHMENT_TYPES
 
     parts = ["## The attachment types", "",
-             "In the order they run. Each type's options sit under its name in the policy's `attachments:` "
-             "section (generated from the docstring and `options_schema` of each type's module).", ""]
+             "In the order they run. A type's options sit under its name in the policy's `attachments:` "
+             "section (or `--set attachments.TYPE.KEY=VALUE`); each section below is generated from the "
+             "docstring and `options_schema` of the type's module.", ""]
     for name, cls in ATTACHMENT_TYPES.items():
         module = inspect.getmodule(cls)
         parts += [f"### `{name}`", "", f"<!-- from {_source(module)} -->", "",
