@@ -1,20 +1,21 @@
-"""agent_listing_delta: which agent types the Agent tool can launch, announced as they change.
+r"""agent_listing_delta: which agent types the Agent tool can launch, announced as they change.
 
-State file key ``agents`` (or ``agent_types``): a list of type names, or objects
-``{"type": "Explore", "description": "...", "tools": "Read, Grep"}`` (or a ready
-``"line"``). A line reads ``- <type>: <description> (Tools: <tools>)``, as Claude
-Code formats it. Rendered as Claude Code 2.1.328 does (a system message); the
-first announcement after a compaction (or ever) is the full list::
+`--state` file key `agents` (or `agent_types`): a list of type names, or objects
+`{"type": "Explore", "description": "...", "tools": "Read, Grep"}` (or a ready `"line"`). A line
+reads `- <type>: <description> (Tools: <tools>)`, as Claude Code formats it. Replayed like the
+other deltas; rendered as Claude Code 2.1.328 does (a system message). The first announcement
+after a compaction (or ever) is the full list:
 
-    Available agent types for the Agent tool:
-    - Explore: Read-only search agent ... (Tools: All tools except Edit, Write)
-    - Plan: Software architect agent ... (Tools: ...)
+```
+Available agent types for the Agent tool:
+- Explore: Read-only search agent for broad fan-out searches ... (Tools: All tools except Agent, ...)
+- Plan: Software architect agent for designing implementation plans. ... (Tools: ...)
 
-    When you launch multiple agents for independent work, send them in a single message with
-    multiple tool uses so they run concurrently.
+When you launch multiple agents for independent work, send them in a single message with multiple tool uses so they run concurrently.
+```
 
-later ones only the change (``New agent types are now available for the Agent
-tool:`` / ``The following agent types are no longer available:``).
+later ones only the change (`New agent types are now available for the Agent tool:` /
+`The following agent types are no longer available:`, with `- <type>` lines).
 """
 from __future__ import annotations
 

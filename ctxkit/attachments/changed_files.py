@@ -1,38 +1,43 @@
-"""changed_files: a file the session read has changed on disk since; the model gets the diff.
+r'''changed_files: a file the session read has changed on disk since; the model gets the diff.
 
-What the model last saw of each file is rebuilt from the view, in order: a full
-``Read`` result (Claude Code's ``toolUseResult`` holds the raw text; plain
-formats are parsed from the numbered lines), a ``Write``'s content, an
-``Edit``/``MultiEdit`` applied to what was seen, Claude Code's post-compact
-``file`` attachments and earlier ``changed_files`` reports. Partial reads
-(``offset``/``limit``) are not tracked, as in Claude Code.
+What the model last saw of each file is rebuilt from the view, in order: a full `Read` result
+(Claude Code's `toolUseResult` holds the raw text; plain formats are parsed from the numbered
+lines), a `Write`'s content, an `Edit`/`MultiEdit` applied to what was seen, Claude Code's
+post-compact `file` attachments and earlier `changed_files` reports. Partial reads
+(`offset`/`limit`) are not tracked, as in Claude Code.
 
-Then, per file: when its modification time is not after the moment it was
-seen (``trust_mtime``), nothing is read; otherwise the content is compared and,
-when it differs, a unified diff is appended (a user message)::
+Then, per file: when its modification time is not after the moment it was seen (`trust_mtime`),
+nothing is read; otherwise the content is compared and, when it differs, a unified diff is
+appended (a user message):
 
-    Note: /repo/app/models.py was modified, either by the user or by a linter. This change was
-    intentional, so make sure to take it into account as you proceed (ie. don't revert it unless
-    the user asks you to). Don't tell the user this, since they are already aware. Here are the
-    relevant changes (a unified diff against the version you last saw):
-    --- /repo/app/models.py	(as you last saw it)
-    +++ /repo/app/models.py	(now on disk, sha256:9f2c...)
-    @@ -6,3 +6,3 @@
-     class Order:
-    -    def total(self, items):
-    +    def total(self, items, discount=0):
+```
+<system-reminder>
+Note: /repo/app/models.py was modified, either by the user or by a linter. This change was intentional, so make sure to take it into account as you proceed (ie. don't revert it unless the user asks you to). Don't tell the user this, since they are already aware. Here are the relevant changes (a unified diff against the version you last saw):
+--- /repo/app/models.py	(as you last saw it)
++++ /repo/app/models.py	(now on disk, sha256:1435e724...)
+@@ -6,4 +6,4 @@
+ class Order:
+     def total(self, items):
+         """Sum of item prices."""
+-        return sum(i.price for i in items)
++        return sum(i.price * i.qty for i in items)
+</system-reminder>
+```
 
-A file that no longer exists is reported once as deleted (when the session's
-files are not on this machine at all, or the file's folder is gone too, a
-warning says so instead). Each diff is capped at
-``max_chars_per_file`` and all of them together at ``max_chars_total``; files
-that do not fit wait for the next run (their diff is then taken against the
-same base, so nothing is skipped). A file that cannot be read gives a warning.
+A file changed twice is diffed against what the last report showed. A file that no longer exists
+is reported once as deleted (`Note: /repo/app/views.py was deleted after you last read it, either
+by the user or by another process. ...`); when the session's files are not on this machine at
+all, or the file's folder is gone too, a warning says so instead. Each diff is capped at
+`max_chars_per_file` and all of them together at `max_chars_total`; files that do not fit wait
+for the next run (their diff is then taken against the same base, so nothing is skipped). A file
+that cannot be read gives a warning; binary files are not reported. Paths the transcript recorded
+under a working directory that does not exist on this machine are looked up under the current
+directory (a moved project).
 
-The new content is kept so that the next change is diffed against it: inline
-in the Claude Code attachment record (up to ``inline_content_chars``) and in
-the store (plain formats find it there by the sha256 in the ``+++`` line).
-"""
+The new content is kept so that the next change is diffed against it: inline in the Claude Code
+attachment record (up to `inline_content_chars`) and in the store (plain formats find it there by
+the sha256 in the `+++` line).
+'''
 from __future__ import annotations
 
 import difflib

@@ -1,23 +1,23 @@
-"""date_change: the local date moved on since the transcript last announced it.
+r"""date_change: the local date moved on since the transcript last announced it.
 
-The date the model knows is the last one announced in the view: Claude Code's
-``date`` attachment (``Today's date is 2026-11-29.``) or an earlier
-``date_change``. When today's local date differs, one system message is
-appended (the cached prefix keeps the old date; rewriting it would turn the
-whole conversation into cache writes)::
+The date the model knows is the last one announced in the view: Claude Code's `date` attachment
+(`Today's date is 2026-11-29.`) or an earlier `date_change`. When today's local date differs, one
+system message is appended (the cached prefix keeps the old date; rewriting it would turn the
+whole conversation into cache writes):
 
-    The date has changed. Today's date is now 2026-11-30. DO NOT mention this to the user
-    explicitly because they are already aware.
+```
+The date has changed. Today's date is now 2026-11-30. DO NOT mention this to the user explicitly because they are already aware.
+```
 
-Nothing is appended when the view announces no date at all (the system prompt,
-which is not in the transcript, carries it).
+Nothing is appended when the view announces no date at all (the system prompt, which is not in
+the transcript, carries it).
 
-Time zone: the dates in a transcript are local dates written by the agent's
-machine. ``timezone: local`` (the default) takes the offset ``--now`` was
-written with (``+09:00``, or ``Z`` for UTC); without one (no ``--now``, or a
-``--now`` without offset, a UTC instant) the local time zone of the machine
-running ctxkit (``TZ``). Set ``timezone`` (``Europe/Paris``, ``UTC``,
-``+09:00``) when that machine is not where the agent ran.
+**Time zone.** The dates in a transcript are local dates written by the agent's machine. With
+`timezone: local` (the default), "today" is taken in the offset `--now` was written with
+(`--now 2026-11-30T00:30:00+09:00` is the 30th, `--now 2026-11-29T23:30:00Z` the 29th); otherwise
+(no `--now`, or one without an offset, which ctxkit reads as UTC) in the local time zone of the
+machine running ctxkit (`TZ`). Set `timezone` (`Europe/Paris`, `UTC`, `+09:00`) when that machine
+is not where the agent ran.
 """
 from __future__ import annotations
 

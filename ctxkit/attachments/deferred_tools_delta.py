@@ -1,18 +1,22 @@
-"""deferred_tools_delta: which deferred tools (schemas loaded on demand via ToolSearch) came or went.
+r"""deferred_tools_delta: which deferred tools (schemas loaded on demand via ToolSearch) came or went.
 
-State file key ``deferred_tools`` (or ``tools``): a list of names, or of objects
-``{"name": ..., "line": ...}``; with ``tools``, objects marked ``"deferred": false``
-are left out. Rendered as Claude Code 2.1.328 does (a system message)::
+`--state` file key `deferred_tools` (or `tools`): a list of names, or of objects
+`{"name": ..., "line": ...}`; with `tools`, objects marked `"deferred": false` are left out. The
+earlier deltas in the view are replayed (added names join, removed names leave) to know what the
+model was told; only what was added or removed is appended. After a compaction boundary the replay
+starts empty, so the full current list is announced again; a name removed and later added back is
+announced again. Added names are sorted as Claude Code sorts them (case-insensitively). Rendered as
+Claude Code 2.1.328 does (a system message):
 
-    The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded —
-    calling them directly will fail with InputValidationError. Use ToolSearch with query
-    "select:<name>[,<name>...]" to load tool schemas before calling them:
-    WebFetch
-    WebSearch
+```
+The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — calling them directly will fail with InputValidationError. Use ToolSearch with query "select:<name>[,<name>...]" to load tool schemas before calling them:
+mcp__github__create_issue
 
-    The following deferred tools are no longer available (their MCP server disconnected). Do not
-    search for them — ToolSearch will return no match:
-    mcp__github__create_issue
+The following deferred tools are no longer available (their MCP server disconnected). Do not search for them — ToolSearch will return no match:
+WebSearch
+```
+
+An absent key means "unknown" (the delta stays quiet); an empty list means "none".
 """
 from __future__ import annotations
 

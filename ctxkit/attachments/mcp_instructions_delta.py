@@ -1,24 +1,26 @@
-"""mcp_instructions_delta: instructions of connected MCP servers, announced as servers come and go.
+r"""mcp_instructions_delta: instructions of connected MCP servers, announced as servers come and go.
 
-State file key ``mcp_servers``: a list of ``{"name": "github", "instructions":
-"...", "status": "connected"}`` (servers whose status is not ``connected``, and
-servers without instructions, are left out). A server is announced as a block
-``## <name>\\n<instructions>``; one whose instructions changed is announced again
-(Claude Code compares the rendered block). Rendered as a system message::
+`--state` file key `mcp_servers`: a list of `{"name": "github", "instructions": "...", "status":
+"connected"}` (servers whose status is not `connected`, and servers without instructions, are left
+out). A server is announced as a block `## <name>` followed by its instructions; one whose
+instructions changed is announced again (Claude Code compares the rendered block). Rendered as a
+system message:
 
-    # MCP Server Instructions
+```
+# MCP Server Instructions
 
-    The following MCP servers have provided instructions for how to use their tools and resources:
+The following MCP servers have provided instructions for how to use their tools and resources:
 
-    ## github
-    Use the issue tools for ...
+## github
+Use the issue tools for ...
 
-    The following MCP servers have disconnected. Their instructions above no longer apply:
-    slack
+The following MCP servers have disconnected. Their instructions above no longer apply:
+slack
+```
 
-Plain formats read earlier announcements back by their ``## <name>`` lines, so
-instructions that themselves contain a line starting with ``## `` are read back
-as extra (unknown) servers; those are then reported as disconnected once.
+Plain formats read earlier announcements back by their `## <name>` lines, so instructions that
+themselves contain a line starting with `## ` are read back as extra (unknown) servers; those are
+then reported as disconnected once.
 """
 from __future__ import annotations
 

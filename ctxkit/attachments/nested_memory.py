@@ -1,26 +1,28 @@
-"""nested_memory: the memory files (CLAUDE.md, ...) of the folders the session went into.
+r"""nested_memory: the memory files (CLAUDE.md, ...) of the folders the session went into.
 
-The memory file at the project root is part of the prompt Claude Code sends
-from the start; the ones deeper down apply only to their part of the tree and
-are loaded when the session touches a path there. For every path a tool
-touched (``file_path``/``notebook_path`` of the tools in ``tools``), each folder
-from just below the project root down to the path's folder is searched for the
-names in ``files`` (globs allowed, matches in name order). A file found is
-appended once, as a user message::
+The memory file at the project root is part of the prompt Claude Code sends from the start; the
+ones deeper down apply only to their part of the tree and are loaded when the session touches a
+path there. For every path a tool touched (`file_path`/`notebook_path` of the tools in `tools`),
+each folder from just below the project root down to the path's folder is searched for the names
+in `files` (globs allowed, matches in name order). A file found is appended once, as a user
+message:
 
-    Contents of /repo/app/CLAUDE.md:
+```
+<system-reminder>
+Contents of /repo/app/CLAUDE.md:
 
-    Models live in app/models.py; keep them free of I/O.
+Models stay free of I/O.
+</system-reminder>
+```
 
-unless the view already has it (an earlier ``nested_memory`` attachment, or a
-``Read`` of that very file). Earlier attachments are replayed from the view, so
-a later run does not repeat them; after a compaction they are gone from the
-view and a file is injected again when a path below it is touched again.
+unless the view already has it (an earlier `nested_memory` attachment, or a `Read` of that very
+file). Earlier attachments are replayed from the view, so a later run does not repeat them; after
+a compaction they are gone from the view and a file is injected again when a path below it is
+touched again.
 
-Paths outside the project root load nothing, and nothing above the root is ever
-read. Each file is capped at ``max_chars_per_file``; all of them together at
-``max_chars_total`` per run (files that do not fit wait for the next run). A
-file that cannot be read gives a warning.
+Paths outside the project root load nothing, and nothing above the root is ever read. Each file is
+capped at `max_chars_per_file`; all of them together at `max_chars_total` per run (files that do
+not fit wait for the next run). A file that cannot be read, or is not UTF-8, gives a warning.
 """
 from __future__ import annotations
 

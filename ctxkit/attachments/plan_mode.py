@@ -1,29 +1,29 @@
-"""plan_mode: while the session is in plan mode, remind the model that only planning is allowed.
+r"""plan_mode: while the session is in plan mode, remind the model that only planning is allowed.
 
-The session is in plan mode when ``--plan-mode`` says so, or (Claude Code
-transcripts, without the flag) when the latest permission mode the transcript
-records (``permissionMode`` of user entries, ``permission-mode`` and ``mode``
-entries) is ``plan``. As in Claude Code, the first reminder is the full one;
-after that a reminder is appended only every ``turns_between`` human turns,
-and every ``full_every``-th of them is full again, the others sparse::
+The session is in plan mode when `--plan-mode` says so (`--no-plan-mode` says it is not), or
+(Claude Code transcripts, without the flag) when the latest permission mode the transcript records
+(`permissionMode` of user entries, `permission-mode` and `mode` entries) is `plan`. As in Claude
+Code, the first reminder is the full one; after that a reminder is appended only every
+`turns_between` human turns, and every `full_every`-th of them is full again, the others sparse.
+System messages:
 
-    Plan mode is active. The user indicated that they do not want you to execute yet -- you
-    MUST NOT make any edits (with the exception of the plan file mentioned below), run any
-    non-readonly tools (including changing configs or making commits), or otherwise make any
-    changes to the system. This supersedes any other instructions you have received.
+```
+Plan mode is active. The user indicated that they do not want you to execute yet -- you MUST NOT make any edits (with the exception of the plan file mentioned below), run any non-readonly tools (including changing configs or making commits), or otherwise make any changes to the system. This supersedes any other instructions you have received.
 
-    ## Plan File Info:
-    No plan file exists yet. You should create your plan at ~/.claude/plans/calm-river.md using
-    the Write tool.
-    ...
+## Plan File Info:
+No plan file exists yet. You should create your plan at ~/.claude/plans/calm-river.md using the Write tool.
+You should build your plan incrementally by writing to or editing this file. NOTE that this is the only file you are allowed to edit - other than this you are only allowed to take READ-ONLY actions.
 
-    Plan mode still active (see full instructions earlier in conversation). Read-only except plan
-    file (~/.claude/plans/calm-river.md). End turns with AskUserQuestion (for clarifications) or
-    ExitPlanMode (for plan approval). Never ask about plan approval via text or AskUserQuestion.
+Explore the code with read-only tools, use AskUserQuestion when you need the user to decide something, and end your turn with ExitPlanMode once the plan is ready for approval. Never ask about plan approval via text.
+```
 
-When the session has left plan mode and the view's last plan reminder is still
-standing, one exit note is appended (``## Exited Plan Mode``), which also
-restarts the full/sparse cycle.
+```
+Plan mode still active (see full instructions earlier in conversation). Read-only except plan file (~/.claude/plans/calm-river.md). End turns with AskUserQuestion (for clarifications) or ExitPlanMode (for plan approval). Never ask about plan approval via text or AskUserQuestion.
+```
+
+When the session has left plan mode and the view's last plan reminder is still standing, one exit
+note is appended (`## Exited Plan Mode` ... `You can now make edits, run tools, and take
+actions.`), which also restarts the full/sparse cycle.
 """
 from __future__ import annotations
 

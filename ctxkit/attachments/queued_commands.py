@@ -1,21 +1,27 @@
-"""queued_commands: what the user typed while a turn ran, delivered as user messages.
+r"""queued_commands: what the user typed while a turn ran, delivered as user messages.
 
-Two sources: the ``--queued`` file (a JSON list of strings or
-``{"prompt": ..., "mode": ..., "origin": {...}}`` objects, or plain text for one
-message), and, in Claude Code transcripts, the ``queue-operation`` entries:
+Two sources: the `--queued` file, and, in Claude Code transcripts, the `queue-operation` entries:
 items enqueued during the current turn (after the last human prompt) that no
-``dequeue``/``remove``/``popAll`` took off the queue. Each is appended once, as
-Claude Code renders a ``queued_command`` attachment::
+`dequeue`/`remove`/`popAll` took off the queue. Each is appended once, as Claude Code renders a
+`queued_command` attachment:
 
-    The user sent a new message while you were working:
-    Also update the README
+```
+<system-reminder>
+The user sent a new message while you were working:
+Also update the README
 
-    IMPORTANT: After completing your current task, you MUST address the user's message above.
-    Do not ignore it.
+IMPORTANT: After completing your current task, you MUST address the user's message above. Do not ignore it.
+</system-reminder>
+```
 
-(``task-notification`` items read ``A background agent completed a task:``.) An
-item already delivered in this turn, by an earlier run or by Claude Code, is
-not delivered again. Queued input is the user's: no budget ever drops it.
+(`task-notification` items read `A background agent completed a task:`.) An item already delivered
+in this turn, by an earlier run or by Claude Code, is not delivered again. Queued input is the
+user's: no budget ever drops it.
+
+The `--queued` file is a JSON list of strings or of `{"prompt": ..., "mode": "prompt" |
+"task-notification", "origin": {...}}` objects (for messages of several lines), or plain text: one
+message per non-empty line. It stands for the queue of the current turn: give it once (after the
+next human prompt the same file would be delivered again).
 """
 from __future__ import annotations
 

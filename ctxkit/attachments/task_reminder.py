@@ -1,28 +1,24 @@
-"""task_reminder: tasks are open but the task tools have been idle; a gentle reminder with the list.
+r"""task_reminder: tasks are open but the task tools have been idle; a gentle reminder with the list.
 
-The open tasks come from the ``--state`` file (key ``tasks``: objects with
-``id``, ``subject`` or ``content``, ``status``) or, without it, are rebuilt from
-the view: the latest ``TodoWrite`` list, and ``TaskCreate``/``TaskUpdate`` calls
-(ids from ``Task #N`` in their results). A task is open unless ``completed``
-(or ``deleted``). When no task tool was called for ``turns_since_use``
-assistant turns, and no reminder came in the last ``turns_between`` turns, one
-reminder is appended (Claude Code's numbers: 10 and 10)::
+The open tasks come from the `--state` file (key `tasks`: objects with `id`, `subject` or
+`content`, `status`) or, without it, are rebuilt from the view: the latest `TodoWrite` list, and
+`TaskCreate`/`TaskUpdate` calls (ids from `Task #N` in their results). A task is open unless
+`completed` (or `deleted`). When no task tool was called for `turns_since_use` assistant turns,
+and no reminder came in the last `turns_between` turns, one reminder is appended (Claude Code's
+numbers: 10 and 10):
 
-    The task tools haven't been used recently. If you're working on tasks that would benefit
-    from tracking progress, consider using TaskCreate to add new tasks and TaskUpdate to update
-    task status (set to in_progress when starting, completed when done). Also consider cleaning
-    up the task list if it has become stale. Only use these if relevant to the current work.
-    This is just a gentle reminder - ignore if not applicable. Make sure that you NEVER mention
-    this reminder to the user
+```
+The task tools haven't been used recently. If you're working on tasks that would benefit from tracking progress, consider using TaskCreate to add new tasks and TaskUpdate to update task status (set to in_progress when starting, completed when done). Also consider cleaning up the task list if it has become stale. Only use these if relevant to the current work. This is just a gentle reminder - ignore if not applicable. Make sure that you NEVER mention this reminder to the user
 
 
-    Here are the existing tasks:
+Here are the existing tasks:
 
-    #1. [in_progress] Add the discount parameter
-    #2. [pending] Update the tests
+#1. [in_progress] Add the discount parameter
+#2. [pending] Update the tests
+```
 
-A session that tracks work with ``TodoWrite`` gets Claude Code's TodoWrite
-wording instead. The list is capped at ``max_items``.
+A session that tracks work with `TodoWrite` gets Claude Code's TodoWrite wording instead
+(`The TodoWrite tool hasn't been used recently. ...`). The list is capped at `max_items`.
 """
 from __future__ import annotations
 

@@ -1,77 +1,194 @@
-"""autocompact: above the threshold, replace the history with a summary and keep a recent tail.
+r"""autocompact: above the threshold, replace the history with a summary and keep a recent tail.
 
-The last resort of the pipeline, run when the cheaper stages did not bring the
-view under the autocompact threshold (the context window minus the summary
-reserve minus the autocompact buffer: 167,000 tokens of a 200,000 window).
-``ctxkit compact --force`` compacts regardless (Claude Code's ``/compact``);
-``--instructions TEXT`` tells the summarizer what to focus on.
+The last stage that shrinks the view, and the heaviest: when the context is still over the
+**autocompact threshold** after the cheaper stages (what they freed is already taken off), it
+replaces the history with a summary, keeps the most recent messages word for word, and re-attaches
+the working state a summary cannot stand in for. After it, the agent still knows what the user
+asked, what was done, which files matter and what comes next.
 
-How, in order:
+The threshold is Claude Code's: the context window, minus the summary reserve
+(`thresholds.summary_reserve`, 20,000), minus `thresholds.autocompact_buffer` (13,000): 167,000 of
+a 200,000-token window, 27,000 of `--context-window 60000` (see docs/policies.md). `--force`
+compacts now (Claude Code's `/compact`); `--instructions TEXT` gives the summary a focus. A
+compaction that would not make the view smaller (a conversation of a few short messages) is not
+made: the report says `nothing-to-do (a compacted context (283 tokens) would not be smaller than
+the 5 tokens it replaces ...)`. A window too small for the buffers (threshold not above zero) is a
+usage error (exit 2) naming the smallest window that works.
 
-1. **Session memory** (with ``--session-memory NOTES.md``): when the notes
-   exist, are not an empty template, and the store knows the last message they
-   cover (``ctxkit memory update`` records it), the notes are the summary and
-   every message after that one is kept, the tail grown backwards to at least
-   ``session_memory.min_tokens`` tokens and ``min_text_messages`` messages with
-   text (at most ``max_tokens``), never splitting a tool call from its result.
-   No model is called. Skipped with ``--instructions`` (a focus needs a fresh
-   summary) and abandoned when the result would still be above the threshold.
-2. **Summary**: the history before a short kept tail (``keep_tail``) goes to
-   the policy's summarizer in one text-only request with ctxkit's nine-section
-   prompt; the ``<analysis>`` scratchpad is dropped. If the request is too
-   long for the summarizing model, the oldest API rounds (an assistant message
-   with its tool results) are dropped — enough to cover the overflow when the
-   error says how much, else ``ptl_drop_fraction`` of them — behind a
-   ``[earlier conversation truncated for compaction retry]`` marker, and it
-   is tried again, at most ``ptl_max_retries`` times.
-3. **Re-injection** (``reinject``): the recently read files re-read from disk,
-   the plan file and plan mode, the invoked skills, and the current
-   tool/agent/MCP deltas are appended after the kept tail (see
-   :mod:`ctxkit.reinject`). The kept tail and the re-read files and skills
-   share at most half of the autocompact threshold, so a compaction never
-   refills a small window.
+## What it does, in order
 
-The result is written the way the format records compactions (see
-:mod:`ctxkit.compaction`): for Claude Code a ``compact_boundary``, an
-``isCompactSummary`` user entry and attachments, which ``claude --resume``
-reads back; for message lists, one user message with the summary and the kept
-tail, the summarized lines archived in the store.
+1. **Session memory first** (with `--session-memory NOTES.md`): when the notes are not an empty
+   template and the store knows the last message they cover (`ctxkit memory update` records it),
+   the notes *are* the summary and no model is called. Every message after the covered one is
+   kept, and the kept tail grows backwards to at least `session_memory.min_tokens` (10,000) tokens
+   and `min_text_messages` (5) messages with text (at most `max_tokens`, 40,000), never splitting
+   a tool call from its result. It falls back to a summary when no covered message is recorded
+   (no `memory update` yet, or a compaction since), that message is gone, `--instructions` is
+   given (a focus needs a fresh summary), or the result would still be over the threshold. A notes
+   file that does not exist yet is the same as no notes: a warning says so.
+2. **Otherwise a summary**: everything before a short kept tail (`keep_tail`; by default the last
+   API round, as Claude Code keeps it) goes to the policy's summarizer in one text-only request
+   without tools. The prompt asks for an `<analysis>` scratchpad (dropped) and nine sections:
+   *Primary Request and Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes,
+   Problem Solving, All user messages, Pending Tasks, Current Work, Optional Next Step*, the last
+   three tied to the user's most recent message, so the agent resumes the right task.
+3. **Prompt too long?** If the summarizing request itself is too long for the model, the oldest
+   API rounds (an assistant message with its tool results, never one without the other) are
+   dropped: enough to cover the overflow when the error says by how much (`prompt is too long:
+   210000 tokens > 200000 maximum`), else `ptl_drop_fraction` (a fifth) of them, behind a
+   `[earlier conversation truncated for compaction retry]` marker when what is left starts with
+   the assistant; up to `ptl_max_retries` (3) retries. What was dropped is missing from the
+   summary, not from the transcript. `--report json` gives `ptl_retries` and `dropped_rounds`.
+4. **Re-injection** (`reinject`, see `ctxkit.reinject`) after the summary and the kept tail,
+   rendered as Claude Code renders them: the most recently read or edited files re-read from disk
+   (with the Read tool's line numbers; missing files and files the kept tail reads anyway are
+   skipped; a file over `file_max_tokens` is only named, so the model can Read it), the plan file
+   and, in plan mode, the plan-mode reminder, the invoked skills (most recent first), and the
+   deferred tools, agent types and MCP instructions the model knew about (from `--state FILE`
+   when given, else from the transcript). The kept tail plus the re-read files and skills take at
+   most half of the threshold, so a small window is not refilled by the compaction. While the last
+   assistant message waits for tool results nothing is appended after it.
 
-**Failure.** A failed compaction (the summarizer errs, times out, or answers
-with no summary) changes nothing: the transcript passes through unchanged, the
-report says ``failed`` and the CLI exits 1. Failures in a row are counted in
-the store; after ``max_consecutive_failures`` autocompact stops trying
-(``breaker-open``, exit 1, a warning) until a compaction succeeds — with
-``--force``, which always tries.
+The summarizer is the policy's `summarizer:` (`anthropic`, `command`, `extractive`, or `auto`:
+`anthropic` when `ANTHROPIC_API_KEY` is set, else the offline extractive one); see
+docs/policies.md.
 
-Options::
+## What the output looks like
 
-    - id: autocompact
-      options:
-        max_consecutive_failures: 3
-        ptl_max_retries: 3
-        ptl_drop_fraction: 0.2
-        keep_tail: {min_rounds: 1, min_tokens: 0, min_text_messages: 0, max_tokens: 20000}
-        session_memory: {enabled: true, min_tokens: 10000, min_text_messages: 5, max_tokens: 40000}
-        reinject: {max_files: 5, file_max_tokens: 5000, files_max_tokens: 50000,
-                   skill_max_tokens: 5000, skills_max_tokens: 25000, plan: true, plan_mode: true, deltas: true}
+**Claude Code sessions** get exactly what Claude Code writes when it compacts, appended to the
+file (nothing earlier is rewritten or removed): a `system` entry with `subtype: compact_boundary`
+and `compactMetadata` (`trigger`, `preTokens`, `postTokens`, and `preservedSegment`, which links
+the kept tail in after the summary), a `user` entry with `isCompactSummary: true`, a
+`ctxkit-record` (`"record": "compaction"`), and `attachment` entries for the re-injected files and
+deltas:
 
-Before (a Claude Code session at 171,000 tokens)::
+```
+{"type":"system","subtype":"compact_boundary","parentUuid":null,"logicalParentUuid":"<old leaf>",
+ "content":"Conversation compacted","level":"info",
+ "compactMetadata":{"trigger":"auto","preTokens":54834,"postTokens":1504,
+   "preservedSegment":{"headUuid":"<first kept entry>","anchorUuid":"<summary>","tailUuid":"<old leaf>"}, ...}}
+{"type":"user","parentUuid":"<boundary>","isCompactSummary":true,"isVisibleInTranscriptOnly":true,
+ "message":{"role":"user","content":"This session is being continued from a previous conversation ..."}}
+{"type":"ctxkit-record","record":"compaction","method":"summary","summarizer":"extractive", ...}
+{"type":"attachment","attachment":{"type":"file","filename":"/repo/app/models.py",...},
+ "rendered":[{"content":"<system-reminder>\nCalled the Read tool ..."}],"renderedRole":"user", ...}
+```
 
-    user       Add a discount parameter to Order.total
-    assistant  [Read app/models.py] … 240 more messages …
-    assistant  [Bash pytest -q]
-    user       [tool_result: 3 passed]
+**Claude Code resumes it**: put the file back where Claude Code keeps the session
+(`~/.claude/projects/<project folder, non-alphanumerics as ->/<session id>.jsonl`) and run
+`claude --resume <session id>`; its first request opens with ctxkit's summary, then the kept tail,
+then the re-injected files (checked against the real Claude Code 2.1.328 CLI by
+`tests/test_compaction_resume.py`).
 
-After::
+**Anthropic / OpenAI message lists** get one user message with the summary (naming where the
+summarized lines were archived in the store), then the kept tail; a leading system prompt stays
+first.
 
-    user       This session is being continued from a previous conversation that ran out of context. …
-               Summary:
-               1. Primary Request and Intent: … 6. All user messages: - Add a discount parameter … 9. Optional Next Step: …
-    assistant  [Bash pytest -q]                      (the kept tail, verbatim)
-    user       [tool_result: 3 passed]
-    user       <system-reminder>Called the Read tool … app/models.py</system-reminder>  (re-read from disk)
-    system     The following deferred tools are now available via ToolSearch …
+## A worked example
+
+On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
+README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
+960 -> 649 tokens, 21 messages summarized, 1 kept`. On a larger session, the `multi-prompt`
+session of the test corpus (54,834 tokens, four prompts, 32 tool calls; not shipped with ctxkit),
+offline, with a 60,000-token window (threshold 27,000), run from the project folder so that the
+files it read are found and re-injected:
+
+```
+$ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
+tool-result-budget: nothing-to-do (every tool result is within budget)
+microcompact: nothing-to-do (the prompt cache is warm)
+autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,888 tokens, 69 messages summarized, 1 kept [54,834 -> 2,888 tokens]
+view: 54,834 -> 2,888 tokens
+```
+
+The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
+
+```
+user:      This session is being continued from a previous conversation that ran out of context. ...
+           Summary:
+           [Extractive summary: assembled by ctxkit from the transcript without a model; quotes are verbatim.]
+           1. Primary Request and Intent:
+           The user's first request:
+           Do part 0 of the review
+           Most recent request:
+           Do part 3 of the review
+           2. Key Technical Concepts:
+           - Tools used: Bash (8), Read (8), Glob (4), Grep (4), Write (4)
+           ...
+           6. All user messages:
+           - Do part 0 of the review
+           ...
+           9. Optional Next Step:
+           Continue the current work, in line with the user's most recent request: "Do part 3 of the review"
+           ...
+assistant: Part 3 is done.                                              <- the kept tail
+user:      <system-reminder>Called the Read tool with the following input: {"file_path":"/tmp/cc-multi-prompt-6qd3hl4c/notes/part3.md"}</system-reminder>
+           <system-reminder>Result of calling the Read tool:
+           1	# Part 3 ...</system-reminder>                             <- re-read from disk, most recent first
+           ... (app/models.py, notes/part2.md, part1.md, part0.md)
+system:    The following deferred tools are now available via ToolSearch. ...
+           Available agent types for the Agent tool: ...
+```
+
+Running it again on `../compacted.jsonl` changes nothing (2,888 tokens is under the threshold),
+so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
+`anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
+`--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
+says `summary by anthropic` (or `command`), and the model writes the nine sections in its own
+words.
+
+## Session memory: `ctxkit memory update`
+
+Keep notes during the session and compact from them without a model call:
+
+```
+$ ctxkit memory update ../session.jsonl --session-memory notes.md --now 2026-11-29T23:30:00Z
+memory: written notes.md (70 messages, up to e3560dd0-4de6-4401-a984-d23eb919c8bb) by extractive
+$ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted-sm.jsonl
+tool-result-budget: nothing-to-do (every tool result is within budget)
+microcompact: nothing-to-do (the prompt cache is warm)
+autocompact: applied: auto compaction (session memory): 54,834 -> 7,519 tokens, 45 messages summarized, 25 kept [54,834 -> 7,519 tokens]
+view: 54,834 -> 7,519 tokens
+```
+
+`memory update` writes or refreshes the markdown notes with the policy's summarizer (the earlier
+notes plus only the messages since the last update) and records in the store the last message they
+cover; an HTML comment at the top says which (`<!-- ctxkit session memory: covers the conversation
+up to message ... -->`), and is dropped when the notes become the summary. The notes are ordinary
+markdown you may edit. After any compaction the recorded message is behind the boundary, so the
+next session-memory compaction waits for a fresh `memory update`.
+
+## When it fails
+
+A compaction happens completely or not at all. When the summarizer fails (an API error after its
+retries, a timeout, a prompt still too long after the retries, an answer with no summary),
+autocompact passes the transcript through unchanged, reports `failed`, and `ctxkit compact` exits
+1. With the `command` summarizer and no `llm` installed:
+
+```
+ctxkit: warning: autocompact failed (1 of 3 in a row): the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
+/bin/sh: 1: llm: not found; the transcript is unchanged
+...
+autocompact: failed: the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
+/bin/sh: 1: llm: not found
+view: 54,834 -> 54,834 tokens
+```
+
+Failures in a row are counted per session in the store (`.ctxkit/state.json`). After
+`max_consecutive_failures` (3) the **circuit breaker** opens: autocompact stops trying (each
+attempt costs a request likely to fail the same way), the transcript still passes through
+unchanged, and the exit code stays 1 while the context is over the threshold:
+
+```
+ctxkit: warning: autocompact skipped: it failed 3 times in a row (limit 3); the context is 54,834 tokens, over the threshold (27,000). Fix the summarizer, then run `ctxkit compact --force`.
+...
+autocompact: breaker-open: circuit breaker open after 3 failures
+```
+
+`--force` always tries, and any successful compaction closes the breaker. Without a key,
+`use: anthropic` fails the same way: `the anthropic summarizer needs an API key: set
+ANTHROPIC_API_KEY in the environment (or set summarizer.use to 'extractive' or 'command' in the
+policy)`.
 """
 from __future__ import annotations
 

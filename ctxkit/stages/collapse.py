@@ -1,5 +1,117 @@
-"""The collapse stage: fold committed runs of read/search tool calls into one short summary each
-(see the class docstring); the read-time projection lives in :mod:`ctxkit.transcript.collapse_view`."""
+r"""collapse: fold finished runs of read/search tool calls into one short summary each.
+
+Agents read a lot. A dozen `Read`, `Grep` and `Glob` calls whose output mattered for a moment stay
+in the context for the rest of the session. `collapse` folds each finished *run* of such calls
+into one short summary when the context gets full, without touching the conversation text around
+them. The read-time projection lives in `ctxkit.transcript.collapse_view`.
+
+A **run** is a sequence of consecutive API rounds in which the model only called collapsible
+tools:
+
+* the policy's `tools.collapsible` (default Read, Grep, Glob, LS, WebSearch, WebFetch,
+  NotebookRead); add MCP tools there by name or `fnmatch` pattern (`mcp__*__search`);
+* shell calls (`shell_tools`, default Bash and Shell) whose command only reads or searches: `ls`,
+  `cat`, `grep`, `rg`, `find`, `git log`, pipelines of them, `cd` into a directory first. A
+  redirection into a file, `sed -i`, `find -delete`, command substitution or anything else makes
+  it a normal call.
+
+A run ends at assistant text, at any other tool (Edit, Write, a test run...), at a new user
+message or a harness message. A run still open at the end of the view (the model is still
+reading) is left alone.
+
+## When
+
+Two thresholds, as shares of the effective window (the context window minus the summary reserve;
+180,000 tokens for a 200,000 window):
+
+* at `commit_ratio` (0.90, 162,000 tokens) every finished run is **committed** with a rule-based
+  summary, immediately and without a model: `Searched 2 patterns, read 3 files` and one line per
+  call;
+* at `llm_ratio` (0.95, 171,000) the policy's summarizer (the one autocompact uses) writes the
+  summaries instead, also of runs committed earlier. With `summarizer.use: extractive` (no model)
+  or when the model fails, the rule-based summaries stand and the report says so.
+
+A run whose summary would not be shorter stays as it is. `--force` commits regardless of the
+thresholds.
+
+## Collapse or autocompact
+
+Collapse is off in `default`. Its thresholds are close to autocompact's: both running proactively
+would fight, collapse freeing space and autocompact then summarizing away what collapse kept. A
+policy that enables both must say which compacts ahead of time: `proactive: collapse` (autocompact
+then acts only when the view is over the blocking limit, or with `--force`; this is
+`claude-code-full`) or `proactive: autocompact` (collapse stays passive: committed runs are still
+shown collapsed, nothing new is committed). Without it the policy is rejected:
+
+```
+$ ctxkit compact session.jsonl --set stages.collapse.enabled=true -o out.jsonl
+--set:1:1: error: stages 'collapse' and 'autocompact' are both enabled; set 'proactive' to collapse or autocompact to choose which one compacts proactively (reactive compaction stays available either way)
+ctxkit: 1 problem in the policy
+```
+
+## Before and after
+
+The `explore-edit` session of the test corpus (not shipped with ctxkit), with
+`ctxkit compact explore-edit.jsonl --stage collapse --force -o collapsed.jsonl`; the report says
+`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries) [2,925 -> 2,797 tokens]`:
+
+```
+before
+assistant  "Let me look around." | tool_use Bash(ls -la /tmp/cc-explore-edit-7gpmq8dg/app)
+user       tool_result "total 16\ndrwxr-xr-x 2 root root 4096 Nov 29 23:06 .\n..."
+assistant  tool_use Read(/tmp/cc-explore-edit-7gpmq8dg/app/models.py)
+user       tool_result "1\tclass User:\n2\t    def __init__(self, name):\n..."
+assistant  tool_use Grep("def ")
+user       tool_result "app/models.py:2:    def __init__(self, name):\n..."
+assistant  tool_use Edit(/tmp/cc-explore-edit-7gpmq8dg/app/models.py)
+
+after
+assistant  "Let me look around." | tool_use Bash(ls -la /tmp/cc-explore-edit-7gpmq8dg/app)
+user       tool_result "total 16\ndrwxr-xr-x 2 root root 4096 Nov 29 23:06 .\n..."
+           | "[Earlier tool calls, collapsed: Searched 1 pattern, read 1 file]
+              - Read /tmp/cc-explore-edit-7gpmq8dg/app/models.py (9 lines)
+              - Grep 'def ' in /tmp/cc-explore-edit-7gpmq8dg (4 lines)"
+assistant  tool_use Edit(/tmp/cc-explore-edit-7gpmq8dg/app/models.py)
+```
+
+The `ls` is not part of the run (assistant text ends a run); the summary joins the user message
+just before the run, so every call left in the view still has its result right after it. With a
+model, the lines after the headline are the model's summary instead. On `multi-prompt` (54,834
+tokens, 32 calls) the thresholds decide: nothing happens in a 200,000 window (`below the commit
+threshold 162,000`); with `--context-window 80000` (commit at 54,000) 12 runs are committed,
+54,834 -> 53,054 tokens; with `--context-window 75000` (summarizer at 52,250) and no model the
+report adds `the summarizer has no model (use: extractive); rule-based summaries stand`.
+
+## Nothing is rewritten (Claude Code), nothing is lost (plain formats)
+
+On **Claude Code transcripts** the entries stay as they are. A record lists the committed runs:
+
+```
+{"type": "ctxkit-record", "record": "collapse", "timestamp": "...",
+ "runs": [{"key": "toolu_0a0a...", "toolUseIds": ["toolu_0a0a...", "toolu_1961..."],
+           "summary": "[Earlier tool calls, collapsed: Searched 1 pattern, read 1 file]\n- Read ...", "by": "rule"}]}
+```
+
+and every read of the transcript shows those runs collapsed (a later record for the same run
+replaces its summary; records before a compaction boundary no longer count). `ctxkit expand`
+drops the records and every call is back. If a run no longer matches the conversation (for
+instance part of it was snipped), it is shown in full and `ctxkit view` notes it.
+
+**Anthropic / OpenAI message lists** have nowhere to keep records: the run's lines are replaced by
+one user line holding the summary, after being saved to the store. The summary's last line points
+at the saved file (`Original calls and results: /work/.ctxkit/blobs/3c/3c91...e2.json`), so the
+model can read it back and `ctxkit expand` puts the lines back.
+
+Thinking blocks of the assistant turns after a collapsed run are dropped (their signatures covered
+the collapsed bytes) and archived in the store.
+
+## When it does nothing
+
+`below the commit threshold` (with the numbers), `no finished run of read/search calls to
+collapse`, or `skipped (proactive: autocompact ...)`. A summarizer that is unavailable or fails
+never stops the stage: the rule-based summaries are committed and the report carries a warning
+(`the summarizer failed for 12 run(s); their rule-based summaries stand`).
+"""
 from __future__ import annotations
 
 import fnmatch
@@ -169,55 +281,7 @@ LLM_SYSTEM = ("You condense an AI coding agent's earlier read/search tool calls 
 
 @register
 class Collapse(Stage):
-    """collapse: fold finished runs of read/search tool calls into one short summary each.
-
-    Agents read a lot: a dozen Read/Grep/Glob calls whose output mattered for a
-    moment. A *run* is a sequence of consecutive API rounds in which the model
-    only called collapsible tools (the policy's ``tools.collapsible``: Read,
-    Grep, Glob, LS, WebSearch, WebFetch, NotebookRead, plus any MCP tools you
-    list there, ``fnmatch`` patterns allowed; and shell calls in
-    ``shell_tools`` whose command only reads or searches, like ``ls``, ``grep``,
-    ``git log``). A run ends at assistant text, at any other tool (Edit, Write,
-    ...), at a new user message or at a harness message; a run still open at the
-    end of the view is left alone.
-
-    When the view reaches ``commit_ratio`` (0.90) of the effective window, every
-    such run is *committed*: shown as one user message with a rule-based
-    summary ("Searched 2 patterns, read 3 files" and one line per call). At
-    ``llm_ratio`` (0.95) the summaries are written by the policy's summarizer
-    instead (the same one autocompact uses); without a model (``use:
-    extractive``) the rule-based summary stands and the report says so. A run
-    whose summary would not be shorter stays as it is.
-
-    On a Claude Code transcript nothing is rewritten: a ``collapse`` record
-    lists the committed runs and the projection shows them collapsed on every
-    read (``ctxkit expand`` removes the records). Plain message lists have no
-    place for records: the run's lines are replaced by the summary line after
-    being saved to the store, and the summary ends with the saved file's path.
-
-    Collapse and proactive autocompact would fight (their thresholds are
-    close): with ``proactive: autocompact`` in the policy this stage stays
-    passive (committed runs keep being shown collapsed, nothing new is
-    committed). ``--force`` commits regardless of the thresholds.
-
-    Options: ``commit_ratio`` (0.90), ``llm_ratio`` (0.95), ``llm`` (true),
-    ``shell_tools`` ([Bash, Shell]), ``min_calls`` (1).
-
-    Before::
-
-        assistant  tool_use Grep("def ")
-        user       tool_result "app/models.py:2: ..."
-        assistant  tool_use Read(app/models.py)
-        user       tool_result "1\\tclass User: ..."
-        assistant  "Order.total sums the prices."
-
-    After::
-
-        user       "[Earlier tool calls, collapsed: Searched 1 pattern, read 1 file]
-                    - Grep 'def ' in /work (4 lines)
-                    - Read /work/app/models.py (9 lines)"
-        assistant  "Order.total sums the prices."
-    """
+    """The collapse stage; its documentation is the module docstring (``ctxkit stages collapse``)."""
 
     name = "collapse"
     summary = "Fold finished runs of read/search tool calls into short summaries (rule-based, then LLM)."

@@ -1,5 +1,101 @@
-"""The microcompact stage: clear old tool results once the prompt cache is cold (see the class docstring),
-and the Messages API ``context_management`` edits of its API-native mode."""
+r"""microcompact: clear old tool results once the prompt cache has gone cold.
+
+Most of a long session's context is tool output the model read once: a file, a `grep`, a
+directory listing. While the provider's prompt cache is warm, sending those bytes again is cheap,
+and changing them would throw the cache away. After a long pause it is the other way round: the
+cache has expired, the next request pays for the whole prefix anyway, and every old result it
+still carries is paid for in full.
+
+`microcompact` waits for that moment. When more than `gap_minutes` (60, the extended cache's
+lifetime) have passed since the model last answered (the newest assistant message's timestamp,
+against `--now` or the clock), it replaces the content of old results of *compactable* tools with
+`[Old tool result content cleared]`, keeping the `keep_recent` (5) most recent compactable results
+as they are. Compactable tools are the policy's `tools.compactable` (default: Read, Bash, Shell,
+Grep, Glob, WebSearch, WebFetch, Edit, Write): tools whose output can be had again by calling
+them. The calls stay, each still followed by its (now short) result, so the conversation remains
+valid for the API. Results already shorter than the placeholder are left alone; a cleared result
+never grows the view. `--force` clears whatever the gap; Anthropic and OpenAI message lists carry
+no timestamps, so there only `--force` clears.
+
+## Nothing is lost, and the decision is frozen
+
+Claude Code's own microcompact throws the cleared output away. ctxkit first saves each one in the
+store (for OpenAI `tool` messages, the line's own content, images included) and records the
+decision in the ledger (`.ctxkit/ledger.json`, state `cleared`, per session, keyed by tool_use id,
+see `ctxkit.persist.decision_scope`), so `ctxkit expand` brings it back. A result the tool-result
+budget had already persisted keeps pointing at the full original, not at the preview.
+
+Once cleared, a result stays cleared: every later run replays the same placeholder, even when the
+cache is warm again, so the view the model saw does not change under it. While the cache is warm
+and nothing was cleared before, the stage does not touch a single byte.
+
+Thinking blocks of the assistant turns from the first cleared result on are dropped (their
+signatures covered the bytes that changed) and, on Claude Code transcripts, archived in the store
+behind an `archive` record, so `ctxkit expand` restores them too.
+
+## Before and after
+
+On `examples/session.jsonl` at 13:00 (`--now 2026-11-20T13:00:00Z`), when the last reply
+(11:00:50) is almost two hours old, the report says
+`microcompact: applied: cleared 4 old tool result(s) [1,555 -> 960 tokens]`:
+
+```
+before (the view after tool-result-budget)
+assistant  "I'll look at the models and the tests first." | tool_use Read(/home/dev/shop/shop/models.py) | tool_use Grep(total\()
+user       tool_result "shop/models.py:11:    def total(self):\ntests/test_models..." | tool_result "     1\tclass Item:\n..."
+assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
+user       tool_result "<persisted-output>\nOutput too large (172.9KB). ..."
+assistant  tool_use Bash(git status --porcelain)
+user       tool_result "(Bash completed with no output)"
+assistant  tool_use Edit(/home/dev/shop/shop/models.py)
+user       tool_result "The file /home/dev/shop/shop/models.py has been updated."
+...        (5 more tool results: Bash, Write, Bash, Read, Edit)
+
+after
+assistant  "I'll look at the models and the tests first." | tool_use Read(/home/dev/shop/shop/models.py) | tool_use Grep(total\()
+user       tool_result "[Old tool result content cleared]" | tool_result "[Old tool result content cleared]"
+assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
+user       tool_result "[Old tool result content cleared]"
+assistant  tool_use Bash(git status --porcelain)
+user       tool_result "(Bash completed with no output)"
+assistant  tool_use Edit(/home/dev/shop/shop/models.py)
+user       tool_result "[Old tool result content cleared]"
+...        (the 5 most recent compactable results unchanged)
+```
+
+The empty-result note is shorter than the placeholder and stays; the persisted test log's ledger
+entry keeps pointing at the full original, so `ctxkit expand` restores the log itself. With
+`--now 2026-11-20T12:00:00Z` (59 minutes after) nothing is cleared: the cache is still warm.
+
+## API-native mode
+
+`mode: api-native` leaves the transcript alone and has the API clear server-side:
+`ctxkit view --to anthropic-request` prints one request body (model, system, messages, tools,
+`max_tokens`, `context_management`) and names on stderr the beta header it needs (`mode: both`
+also rewrites the transcript):
+
+```
+$ ctxkit view session.jsonl --to anthropic-request --set stages.microcompact.options.mode=api-native > request.json
+ctxkit: note: send the header anthropic-beta: context-management-2025-06-27
+$ jq -c .context_management request.json
+{"edits":[{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":180000},"clear_at_least":{"type":"input_tokens","value":140000}}]}
+```
+
+With `api_native.clear_thinking.enabled=true` and `api_native.compact.enabled=true` the edits also
+hold `{"type":"clear_thinking_20251015","keep":"all"}` (once the cache is cold:
+`"keep":{"type":"thinking_turns","value":1}`, as Claude Code does after an hour idle) and
+`{"type":"compact_20260112","trigger":{"type":"input_tokens","value":150000}}`, and the header
+becomes `context-management-2025-06-27,compact-2026-01-12`. With the Python SDK:
+`client.beta.messages.create(**body, betas=[...])`. In this mode `ctxkit compact` reports
+`nothing-to-do (api-native: the API clears server-side (see --to anthropic-request))`.
+
+## When it does nothing, and why
+
+The report says which: `the prompt cache is warm` (the gap is below `gap_minutes`), `nothing old
+enough to clear` (no more compactable results than `keep_recent`, or only short ones), or `the
+transcript has no timestamps (use --force to clear anyway)`. If the store cannot be written the
+command stops before any output is written: a result is never cleared without its copy.
+"""
 from __future__ import annotations
 
 from datetime import datetime
@@ -37,7 +133,8 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "description": "clear_tool_uses_20250919: the API clears old tool results above a size.",
             "properties": {
-                "enabled": {"type": "boolean", "default": True},
+                "enabled": {"type": "boolean", "default": True,
+                    "description": "Emit the clear_tool_uses_20250919 edit."},
                 "trigger": {**_INPUT_TOKENS, "default": 180_000,
                             "description": "Input tokens at which the API starts clearing."},
                 "keep": {"type": ["integer", "null"], "minimum": 0, "default": None,
@@ -59,7 +156,8 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
             "description": "clear_thinking_20251015: the API drops thinking of older turns (needs extended "
                            "thinking on).",
             "properties": {
-                "enabled": {"type": "boolean", "default": False},
+                "enabled": {"type": "boolean", "default": False,
+                    "description": "Emit the clear_thinking_20251015 edit (needs extended thinking in the request)."},
                 "keep": {"anyOf": [{"const": "all"}, {"type": "integer", "minimum": 1}], "default": "all",
                          "description": "Assistant turns whose thinking is kept: 'all' or a number."},
                 "keep_when_cold": {"anyOf": [{"const": "all"}, {"type": "integer", "minimum": 1}, {"type": "null"}],
@@ -73,12 +171,14 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "description": "compact_20260112: the API summarizes older context itself.",
             "properties": {
-                "enabled": {"type": "boolean", "default": False},
+                "enabled": {"type": "boolean", "default": False,
+                    "description": "Emit the server-side compact_20260112 edit."},
                 "trigger": {**_INPUT_TOKENS, "default": 150_000,
                             "description": "Input tokens at which the API compacts."},
                 "instructions": {"type": ["string", "null"], "default": None,
                                  "description": "Extra instructions for the server's summary."},
-                "pause_after_compaction": {"type": "boolean", "default": False},
+                "pause_after_compaction": {"type": "boolean", "default": False,
+                    "description": "Return the compaction block and stop before continuing the response."},
             },
         },
     },
@@ -167,52 +267,7 @@ def betas_for(context_management_body: dict[str, Any] | None) -> list[str]:
 
 @register
 class Microcompact(Stage):
-    """microcompact: clear old tool results once the prompt cache has gone cold.
-
-    After a long pause (more than ``gap_minutes`` since the model last answered;
-    60 by default, the extended prompt cache's lifetime) the next request has to
-    send the whole prefix again anyway, so keeping old tool output byte-for-byte
-    buys nothing. The stage then replaces the content of old results of
-    compactable tools (the policy's ``tools.compactable``: Read, Bash, Grep, Glob,
-    WebSearch, WebFetch, Edit, Write by default) with a fixed placeholder, keeping
-    the ``keep_recent`` (5) most recent compactable results untouched. The
-    tool_use blocks stay, so every call keeps its (now short) result. Results
-    already shorter than the placeholder are left alone.
-
-    Unlike Claude Code, nothing is lost: each cleared result is saved to the
-    store first (for OpenAI ``tool`` messages, the line's own content, images
-    included) and recorded in the ledger (state ``cleared``, under the
-    transcript's session: :func:`ctxkit.persist.decision_scope`), so ``ctxkit
-    expand`` brings it back; and the decision is frozen: later runs replay the
-    same placeholder, even while the cache is warm again. While the cache is
-    warm nothing new is cleared, so the view stays byte-identical. Thinking
-    blocks of assistant turns from the first cleared result on are dropped
-    (their signatures covered the old bytes). Plain message lists carry no
-    timestamps: there the stage clears only with ``--force``.
-
-    ``mode: api-native`` leaves the transcript alone and instead has ``ctxkit
-    view --to anthropic-request`` ask the API to do the clearing server-side
-    (``context_management`` edits ``clear_tool_uses_20250919``,
-    ``clear_thinking_20251015``, ``compact_20260112``, configured under
-    ``api_native``); ``mode: both`` does both.
-
-    Options: ``mode`` (time-based), ``gap_minutes`` (60), ``keep_recent`` (5),
-    ``placeholder`` ("[Old tool result content cleared]"), ``api_native``.
-
-    Before (70 minutes after the last reply, keep_recent 1)::
-
-        assistant  tool_use Read(app/models.py)
-        user       tool_result "1\\tclass User:\\n2\\t    def __init__(self, name): ..."
-        assistant  tool_use Grep("def ")
-        user       tool_result "app/models.py:2:    def __init__ ..."
-
-    After::
-
-        assistant  tool_use Read(app/models.py)
-        user       tool_result "[Old tool result content cleared]"
-        assistant  tool_use Grep("def ")
-        user       tool_result "app/models.py:2:    def __init__ ..."
-    """
+    """The microcompact stage; its documentation is the module docstring (``ctxkit stages microcompact``)."""
 
     name = "microcompact"
     summary = "When the prompt cache is cold, clear old compactable tool results (kept in the store); " \

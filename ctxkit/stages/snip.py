@@ -1,4 +1,124 @@
-"""The snip stage: remove whole user turns named by their short ids (see the class docstring)."""
+r"""snip: remove whole user turns the model (or you) named by their short ids.
+
+Some turns of a long session are finished and useless: a detour, files read to answer a question
+that has been answered. No rule can tell which; the model can. `snip` gives it a way to say so:
+every real user message has a short id, the model calls a `snip` tool with the ids of the turns it
+wants gone, and the next `ctxkit compact` removes them. You can do the same by hand with
+`ctxkit snip --ids`.
+
+A **turn** is a real user message and everything after it up to the next one: the assistant's
+replies, its tool calls and their results, harness reminders. A turn goes whole, so a tool call is
+never separated from its result. The first user message (the task) and the turn in progress
+cannot be snipped. The stage is off in `default`; `claude-code-full` turns it on with
+`tag_ids: true`.
+
+## Message ids
+
+Each real user message's id is derived from its uuid the way Claude Code does it: the first 10
+hex digits of the uuid, read as a number, written in base 36, first 6 characters
+(`d5de957f-5b03-...` gives `bpzcbj`; see `ctxkit.transcript.snip_ids`). The same message always
+has the same id; nothing is stored. Plain Anthropic/OpenAI message lists have no uuids: a hash of
+the message's line stands in.
+
+With `tag_ids: true`, `ctxkit view` and `ctxkit view --to anthropic-request` show the id at the
+end of each real user message (`ctxkit view --tag-ids` shows them whatever the policy says), and
+`--to anthropic-request` offers the snip tool in the request's `tools`. The tag is only shown:
+the transcript on disk and the token counts are unchanged. Tool-result messages, reminders,
+attachments and summaries get no id.
+
+`ctxkit tools snip --json` prints the tool's definition, for an agent that builds its own
+requests (`ids`: an array of strings matching `^[0-9a-z]{1,6}$`, at least one; optional
+`reason`):
+
+```
+{"name": "snip", "description": "Remove earlier turns of this conversation that you no longer need ...",
+ "input_schema": {"type": "object", "properties": {"ids": {...}, "reason": {...}}, "required": ["ids"]}}
+```
+
+Only snip calls of the current turn are carried out, once each (a Claude Code record remembers
+which calls were done, so running `compact` again does not repeat one).
+
+## Before and after
+
+The `multi-prompt` session of the test corpus (four prompts, 32 tool calls; the corpus is not
+shipped with ctxkit):
+
+```
+$ ctxkit view --tag-ids session.jsonl | grep '\[id:'
+{"role":"user","content":"Do part 0 of the review\n[id:v14q8t]"}
+{"role":"user","content":"Do part 1 of the review\n[id:6pu43e]"}
+{"role":"user","content":"Do part 2 of the review\n[id:8khdxq]"}
+{"role":"user","content":"Do part 3 of the review\n[id:bwdk1l]"}
+$ ctxkit snip --ids 6pu43e session.jsonl -o snipped.jsonl
+snip: applied: snipped 1 turn (6pu43e), freeing 15,885 tokens
+```
+
+```
+before (70 messages)                                       after (53 messages)
+assistant  "Part 0 is done."                               assistant  "Part 0 is done."
+user       "Do part 1 of the review\n[id:6pu43e]"          user       "Do part 2 of the review\n[id:8khdxq]"
+assistant  "Working on part 1." | tool_use Bash(seq ...)   assistant  "Working on part 2." | tool_use Bash(seq ...)
+...        (14 more messages)                              ...
+assistant  "Part 1 is done."
+user       "Do part 2 of the review\n[id:8khdxq]"
+...
+```
+
+Asking for the task or the turn in progress is refused (exit code 2, nothing written):
+
+```
+$ ctxkit snip --ids v14q8t,bwdk1l session.jsonl
+ctxkit: error: cannot snip: [id:v14q8t] is the first user message (the task); it cannot be snipped; [id:bwdk1l] opens the turn in progress; it cannot be snipped
+```
+
+An unknown id is refused the same way (`no user message has id 'zzzzzz'`), and so is an id shared
+by two messages (a collision of the short ids). When the *model* asks for something impossible the
+stage does not fail: it carries out the valid ids and lists the refused ones in the report and as
+a warning; if every id is refused the report says so.
+
+## Where the removed messages go
+
+* **Claude Code transcripts**: nothing is deleted. A record is appended:
+
+  ```
+  {"type": "ctxkit-record", "record": "snip", "removedUuids": ["7a916636-...", ...],
+   "ids": ["6pu43e"], "toolUseIds": [], "timestamp": "..."}
+  ```
+
+  Every read of the transcript skips those entries. Surviving entries whose `parentUuid` pointed
+  into the removed turn are relinked to their nearest surviving ancestor, so Claude Code itself,
+  which knows nothing of ctxkit records, resumes into the snipped conversation. The entries as
+  they were before the relinking are saved in the store behind an `archive` record, and
+  `ctxkit expand` undoes the snip completely.
+* **Anthropic / OpenAI message lists** have no room for records: the lines are removed, after
+  being saved to the store as one JSON file (keyed by input line number); the report names it.
+
+Thinking blocks of assistant turns after the removed range are dropped (their signatures covered
+the removed messages) and archived the same way.
+
+## The nudge
+
+The model has to think of snipping. When the view has grown by `nudge_every_tokens` (10,000) since
+the last snip, compaction or nudge, the stage appends a reminder at the tail (never in the middle,
+so the cached prefix is untouched, and never while a tool call waits for its result). This is the
+one case where the stage makes the view longer. On the same session, with
+`ctxkit compact --policy claude-code-full`, the report says
+`snip: applied: nudged: the context grew by 54,834 tokens [54,834 -> 54,923 tokens]` and the tail
+gets:
+
+```
+<system-reminder>
+Context efficiency: the conversation has grown by about 54,834 tokens since the last cleanup. If some earlier turns are finished and no longer needed, call the snip tool with the [id:...] tags of the user messages that open them, to remove those turns (note first anything you will still need from them).
+</system-reminder>
+```
+
+## Tokens freed, and when it does nothing
+
+The tokens a snip frees count for later stages: the pipeline adds them to what autocompact's
+threshold check sees as already freed. The report says `no snip requested` (no ids on the command
+line, no snip call in the current turn, no nudge due) or `every requested id was refused` (see
+the warnings).
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -66,64 +186,7 @@ def _records(t: Transcript, kind: str) -> list[tuple[int, dict]]:
 
 @register
 class Snip(Stage):
-    """snip: remove whole user turns the model (or you) named by their short ids.
-
-    Some turns of a long session are finished and useless (a detour, files read
-    for a question already answered), but only the model knows which. Snip lets it
-    say so. Every real user message has a short id derived from its uuid (shown as
-    ``[id:k8f3z1]`` at the end of the message when ``tag_ids`` is on, see
-    :mod:`ctxkit.transcript.snip_ids`); the model calls the ``snip`` tool
-    (``ctxkit tools snip --json`` prints its definition) with the ids of the turns
-    it no longer needs, or you run ``ctxkit snip --ids k8f3z1,aa1bb2``. Each id
-    removes its user message and everything after it up to the next real user
-    message: assistant replies, tool calls and their results, reminders. Turns go
-    whole, so no tool call is ever separated from its result. The first user
-    message (the task) and the turn in progress cannot be snipped; asking for them
-    (or for an id that does not exist) is a usage error from the command line, and
-    a refusal listed in the report when the model asked.
-
-    Where the removed messages go:
-
-    * **Claude Code**: nothing is deleted. A ``snip`` record lists the removed
-      uuids; the projection skips them on every read; and surviving entries whose
-      ``parentUuid`` pointed into a removed turn are relinked to their nearest
-      surviving ancestor, so that Claude Code itself resumes into the snipped view.
-      The originals of relinked entries are archived in the store behind an
-      ``archive`` record; ``ctxkit expand`` undoes the snip.
-    * **anthropic / openai** message lists: the lines are removed after being saved
-      to the store as one JSON file; the report gives its path.
-
-    Only snip calls of the current turn are carried out (a Claude Code record
-    remembers which calls were done, so running ``compact`` again does not repeat
-    one). Thinking blocks of later assistant turns are dropped, since their
-    signatures covered the removed messages.
-
-    **Nudge**: when the view has grown by ``nudge_every_tokens`` since the last
-    snip, compaction or nudge, a short ``<system-reminder>`` is appended at the
-    tail suggesting the snip tool (never while a tool call is waiting for its
-    result). This is the one case where the stage makes the view longer.
-
-    Options: ``tag_ids`` (false) show ``[id:...]`` tags in ``ctxkit view`` and
-    ``--to anthropic-request`` and offer the snip tool there; ``tool_name``
-    (``snip``) the tool whose calls are carried out; ``nudge`` (true);
-    ``nudge_every_tokens`` (10000).
-
-    Before (``--ids 1e4kq2``)::
-
-        user       "Fix the failing test"            [id:0k2b8x]
-        assistant  tool_use Bash(pytest)  ...  "Fixed."
-        user       "Why is the CI slow?"             [id:1e4kq2]
-        assistant  tool_use Read(ci.yml)  ...  "It runs twice."
-        user       "Now add a docstring"             [id:2m9xz4]
-        assistant  ...
-
-    After::
-
-        user       "Fix the failing test"            [id:0k2b8x]
-        assistant  tool_use Bash(pytest)  ...  "Fixed."
-        user       "Now add a docstring"             [id:2m9xz4]
-        assistant  ...
-"""
+    """The snip stage; its documentation is the module docstring (``ctxkit stages snip``)."""
 
     name = "snip"
     summary = "Remove whole user turns named by short message ids (snip tool or --ids); nudge the model to snip."

@@ -1,34 +1,62 @@
-"""tool-result-budget: move oversized tool output to the store, leaving a preview in the view.
+r"""tool-result-budget: move oversized tool output to the store, leaving a preview in the view.
 
-Large tool results, not chat text, are what fills a context window. This stage
-runs first and keeps each one, and each API round's results together, within a
-budget, the way Claude Code does:
+Large tool results, not chat text, are what fills a context window. This stage runs first, on
+every run, and looks at each tool result on its own (no context threshold), the way Claude Code
+does:
 
-* **Per result**: a result larger than its tool's limit (``max_result_chars``, default 50,000
-  characters; ``per_tool`` overrides; ``exempt_tools`` such as Read are never persisted, since
-  reading a persisted file back would loop) goes to the store; the view keeps a
-  ``<persisted-output>`` block with the stored file's path, the size and a preview (the first
-  2,000 bytes, cut at a line end). Images and documents are never persisted. An empty result
-  becomes a short completion note, e.g. ``(Bash completed with no output)``.
-* **Per message**: when the results of one user message together exceed ``max_message_chars``
-  (default 200,000), the largest fresh results are persisted until the rest fits.
+* **Per result**: a result over its tool's limit (`max_result_chars`, 50,000 characters;
+  `per_tool` overrides it per tool name) is saved to the store; the view keeps a
+  `<persisted-output>` block with the stored file's path, the size and a preview (the first
+  `preview_bytes`, 2,000, cut at a line end). Results of `exempt_tools` (`Read`: reading a
+  persisted file back would loop) and images or documents are never persisted. A result whose
+  preview would not be shorter stays as it is.
+* **Per message**: when the tool results of one user message together exceed `max_message_chars`
+  (200,000), the largest ones not yet seen are persisted until the rest fits.
+* **Empty results** become a short note: `(Bash completed with no output)`.
 * **Frozen decisions**: once the model has seen a result (in full, or as a preview) that decision
-  never changes: the ledger in the store remembers each tool_use id (per session: transcripts
-  sharing a store may reuse ids, see :func:`ctxkit.persist.decision_scope`), and a replacement is
-  replayed with exactly the same bytes, so running ``compact`` again on a grown transcript leaves
-  the earlier view byte-identical (the provider's prompt cache stays warm).
+  never changes. The ledger in the store records it for each `tool_use` id (per session:
+  transcripts sharing a store may reuse ids, see `ctxkit.persist.decision_scope`), and a
+  replacement is replayed with exactly the same bytes, so running `compact` again after new turns
+  leaves the earlier view byte-identical (the provider's prompt cache stays warm). The same
+  replay brings back microcompact's clearings.
 
-Before::
+## Before and after
 
-    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1\\n2\\n3\\n ... 40000\\n"}   (228,894 chars)
+On `examples/session.jsonl` (the README's worked example), a 177,020-character test log and an
+empty `git status`:
 
-After::
+```
+before
+assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
+user       tool_result "tests/test_models.py::test_case_00001 PASSED        [  0%]\n..."   (177,020 characters)
+assistant  tool_use Bash(git status --porcelain)
+user       tool_result ""
 
-    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "<persisted-output>\\nOutput too large
-    (223.5KB). Full output saved to: /work/.ctxkit/blobs/3f/3f9c....txt\\n\\nPreview (first 2.0KB):\\n1\\n2\\n...
-    </persisted-output>"}
+after
+assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
+user       tool_result "<persisted-output>
+                        Output too large (172.9KB). Full output saved to: /tmp/readme-ex/.ctxkit/blobs/ca/cab01d9adda451fe66c0d3f3ef9691d8a6cc01ed59acdec5fae44bf05db37436.txt
 
-``ctxkit expand`` puts the full output back.
+                        Preview (first 2.0KB):
+                        tests/test_models.py::test_case_00001 PASSED        [  0%]
+                        ...
+                        </persisted-output>"
+assistant  tool_use Bash(git status --porcelain)
+user       tool_result "(Bash completed with no output)"
+```
+
+The report says `tool-result-budget: applied: persisted 1 result(s), replayed 0, noted 1 empty`;
+a second run on the same session says `replayed 5`: the first run's decisions (the empty-output
+note and microcompact's four clearings) come back byte for byte.
+
+`ctxkit expand compacted.jsonl -o restored.jsonl` writes the transcript back with the full
+outputs (here byte-identical to the input).
+
+## When it does nothing, or fails
+
+When nothing is over a limit the report says `nothing-to-do (every tool result is within
+budget)`. If the store cannot be written, the command stops before writing any output, with exit
+code 2 and a message naming the path: a result is never replaced without its copy.
 """
 from __future__ import annotations
 
