@@ -78,7 +78,8 @@ def compact(
     plan_mode: Annotated[Optional[bool], typer.Option("--plan-mode/--no-plan-mode", help="The session is (not) in "
                                                       "plan mode (default: from the transcript).")] = None,
     report: Annotated[CompactReport, typer.Option("--report", metavar=choices_metavar(CompactReport),
-                                                  help="What to print on stderr.")] = "text",
+                                                  help="What to print on stderr: a line per stage, one "
+                                                  "JSON object, or nothing.")] = "text",
 ) -> None:
     """Run the policy's stages and write the compacted transcript.
 
@@ -149,7 +150,9 @@ def view(
     tag_ids: Annotated[Optional[bool], typer.Option("--tag-ids/--no-tag-ids", help="Append [id:xxxxxx] to each "
                                                     "real user message, for the snip tool (default: the policy's "
                                                     "snip stage option tag_ids).")] = None,
-    now: NowOpt = None,
+    now: Annotated[Optional[str], typer.Option("--now", metavar="TIME", help="anthropic-request: the ISO-8601 instant "
+                                               "at which to judge whether the prompt cache is cold (microcompact's "
+                                               "context_management edits); default: now.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", metavar="TOKENS", help="anthropic-request: max_tokens "
                                                       "(default: the policy's max_output_tokens).", min=1)] = None,
     system: Annotated[Optional[Path], typer.Option("--system", metavar="FILE", help="anthropic-request: a file whose text is the "

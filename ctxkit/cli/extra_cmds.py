@@ -48,7 +48,8 @@ def memory_update(
     store: StoreOpt = None,
     now: NowOpt = None,
     report: Annotated[MemoryReport, typer.Option("--report", metavar=choices_metavar(MemoryReport),
-                                                 help="What to print on stderr.")] = "text",
+                                                 help="What to print on stderr: a line, or one JSON "
+                                                 "object.")] = "text",
 ) -> None:
     """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
     from ..session_memory import update_in_context
