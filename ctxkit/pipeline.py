@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import UsageError
+from .policy.hints import did_you_mean
 from .policy.model import Policy, StageSpec
 from .quoting import quote
 from .redact import redaction_summary
@@ -72,7 +73,9 @@ def compile_pipeline(policy: Policy, only: list[str] | None = None) -> Pipeline:
         known = {s.id for s in policy.stages} | {s.use for s in policy.stages} | set(REGISTRY)
         unknown = sorted(wanted - known)
         if unknown:
-            raise UsageError(f"unknown stage {', '.join(unknown)}; known: {', '.join(sorted(REGISTRY))}")
+            named = ", ".join(f"'{name}'" + (f" ({hint})" if (hint := did_you_mean(name, known)) else "")
+                              for name in unknown)
+            raise UsageError(f"unknown stage {named}; known: {', '.join(sorted(REGISTRY))}")
         specs = [s for s in policy.stages if s.id in wanted or s.use in wanted]
         named = {s.id for s in specs} | {s.use for s in specs}
         # a stage named on the command line but absent from the policy runs with its defaults

@@ -767,12 +767,21 @@ def budget_for(policy: Policy, context_window_override: int | None = None) -> Bu
         window, source = info.context_window, "model table"
     else:
         window, source = DEFAULT_CONTEXT_WINDOW, "default"
-        notice = f"unknown model {quote(policy.model)}: assuming a {DEFAULT_CONTEXT_WINDOW:,} token context window (set context_window in the policy)"
+        notice = unknown_model_notice(policy.model)
     max_output = policy.max_output_tokens
     if info is not None:
         max_output = min(max_output, info.max_output_tokens)
     return Budget.from_window(window, max_output, policy.thresholds, model=policy.model, source=source,
                               notice=notice)
+
+
+def unknown_model_notice(model: str) -> str:
+    """What a run assumes for a model the table does not know, with a guess at the one meant."""
+    from .policy.hints import did_you_mean
+
+    guess = did_you_mean(model.strip().lower(), [*KNOWN_MODELS, *MODEL_ALIASES])
+    return (f"unknown model {quote(model)}: assuming a {DEFAULT_CONTEXT_WINDOW:,} token context window "
+            f"(set context_window in the policy{'; ' + guess if guess else ''})")
 
 
 def require_autocompact_room(budget: Budget, policy: Policy) -> None:

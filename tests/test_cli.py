@@ -70,7 +70,8 @@ def test_failed_run_leaves_no_output_file(runner, tmp_path):
 def test_unknown_option_value_is_a_usage_error(runner):
     r = invoke(runner, ["compact", "--on-bad-line", "ignore"], input=b"")
     assert r.exit_code == 2
-    assert r.stderr == "ctxkit: error: --on-bad-line must be one of fail, skip, got 'ignore'\n"
+    assert r.stderr == ("ctxkit: error: invalid value for '--on-bad-line': 'ignore' is not one of 'fail', 'skip'\n"
+                        "Try 'ctxkit compact -h' for help.\n")
 
 
 def test_bad_policy_exit_2_with_positions(runner, tmp_path):

@@ -134,8 +134,8 @@ def test_a_line_number_is_printed_as_a_number_not_an_emoji(runner, tmp_path):
 
 def test_markup_in_a_value_is_printed_as_written(runner):
     r = invoke(runner, ["compact", "--report", "[bold]:thumbs_up:[/bold]", str(EXAMPLE)])
-    assert (r.exit_code, r.stderr) == (2, "ctxkit: error: --report must be one of text, json, none, "
-                                          "got '[bold]:thumbs_up:[/bold]'\n")
+    assert (r.exit_code, r.stderr) == (2, "ctxkit: error: invalid value for '--report': '[bold]:thumbs_up:[/bold]' "
+                                          "is not one of 'text', 'json', 'none'\nTry 'ctxkit compact -h' for help.\n")
 
 
 MB = "x" * 1_000_000

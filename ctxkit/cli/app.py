@@ -10,30 +10,46 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 from rich.console import Console
 
+from .. import __version__
 from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
 from ..fileio import Terminated, terminate_cleanly
 from ..quoting import clip, quote
+from .conventions import CtxkitApp, CtxkitGroup, choices_metavar
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), autocompact was skipped or failed, or "
+    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), a stage failed or autocompact's circuit breaker is "
+    "open (ctxkit compact), or "
     "ctxkit expand could not restore some output; "
     "2 usage or policy error; 3 bad transcript; 4 internal error."
 )
 
-app = typer.Typer(
+app = CtxkitApp(
     name="ctxkit",
+    cls=CtxkitGroup,
     help="Manage the context window of LLM agent sessions: read a transcript, run the policy's stages, "
     "write a transcript whose view fits the budget.\n\n" + EXIT_CODES_HELP,
-    add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"ctxkit {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[Optional[bool], typer.Option("--version", callback=_print_version, is_eager=True,
+                                                          help="Print ctxkit's version and exit.")] = None) -> None:
+    pass
 
 
 def stderr_console() -> Console:
@@ -95,22 +111,31 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # -- shared options ---------------------------------------------------------------------------------
-InputArg = Annotated[str, typer.Argument(help="Transcript file, or - for standard input.", show_default=True)]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")]
-PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", help="A policy file, or a built-in policy's name "
-                                                   "(default, no-llm, claude-code-full).")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override one policy value: path=value "
+# Every option names what it holds (metavar) or lists its choices; tests/test_cli_conventions.py checks
+# that no help shows a Python type.
+InputFormat = Literal["auto", "claude-code", "anthropic", "openai"]
+BadLine = Literal["fail", "skip"]
+
+InputArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for standard input.",
+                                         show_default=True)]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+                                                   help="Write here (atomically) instead of stdout.")]
+PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", metavar="FILE|NAME", help="A policy file, or a "
+                                                  "built-in policy's name (default, no-llm, claude-code-full).")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override one policy value "
                                                      "(e.g. thresholds.autocompact_buffer=20000). Repeatable.")]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Input format: auto, claude-code, anthropic, openai.")]
-BadLineOpt = Annotated[str, typer.Option("--on-bad-line", help="fail: stop at the first unreadable line (exit 3); "
-                                         "skip: keep it untouched in the output, leave it out of the view, warn.")]
-StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="Store folder for persisted outputs and decisions "
-                                                  "(default: .ctxkit/ beside the transcript file, or in the working "
-                                                  "directory for stdin).")]
-NowOpt = Annotated[Optional[str], typer.Option("--now", help="Pretend the time is this ISO-8601 instant "
-                                               "(microcompact's cache gap, dates, timestamps).")]
-WindowOpt = Annotated[Optional[int], typer.Option("--context-window", help="Context window in tokens; overrides "
-                                                  "the policy and the model table.", min=1000)]
+FormatOpt = Annotated[InputFormat, typer.Option("--format", "-f", metavar=choices_metavar(InputFormat),
+                                                help="Input format (auto: detected from the first lines).")]
+BadLineOpt = Annotated[BadLine, typer.Option("--on-bad-line", metavar=choices_metavar(BadLine),
+                                             help="fail: stop at the first unreadable line (exit 3); skip: keep it "
+                                             "untouched in the output, leave it out of the view, warn.")]
+StoreOpt = Annotated[Optional[Path], typer.Option("--store", metavar="DIR", help="Store folder for persisted outputs "
+                                                  "and decisions (default: .ctxkit/ beside the transcript file, or in "
+                                                  "the working directory for stdin).")]
+NowOpt = Annotated[Optional[str], typer.Option("--now", metavar="TIME", help="Pretend the time is this ISO-8601 "
+                                               "instant (microcompact's cache gap, dates, timestamps).")]
+WindowOpt = Annotated[Optional[int], typer.Option("--context-window", metavar="TOKENS", help="Context window in "
+                                                  "tokens; overrides the policy and the model table.", min=1000)]
 
 
 def print_warnings(warnings: list[str]) -> None:

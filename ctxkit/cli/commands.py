@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 from rich.table import Table
@@ -18,7 +19,7 @@ from ..stats import view_stats
 from ..store import Store
 from ..store_link import find_store, unlink_store
 from ..tokens import budget_for, require_autocompact_room
-from ..transcript import OUTPUT_FORMATS, read_transcript
+from ..transcript import read_transcript
 from ..transcript.writer import write_messages, write_transcript
 from .app import (
     BadLineOpt,
@@ -31,16 +32,22 @@ from .app import (
     StoreOpt,
     WindowOpt,
     app,
-    check_choice,
     handle_errors,
     print_warnings,
     stderr_console,
     warn_bad_lines,
 )
-from .runtime import open_run
+from .conventions import choices_metavar
+from .runtime import model_warnings, open_run
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
 _FAILED_ACTIONS = ("failed", "breaker-open")
+
+MessagesFormat = Literal["anthropic", "openai"]
+ViewFormat = Literal["anthropic", "openai", "anthropic-request"]
+CompactReport = Literal["text", "json", "none"]
+SystemMessages = Literal["auto", "keep", "fold"]
+CheckLevel = Literal["warning", "autocompact", "blocking"]
 
 
 @app.command()
@@ -51,34 +58,35 @@ def compact(
     policy: PolicyOpt = None,
     set_: SetOpt = None,
     fmt: FormatOpt = "auto",
-    to: Annotated[Optional[str], typer.Option("--to", help="Write the view as anthropic or openai messages "
-                                              "instead of a transcript in the input's format.")] = None,
+    to: Annotated[Optional[MessagesFormat], typer.Option("--to", metavar=choices_metavar(MessagesFormat),
+                                                         help="Write the view as messages of this API instead of "
+                                                         "a transcript in the input's format.")] = None,
     on_bad_line: BadLineOpt = "fail",
     store: StoreOpt = None,
     now: NowOpt = None,
     context_window: WindowOpt = None,
-    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Run only this stage (id or name; "
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", metavar="STAGE", help="Run only this stage (id or name; "
                                                        "repeatable). Stages compose in a pipe.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Compact now regardless of thresholds (like /compact); "
                                         "also closes an open circuit breaker.")] = False,
-    instructions: Annotated[Optional[str], typer.Option("--instructions", help="Focus for the summary.")] = None,
-    session_memory: Annotated[Optional[Path], typer.Option("--session-memory", help="Markdown session notes "
+    instructions: Annotated[Optional[str], typer.Option("--instructions", metavar="FOCUS",
+                                                        help="Focus for the summary.")] = None,
+    session_memory: Annotated[Optional[Path], typer.Option("--session-memory", metavar="FILE", help="Markdown session notes "
                                                            "to use as the summary (session-memory compact).")] = None,
-    state: Annotated[Optional[Path], typer.Option("--state", help="JSON of the current tools, agent types and MCP "
+    state: Annotated[Optional[Path], typer.Option("--state", metavar="FILE", help="JSON of the current tools, agent types and MCP "
                                                   "servers, for the delta attachments.")] = None,
-    queued: Annotated[Optional[Path], typer.Option("--queued", help="File of inputs queued while a turn ran, one "
+    queued: Annotated[Optional[Path], typer.Option("--queued", metavar="FILE", help="File of inputs queued while a turn ran, one "
                                                    "per line, delivered as user messages.")] = None,
     plan_mode: Annotated[Optional[bool], typer.Option("--plan-mode/--no-plan-mode", help="The session is (not) in "
                                                       "plan mode (default: from the transcript).")] = None,
-    report: Annotated[str, typer.Option("--report", help="What to print on stderr: text, json or none.")] = "text",
+    report: Annotated[CompactReport, typer.Option("--report", metavar=choices_metavar(CompactReport),
+                                                  help="What to print on stderr: a line per stage, one "
+                                                  "JSON object, or nothing.")] = "text",
 ) -> None:
     """Run the policy's stages and write the compacted transcript.
 
     Example: ctxkit compact < session.jsonl > compacted.jsonl
     """
-    check_choice(report, ("text", "json", "none"), "--report")
-    if to is not None:
-        check_choice(to, ("anthropic", "openai"), "--to")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode)
@@ -92,15 +100,20 @@ def compact(
     pipeline = compile_pipeline(run.policy, only=stage)
     result = pipeline.run(run.transcript, run.ctx)
     run.write_output(result.transcript, output, to)
-    _print_report(result, report)
+    _print_report(result, report, sources=_sources(run))
     if any(r.action in _FAILED_ACTIONS for r in result.reports):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 
-def _print_report(result, mode: str) -> None:
+def _sources(run) -> dict:
+    """What a run read its settings from and kept its state in: the policy layers and the store."""
+    return {"policy": list(run.policy.layers), "store": os.path.abspath(run.ctx.store.root)}
+
+
+def _print_report(result, mode: str, sources: dict) -> None:
     console = stderr_console()
     if mode == "json":
-        console.print(json.dumps(result.to_json(), indent=2, ensure_ascii=False), markup=False)
+        console.print(json.dumps({**result.to_json(), **sources}, indent=2, ensure_ascii=False), markup=False)
         return
     if mode == "none":
         return
@@ -121,14 +134,17 @@ def _print_report(result, mode: str) -> None:
     if redacted:
         console.print(redacted, markup=False)
     console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
+    console.print(f"policy: {' < '.join(sources['policy'])}; store: {sources['store']}", markup=False)
 
 
 @app.command()
 @handle_errors
 def view(
     source: InputArg = "-",
-    to: Annotated[str, typer.Option("--to", help="anthropic (messages, one JSON per line), openai, or "
-                                    "anthropic-request (one JSON request body for curl or the SDK).")] = "anthropic",
+    to: Annotated[ViewFormat, typer.Option("--to", metavar=choices_metavar(ViewFormat),
+                                           help="anthropic (messages, one JSON per line), openai, or "
+                                           "anthropic-request (one JSON request body for curl or the SDK).")]
+    = "anthropic",
     output: OutputOpt = None,
     policy: PolicyOpt = None,
     set_: SetOpt = None,
@@ -137,15 +153,19 @@ def view(
     tag_ids: Annotated[Optional[bool], typer.Option("--tag-ids/--no-tag-ids", help="Append [id:xxxxxx] to each "
                                                     "real user message, for the snip tool (default: the policy's "
                                                     "snip stage option tag_ids).")] = None,
-    now: NowOpt = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="anthropic-request: max_tokens "
+    now: Annotated[Optional[str], typer.Option("--now", metavar="TIME", help="anthropic-request: the ISO-8601 instant "
+                                               "at which to judge whether the prompt cache is cold (microcompact's "
+                                               "context_management edits); default: now.")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", metavar="TOKENS", help="anthropic-request: max_tokens "
                                                       "(default: the policy's max_output_tokens).", min=1)] = None,
-    system: Annotated[Optional[Path], typer.Option("--system", help="anthropic-request: a file whose text is the "
+    system: Annotated[Optional[Path], typer.Option("--system", metavar="FILE", help="anthropic-request: a file whose text is the "
                                                    "system prompt (default: the transcript's own, when it has one).")]
     = None,
-    tools: Annotated[Optional[Path], typer.Option("--tools", help="anthropic-request: a JSON file with the list of "
+    tools: Annotated[Optional[Path], typer.Option("--tools", metavar="FILE", help="anthropic-request: a JSON file with the list of "
                                                   "tool definitions (default: the transcript's own).")] = None,
-    system_messages: Annotated[Optional[str], typer.Option("--system-messages", help="anthropic-request: keep "
+    system_messages: Annotated[Optional[SystemMessages], typer.Option("--system-messages",
+                                                                      metavar=choices_metavar(SystemMessages),
+                                                                      help="anthropic-request: keep "
                                                            "mid-conversation system messages, fold them into user "
                                                            "messages as reminders, or auto (by model).")] = None,
 ) -> None:
@@ -156,10 +176,8 @@ def view(
     from ..transcript.snip_ids import tag_view
     from .runtime import parse_now
 
-    check_choice(to, tuple(f for f in OUTPUT_FORMATS if f != "claude-code"), "--to")
-    if system_messages is not None:
-        check_choice(system_messages, ("auto", "keep", "fold"), "--system-messages")
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    print_warnings(model_warnings(pol))
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:
@@ -260,16 +278,18 @@ def _render_stats(data: dict) -> None:
 @handle_errors
 def check(
     source: InputArg = "-",
-    level: Annotated[str, typer.Option("--level", help="Fail at this level: warning, autocompact or blocking.")]
+    level: Annotated[CheckLevel, typer.Option("--level", metavar=choices_metavar(CheckLevel),
+                                              help="Fail (exit 1) when the view's tokens reach this threshold.")]
     = "autocompact",
     policy: PolicyOpt = None,
     set_: SetOpt = None,
     fmt: FormatOpt = "auto",
     on_bad_line: BadLineOpt = "fail",
     context_window: WindowOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of a line.")]
+    = False,
 ) -> None:
     """Exit 1 when the view's tokens reach a threshold (for CI and hooks); prints the numbers."""
-    check_choice(level, ("warning", "autocompact", "blocking"), "--level")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
                    context_window=context_window, dry_run=True)
     print_warnings(run.ctx.warnings)
@@ -279,7 +299,16 @@ def check(
     limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
              "blocking": budget.blocking_limit}[level]
     state = budget.level(tokens)
-    sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
+    if as_json:
+        sys.stdout.write(json.dumps({
+            "tokens": tokens, "level": state, "estimator": run.ctx.tokens.name,
+            "fail_at": level, "threshold": limit, "failed": tokens >= limit,
+            "thresholds": {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
+                           "blocking": budget.blocking_limit},
+            "context_window": budget.context_window, "context_window_source": budget.source,
+        }) + "\n")
+    else:
+        sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
     if tokens >= limit:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -20,13 +20,16 @@ from .app import (
     SetOpt,
     StoreOpt,
     app,
-    check_choice,
     handle_errors,
+    print_warnings,
     stderr_console,
 )
+from .conventions import CtxkitApp, choices_metavar
 from .runtime import open_run
 
-memory_app = typer.Typer(help="Session memory: markdown notes kept during a session, used as the summary by "
+MemoryReport = Literal["text", "json"]
+
+memory_app = CtxkitApp(help="Session memory: markdown notes kept during a session, used as the summary by "
                          "session-memory compact.", no_args_is_help=True, add_completion=False)
 app.add_typer(memory_app, name="memory")
 
@@ -35,7 +38,7 @@ app.add_typer(memory_app, name="memory")
 @handle_errors
 def memory_update(
     source: InputArg = "-",
-    session_memory: Annotated[Path, typer.Option("--session-memory", help="The notes file to write or refresh.")]
+    session_memory: Annotated[Path, typer.Option("--session-memory", metavar="FILE", help="The notes file to write or refresh.")]
     = Path("session-memory.md"),
     policy: PolicyOpt = None,
     set_: SetOpt = None,
@@ -43,15 +46,17 @@ def memory_update(
     on_bad_line: BadLineOpt = "fail",
     store: StoreOpt = None,
     now: NowOpt = None,
-    report: Annotated[str, typer.Option("--report", help="text or json, on stderr.")] = "text",
+    report: Annotated[MemoryReport, typer.Option("--report", metavar=choices_metavar(MemoryReport),
+                                                 help="What to print on stderr: a line, or one JSON "
+                                                 "object.")] = "text",
 ) -> None:
     """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
     from ..redact import describe as describe_redaction
     from ..session_memory import update_in_context
 
-    check_choice(report, ("text", "json"), "--report")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=None, session_memory=session_memory)
+    print_warnings(run.ctx.warnings)
     try:
         result = update_in_context(run.transcript, run.ctx, session_memory)
     except LLMError as exc:
@@ -74,7 +79,7 @@ def memory_update(
 @handle_errors
 def snip(
     source: InputArg = "-",
-    ids: Annotated[str, typer.Option("--ids", help="Comma-separated short message ids ([id:xxxxxx] tags in the "
+    ids: Annotated[str, typer.Option("--ids", metavar="ID,...", help="Comma-separated short message ids ([id:xxxxxx] tags in the "
                                      "view) of the user turns to remove.")] = "",
     output: OutputOpt = None,
     policy: PolicyOpt = None,
@@ -92,13 +97,14 @@ def snip(
         raise UsageError("--ids needs at least one id (the [id:xxxxxx] tags shown by `ctxkit view --tag-ids`)")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=None, snip_ids=wanted)
+    print_warnings(run.ctx.warnings)
     result = compile_pipeline(run.policy, only=["snip"]).run(run.transcript, run.ctx)
     run.write_output(result.transcript, output)
     for r in result.reports:
         stderr_console().print(f"{r.stage_id}: {r.action}" + (f": {r.reason}" if r.reason else ""), markup=False)
 
 
-tools_app = typer.Typer(help="Tool definitions an agent can offer its model.", no_args_is_help=True,
+tools_app = CtxkitApp(help="Tool definitions an agent can offer its model.", no_args_is_help=True,
                         add_completion=False)
 app.add_typer(tools_app, name="tools")
 
@@ -120,16 +126,18 @@ def tools_snip(as_json: Annotated[bool, typer.Option("--json", help="Print the d
 
 @app.command("stages")
 @handle_errors
-def stages_cmd(name: Annotated[str, typer.Argument(help="A stage's name, to print its documentation.")] = "") -> None:
+def stages_cmd(name: Annotated[str, typer.Argument(metavar="STAGE", help="A stage's name, to print its documentation.")] = "") -> None:
     """List the stages a policy can use, with their options and defaults; or document one stage."""
     import inspect
 
+    from ..policy.hints import did_you_mean
     from ..stages import REGISTRY
 
     if name:
         cls = REGISTRY.get(name)
         if cls is None:
-            raise UsageError(f"unknown stage {quote(name)}; known: {', '.join(sorted(REGISTRY))}")
+            hint = did_you_mean(name, REGISTRY)
+            raise UsageError(f"unknown stage {quote(name)}{f' ({hint})' if hint else ''}; known: {', '.join(sorted(REGISTRY))}")
         # a stage documents itself in its class docstring, or (a longer text) in its module's
         doc = cls.__doc__ or ""
         module_doc = inspect.getmodule(cls).__doc__ or ""

@@ -6,7 +6,7 @@ from .app import app
 
 
 def run() -> None:
-    app()
+    app(prog_name="ctxkit")  # the same name in messages however it was started (python -m, a shim)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,17 @@ import typer
 
 from ..errors import ExitCode
 from ..policy import effective_schema, load_policy, render_policy, validate_file
-from .app import PolicyOpt, SetOpt, app, handle_errors, stderr_console
+from .app import PolicyOpt, SetOpt, app, handle_errors, print_warnings, stderr_console
+from .conventions import CtxkitApp
+from .runtime import model_warnings
 
-policy_app = typer.Typer(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
+policy_app = CtxkitApp(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
 app.add_typer(policy_app, name="policy")
 
 
 @policy_app.command("validate")
 @handle_errors
-def validate(files: Annotated[list[Path], typer.Argument(help="Policy files to check (e.g. .ctxkit.yaml).")]) -> None:
+def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Policy files to check (e.g. .ctxkit.yaml).")]) -> None:
     """Check policy files: every problem as file:line:col, all at once; exit 2 when any."""
     console = stderr_console()
     problems = []
@@ -37,7 +39,9 @@ def validate(files: Annotated[list[Path], typer.Argument(help="Policy files to c
 @handle_errors
 def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     """Print the merged policy and, for each value, which file set it."""
-    sys.stdout.write(render_policy(load_policy(policy, list(set_ or []), cwd=Path.cwd())))
+    loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    print_warnings(model_warnings(loaded))
+    sys.stdout.write(render_policy(loaded))
 
 
 @policy_app.command("schema")

@@ -16,7 +16,7 @@ from ..quoting import quote
 from ..stages.base import Context, RunInputs
 from ..store import Store
 from ..store_link import find_store, link_store, write_sidecar
-from ..tokens import make_counter
+from ..tokens import budget_for, make_counter
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
@@ -71,6 +71,12 @@ def _has_offset(text: str) -> bool:
     return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
 
 
+def model_warnings(policy: Policy, context_window: int | None = None) -> list[str]:
+    """The warning for a model the table does not know (the window is then assumed), if any."""
+    notice = budget_for(policy, context_window).notice
+    return [notice] if notice else []
+
+
 def make_policy(policy: str | None, sets: list[str] | None, context_window: int | None = None) -> Policy:
     return load_policy(policy, list(sets or []), cwd=Path.cwd())
 
@@ -95,6 +101,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         ctx.tokens.import_cache(ctx.store.load_document(_token_cache_name(pol)))
     if store_note:
         ctx.warn(store_note)
+    for warning in model_warnings(pol, context_window):
+        ctx.warn(warning)
     for problem in ctx.store.check():  # a damaged ledger or state (a dry run only ignores it)
         ctx.warn(problem)
     if t.info.bad_lines.count:

@@ -9,7 +9,7 @@ and its options are checked against the right stage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import Problem
@@ -26,6 +26,7 @@ class Assembly:
     doc: dict[str, Any]
     origins: dict[str, Origin]
     problems: list[Problem]
+    layers: list[str] = field(default_factory=list)  # the labels of the layers merged, lowest first
 
 
 def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
@@ -34,15 +35,18 @@ def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
     checker = schema.validator(registry)
     bases, problems = reader.bases(layers)
     merger = Merger(registry)
+    labels: list[str] = []
     for layer in [*bases, *layers]:
         problems += layer.problems
         if layer.document is None:
             continue
+        if not labels or labels[-1] != layer.label:  # several --set read as one layer
+            labels.append(layer.label)
         instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
         problems += schema.schema_problems(layer.document, checker, instance)
         problems += merger.add(layer.document)
     problems += policy_rules(merger.doc, merger.origins)
-    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)))
+    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels)
 
 
 def with_inherited_uses(data: Any, uses: Mapping[str, str], registry: Mapping[str, Any]) -> Any:
