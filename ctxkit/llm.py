@@ -299,7 +299,7 @@ class _AnthropicAPI:
                 retry_after = _retry_after_seconds(getattr(exc.response, "headers", None))
                 cause: BaseException = exc
             except anthropic.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
-                error = LLMError(f"{what} timed out after {timeout:g}s", retryable=True)
+                error = LLMError(f"{what} timed out after {_seconds(timeout)}s", retryable=True)
                 cause = exc
             except anthropic.APIConnectionError as exc:
                 where = self.base_url or DEFAULT_BASE_URL
@@ -350,10 +350,15 @@ class _PromptedSummarizer:
         return require_summary_structure(format_summary(raw))
 
 
+def _seconds(value: float) -> str:
+    """Seconds for a message: ``1.5``, ``600`` (a timeout cut to what was left is 1.49999...)."""
+    return f"{round(value, 1):g}"
+
+
 def _out_of_time(what: str, deadline: Deadline, attempts: int, last: LLMError | None, *,
                  waiting: float | None = None) -> LLMError:
     """The error of a summarizer whose time limit (:data:`TOTAL_TIMEOUT_KEY`) ran out; not retryable."""
-    why = (f"waiting {waiting:g}s more would pass its time limit" if waiting is not None else
+    why = (f"waiting {_seconds(waiting)}s more would pass its time limit" if waiting is not None else
            "its time limit ran out")
     return LLMError(f"{what} gave up after {attempts} attempt(s): {why} ({TOTAL_TIMEOUT_KEY}: "
                     f"{deadline.total:g}s)" + (f"; last error: {last.message}" if last else ""))
@@ -508,7 +513,7 @@ class CommandSummarizer(_PromptedSummarizer):
             _kill_group(proc)
             proc.communicate()
             limit = f" ({TOTAL_TIMEOUT_KEY}: {self.deadline.total:g}s)" if timeout < self.timeout_seconds else ""
-            raise LLMError(f"{what} timed out after {timeout:g}s{limit}", retryable=True) from None
+            raise LLMError(f"{what} timed out after {_seconds(timeout)}s{limit}", retryable=True) from None
         if proc.returncode != 0:
             tail = _redact(_tail(err), secret)
             raise LLMError(

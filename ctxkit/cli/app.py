@@ -18,8 +18,9 @@ from rich.console import Console
 from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), autocompact was skipped or failed, or "
-    "ctxkit expand could not restore some output; "
+    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), autocompact failed or its circuit breaker "
+    "is open, the compacted view is still over the autocompact threshold, the summarizer failed (ctxkit memory "
+    "update), or ctxkit expand could not restore some output; "
     "2 usage or policy error; 3 bad transcript; 4 internal error."
 )
 

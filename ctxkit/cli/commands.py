@@ -12,6 +12,7 @@ from rich.table import Table
 from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
+from ..outcome import over_threshold_message
 from ..pipeline import compile_pipeline
 from ..stats import view_stats
 from ..store import Store, default_store_dir
@@ -30,6 +31,7 @@ from .app import (
     WindowOpt,
     app,
     check_choice,
+    fail,
     handle_errors,
     print_warnings,
     stderr_console,
@@ -95,6 +97,9 @@ def compact(
     _print_report(result, report)
     if any(r.action in _FAILED_ACTIONS for r in result.reports):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
+    too_big = over_threshold_message(result)
+    if too_big:
+        raise fail(too_big, ExitCode.CHECK_FAILED)
 
 
 def _print_report(result, mode: str) -> None:
