@@ -561,11 +561,7 @@ def make_summarizer(
     ``ANTHROPIC_BASE_URL`` is honoured when the policy sets no ``base_url``.
     """
     config = dict(config or {})
-    use = str(config.get("use") or "auto")
-    if use not in SUMMARIZER_KINDS:
-        raise UsageError(f"summarizer.use must be one of {', '.join(SUMMARIZER_KINDS)}, not {use!r}")
-    if use == "auto":
-        use = "anthropic" if (env.get("ANTHROPIC_API_KEY") or "").strip() or client is not None else "extractive"
+    use = summarizer_kind(config, env=env, client=client)
     if use == "anthropic":
         return AnthropicSummarizer(
             model=str(config.get("model") or default_model),
@@ -594,3 +590,34 @@ def make_summarizer(
 
 def _total_timeout(config: Mapping[str, Any]) -> float:
     return float(config.get("total_timeout_seconds") or DEFAULT_TOTAL_TIMEOUT_SECONDS)
+
+
+def summarizer_kind(config: Mapping[str, Any] | None, *, env: Mapping[str, str] = os.environ, client: Any = None
+                    ) -> str:
+    """Which summarizer :func:`make_summarizer` builds for ``config``: ``use``, with ``auto`` resolved."""
+    use = str((config or {}).get("use") or "auto")
+    if use not in SUMMARIZER_KINDS:
+        raise UsageError(f"summarizer.use must be one of {', '.join(SUMMARIZER_KINDS)}, not {use!r}")
+    if use == "auto":
+        use = "anthropic" if (env.get("ANTHROPIC_API_KEY") or "").strip() or client is not None else "extractive"
+    return use
+
+
+#: The ``summarizer`` settings each kind of summarizer acts on (what :func:`make_summarizer` reads for it).
+SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {
+    "anthropic": ("use", "model", "max_output_tokens", "timeout_seconds", "total_timeout_seconds", "max_retries",
+                  "base_url"),
+    "command": ("use", "command", "timeout_seconds", "total_timeout_seconds", "max_output_tokens"),
+    "extractive": ("use",),
+}
+
+
+def summarizer_settings_used(config: Mapping[str, Any] | None, env: Mapping[str, str] = os.environ,
+                             client: Any = None) -> frozenset[str]:
+    """The dotted policy keys (``summarizer.command``...) the summarizer built for ``config`` would use:
+    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust)."""
+    try:
+        kind = summarizer_kind(config, env=env, client=client)
+    except UsageError:
+        return frozenset()  # make_summarizer reports the bad value; nothing would run
+    return frozenset(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])

@@ -81,7 +81,8 @@ def compact(
         check_choice(to, ("anthropic", "openai"), "--to")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
-                   session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode)
+                   session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
+                   summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer())
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -157,11 +158,13 @@ def view(
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
     from .runtime import parse_now
+    from .trust_cmd import guard_policy
 
     check_choice(to, tuple(f for f in OUTPUT_FORMATS if f != "claude-code"), "--to")
     if system_messages is not None:
         check_choice(system_messages, ("auto", "keep", "fold"), "--system-messages")
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    guard_policy(pol, summarizes=False)
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:

@@ -51,7 +51,7 @@ def memory_update(
 
     check_choice(report, ("text", "json"), "--report")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
-                   context_window=None, session_memory=session_memory)
+                   context_window=None, session_memory=session_memory, summarizes=lambda pol: True)
     try:
         result = update_in_context(run.transcript, run.ctx, session_memory)
     except LLMError as exc:

@@ -37,7 +37,11 @@ def validate(files: Annotated[list[Path], typer.Argument(help="Policy files to c
 @handle_errors
 def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     """Print the merged policy and, for each value, which file set it."""
-    sys.stdout.write(render_policy(load_policy(policy, list(set_ or []), cwd=Path.cwd())))
+    from .trust_cmd import guard_policy
+
+    merged = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    guard_policy(merged, summarizes=False)
+    sys.stdout.write(render_policy(merged))
 
 
 @policy_app.command("schema")

@@ -16,6 +16,7 @@ origins, ``rules`` checks the merged whole, ``loader`` runs those in order,
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -53,7 +54,8 @@ def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path |
     assembly = assemble(reader.layers(policy, sets, user_config), reader)
     if assembly.problems:
         raise PolicyError(assembly.problems)
-    return Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
+    policy = Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
+    return replace(policy, untrusted=tuple(assembly.untrusted)) if assembly.untrusted else policy
 
 
 def validate_file(path: str | Path) -> list[Problem]:

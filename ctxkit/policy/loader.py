@@ -9,7 +9,7 @@ and its options are checked against the right stage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import Problem
@@ -17,6 +17,7 @@ from . import schema
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
 from .rules import policy_rules
+from .trust import UntrustedSetting, repository_positions, untrusted_settings
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Assembly:
     doc: dict[str, Any]
     origins: dict[str, Origin]
     problems: list[Problem]
+    untrusted: list[UntrustedSetting] = field(default_factory=list)
 
 
 def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
@@ -34,15 +36,20 @@ def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
     checker = schema.validator(registry)
     bases, problems = reader.bases(layers)
     merger = Merger(registry)
-    for layer in [*bases, *layers]:
+    stack = [*bases, *layers]
+    added: list[int] = []  # the position in the stack of each merged layer, by merge rank
+    for position, layer in enumerate(stack):
         problems += layer.problems
         if layer.document is None:
             continue
         instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
         problems += schema.schema_problems(layer.document, checker, instance)
         problems += merger.add(layer.document)
+        added.append(position)
     problems += policy_rules(merger.doc, merger.origins)
-    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)))
+    repository = repository_positions(bases, layers, reader.repo, reader)
+    untrusted = untrusted_settings(stack, added, repository, merger.origins) if repository else []
+    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), untrusted)
 
 
 def with_inherited_uses(data: Any, uses: Mapping[str, str], registry: Mapping[str, Any]) -> Any:

@@ -57,6 +57,7 @@ class Policy:
     stages: tuple[StageSpec, ...] = ()
     origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # dotted key -> "file:line"
     merged: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # the merged document
+    untrusted: tuple[Any, ...] = ()  # settings from a repository policy not trusted yet (see .trust)
 
     def enabled_stages(self) -> tuple[StageSpec, ...]:
         return tuple(s for s in self.stages if s.enabled)

@@ -127,7 +127,9 @@ def summarizer_for(ctx: Context) -> Any:
     if ctx.summarizer_factory is not None:
         return ctx.summarizer_factory(ctx.policy, ctx)
     from ..llm import make_summarizer
+    from ..policy.trust import require_trusted_summarizer
 
+    require_trusted_summarizer(ctx.policy)  # the CLI refused already; this guards library callers
     return make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
 
 
@@ -229,6 +231,9 @@ class Autocompact(Stage):
             "reinject": reinject.OPTIONS_SCHEMA,
         },
     }
+
+    def uses_summarizer(self) -> bool:
+        return True
 
     def _opt(self, key: str) -> dict[str, Any]:
         schema = self.options_schema["properties"][key]["properties"]

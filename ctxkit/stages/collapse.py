@@ -371,6 +371,9 @@ class Collapse(Stage):
                             "tokens": ctx.tokens.count_messages(messages)})
         return out
 
+    def uses_summarizer(self) -> bool:
+        return bool(self.options.get("llm"))
+
     def _write_llm_summaries(self, items: list[dict], ctx: Context) -> str | None:
         """Give each item a summary written by the policy's summarizer; a note for the report when it cannot."""
         if not items:
@@ -378,8 +381,10 @@ class Collapse(Stage):
         factory = ctx.summarizer_factory
         if factory is None:
             from ..llm import make_summarizer
+            from ..policy.trust import require_trusted_summarizer
 
             def factory(policy, _ctx):
+                require_trusted_summarizer(policy)
                 return make_summarizer(policy.summarizer, default_model=policy.model)
         try:
             summarizer = factory(ctx.policy, ctx)
