@@ -13,7 +13,7 @@ class ExitCode(IntEnum):
     """Named exit codes, documented in ``ctxkit --help`` and the README."""
 
     OK = 0
-    CHECK_FAILED = 1  # a threshold check failed (ctxkit check), a stage failed or its breaker is open, expand incomplete
+    CHECK_FAILED = 1  # a check failed: threshold, autocompact failed / breaker open / view still over, expand
     USAGE = 2  # bad command line or bad policy
     BAD_TRANSCRIPT = 3  # the transcript could not be read
     INTERNAL = 4  # a bug in ctxkit

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .deadline import Deadline
 from .errors import LLMError, UsageError
 from .extractive import ExtractiveSummarizer
 from .messages import render_transcript, text_only_messages
@@ -46,6 +47,7 @@ from .summary_prompt import (
     SUMMARY_SYSTEM_PROMPT,
     build_compact_prompt,
     format_summary,
+    require_summary_structure,
 )
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -53,6 +55,10 @@ DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_OUTPUT_TOKENS = 20_000
 DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_RETRIES = 4
+#: The whole summary (every attempt, retry and wait) gives up after this long: a hanging server
+#: cannot hold a run for ``timeout_seconds * (max_retries + 1)`` (50 minutes with the defaults above).
+DEFAULT_TOTAL_TIMEOUT_SECONDS = 300.0
+TOTAL_TIMEOUT_KEY = "summarizer.total_timeout_seconds"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 SUMMARIZER_KINDS = ("auto", "anthropic", "command", "extractive")
 
@@ -200,8 +206,11 @@ class _AnthropicAPI:
         backoff_base_seconds: float,
         backoff_max_seconds: float,
         retry_after_max_seconds: float,
+        total_timeout_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self._env = os.environ if env is None else env
+        self.deadline = Deadline(total_timeout_seconds, clock=clock)
         self.timeout_seconds = float(timeout_seconds)
         self.max_retries = max(0, int(max_retries))
         self.base_url = base_url or self._env.get("ANTHROPIC_BASE_URL") or None
@@ -268,23 +277,29 @@ class _AnthropicAPI:
         retryable = status in (408, 409, 429) or status >= 500
         return LLMError(f"Anthropic API {status} {label}: {message}", retryable=retryable)
 
-    def _call(self, what: str, request: Callable[[Any], Any]) -> Any:
-        """Run ``request(client)`` with counted retries on 408/409/429/5xx/529, timeouts and connection errors."""
+    def _call(self, what: str, request: Callable[[Any, float], Any]) -> Any:
+        """Run ``request(client, timeout)`` with counted retries on 408/409/429/5xx/529, timeouts and
+        connection errors, all within :attr:`deadline` (each attempt's timeout is what is left of it)."""
         client = self._get_client()
         import anthropic
 
         attempts = self.max_retries + 1
+        self.deadline.start()
+        error: LLMError | None = None
         for attempt in range(1, attempts + 1):
+            if self.deadline.expired():  # the last attempt (or an earlier call: a prompt-too-long retry) used it up
+                raise _out_of_time(what, self.deadline, attempt - 1, error)
+            timeout = self.deadline.bound(self.timeout_seconds)
             self.stats.requests += 1
             retry_after: float | None = None
             try:
-                return request(client)
+                return request(client, timeout)
             except anthropic.APIStatusError as exc:
                 error = self._status_error(exc)
                 retry_after = _retry_after_seconds(getattr(exc.response, "headers", None))
                 cause: BaseException = exc
             except anthropic.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
-                error = LLMError(f"{what} timed out after {self.timeout_seconds:g}s", retryable=True)
+                error = LLMError(f"{what} timed out after {_seconds(timeout)}s", retryable=True)
                 cause = exc
             except anthropic.APIConnectionError as exc:
                 where = self.base_url or DEFAULT_BASE_URL
@@ -295,12 +310,23 @@ class _AnthropicAPI:
             except anthropic.AnthropicError as exc:
                 error = LLMError(_redact(f"{what} failed: {exc}", self._secret))
                 cause = exc
+            except ValueError as exc:
+                # a 200 whose body is not JSON (cut short, an HTML page from a proxy): the SDK's parser
+                # raises json's error. A malformed answer, not a bug: the same server would send it again.
+                where = self.base_url or DEFAULT_BASE_URL
+                error = LLMError(_redact(f"malformed response: the API at {where} answered {what} with a body "
+                                         f"that is not valid JSON ({exc})", self._secret))
+                cause = exc
             if not error.retryable or attempt == attempts:
                 if error.retryable and attempt > 1:
                     error = LLMError(f"{error.message} (gave up after {attempt} attempts)", retryable=True)
                 error.__cause__ = cause
                 raise error
             delay = self._backoff(attempt, retry_after)
+            if not self.deadline.allows_wait(delay):
+                out = _out_of_time(what, self.deadline, attempt, error, waiting=delay)
+                out.__cause__ = cause
+                raise out
             self.stats.retries += 1
             self.stats.waited_seconds += delay
             self._sleep(delay)
@@ -321,7 +347,21 @@ class _PromptedSummarizer:
             system=SUMMARY_SYSTEM_PROMPT,
             max_tokens=self.max_output_tokens,
         )
-        return format_summary(raw)
+        return require_summary_structure(format_summary(raw))
+
+
+def _seconds(value: float) -> str:
+    """Seconds for a message: ``1.5``, ``600`` (a timeout cut to what was left is 1.49999...)."""
+    return f"{round(value, 1):g}"
+
+
+def _out_of_time(what: str, deadline: Deadline, attempts: int, last: LLMError | None, *,
+                 waiting: float | None = None) -> LLMError:
+    """The error of a summarizer whose time limit (:data:`TOTAL_TIMEOUT_KEY`) ran out; not retryable."""
+    why = (f"waiting {_seconds(waiting)}s more would pass its time limit" if waiting is not None else
+           "its time limit ran out")
+    return LLMError(f"{what} gave up after {attempts} attempt(s): {why} ({TOTAL_TIMEOUT_KEY}: "
+                    f"{deadline.total:g}s)" + (f"; last error: {last.message}" if last else ""))
 
 
 class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
@@ -352,6 +392,8 @@ class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
         backoff_base_seconds: float = 0.5,
         backoff_max_seconds: float = 32.0,
         retry_after_max_seconds: float = 60.0,
+        total_timeout_seconds: float | None = DEFAULT_TOTAL_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ):
         super().__init__(
             timeout_seconds=timeout_seconds,
@@ -364,6 +406,8 @@ class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
             backoff_base_seconds=backoff_base_seconds,
             backoff_max_seconds=backoff_max_seconds,
             retry_after_max_seconds=retry_after_max_seconds,
+            total_timeout_seconds=total_timeout_seconds,
+            clock=clock,
         )
         self.model = model
         self.max_output_tokens = int(max_output_tokens)
@@ -379,7 +423,7 @@ class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
             params["system"] = system
         response = self._call(
             "the summary request",
-            lambda client: client.messages.create(**params, timeout=self.timeout_seconds),
+            lambda client, timeout: client.messages.create(**params, timeout=timeout),
         )
         usage = getattr(response, "usage", None)
         self.stats.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
@@ -423,6 +467,8 @@ class CommandSummarizer(_PromptedSummarizer):
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        total_timeout_seconds: float | None = DEFAULT_TOTAL_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if not command or not command.strip():
             raise UsageError("summarizer.command is empty: name the command that prints a summary")
@@ -431,6 +477,7 @@ class CommandSummarizer(_PromptedSummarizer):
         self.max_output_tokens = int(max_output_tokens)
         self._env = env
         self._cwd = cwd
+        self.deadline = Deadline(total_timeout_seconds, clock=clock)
 
     def _describe(self) -> str:
         env = os.environ if self._env is None else self._env
@@ -438,6 +485,11 @@ class CommandSummarizer(_PromptedSummarizer):
         return _redact(short, env.get("ANTHROPIC_API_KEY"))
 
     def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
+        what = f"the summarizer command {self._describe()!r}"
+        if self.deadline.expired():  # an earlier call (a prompt-too-long retry) used up the time
+            raise LLMError(f"{what} was not started: the summarizer's time limit ran out ({TOTAL_TIMEOUT_KEY}: "
+                           f"{self.deadline.total:g}s)")
+        timeout = self.deadline.bound(self.timeout_seconds)
         prompt = render_transcript(messages, system=system)
         env = dict(os.environ if self._env is None else self._env)
         env["CTXKIT_MAX_TOKENS"] = str(int(max_tokens))
@@ -456,14 +508,12 @@ class CommandSummarizer(_PromptedSummarizer):
         except OSError as exc:
             raise LLMError(f"could not start the summarizer command {self._describe()!r}: {exc}") from None
         try:
-            out, err = proc.communicate(prompt.encode("utf-8"), timeout=self.timeout_seconds)
+            out, err = proc.communicate(prompt.encode("utf-8"), timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.communicate()
-            raise LLMError(
-                f"the summarizer command {self._describe()!r} timed out after {self.timeout_seconds:g}s",
-                retryable=True,
-            ) from None
+            limit = f" ({TOTAL_TIMEOUT_KEY}: {self.deadline.total:g}s)" if timeout < self.timeout_seconds else ""
+            raise LLMError(f"{what} timed out after {_seconds(timeout)}s{limit}", retryable=True) from None
         if proc.returncode != 0:
             tail = _redact(_tail(err), secret)
             raise LLMError(
@@ -511,11 +561,7 @@ def make_summarizer(
     ``ANTHROPIC_BASE_URL`` is honoured when the policy sets no ``base_url``.
     """
     config = dict(config or {})
-    use = str(config.get("use") or "auto")
-    if use not in SUMMARIZER_KINDS:
-        raise UsageError(f"summarizer.use must be one of {', '.join(SUMMARIZER_KINDS)}, not {use!r}")
-    if use == "auto":
-        use = "anthropic" if (env.get("ANTHROPIC_API_KEY") or "").strip() or client is not None else "extractive"
+    use = summarizer_kind(config, env=env, client=client)
     if use == "anthropic":
         return AnthropicSummarizer(
             model=str(config.get("model") or default_model),
@@ -526,6 +572,7 @@ def make_summarizer(
             client=client,
             env=env,
             sleep=sleep,
+            total_timeout_seconds=_total_timeout(config),
         )
     if use == "command":
         command = config.get("command")
@@ -536,6 +583,7 @@ def make_summarizer(
             timeout_seconds=float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS),
             max_output_tokens=int(config.get("max_output_tokens") or DEFAULT_MAX_OUTPUT_TOKENS),
             env=env,
+            total_timeout_seconds=_total_timeout(config),
         )
     return ExtractiveSummarizer()
 
@@ -556,6 +604,10 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
     if factory is not None:
         chosen = factory(ctx.policy, ctx)
     else:
+        if not getattr(ctx, "simulate", False):  # a simulation runs nothing: no trust needed
+            from .policy.trust import require_trusted_summarizer
+
+            require_trusted_summarizer(ctx.policy)  # the CLI refused already; this guards library callers
         chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
         chosen = StandInSummarizer(chosen)
@@ -584,3 +636,36 @@ class StandInSummarizer:
 
     def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
         return self._extractive.summarize(messages, instructions=instructions)
+def _total_timeout(config: Mapping[str, Any]) -> float:
+    return float(config.get("total_timeout_seconds") or DEFAULT_TOTAL_TIMEOUT_SECONDS)
+
+
+def summarizer_kind(config: Mapping[str, Any] | None, *, env: Mapping[str, str] = os.environ, client: Any = None
+                    ) -> str:
+    """Which summarizer :func:`make_summarizer` builds for ``config``: ``use``, with ``auto`` resolved."""
+    use = str((config or {}).get("use") or "auto")
+    if use not in SUMMARIZER_KINDS:
+        raise UsageError(f"summarizer.use must be one of {', '.join(SUMMARIZER_KINDS)}, not {use!r}")
+    if use == "auto":
+        use = "anthropic" if (env.get("ANTHROPIC_API_KEY") or "").strip() or client is not None else "extractive"
+    return use
+
+
+#: The ``summarizer`` settings each kind of summarizer acts on (what :func:`make_summarizer` reads for it).
+SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {
+    "anthropic": ("use", "model", "max_output_tokens", "timeout_seconds", "total_timeout_seconds", "max_retries",
+                  "base_url"),
+    "command": ("use", "command", "timeout_seconds", "total_timeout_seconds", "max_output_tokens"),
+    "extractive": ("use",),
+}
+
+
+def summarizer_settings_used(config: Mapping[str, Any] | None, env: Mapping[str, str] = os.environ,
+                             client: Any = None) -> frozenset[str]:
+    """The dotted policy keys (``summarizer.command``...) the summarizer built for ``config`` would use:
+    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust)."""
+    try:
+        kind = summarizer_kind(config, env=env, client=client)
+    except UsageError:
+        return frozenset()  # make_summarizer reports the bad value; nothing would run
+    return frozenset(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])

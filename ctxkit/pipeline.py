@@ -27,6 +27,10 @@ class Pipeline:
     def _count(t: Transcript, ctx: Context) -> int:
         return ctx.tokens.count_messages(t.view().api_messages())
 
+    def uses_summarizer(self) -> bool:
+        """Whether a stage may call the policy's summarizer."""
+        return any(stage.uses_summarizer() for stage in self.stages)
+
     def run(self, transcript: Transcript, ctx: Context) -> PipelineResult:
         reports: list[Report] = []
         current = transcript

@@ -190,6 +190,35 @@ def format_summary(raw: str) -> str:
     return body
 
 
+#: A line that opens one of the nine sections: the title, optionally numbered and decorated with Markdown
+#: ("1. Primary Request and Intent:", "## 6. All user messages", "**Pending Tasks**:"), any case.
+_SECTION_LINE = re.compile(
+    r"^[ \t>#*_-]*(?:\d{1,2}\s*[.)]\s*)?[*_]*\s*(?:" + "|".join(re.escape(t) for t in SECTION_TITLES) + r")\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def require_summary_structure(summary: str) -> str:
+    """``summary`` when it has the structure the prompt asks for, else :class:`LLMError`.
+
+    The structure is the nine numbered sections: at least one line must open
+    one of them (:data:`SECTION_TITLES`, numbered or not, in any case, with
+    Markdown decoration or without). The ``<summary>`` tags are not required
+    (:func:`format_summary` has removed them; a model that forgot them but
+    wrote the sections did its job), and one section is enough (an answer cut
+    off by the output limit keeps its first sections). What has no section at
+    all is not a summary: a refusal ("I cannot summarize this."), an apology,
+    an answer to the last user message. Taking it as the summary would replace
+    the history with it, so it is a failed compaction instead.
+    """
+    if _SECTION_LINE.search(summary or ""):
+        return summary
+    first = " ".join((summary or "").split())
+    excerpt = first if len(first) <= 80 else first[:77] + "..."
+    raise LLMError(f"malformed summary: the answer has none of the nine numbered sections the prompt asks for "
+                   f"(e.g. '{section_heading(1)}'); it reads: {excerpt!r}")
+
+
 def continuation_message(summary: str, *, transcript_hint: str | None = None) -> str:
     """The text of the user message that opens a compacted history.
 

@@ -12,8 +12,11 @@ through the same code paths as in production, without a network or a key::
         assert len(api.requests) == 2
 
 Replies are scripted as a FIFO queue consumed by ``POST /v1/messages``; when
-the queue is empty the server answers ``default_text`` (or a 500 when that is
-``None``, for tests that want every request accounted for).
+the queue is empty the server answers :attr:`always` when set (a fault that
+lasts: ``api.always = Reply(raw=b'{"id": "msg')``), else ``default_text`` (or a
+500 when that is ``None``, for tests that want every request accounted for).
+Faulty servers: :meth:`reply_raw` sends bytes as they are (a 200 whose JSON is
+cut short), :meth:`reply_hang` never answers until the server stops.
 ``POST /v1/messages/count_tokens`` answers ``{"input_tokens": N}`` with N the
 characters of the body's messages (and system) divided by four, or
 ``token_count`` when set. Every request is recorded in :attr:`requests`
@@ -54,6 +57,11 @@ class Reply:
     content: list[dict] | None = None
     stop_reason: str = "end_turn"
     usage: dict[str, int] | None = None
+    raw: bytes | None = None  # sent as the body as it is (not JSON-encoded), e.g. truncated JSON
+
+
+#: A reply that never comes: the handler waits until the server stops (a day is "never" for a test).
+HANG = Reply(delay=86_400.0)
 
 
 def error_body(error_type: str, message: str, request_id: str = "req_mock") -> dict[str, Any]:
@@ -73,6 +81,7 @@ class MockMessagesAPI:
         self.default_text = default_text
         self.api_key = api_key
         self.token_count: int | None = None
+        self.always: Reply | None = None  # the answer when the queue is empty (before default_text)
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply | Callable[[RecordedRequest], Reply]] = deque()
         self._lock = threading.Lock()
@@ -165,6 +174,14 @@ class MockMessagesAPI:
             message = f"prompt is too long: {tokens} tokens > {maximum} maximum"
         self.reply_error(400, "invalid_request_error", message)
 
+    def reply_raw(self, data: bytes, *, status: int = 200) -> None:
+        """These bytes as the body, with ``content-type: application/json`` (e.g. JSON cut short)."""
+        self.enqueue(Reply(status=status, raw=data))
+
+    def reply_hang(self) -> None:
+        """Accept the request and never answer (until the server stops): a hung server or gateway."""
+        self.enqueue(HANG)
+
     def reply_delayed(self, seconds: float, text: str = DEFAULT_SUMMARY) -> None:
         """A success that arrives only after ``seconds`` (to provoke client timeouts)."""
         self.reply_text(text, delay=seconds)
@@ -194,6 +211,8 @@ class MockMessagesAPI:
             return scripted(request)
         if scripted is not None:
             return scripted
+        if self.always is not None:
+            return self.always
         if self.default_text is None:
             return Reply(status=500, body=error_body("api_error", "mock server: no scripted reply left"))
         return Reply(text=self.default_text)
@@ -269,13 +288,17 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.api._next_reply(request)
         if reply.delay and self.api._stopping.wait(reply.delay):
             return  # the server is stopping: do not answer
+        if reply.raw is not None:
+            self._send(reply.status, None, reply.headers, raw=reply.raw)
+            return
         payload = reply.body
         if reply.status == 200 and payload is None:
             payload = self.api._message_body(reply, request)
         self._send(reply.status, payload, reply.headers)
 
-    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, *,
+              raw: bytes | None = None) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")

@@ -274,6 +274,3 @@ def test_a_known_model_or_a_set_window_is_not_warned_about(runner):
 
 # -- help says what the code does ------------------------------------------------------------------
 
-def test_exit_code_help_does_not_promise_exit_1_for_a_skipped_autocompact(runner):
-    text = " ".join(invoke(runner, ["--help"]).stdout.split())
-    assert "Exit codes:" in text and "skipped" not in text

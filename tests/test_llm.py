@@ -146,10 +146,10 @@ def test_success_sends_a_text_only_request_without_tools(api, sleeps):
 
 def test_rate_limit_then_success_honours_retry_after(api, sleeps):
     api.reply_rate_limited(retry_after=7)
-    api.reply_text("<summary>done</summary>")
+    api.reply_text("<summary>1. Primary Request and Intent: done</summary>")
     summarizer = anthropic_summarizer(api, sleeps)
 
-    assert summarizer.summarize(HISTORY) == "done"
+    assert summarizer.summarize(HISTORY) == "1. Primary Request and Intent: done"
     assert len(api.message_requests) == 2
     assert summarizer.stats.retries == 1 and summarizer.stats.requests == 2
     assert sleeps == [7.0]
@@ -157,17 +157,17 @@ def test_rate_limit_then_success_honours_retry_after(api, sleeps):
 
 def test_retry_after_is_capped(api, sleeps):
     api.reply_rate_limited(retry_after=3600)
-    api.reply_text("<summary>done</summary>")
+    api.reply_text("<summary>1. Primary Request and Intent: done</summary>")
     anthropic_summarizer(api, sleeps, retry_after_max_seconds=60).summarize(HISTORY)
     assert sleeps == [60.0]
 
 
 def test_overloaded_529_then_success(api, sleeps):
     api.reply_overloaded()
-    api.reply_text("<summary>done</summary>")
+    api.reply_text("<summary>1. Primary Request and Intent: done</summary>")
     summarizer = anthropic_summarizer(api, sleeps)
 
-    assert summarizer.summarize(HISTORY) == "done"
+    assert summarizer.summarize(HISTORY) == "1. Primary Request and Intent: done"
     assert summarizer.stats.retries == 1
     assert len(sleeps) == 1 and 0.5 <= sleeps[0] <= 0.625  # first backoff step plus at most 25% jitter
 
@@ -197,11 +197,11 @@ def test_backoff_is_bounded(api, sleeps):
 
 def test_client_timeout_is_retried(api, sleeps):
     api.reply_delayed(5)
-    api.reply_text("<summary>after the timeout</summary>")
+    api.reply_text("<summary>1. Primary Request and Intent: after the timeout</summary>")
     summarizer = anthropic_summarizer(api, sleeps, timeout_seconds=0.3)
 
     started = time.monotonic()
-    assert summarizer.summarize(HISTORY) == "after the timeout"
+    assert summarizer.summarize(HISTORY) == "1. Primary Request and Intent: after the timeout"
     assert time.monotonic() - started < 4
     assert len(api.message_requests) == 2 and summarizer.stats.retries == 1
 
@@ -307,15 +307,15 @@ def test_injected_client_has_sdk_retries_switched_off(api, sleeps):
 
 
 def test_base_url_from_environment(api, sleeps):
-    api.reply_text("<summary>via env</summary>")
+    api.reply_text("<summary>1. Primary Request and Intent: via env</summary>")
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url}
     summarizer = make_summarizer({"use": "auto", "model": MODEL}, env=env, sleep=sleeps.append)
     assert isinstance(summarizer, AnthropicSummarizer)
-    assert summarizer.summarize(HISTORY) == "via env"
+    assert summarizer.summarize(HISTORY) == "1. Primary Request and Intent: via env"
 
 
 def test_focus_instructions_reach_the_prompt(api, sleeps):
-    api.reply_text("<summary>x</summary>")
+    api.reply_text("<summary>1. Primary Request and Intent: x</summary>")
     anthropic_summarizer(api, sleeps).summarize(HISTORY, instructions="the database migration")
     prompt = last_prompt_text(api.message_requests[0].body)
     assert prompt.rstrip().endswith("the database migration")
@@ -368,12 +368,12 @@ def test_command_summarize_gets_history_and_instructions():
     script = (
         "import sys, os; prompt = sys.stdin.read(); "
         "ok = all(t in prompt for t in ['Fix the failing test', 'All user messages', 'focus on tests']); "
-        "print('<analysis>notes</analysis><summary>' + ('complete ' if ok else 'missing ') "
+        "print('<analysis>notes</analysis><summary>1. Primary Request and Intent: ' + ('complete ' if ok else 'missing ') "
         "+ os.environ['CTXKIT_MAX_TOKENS'] + '</summary>')"
     )
     command = f"{sys.executable} -c \"{script}\""
     summarizer = CommandSummarizer(command, timeout_seconds=30, max_output_tokens=1234)
-    assert summarizer.summarize(HISTORY, instructions="focus on tests") == "complete 1234"
+    assert summarizer.summarize(HISTORY, instructions="focus on tests") == "1. Primary Request and Intent: complete 1234"
 
 
 def test_command_failure_reports_stderr_tail():

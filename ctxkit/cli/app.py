@@ -22,9 +22,9 @@ from ..quoting import clip, quote
 from .conventions import CtxkitApp, CtxkitGroup, choices_metavar
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), a stage failed or autocompact's circuit breaker is "
-    "open (ctxkit compact), or "
-    "ctxkit expand could not restore some output; "
+    "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), a stage failed, autocompact's circuit breaker "
+    "is open or the compacted view is still over the autocompact threshold (ctxkit compact), the summarizer "
+    "failed (ctxkit memory update), or ctxkit expand could not restore some output; "
     "2 usage or policy error; 3 bad transcript; 4 internal error."
 )
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
+from ..outcome import over_threshold_message
 from ..pipeline import compile_pipeline
 from ..redact import describe as describe_redaction
 from ..stats import view_stats
@@ -32,6 +33,7 @@ from .app import (
     StoreOpt,
     WindowOpt,
     app,
+    fail,
     handle_errors,
     print_warnings,
     stderr_console,
@@ -89,7 +91,8 @@ def compact(
     """
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
-                   session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode)
+                   session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
+                   summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer())
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -103,6 +106,9 @@ def compact(
     _print_report(result, report, sources=_sources(run))
     if any(r.action in _FAILED_ACTIONS for r in result.reports):
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
+    too_big = over_threshold_message(result)
+    if too_big:
+        raise fail(too_big, ExitCode.CHECK_FAILED)
 
 
 def _sources(run) -> dict:
@@ -175,9 +181,11 @@ def view(
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
     from .runtime import parse_now
+    from .trust_cmd import guard_policy
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
     print_warnings(model_warnings(pol))
+    guard_policy(pol, summarizes=False)
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:

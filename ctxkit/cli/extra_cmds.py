@@ -55,7 +55,7 @@ def memory_update(
     from ..session_memory import update_in_context
 
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
-                   context_window=None, session_memory=session_memory)
+                   context_window=None, session_memory=session_memory, summarizes=lambda pol: True)
     print_warnings(run.ctx.warnings)
     try:
         result = update_in_context(run.transcript, run.ctx, session_memory)

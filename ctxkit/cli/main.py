@@ -1,7 +1,7 @@
 """Entry point: ``ctxkit`` (see ``ctxkit --help``)."""
 from __future__ import annotations
 
-from . import commands, extra_cmds, policy_cmd  # noqa: F401  (registers the commands on the app)
+from . import commands, extra_cmds, policy_cmd, trust_cmd  # noqa: F401  (registers the commands on the app)
 from .app import app
 
 

@@ -39,8 +39,11 @@ def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="P
 @handle_errors
 def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     """Print the merged policy and, for each value, which file set it."""
+    from .trust_cmd import guard_policy
+
     loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd())
     print_warnings(model_warnings(loaded))
+    guard_policy(loaded, summarizes=False)
     sys.stdout.write(render_policy(loaded))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..clock import Clock, parse_instant
 from ..errors import UsageError
@@ -83,9 +83,16 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
 
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
-             **inputs: Any) -> Run:
-    """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest."""
+             summarizes: Callable[[Policy], bool] | None = None, **inputs: Any) -> Run:
+    """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
+
+    ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
+    trusted for the summarizer settings it sets, or the run stops here (exit 2) before anything is done.
+    """
+    from .trust_cmd import guard_policy
+
     pol = make_policy(policy, sets)
+    guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     store_dir, store_note = find_store(source, t, store)

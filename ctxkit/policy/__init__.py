@@ -55,7 +55,7 @@ def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path |
     if assembly.problems:
         raise PolicyError(assembly.problems)
     compiled = Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
-    return dataclasses.replace(compiled, layers=tuple(assembly.layers))
+    return dataclasses.replace(compiled, layers=tuple(assembly.layers), untrusted=tuple(assembly.untrusted))
 
 
 def validate_file(path: str | Path) -> list[Problem]:

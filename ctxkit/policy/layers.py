@@ -106,6 +106,7 @@ class LayerReader:
     def __init__(self, cwd: Path):
         self.cwd = Path(cwd).absolute()
         self._read: dict[str, Layer] = {}
+        self.repo: Layer | None = None  # the repository's .ctxkit.yaml, once layers() found it (see .trust)
 
     # -- the stack ------------------------------------------------------------
 
@@ -117,7 +118,8 @@ class LayerReader:
             found.append(self.file(user))
         repo = find_repo_policy(self.cwd)
         if repo is not None:
-            found.append(self.file(repo))
+            self.repo = self.file(repo)
+            found.append(self.repo)
         if policy is not None:
             found.append(self.policy_option(policy))
         found.extend(self.setting(item) for item in sets)
@@ -135,6 +137,10 @@ class LayerReader:
             default = self.builtin(DEFAULT_BASE)
             chain = [*self._extends_chain(default, [default], problems), default]
         return chain, problems
+
+    def extends_chain(self, layer: Layer, problems: list[Problem] | None = None) -> list[Layer]:
+        """What ``layer`` extends, lowest first (built-ins included), not including ``layer``."""
+        return self._extends_chain(layer, [layer], [] if problems is None else problems)
 
     def _extends_chain(self, layer: Layer, trail: list[Layer], problems: list[Problem]) -> list[Layer]:
         """What ``layer`` extends, lowest first, not including ``layer``; ``trail`` detects cycles."""

@@ -17,6 +17,7 @@ from . import schema
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
 from .rules import policy_rules
+from .trust import UntrustedSetting, repository_positions, untrusted_settings
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Assembly:
     origins: dict[str, Origin]
     problems: list[Problem]
     layers: list[str] = field(default_factory=list)  # the labels of the layers merged, lowest first
+    untrusted: list[UntrustedSetting] = field(default_factory=list)
 
 
 def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
@@ -36,7 +38,9 @@ def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
     bases, problems = reader.bases(layers)
     merger = Merger(registry)
     labels: list[str] = []
-    for layer in [*bases, *layers]:
+    stack = [*bases, *layers]
+    added: list[int] = []  # the position in the stack of each merged layer, by merge rank
+    for position, layer in enumerate(stack):
         problems += layer.problems
         if layer.document is None:
             continue
@@ -45,8 +49,11 @@ def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
         instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
         problems += schema.schema_problems(layer.document, checker, instance)
         problems += merger.add(layer.document)
+        added.append(position)
     problems += policy_rules(merger.doc, merger.origins)
-    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels)
+    repository = repository_positions(bases, layers, reader.repo, reader)
+    untrusted = untrusted_settings(stack, added, repository, merger.origins) if repository else []
+    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels, untrusted)
 
 
 def with_inherited_uses(data: Any, uses: Mapping[str, str], registry: Mapping[str, Any]) -> Any:

@@ -80,6 +80,7 @@ class Policy:
     origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # dotted key -> "file:line"
     merged: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # the merged document
     layers: tuple[str, ...] = ()  # the sources merged, lowest first ("<builtin>/default.yaml", ".ctxkit.yaml", "--set")
+    untrusted: tuple[Any, ...] = ()  # settings from a repository policy not trusted yet (see .trust)
 
     def enabled_stages(self) -> tuple[StageSpec, ...]:
         return tuple(s for s in self.stages if s.enabled)

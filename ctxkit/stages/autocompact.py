@@ -52,6 +52,15 @@ usage error (exit 2) naming the smallest window that works.
 The summarizer is the policy's `summarizer:` (`anthropic`, `command`, `extractive`, or `auto`:
 `anthropic` when `ANTHROPIC_API_KEY` is set, else the offline extractive one); see
 docs/policies.md.
+**Failure.** A failed compaction (the summarizer errs, times out, or answers
+with no summary) changes nothing: the transcript passes through unchanged, the
+report says ``failed`` and the CLI exits 1. Failures in a row are counted in
+the store; after ``max_consecutive_failures`` autocompact stops trying
+(``breaker-open``, exit 1, a warning) until a compaction succeeds — with
+``--force``, which always tries. A compaction that succeeds but leaves the
+view (after every stage) still over the threshold is not a summarizer failure
+and is not counted; ``ctxkit compact`` reports it and exits 1
+(:func:`ctxkit.outcome.over_threshold_message`). More: [summarizer.md](../summarizer.md).
 
 ## What the output looks like
 
@@ -336,6 +345,9 @@ class Autocompact(Stage):
         },
     }
 
+    def uses_summarizer(self) -> bool:
+        return True
+
     def _opt(self, key: str) -> dict[str, Any]:
         schema = self.options_schema["properties"][key]["properties"]
         return {**{k: v["default"] for k, v in schema.items()}, **dict(self.options.get(key) or {})}
@@ -406,9 +418,6 @@ class Autocompact(Stage):
         forget(ctx.store, t)
         details["post_tokens"] = written.post_tokens
         details.update(written.details)
-        if written.post_tokens >= threshold:
-            ctx.warn(f"autocompact: the compacted context ({written.post_tokens:,} tokens) is still over the "
-                     f"threshold ({threshold:,}); lower keep_tail / reinject budgets or use a larger window")
         how = "session memory" if details.get("method") == "session-memory" else f"summary by {details['summarizer']}"
         reason = (f"{trigger} compaction ({how}): {tokens:,} -> {written.post_tokens:,} tokens, "
                   f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept")

@@ -117,6 +117,11 @@ class Stage:
         props = cls.options_schema.get("properties", {})
         return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
 
+    def uses_summarizer(self) -> bool:
+        """Whether this stage, as configured, may call the policy's summarizer (the CLI checks before a run
+        that a repository policy may run it: ctxkit.policy.trust)."""
+        return False
+
     def report(self, **kwargs: Any) -> Report:
         return Report(stage_id=self.id, use=self.name, **kwargs)
 

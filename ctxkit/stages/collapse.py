@@ -437,6 +437,9 @@ class Collapse(Stage):
                             "tokens": ctx.tokens.count_messages(messages)})
         return out
 
+    def uses_summarizer(self) -> bool:
+        return bool(self.options.get("llm"))
+
     def _write_llm_summaries(self, items: list[dict], ctx: Context) -> str | None:
         """Give each item a summary written by the policy's summarizer; a note for the report when it cannot."""
         if not items:

@@ -1,0 +1,58 @@
+"""``ctxkit policy trust``, and the check every command makes before it uses a repository's policy.
+
+See :mod:`ctxkit.policy.trust` (and docs/security.md) for what needs trust and why.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import UsageError
+from ..policy import find_repo_policy
+from ..policy.model import Policy
+from ..policy.render import flow
+from ..policy.trust import (
+    REPO_FILE_HINT,
+    require_trusted_summarizer,
+    trust_file_path,
+    trust_policy_file,
+    untrusted_warning,
+)
+from .app import handle_errors, print_warnings, stderr_console
+from .policy_cmd import policy_app
+
+
+def guard_policy(policy: Policy, *, summarizes: bool) -> None:
+    """Before a run: refuse (exit 2, nothing done yet) when it would use a setting of a repository policy
+    that is not trusted; otherwise say once that such settings are there and not used."""
+    if not policy.untrusted:
+        return
+    if summarizes:
+        require_trusted_summarizer(policy, os.environ)
+    print_warnings([untrusted_warning(policy.untrusted)])
+
+
+@policy_app.command("trust")
+@handle_errors
+def trust(file: Annotated[Optional[Path], typer.Argument(metavar="FILE",
+        help="The policy file to trust (default: the .ctxkit.yaml found from the working directory).")] = None
+          ) -> None:
+    """Trust a repository's policy file, as it is now: let it set what runs a program or sends data.
+
+    The files it names with 'extends:' are trusted with it. A changed file must be trusted again.
+    """
+    cwd = Path.cwd()
+    path = file if file is not None else find_repo_policy(cwd)
+    if path is None:
+        raise UsageError(f"no .ctxkit.yaml in {cwd} or a folder above it; {REPO_FILE_HINT}")
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    console = stderr_console()
+    for trusted in trust_policy_file(path, cwd):
+        console.print(f"trusted {trusted.label} (sha256 {trusted.digest[:16]})", markup=False)
+        for key, value in trusted.settings:
+            console.print(f"  {key}: {flow(value)}", markup=False)
+    console.print(f"recorded in {trust_file_path()}", markup=False)
