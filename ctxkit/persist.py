@@ -173,8 +173,9 @@ def persisted_message(text: str, blob_path: str, preview_bytes: int = PREVIEW_BY
 
 def load_original(store: Store, record: dict[str, Any], default: Any = None) -> Any:
     """The original content a ledger record points at, or ``default`` when the blob is gone (pass a
-    sentinel to tell a gone blob from a stored ``null``)."""
-    data = store.read_blob(record.get("blob", ""))
+    sentinel to tell a gone blob from a stored ``null``). Raises :class:`ctxkit.confined.Refused`
+    when the record names something that is not a blob of the store."""
+    data = store.fetch_blob(record.get("blob", ""))
     if data is None:
         return default
     if record.get("original") == "json":

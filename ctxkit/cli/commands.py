@@ -302,9 +302,14 @@ def expand(
     warn_bad_lines(t)
     print_warnings(st.warnings)
     console.print(f"restored {len(report.restored)} tool output(s)", markup=False)
+    print_warnings([f"did not read {path} (named by {what}): {why}" for what, path, why in report.refused])
     if report.missing:
         why = "; ".join(f"{n} {reason}" for reason, n in report.missing_by_reason().items())
         ids = ", ".join(tid or "?" for tid, _ in report.missing[:5]) + (", ..." if len(report.missing) > 5 else "")
         print_warnings([f"{len(report.missing)} tool output(s) could not be restored (store {st.root}): {why} "
                         f"[{ids}]"])
+    if report.records:
+        print_warnings([f"{len(report.records)} record(s) left in place, their originals not restored "
+                        f"(store {st.root}): " + "; ".join(f"{kind} {blob}: {why}" for kind, blob, why in report.records)])
+    if not report.complete:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
