@@ -48,6 +48,7 @@ from .transcript.model import Transcript, deep_replace
 
 _SAVED_TO = re.compile(r"Full output saved to: (\S+)")
 _GONE = object()  # load_original's answer when the blob is not in the store
+_ABSENT = object()  # a restored original that had no ``content`` key at all
 _MAX_CHAIN = 4  # replacements of replacements followed at most this deep
 
 # reasons in ExpandReport.missing
@@ -117,7 +118,7 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
                 where = _Where(store, search_dirs, ())
                 restored = _restore(entry.get("tool_call_id", ""), entry.get("content"), own, where, report)
                 if restored is not _GONE:
-                    edits[i] = {**entry, "content": to_openai_content(restored)}
+                    edits[i] = _with_content(entry, restored, to_openai_content)
             continue
         container: Any = entry
         for key in h.content_path:
@@ -133,10 +134,18 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
                 continue
             restored = _restore(block.get("tool_use_id", ""), block.get("content"), own, where, report)
             if restored is not _GONE:
-                new_entry = deep_replace(new_entry, [*h.content_path, k], {**block, "content": restored})
+                new_entry = deep_replace(new_entry, [*h.content_path, k], _with_content(block, restored))
         if new_entry is not entry:
             edits[i] = new_entry
     return t.with_edits(replace=edits), report
+
+
+def _with_content(container: dict, original: Any, convert=lambda c: c) -> dict:
+    """``container`` (a tool_result block, an OpenAI ``tool`` message) with its original content back:
+    in place of the replacement, or no ``content`` key at all when the original had none."""
+    if original is _ABSENT:
+        return {k: v for k, v in container.items() if k != "content"}
+    return {**container, "content": convert(original)}
 
 
 @dataclass(frozen=True)
@@ -167,7 +176,7 @@ def _restore(tid: str, content: Any, own: list[str], where: _Where, report: Expa
         if original is _GONE:
             problem = BLOB_GONE
             break
-        current, restored = original, True
+        current, restored = (_ABSENT if record.get("absent") else original), True
     if not restored:
         # not in the ledger: a <persisted-output> whose file we may read, or a placeholder nothing explains
         text = content if isinstance(content, str) else None

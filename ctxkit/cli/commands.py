@@ -12,6 +12,7 @@ from rich.table import Table
 from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
+from ..original_lines import OriginalLines
 from ..pipeline import compile_pipeline
 from ..stats import view_stats
 from ..store import Store, default_store_dir
@@ -298,7 +299,7 @@ def expand(
     search = [Path(source).resolve().parent] if source != "-" else []
     new, report = expand_transcript(t, st, search_dirs=search)
     with atomic_output(output) as out:
-        write_transcript(new, out)
+        write_transcript(new, out, originals=OriginalLines(st, t))  # restored lines: their original bytes
     warn_bad_lines(t)
     print_warnings(st.warnings)
     console.print(f"restored {len(report.restored)} tool output(s)", markup=False)

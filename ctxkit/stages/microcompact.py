@@ -321,5 +321,8 @@ class Microcompact(Stage):
             blob, kind = store_original(ctx.store, content)
         # the decision is about the true original and about what the model saw before (a preview)
         accepts = sorted(set(earlier.get("accepts") or []) | {content_digest(seen)})
-        ctx.store.record_decision(tid, {"state": "cleared", "replacement": placeholder, "blob": blob,
-                                        "original": kind, "by": self.id, "accepts": accepts}, scope=scope)
+        record = {"state": "cleared", "replacement": placeholder, "blob": blob, "original": kind, "by": self.id,
+                  "accepts": accepts}
+        if earlier.get("state") == "replaced" and earlier.get("absent"):
+            record["absent"] = True  # the original had no content key: still none when restored
+        ctx.store.record_decision(tid, record, scope=scope)

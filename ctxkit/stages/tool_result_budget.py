@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..persist import (
+    content_absent,
     content_digest,
     content_size,
     content_text,
@@ -116,10 +117,12 @@ class ToolResultBudget(Stage):
                     original = original_content(t, ref, block)
                     if original is None and t.format != "openai":
                         original = ""
-                    store.record_decision(tid, {"state": "replaced", "replacement": note, "blob": "", "original":
-                                                "json" if isinstance(original, list) else "text", "by": self.id,
-                                                "empty": original, "accepts": [content_digest(content)]},
-                                          scope=scope)
+                    record = {"state": "replaced", "replacement": note, "blob": "", "original":
+                              "json" if isinstance(original, list) else "text", "by": self.id,
+                              "empty": original, "accepts": [content_digest(content)]}
+                    if content_absent(t, ref, block):
+                        record["absent"] = True  # no ``content`` key at all: expand gives none back
+                    store.record_decision(tid, record, scope=scope)
                     total += len(note) - size
                     noted_empty.append(tid)
                     continue
