@@ -16,7 +16,9 @@ budget, the way Claude Code does:
   never changes: the ledger in the store remembers each tool_use id (per session: transcripts
   sharing a store may reuse ids, see :func:`ctxkit.persist.decision_scope`), and a replacement is
   replayed with exactly the same bytes, so running ``compact`` again on a grown transcript leaves
-  the earlier view byte-identical (the provider's prompt cache stays warm).
+  the earlier view byte-identical (the provider's prompt cache stays warm). Only this stage's
+  own replacements are replayed here; a later stage's (microcompact's placeholder) is replayed by
+  that stage, so every stage of a second run sees the view it saw the first time.
 
 Before::
 
@@ -100,11 +102,14 @@ class ToolResultBudget(Stage):
                 decision = store.decision(tid, scope=scope)
                 if decision and not decision_applies(decision, content):
                     decision = None  # the same tool id in another conversation: this result is fresh
-                if decision and decision.get("state") in ("replaced", "cleared"):
-                    if ref is not None and content != decision.get("replacement"):
-                        changes[ref] = {**block, "content": decision["replacement"]}
+                own = _own_decision(decision)
+                if own is not None:
+                    # the frozen replacement, unless a later stage's (microcompact's placeholder) shows already
+                    shown = content if content == decision.get("replacement") else own["replacement"]
+                    if ref is not None and content != shown:
+                        changes[ref] = {**block, "content": shown}
                         replayed.append(tid)
-                    total += len(decision.get("replacement", ""))
+                    total += content_size(shown)
                     continue
                 size = content_size(content)
                 total += size
@@ -179,3 +184,16 @@ class ToolResultBudget(Stage):
         store.record_decision(tid, {"state": "replaced", "replacement": replacement, "blob": blob, "original": kind,
                                     "accepts": [content_digest(block.get("content"))], "by": self.id}, scope=scope)
         return len(replacement)
+
+
+def _own_decision(decision: dict | None) -> dict | None:
+    """This stage's replacement in a ledger record: the record itself (``replaced``), or the one a later
+    stage built on (microcompact clearing a persisted preview keeps it as ``earlier``).
+
+    A decision another stage made alone (a ``cleared`` result the budget had left whole) is not
+    replayed here but by that stage, at its place in the pipeline: a second run on the same input
+    then shows every stage the view it saw the first time, so every stage decides the same way."""
+    if not decision:
+        return None
+    own = decision if decision.get("state") == "replaced" else decision.get("earlier")
+    return own if isinstance(own, dict) and own.get("state") == "replaced" and "replacement" in own else None

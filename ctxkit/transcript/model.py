@@ -116,6 +116,13 @@ class Transcript:
         line = self.lines[i]
         return parse_line(self.source.name, line.no, self.source.read_at(line.offset, line.length), line.had_newline)
 
+    def input_entry(self, i: int) -> dict | None:
+        """The entry as the input had it, before any edit made to this transcript (None for an
+        appended one): what the model saw before this run."""
+        if i >= len(self.lines):
+            return None
+        return self._parse(i) if i in self.overrides else self.entry(i)
+
     def full_entry(self, i: int) -> dict:
         """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
         d = self.entry(i)
