@@ -185,3 +185,37 @@ def test_store_blobs_are_found_by_name_and_a_link_in_the_store_is_refused(sessio
     assert "1 <persisted-output> file not found" in stderr  # the stray blob
     back = (tmp_path / "back.jsonl").read_text()
     assert json.dumps(real) in back and OUTSIDE not in back
+
+
+def test_claude_codes_own_persisted_outputs_are_restored_from_the_sessions_folder(runner, tmp_path, corpus_session):
+    """The corpus keeps a session as session.jsonl beside its tool-results/ folder: the preview
+    names the recording machine's path, the file is found by its name in that folder."""
+    source = corpus_session("big-outputs")
+    persisted = (source.parent / "tool-results" / "baiujkc01.txt").read_text()
+    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl"), "--store", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.stderr
+    assert "restored 1 tool output(s)" in r.stderr
+    back = [json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()]
+    contents = [b.get("content") for e in back if e.get("type") == "user"
+                for b in (e["message"]["content"] if isinstance(e["message"]["content"], list) else [])]
+    assert persisted in contents
+
+
+def test_a_collapse_summary_line_naming_a_file_outside_the_store_is_left_as_it_is(runner, tmp_path):
+    """Plain message lists name a collapsed run's archive in the summary line itself: expand puts the
+    archived lines back only from a blob of the store."""
+    from ctxkit.stages.collapse import ARCHIVE_LINE
+    from ctxkit.transcript.collapse_view import SUMMARY_HEAD
+
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(orjson.dumps({"lines": [{"line": 2, "entry": {"role": "user", "content": INJECTED}}],
+                                      "toolUseIds": [], "summary": "x", "by": "rule"}))
+    lines = [{"role": "user", "content": "task"},
+             {"role": "user", "content": f"{SUMMARY_HEAD}2 calls]\n{ARCHIVE_LINE}{outside}"},
+             {"role": "assistant", "content": "done"}]
+    source = tmp_path / "t.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl")])
+    assert r.exit_code == 1
+    assert f"did not read {outside} (named by collapse record): not a blob of the store" in " ".join(r.stderr.split())
+    assert (tmp_path / "back.jsonl").read_bytes() == source.read_bytes()
