@@ -7,7 +7,8 @@ which puts it back. A ledger record (``Store.record_decision``) has the shape::
     {"state": "replaced" | "cleared", "replacement": <the exact text the model saw>,
      "blob": <path of the stored original>, "original": "text" | "json", "by": <stage id>}
 
-(plus ``"empty": <the original>`` and ``"blob": ""`` for an empty result replaced by a note),
+(plus ``"empty": <the original>`` and ``"blob": ""`` for an empty result replaced by a note, and
+``"absent": true`` when the result had no ``content`` key at all, kept when it is cleared later),
 or ``{"state": "seen"}`` for a result the model has seen in full (frozen: never replaced later).
 
 Records are kept per scope (:func:`decision_scope`: the transcript's session), since
@@ -59,6 +60,14 @@ def original_content(t: Transcript, ref: BlockRef | None, block: dict) -> Any:
     if t.format == "openai" and ref is not None:
         return t.entry(ref.entry).get("content")
     return block.get("content")
+
+
+def content_absent(t: Transcript, ref: BlockRef | None, block: dict) -> bool:
+    """Whether the tool result has no ``content`` key at all (the API allows it: an empty result),
+    as opposed to an empty or ``null`` one: ``ctxkit expand`` must give back the same shape."""
+    if t.format == "openai" and ref is not None:
+        return "content" not in t.entry(ref.entry)
+    return "content" not in block
 
 
 def to_openai_content(content: Any) -> Any:
@@ -173,8 +182,9 @@ def persisted_message(text: str, blob_path: str, preview_bytes: int = PREVIEW_BY
 
 def load_original(store: Store, record: dict[str, Any], default: Any = None) -> Any:
     """The original content a ledger record points at, or ``default`` when the blob is gone (pass a
-    sentinel to tell a gone blob from a stored ``null``)."""
-    data = store.read_blob(record.get("blob", ""))
+    sentinel to tell a gone blob from a stored ``null``). Raises :class:`ctxkit.confined.Refused`
+    when the record names something that is not a blob of the store."""
+    data = store.fetch_blob(record.get("blob", ""))
     if data is None:
         return default
     if record.get("original") == "json":

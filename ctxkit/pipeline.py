@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import UsageError
+from .original_lines import keep_original_lines
 from .policy.hints import did_you_mean
 from .policy.model import Policy, StageSpec
 from .quoting import quote
@@ -45,6 +46,8 @@ class Pipeline:
             reports.append(report)
             current, tokens = result.transcript, after
         end_tokens = tokens
+        # lines rewritten or removed keep their exact bytes in the store, for expand to give back
+        keep_original_lines(transcript, current, ctx.store)
         return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings),
                               redaction_summary(ctx))
 

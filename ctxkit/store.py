@@ -44,6 +44,7 @@ from typing import Any, Iterator
 
 import orjson
 
+from .confined import BLOB_NAME, Refused, read_under
 from .errors import WriteError
 from .fileio import atomic_write, make_dirs, sweep_stale_temps
 
@@ -103,19 +104,33 @@ class Store:
         return self.put_blob(orjson.dumps(value), ".json")
 
     def find_blob(self, name: str) -> Path | None:
-        """Find a blob by file name or by path recorded in a transcript (the store may have moved)."""
-        base = Path(name).name
-        if not base:
+        """Where the blob a transcript or record names is in *this* store, if it is there.
+
+        Only the name counts (the folders before it are where the store was when the name was
+        written: it may have moved) and it must be a blob's name (a SHA-256 and a suffix): a path
+        that names anything else is never looked up, see :mod:`ctxkit.confined`."""
+        base = _last_component(name)
+        if not BLOB_NAME.fullmatch(base):
             return None
         candidate = self.root / "blobs" / base[:2] / base
-        if candidate.exists():
-            return candidate
-        p = Path(name)
-        return p if p.is_absolute() and p.exists() else None
+        return candidate if candidate.is_file() and not candidate.is_symlink() else None
+
+    def fetch_blob(self, name: str) -> bytes | None:
+        """The bytes of the blob ``name`` names, None when it is not in the store; raises
+        :class:`ctxkit.confined.Refused` when ``name`` is not a blob's name, or the file in the
+        store is not a regular file (a link, a FIFO) or is too large."""
+        base = _last_component(name)
+        if not BLOB_NAME.fullmatch(base):
+            raise Refused(name, "not a blob of the store (a blob is named by the SHA-256 of its content)")
+        return read_under(self.root, ["blobs", base[:2], base], shown=name)
 
     def read_blob(self, name: str) -> bytes | None:
-        path = self.find_blob(name)
-        return path.read_bytes() if path else None
+        """Like :meth:`fetch_blob`, but None for a name it refuses too (stages replaying records:
+        what is not a blob of the store is not theirs to read)."""
+        try:
+            return self.fetch_blob(name)
+        except Refused:
+            return None
 
     # -- ledger: decisions about tool results, frozen once made, per scope ---------------------
     @property
@@ -275,6 +290,11 @@ def _parse_ledger(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[
         return sessions, dict(unscoped) if isinstance(unscoped, dict) else {}
     # format 1: a flat tool_use_id -> decision document
     return {}, {tid: rec for tid, rec in doc.items() if isinstance(rec, dict)}
+
+
+def _last_component(name: str) -> str:
+    """The file name at the end of a path written by any OS (``/`` or ``\\`` separated)."""
+    return name.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(name, str) else ""
 
 
 def default_store_dir(transcript_path: str | None, cwd: Path | None = None) -> Path:

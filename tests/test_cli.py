@@ -149,6 +149,7 @@ def test_expand_restores_every_byte(runner, tmp_path):
     orig = [json.loads(x) for x in EXAMPLE.read_text().splitlines()]
     restored = [json.loads(x) for x in back.read_text().splitlines()]
     assert restored == orig
+    assert back.read_bytes() == EXAMPLE.read_bytes()  # the very bytes, not only the same JSON
 
 
 @pytest.mark.parametrize("session", cc_sessions()[:2], ids=lambda p: p.name)

@@ -6,7 +6,8 @@ or plain Anthropic messages) and random options:
 * the view still satisfies the Messages API pairing rules;
 * the view does not grow (appended reminders aside: the ``attachments`` stage and
   the snip nudge exist to add text at the tail);
-* the same input, policy, store state and clock give the same bytes;
+* the same input, policy and clock give the same bytes, against a fresh store and against the
+  store a first run filled (its decisions replayed);
 * ``expand`` brings back every message and tool output the stage took out of the view.
 
 And for the whole pipeline: compacting, appending a turn and compacting again leaves
@@ -270,7 +271,11 @@ def test_every_stage_keeps_the_view_valid_small_deterministic_and_expandable(tmp
         # appended on purpose: the snip nudge; and tool-result-budget's short note for an empty output
         allowed = result.report.details.get("nudge_tokens", 0) + 12 * len(result.report.details.get("empty_notes", []))
         assert grown <= allowed + 8, (stage, options, result.report)
-    # deterministic: the same store state, policy and clock give the same bytes
+    # deterministic: a second run on the same input against the store the first one filled replays its
+    # decisions to the same bytes (thinking dropped after cleared results included) ...
+    replay, _ = _run(stage, options, t, store, now, **dict(inputs))
+    assert written(replay.transcript) == written(result.transcript), (stage, options, replay.report)
+    # ... and so does a run against a fresh store
     shutil.rmtree(store, ignore_errors=True)
     again, _ = _run(stage, options, t, store, now, **dict(inputs))
     assert written(again.transcript) == written(result.transcript)
@@ -311,6 +316,47 @@ def _without_nudge(messages: list[dict]) -> list[dict]:
                 continue
         out.append({**m, "content": content})
     return out
+
+
+# -- determinism of the whole pipeline against the same store ----------------------------------------
+@st.composite
+def pipelines(draw):
+    """A policy running a random subset of the registered stages, in the default order, with random options."""
+    order = ["tool-result-budget", "snip", "microcompact", "collapse", "autocompact", "attachments"]
+    order += sorted(set(REGISTRY) - set(order))
+    chosen = [s for s in order if s in REGISTRY and draw(st.booleans())] or [draw(st.sampled_from(sorted(REGISTRY)))]
+    stages = [{"id": s, "options": draw(_options[s]) if s in _options else {}} for s in chosen]
+    window = draw(st.sampled_from([None, 3_000, 9_000]))
+    doc = {**_policy(chosen[0], {}, None), "stages": stages, "proactive": draw(st.sampled_from(["collapse",
+                                                                                                 "autocompact"]))}
+    if window:
+        doc.update(context_window=window, max_output_tokens=200,
+                   thresholds={"summary_reserve": 200, "autocompact_buffer": 500, "warning_buffer": 500,
+                               "blocking_buffer": 100})
+    return doc
+
+
+@SETTINGS
+@given(turns=_conversation, fmt=st.sampled_from(["claude-code", "anthropic"]), doc=pipelines(),
+       gap=st.sampled_from([1, 90, 400]), force=st.booleans())
+def test_the_pipeline_gives_the_same_bytes_twice_against_the_same_store(tmp_path_factory, turns, fmt, doc, gap,
+                                                                         force):
+    """Run 2 on the same input sees at every stage the view run 1 saw there: each decision is replayed by
+    the stage that made it (tool-result-budget does not replay microcompact's clearing ahead of snip), and
+    microcompact drops the same thinking whichever stage put its placeholder back."""
+    tmp = tmp_path_factory.mktemp("twice")
+    entries = conversation(turns, fmt)
+    t = read_transcript(write(tmp / "in.jsonl", entries))
+    now = last_time(entries) + timedelta(minutes=gap)
+    policy = Policy.from_mapping(doc)
+    runs = []
+    for _ in range(2):
+        ctx = context(doc, tmp / "store", now, force=force)
+        result = compile_pipeline(policy).run(t, ctx)
+        ctx.store.flush()
+        runs.append(result)
+    assert written(runs[1].transcript) == written(runs[0].transcript), [
+        (a.id, a.action, a.reason, b.action, b.reason) for a, b in zip(runs[0].reports, runs[1].reports, strict=True)]
 
 
 # -- the frozen prefix ------------------------------------------------------------------------------

@@ -242,7 +242,7 @@ def test_expand_with_a_missing_store_warns_and_exits_1_on_unrestored_placeholder
 
 
 def test_expand_reports_a_persisted_output_whose_file_is_gone(runner, tmp_path):
-    gone = "<persisted-output>\nOutput too large (1.0KB). Full output saved to: /nowhere/ab/abcd.txt\n</persisted-output>"
+    gone = f"<persisted-output>\nOutput too large (1.0KB). Full output saved to: /nowhere/ab/ab{'c' * 62}.txt\n</persisted-output>"
     t = _plain(tmp_path / "t.jsonl", "task", gone)
     r = invoke(runner, ["expand", str(t), "-o", str(tmp_path / "back.jsonl")])
     assert r.exit_code == 1

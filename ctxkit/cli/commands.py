@@ -13,6 +13,7 @@ from rich.table import Table
 from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
+from ..original_lines import OriginalLines
 from ..outcome import over_threshold_message
 from ..pipeline import compile_pipeline
 from ..redact import describe as describe_redaction
@@ -347,13 +348,18 @@ def expand(
     new, report = expand_transcript(t, st, search_dirs=search)
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     with atomic_output(output) as out:
-        write_transcript(new, out)
+        write_transcript(new, out, originals=OriginalLines(st, t))  # restored lines: their original bytes
     warn_bad_lines(t)
     print_warnings(st.warnings)
     console.print(f"restored {len(report.restored)} tool output(s)", markup=False)
+    print_warnings([f"did not read {path} (named by {what}): {why}" for what, path, why in report.refused])
     if report.missing:
         why = "; ".join(f"{n} {reason}" for reason, n in report.missing_by_reason().items())
         ids = ", ".join(tid or "?" for tid, _ in report.missing[:5]) + (", ..." if len(report.missing) > 5 else "")
         print_warnings([f"{len(report.missing)} tool output(s) could not be restored (store {st.root}): {why} "
                         f"[{ids}]"])
+    if report.records:
+        print_warnings([f"{len(report.records)} record(s) left in place, their originals not restored "
+                        f"(store {st.root}): " + "; ".join(f"{kind} {blob}: {why}" for kind, blob, why in report.records)])
+    if not report.complete:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

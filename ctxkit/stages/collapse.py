@@ -122,6 +122,7 @@ from typing import Any
 import orjson
 
 from .. import redact
+from ..confined import Refused
 from ..errors import LLMError
 from ..llm import summarizer_for_run
 from ..messages import render_transcript
@@ -506,6 +507,16 @@ def _uncollapsed_view(t: Transcript) -> View:
     return claude_code.build_messages(t, order)
 
 
+def _archived_lines(data: bytes | None) -> list[dict]:
+    """The original lines a plain collapse archive holds ([] when there is none to read)."""
+    try:
+        archived = orjson.loads(data) if data else None
+    except orjson.JSONDecodeError:
+        return []
+    lines = archived.get("lines") if isinstance(archived, dict) else None
+    return [x["entry"] for x in lines if isinstance(x, dict) and "entry" in x] if isinstance(lines, list) else []
+
+
 def _plain_api_messages(t: Transcript, entries: list[dict]) -> list[dict]:
     """Archived plain lines as messages the summarizer can render (OpenAI lines shown as their JSON)."""
     if t.format == "anthropic":
@@ -514,10 +525,12 @@ def _plain_api_messages(t: Transcript, entries: list[dict]) -> list[dict]:
              "content": orjson.dumps(e).decode()} for e in entries]
 
 
-def uncollapse(t: Transcript, store: Any) -> Transcript:
+def uncollapse(t: Transcript, store: Any, left: list | None = None) -> Transcript:
     """Undo every collapse (for ``ctxkit expand``). Claude Code: drop the collapse records (the
     projection then shows every run again). Plain formats: put each summary line's archived lines
-    back in its place. Idempotent."""
+    back in its place, read only from a blob of the store (``store.fetch_blob``); a summary line
+    whose archive is gone or names another file stays, and is appended to ``left`` as
+    ``("collapse", path, why refused or None)``. Idempotent."""
     if t.format == "claude-code":
         return t.with_edits(remove=[i for i, _ in claude_code.records(t, RECORD_KIND)])
     restore: dict[int, list[dict]] = {}
@@ -526,10 +539,17 @@ def uncollapse(t: Transcript, store: Any) -> Transcript:
         text = content if isinstance(content, str) else "".join(
             b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
         found = _ARCHIVE_RE.search(text) if text.startswith(SUMMARY_HEAD) else None
-        data = store.read_blob(found.group(1)) if found else None
-        lines = [x["entry"] for x in orjson.loads(data).get("lines", [])] if data else []
+        if not found:
+            continue
+        try:
+            data, why = store.fetch_blob(found.group(1)), None
+        except Refused as exc:
+            data, why = None, exc.reason
+        lines = _archived_lines(data)
         if lines:
             restore[i] = lines
+        elif left is not None:
+            left.append((RECORD_KIND, found.group(1), why))
     if not restore:
         return t
     # plain lines have no insert edit: write the whole list again, archived lines in place of each summary

@@ -26,7 +26,10 @@ see `ctxkit.persist.decision_scope`), so `ctxkit expand` brings it back. A resul
 budget had already persisted keeps pointing at the full original, not at the preview.
 
 Once cleared, a result stays cleared: every later run replays the same placeholder, even when the
-cache is warm again, so the view the model saw does not change under it. While the cache is warm
+cache is warm again, so the view the model saw does not change under it. The replay happens at the
+stage's own place in the pipeline (`tool-result-budget` replays only its own previews), so a second
+run on the same input shows every stage the view it saw the first time and gives the same bytes;
+the thinking dropped after a result this run clears is dropped again. While the cache is warm
 and nothing was cleared before, the stage does not touch a single byte.
 
 Thinking blocks of the assistant turns from the first cleared result on are dropped (their
@@ -113,6 +116,7 @@ from ..persist import (
     store_original,
 )
 from ..transcript.edit import archive_entries, replace_blocks, strip_thinking_after
+from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
 from .base import Context, Stage, StageResult, register
@@ -300,7 +304,7 @@ class Microcompact(Stage):
             if body:
                 details["context_management"] = body
         changes, cleared, replayed, first = self._plan(t, view, ctx, cold and self.options["mode"] != "api-native")
-        if not changes:
+        if first is None:
             if self.options["mode"] == "api-native":
                 return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
                                                   "server-side (see --to anthropic-request)", details=details))
@@ -313,6 +317,9 @@ class Microcompact(Stage):
             return StageResult(t, self.report(action="nothing-to-do", reason=reason, details=details))
         new = replace_blocks(t, changes)
         new, thinking = strip_thinking_after(new, first)
+        if not changes and not thinking:  # an earlier stage replayed the clearing; no thinking after it
+            return StageResult(t, self.report(action="nothing-to-do", reason="earlier clearing already replayed",
+                                              details=details))
         new, archive = archive_entries(new, ctx.store, thinking, ctx.timestamp(), "microcompact: thinking after "
                                        "cleared tool results")
         details.update(cleared=cleared, replayed=replayed, thinking_stripped=len(thinking), store=str(ctx.store.root))
@@ -326,7 +333,13 @@ class Microcompact(Stage):
         return StageResult(new, self.report(action="applied", reason=reason, details=details))
 
     def _plan(self, t: Transcript, view: View, ctx: Context, clear_now: bool):
-        """Which results to clear now and which earlier clearings to replay: (changes, cleared, replayed, first)."""
+        """Which results to clear now and which earlier clearings to replay: (changes, cleared, replayed, first),
+        ``first`` the view index of the first message whose result this run clears or replays (None: none),
+        from which on thinking is dropped.
+
+        What counts is the input of the run, not of this stage: a result the input showed in full is
+        cleared by this run even when an earlier stage already put the placeholder back, so a second run
+        on the same input drops the same thinking as the first one did."""
         scope = decision_scope(t)
         names = view.tool_names()
         compactable = ctx.policy.tools.compactable
@@ -347,8 +360,12 @@ class Microcompact(Stage):
                 if decision.get("state") == "cleared":
                     if block.get("content") != decision.get("replacement"):
                         changes[ref] = {**block, "content": decision["replacement"]}
-                        replayed.append(tid)
-                        first = mi if first is None else min(first, mi)
+                    elif _shown_in_input(t, ref, block, decision.get("replacement")):
+                        continue  # cleared before this run: the turns after it were made with the placeholder
+                    # cleared by this run (here, or put back by an earlier step of it): the turns after it
+                    # were made with the original bytes
+                    replayed.append(tid)
+                    first = mi if first is None else min(first, mi)
                     continue
                 if names.get(tid) in compactable:
                     candidates.append((mi, ref, block))
@@ -363,7 +380,7 @@ class Microcompact(Stage):
                 changes[ref] = {**block, "content": placeholder}
                 cleared.append(tid)
                 first = mi if first is None else min(first, mi)
-        return changes, cleared, replayed, (first or 0)
+        return changes, cleared, replayed, first
 
     def _record(self, ctx: Context, scope: str, tid: str, content: Any, placeholder: str, seen: Any) -> None:
         """Save the original to the store and freeze the decision in the ledger (``ctxkit expand`` reads it)."""
@@ -376,5 +393,30 @@ class Microcompact(Stage):
             blob, kind = store_original(ctx.store, content)
         # the decision is about the true original and about what the model saw before (a preview)
         accepts = sorted(set(earlier.get("accepts") or []) | {content_digest(seen)})
-        ctx.store.record_decision(tid, {"state": "cleared", "replacement": placeholder, "blob": blob,
-                                        "original": kind, "by": self.id, "accepts": accepts}, scope=scope)
+        record = {"state": "cleared", "replacement": placeholder, "blob": blob, "original": kind, "by": self.id,
+                  "accepts": accepts}
+        if earlier.get("state") == "replaced":
+            record["earlier"] = earlier  # tool-result-budget's preview, which it replays at its own place
+            if earlier.get("absent"):
+                record["absent"] = True  # the original had no content key: still none when restored
+        ctx.store.record_decision(tid, record, scope=scope)
+
+
+def _shown_in_input(t: Transcript, ref: BlockRef, block: dict, replacement: Any) -> bool:
+    """Whether the transcript as read (before any stage of this run) already showed ``replacement`` as
+    this tool result's content, i.e. the clearing was made by an earlier run."""
+    if ref.entry not in t.overrides:
+        return True  # the entry is as read (or appended by this run: nothing before it to protect)
+    before = t.input_entry(ref.entry)
+    if before is None:
+        return True
+    if t.format == "openai":
+        return before.get("content") == replacement
+    content: Any = before
+    for key in handler(t.format).content_path:
+        content = content.get(key) if isinstance(content, dict) else None
+    if not isinstance(content, list):
+        return False
+    tid = block.get("tool_use_id")
+    return any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tid
+               and b.get("content") == replacement for b in content)

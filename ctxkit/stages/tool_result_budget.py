@@ -14,11 +14,12 @@ does:
   (200,000), the largest ones not yet seen are persisted until the rest fits.
 * **Empty results** become a short note: `(Bash completed with no output)`.
 * **Frozen decisions**: once the model has seen a result (in full, or as a preview) that decision
-  never changes. The ledger in the store records it for each `tool_use` id (per session:
-  transcripts sharing a store may reuse ids, see `ctxkit.persist.decision_scope`), and a
-  replacement is replayed with exactly the same bytes, so running `compact` again after new turns
-  leaves the earlier view byte-identical (the provider's prompt cache stays warm). The same
-  replay brings back microcompact's clearings.
+  never changes: the ledger in the store remembers each tool_use id (per session: transcripts
+  sharing a store may reuse ids, see `ctxkit.persist.decision_scope`), and a replacement is
+  replayed with exactly the same bytes, so running `compact` again on a grown transcript leaves
+  the earlier view byte-identical (the provider's prompt cache stays warm). Only this stage's
+  own replacements are replayed here; a later stage's (microcompact's placeholder) is replayed by
+  that stage, so every stage of a second run sees the view it saw the first time.
 
 ## Before and after
 
@@ -46,8 +47,9 @@ user       tool_result "(Bash completed with no output)"
 ```
 
 The report says `tool-result-budget: applied: persisted 1 result(s), replayed 0, noted 1 empty`;
-a second run on the same session says `replayed 5`: the first run's decisions (the empty-output
-note and microcompact's four clearings) come back byte for byte.
+a second run on the same session says `replayed 2`: the budget's two decisions (the persisted log's
+preview and the empty-output note) come back byte for byte; microcompact replays its own clearings
+at its place, so every stage sees the view it saw the first time.
 
 `ctxkit expand compacted.jsonl -o restored.jsonl` writes the transcript back with the full
 outputs (here byte-identical to the input).
@@ -63,6 +65,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..persist import (
+    content_absent,
     content_digest,
     content_size,
     content_text,
@@ -127,11 +130,14 @@ class ToolResultBudget(Stage):
                 decision = store.decision(tid, scope=scope)
                 if decision and not decision_applies(decision, content):
                     decision = None  # the same tool id in another conversation: this result is fresh
-                if decision and decision.get("state") in ("replaced", "cleared"):
-                    if ref is not None and content != decision.get("replacement"):
-                        changes[ref] = {**block, "content": decision["replacement"]}
+                own = _own_decision(decision)
+                if own is not None:
+                    # the frozen replacement, unless a later stage's (microcompact's placeholder) shows already
+                    shown = content if content == decision.get("replacement") else own["replacement"]
+                    if ref is not None and content != shown:
+                        changes[ref] = {**block, "content": shown}
                         replayed.append(tid)
-                    total += len(decision.get("replacement", ""))
+                    total += content_size(shown)
                     continue
                 size = content_size(content)
                 total += size
@@ -144,10 +150,12 @@ class ToolResultBudget(Stage):
                     original = original_content(t, ref, block)
                     if original is None and t.format != "openai":
                         original = ""
-                    store.record_decision(tid, {"state": "replaced", "replacement": note, "blob": "", "original":
-                                                "json" if isinstance(original, list) else "text", "by": self.id,
-                                                "empty": original, "accepts": [content_digest(content)]},
-                                          scope=scope)
+                    record = {"state": "replaced", "replacement": note, "blob": "", "original":
+                              "json" if isinstance(original, list) else "text", "by": self.id,
+                              "empty": original, "accepts": [content_digest(content)]}
+                    if content_absent(t, ref, block):
+                        record["absent"] = True  # no ``content`` key at all: expand gives none back
+                    store.record_decision(tid, record, scope=scope)
                     total += len(note) - size
                     noted_empty.append(tid)
                     continue
@@ -204,3 +212,16 @@ class ToolResultBudget(Stage):
         store.record_decision(tid, {"state": "replaced", "replacement": replacement, "blob": blob, "original": kind,
                                     "accepts": [content_digest(block.get("content"))], "by": self.id}, scope=scope)
         return len(replacement)
+
+
+def _own_decision(decision: dict | None) -> dict | None:
+    """This stage's replacement in a ledger record: the record itself (``replaced``), or the one a later
+    stage built on (microcompact clearing a persisted preview keeps it as ``earlier``).
+
+    A decision another stage made alone (a ``cleared`` result the budget had left whole) is not
+    replayed here but by that stage, at its place in the pipeline: a second run on the same input
+    then shows every stage the view it saw the first time, so every stage decides the same way."""
+    if not decision:
+        return None
+    own = decision if decision.get("state") == "replaced" else decision.get("earlier")
+    return own if isinstance(own, dict) and own.get("state") == "replaced" and "replacement" in own else None

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from ..confined import Refused
 from . import claude_code
 from .formats import handler
 from .model import Transcript, deep_replace
@@ -183,10 +184,12 @@ def archive_entries(t: Transcript, store: Any, originals: dict[int, dict], times
     return t, path
 
 
-def restore_archived(t: Transcript, store: Any) -> Transcript:
+def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Transcript:
     """Put back the entries ``archive`` records point at (newest record first) and drop those records.
 
-    A record whose blob is missing from the store stays in place, so the loss remains visible.
+    Only a blob of the store is read (by its content-addressed name, ``store.fetch_blob``): a record
+    naming any other file, or whose blob is missing from the store, stays in place, so the loss
+    remains visible; each is appended to ``left`` as ``(ARCHIVE_RECORD, blob, why refused or None)``.
     Idempotent: a transcript without archive records is returned unchanged.
     """
     if t.format != "claude-code":
@@ -198,11 +201,31 @@ def restore_archived(t: Transcript, store: Any) -> Transcript:
     edits: dict[int, dict] = {}
     done: list[int] = []
     for r, rec in reversed(records):
-        data = store.read_blob(rec.get("blob", ""))
-        if data is None:
+        blob = rec.get("blob", "")
+        try:
+            data = store.fetch_blob(blob if isinstance(blob, str) else "")
+        except Refused as exc:
+            data, why = None, exc.reason
+        else:
+            why = None
+        payload = _archive_payload(data)
+        if payload is None:
+            if left is not None:
+                left.append((ARCHIVE_RECORD, str(blob), why))
             continue
-        for uid, entry in orjson.loads(data).items():
-            if uid in by_uuid:
+        for uid, entry in payload.items():
+            if uid in by_uuid and isinstance(entry, dict):
                 edits[by_uuid[uid]] = entry
         done.append(r)
     return t.with_edits(replace=edits, remove=done)
+
+
+def _archive_payload(data: bytes | None) -> dict | None:
+    """An archive blob's ``uuid -> entry`` map, or None when there is none to read."""
+    if data is None:
+        return None
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return payload if isinstance(payload, dict) else None

@@ -8,7 +8,7 @@ byte-for-byte from the input.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -116,6 +116,13 @@ class Transcript:
         line = self.lines[i]
         return parse_line(self.source.name, line.no, self.source.read_at(line.offset, line.length), line.had_newline)
 
+    def input_entry(self, i: int) -> dict | None:
+        """The entry as the input had it, before any edit made to this transcript (None for an
+        appended one): what the model saw before this run."""
+        if i >= len(self.lines):
+            return None
+        return self._parse(i) if i in self.overrides else self.entry(i)
+
     def full_entry(self, i: int) -> dict:
         """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
         d = self.entry(i)
@@ -163,9 +170,20 @@ class Transcript:
         return self._view
 
     # -- writing --------------------------------------------------------------------------------
-    def write(self, out: BinaryIO) -> None:
+    def write(self, out: BinaryIO, originals: Callable[[bytes], bytes | None] | None = None) -> None:
         """Write the transcript in its own format: unchanged lines byte-for-byte (their line ending
-        included), edited ones re-serialized, appended ones last. Every line ends with a newline."""
+        included), edited ones re-serialized, appended ones last. Every line ends with a newline.
+
+        ``originals``, given the bytes an edited or appended entry serializes to, may return the
+        line to write instead, its ending included: the original line an entry was restored to
+        (:class:`ctxkit.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
+        def serialized(entry: dict, ending: bytes) -> bytes:
+            data = dumps(entry)
+            line = originals(data) if originals is not None else None
+            if line is None:
+                return data + ending
+            return line if line.endswith(b"\n") else line + b"\n"
+
         n = len(self.lines)
         ending = b"\n"
         f = self.source.file
@@ -179,12 +197,12 @@ class Transcript:
                 if not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
                     # parse the line in hand: seeking the source here would move this loop's position
                     override = _with_harness_keys(override, orjson.loads(raw))
-                out.write(dumps(override) + ending)
+                out.write(serialized(override, ending))
             else:
                 out.write(raw if raw.endswith(b"\n") else raw + b"\n")
         for k, entry in enumerate(self.appended):
             if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)
-                out.write(dumps(entry) + ending)
+                out.write(serialized(entry, ending))
 
     def close(self) -> None:
         self.source.close()

@@ -1,6 +1,7 @@
 """Writing a transcript in its own format, or its view converted to another (``--to``)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..errors import UsageError
@@ -10,11 +11,13 @@ from .model import Transcript
 from .plain import to_openai
 
 
-def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None) -> None:
+def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
+                     originals: Callable[[bytes], bytes | None] | None = None) -> None:
     """Write ``t``: in its own format (lossless), or, with ``to``, as the view's messages in that format
-    (also when ``to`` is the transcript's own format: then unreadable lines are left out)."""
+    (also when ``to`` is the transcript's own format: then unreadable lines are left out).
+    ``originals``: see :meth:`Transcript.write`."""
     if to is None:
-        t.write(out)
+        t.write(out, originals)
         return
     if to == "claude-code":
         raise UsageError(f"cannot convert a {t.format} transcript to claude-code; write it as anthropic or openai")

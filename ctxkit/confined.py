@@ -1,0 +1,138 @@
+"""Reading a file a transcript names, without letting the transcript choose which file.
+
+A transcript is data from elsewhere: a ``<persisted-output>`` block, an ``archive`` record or a
+collapse summary line can name any path (``/etc/passwd``, ``/proc/self/environ``, a FIFO,
+``/dev/zero``). ``ctxkit expand`` and the stages that replay records read only:
+
+* blobs of the store, found by their content-addressed *name* (the directories a transcript
+  wrote before the name are ignored: the store may have moved), and
+* regular files directly inside the session's own ``tool-results/`` folder next to the
+  transcript (Claude Code's persisted outputs).
+
+:func:`read_under` is the one primitive both use: it walks from a trusted folder one plain name
+at a time, never following a symbolic link (``O_NOFOLLOW`` at each step), opens the file
+non-blocking (a FIFO cannot hang the run), requires a regular file (``fstat``) and reads at most
+:data:`MAX_READ_BYTES` (a huge file cannot exhaust memory). Whatever fails these checks raises
+:class:`Refused`, so the caller can report it and leave the record as it is.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+#: The most bytes read from one restored file (a tool output or an archive); larger files are refused.
+MAX_READ_BYTES = 256 * 1024 * 1024
+
+#: A store blob's file name: the SHA-256 of its bytes and the suffix the store gives it.
+BLOB_NAME = re.compile(r"[0-9a-f]{64}\.(?:txt|json)")
+#: A name a transcript may give for a file or folder we look up: one plain path component.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_WALK_BY_FD = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+
+
+class Refused(Exception):
+    """A file named in a transcript that ctxkit will not read; ``reason`` says why (for the user)."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def is_plain_name(name: str) -> bool:
+    """One path component made of ordinary characters: no separator, not ``.``/``..``, no hidden file."""
+    return bool(_PLAIN_NAME.fullmatch(name))
+
+
+def read_under(root: Path, parts: Sequence[str], *, shown: str | None = None,
+               limit: int | None = None) -> bytes | None:
+    """The bytes of the regular file ``root/parts[0]/.../parts[-1]``, or None when it does not exist.
+
+    ``root`` is trusted (the user chose it: the store, the transcript's folder); each of ``parts``
+    must be a plain name (:func:`is_plain_name`) and none may be a symbolic link. Raises
+    :class:`Refused` for a bad name, a link, anything but a regular file, or a file larger than
+    ``limit`` (default :data:`MAX_READ_BYTES`). ``shown`` is the path named in the reports.
+    """
+    limit = MAX_READ_BYTES if limit is None else limit
+    shown = shown or str(Path(root, *parts))
+    for part in parts:
+        if not is_plain_name(part):
+            raise Refused(shown, f"{part!r} is not a plain file name")
+    if not parts:
+        raise Refused(shown, "no file name")
+    try:
+        fd = _open_by_fd(root, parts, shown) if _WALK_BY_FD else _open_by_path(root, parts, shown)
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(shown, "not a regular file")
+        if info.st_size > limit:
+            raise Refused(shown, f"larger than {limit} bytes")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:  # it grew while we read
+            raise Refused(shown, f"larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _open_by_fd(root: Path, parts: Sequence[str], shown: str) -> int:
+    """Open the file one component at a time (``openat``), refusing a link at every step."""
+    dfd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                raise Refused(shown, f"{part!r} {_why(exc, 'a folder')}") from None
+            os.close(dfd)
+            dfd = nxt
+        try:
+            return os.open(parts[-1], os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dfd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise Refused(shown, _why(exc, "a file")) from None
+    finally:
+        os.close(dfd)
+
+
+def _why(exc: OSError, expected: str) -> str:
+    """Why opening one component failed, in words (``O_NOFOLLOW`` on a link gives ELOOP, or
+    ENOTDIR for a link where a folder was asked)."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return f"is a symbolic link or not {expected}"
+    return f"cannot be opened ({exc.strerror})"
+
+
+def _open_by_path(root: Path, parts: Sequence[str], shown: str) -> int:  # pragma: no cover - no openat
+    """Where ``openat`` is missing: refuse links found by ``lstat``, then check the resolved path."""
+    path = Path(root)
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise Refused(shown, "a symbolic link")
+    if not path.exists():
+        raise FileNotFoundError(str(path))
+    if not path.resolve().is_relative_to(Path(root).resolve()):
+        raise Refused(shown, "outside its folder")
+    return os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_BINARY", 0))

@@ -1,0 +1,151 @@
+"""compact then expand gives back the input byte for byte: ``content`` keys as they were (absent stays
+absent), and every restored line the exact bytes it had (spaced JSON, ``\\u`` escapes, CRLF)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import cc_sessions, public_transcripts
+
+from ctxkit.cli.main import app
+
+BIG = "line of output\n" * 4_000  # over tool-result-budget's limit: persisted
+MEDIUM = "a medium result, longer than the placeholder " * 3  # cleared by microcompact
+STAGES = ["--stage", "tool-result-budget", "--stage", "microcompact", "--stage", "collapse", "--force",
+          "--now", "2026-12-01T00:00:00Z", "--report", "none"]
+
+
+def _spaced(value: dict, k: int) -> bytes:
+    """JSON the way other tools write it: Python's default separators and ASCII escapes, a few lines with
+    double spaces or an indent-free pretty form, one with a CRLF ending."""
+    text = json.dumps(value)  # '{"a": 1, "b": 2}', non-ASCII as \\u00e9
+    if k % 3 == 1:
+        text = text.replace(", ", ",  ")
+    if k % 3 == 2:
+        text = json.dumps(value, separators=(" , ", " : "))
+    return (text + ("\r\n" if k == 4 else "\n")).encode()
+
+
+TOOL = "Edit"  # Read calls would be collapsed first; the collapse test below uses them
+
+
+def _tool_calls(tid_prefix: str) -> list[tuple[str, str, object]]:
+    """(tool id, tool, content or None for no content key): an empty result without ``content``, a big
+    one, and enough medium ones for microcompact to clear the oldest."""
+    calls = [(f"{tid_prefix}0", "Bash", None)]
+    calls += [(f"{tid_prefix}{k}", TOOL, f"café {k}: {MEDIUM}") for k in range(1, 9)]
+    return [*calls, (f"{tid_prefix}9", "Bash", BIG)]  # among the recent ones microcompact keeps
+
+
+def _anthropic_lines() -> list[dict]:
+    lines = [{"role": "user", "content": [{"type": "text", "text": "résumé the logs"}]}]
+    for tid, tool, content in _tool_calls("call_"):
+        lines.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": tool,
+                                                        "input": {"file_path": f"/w/{tid}.txt"}}]})
+        block = {"type": "tool_result", "tool_use_id": tid}
+        if content is not None:
+            block["content"] = content
+        lines.append({"role": "user", "content": [block]})
+    return [*lines, {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]
+
+
+def _openai_lines() -> list[dict]:
+    lines: list[dict] = [{"role": "system", "content": "You help."}, {"role": "user", "content": "résumé the logs"}]
+    for tid, tool, content in _tool_calls("call_"):
+        lines.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": tid, "type": "function", "function": {"name": tool, "arguments": "{}"}}]})
+        message = {"role": "tool", "tool_call_id": tid}
+        if content is not None:
+            message["content"] = content
+        lines.append(message)
+    return [*lines, {"role": "assistant", "content": "done"}]
+
+
+def _claude_code_lines() -> list[dict]:
+    """A Claude Code session with thinking after the results microcompact clears (archived, then put back)."""
+    def env(kind, uid, parent, **fields):
+        return {"parentUuid": parent, "isSidechain": False, "type": kind, "uuid": uid, "sessionId": "s-1",
+                "timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w", **fields}
+
+    lines = [env("user", "u0", None, message={"role": "user", "content": "résumé the logs"})]
+    parent = "u0"
+    for k, (tid, tool, content) in enumerate(_tool_calls("toolu_")):
+        msg = {"id": f"msg_{k}", "type": "message", "role": "assistant", "model": "claude-opus-4-6"}
+        lines.append(env("assistant", f"t{k}", parent, message={
+            **msg, "content": [{"type": "thinking", "thinking": f"step {k}", "signature": "c2ln"}]}))
+        lines.append(env("assistant", f"a{k}", f"t{k}", message={
+            **msg, "content": [{"type": "tool_use", "id": tid, "name": tool, "input": {"file_path": f"/w/{k}"}}]}))
+        block = {"tool_use_id": tid, "type": "tool_result"}
+        if content is not None:
+            block["content"] = content
+        lines.append(env("user", f"r{k}", f"a{k}", message={"role": "user", "content": [block]},
+                         toolUseResult={"stdout": content or "", "stderr": ""}))
+        parent = f"r{k}"
+    done = {"id": "msg_done", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": "done"}]}
+    return [*lines, env("assistant", "done", parent, message=done)]
+
+
+def _write(path, lines: list[dict], spaced: bool) -> bytes:
+    data = b"".join(_spaced(x, k) if spaced else json.dumps(x, separators=(",", ":"), ensure_ascii=False).encode()
+                    + b"\n" for k, x in enumerate(lines))
+    path.write_bytes(data)
+    return data
+
+
+def _round_trip(runner, tmp_path, data: bytes, stages: list[str]) -> tuple[str, bytes]:
+    """compact (with ``stages``) then expand; (the compacted text, the expanded bytes)."""
+    src, out, back, store = (tmp_path / n for n in ("in.jsonl", "out.jsonl", "back.jsonl", "store"))
+    assert src.read_bytes() == data
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *stages])
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes() != data
+    r = runner.invoke(app, ["expand", str(out), "-o", str(back), "--store", str(store)])
+    assert r.exit_code == 0, r.stderr
+    return out.read_text(), back.read_bytes()
+
+
+FORMATS = pytest.mark.parametrize("make", [_anthropic_lines, _openai_lines, _claude_code_lines],
+                                  ids=["anthropic", "openai", "claude-code"])
+SPACING = pytest.mark.parametrize("spaced", [False, True], ids=["compact-json", "spaced-json"])
+
+
+@FORMATS
+@SPACING
+def test_compact_then_expand_gives_back_the_input_byte_for_byte(runner, tmp_path, make, spaced):
+    data = _write(tmp_path / "in.jsonl", make(), spaced)
+    compacted, back = _round_trip(runner, tmp_path, data, STAGES)
+    assert "Output too large" in compacted and "[Old tool result content cleared]" in compacted
+    assert "completed with no output" in compacted  # the result without content got a note
+    assert back == data
+
+
+@FORMATS
+@SPACING
+def test_collapsed_runs_come_back_byte_for_byte(runner, tmp_path, make, spaced, monkeypatch):
+    monkeypatch.setattr(__import__(__name__), "TOOL", "Read")
+    data = _write(tmp_path / "in.jsonl", make(), spaced)
+    compacted, back = _round_trip(runner, tmp_path, data, [*STAGES, "--context-window", "40000"])
+    assert "collapse" in compacted or "Original calls and results" in compacted
+    assert back == data
+
+
+CORPUS = [p / "session.jsonl" for p in cc_sessions()] + public_transcripts()
+
+
+@pytest.mark.skipif(not CORPUS, reason="shared corpus not found")
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name[:12]}")
+def test_corpus_sessions_come_back_byte_for_byte(runner, tmp_path, path):
+    """Every stage that takes something out of the view, forced, on every corpus transcript: expand gives
+    the file back as it was (Claude Code's own persisted outputs stay previews: their tool-results/
+    folder is not beside the output)."""
+    out, back, store = tmp_path / "out.jsonl", tmp_path / "back.jsonl", tmp_path / "store"
+    r = runner.invoke(app, ["compact", str(path), "-o", str(out), "--store", str(store), *STAGES,
+                            "--context-window", "40000"])
+    assert r.exit_code == 0, r.stderr
+    r = runner.invoke(app, ["expand", str(out), "-o", str(back), "--store", str(store)])
+    only_cc_previews = re.search(r"could not be restored \(store [^)]*\): \d+ <persisted-output> file not found \[",
+                                 " ".join(r.stderr.split()))
+    assert r.exit_code == 0 or (r.exit_code == 1 and only_cc_previews), r.stderr
+    assert back.read_bytes() == path.read_bytes()
