@@ -8,6 +8,7 @@ from ..errors import TranscriptError, UsageError
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, open_source, parse_line
 from .model import Line, ReadInfo, Transcript
+from .shapes import problem
 
 _DETECT_WINDOW = 50
 
@@ -42,6 +43,13 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
     chosen = None if fmt == "auto" else handler(fmt)
 
     def index(h, line: Line, d: dict) -> None:
+        wrong = problem(h.name, d)  # every field a reader relies on has its type (shapes.py)
+        if wrong is not None:
+            if on_bad_line == "fail":
+                raise TranscriptError(source.name, line.no, wrong)
+            bad.add(f"{source.name}:{line.no}: {wrong}")
+            line.bad = True
+            return
         h.index_line(line, d)
         if h.keep_parsed:
             cache[line.no - 1] = d
