@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 
-from .model import Line, Transcript
+from .lineindex import LineIndex
+from .model import Transcript
 from .view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
 
 ANTHROPIC = "anthropic"
@@ -19,8 +20,8 @@ OPENAI = "openai"
 _OPENAI_ONLY_ROLES = ("tool", "developer", "function")
 
 
-def index_line(line: Line, d: dict) -> None:
-    line.type = d.get("role") if isinstance(d.get("role"), str) else None
+def index_line(lines: LineIndex, i: int, d: dict) -> None:
+    lines.set_type(i, d.get("role"))  # a string or absent: the shape was checked
 
 
 def looks_like_openai(d: dict) -> bool:
@@ -38,8 +39,7 @@ def looks_like_anthropic(d: dict) -> bool:
 def message_uuid(t: Transcript, i: int) -> str:
     """A stable id for a plain message (they carry none): a hash of its line."""
     if i < len(t.lines) and i not in t.overrides:
-        line = t.lines[i]
-        raw = t.source.read_at(line.offset, line.length)
+        raw = t.raw_line(i)[0]
     else:
         raw = orjson.dumps(t.entry(i), option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(raw).hexdigest()[:32]

@@ -60,28 +60,45 @@ def _expected(types: tuple[type, ...]) -> str:
 
 
 class Obj:
-    """An object whose listed fields have these specs (other fields: anything)."""
+    """An object whose listed fields have these specs (other fields: anything).
+
+    Checking is the indexing pass's inner loop, so plain type specs are kept as sets of exact types
+    (JSON parsers make exact ``str``/``int``/``bool``...; ``type(True)`` is not ``int``) and the
+    entry's own keys are walked once."""
 
     def __init__(self, fields: dict[str, Spec], required: tuple[str, ...] = (), nullable: bool = False):
         self.fields = fields
         self.required = required
         self.nullable = nullable
+        self.simple = {k: frozenset(v) for k, v in fields.items() if isinstance(v, tuple)}
+        self.nested = {k: v for k, v in fields.items() if not isinstance(v, tuple)}
 
     def check(self, value: Any) -> None:
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             if self.nullable and value is None:
                 return
             raise Bad("an object" + (" or null" if self.nullable else ""), value)
         for key in self.required:
             if key not in value:
                 raise _Missing(key)
-        for key, spec in self.fields.items():
-            if key in value:
+        simple, nested = self.simple, self.nested
+        for key, v in value.items():
+            ok = simple.get(key)
+            if ok is not None:
+                if type(v) in ok:
+                    continue
+                err = Bad(_expected(self.fields[key]), v)
+            else:
+                spec = nested.get(key)
+                if spec is None:
+                    continue
                 try:
-                    check(value[key], spec)
+                    spec.check(v)
+                    continue
                 except Bad as exc:
-                    exc.path.append(key)
-                    raise
+                    err = exc
+            err.path.append(key)
+            raise err
 
 
 class _Missing(Bad):
@@ -147,7 +164,7 @@ class Either:
     def check(self, value: Any) -> None:
         for spec in self.specs:
             if isinstance(spec, tuple):
-                if isinstance(value, spec) and not (isinstance(value, bool) and bool not in spec):
+                if type(value) in spec:
                     return
             elif _fits(value, spec):
                 spec.check(value)
@@ -178,8 +195,7 @@ def _fits(value: Any, spec: Spec) -> bool:
 def check(value: Any, spec: Spec) -> None:
     """Raise :class:`Bad` when ``value`` does not match ``spec``."""
     if isinstance(spec, tuple):
-        # bool is an int in Python; a number field holding true is still wrong
-        if not isinstance(value, spec) or (value is True or value is False) and bool not in spec:
+        if type(value) not in spec:  # exact types: bool is an int in Python, not in JSON
             raise Bad(_expected(spec), value)
         return
     spec.check(value)
