@@ -66,8 +66,11 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = ()) -> 
     from .transcript.edit import restore_archived
 
     given = decision_scope(t)
-    t = uncollapse(unsnip(restore_archived(t, store)), store)
-    return expand(t, store, search_dirs=search_dirs, scopes=[given])
+    damaged: list[tuple[str, str]] = []  # archive records whose blob is not an archive
+    t = uncollapse(unsnip(restore_archived(t, store, damaged)), store)
+    t, report = expand(t, store, search_dirs=search_dirs, scopes=[given])
+    report.missing.extend(damaged)
+    return t, report
 
 
 def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),

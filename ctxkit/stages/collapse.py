@@ -17,6 +17,7 @@ from ..transcript import claude_code
 from ..transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span
 from ..transcript.edit import archive_entries, plain_message, replace_plain_range, strip_thinking_after
 from ..transcript.model import Transcript
+from ..transcript.shapes import problem
 from ..transcript.view import View, ViewMessage
 from .base import Context, Stage, StageResult, register
 
@@ -464,7 +465,7 @@ def uncollapse(t: Transcript, store: Any) -> Transcript:
             b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
         found = _ARCHIVE_RE.search(text) if text.startswith(SUMMARY_HEAD) else None
         data = store.read_blob(found.group(1)) if found else None
-        lines = [x["entry"] for x in orjson.loads(data).get("lines", [])] if data else []
+        lines = _archived_lines(data, t.format) if data else []
         if lines:
             restore[i] = lines
     if not restore:
@@ -473,3 +474,17 @@ def uncollapse(t: Transcript, store: Any) -> Transcript:
     live = list(t.live_indexes())
     out = [e for i in live for e in restore.get(i, [t.entry(i)])]
     return t.with_edits(remove=live, append=out)
+
+
+def _archived_lines(data: bytes, fmt: str) -> list[dict]:
+    """The lines a collapse archive holds; none when the file named is not one (damaged, or not ctxkit's):
+    the summary then stays as it is rather than putting foreign content into the transcript."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return []
+    items = doc.get("lines") if isinstance(doc, dict) else None
+    if not isinstance(items, list) or not all(isinstance(x, dict) and isinstance(x.get("entry"), dict)
+                                              and problem(fmt, x["entry"]) is None for x in items):
+        return []
+    return [x["entry"] for x in items]

@@ -14,6 +14,7 @@ import orjson
 from . import claude_code
 from .formats import handler
 from .model import Transcript, deep_replace
+from .shapes import problem, quote
 from .view import BlockRef
 
 
@@ -183,11 +184,13 @@ def archive_entries(t: Transcript, store: Any, originals: dict[int, dict], times
     return t, path
 
 
-def restore_archived(t: Transcript, store: Any) -> Transcript:
+def restore_archived(t: Transcript, store: Any, problems: list[tuple[str, str]] | None = None) -> Transcript:
     """Put back the entries ``archive`` records point at (newest record first) and drop those records.
 
-    A record whose blob is missing from the store stays in place, so the loss remains visible.
-    Idempotent: a transcript without archive records is returned unchanged.
+    A record whose blob is missing from the store stays in place, so the loss remains visible. So does
+    one whose blob is not what ctxkit archives (JSON: uuid -> an entry of the shape shapes.py
+    describes): a damaged or foreign file is reported in ``problems`` as ``(where, what)``, never read
+    into the transcript. Idempotent: a transcript without archive records is returned unchanged.
     """
     if t.format != "claude-code":
         return t
@@ -198,11 +201,31 @@ def restore_archived(t: Transcript, store: Any) -> Transcript:
     edits: dict[int, dict] = {}
     done: list[int] = []
     for r, rec in reversed(records):
-        data = store.read_blob(rec.get("blob", ""))
+        data = store.read_blob(rec["blob"])
         if data is None:
             continue
-        for uid, entry in orjson.loads(data).items():
+        entries, wrong = _archived_entries(data)
+        if wrong is not None:
+            if problems is not None:
+                problems.append((f"line {t.line_no(r)}", f"archive {rec['blob']} {wrong}"))
+            continue
+        for uid, entry in entries.items():
             if uid in by_uuid:
                 edits[by_uuid[uid]] = entry
         done.append(r)
     return t.with_edits(replace=edits, remove=done)
+
+
+def _archived_entries(data: bytes) -> tuple[dict[str, dict], str | None]:
+    """The entries of an archive blob, or why it is not one."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {}, "is not JSON"
+    if not isinstance(value, dict):
+        return {}, "is not a JSON object of archived entries"
+    for uid, entry in value.items():
+        wrong = problem("claude-code", entry) if isinstance(entry, dict) else "is not an object"
+        if wrong is not None:
+            return {}, f"holds an entry {quote(uid, 60)} that is not one ({wrong})"
+    return value, None
