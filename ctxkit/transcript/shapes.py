@@ -268,8 +268,11 @@ CLAUDE_CODE: dict[str, Obj] = {
                                                                     "anchorUuid": OPT_STR}, nullable=True)},
                                           nullable=True)}),
     "queue-operation": Obj({**_ENVELOPE, "operation": OPT_STR, "content": OPT_STR}),
-    "api-request-shape": Obj({**_ENVELOPE, "shape": Obj({"system": (list, str, NULL), "tools": (list, NULL)},
-                                                        nullable=True)}),
+    # the system prompt and tools Claude Code sent (ctxkit view --to anthropic-request sends them again)
+    "api-request-shape": Obj({**_ENVELOPE, "shape": Obj({
+        "system": Either(OPT_STR, ListOf(Obj({"type": OPT_STR, "text": OPT_STR})),
+                         expected="a string, a list of text blocks or null"),
+        "tools": ListOf(Obj({"name": OPT_STR}), nullable=True)}, nullable=True)}),
     "ctxkit-record": Obj({**_ENVELOPE, "record": STR}, required=("record",)),
 }
 _ANY_ENTRY = Obj(_ENVELOPE)
