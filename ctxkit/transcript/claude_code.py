@@ -28,7 +28,7 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from .lineindex import LineIndex
+from .lineindex import BAD, SIDECHAIN, LineIndex
 from .model import Transcript
 from .view import (
     ASSISTANT,
@@ -235,21 +235,32 @@ def _user_kind(d: dict, blocks: list[dict]) -> str:
 
 # -- the chain ------------------------------------------------------------------------------------
 def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
-    """Indexes of the entries that make up the view, in view order, and facts about the walk."""
+    """Indexes of the entries that make up the view, in view order, and facts about the walk.
+
+    Called for every view a run computes, on files of up to millions of lines: the scans below read
+    the line index's arrays directly (an edited or appended entry is read from its Meta instead)."""
     metas = Metas(t)
-    if not any(metas.type(i) in _CONVERSATION_TYPES and not metas.sidechain(i) for i in t.live_indexes()):
+    if not _has_main_conversation(t, metas):
         # a subagent's own transcript: every entry is on the sidechain, and that is the conversation
         metas = Metas(t, main=True)
+    idx, edited, dead = t.lines, metas.edited, t.removed
+    skip = BAD if metas.main else BAD | SIDECHAIN
+    flags = idx.flags
     by_uuid: dict[str, int] = {}
-    removed: set[str] = set()  # uuids snip records removed
-    for i in t.live_indexes():
-        u = metas.uuid(i)
-        if u and u not in by_uuid and not metas.sidechain(i):
+    for i, u in enumerate(idx.uuids):
+        if i in edited:
+            m = edited[i]
+            if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+                by_uuid[m.uuid] = i
+        elif u is not None and not flags[i] & skip and u not in by_uuid and i not in dead:
             by_uuid[u] = i
-        if metas.type(i) == RECORD_TYPE:
-            rec = t.entry(i)
-            if rec["record"] == "snip":
-                removed.update(rec.get("removedUuids") or [])
+    for i in range(len(idx), t.n_entries):
+        m = edited[i]
+        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+            by_uuid[m.uuid] = i
+    removed: set[str] = set()  # uuids snip records removed
+    for _i, rec in records(t, "snip"):
+        removed.update(rec.get("removedUuids") or [])
 
     def parent_of(i: int) -> int | None:
         p = metas.parent(i)
@@ -264,7 +275,7 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
 
     leaf = None
     for i in reversed(range(t.n_entries)):
-        if (i in t.removed or (i < len(t.lines) and t.lines.bad(i)) or metas.type(i) not in _CONVERSATION_TYPES
+        if (i in dead or (i < len(idx) and flags[i] & BAD) or metas.type(i) not in _CONVERSATION_TYPES
                 or metas.sidechain(i)):
             continue
         u = metas.uuid(i)
@@ -312,8 +323,24 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     return main, facts
 
 
+def _has_main_conversation(t: Transcript, metas: Metas) -> bool:
+    """Whether a live user/assistant/attachment entry is off the sidechain (else: a subagent's file)."""
+    idx, edited = t.lines, metas.edited
+    codes = {idx.type_codes[name] for name in _CONVERSATION_TYPES if name in idx.type_codes}
+    flags = idx.flags
+    for i, code in enumerate(idx.types):
+        if code in codes and not flags[i] & (BAD | SIDECHAIN) and i not in edited and i not in t.removed:
+            return True
+    return any(m.type in _CONVERSATION_TYPES and not m.sidechain and i not in t.removed
+               and not (i < len(idx) and flags[i] & BAD) for i, m in edited.items())
+
+
 def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int], removed: set[str]) -> None:
-    """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b)."""
+    """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b).
+
+    A sibling is an assistant fragment of a member's message id, or a user entry whose parent (or
+    source assistant) is a member: the candidates are found by scanning the index's id arrays."""
+    idx, edited = t.lines, metas.edited
     while True:
         uuid_group = {metas.uuid(i): group.get(i, 0) for i in members if metas.uuid(i)}
         msg_group = {metas.msg_id(i): group.get(i, 0) for i in members
@@ -322,9 +349,14 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
         for i in members:
             if metas.type(i) == "assistant":
                 tool_ids.update(b["id"] for b in _content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
+        candidates: set[int] = set(edited)
+        if msg_group:
+            candidates.update(i for i, mid in enumerate(idx.msg_ids) if mid is not None and mid in msg_group)
+        candidates.update(i for i, p in enumerate(idx.parents) if p is not None and p in uuid_group)
+        candidates.update(i for i, src in idx.sources.items() if src in uuid_group)
         added = False
-        for i in t.live_indexes():
-            if i in members:
+        for i in sorted(candidates):
+            if i in members or i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
                 continue
             typ = metas.type(i)
             if typ not in ("assistant", "user") or metas.sidechain(i) or metas.uuid(i) in removed:
@@ -533,11 +565,22 @@ def append_chain(t: Transcript, make: list[Callable[[str | None], dict]]) -> Tra
 def records(t: Transcript, kind: str | None = None) -> list[tuple[int, dict]]:
     """The ctxkit records of the transcript as (entry index, entry), oldest first; only ``kind`` when given."""
     out = []
-    for i in t.live_indexes():
-        if _type(t, i) == RECORD_TYPE:
-            rec = t.entry(i)
-            if kind is None or rec.get("record") == kind:
-                out.append((i, rec))
+    idx = t.lines
+    code = idx.type_codes.get(RECORD_TYPE)
+    found = []
+    if code is not None:  # a C-speed scan of the type codes for the (few) record lines
+        marker, k = bytes([code]), idx.types.find(bytes([code]))
+        while k >= 0:
+            found.append(k)
+            k = idx.types.find(marker, k + 1)
+    found = [i for i in found if i not in t.overrides] + [i for i in (*t.overrides, *range(len(idx), t.n_entries))
+                                                         if _type(t, i) == RECORD_TYPE]
+    for i in sorted(found):
+        if i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
+            continue
+        rec = t.entry(i)
+        if kind is None or rec.get("record") == kind:
+            out.append((i, rec))
     return out
 
 
