@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -400,7 +401,8 @@ def problem(case: Case) -> str | None:
         return f"exit {code}: {err.strip()[-2000:]}"
     if code != 0 and not err.strip() and not (case.command == "check" and code == 1):  # check's verdict: stdout
         return f"exit {code} with nothing on stderr"
-    if "Traceback" in err:
+    if re.search(r"^Traceback \(most recent call last\):", err, re.MULTILINE):  # (a quoted value may say
+        # "Traceback": tool outputs hold them; quoted values are JSON, so never at the start of a line)
         return f"traceback on stderr (exit {code})"
     return None
 

@@ -258,7 +258,9 @@ CLAUDE_CODE: dict[str, Obj] = {
     "user": Obj({**_ENVELOPE, "message": _MESSAGE, "origin": Obj({"kind": OPT_STR}, nullable=True)}),
     "assistant": Obj({**_ENVELOPE, "message": _MESSAGE}),
     "attachment": Obj({**_ENVELOPE, "renderedRole": OPT_STR,
-                       "attachment": Obj({"type": OPT_STR}, nullable=True),
+                       "attachment": Obj({"type": OPT_STR, "systemPrompt": Either(OPT_STR, ListOf(STR),
+                                                                                  expected="a string or a list of "
+                                                                                  "strings")}, nullable=True),
                        "rendered": ListOf(Either(STR, Obj({"content": Either(OPT_STR, Blocks(_INNER_BLOCKS),
                                                                              expected="a string or a list of "
                                                                              "content blocks")}),
@@ -270,8 +272,7 @@ CLAUDE_CODE: dict[str, Obj] = {
     "queue-operation": Obj({**_ENVELOPE, "operation": OPT_STR, "content": OPT_STR}),
     # the system prompt and tools Claude Code sent (ctxkit view --to anthropic-request sends them again)
     "api-request-shape": Obj({**_ENVELOPE, "shape": Obj({
-        "system": Either(OPT_STR, ListOf(Obj({"type": OPT_STR, "text": OPT_STR})),
-                         expected="a string, a list of text blocks or null"),
+        "system": ListOf(Obj({"type": OPT_STR, "text": OPT_STR}), nullable=True),
         "tools": ListOf(Obj({"name": OPT_STR}), nullable=True)}, nullable=True)}),
     "ctxkit-record": Obj({**_ENVELOPE, "record": STR}, required=("record",)),
 }
