@@ -76,6 +76,11 @@ CASES = {
                                           "runs": [{"key": "k", "toolUseIds": [1]}]}), 2,
                         "runs[0].toolUseIds[0] must be a string, got 1"),
     "record without a kind": (_cc(_user("hi"), {"type": "ctxkit-record"}), 2, "record is missing"),
+    "api-request-shape system a string": (_cc(_user("hi"), {"type": "api-request-shape", "shape": {"system": "x"}}), 2,
+                                          'shape.system must be a list or null, got "x"'),
+    "prompt_snapshot systemPrompt": (_cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
+                                                      "attachment": {"type": "prompt_snapshot", "systemPrompt": [None]}}),
+                                     2, "attachment.systemPrompt[0] must be a string, got null"),
     "openai tool_calls id a list": (
         '{"role":"user","content":"hi"}\n{"role":"assistant","content":null,"tool_calls":[{"id":["c1"],'
         '"type":"function","function":{"name":"f","arguments":"{}"}}]}\n', 2,
