@@ -32,11 +32,15 @@ class Bad(Exception):
         self.value = value
         self.path: list[str | int] = []
 
-    def describe(self) -> str:
-        where = ""
+    def where(self) -> str:
+        """The path to the value, as a reader writes it: ``message.content[2].id``."""
+        text = ""
         for part in reversed(self.path):
-            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else part)
-        return f"{where or 'the line'} must be {self.expected}, got {quote(self.value)}"
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+    def describe(self) -> str:
+        return f"{self.where() or 'the line'} must be {self.expected}, got {quote(self.value)}"
 
 
 def quote(value: Any, limit: int = 200) -> str:
@@ -102,15 +106,15 @@ class Obj:
 
 
 class _Missing(Bad):
+    """A required field that is absent."""
+
     def __init__(self, key: str):
         super().__init__("present", None)
         self.key = key
 
     def describe(self) -> str:
-        where = ""
-        for part in reversed(self.path):
-            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else part)
-        return f"{(where + '.') if where else ''}{self.key} is missing"
+        where = self.where()
+        return f"{where + '.' if where else ''}{self.key} is missing"
 
 
 class ListOf:
