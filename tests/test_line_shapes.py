@@ -81,6 +81,10 @@ CASES = {
     "prompt_snapshot systemPrompt": (_cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
                                                       "attachment": {"type": "prompt_snapshot", "systemPrompt": [None]}}),
                                      2, "attachment.systemPrompt[0] must be a string, got null"),
+    "delta attachment addedLines an object": (
+        _cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
+                          "attachment": {"type": "deferred_tools_delta", "addedNames": ["A"], "addedLines": {"x": 1}}}),
+        2, 'attachment.addedLines must be a list or null, got {"x":1}'),
     "openai tool_calls id a list": (
         '{"role":"user","content":"hi"}\n{"role":"assistant","content":null,"tool_calls":[{"id":["c1"],'
         '"type":"function","function":{"name":"f","arguments":"{}"}}]}\n', 2,

@@ -158,6 +158,18 @@ class Blocks:
                 raise
 
 
+class Tagged:
+    """An object (or null) checked by the fields of its ``type``: ``common`` for every type, plus ``by_type``."""
+
+    def __init__(self, common: dict[str, Spec], by_type: dict[str, dict[str, Spec]]):
+        self.default = Obj(common, nullable=True)
+        self.by_type = {name: Obj({**common, **fields}, nullable=True) for name, fields in by_type.items()}
+
+    def check(self, value: Any) -> None:
+        kind = value.get("type") if type(value) is dict else None
+        self.by_type.get(kind, self.default).check(value) if type(kind) is str else self.default.check(value)
+
+
 class Either:
     """The first of several specs the value matches (types are tried first: they are cheap)."""
 
@@ -258,13 +270,22 @@ RECORDS: dict[str, Obj] = {
                        "boundaryUuid": OPT_STR, "notes": OPT_STR, "lastSummarizedId": OPT_STR,
                        "summarizer": OPT_STR}),
 }
+# what ctxkit.attachments and view --to anthropic-request read of an attachment record, by its type
+_DELTA = {"addedNames": _STRINGS, "addedLines": _STRINGS, "addedBlocks": _STRINGS, "removedNames": _STRINGS,
+          "addedTypes": _STRINGS, "removedTypes": _STRINGS}
+_ATTACHMENT = Tagged({"type": OPT_STR}, {
+    "prompt_snapshot": {"systemPrompt": Either(OPT_STR, ListOf(STR), expected="a string or a list of strings")},
+    "deferred_tools_delta": _DELTA, "agent_listing_delta": _DELTA, "mcp_instructions_delta": _DELTA,
+    "date_change": {"newDate": OPT_STR}, "date": {"date": OPT_STR},
+    "edited_text_file": {"filename": OPT_STR}, "file": {"filename": OPT_STR},
+    "nested_memory": {"path": OPT_STR, "content": Either(OPT_STR, Obj({"path": OPT_STR}),
+                                                         expected="a string or an object")},
+})
 CLAUDE_CODE: dict[str, Obj] = {
     "user": Obj({**_ENVELOPE, "message": _MESSAGE, "origin": Obj({"kind": OPT_STR}, nullable=True)}),
     "assistant": Obj({**_ENVELOPE, "message": _MESSAGE}),
     "attachment": Obj({**_ENVELOPE, "renderedRole": OPT_STR,
-                       "attachment": Obj({"type": OPT_STR, "systemPrompt": Either(OPT_STR, ListOf(STR),
-                                                                                  expected="a string or a list of "
-                                                                                  "strings")}, nullable=True),
+                       "attachment": _ATTACHMENT,
                        "rendered": ListOf(Either(STR, Obj({"content": Either(OPT_STR, Blocks(_INNER_BLOCKS),
                                                                              expected="a string or a list of "
                                                                              "content blocks")}),
