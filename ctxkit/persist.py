@@ -46,7 +46,7 @@ def decision_scope(t: Transcript) -> str:
     """
     if t.format == "claude-code":
         for i in t.live_indexes():
-            sid = t.entry(i).get("sessionId")
+            sid = t.peek(i).get("sessionId")  # peek: a file of metadata lines is not kept parsed
             if isinstance(sid, str) and sid:
                 return sid
     from .session_memory import session_key  # lazily: session_memory imports much of ctxkit
