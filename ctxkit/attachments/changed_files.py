@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..confined import Refused, skipped_note
 from ..transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
 from .common import reminder
@@ -170,6 +171,7 @@ class ChangedFiles(AttachmentType):
         here = (state.recorded_root is None or Path(state.recorded_root).is_dir()
                 or any(state.to_local(p).exists() for p, _ in tracked))
         missing = 0
+        skipped: dict[str, list[str]] = {}  # refused by the confined reader, by kind
         for path, seen in tracked:
             local = state.to_local(path)
             try:
@@ -189,10 +191,15 @@ class ChangedFiles(AttachmentType):
             if (not seen.deleted and options["trust_mtime"] and seen.at is not None
                     and st.st_mtime <= seen.at.timestamp()):
                 continue
-            try:
-                raw = local.read_bytes()
+            try:  # inside the session's folder, a regular file, at most 4 bytes per character of max_file_chars
+                raw = state.read_local(local, limit=4 * int(options["max_file_chars"]), shown=path)
+            except Refused as exc:
+                skipped.setdefault(exc.kind, []).append(path)
+                continue
             except OSError as exc:
                 state.warn(f"changed_files: cannot read {path}: {exc.strerror or exc}")
+                continue
+            if raw is None:
                 continue
             sha = hashlib.sha256(raw).hexdigest()
             try:
@@ -217,6 +224,8 @@ class ChangedFiles(AttachmentType):
             if len(text) <= int(options["inline_content_chars"]):
                 record["content"] = text
             out.append(NewMessage([reminder(MODIFIED.format(path=path, snippet=snippet))], role, attachment=record))
+        for kind, paths in skipped.items():
+            state.warn(f"changed_files: {skipped_note(kind, paths)}")
         if missing:
             state.warn(f"changed_files: {missing} file(s) the session read are not found under {state.root}; "
                        "run ctxkit from the project folder to check them")

@@ -30,6 +30,7 @@ import os
 import re
 from pathlib import Path
 
+from ..confined import Refused, skipped_note
 from ..transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
 from .common import PATH_KEYS, cap, reminder
@@ -39,6 +40,10 @@ _CONTENTS = re.compile(r"^Contents of (.+?):\n\n", re.S)
 
 def _norm(p: str) -> str:
     return os.path.normpath(p)
+
+
+#: Memory files up to this size are read (and cut to ``max_chars_per_file``); larger ones are skipped.
+MEMORY_MAX_READ = 1024 * 1024
 
 
 @register
@@ -92,8 +97,15 @@ class NestedMemory(AttachmentType):
                 if _norm(shown) in known:
                     continue
                 known.add(_norm(shown))
-                try:
-                    content = mem.read_text(encoding="utf-8")
+                try:  # inside the session's folder, a regular file; a larger one is cut below (cap), a huge one skipped
+                    limit = max(4 * int(options["max_chars_per_file"]), MEMORY_MAX_READ)
+                    raw = state.read_local(mem, limit=limit, shown=shown)
+                    if raw is None:
+                        continue
+                    content = raw.decode("utf-8")
+                except Refused as exc:
+                    state.warn(f"nested_memory: {skipped_note(exc.kind, [shown])}")
+                    continue
                 except (OSError, UnicodeDecodeError) as exc:
                     state.warn(f"nested_memory: cannot read {shown}: {getattr(exc, 'strerror', None) or exc}")
                     continue
