@@ -32,7 +32,11 @@ all, or the file's folder is gone too, a warning says so instead. Each diff is c
 for the next run (their diff is then taken against the same base, so nothing is skipped). A file
 that cannot be read gives a warning; binary files are not reported. Paths the transcript recorded
 under a working directory that does not exist on this machine are looked up under the current
-directory (a moved project).
+directory (a moved project). Only regular files inside the session's folder are read (`..` and
+symbolic links resolved first), at most 4 bytes per character of `max_file_chars`; a file outside
+it, a FIFO or device, or a larger file is skipped with a warning (`skipped 1 file outside the
+session's folder: ...`). Claude Code checks only files it read itself; ctxkit takes the paths
+from the transcript, hence the rule (docs/security.md).
 
 The new content is kept so that the next change is diffed against it: inline in the Claude Code
 attachment record (up to `inline_content_chars`) and in the store (plain formats find it there by

@@ -23,6 +23,9 @@ touched again.
 Paths outside the project root load nothing, and nothing above the root is ever read. Each file is
 capped at `max_chars_per_file`; all of them together at `max_chars_total` per run (files that do
 not fit wait for the next run). A file that cannot be read, or is not UTF-8, gives a warning.
+Memory files are read only as regular files that resolve (symbolic links followed) to a path
+inside the session's folder, and only up to 1 MB (or 4 bytes per character of
+`max_chars_per_file`); a link pointing outside, a FIFO or a larger file is skipped with a warning.
 """
 from __future__ import annotations
 
