@@ -24,9 +24,10 @@ T0 = datetime(2026, 11, 29, 10, 0, tzinfo=timezone.utc)
 NORMAL = "NORMAL_FILE_CONTENT = 1"
 
 
-def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read") -> Path:
-    """A Claude Code transcript whose first calls name ``paths`` (the results do not hold their content),
-    then enough talk for a compaction to summarize those calls away."""
+def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read", seen: str | None = None) -> Path:
+    """A Claude Code transcript whose first calls name ``paths`` (the results do not hold their content,
+    unless ``seen`` gives what each full Read saw), then enough talk for a compaction to summarize
+    those calls away."""
     entries: list[dict] = []
     parent = None
 
@@ -43,8 +44,10 @@ def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read") -> Path:
         inp = {"file_path": p} if tool == "Read" else {"file_path": p, "old_string": "a", "new_string": "b"}
         chain("assistant", message={"id": f"msg_{k}", "role": "assistant", "model": "m",
                                     "content": [{"type": "tool_use", "id": f"toolu_{k}", "name": tool, "input": inp}]})
+        meta = {} if seen is None else {"toolUseResult": {"type": "text", "file": {
+            "filePath": p, "content": seen, "numLines": 1, "startLine": 1, "totalLines": 1}}}
         chain("user", message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{k}",
-                                                            "content": "1\t(not recorded)"}]})
+                                                            "content": "1\t(not recorded)"}]}, **meta)
     for r in range(30):
         chain("user", message={"role": "user", "content": f"question {r} " + "word " * 200})
         chain("assistant", message={"id": f"msg_a{r}", "role": "assistant", "model": "m",
@@ -54,12 +57,12 @@ def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read") -> Path:
 
 
 def compact(tmp_path: Path, cwd: Path, transcript: Path, *, stdin: bytes = b"", home: Path | None = None,
-            extra: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, dict, bytes]:
-    """``ctxkit compact FILE --force`` (extractive) run from ``cwd``; returns the process, the JSON report
+            extra: tuple[str, ...] = ("--force",)) -> tuple[subprocess.CompletedProcess, dict, bytes]:
+    """``ctxkit compact FILE --force`` (extractive; ``extra`` replaces ``--force``) run from ``cwd``; returns the process, the JSON report
     and the output's bytes. A run that blocks on a FIFO or reads /dev/zero fails the timeout."""
     out = tmp_path / "o.jsonl"
     env = {**os.environ, "HOME": str(home or tmp_path / "home"), "SECRET_IN_ENV": "ENV_SECRET_VALUE"}
-    p = subprocess.run([*CTXKIT, "compact", str(transcript), "--force", "--set", "summarizer.use=extractive",
+    p = subprocess.run([*CTXKIT, "compact", str(transcript), "--set", "summarizer.use=extractive",
                         "--store", str(tmp_path / "store"), "-o", str(out), "--report", "json", *extra],
                        cwd=cwd, env=env, input=stdin, capture_output=True, timeout=60)
     report = json.loads(p.stderr) if p.returncode == 0 else {}  # --report json: warnings are in it
@@ -179,3 +182,42 @@ def test_a_plan_file_outside_the_project_and_plan_folder_is_not_read(tmp_path, p
     assert p.returncode == 0, p.stderr.decode()
     assert b"CREDENTIAL_SECRET_VALUE" not in out
     assert reinjected(report)["plan_file_skipped"] == f"skipped 1 file outside the session's folder: {creds}"
+
+
+ATTACHMENTS = ("attachments:\n  changed_files: {}\n  nested_memory: {}\n"
+               "stages:\n  - id: attachments\n    enabled: true\n")
+
+
+@pytest.mark.parametrize("where", ["outside", "link"])
+def test_changed_files_does_not_diff_a_file_outside_the_project(tmp_path, project, where):
+    creds = tmp_path / "home" / ".aws" / "credentials"
+    creds.parent.mkdir(parents=True)
+    creds.write_text("aws_secret_access_key = CREDENTIAL_SECRET_VALUE\n")
+    named = creds if where == "outside" else project / "creds.txt"
+    if where == "link":
+        named.symlink_to(creds)
+    (project / "ok.py").write_text("CHANGED = 2\n")
+    t = session(project, [str(project / "ok.py"), str(named)], tmp_path / "s.jsonl", seen="as seen then\n")
+    policy = tmp_path / "attachments.yaml"
+    policy.write_text(ATTACHMENTS)
+    p, report, out = compact(tmp_path, project, t, extra=("--policy", str(policy)))  # no --force: the reads stay in view
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"CREDENTIAL_SECRET_VALUE" not in out
+    assert b"+CHANGED = 2" in out  # the project's own file is still diffed
+    assert f"attachments: changed_files: skipped 1 file outside the session's folder: {named}" in report["warnings"]
+
+
+def test_nested_memory_does_not_follow_a_link_out_of_the_project(tmp_path, project):
+    (project / "pkg").mkdir()
+    (project / "pkg" / "mod.py").write_text("pass\n")
+    outside = tmp_path / "home" / "notes.md"
+    outside.write_text("CREDENTIAL_SECRET_VALUE\n")
+    (project / "pkg" / "CLAUDE.md").symlink_to(outside)
+    t = session(project, [str(project / "pkg" / "mod.py")], tmp_path / "s.jsonl", seen="pass\n")
+    policy = tmp_path / "attachments.yaml"
+    policy.write_text(ATTACHMENTS)
+    p, report, out = compact(tmp_path, project, t, extra=("--policy", str(policy)))  # no --force: the reads stay in view
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"CREDENTIAL_SECRET_VALUE" not in out
+    shown = project / "pkg" / "CLAUDE.md"
+    assert f"attachments: nested_memory: skipped 1 file outside the session's folder: {shown}" in report["warnings"]
