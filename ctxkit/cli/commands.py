@@ -19,7 +19,7 @@ from ..pipeline import compile_pipeline
 from ..redact import describe as describe_redaction
 from ..stats import view_stats
 from ..store import Store
-from ..store_link import find_store, unlink_store
+from ..store_link import find_store, refuse_output_in_store, unlink_store
 from ..tokens import budget_for, require_autocompact_room
 from ..transcript import read_transcript
 from ..transcript.writer import write_messages, write_transcript
@@ -337,12 +337,15 @@ def expand(
     original is not in the store (e.g. the wrong --store); everything else is restored and written.
     """
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
-    store_dir, note = find_store(source, t, store)  # --store, else the store the transcript names
+    store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names
     st = Store(store_dir, dry_run=True)  # expand only reads the store
+    refuse_output_in_store(output, st.root)
     console = stderr_console()
     if note:
         print_warnings([note])
-    if not st.root.is_dir():
+    if st.root.exists() and not st.root.is_dir():
+        print_warnings([f"store {st.root} is not a folder (--store names the folder compact used)"])
+    elif not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
     new, report = expand_transcript(t, st, search_dirs=search)
