@@ -69,6 +69,8 @@ def find_store(source: str, t: Transcript, given: Path | None, *, writing: bool 
     is a marked store (``writing=False``, for reading only: also a store from before the marker);
     else the default beside the input."""
     if given is not None:
+        if Path(given).exists() and not Path(given).is_dir():
+            raise UsageError(f"--store {given}: not a folder (--store names the folder compact used)")
         return Path(given), None
     default = default_store_dir(source)
     named = recorded_store(t, source)

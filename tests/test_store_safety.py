@@ -166,3 +166,39 @@ def test_a_damaged_blob_is_reported_and_its_result_left_in_place(runner, tmp_pat
     assert f"ctxkit: warning: did not read {record['blob']} (named by tool result {tid}): {why}\n" in r.stderr
     back = (tmp_path / "back.jsonl").read_text()
     assert json.dumps(record["replacement"])[1:-1][:60] in back  # that result stays as compacted
+
+
+# -- 3. what -o and --store may name ---------------------------------------------------------------
+@pytest.mark.parametrize("command", ["compact", "expand"])
+def test_output_onto_a_symlink_loop_is_an_error_naming_it(runner, tmp_path, command):
+    shutil.copy(EXAMPLE, tmp_path / "s.jsonl")
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    r = runner.invoke(app, [command, "s.jsonl", "-o", "loop1"])
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr == "ctxkit: error: cannot write loop1: Too many levels of symbolic links\n"
+    assert not (tmp_path / ".ctxkit").exists()
+
+
+@pytest.mark.parametrize("command", ["compact", "expand"])
+def test_output_inside_the_store_folder_is_refused(runner, tmp_path, command):
+    shutil.copy(EXAMPLE, tmp_path / "s.jsonl")
+    r = runner.invoke(app, ["compact", "s.jsonl", "--now", NOW, "-o", "c.jsonl"])
+    assert r.exit_code == 0, r.stderr
+    store = tmp_path / ".ctxkit"
+    before = listing(store)
+    r = runner.invoke(app, [command, "c.jsonl", "-o", ".ctxkit/ledger.json"] + (["--now", NOW] if command == "compact" else []))
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.endswith(f"ctxkit: error: -o .ctxkit/ledger.json: inside the store folder {store}; "
+                             "write the output elsewhere\n")
+    assert listing(store) == before
+
+
+@pytest.mark.parametrize("command", ["compact", "expand"])
+def test_a_store_that_is_a_file_is_named_as_not_a_folder(runner, tmp_path, command):
+    shutil.copy(EXAMPLE, tmp_path / "s.jsonl")
+    (tmp_path / "f").write_text("a file")
+    r = runner.invoke(app, [command, "s.jsonl", "--store", "f", "-o", "out.jsonl"])
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr == "ctxkit: error: --store f: not a folder (--store names the folder compact used)\n"
+    assert (tmp_path / "f").read_text() == "a file" and not (tmp_path / "out.jsonl").exists()

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..errors import ExitCode, UsageError
 from ..expand import expand_all as expand_transcript
-from ..fileio import atomic_output
+from ..fileio import atomic_output, check_output
 from ..original_lines import OriginalLines
 from ..outcome import over_threshold_message
 from ..pipeline import compile_pipeline
@@ -90,10 +90,12 @@ def compact(
 
     Example: ctxkit compact < session.jsonl > compacted.jsonl
     """
+    check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer())
+    refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -336,6 +338,7 @@ def expand(
     Exit 1 when some outputs could not be restored: a placeholder or <persisted-output> whose
     original is not in the store (e.g. the wrong --store); everything else is restored and written.
     """
+    check_output(output)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names
     st = Store(store_dir, dry_run=True)  # expand only reads the store
@@ -343,9 +346,7 @@ def expand(
     console = stderr_console()
     if note:
         print_warnings([note])
-    if st.root.exists() and not st.root.is_dir():
-        print_warnings([f"store {st.root} is not a folder (--store names the folder compact used)"])
-    elif not st.root.is_dir():
+    if not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
     new, report = expand_transcript(t, st, search_dirs=search)
