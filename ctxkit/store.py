@@ -261,8 +261,8 @@ class Store:
         path = self.root / name
         try:
             st = os.stat(path)
-        except FileNotFoundError:
-            return {}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}  # no store yet (a folder that cannot be one is named when the run writes)
         except OSError as exc:
             raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
         if not stat.S_ISREG(st.st_mode):
