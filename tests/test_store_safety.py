@@ -202,3 +202,30 @@ def test_a_store_that_is_a_file_is_named_as_not_a_folder(runner, tmp_path, comma
     assert r.exit_code == 2, r.stderr
     assert r.stderr == "ctxkit: error: --store f: not a folder (--store names the folder compact used)\n"
     assert (tmp_path / "f").read_text() == "a file" and not (tmp_path / "out.jsonl").exists()
+
+
+# SIGTERM sent by the process itself as soon as the command modules start loading (the slow part of
+# start-up), before any command runs
+EARLY_TERM = """
+import os, signal, sys
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "ctxkit.cli.commands":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+sys.meta_path.insert(0, Hook())
+sys.argv = ["ctxkit", *sys.argv[1:]]
+from ctxkit.cli.main import run
+run()
+"""
+
+
+def test_sigterm_while_starting_says_so_and_exits_4(tmp_path):
+    import subprocess
+    import sys
+
+    shutil.copy(EXAMPLE, tmp_path / "s.jsonl")
+    r = subprocess.run([sys.executable, "-c", EARLY_TERM, "compact", "s.jsonl", "-o", "out.jsonl"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (4, "ctxkit: error: terminated; no file was left half-written\n")
+    assert r.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
