@@ -13,13 +13,28 @@ Embedding it in an agent framework::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .pipeline import compile_pipeline
-from .policy import load_policy
-from .transcript import read_transcript
+if TYPE_CHECKING:
+    from .pipeline import compile_pipeline
+    from .policy import load_policy
+    from .transcript import read_transcript
 
 __version__ = "0.1.0"
+
+#: the public names, imported on first use (PEP 562): ``import ctxkit.cli.main`` must not pay for the
+#: whole pipeline before the CLI has installed its SIGTERM handler (ctxkit.cli.main)
+_LAZY = {"compile_pipeline": ".pipeline", "load_policy": ".policy", "read_transcript": ".transcript"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ctxkit' has no attribute {name!r}")
 
 
 def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, **inputs: Any):

@@ -1,8 +1,24 @@
 """Entry point: ``ctxkit`` (see ``ctxkit --help``)."""
 from __future__ import annotations
 
-from . import commands, extra_cmds, policy_cmd, trust_cmd  # noqa: F401  (registers the commands on the app)
-from .app import app
+import signal
+import sys
+import threading
+
+
+def _terminated_while_starting(signum, frame):
+    """SIGTERM before a command runs (while its modules load): nothing is written yet; say so, exit 4
+    like a SIGTERM during a command (:func:`ctxkit.cli.app.handle_errors`), instead of dying silently."""
+    sys.stderr.write("ctxkit: error: terminated; no file was left half-written\n")
+    raise SystemExit(4)
+
+
+if threading.current_thread() is threading.main_thread():
+    # first, before the imports below (most of the start-up time): a command replaces it while it runs
+    signal.signal(signal.SIGTERM, _terminated_while_starting)
+
+from . import commands, extra_cmds, policy_cmd, trust_cmd  # noqa: E402, F401  (registers the commands on the app)
+from .app import app  # noqa: E402
 
 
 def run() -> None:

@@ -15,7 +15,7 @@ from ..policy.model import Policy
 from ..quoting import quote
 from ..stages.base import Context, RunInputs
 from ..store import Store
-from ..store_link import find_store, link_store, write_sidecar
+from ..store_link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..tokens import budget_for, make_counter
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
@@ -41,6 +41,7 @@ class Run:
         In this order, a run killed at any moment leaves either the old output or the new one, and
         the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
         store = self.ctx.store
+        refuse_output_in_store(output, store.root)
         if store.used:
             transcript = link_store(transcript, store.root, self.ctx.timestamp())
         self.save()
@@ -95,7 +96,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
-    store_dir, store_note = find_store(source, t, store)
+    store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = Context(
         policy=pol,
         tokens=make_counter(pol.estimator, model=pol.model),
