@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .deadline import Deadline
+from .deadline import Deadline, OutOfTime, call_within
 from .errors import LLMError, UsageError
 from .extractive import ExtractiveSummarizer
 from .messages import render_transcript, text_only_messages
@@ -59,6 +59,7 @@ DEFAULT_MAX_RETRIES = 4
 #: cannot hold a run for ``timeout_seconds * (max_retries + 1)`` (50 minutes with the defaults above).
 DEFAULT_TOTAL_TIMEOUT_SECONDS = 300.0
 TOTAL_TIMEOUT_KEY = "summarizer.total_timeout_seconds"
+_GRACE_SECONDS = 0.25
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 SUMMARIZER_KINDS = ("auto", "anthropic", "command", "extractive")
 
@@ -222,6 +223,7 @@ class _AnthropicAPI:
         self.stats = CallStats()
         self._secret: str | None = None
         self._client = None
+        self._injected = client is not None
         if client is not None:
             # Our loop does the retrying; an injected client keeps everything else it was given.
             self._client = client.with_options(max_retries=0) if hasattr(client, "with_options") else client
@@ -248,6 +250,16 @@ class _AnthropicAPI:
             max_retries=0,
         )
         return self._client
+
+    def _abandon_client(self) -> None:
+        """After giving up on a call still running: close the client we built, so the abandoned request's
+        connection closes and its thread ends (an injected client is the caller's to close)."""
+        if self._client is not None and not self._injected:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the run has failed already
+                pass
+            self._client = None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before attempt ``attempt + 1``.
@@ -293,7 +305,14 @@ class _AnthropicAPI:
             self.stats.requests += 1
             retry_after: float | None = None
             try:
-                return request(client, timeout)
+                # the SDK's timeout bounds each read, not the whole answer: a server trickling bytes would
+                # pass it forever, so the wait itself stops at the deadline
+                # (a moment of grace: when the SDK's own timeout falls at the deadline, its error is the clearer)
+                left = self.deadline.remaining()
+                return call_within(None if left is None else left + _GRACE_SECONDS, lambda: request(client, timeout))
+            except OutOfTime:
+                self._abandon_client()
+                raise _out_of_time(what, self.deadline, attempt, error) from None
             except anthropic.APIStatusError as exc:
                 error = self._status_error(exc)
                 retry_after = _retry_after_seconds(getattr(exc.response, "headers", None))

@@ -14,8 +14,10 @@ from ctxkit.llm import AnthropicSummarizer
 
 try:
     from tests.mock_messages_api import MockMessagesAPI, Reply
+    from tests.test_summarizer_faults import breaker_failures, session
 except ImportError:  # pragma: no cover
     from mock_messages_api import MockMessagesAPI, Reply
+    from test_summarizer_faults import breaker_failures, session
 
 KEY = "sk-ant-test-0123456789abcdef"
 
@@ -36,3 +38,22 @@ def test_a_string_content_is_reported_as_a_string_not_one_block_per_character(ap
     assert raised.value.message == ("malformed summary: the answer's content is a string, not a list of content "
                                     "blocks (stop_reason: end_turn)")
     assert "?, ?" not in raised.value.message
+
+
+def test_a_server_trickling_its_answer_is_cut_off_at_the_total_timeout(runner, api):
+    src = session(Path("s.jsonl"))
+    api.always = Reply(text="<summary>1. Primary Request and Intent:\n   x</summary>" * 20, trickle=0.5)
+    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url}
+    started = time.monotonic()
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", "40000",
+                                 "--set", "summarizer.total_timeout_seconds=3", "--set", "summarizer.max_retries=1"],
+                           env=env)
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1, result.stderr
+    assert elapsed < 8  # each byte came within the per-read timeout: only the total limit can stop it
+    assert len(api.message_requests) == 1
+    assert ("autocompact: failed: the summary request gave up after 1 attempt(s): its time limit ran out "
+            "(summarizer.total_timeout_seconds: 3s)\n") in result.stderr
+    assert Path("out.jsonl").read_bytes() == src.read_bytes()
+    assert breaker_failures() == [1]
+    assert json.loads(src.read_text().splitlines()[0])["role"] == "user"
