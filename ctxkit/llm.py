@@ -577,6 +577,7 @@ def make_summarizer(
     client: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     default_model: str = DEFAULT_MODEL,
+    command_dir: str | os.PathLike[str] | None = None,
 ) -> Summarizer:
     """The summarizer a policy's ``summarizer`` mapping asks for.
 
@@ -584,6 +585,9 @@ def make_summarizer(
     set (or a client is injected) and the extractive summarizer otherwise, so
     that ctxkit works offline and in CI without configuration.
     ``ANTHROPIC_BASE_URL`` is honoured when the policy sets no ``base_url``.
+    ``command_dir`` is the working directory of ``use: command``: the folder of the policy file that set
+    ``summarizer.command`` (None: the process's own), so that ``./summarize.sh`` is the script beside the
+    file that was read (and trusted), never one in whatever folder ctxkit happens to run in.
     """
     config = dict(config or {})
     use = summarizer_kind(config, env=env, client=client)
@@ -608,6 +612,7 @@ def make_summarizer(
             timeout_seconds=float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS),
             max_output_tokens=int(config.get("max_output_tokens") or DEFAULT_MAX_OUTPUT_TOKENS),
             env=env,
+            cwd=command_dir,
             total_timeout_seconds=_total_timeout(config),
         )
     return ExtractiveSummarizer()
@@ -633,7 +638,8 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
             from .policy.trust import require_trusted_summarizer
 
             require_trusted_summarizer(ctx.policy)  # the CLI refused already; this guards library callers
-        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
+        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model,
+                                 command_dir=getattr(ctx.policy, "origin_folders", {}).get("summarizer.command"))
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
         chosen = StandInSummarizer(chosen)
     # every summarizer of a run sees no secret and returns none (ctxkit.redact)

@@ -1,0 +1,92 @@
+"""Review fixes for repository-policy trust: a trusted file's relative command runs beside that file,
+and the settings that decide where data goes (redact, estimator: anthropic) need trust too."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ctxkit.cli.main import app
+
+try:
+    from tests.test_summarizer_faults import session
+except ImportError:  # pragma: no cover
+    from test_summarizer_faults import session
+
+SUMMARY = "<summary>\n1. Primary Request and Intent:\n   summarized by GOOD\n</summary>"
+
+
+def script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\ncat >/dev/null\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def repos(runner, tmp_path, monkeypatch):
+    """``good/`` (trusted: ``command: ./summarize.sh``) and ``evil/`` beside it, each with a summarize.sh."""
+    good, evil = tmp_path / "good", tmp_path / "evil"
+    good.mkdir()
+    evil.mkdir()
+    (good / ".ctxkit.yaml").write_text("summarizer:\n  use: command\n  command: ./summarize.sh\n")
+    script(good / "summarize.sh", f"printf '%s\\n' '{SUMMARY}'")
+    marker = tmp_path / "EVIL-RAN"
+    script(evil / "summarize.sh", f"touch {marker}\nprintf '%s\\n' '{SUMMARY}'")
+    monkeypatch.chdir(good)
+    trusted = runner.invoke(app, ["policy", "trust"])
+    assert trusted.exit_code == 0, trusted.stderr
+    return good, evil, marker
+
+
+def compact_in(runner, monkeypatch, folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(folder)
+    session(folder / "s.jsonl")
+    return runner.invoke(app, ["compact", "--force", "s.jsonl", "-o", "o.jsonl"])
+
+
+def assert_good_ran(result, folder: Path, marker: Path) -> None:
+    assert result.exit_code == 0, result.stderr
+    assert not marker.exists(), "the untrusted folder's summarize.sh ran"
+    assert "summarized by GOOD" in (folder / "o.jsonl").read_text()
+
+
+def test_a_repository_extending_the_trusted_file_cannot_swap_the_script(runner, repos, monkeypatch):
+    good, evil, marker = repos
+    (evil / ".ctxkit.yaml").write_text("extends: ../good/.ctxkit.yaml\nstages:\n  - id: autocompact\n")
+    assert_good_ran(compact_in(runner, monkeypatch, evil), evil, marker)
+
+
+def test_a_symlink_to_the_trusted_file_runs_the_script_beside_the_real_file(runner, repos, monkeypatch):
+    good, evil, marker = repos
+    os.symlink("../good/.ctxkit.yaml", evil / ".ctxkit.yaml")
+    assert_good_ran(compact_in(runner, monkeypatch, evil), evil, marker)
+
+
+def test_a_subfolder_of_the_trusted_repository_runs_the_repository_script(runner, repos, monkeypatch):
+    good, evil, marker = repos
+    sub = good / "node_modules" / "evil"
+    sub.mkdir(parents=True)
+    script(sub / "summarize.sh", f"touch {marker}")
+    assert_good_ran(compact_in(runner, monkeypatch, sub), sub, marker)
+
+
+def test_a_command_from_set_runs_in_the_working_directory(runner, repos, monkeypatch):
+    good, evil, marker = repos
+    monkeypatch.chdir(evil)
+    session(evil / "s.jsonl")
+    result = runner.invoke(app, ["compact", "--force", "s.jsonl", "-o", "o.jsonl", "--set", "summarizer.use=command",
+                                 "--set", "summarizer.command=./summarize.sh"])
+    assert result.exit_code == 0, result.stderr
+    assert marker.exists()  # the user's own word: their working directory's script
+
+
+def test_the_extending_file_still_needs_trust_for_its_own_command(runner, repos, monkeypatch):
+    good, evil, marker = repos
+    (evil / ".ctxkit.yaml").write_text("extends: ../good/.ctxkit.yaml\nsummarizer:\n  command: sh ./summarize.sh\n"
+                                     "stages:\n  - id: autocompact\n")
+    result = compact_in(runner, monkeypatch, evil)
+    assert result.exit_code == 2
+    assert not marker.exists()
+    assert "summarizer.command comes from a repository policy that you have not trusted" in result.stderr
