@@ -694,9 +694,11 @@ SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {
 def summarizer_settings_used(config: Mapping[str, Any] | None, env: Mapping[str, str] = os.environ,
                              client: Any = None) -> frozenset[str]:
     """The dotted policy keys (``summarizer.command``...) the summarizer built for ``config`` would use:
-    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust)."""
+    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust).
+    Every summarizer also uses ``redact``: it decides what of the transcript reaches the summarizer and
+    the summary, and its patterns run over every message (:func:`ctxkit.redact.guard`)."""
     try:
         kind = summarizer_kind(config, env=env, client=client)
     except UsageError:
         return frozenset()  # make_summarizer reports the bad value; nothing would run
-    return frozenset(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])
+    return frozenset({"redact", *(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])})

@@ -11,8 +11,10 @@ import pytest
 from ctxkit.cli.main import app
 
 try:
+    from tests.mock_messages_api import MockMessagesAPI
     from tests.test_summarizer_faults import session
 except ImportError:  # pragma: no cover
+    from mock_messages_api import MockMessagesAPI
     from test_summarizer_faults import session
 
 SUMMARY = "<summary>\n1. Primary Request and Intent:\n   summarized by GOOD\n</summary>"
@@ -90,3 +92,68 @@ def test_the_extending_file_still_needs_trust_for_its_own_command(runner, repos,
     assert result.exit_code == 2
     assert not marker.exists()
     assert "summarizer.command comes from a repository policy that you have not trusted" in result.stderr
+
+
+# -- settings that decide where data goes ---------------------------------------------------------------------
+AUTOCOMPACT = "stages:\n  - id: autocompact\n"
+REDACT_DOES = "decides which secrets reach the summarizer and the summary (and runs its patterns over every message)"
+
+
+@pytest.mark.parametrize("redact, key, line", [
+    ("redact:\n  enabled: false\n", "redact.enabled", 2),
+    ("redact:\n  allowlist:\n    - regex: '.*'\n", "redact.allowlist", 2),
+    ("redact:\n  patterns: ['(\\w+\\s?)+\\$X']\n", "redact.patterns", 2),
+])
+def test_an_untrusted_repository_cannot_change_redaction_of_a_summarizing_run(runner, redact, key, line):
+    Path(".ctxkit.yaml").write_text(AUTOCOMPACT + redact)
+    src = session(Path("s.jsonl"))
+    result = runner.invoke(app, ["compact", "--force", "s.jsonl", "-o", "o.jsonl"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f".ctxkit.yaml:{line + 2}:3: error: {key} comes from a repository policy that you have not trusted: it "
+        f"{REDACT_DOES}. Nothing was run (read the file, then run: ctxkit policy trust .ctxkit.yaml)\n"), result.stderr
+    assert not Path("o.jsonl").exists() and src.exists()
+    assert runner.invoke(app, ["policy", "trust"]).exit_code == 0
+    if "patterns" not in redact:  # trusted, it is used (the pattern above would be the user's own slow regex)
+        assert runner.invoke(app, ["compact", "--force", "s.jsonl", "-o", "o.jsonl"]).exit_code == 0
+
+
+def test_a_run_that_does_not_summarize_only_warns_about_redact(runner):
+    Path(".ctxkit.yaml").write_text("redact:\n  enabled: false\n")
+    session(Path("s.jsonl"))
+    result = runner.invoke(app, ["stats", "s.jsonl"])
+    assert result.exit_code == 0, result.stderr
+    assert ("ctxkit: warning: the repository policy sets redact.enabled (.ctxkit.yaml:2), which you have not "
+            "trusted") in result.stderr
+
+
+@pytest.mark.parametrize("command", [["stats", "s.jsonl"], ["view", "s.jsonl"], ["check", "s.jsonl"],
+                                     ["compact", "s.jsonl", "-o", "o.jsonl"]])
+def test_an_untrusted_repository_cannot_send_the_transcript_to_count_tokens(runner, monkeypatch, command):
+    Path(".ctxkit.yaml").write_text("estimator: anthropic\n")
+    session(Path("s.jsonl"))
+    with MockMessagesAPI() as api:
+        env = {"ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef", "ANTHROPIC_BASE_URL": api.base_url}
+        result = runner.invoke(app, command, env=env)
+        assert result.exit_code == 2
+        assert result.stderr.startswith(
+            ".ctxkit.yaml:1:1: error: estimator comes from a repository policy that you have not trusted: it sends "
+            "the whole transcript to Anthropic's count_tokens API. Nothing was run (read the file, then run: "
+            "ctxkit policy trust .ctxkit.yaml)\n"), result.stderr
+        assert api.requests == []
+
+
+def test_an_estimator_that_stays_local_needs_no_trust(runner):
+    Path(".ctxkit.yaml").write_text("estimator: tiktoken\n")
+    session(Path("s.jsonl"))
+    result = runner.invoke(app, ["stats", "s.jsonl"])
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
+    shown = runner.invoke(app, ["policy", "show"])
+    assert shown.exit_code == 0 and "warning" not in shown.stderr
+
+
+def test_policy_show_warns_about_an_untrusted_estimator(runner):
+    Path(".ctxkit.yaml").write_text("estimator: anthropic\n")
+    result = runner.invoke(app, ["policy", "show"])
+    assert result.exit_code == 0
+    assert "ctxkit: warning: the repository policy sets estimator (.ctxkit.yaml:1)" in result.stderr

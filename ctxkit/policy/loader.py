@@ -54,7 +54,7 @@ def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
         added.append(position)
     problems += policy_rules(merger.doc, merger.origins)
     repository = repository_positions(bases, layers, reader.repo, reader)
-    untrusted = untrusted_settings(stack, added, repository, merger.origins) if repository else []
+    untrusted = untrusted_settings(stack, added, repository, merger.origins, merger.doc) if repository else []
     folders = {key: _folder(stack[added[origin.rank - 1]]) for key, origin in merger.origins.items()}
     return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels, untrusted, folders)
 
