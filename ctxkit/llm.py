@@ -29,6 +29,7 @@ Three implementations:
 from __future__ import annotations
 
 import email.utils
+import functools
 import os
 import random
 import re
@@ -309,7 +310,7 @@ class _AnthropicAPI:
                 # pass it forever, so the wait itself stops at the deadline
                 # (a moment of grace: when the SDK's own timeout falls at the deadline, its error is the clearer)
                 left = self.deadline.remaining()
-                return call_within(None if left is None else left + _GRACE_SECONDS, lambda: request(client, timeout))
+                return call_within(None if left is None else left + _GRACE_SECONDS, functools.partial(request, client, timeout))
             except OutOfTime:
                 self._abandon_client()
                 raise _out_of_time(what, self.deadline, attempt, error) from None

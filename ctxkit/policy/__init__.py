@@ -17,8 +17,8 @@ origins, ``rules`` checks the merged whole, ``loader`` runs those in order,
 from __future__ import annotations
 
 import dataclasses
-from types import MappingProxyType
 from pathlib import Path
+from types import MappingProxyType
 from typing import Sequence
 
 from ..errors import PolicyError, Problem
