@@ -635,10 +635,12 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
     if factory is not None:
         chosen = factory(ctx.policy, ctx)
     else:
-        if not getattr(ctx, "simulate", False):  # a simulation runs nothing: no trust needed
-            from .policy.trust import require_trusted_summarizer
+        from .policy.trust import require_trusted, require_trusted_summarizer
 
+        if not getattr(ctx, "simulate", False):  # a simulation runs no summarizer: no trust needed for it
             require_trusted_summarizer(ctx.policy)  # the CLI refused already; this guards library callers
+        else:  # but it does redact what it would send, so it runs the redact patterns (a slow regex hangs it)
+            require_trusted(getattr(ctx.policy, "untrusted", ()), {"redact"})
         chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model,
                                  command_dir=getattr(ctx.policy, "origin_folders", {}).get("summarizer.command"))
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):

@@ -157,3 +157,17 @@ def test_policy_show_warns_about_an_untrusted_estimator(runner):
     result = runner.invoke(app, ["policy", "show"])
     assert result.exit_code == 0
     assert "ctxkit: warning: the repository policy sets estimator (.ctxkit.yaml:1)" in result.stderr
+
+
+def test_a_slow_repository_pattern_does_not_hang_a_simulation(runner):
+    """stats simulates autocompact: it redacts what it would send, so the repository's patterns would run."""
+    import time
+
+    Path(".ctxkit.yaml").write_text(AUTOCOMPACT + "redact:\n  patterns: ['(\\w+\\s?)+\\$X']\n")
+    session(Path("s.jsonl"))
+    started = time.monotonic()
+    result = runner.invoke(app, ["stats", "s.jsonl", "--context-window", "40000"])
+    assert time.monotonic() - started < 10
+    assert result.exit_code == 2
+    assert ".ctxkit.yaml:4:3: error: redact.patterns comes from a repository policy that you have not trusted" \
+        in result.stderr
