@@ -171,3 +171,13 @@ def test_a_slow_repository_pattern_does_not_hang_a_simulation(runner):
     assert result.exit_code == 2
     assert ".ctxkit.yaml:4:3: error: redact.patterns comes from a repository policy that you have not trusted" \
         in result.stderr
+
+
+def test_library_callers_cannot_count_with_an_untrusted_anthropic_estimator(runner, tmp_path):
+    from ctxkit import load_policy, make_context
+    from ctxkit.errors import PolicyError
+
+    Path(".ctxkit.yaml").write_text("estimator: anthropic\n")
+    with pytest.raises(PolicyError) as raised:
+        make_context(load_policy(cwd=tmp_path), store_dir=tmp_path / "store")
+    assert "estimator comes from a repository policy that you have not trusted" in str(raised.value.problems[0])
