@@ -38,12 +38,17 @@ def __getattr__(name: str) -> Any:
 
 
 def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, **inputs: Any):
-    """A stage Context with the policy's token estimator, a clock (fixed at ``now`` if given) and a store."""
+    """A stage Context with the policy's token estimator, a clock (fixed at ``now`` if given) and a store.
+
+    Raises :class:`PolicyError` when the estimator would send the transcript on the word of an untrusted
+    repository policy (``estimator: anthropic``, see ctxkit.policy.trust)."""
     from .clock import Clock
+    from .policy.trust import require_trusted_estimator
     from .stages.base import Context, RunInputs
     from .store import Store
     from .tokens import make_counter
 
+    require_trusted_estimator(policy)
     return Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
                    store=Store(Path(store_dir)), inputs=RunInputs(now=now, **inputs))
 

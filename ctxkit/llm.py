@@ -29,6 +29,7 @@ Three implementations:
 from __future__ import annotations
 
 import email.utils
+import functools
 import os
 import random
 import re
@@ -39,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .deadline import Deadline
+from .deadline import Deadline, OutOfTime, call_within
 from .errors import LLMError, UsageError
 from .extractive import ExtractiveSummarizer
 from .messages import render_transcript, text_only_messages
@@ -59,6 +60,7 @@ DEFAULT_MAX_RETRIES = 4
 #: cannot hold a run for ``timeout_seconds * (max_retries + 1)`` (50 minutes with the defaults above).
 DEFAULT_TOTAL_TIMEOUT_SECONDS = 300.0
 TOTAL_TIMEOUT_KEY = "summarizer.total_timeout_seconds"
+_GRACE_SECONDS = 0.25
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 SUMMARIZER_KINDS = ("auto", "anthropic", "command", "extractive")
 
@@ -222,6 +224,7 @@ class _AnthropicAPI:
         self.stats = CallStats()
         self._secret: str | None = None
         self._client = None
+        self._injected = client is not None
         if client is not None:
             # Our loop does the retrying; an injected client keeps everything else it was given.
             self._client = client.with_options(max_retries=0) if hasattr(client, "with_options") else client
@@ -248,6 +251,16 @@ class _AnthropicAPI:
             max_retries=0,
         )
         return self._client
+
+    def _abandon_client(self) -> None:
+        """After giving up on a call still running: close the client we built, so the abandoned request's
+        connection closes and its thread ends (an injected client is the caller's to close)."""
+        if self._client is not None and not self._injected:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the run has failed already
+                pass
+            self._client = None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before attempt ``attempt + 1``.
@@ -293,7 +306,14 @@ class _AnthropicAPI:
             self.stats.requests += 1
             retry_after: float | None = None
             try:
-                return request(client, timeout)
+                # the SDK's timeout bounds each read, not the whole answer: a server trickling bytes would
+                # pass it forever, so the wait itself stops at the deadline
+                # (a moment of grace: when the SDK's own timeout falls at the deadline, its error is the clearer)
+                left = self.deadline.remaining()
+                return call_within(None if left is None else left + _GRACE_SECONDS, functools.partial(request, client, timeout))
+            except OutOfTime:
+                self._abandon_client()
+                raise _out_of_time(what, self.deadline, attempt, error) from None
             except anthropic.APIStatusError as exc:
                 error = self._status_error(exc)
                 retry_after = _retry_after_seconds(getattr(exc.response, "headers", None))
@@ -429,7 +449,13 @@ class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
         self.stats.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
         self.stats.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
         self.last_stop_reason = getattr(response, "stop_reason", None)
-        blocks = list(getattr(response, "content", None) or [])
+        content = getattr(response, "content", None)
+        if isinstance(content, (str, bytes)):
+            # a server that is not the Messages API (or a proxy rewriting it) can answer a bare string; taken as
+            # a list of blocks it would read as one "?" block per character
+            raise LLMError(f"malformed summary: the answer's content is a string, not a list of content blocks "
+                           f"(stop_reason: {self.last_stop_reason})")
+        blocks = list(content or [])
         text = "".join(str(getattr(b, "text", "") or "") for b in blocks if getattr(b, "type", None) == "text")
         if not text.strip():
             kinds = ", ".join(str(getattr(b, "type", "?")) for b in blocks) or "none"
@@ -552,6 +578,7 @@ def make_summarizer(
     client: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     default_model: str = DEFAULT_MODEL,
+    command_dir: str | os.PathLike[str] | None = None,
 ) -> Summarizer:
     """The summarizer a policy's ``summarizer`` mapping asks for.
 
@@ -559,6 +586,9 @@ def make_summarizer(
     set (or a client is injected) and the extractive summarizer otherwise, so
     that ctxkit works offline and in CI without configuration.
     ``ANTHROPIC_BASE_URL`` is honoured when the policy sets no ``base_url``.
+    ``command_dir`` is the working directory of ``use: command``: the folder of the policy file that set
+    ``summarizer.command`` (None: the process's own), so that ``./summarize.sh`` is the script beside the
+    file that was read (and trusted), never one in whatever folder ctxkit happens to run in.
     """
     config = dict(config or {})
     use = summarizer_kind(config, env=env, client=client)
@@ -583,6 +613,7 @@ def make_summarizer(
             timeout_seconds=float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS),
             max_output_tokens=int(config.get("max_output_tokens") or DEFAULT_MAX_OUTPUT_TOKENS),
             env=env,
+            cwd=command_dir,
             total_timeout_seconds=_total_timeout(config),
         )
     return ExtractiveSummarizer()
@@ -604,11 +635,14 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
     if factory is not None:
         chosen = factory(ctx.policy, ctx)
     else:
-        if not getattr(ctx, "simulate", False):  # a simulation runs nothing: no trust needed
-            from .policy.trust import require_trusted_summarizer
+        from .policy.trust import require_trusted, require_trusted_summarizer
 
+        if not getattr(ctx, "simulate", False):  # a simulation runs no summarizer: no trust needed for it
             require_trusted_summarizer(ctx.policy)  # the CLI refused already; this guards library callers
-        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
+        else:  # but it does redact what it would send, so it runs the redact patterns (a slow regex hangs it)
+            require_trusted(getattr(ctx.policy, "untrusted", ()), {"redact"})
+        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model,
+                                 command_dir=getattr(ctx.policy, "origin_folders", {}).get("summarizer.command"))
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
         chosen = StandInSummarizer(chosen)
     # every summarizer of a run sees no secret and returns none (ctxkit.redact)
@@ -663,9 +697,11 @@ SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {
 def summarizer_settings_used(config: Mapping[str, Any] | None, env: Mapping[str, str] = os.environ,
                              client: Any = None) -> frozenset[str]:
     """The dotted policy keys (``summarizer.command``...) the summarizer built for ``config`` would use:
-    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust)."""
+    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust).
+    Every summarizer also uses ``redact``: it decides what of the transcript reaches the summarizer and
+    the summary, and its patterns run over every message (:func:`ctxkit.redact.guard`)."""
     try:
         kind = summarizer_kind(config, env=env, client=client)
     except UsageError:
         return frozenset()  # make_summarizer reports the bad value; nothing would run
-    return frozenset(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])
+    return frozenset({"redact", *(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])})
