@@ -26,7 +26,7 @@ def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, 
     """A stage Context with the policy's token estimator, a clock (fixed at ``now`` if given) and a store."""
     from .clock import Clock
     from .stages.base import Context, RunInputs
-    from .store import Store
+    from .store.disk import Store
     from .tokens import make_counter
 
     return Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),

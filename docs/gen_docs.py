@@ -120,7 +120,7 @@ def stage_page(cls) -> str:
 
 
 def attachment_types_section() -> list[str]:
-    from ctxkit.attachments import ATTACHMENT_TYPES
+    from ctxkit.stages.attachments import ATTACHMENT_TYPES
 
     parts = ["## The attachment types", "",
              "In the order they run. A type's options sit under its name in the policy's `attachments:` "

@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 from conftest import CC_CORPUS, FIXED_NOW, cc_sessions, needs_corpus
 
-from ctxkit.attachments import ATTACHMENT_TYPES, announce_full, options_schemas, render_delta
-from ctxkit.attachments.common import local_today, reminder
-from ctxkit.stages.attachments import Attachments
+from ctxkit.stages.attachments import ATTACHMENT_TYPES, announce_full, options_schemas, render_delta
+from ctxkit.stages.attachments.stage import Attachments
+from ctxkit.stages.attachments.state import local_today, reminder
 from ctxkit.transcript import pairing_problems, read_transcript
 
 ALL = list(ATTACHMENT_TYPES)

@@ -274,7 +274,7 @@ def test_library_callers_are_refused_by_the_stage_too(runner, clone, tmp_path):
     from ctxkit.clock import Clock
     from ctxkit.pipeline import compile_pipeline
     from ctxkit.stages.base import Context, RunInputs
-    from ctxkit.store import Store
+    from ctxkit.store.disk import Store
     from ctxkit.tokens import make_counter
     from ctxkit.transcript import read_transcript
 

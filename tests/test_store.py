@@ -10,11 +10,11 @@ import orjson
 import pytest
 
 from ctxkit.cli.main import app
-from ctxkit.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
-from ctxkit.persist import decision_scope, store_original, to_openai_content
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact
 from ctxkit.stages.tool_result_budget import ToolResultBudget
-from ctxkit.store import Store
+from ctxkit.store.disk import Store
+from ctxkit.store.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
+from ctxkit.store.offload import decision_scope, store_original, to_openai_content
 from ctxkit.transcript import read_transcript
 
 BIG_A = "A" * 60_000

@@ -11,15 +11,15 @@ import typer
 from rich.table import Table
 
 from ..errors import ExitCode, UsageError
-from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output
-from ..original_lines import OriginalLines
-from ..outcome import over_threshold_message
 from ..pipeline import compile_pipeline
-from ..redact import describe as describe_redaction
-from ..stats import view_stats
-from ..store import Store
-from ..store_link import find_store, unlink_store
+from ..reports.outcome import over_threshold_message
+from ..reports.stats import view_stats
+from ..store.disk import Store
+from ..store.expand import expand_all as expand_transcript
+from ..store.link import find_store, unlink_store
+from ..store.original_lines import OriginalLines
+from ..summarize.redact import describe as describe_redaction
 from ..tokens import budget_for, require_autocompact_room
 from ..transcript import read_transcript
 from ..transcript.writer import write_messages, write_transcript
@@ -41,7 +41,7 @@ from .app import (
     warn_bad_lines,
 )
 from .conventions import choices_metavar
-from .runtime import model_warnings, open_run
+from .run_setup import model_warnings, open_run
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
 _FAILED_ACTIONS = ("failed", "breaker-open")
@@ -181,7 +181,7 @@ def view(
     from ..stages.snip import tags_enabled
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
-    from .runtime import parse_now
+    from .run_setup import parse_now
     from .trust_cmd import guard_policy
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
@@ -191,7 +191,7 @@ def view(
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:
         if to == "anthropic-request":
-            from ..request import build_request, required_betas
+            from ..reports.request import build_request, required_betas
 
             body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
                                  tag_ids=tag_ids,

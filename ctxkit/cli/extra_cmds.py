@@ -25,7 +25,7 @@ from .app import (
     stderr_console,
 )
 from .conventions import CtxkitApp, choices_metavar
-from .runtime import open_run
+from .run_setup import open_run
 
 MemoryReport = Literal["text", "json"]
 
@@ -51,8 +51,8 @@ def memory_update(
                                                  "object.")] = "text",
 ) -> None:
     """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
-    from ..redact import describe as describe_redaction
-    from ..session_memory import update_in_context
+    from ..stages.autocompact.session_memory import update_in_context
+    from ..summarize.redact import describe as describe_redaction
 
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=None, session_memory=session_memory, summarizes=lambda pol: True)
@@ -114,7 +114,7 @@ app.add_typer(tools_app, name="tools")
 def tools_snip(as_json: Annotated[bool, typer.Option("--json", help="Print the definition as JSON.")] = False
                ) -> None:
     """The `snip` tool's definition (Messages API tool schema): offer it to a model so it can remove turns."""
-    from ..tooldefs import snip_tool
+    from ..reports.tool_definitions import snip_tool
 
     tool = snip_tool()
     if as_json:

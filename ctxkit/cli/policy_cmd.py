@@ -12,7 +12,7 @@ from ..errors import ExitCode
 from ..policy import effective_schema, load_policy, render_policy, validate_file
 from .app import PolicyOpt, SetOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp
-from .runtime import model_warnings
+from .run_setup import model_warnings
 
 policy_app = CtxkitApp(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
 app.add_typer(policy_app, name="policy")

@@ -70,7 +70,7 @@ def effective_schema(registry: Mapping[str, type[Stage]] | None = None) -> dict[
 def _attachment_options(schema: dict[str, Any]) -> None:
     """Check each attachment type's options against the schema its module declares."""
     try:
-        from ..attachments import options_schemas
+        from ..stages.attachments import options_schemas
     except ImportError:  # pragma: no cover - the attachments package is part of ctxkit
         return
     props = schema["properties"]["attachments"]["properties"]

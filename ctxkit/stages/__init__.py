@@ -7,7 +7,7 @@ import importlib
 
 from .base import REGISTRY, Context, Report, RunInputs, Stage, StageResult, register
 
-_MODULES = ("tool_result_budget", "snip", "microcompact", "collapse", "autocompact", "attachments")
+_MODULES = ("tool_result_budget", "snip", "microcompact", "collapse", "autocompact.stage", "attachments.stage")
 for _name in _MODULES:
     try:
         importlib.import_module(f"{__name__}.{_name}")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
     from ..clock import Clock
     from ..policy.model import Policy
-    from ..store import Store
+    from ..store.disk import Store
     from ..tokens import TokenCounter
     from ..transcript.model import Transcript
 
@@ -48,10 +48,10 @@ class Context:
     clock: Clock
     store: Store
     inputs: RunInputs
-    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.llm
+    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.summarize.llm
     simulate: bool = False  # ctxkit stats: report what would be done; no model or command is called
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
-    redactor: Any = None  # the run's secret redactor (ctxkit.redact.redactor_for builds it on first use)
+    redactor: Any = None  # the run's secret redactor (ctxkit.summarize.redact.redactor_for builds it on first use)
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:

@@ -121,12 +121,12 @@ from typing import Any
 
 import orjson
 
-from .. import redact
 from ..confined import Refused
 from ..errors import LLMError
-from ..llm import summarizer_for_run
-from ..messages import render_transcript
-from ..persist import content_text
+from ..store.offload import content_text
+from ..summarize import redact
+from ..summarize.llm import summarizer_for_run
+from ..summarize.render import render_transcript
 from ..tokens import budget_for
 from ..transcript import claude_code
 from ..transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span

@@ -22,7 +22,7 @@ no timestamps, so there only `--force` clears.
 Claude Code's own microcompact throws the cleared output away. ctxkit first saves each one in the
 store (for OpenAI `tool` messages, the line's own content, images included) and records the
 decision in the ledger (`.ctxkit/ledger.json`, state `cleared`, per session, keyed by tool_use id,
-see `ctxkit.persist.decision_scope`), so `ctxkit expand` brings it back. A result the tool-result
+see `ctxkit.store.offload.decision_scope`), so `ctxkit expand` brings it back. A result the tool-result
 budget had already persisted keeps pointing at the full original, not at the preview.
 
 Once cleared, a result stays cleared: every later run replays the same placeholder, even when the
@@ -105,7 +105,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import parse_instant
-from ..persist import (
+from ..store.offload import (
     CLEARED_PLACEHOLDER,
     content_digest,
     content_size,
