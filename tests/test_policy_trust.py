@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from ctxkit import load_policy
 from ctxkit.cli.main import app
 from ctxkit.errors import PolicyError
-from ctxkit.policy import load_policy
 from ctxkit.policy.trust import keys_requiring_trust, trust_file_path
 
 try:  # tests/ may or may not be a package, depending on who runs pytest how

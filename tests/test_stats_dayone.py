@@ -85,7 +85,7 @@ def test_stats_uses_the_summarizer_an_embedder_injects_without_calling_it(make_c
             Recorder.calls += 1
             return "x"
 
-    from ctxkit.policy import load_policy
+    from ctxkit import load_policy
 
     policy = load_policy(None, ["stages.microcompact.enabled=false", "stages.tool-result-budget.enabled=false"],
                          cwd=tmp_path, user_config=tmp_path / "none.yaml")

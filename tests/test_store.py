@@ -11,6 +11,7 @@ import pytest
 
 from ctxkit.cli.main import app
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact
+from ctxkit.stages.registry import undo_steps
 from ctxkit.stages.tool_result_budget import ToolResultBudget
 from ctxkit.store.disk import Store
 from ctxkit.store.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
@@ -303,7 +304,7 @@ def test_expand_all_prefers_the_scope_of_the_transcript_it_was_given(tmp_path, m
     ctx = make_context()
     out = ToolResultBudget("budget", {}).run(t, ctx)
     ctx.store.flush()
-    back, report = expand_all(out.transcript, Store(ctx.store.root))
+    back, report = expand_all(out.transcript, Store(ctx.store.root), undo=undo_steps())
     assert report.restored == ["call_0"] and _result(back) == BIG_A
 
 

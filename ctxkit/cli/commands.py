@@ -15,6 +15,7 @@ from ..fileio import atomic_output
 from ..pipeline import compile_pipeline
 from ..reports.outcome import over_threshold_message
 from ..reports.stats import view_stats
+from ..stages.registry import undo_steps
 from ..store.disk import Store
 from ..store.expand import expand_all as expand_transcript
 from ..store.link import find_store, unlink_store
@@ -177,7 +178,7 @@ def view(
                                                            "messages as reminders, or auto (by model).")] = None,
 ) -> None:
     """Print the view: the messages the model would be sent next, one JSON per line."""
-    from ..policy import load_policy
+    from .. import load_policy
     from ..stages.snip import tags_enabled
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
@@ -345,7 +346,7 @@ def expand(
     if not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
-    new, report = expand_transcript(t, st, search_dirs=search)
+    new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps())
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     with atomic_output(output) as out:
         write_transcript(new, out, originals=OriginalLines(st, t))  # restored lines: their original bytes

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import load_policy
 from ..clock import Clock, parse_instant
 from ..errors import UsageError
 from ..fileio import atomic_output
 from ..filenames import file_name_part
-from ..policy import load_policy
 from ..policy.model import Policy
 from ..quoting import quote
 from ..stages.base import Context, RunInputs

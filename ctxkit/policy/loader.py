@@ -31,9 +31,9 @@ class Assembly:
     untrusted: list[UntrustedSetting] = field(default_factory=list)
 
 
-def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
-    """Merge ``layers`` on top of their bases; the problems come in layer order, each once."""
-    registry = schema.stage_registry()
+def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str, Any]) -> Assembly:
+    """Merge ``layers`` on top of their bases; the problems come in layer order, each once.
+    ``registry``: the stages a policy may use (name -> stage class)."""
     checker = schema.validator(registry)
     bases, problems = reader.bases(layers)
     merger = Merger(registry)

@@ -122,6 +122,19 @@ class Stage:
         that a repository policy may run it: ctxkit.policy.trust)."""
         return False
 
+    @classmethod
+    def extend_policy_schema(cls, schema: dict[str, Any]) -> None:
+        """Add to the policy schema what this stage reads outside its ``options`` (e.g. the
+        ``attachments:`` section); ``ctxkit.policy`` calls it for each stage it is given."""
+
+    @staticmethod
+    def undo(t: Transcript, store: Store, left: list) -> Transcript:
+        """Undo this stage's own records for ``ctxkit expand`` (idempotent). Records whose content
+        could not be put back are appended to ``left`` as ``(record kind, blob, why or None)``.
+        The default: the stage writes no record of its own (what it offloaded, ``expand`` restores
+        from the store's ledger)."""
+        return t
+
     def report(self, **kwargs: Any) -> Report:
         return Report(stage_id=self.id, use=self.name, **kwargs)
 
@@ -129,12 +142,3 @@ class Stage:
         raise NotImplementedError
 
 
-REGISTRY: dict[str, type[Stage]] = {}
-
-
-def register(cls: type[Stage]) -> type[Stage]:
-    """Class decorator: make a stage available to policies under ``cls.name``."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    REGISTRY[cls.name] = cls
-    return cls

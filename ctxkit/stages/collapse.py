@@ -133,7 +133,7 @@ from ..transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs
 from ..transcript.edit import archive_entries, plain_message, replace_plain_range, strip_thinking_after
 from ..transcript.model import Transcript
 from ..transcript.view import View, ViewMessage
-from .base import Context, Stage, StageResult, register
+from .base import Context, Stage, StageResult
 
 ARCHIVE_LINE = "Original calls and results: "
 _ARCHIVE_RE = re.compile(r"^" + re.escape(ARCHIVE_LINE) + r"(\S+)$", re.MULTILINE)
@@ -280,11 +280,15 @@ LLM_SYSTEM = ("You condense an AI coding agent's earlier read/search tool calls 
               "facts found, what was not found. At most 120 words, no preamble.")
 
 
-@register
 class Collapse(Stage):
     """The collapse stage; its documentation is the module docstring (``ctxkit stages collapse``)."""
 
     name = "collapse"
+
+    @staticmethod
+    def undo(t: Transcript, store: Any, left: list) -> Transcript:
+        """For ``ctxkit expand``: uncollapse."""
+        return uncollapse(t, store, left)
     summary = "Fold finished runs of read/search tool calls into short summaries (rule-based, then LLM)."
     options_schema = {
         "type": "object",

@@ -119,7 +119,7 @@ from ..transcript.edit import archive_entries, replace_blocks, strip_thinking_af
 from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
-from .base import Context, Stage, StageResult, register
+from .base import Context, Stage, StageResult
 
 PLACEHOLDER = CLEARED_PLACEHOLDER
 MODES = ("time-based", "api-native", "both")
@@ -269,7 +269,6 @@ def betas_for(context_management_body: dict[str, Any] | None) -> list[str]:
     return out
 
 
-@register
 class Microcompact(Stage):
     """The microcompact stage; its documentation is the module docstring (``ctxkit stages microcompact``)."""
 

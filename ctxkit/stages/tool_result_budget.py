@@ -81,10 +81,9 @@ from ..store.offload import (
 from ..transcript.edit import replace_blocks
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef
-from .base import Context, Stage, StageResult, register
+from .base import Context, Stage, StageResult
 
 
-@register
 class ToolResultBudget(Stage):
     name = "tool-result-budget"
     summary = "Persist oversized tool results to the store with a preview; frozen decisions."

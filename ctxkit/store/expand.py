@@ -38,13 +38,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
+from ..transcript.edit import restore_archived
 from ..transcript.formats import handler
 from ..transcript.model import Transcript, deep_replace
 from .disk import Store
 from .offload import CLEARED_PLACEHOLDER, PERSISTED_OPEN, decision_scope, load_original, to_openai_content
+
+#: One stage's undo step: (transcript, store, left) -> transcript.
+Undo = Callable[[Transcript, Store, list], Transcript]
 
 _SAVED_TO = re.compile(r"Full output saved to: (\S+)")
 _GONE = object()  # load_original's answer when the blob is not in the store
@@ -82,16 +86,17 @@ class ExpandReport:
         return counts
 
 
-def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = ()) -> tuple[Transcript, ExpandReport]:
-    """Undo every stage's removals: entries archived before a rewrite (e.g. thinking stripped), snip
-    boundaries, collapse commits, then the tool outputs (``expand``). Each step is idempotent."""
-    from ..stages.collapse import uncollapse
-    from ..stages.snip import unsnip
-    from ..transcript.edit import restore_archived
-
+def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
+               undo: Sequence[Undo] = ()) -> tuple[Transcript, ExpandReport]:
+    """Undo every stage's removals: entries archived before a rewrite (e.g. thinking stripped), then
+    each stage's own records (``undo``: the stages' :meth:`~ctxkit.stages.base.Stage.undo` steps, in
+    stage order, which the caller passes in: the store knows no stages), then the tool outputs
+    (``expand``). Each step is idempotent."""
     given = decision_scope(t)
     left: list[tuple[str, str, str | None]] = []  # (record kind, blob, why refused or None: not in the store)
-    t = uncollapse(unsnip(restore_archived(t, store, left)), store, left)
+    t = restore_archived(t, store, left)
+    for step in undo:
+        t = step(t, store, left)
     t, report = expand(t, store, search_dirs=search_dirs, scopes=[given])
     report.records = [(kind, blob, why or BLOB_GONE) for kind, blob, why in left]
     report.refused[:0] = [(f"{kind} record", blob, why) for kind, blob, why in left if why]

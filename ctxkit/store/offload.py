@@ -41,7 +41,7 @@ def decision_scope(t: Transcript) -> str:
 
     Claude Code: the session id of the transcript's first entry that has one (stable when a
     resumed session goes on in the same file under a new id). Plain message lists:
-    :func:`ctxkit.stages.autocompact.session_memory.session_key`, a hash of the first line (a compaction that
+    :func:`ctxkit.store.sessions.session_key`, a hash of the first line (a compaction that
     rewrites the first line starts a new scope: a new prefix).
     """
     if t.format == "claude-code":
@@ -49,7 +49,7 @@ def decision_scope(t: Transcript) -> str:
             sid = t.entry(i).get("sessionId")
             if isinstance(sid, str) and sid:
                 return sid
-    from ..stages.autocompact.session_memory import session_key  # lazily: session_memory imports much of ctxkit
+    from .sessions import session_key
 
     return session_key(t)
 

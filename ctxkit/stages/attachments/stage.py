@@ -119,19 +119,19 @@ in the report (`--report json`) and appended by a later run; queued input is nev
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ...quoting import quote
 from ...transcript.edit import NewMessage, append_messages
 from ...transcript.view import pairing_problems
-from ..base import Context, Stage, StageResult, register
-from . import ATTACHMENT_TYPES
+from ..base import Context, Stage, StageResult
+from . import ATTACHMENT_TYPES, options_schemas
 from .state import build_state
 
 NEVER_DEFERRED = ("queued_commands",)  # the user's own words: no budget drops them
 
 
-@register
 class Attachments(Stage):
     """The attachments stage; its documentation is the module docstring (``ctxkit stages attachments``)."""
 
@@ -145,6 +145,18 @@ class Attachments(Stage):
                            "description": "Most tokens appended per run (0: no limit); the rest waits for the next run."},
         },
     }
+
+
+    @classmethod
+    def extend_policy_schema(cls, schema: dict[str, Any]) -> None:
+        """Check each attachment type's options (``attachments.<type>`` of a policy) against the
+        schema its module declares."""
+        props = schema["properties"]["attachments"]["properties"]
+        for name, options in options_schemas().items():
+            described = props.get(name, {}).get("description")
+            props[name] = {"$id": f"urn:ctxkit:attachment:{name}:options", **copy.deepcopy(dict(options))}
+            if described:
+                props[name]["description"] = described
 
     def run(self, transcript, ctx: Context) -> StageResult:
         config = dict(ctx.policy.attachments or {})

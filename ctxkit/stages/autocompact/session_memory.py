@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import atomic_write
+from ...store.sessions import session_key
 from ...summarize.prompt import continuation_message
-from ...transcript import claude_code, plain
+from ...transcript import plain
 from ...transcript.model import Transcript
 from ...transcript.view import View, ViewMessage
 
@@ -98,18 +99,6 @@ def notes_summary(text: str) -> str:
 
 
 # -- message ids ------------------------------------------------------------------------------------
-def session_key(t: Transcript) -> str:
-    """The key of this session's state in the store: Claude Code's session id, else a hash of the first line."""
-    if t.format == "claude-code":
-        sid = claude_code.session_id(t)
-        if sid:
-            return sid
-    first = next(iter(t.live_indexes()), None)
-    if first is None:
-        return "default"
-    return f"{t.format}:{plain.message_uuid(t, first)[:16]}"
-
-
 def entry_id(t: Transcript, i: int) -> str:
     if t.format == "claude-code":
         uid = t.entry(i).get("uuid")

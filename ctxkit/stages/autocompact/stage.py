@@ -205,12 +205,13 @@ import math
 from typing import Any
 
 from ...errors import LLMError
+from ...store.sessions import session_key
 from ...summarize import redact
 from ...summarize.llm import summarizer_for_run
 from ...tokens import budget_for, require_autocompact_room
 from ...transcript.model import Transcript
 from ...transcript.view import View
-from ..base import Context, Stage, StageResult, register
+from ..base import Context, Stage, StageResult
 from . import reinject
 from .compaction import (
     Compaction,
@@ -221,7 +222,7 @@ from .compaction import (
     floor_index,
     write_compaction,
 )
-from .session_memory import forget, plan_session_memory, session_key
+from .session_memory import forget, plan_session_memory
 
 #: The synthetic first message of a summarizing request whose oldest rounds were dropped.
 PTL_RETRY_MARKER = "[earlier conversation truncated for compaction retry]"
@@ -311,7 +312,6 @@ def summarize_with_retry(summarizer: Any, messages: list[dict], *, instructions:
             attempt += 1
 
 
-@register
 class Autocompact(Stage):
     name = "autocompact"
     summary = ("Above the threshold: session-memory compact or an LLM summary, PTL retry, circuit breaker, "
