@@ -115,7 +115,7 @@ def test_memory_update_refreshes_with_only_the_new_messages(tmp_path, make_conte
     seen = []
 
     def recording(policy, ctx):
-        from ctxkit.summarize.llm import ExtractiveSummarizer
+        from ctxkit.summarize import ExtractiveSummarizer
 
         class Recording(ExtractiveSummarizer):
             def summarize(self, messages, *, instructions=None):

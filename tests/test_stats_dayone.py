@@ -1,7 +1,7 @@
 """``ctxkit stats`` on a session over the threshold: the case where it matters most.
 
 It says what autocompact would do, with the summarizer compact would choose
-(one choice, :func:`ctxkit.summarize.llm.summarizer_for_run`), and exits 0 whatever the
+(one choice, :func:`ctxkit.summarize.factory.summarizer_for_run`), and exits 0 whatever the
 level: no model is called, no command is run, nothing is written.
 """
 from __future__ import annotations

@@ -17,8 +17,8 @@ import pytest
 
 from ctxkit.cli.main import app
 from ctxkit.errors import LLMError
+from ctxkit.summarize import DEFAULT_TOTAL_TIMEOUT_SECONDS, AnthropicSummarizer, CommandSummarizer, make_summarizer
 from ctxkit.summarize.deadline import Deadline
-from ctxkit.summarize.llm import DEFAULT_TOTAL_TIMEOUT_SECONDS, AnthropicSummarizer, CommandSummarizer, make_summarizer
 
 try:  # tests/ may or may not be a package, depending on who runs pytest how
     from tests.mock_messages_api import HANG, MockMessagesAPI, Reply

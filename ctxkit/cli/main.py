@@ -1,7 +1,10 @@
 """Entry point: ``ctxkit`` (see ``ctxkit --help``)."""
 from __future__ import annotations
 
-from . import commands, extra_cmds, policy_cmd, trust_cmd  # noqa: F401  (registers the commands on the app)
+# each import registers its commands on the app; --help lists them in this order
+# isort: off
+from . import commands, memory_cmd, snip_cmd, tools_cmd, stages_cmd, policy_cmd, trust_cmd  # noqa: F401
+# isort: on
 from .app import app
 
 

@@ -14,7 +14,7 @@ def view_stats(t: Transcript, ctx: Context, *, simulate: bool = True) -> dict[st
     """Token breakdown of the view, the budget, and (``simulate``) what each stage of the policy would do.
 
     The simulation runs the pipeline against a dry-run store with ``ctx.simulate`` set: the
-    summarizer is chosen as compact would choose it (:func:`ctxkit.summarize.llm.summarizer_for_run`), and one
+    summarizer is chosen as compact would choose it (:func:`ctxkit.summarize.factory.summarizer_for_run`), and one
     that would call a model or a command is replaced by a stand-in that names it, so ``stats`` is free
     and offline and still says what autocompact would do, with which summarizer.
     """

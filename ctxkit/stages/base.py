@@ -48,7 +48,7 @@ class Context:
     clock: Clock
     store: Store
     inputs: RunInputs
-    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.summarize.llm
+    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.summarize.factory
     simulate: bool = False  # ctxkit stats: report what would be done; no model or command is called
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
     redactor: Any = None  # the run's secret redactor (ctxkit.summarize.redact.redactor_for builds it on first use)

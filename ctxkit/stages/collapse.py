@@ -124,8 +124,7 @@ import orjson
 from ..confined import Refused
 from ..errors import LLMError
 from ..store.offload import content_text
-from ..summarize import redact
-from ..summarize.llm import summarizer_for_run
+from ..summarize import redact, summarizer_for_run
 from ..summarize.render import render_transcript
 from ..tokens import budget_for
 from ..transcript import claude_code

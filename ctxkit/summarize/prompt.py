@@ -16,7 +16,7 @@ This module owns the three pieces of text involved:
   history. Its first sentence is exactly the one Claude Code writes, because
   Claude Code (and tools around it) recognise a compacted session by it.
 
-The extractive summarizer in :mod:`ctxkit.summarize.llm` emits the same numbered
+The extractive summarizer in :mod:`ctxkit.summarize.extractive` emits the same numbered
 headings (:func:`section_heading`), so downstream readers see one format
 whichever summarizer ran.
 """

@@ -239,7 +239,7 @@ def update_in_context(t: Transcript, ctx: Any, path: Path | None = None) -> Memo
     without one, :class:`ctxkit.errors.LLMError` when the summarizer fails.
     """
     from ...errors import UsageError
-    from ...summarize.llm import summarizer_for_run
+    from ...summarize import summarizer_for_run
     from ...summarize.redact import redaction_summary
 
     path = path or ctx.inputs.session_memory

@@ -206,8 +206,7 @@ from typing import Any
 
 from ...errors import LLMError
 from ...store.sessions import session_key
-from ...summarize import redact
-from ...summarize.llm import summarizer_for_run
+from ...summarize import redact, summarizer_for_run
 from ...tokens import budget_for, require_autocompact_room
 from ...transcript.model import Transcript
 from ...transcript.view import View
