@@ -47,3 +47,20 @@ def test_the_import_contracts_are_kept():
     r = subprocess.run(["lint-imports"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 broken" in r.stdout
+
+
+def test_defaults_come_from_the_schema_once_including_nested_sections():
+    """A stage's defaults are its schema's, nested sections included (autocompact's reinject)."""
+    from ctxkit.policy.defaults import schema_defaults
+    from ctxkit.stages.registry import REGISTRY
+
+    schema = {"type": "object", "properties": {
+        "a": {"type": "integer", "default": 3},
+        "b": {"type": "object", "properties": {"c": {"type": "boolean", "default": False}, "d": {"type": "string"}}},
+        "e": {"type": "string"},
+    }}
+    assert schema_defaults(schema) == {"a": 3, "b": {"c": False}}
+    autocompact = REGISTRY["autocompact"]
+    reinject = autocompact.options_schema["properties"]["reinject"]
+    assert autocompact.defaults()["reinject"] == schema_defaults(reinject)
+    assert autocompact("autocompact", {}).options["reinject"]["max_files"] == reinject["properties"]["max_files"]["default"]

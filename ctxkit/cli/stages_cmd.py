@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
+from ..policy.defaults import default_of
 from ..quoting import quote
 from .app import (
     app,
@@ -42,18 +43,9 @@ def stages_cmd(name: Annotated[str, typer.Argument(metavar="STAGE", help="A stag
         sys.stdout.write(f"{stage_name}: {cls.summary}\n{_options_text(cls)}\n")
 
 
-def _default_of(spec: dict):
-    """A property's default, or the defaults of its own properties for a nested object."""
-    if "default" in spec:
-        return spec["default"]
-    nested = {k: _default_of(v) for k, v in spec.get("properties", {}).items()}
-    nested = {k: v for k, v in nested.items() if v is not None}
-    return nested or None
-
-
 def _options_text(cls) -> str:
     lines = []
     for key, spec in cls.options_schema.get("properties", {}).items():
-        default = json.dumps(_default_of(spec)) if _default_of(spec) is not None else "(none)"
+        default = json.dumps(default_of(spec)) if default_of(spec) is not None else "(none)"
         lines.append(f"  {key} = {default}" + (f"  # {spec['description']}" if spec.get("description") else ""))
     return "\n".join(lines) + "\n"

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..policy.defaults import schema_defaults
+
 if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
     from ..clock import Clock
     from ..policy.model import Policy
@@ -114,8 +116,7 @@ class Stage:
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         """The option values a policy gets when it does not set them (from the schema's ``default``s)."""
-        props = cls.options_schema.get("properties", {})
-        return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+        return schema_defaults(cls.options_schema)
 
     def uses_summarizer(self) -> bool:
         """Whether this stage, as configured, may call the policy's summarizer (the CLI checks before a run

@@ -105,6 +105,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import parse_instant
+from ..policy.defaults import schema_defaults
 from ..store.offload import (
     CLEARED_PLACEHOLDER,
     content_digest,
@@ -189,15 +190,11 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
 }
 
 
-def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
-    return {k: v["default"] for k, v in schema["properties"].items() if "default" in v}
-
-
 def api_native_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The ``api_native`` options with every default filled in."""
     given = options.get("api_native") or {}
     props = _API_NATIVE_SCHEMA["properties"]
-    return {name: {**_defaults(props[name]), **(given.get(name) or {})} for name in props}
+    return {name: {**schema_defaults(props[name]), **(given.get(name) or {})} for name in props}
 
 
 def last_assistant_time(view: View) -> datetime | None:

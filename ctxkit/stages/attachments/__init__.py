@@ -20,6 +20,7 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...policy.defaults import schema_defaults
 from ...transcript.edit import NewMessage
 from .state import AttachmentState, load_state_file, reminder
 
@@ -46,8 +47,7 @@ class AttachmentType:
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
-        props = cls.options_schema.get("properties", {})
-        return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+        return schema_defaults(cls.options_schema)
 
     @classmethod
     def resolve(cls, options: Mapping[str, Any] | None) -> dict[str, Any]:

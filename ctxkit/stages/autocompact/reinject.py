@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ...filenames import is_file
+from ...policy.defaults import schema_defaults
 from ...transcript.edit import NewMessage
 from ...transcript.view import View, ViewMessage
 from ..attachments import ATTACHMENT_TYPES
@@ -85,7 +86,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 
 
 #: The options' defaults: Claude Code's numbers.
-DEFAULTS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
+DEFAULTS: dict[str, Any] = schema_defaults(OPTIONS_SCHEMA)
 
 
 @dataclass

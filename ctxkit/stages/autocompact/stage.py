@@ -205,6 +205,7 @@ import math
 from typing import Any
 
 from ...errors import LLMError
+from ...policy.defaults import schema_defaults
 from ...store.sessions import session_key
 from ...summarize import redact, summarizer_for_run
 from ...tokens import budget_for, require_autocompact_room
@@ -349,8 +350,7 @@ class Autocompact(Stage):
         return True
 
     def _opt(self, key: str) -> dict[str, Any]:
-        schema = self.options_schema["properties"][key]["properties"]
-        return {**{k: v["default"] for k, v in schema.items()}, **dict(self.options.get(key) or {})}
+        return {**schema_defaults(self.options_schema["properties"][key]), **dict(self.options.get(key) or {})}
 
     def run(self, t: Transcript, ctx: Context) -> StageResult:
         view = t.view()
