@@ -13,7 +13,8 @@ from conftest import cc_sessions, public_transcripts
 
 from ctxkit.pipeline import compile_pipeline
 from ctxkit.stages.autocompact.compaction import TAIL_NOTE
-from ctxkit.stages.autocompact.stage import PTL_RETRY_MARKER, Autocompact, group_by_round
+from ctxkit.stages.autocompact.ptl_retry import PTL_RETRY_MARKER, group_by_round
+from ctxkit.stages.autocompact.stage import Autocompact
 from ctxkit.summarize import AnthropicSummarizer
 from ctxkit.summarize.prompt import CONTINUATION_PREFIX
 from ctxkit.tokens import make_counter

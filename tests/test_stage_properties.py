@@ -34,7 +34,7 @@ from ctxkit.pipeline import compile_pipeline
 from ctxkit.policy.model import Policy
 from ctxkit.stages import REGISTRY
 from ctxkit.stages.base import Context, RunInputs
-from ctxkit.stages.collapse import uncollapse
+from ctxkit.stages.collapse.stage import uncollapse
 from ctxkit.stages.snip import NUDGE_HEAD, unsnip
 from ctxkit.store.disk import Store
 from ctxkit.tokens import make_counter

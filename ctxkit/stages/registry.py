@@ -16,7 +16,7 @@ from types import MappingProxyType
 from .attachments.stage import Attachments
 from .autocompact.stage import Autocompact
 from .base import Stage
-from .collapse import Collapse
+from .collapse.stage import Collapse
 from .microcompact import Microcompact
 from .snip import Snip
 from .tool_result_budget import ToolResultBudget
