@@ -13,9 +13,10 @@ import jsonschema
 import pytest
 from conftest import CC_CORPUS, FIXED_NOW, cc_sessions, needs_corpus
 
+from ctxkit.reminders import reminder
 from ctxkit.stages.attachments import ATTACHMENT_TYPES, announce_full, options_schemas, render_delta
 from ctxkit.stages.attachments.stage import Attachments
-from ctxkit.stages.attachments.state import local_today, reminder
+from ctxkit.stages.attachments.state import local_today
 from ctxkit.transcript import pairing_problems, read_transcript
 
 ALL = list(ATTACHMENT_TYPES)

@@ -28,11 +28,11 @@ from typing import Any
 
 from ..clock import Clock
 from ..quoting import quote
+from ..reminders import as_reminder
 from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
 from ..stages.snip import snip_options
 from ..tokens import MODEL_ALIASES, budget_for
 from ..transcript import claude_code
-from ..transcript.edit import as_reminder
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage

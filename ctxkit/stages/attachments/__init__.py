@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...policy.defaults import schema_defaults
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
-from .state import AttachmentState, load_state_file, reminder
+from .state import AttachmentState, load_state_file
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
-from .state import reminder
 
 MODIFIED = ("Note: {path} was modified, either by the user or by a linter. This change was intentional, so make sure "
             "to take it into account as you proceed (ie. don't revert it unless the user asks you to). Don't tell the "

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import re
 
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
-from .state import local_today, reminder
+from .state import local_today
 
 _ANNOUNCED = re.compile(r"Today's date is (?:now )?(\d{4}-\d{2}-\d{2})")
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType
-from .state import reminder
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript

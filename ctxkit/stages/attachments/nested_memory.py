@@ -30,9 +30,10 @@ import os
 import re
 from pathlib import Path
 
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
-from .state import PATH_KEYS, cap, reminder
+from .state import PATH_KEYS, cap
 
 _CONTENTS = re.compile(r"^Contents of (.+?):\n\n", re.S)
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
-from .state import parse_time, reminder
+from .state import parse_time
 
 _USER_RE = re.compile(r"^The user sent a new message while you were working:\n(.*)\n\nIMPORTANT: After completing "
                       r"your current task, you MUST address the user's message above\. Do not ignore it\.$", re.S)

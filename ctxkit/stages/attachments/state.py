@@ -26,6 +26,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from ...reminders import REMINDER_OPEN, unwrap
 from ...transcript import claude_code
 from ...transcript.view import PROMPT, View
 
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from ...transcript.model import Transcript
     from ..base import Context
 
-REMINDER_OPEN = "<system-reminder>"
-REMINDER_CLOSE = "</system-reminder>"
 
 # Where the tools Claude Code ships keep the path they act on.
 PATH_KEYS = ("file_path", "notebook_path")
@@ -45,24 +44,6 @@ class AttachmentInputError(Exception):
 
 
 # -- rendering --------------------------------------------------------------------------------------
-def reminder(text: str) -> str:
-    """``text`` as Claude Code wraps state for the model: a ``<system-reminder>`` block.
-
-    A reminder tag inside the text is neutralized (a zero-width space after ``<``), as Claude
-    Code does, so quoted file content cannot close the block early.
-    """
-    safe = re.sub(r"<(/?)system-reminder", "<\u200b\\1system-reminder", text)
-    return f"{REMINDER_OPEN}\n{safe}\n{REMINDER_CLOSE}"
-
-
-def unwrap(text: str) -> str | None:
-    """The inside of a ``<system-reminder>`` block, or None when ``text`` is not one."""
-    s = text.strip()
-    if s.startswith(REMINDER_OPEN) and s.endswith(REMINDER_CLOSE):
-        return s[len(REMINDER_OPEN):-len(REMINDER_CLOSE)].strip("\n")
-    return None
-
-
 # -- time -------------------------------------------------------------------------------------------
 def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:

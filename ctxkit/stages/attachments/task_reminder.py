@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
-from .state import reminder
 
 TASK_TEXT = ("The task tools haven't been used recently. If you're working on tasks that would benefit from tracking "
              "progress, consider using TaskCreate to add new tasks and TaskUpdate to update task status (set to "

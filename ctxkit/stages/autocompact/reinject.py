@@ -39,11 +39,12 @@ from typing import TYPE_CHECKING, Any
 
 from ...filenames import is_file
 from ...policy.defaults import schema_defaults
+from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from ...transcript.view import View, ViewMessage
 from ..attachments import ATTACHMENT_TYPES
 from ..attachments import plan_mode as plan_mode_type
-from ..attachments.state import AttachmentState, build_state, reminder
+from ..attachments.state import AttachmentState, build_state
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript
