@@ -47,14 +47,13 @@ def policy_schema() -> dict[str, Any]:
 
 
 def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, **inputs: Any):
-    """A stage Context with the policy's token estimator, a clock (fixed at ``now`` if given) and a store."""
-    from .clock import Clock
-    from .stages.base import Context, RunInputs
+    """A stage Context with the policy's token estimator (and the counts saved in the store), a clock
+    (fixed at ``now`` if given), the store, and the warnings a run starts with (``ctx.warnings``);
+    the builder the CLI uses too (:func:`ctxkit.run_context.build_context`)."""
+    from .run_context import build_context
     from .store.disk import Store
-    from .tokens import make_counter
 
-    return Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
-                   store=Store(Path(store_dir)), inputs=RunInputs(now=now, **inputs))
+    return build_context(policy, Store(Path(store_dir)), now=now, **inputs)
 
 
 __all__ = ["compile_pipeline", "load_policy", "make_context", "policy_schema", "read_transcript", "validate_policy_file",

@@ -357,7 +357,7 @@ def test_the_local_date_follows_now_offset_or_the_timezone_option(make_context, 
     try:
         # no offset given (naive, or the CLI says so): the machine's time zone
         assert local_today(make_context(now=late.replace(tzinfo=None))).isoformat() == "2026-11-30"
-        assert local_today(make_context(now=late, extra={"now_offset": False})).isoformat() == "2026-11-30"
+        assert local_today(make_context(now=late, now_has_offset=False)).isoformat() == "2026-11-30"
         assert local_today(make_context(now=None)) == datetime.now(timezone.utc).astimezone().date()
     finally:
         monkeypatch.delenv("TZ")

@@ -454,7 +454,7 @@ def test_skills_plan_file_and_plan_mode_are_re_injected(tmp_path, make_context):
                                                               "\n\n# Billing style\nAlways use Decimal for money."}]},
     ]
     t = read_transcript(write_lines(tmp_path / "s.jsonl", lines))
-    ctx = make_context(EXTRACTIVE, context_window=WINDOW_ABOVE, plan_mode=True, extra={"plan_file": str(plan)})
+    ctx = make_context(EXTRACTIVE, context_window=WINDOW_ABOVE, plan_mode=True, plan_file=str(plan))
     r = run(t, ctx)
     d = r.report.details["reinjected"]
     assert d["skills"] == ["billing-style"] and d["plan_file"] == str(plan) and d["plan_mode"] is True

@@ -108,7 +108,7 @@ def compact(path: Path, store: Path, options: dict, cwd: Path, **inputs):
     policy = Policy.from_mapping(EXTRACTIVE)
     ctx = Context(policy=policy, tokens=make_counter("rough"), store=Store(store),
                   clock=Clock(datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)),
-                  inputs=RunInputs(cwd=cwd, extra={"transcript_path": str(path)}, **inputs))
+                  inputs=RunInputs(cwd=cwd, transcript_path=str(path), **inputs))
     result = Autocompact("autocompact", options).run(t, ctx)
     assert result.report.action == "applied", result.report.reason
     buf = io.BytesIO()

@@ -77,3 +77,13 @@ def test_one_reminder_wrapper_neutralizes_nested_tags_everywhere():
     assert wrapped.count("</system-reminder>") == 1
     assert unwrap(wrapped) == "file says <\u200b/system-reminder> then more"
     assert as_reminder(wrapped) == wrapped  # already a block: left as it is
+
+
+def test_the_library_context_is_built_like_the_cli_one(tmp_path):
+    """ctxkit.make_context and the CLI share one builder: the library caller sees the same warnings."""
+    from ctxkit import load_policy, make_context
+
+    policy = load_policy(None, ["model=claude-nonesuch-9"], cwd=tmp_path, user_config=tmp_path / "none.yaml")
+    ctx = make_context(policy, store_dir=tmp_path / "store")
+    assert ctx.warnings == ["unknown model 'claude-nonesuch-9': assuming a 200,000 token context window "
+                            "(set context_window in the policy; did you mean 'claude-sonnet-5'?)"]

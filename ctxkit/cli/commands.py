@@ -15,6 +15,7 @@ from ..fileio import atomic_output
 from ..pipeline import compile_pipeline
 from ..reports.outcome import over_threshold_message
 from ..reports.stats import view_stats
+from ..run_context import model_warnings
 from ..stages.registry import undo_steps
 from ..store.disk import Store
 from ..store.expand import expand_all as expand_transcript
@@ -42,7 +43,7 @@ from .app import (
     warn_bad_lines,
 )
 from .conventions import choices_metavar
-from .run_setup import model_warnings, open_run
+from .run_setup import open_run
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
 _FAILED_ACTIONS = ("failed", "breaker-open")
@@ -98,7 +99,7 @@ def compact(
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
-        run.ctx.inputs.extra["transcript_path"] = str(Path(history).resolve())
+        run.ctx.inputs.transcript_path = str(Path(history).resolve())
     if session_memory is not None and not session_memory.exists():
         run.ctx.warn(f"--session-memory {session_memory}: no such file yet; autocompact summarizes instead "
                      "(`ctxkit memory update` writes it)")

@@ -11,9 +11,9 @@ import typer
 from .. import load_policy, policy_schema, validate_policy_file
 from ..errors import ExitCode
 from ..policy import render_policy
+from ..run_context import model_warnings
 from .app import PolicyOpt, SetOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp
-from .run_setup import model_warnings
 
 policy_app = CtxkitApp(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
 app.add_typer(policy_app, name="policy")

@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import load_policy
-from ..clock import Clock, parse_instant
+from ..clock import parse_instant
 from ..errors import UsageError
 from ..fileio import atomic_output
-from ..filenames import file_name_part
 from ..policy.model import Policy
 from ..quoting import quote
-from ..stages.base import Context, RunInputs
+from ..run_context import build_context, save_token_cache
+from ..stages.base import Context
 from ..store.disk import Store
 from ..store.link import find_store, link_store, write_sidecar
-from ..tokens import budget_for, make_counter
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
@@ -31,9 +30,7 @@ class Run:
     def save(self) -> None:
         """Save the store's decisions and the token counts, durably (before the output is written)."""
         self.ctx.store.flush()
-        counter = self.ctx.tokens
-        if counter.name != "rough" and not counter.degraded:
-            self.ctx.store.save_document(_token_cache_name(self.policy), counter.export_cache())
+        save_token_cache(self.ctx)
 
     def write_output(self, transcript: Transcript, output: Path | None, to: str | None = None) -> None:
         """Save the store, then write the output (naming its store when it depends on it).
@@ -51,12 +48,6 @@ class Run:
             write_transcript(transcript, out, to)
 
 
-def _token_cache_name(policy: Policy) -> str:
-    """Exact counts depend on the tokenizer: per estimator, and per model for the API's counts."""
-    model = file_name_part(policy.model) if policy.estimator == "anthropic" else ""
-    return f"tokens-{policy.estimator}{'-' + model if model else ''}.json"
-
-
 def parse_now(now: str | None) -> Any:
     if now is None:
         return None
@@ -69,12 +60,6 @@ def parse_now(now: str | None) -> Any:
 def _has_offset(text: str) -> bool:
     """Whether an ISO instant names its offset (Z or +HH:MM): then it, not TZ, decides the local date."""
     return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
-
-
-def model_warnings(policy: Policy, context_window: int | None = None) -> list[str]:
-    """The warning for a model the table does not know (the window is then assumed), if any."""
-    notice = budget_for(policy, context_window).notice
-    return [notice] if notice else []
 
 
 def make_policy(policy: str | None, sets: list[str] | None, context_window: int | None = None) -> Policy:
@@ -96,24 +81,9 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     store_dir, store_note = find_store(source, t, store)
-    ctx = Context(
-        policy=pol,
-        tokens=make_counter(pol.estimator, model=pol.model),
-        clock=Clock(instant),
-        store=Store(store_dir, dry_run=dry_run),
-        inputs=RunInputs(now=instant, context_window=context_window, cwd=Path.cwd(),
-                         extra={"now_offset": now is not None and _has_offset(now)}, **inputs),
-    )
-    if ctx.tokens.name != "rough":
-        ctx.tokens.import_cache(ctx.store.load_document(_token_cache_name(pol)))
+    ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
+                        context_window=context_window, cwd=Path.cwd(),
+                        now_has_offset=now is not None and _has_offset(now), **inputs)
     if store_note:
-        ctx.warn(store_note)
-    for warning in model_warnings(pol, context_window):
-        ctx.warn(warning)
-    for problem in ctx.store.check():  # a damaged ledger or state (a dry run only ignores it)
-        ctx.warn(problem)
-    if t.info.bad_lines.count:
-        ctx.warn(f"skipped {t.info.bad_lines.count} unreadable line(s); first: {t.info.bad_lines.first[0]}")
-    if ctx.tokens.notice:
-        ctx.warn(ctx.tokens.notice)
+        ctx.warnings.insert(0, store_note)
     return Run(pol, t, ctx)

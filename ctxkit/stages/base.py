@@ -38,7 +38,11 @@ class RunInputs:
     plan_mode: bool | None = None  # --plan-mode
     context_window: int | None = None  # --context-window: overrides the policy and the model table
     cwd: Path = field(default_factory=Path.cwd)
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: whether ``now`` named its UTC offset (``--now 2026-11-30T01:00:00+01:00``): then it, not TZ, decides
+    #: the local date; an aware ``now`` given by a library caller is taken to carry one
+    now_has_offset: bool = True
+    plan_file: Path | None = None  # the session's plan file (re-injected after a compaction), when known
+    transcript_path: str | None = None  # the transcript's path, named in a compaction summary (Claude Code)
 
 
 @dataclass

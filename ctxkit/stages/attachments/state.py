@@ -67,7 +67,7 @@ def local_today(ctx: Context, tz_name: str = "local") -> date:
     (``2026-11-30T00:30:00+09:00`` is the 30th, ``...Z`` is a UTC date); else the machine's
     local time zone (``TZ``) applied to the instant (a ``--now`` without an offset is a UTC
     instant, as everywhere in ctxkit). The CLI says whether ``--now`` carried an offset in
-    ``RunInputs.extra["now_offset"]``; an aware ``now`` is taken to carry one unless it says no.
+    ``RunInputs.now_has_offset``; an aware ``now`` is taken to carry one unless it says no.
     """
     given = ctx.inputs.now
     if isinstance(given, str):
@@ -78,7 +78,7 @@ def local_today(ctx: Context, tz_name: str = "local") -> date:
     if tz_name and tz_name != "local":
         return now.astimezone(_timezone(tz_name)).date()
     offset_given = (isinstance(given, datetime) and given.tzinfo is not None
-                    and ctx.inputs.extra.get("now_offset", True) is not False)
+                    and ctx.inputs.now_has_offset)
     return now.date() if offset_given else now.astimezone().date()
 
 

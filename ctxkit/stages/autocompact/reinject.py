@@ -235,7 +235,7 @@ def _files(view: View, keep_from: int, ctx: Context, s: AttachmentState, opts: M
 def find_plan_file(view: View, ctx: Context, s: AttachmentState) -> str | None:
     """The session's plan file as the model knows it: given on the command line, named by an earlier
     plan attachment, written under a ``.claude/plans`` folder, or ``~/.claude/plans/<slug>.md``."""
-    given = ctx.inputs.extra.get("plan_file")
+    given = ctx.inputs.plan_file
     if given:
         return str(given)
     found = None

@@ -437,7 +437,7 @@ class Autocompact(Stage):
             options = self.options.get("reinject")
             re = reinject.build(t, view, c.keep_from, ctx, options, share - tail_tokens)
         c.reinjected = re.messages
-        c.transcript_hint = ctx.inputs.extra.get("transcript_path") if t.format == "claude-code" else None
+        c.transcript_hint = ctx.inputs.transcript_path if t.format == "claude-code" else None
         written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
                                    timestamp=ctx.timestamp())
         if reinject.option(options, "deltas"):
