@@ -15,7 +15,7 @@ library's entry point) and the CLI pass ``ctxkit.stages.registry.REGISTRY``.
 Inside, one module per concern: ``layers`` finds and reads the layers,
 ``yamlpos`` keeps the line and column of every value, ``schema`` builds the
 stage-aware schema and words its errors, ``merge`` folds the layers and records
-origins, ``rules`` checks the merged whole, ``loader`` runs those in order,
+origins, ``consistency`` checks the merged whole (settings that contradict each other), ``loader`` runs those in order,
 ``render`` prints the result, ``model`` is the compiled :class:`Policy`,
 ``trust`` decides whether a repository's policy may run commands or reach the
 network.

@@ -14,9 +14,9 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import Problem
 from . import schema
+from .consistency import policy_rules
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
-from .rules import policy_rules
 from .trust import UntrustedSetting, repository_positions, untrusted_settings
 
 

@@ -119,6 +119,8 @@ threshold check sees as already freed. The report says `no snip requested` (no i
 line, no snip call in the current turn, no nudge due) or `every requested id was refused` (see
 the warnings).
 """
+# Over 400 lines: about 130 are the docstring above (the stage's user documentation, printed by
+# `ctxkit stages snip`); the code is one stage.
 from __future__ import annotations
 
 from typing import Any

@@ -27,6 +27,9 @@ rendered the way Claude Code 2.1.x writes them, in this order:
    pre-compaction view had announced.
 
 Budgets are in tokens, counted with the run's token counter.
+
+Over 400 lines: the five kinds of re-injection (files, plan, plan mode, skills,
+deltas) share the budget and the bookkeeping of what was already said.
 """
 from __future__ import annotations
 

@@ -199,6 +199,8 @@ autocompact: breaker-open: circuit breaker open after 3 failures
 ANTHROPIC_API_KEY in the environment (or set summarizer.use to 'extractive' or 'command' in the
 policy)`.
 """
+# Over 400 lines: about 200 are the docstring above (the stage's user documentation, printed by
+# `ctxkit stages autocompact`); compaction, session memory, re-injection and the PTL retry are siblings.
 from __future__ import annotations
 
 from typing import Any

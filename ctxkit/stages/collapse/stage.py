@@ -112,6 +112,8 @@ collapse`, or `skipped (proactive: autocompact ...)`. A summarizer that is unava
 never stops the stage: the rule-based summaries are committed and the report carries a warning
 (`the summarizer failed for 12 run(s); their rule-based summaries stand`).
 """
+# Over 400 lines: about 120 are the docstring above (the stage's user documentation); the rule-based
+# part is in rules.py.
 from __future__ import annotations
 
 import fnmatch
