@@ -334,16 +334,21 @@ def _session_facts(t: Transcript) -> dict[str, Any]:
 
 
 # -- input files ------------------------------------------------------------------------------------
+def _read_input(path: str | Path, option: str, consequence: str = "") -> str:
+    """The text of a file named by a command-line option, or an error that names the option and the file."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AttachmentInputError(f"{option} {path}: cannot read it ({exc.strerror or exc}){consequence}") from exc
+
+
 def load_state_file(path: str | Path) -> dict:
     """The ``--state`` file: JSON describing what the harness offers now.
 
     ``{"deferred_tools": [...], "agents": [...], "mcp_servers": [...], "tasks": [...]}``; a key that
     is absent means "unknown" (that delta stays quiet), an empty list means "none".
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AttachmentInputError(f"--state {path}: cannot read it ({exc.strerror or exc}); deltas skipped") from exc
+    text = _read_input(path, "--state", "; deltas skipped")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -359,10 +364,7 @@ def load_queued_file(path: str | Path) -> list[dict]:
     A JSON list (strings, or objects with ``prompt`` and optional ``mode``/``origin``) or one JSON
     object; anything else is text, one message per non-empty line.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AttachmentInputError(f"--queued {path}: cannot read it ({exc.strerror or exc})") from exc
+    text = _read_input(path, "--queued")
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
