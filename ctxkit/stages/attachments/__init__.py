@@ -13,6 +13,10 @@ It never edits anything: the stage appends what the types return.
 
 For other stages (autocompact's post-compact re-injection) the delta
 renderers are plain functions: :func:`render_delta` and :func:`announce_full`.
+
+``stage`` is the stage, ``state`` what the types read (events of the session,
+the ``--state`` and ``--queued`` files, times), ``delta_base`` the base of the
+three delta types. Must not import: the CLI, typer or rich; other stages.
 """
 from __future__ import annotations
 
