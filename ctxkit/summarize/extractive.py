@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LLMError
+from ..filenames import FILE_PATH_KEYS
 from .prompt import CONTINUATION_PREFIX, SECTION_TITLES, section_heading
 from .render import content_blocks, json_text, tool_result_text
 
@@ -35,7 +36,7 @@ _COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _FENCE_LANG = re.compile(r"^```([A-Za-z0-9_+#-]+)", re.MULTILINE)
 _TODO_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\[[ xX]\]\s*)?(TODO\b.*)$", re.MULTILINE)
-_PATH_KEYS = ("file_path", "path", "notebook_path")
+_PATH_KEYS = (FILE_PATH_KEYS[0], "path", *FILE_PATH_KEYS[1:])  # a search's folder too
 
 _LANGUAGES = {
     ".py": "Python", ".pyi": "Python", ".ipynb": "Jupyter notebook", ".js": "JavaScript", ".mjs": "JavaScript",

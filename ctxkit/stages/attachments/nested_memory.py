@@ -30,10 +30,11 @@ import os
 import re
 from pathlib import Path
 
+from ...filenames import FILE_PATH_KEYS
 from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
-from .state import PATH_KEYS, cap
+from .state import cap
 
 _CONTENTS = re.compile(r"^Contents of (.+?):\n\n", re.S)
 
@@ -77,7 +78,7 @@ class NestedMemory(AttachmentType):
         for ev in state.tools(options["tools"]):
             if ev.is_error:
                 continue
-            for key in PATH_KEYS:
+            for key in FILE_PATH_KEYS:
                 p = ev.input.get(key)
                 if isinstance(p, str) and p and p not in touched:
                     touched.append(p)

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 
 # Where the tools Claude Code ships keep the path they act on.
-PATH_KEYS = ("file_path", "notebook_path")
 
 
 class AttachmentInputError(Exception):

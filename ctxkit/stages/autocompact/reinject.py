@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ...filenames import is_file
+from ...filenames import FILE_PATH_KEYS, is_file
 from ...policy.defaults import schema_defaults
 from ...reminders import reminder
 from ...transcript.edit import NewMessage
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 #: Tools whose ``file_path`` (or ``notebook_path``) names a file the model has in mind.
 DEFAULT_FILE_TOOLS = ("Read", "Edit", "MultiEdit", "Write", "NotebookEdit")
-PATH_KEYS = ("file_path", "notebook_path")
 SKILL_MARKER = "Base directory for this skill:"
 DELTA_KINDS = ("deferred_tools_delta", "agent_listing_delta", "mcp_instructions_delta")
 _SKILL_CUT_NOTE = "\n\n[... skill text shortened after compaction; Read the skill's file for the rest]"
@@ -125,7 +124,7 @@ def _tool_calls(messages: list[ViewMessage]) -> list[dict]:
 
 def _path_of(block: dict) -> str | None:
     inp = block.get("input") if isinstance(block.get("input"), dict) else {}
-    for key in PATH_KEYS:
+    for key in FILE_PATH_KEYS:
         if isinstance(inp.get(key), str) and inp[key]:
             return inp[key]
     return None
@@ -138,7 +137,7 @@ def _touched(s: AttachmentState, tools: list[str]) -> list[str]:
     out = []
     for ev in s.events:
         if ev.kind == "tool" and ev.name in wanted:
-            path = next((ev.input[k] for k in PATH_KEYS if isinstance(ev.input.get(k), str) and ev.input[k]), None)
+            path = next((ev.input[k] for k in FILE_PATH_KEYS if isinstance(ev.input.get(k), str) and ev.input[k]), None)
         elif ev.kind == "attachment" and ev.name == "file":
             path = ev.data.get("filename") if isinstance(ev.data.get("filename"), str) else None
         else:
