@@ -20,39 +20,67 @@ import-linter contracts in pyproject.toml keep it so.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from . import policy as _policy
-from .pipeline import compile_pipeline
-from .stages.registry import REGISTRY as _STAGES
-from .transcript import read_transcript
+if TYPE_CHECKING:
+    from .pipeline import compile_pipeline
+    from .policy import Policy, Problem
+    from .transcript import read_transcript
 
 __version__ = "0.1.0"
 
+#: the public names, imported on first use (PEP 562): ``import ctxkit.cli.main`` must not pay for the
+#: whole pipeline before the CLI has installed its SIGTERM handler (ctxkit.cli.main)
+_LAZY = {"compile_pipeline": ".pipeline", "read_transcript": ".transcript"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ctxkit' has no attribute {name!r}")
+
 
 def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
-                user_config: Path | None = None) -> _policy.Policy:
+                user_config: Path | None = None) -> Policy:
     """The policy for a run, checked against ctxkit's stages (see :func:`ctxkit.policy.load_policy`)."""
-    return _policy.load_policy(policy, sets, cwd, user_config, stages=_STAGES)
+    from . import policy as _policy
+    from .stages.registry import REGISTRY
+
+    return _policy.load_policy(policy, sets, cwd, user_config, stages=REGISTRY)
 
 
-def validate_policy_file(path: str | Path) -> list[_policy.Problem]:
+def validate_policy_file(path: str | Path) -> list[Problem]:
     """Every problem of one policy file on its own; empty when it is valid."""
-    return _policy.validate_file(path, stages=_STAGES)
+    from . import policy as _policy
+    from .stages.registry import REGISTRY
+
+    return _policy.validate_file(path, stages=REGISTRY)
 
 
 def policy_schema() -> dict[str, Any]:
     """The policy schema with ctxkit's stages and their options (what ``ctxkit policy schema`` prints)."""
-    return _policy.effective_schema(_STAGES)
+    from . import policy as _policy
+    from .stages.registry import REGISTRY
+
+    return _policy.effective_schema(REGISTRY)
 
 
 def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, **inputs: Any):
     """A stage Context with the policy's token estimator (and the counts saved in the store), a clock
     (fixed at ``now`` if given), the store, and the warnings a run starts with (``ctx.warnings``);
-    the builder the CLI uses too (:func:`ctxkit.run_context.build_context`)."""
+    the builder the CLI uses too (:func:`ctxkit.run_context.build_context`).
+
+    Raises :class:`PolicyError` when the estimator would send the transcript on the word of an untrusted
+    repository policy (``estimator: anthropic``, see ctxkit.policy.trust)."""
+    from .policy.trust import require_trusted_estimator
     from .run_context import build_context
     from .store.disk import Store
 
+    require_trusted_estimator(policy)
     return build_context(policy, Store(Path(store_dir)), now=now, **inputs)
 
 

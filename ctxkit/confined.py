@@ -9,6 +9,12 @@ collapse summary line can name any path (``/etc/passwd``, ``/proc/self/environ``
 * regular files directly inside the session's own ``tool-results/`` folder next to the
   transcript (Claude Code's persisted outputs).
 
+``ctxkit compact`` and the ``attachments`` stage also re-read files the session worked on (a
+Read/Write/Edit ``file_path``, a plan file, a ``CLAUDE.md`` on the way): :func:`read_in_folder`
+reads those, and only those that resolve (``..`` and symbolic links followed) to a path inside the
+session's working directory (or another folder the caller trusts), never under ``/proc``, ``/sys``
+or ``/dev``, with the same checks as below and the caller's byte limit.
+
 :func:`read_under` is the one primitive both use: it walks from a trusted folder one plain name
 at a time, never following a symbolic link (``O_NOFOLLOW`` at each step), opens the file
 non-blocking (a FIFO cannot hang the run), requires a regular file (``fstat``) and reads at most
@@ -39,13 +45,22 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _WALK_BY_FD = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
 
 
-class Refused(Exception):
-    """A file named in a transcript that ctxkit will not read; ``reason`` says why (for the user)."""
+#: Why a file was refused, for reports that count them (``Refused.kind``).
+OUTSIDE, NOT_REGULAR, TOO_LARGE, BAD_NAME = "outside", "not-regular", "too-large", "bad-name"
 
-    def __init__(self, path: str, reason: str):
+#: Top-level folders whose "files" are the kernel's (``/proc/self/environ`` is a regular file of size 0).
+_SYSTEM_FOLDERS = ("proc", "sys", "dev")
+
+
+class Refused(Exception):
+    """A file named in a transcript that ctxkit will not read; ``reason`` says why (for the user),
+    ``kind`` which rule refused it (:data:`OUTSIDE`, :data:`NOT_REGULAR`, :data:`TOO_LARGE`, :data:`BAD_NAME`)."""
+
+    def __init__(self, path: str, reason: str, kind: str = BAD_NAME):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+        self.kind = kind
 
 
 def is_plain_name(name: str) -> bool:
@@ -62,11 +77,58 @@ def read_under(root: Path, parts: Sequence[str], *, shown: str | None = None,
     :class:`Refused` for a bad name, a link, anything but a regular file, or a file larger than
     ``limit`` (default :data:`MAX_READ_BYTES`). ``shown`` is the path named in the reports.
     """
-    limit = MAX_READ_BYTES if limit is None else limit
     shown = shown or str(Path(root, *parts))
     for part in parts:
         if not is_plain_name(part):
             raise Refused(shown, f"{part!r} is not a plain file name")
+    return _read_parts(root, parts, shown, MAX_READ_BYTES if limit is None else limit)
+
+
+_SKIPPED = {OUTSIDE: "outside the session's folder",
+            NOT_REGULAR: "that {are} not {a}regular {files} (a device, FIFO, socket, link or system file)",
+            TOO_LARGE: "over the size limit",
+            BAD_NAME: "whose path cannot be resolved"}
+
+
+def skipped_note(kind: str, paths: Sequence[str]) -> str:
+    """One line of a report: ``skipped 1 file outside the session's folder: ~/.aws/credentials``."""
+    n = len(paths)
+    what = _SKIPPED.get(kind, kind).format(are="is" if n == 1 else "are", a="a " if n == 1 else "",
+                                            files="file" if n == 1 else "files")
+    return f"skipped {n} file{'' if n == 1 else 's'} {what}: {', '.join(paths)}"
+
+
+def read_in_folder(roots: Path | Sequence[Path], path: str | Path, *, limit: int,
+                   shown: str | None = None) -> bytes | None:
+    """The bytes of ``path`` (relative paths are taken from the first root), or None when it does not exist.
+
+    ``path`` comes from a transcript; ``roots`` are folders the user trusts (the session's working
+    directory; the plan folder). ``..`` and symbolic links are resolved first, and the real path
+    must lie inside one of the real roots, and not under ``/proc``, ``/sys`` or ``/dev``: a link in the
+    project pointing at ``~/.aws/credentials`` is refused like the path itself. The resolved path is
+    then opened as :func:`read_under` does (no link followed at any step, so a link swapped in after
+    the check is refused too; non-blocking; regular files only; at most ``limit`` bytes).
+    Raises :class:`Refused` (see ``kind``) otherwise.
+    """
+    roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
+    shown = shown or str(path)
+    if not roots:
+        raise Refused(shown, "no folder to read from", OUTSIDE)
+    try:
+        real = Path(os.path.realpath(Path(roots[0], path)))
+        bases = [Path(os.path.realpath(r)) for r in roots]
+    except (OSError, ValueError) as exc:  # a NUL byte, a link loop
+        raise Refused(shown, f"cannot be resolved ({exc})", BAD_NAME) from None
+    if len(real.parts) > 1 and real.parts[1] in _SYSTEM_FOLDERS:
+        raise Refused(shown, "a system file (/proc, /sys, /dev)", NOT_REGULAR)
+    for base in bases:
+        if real != base and real.is_relative_to(base):
+            return _read_parts(base, real.relative_to(base).parts, shown, limit)
+    raise Refused(shown, "outside the session's folder", OUTSIDE)
+
+
+def _read_parts(root: Path, parts: Sequence[str], shown: str, limit: int) -> bytes | None:
+    """Open ``root/parts...`` without following links, check it is a regular file within ``limit``, read it."""
     if not parts:
         raise Refused(shown, "no file name")
     try:
@@ -76,9 +138,9 @@ def read_under(root: Path, parts: Sequence[str], *, shown: str | None = None,
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Refused(shown, "not a regular file")
+            raise Refused(shown, "not a regular file", NOT_REGULAR)
         if info.st_size > limit:
-            raise Refused(shown, f"larger than {limit} bytes")
+            raise Refused(shown, f"larger than {limit} bytes", TOO_LARGE)
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
@@ -87,7 +149,7 @@ def read_under(root: Path, parts: Sequence[str], *, shown: str | None = None,
             chunks.append(chunk)
             total += len(chunk)
         if total > limit:  # it grew while we read
-            raise Refused(shown, f"larger than {limit} bytes")
+            raise Refused(shown, f"larger than {limit} bytes", TOO_LARGE)
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -103,7 +165,7 @@ def _open_by_fd(root: Path, parts: Sequence[str], shown: str) -> int:
             except FileNotFoundError:
                 raise
             except OSError as exc:
-                raise Refused(shown, f"{part!r} {_why(exc, 'a folder')}") from None
+                raise Refused(shown, f"{part!r} {_why(exc, 'a folder')}", NOT_REGULAR) from None
             os.close(dfd)
             dfd = nxt
         try:
@@ -111,7 +173,7 @@ def _open_by_fd(root: Path, parts: Sequence[str], shown: str) -> int:
         except FileNotFoundError:
             raise
         except OSError as exc:
-            raise Refused(shown, _why(exc, "a file")) from None
+            raise Refused(shown, _why(exc, "a file"), NOT_REGULAR) from None
     finally:
         os.close(dfd)
 
@@ -130,9 +192,9 @@ def _open_by_path(root: Path, parts: Sequence[str], shown: str) -> int:  # pragm
     for part in parts:
         path = path / part
         if path.is_symlink():
-            raise Refused(shown, "a symbolic link")
+            raise Refused(shown, "a symbolic link", NOT_REGULAR)
     if not path.exists():
         raise FileNotFoundError(str(path))
     if not path.resolve().is_relative_to(Path(root).resolve()):
-        raise Refused(shown, "outside its folder")
+        raise Refused(shown, "outside its folder", OUTSIDE)
     return os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_BINARY", 0))

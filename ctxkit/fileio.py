@@ -145,6 +145,21 @@ class _NamedStream:
         return getattr(self._f, name)
 
 
+def check_output(path: str | os.PathLike | None) -> None:
+    """Raise :class:`WriteError` now when ``-o`` cannot be written at all (a symlink loop, a folder, a
+    path through a file), so a command fails before doing any work and before anything resolves it."""
+    if path is None or str(path) == "-":
+        return
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new file (make_dirs names a folder that cannot be made)
+    except OSError as exc:
+        raise WriteError(str(path), exc) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise WriteError(str(path), IsADirectoryError(21, "Is a directory"))
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None) -> Iterator[BinaryIO]:
     """Yield a binary stream for ``path`` (``None`` or ``-``: standard output); see the module docstring.

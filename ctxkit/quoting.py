@@ -41,3 +41,21 @@ def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
 def clip(text: str, limit: int = 2 * QUOTE_LIMIT) -> str:
     """A message that may hold user data (an exception's text) cut after ``limit`` characters."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def quote_json(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` as JSON (``null``, ``true``, ``"text"``), bounded like :func:`quote`: for messages
+    about a transcript's fields, which users read as the JSON they wrote.
+
+    >>> quote_json(None)
+    'null'
+    """
+    import orjson
+
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:max(1, limit - 40)]}... ({len(text):,} characters)"

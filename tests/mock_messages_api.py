@@ -58,6 +58,7 @@ class Reply:
     stop_reason: str = "end_turn"
     usage: dict[str, int] | None = None
     raw: bytes | None = None  # sent as the body as it is (not JSON-encoded), e.g. truncated JSON
+    trickle: float = 0.0  # when set: the headers at once, then the body one byte every ``trickle`` seconds
 
 
 #: A reply that never comes: the handler waits until the server stops (a day is "never" for a test).
@@ -182,6 +183,11 @@ class MockMessagesAPI:
         """Accept the request and never answer (until the server stops): a hung server or gateway."""
         self.enqueue(HANG)
 
+    def reply_trickle(self, interval: float, text: str = DEFAULT_SUMMARY) -> None:
+        """A 200 whose headers come at once and whose body follows one byte every ``interval`` seconds: a
+        slow server that never lets a per-read timeout fire."""
+        self.enqueue(Reply(text=text, trickle=interval))
+
     def reply_delayed(self, seconds: float, text: str = DEFAULT_SUMMARY) -> None:
         """A success that arrives only after ``seconds`` (to provoke client timeouts)."""
         self.reply_text(text, delay=seconds)
@@ -294,10 +300,10 @@ class _Handler(BaseHTTPRequestHandler):
         payload = reply.body
         if reply.status == 200 and payload is None:
             payload = self.api._message_body(reply, request)
-        self._send(reply.status, payload, reply.headers)
+        self._send(reply.status, payload, reply.headers, trickle=reply.trickle)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, *,
-              raw: bytes | None = None) -> None:
+              raw: bytes | None = None, trickle: float = 0.0) -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)
@@ -307,6 +313,14 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if not trickle:
+                self.wfile.write(data)
+                return
+            self.wfile.flush()
+            for i in range(len(data)):
+                if self.api._stopping.wait(trickle):
+                    return  # the server is stopping
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test): nothing to answer

@@ -25,12 +25,12 @@ def test_crlf_transcript_is_written_back_byte_for_byte(runner, tmp_path):
 
 
 @pytest.mark.parametrize("line, message", [
-    ('{"role":"user","content":5}', "<stdin>:1: content must be a string or a list of blocks, got int"),
+    ('{"role":"user","content":5}', "<stdin>:1: content must be a string or a list of content blocks, got 5"),
     ('{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":5}]}',
-     "<stdin>:1: content[0]: tool_result content must be a string or a list of blocks"),
-    ('{"role":"robot","content":"hi"}', "<stdin>:1: role must be user, assistant or system, got 'robot'"),
+     "<stdin>:1: content[0].content must be a string, a list of content blocks or null, got 5"),
+    ('{"role":"robot","content":"hi"}', "<stdin>:1: role must be one of user, assistant, system, got \"robot\""),
     ('{"role":"assistant","content":null,"tool_calls":["oops"]}',
-     "<stdin>:1: tool_calls must be a list of objects with a function"),
+     "<stdin>:1: tool_calls[0] must be an object, got \"oops\""),
 ])
 def test_malformed_messages_are_bad_lines_not_crashes(runner, line, message):
     r = runner.invoke(app, ["view"], input=line + "\n")

@@ -145,8 +145,8 @@ SHORT = f"'{'x' * 160}'... (1,000,000 characters)"
 def test_a_one_megabyte_value_gives_a_short_transcript_error(runner, tmp_path):
     (tmp_path / "t.jsonl").write_text(json.dumps({"role": MB, "content": "hi"}) + "\n")
     r = invoke(runner, ["compact", "t.jsonl"])
-    assert (r.exit_code, r.stderr) == (3, f"ctxkit: error: t.jsonl:1: role must be user, assistant or system, "
-                                          f"got {SHORT}\n")
+    assert (r.exit_code, r.stderr) == (3, f"ctxkit: error: t.jsonl:1: role must be one of user, assistant, system, "
+                                          f"got \"{'x' * 159}... (1,000,002 characters)\n")
     assert len(r.stderr) < 300
 
 
@@ -273,8 +273,8 @@ def test_a_five_thousand_character_session_id_with_slashes_compacts(runner, tmp_
     state = json.loads((tmp_path / "st" / "state.json").read_text())
     assert LONG_ID in state  # the store keeps the id itself, as a JSON key, never as a path
     # only the store's own names: nothing named after the session id (lines/ holds the input's spaced lines)
-    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [".lock", "blobs", "ledger.json", "lines",
-                                                                   "state.json"]
+    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [".ctxkit-store", ".lock", "blobs", "ledger.json",
+                                                                   "lines", "state.json"]
 
 
 @pytest.mark.parametrize("name, expected", [

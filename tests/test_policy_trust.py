@@ -250,6 +250,9 @@ def test_the_settings_that_need_trust_are_marked_in_the_schema():
     assert keys_requiring_trust() == {
         "summarizer.command": "runs a shell command with your environment (API keys included)",
         "summarizer.base_url": "sends your API key and the transcript to that host",
+        "estimator": "sends the whole transcript to Anthropic's count_tokens API",
+        "redact": "decides which secrets reach the summarizer and the summary (and runs its patterns over every "
+                  "message)",
     }
 
 

@@ -13,7 +13,7 @@ from ctxkit.cli.main import app
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact
 from ctxkit.stages.registry import undo_steps
 from ctxkit.stages.tool_result_budget import ToolResultBudget
-from ctxkit.store.disk import Store
+from ctxkit.store.disk import Store, StoreError
 from ctxkit.store.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
 from ctxkit.store.offload import decision_scope, store_original, to_openai_content
 from ctxkit.transcript import read_transcript
@@ -200,32 +200,28 @@ def test_a_flush_applies_only_what_this_run_changed(tmp_path):
 
 
 # -- dry runs write nothing -----------------------------------------------------------------------
-def test_a_dry_run_ignores_a_damaged_ledger_without_moving_it(tmp_path):
+def test_a_damaged_ledger_is_an_error_naming_it_and_is_never_moved_or_reset(tmp_path):
     root = tmp_path / "store"
     root.mkdir()
     (root / "ledger.json").write_text("{not json")
-    store = Store(root, dry_run=True)
-    assert store.decision("t", scope="s") is None
-    store.record_decision("t", {"state": "seen"}, scope="s")
-    store.update_session_state("s", x=1)
-    store.put_text("blob")
-    store.flush()
+    for dry_run in (True, False):
+        store = Store(root, dry_run=dry_run)
+        with pytest.raises(StoreError) as exc:
+            store.decision("t", scope="s")
+        assert exc.value.path == str(root / "ledger.json")
+        assert "not JSON" in exc.value.message
     assert sorted(p.name for p in root.iterdir()) == ["ledger.json"]
     assert (root / "ledger.json").read_text() == "{not json"
-    assert store.warnings and "damaged" in store.warnings[0]
-    # a real run moves it aside and says so
-    live = Store(root)
-    assert live.check() and (root / "ledger.damaged").exists()
 
 
-def test_stats_writes_nothing_even_with_a_damaged_ledger(runner, tmp_path):
+def test_stats_writes_nothing_with_a_damaged_ledger_and_names_it(runner, tmp_path):
     t = _plain(tmp_path / "t.jsonl", "task", BIG_A)
     root = tmp_path / ".ctxkit"
     root.mkdir()
     (root / "ledger.json").write_text("{not json")
     r = invoke(runner, ["stats", str(t), "--policy", "no-llm"])
-    assert r.exit_code == 0, r.stderr
-    assert "ledger.json is damaged" in r.stderr
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.startswith(f"ctxkit: error: store file {root / 'ledger.json'}: not JSON (")
     assert sorted(p.name for p in root.iterdir()) == ["ledger.json"]
 
 

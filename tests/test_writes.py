@@ -346,5 +346,5 @@ def test_a_recorded_store_that_is_not_a_store_is_not_used(runner, tmp_path):
     t.write_bytes(EXAMPLE.read_bytes() + json.dumps(record).encode() + b"\n")
     r = runner.invoke(app, ["expand", str(t), "-o", str(tmp_path / "back.jsonl")])
     assert r.exit_code == 0, r.stderr
-    assert (f"ctxkit: warning: the store this transcript names (/) is not a ctxkit store here; using "
+    assert (f"ctxkit: warning: the store this transcript names (/) is not a ctxkit store (no .ctxkit-store marker); using "
             f"{tmp_path / '.ctxkit'}") in r.stderr

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ExitCode, UsageError
-from ..fileio import atomic_output
+from ..fileio import atomic_output, check_output
 from ..pipeline import compile_pipeline
 from ..reports.outcome import over_threshold_message
 from ..reports.stats import view_stats
@@ -19,7 +19,7 @@ from ..run_context import model_warnings
 from ..stages.registry import undo_steps
 from ..store.disk import Store
 from ..store.expand import expand_all as expand_transcript
-from ..store.link import find_store, unlink_store
+from ..store.link import find_store, refuse_output_in_store, unlink_store
 from ..store.original_lines import OriginalLines
 from ..summarize.redact import describe as describe_redaction
 from ..tokens import budget_for, require_autocompact_room
@@ -92,10 +92,12 @@ def compact(
 
     Example: ctxkit compact < session.jsonl > compacted.jsonl
     """
+    check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer())
+    refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -338,9 +340,11 @@ def expand(
     Exit 1 when some outputs could not be restored: a placeholder or <persisted-output> whose
     original is not in the store (e.g. the wrong --store); everything else is restored and written.
     """
+    check_output(output)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
-    store_dir, note = find_store(source, t, store)  # --store, else the store the transcript names
+    store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names
     st = Store(store_dir, dry_run=True)  # expand only reads the store
+    refuse_output_in_store(output, st.root)
     console = stderr_console()
     if note:
         print_warnings([note])

@@ -1,11 +1,27 @@
 """Entry point: ``ctxkit`` (see ``ctxkit --help``)."""
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+
+
+def _terminated_while_starting(signum, frame):
+    """SIGTERM before a command runs (while its modules load): nothing is written yet; say so, exit 4
+    like a SIGTERM during a command (:func:`ctxkit.cli.app.handle_errors`), instead of dying silently."""
+    sys.stderr.write("ctxkit: error: terminated; no file was left half-written\n")
+    raise SystemExit(4)
+
+
+if threading.current_thread() is threading.main_thread():
+    # first, before the imports below (most of the start-up time): a command replaces it while it runs
+    signal.signal(signal.SIGTERM, _terminated_while_starting)
+
 # each import registers its commands on the app; --help lists them in this order
 # isort: off
-from . import commands, memory_cmd, snip_cmd, tools_cmd, stages_cmd, policy_cmd, trust_cmd  # noqa: F401
+from . import commands, memory_cmd, snip_cmd, tools_cmd, stages_cmd, policy_cmd, trust_cmd  # noqa: E402, F401
 # isort: on
-from .app import app
+from .app import app  # noqa: E402
 
 
 def run() -> None:

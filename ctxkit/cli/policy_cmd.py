@@ -44,7 +44,7 @@ def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
 
     loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd())
     print_warnings(model_warnings(loaded))
-    guard_policy(loaded, summarizes=False)
+    guard_policy(loaded, summarizes=False, counts_tokens=False)
     sys.stdout.write(render_policy(loaded))
 
 

@@ -15,7 +15,7 @@ from ..quoting import quote
 from ..run_context import build_context, save_token_cache
 from ..stages.base import Context
 from ..store.disk import Store
-from ..store.link import find_store, link_store, write_sidecar
+from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
@@ -38,6 +38,7 @@ class Run:
         In this order, a run killed at any moment leaves either the old output or the new one, and
         the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
         store = self.ctx.store
+        refuse_output_in_store(output, store.root)
         if store.used:
             transcript = link_store(transcript, store.root, self.ctx.timestamp())
         self.save()
@@ -80,7 +81,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
-    store_dir, store_note = find_store(source, t, store)
+    store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
                         context_window=context_window, cwd=Path.cwd(),
                         now_has_offset=now is not None and _has_offset(now), **inputs)

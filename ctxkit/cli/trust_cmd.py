@@ -16,6 +16,7 @@ from ..policy.model import Policy
 from ..policy.render import flow
 from ..policy.trust import (
     REPO_FILE_HINT,
+    require_trusted_estimator,
     require_trusted_summarizer,
     trust_file_path,
     trust_policy_file,
@@ -25,11 +26,14 @@ from .app import handle_errors, print_warnings, stderr_console
 from .policy_cmd import policy_app
 
 
-def guard_policy(policy: Policy, *, summarizes: bool) -> None:
+def guard_policy(policy: Policy, *, summarizes: bool, counts_tokens: bool = True) -> None:
     """Before a run: refuse (exit 2, nothing done yet) when it would use a setting of a repository policy
-    that is not trusted; otherwise say once that such settings are there and not used."""
+    that is not trusted; otherwise say once that such settings are there and not used. Every command that
+    reads a transcript counts its tokens (``counts_tokens``), so uses the estimator."""
     if not policy.untrusted:
         return
+    if counts_tokens:
+        require_trusted_estimator(policy)
     if summarizes:
         require_trusted_summarizer(policy, os.environ)
     print_warnings([untrusted_warning(policy.untrusted)])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..errors import PolicyError, Problem
@@ -64,7 +65,8 @@ def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path |
     if assembly.problems:
         raise PolicyError(assembly.problems)
     compiled = Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
-    return dataclasses.replace(compiled, layers=tuple(assembly.layers), untrusted=tuple(assembly.untrusted))
+    return dataclasses.replace(compiled, layers=tuple(assembly.layers), untrusted=tuple(assembly.untrusted),
+                               origin_folders=MappingProxyType(assembly.folders))
 
 
 def validate_file(path: str | Path, *, stages: Mapping[str, Any]) -> list[Problem]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -171,7 +172,7 @@ class LayerReader:
     def _cached(self, path: Path, label: str) -> Layer:
         key = str(path.resolve())
         if key not in self._read:
-            document, problems = yamlpos.read(path, label)
+            document, problems = read_policy_file(path, label)
             self._read[key] = Layer(label, document, problems, path)
         return self._read[key]
 
@@ -188,7 +189,7 @@ class LayerReader:
         if _looks_like_path(value):
             path = Path(value).expanduser()
             path = path if path.is_absolute() else folder / path
-            if path.is_file():
+            if path.exists():  # read_policy_file says why a FIFO, a folder or a huge file is no policy
                 return self.file(path)
             raise Unresolved(f"policy file {quote(value)} not found", path_hint)
         names = resources.builtin_policy_names()
@@ -218,6 +219,51 @@ class LayerReader:
         if home is not None and path.is_relative_to(home):
             return str(Path("~") / path.relative_to(home))
         return str(path)
+
+
+#: the largest policy file read: a policy is a few hundred lines; anything bigger is not one
+MAX_POLICY_BYTES = 1 << 20
+
+
+def read_policy_file(path: Path, label: str) -> tuple[Document | None, list[Problem]]:
+    """Read and parse one policy file, naming it ``label`` in problems.
+
+    A policy names other files (``extends:``) and a repository's ``.ctxkit.yaml`` is not the user's
+    own, so what is read is bounded: only a regular file (opened non-blocking, so a FIFO cannot hang
+    the run), at most :data:`MAX_POLICY_BYTES`, and holding exactly the bytes its size says (a
+    ``/proc`` pseudo-file, which says 0, is refused). Anything else is a problem naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, [Problem(label, 1, 1, "no such file")]
+    except OSError as exc:
+        return None, [Problem(label, 1, 1, f"cannot read the file: {exc.strerror or exc}")]
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, [Problem(label, 1, 1, "cannot read the file: not a regular file (a policy is a YAML file)")]
+        if st.st_size > MAX_POLICY_BYTES:
+            return None, [Problem(label, 1, 1, f"the file is {st.st_size} bytes, more than the {MAX_POLICY_BYTES} "
+                                               "a policy may hold")]
+        chunks, size = [], 0
+        while size <= st.st_size:
+            chunk = os.read(fd, st.st_size + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        return None, [Problem(label, 1, 1, f"cannot read the file: {exc.strerror or exc}")]
+    finally:
+        os.close(fd)
+    if size != st.st_size:
+        return None, [Problem(label, 1, 1, f"cannot read the file: it holds more than its size ({st.st_size} bytes) "
+                                           "says (a pseudo-file, or one being written)")]
+    try:
+        text = b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(label, 1, 1, f"cannot read the file: not UTF-8 ({exc.reason})")]
+    return yamlpos.parse(text, label)
 
 
 def _looks_like_path(value: str) -> bool:

@@ -29,6 +29,8 @@ class Assembly:
     problems: list[Problem]
     layers: list[str] = field(default_factory=list)  # the labels of the layers merged, lowest first
     untrusted: list[UntrustedSetting] = field(default_factory=list)
+    #: dotted key -> the folder of the file that set it (resolved, symlinks followed); None for --set
+    folders: dict[str, str | None] = field(default_factory=dict)
 
 
 def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str, Any]) -> Assembly:
@@ -52,8 +54,15 @@ def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str
         added.append(position)
     problems += policy_rules(merger.doc, merger.origins)
     repository = repository_positions(bases, layers, reader.repo, reader)
-    untrusted = untrusted_settings(stack, added, repository, merger.origins) if repository else []
-    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels, untrusted)
+    untrusted = untrusted_settings(stack, added, repository, merger.origins, merger.doc) if repository else []
+    folders = {key: _folder(stack[added[origin.rank - 1]]) for key, origin in merger.origins.items()}
+    return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels, untrusted, folders)
+
+
+def _folder(layer: Layer) -> str | None:
+    """The folder of the file behind ``layer``, symlinks followed (None for ``--set``): what a relative
+    path in that file's values (``summarizer.command: ./summarize.sh``) is relative to."""
+    return str(layer.path.resolve().parent) if layer.path is not None else None
 
 
 def with_inherited_uses(data: Any, uses: Mapping[str, str], registry: Mapping[str, Any]) -> Any:

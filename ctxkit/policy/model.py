@@ -81,6 +81,8 @@ class Policy:
     merged: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # the merged document
     layers: tuple[str, ...] = ()  # the sources merged, lowest first ("<builtin>/default.yaml", ".ctxkit.yaml", "--set")
     untrusted: tuple[Any, ...] = ()  # settings from a repository policy not trusted yet (see .trust)
+    #: dotted key -> folder of the file that set it (None: --set); summarizer.command runs there
+    origin_folders: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
 
     def enabled_stages(self) -> tuple[StageSpec, ...]:
         return tuple(s for s in self.stages if s.enabled)

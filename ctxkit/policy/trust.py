@@ -51,23 +51,47 @@ TRUST_FILE = "trusted.json"
 REPO_FILE_HINT = "name the policy file to trust"
 
 
-def keys_requiring_trust() -> dict[str, str]:
-    """Every dotted policy key the schema marks ``x-requires-trust``, with what it does."""
+@dataclass(frozen=True)
+class TrustMark:
+    """One ``x-requires-trust`` annotation: what the setting does, and which of its values need trust.
+
+    The annotation is the text (every value needs trust) or ``{"does": text, "values": [...]}`` when
+    only some values reach outside (``estimator: anthropic`` sends the transcript; ``rough`` does not).
+    A mark on a section (``redact``) covers every key under it.
+    """
+
+    does: str
+    values: tuple[Any, ...] | None = None  # None: any value
+
+    def covers(self, value: Any) -> bool:
+        return self.values is None or value in self.values
+
+
+def trust_marks() -> dict[str, TrustMark]:
+    """Every dotted policy key the schema marks ``x-requires-trust``, with its mark."""
     from .schema import static_schema
 
-    found: dict[str, str] = {}
+    found: dict[str, TrustMark] = {}
 
     def walk(node: Mapping[str, Any], prefix: str) -> None:
         for key, spec in (node.get("properties") or {}).items():
             if not isinstance(spec, Mapping):
                 continue
             dotted = f"{prefix}{key}"
-            if spec.get(TRUST_KEYWORD):
-                found[dotted] = str(spec[TRUST_KEYWORD])
+            mark = spec.get(TRUST_KEYWORD)
+            if isinstance(mark, Mapping):
+                found[dotted] = TrustMark(str(mark["does"]), tuple(mark["values"]))
+            elif mark:
+                found[dotted] = TrustMark(str(mark))
             walk(spec, dotted + ".")
 
     walk(static_schema(), "")
     return found
+
+
+def keys_requiring_trust() -> dict[str, str]:
+    """Every dotted policy key the schema marks ``x-requires-trust``, with what it does."""
+    return {key: mark.does for key, mark in trust_marks().items()}
 
 
 # -- the record of trusted files ------------------------------------------------------------------
@@ -142,6 +166,12 @@ class UntrustedSetting:
     line: int
     col: int
     repository_policy: str  # the .ctxkit.yaml it comes through (the file to trust)
+    marked: str = ""  # the marked key it falls under (``redact`` for ``redact.enabled``); "" means ``key``
+
+    @property
+    def setting(self) -> str:
+        """The marked key: what a command about to use it names (:func:`require_trusted`)."""
+        return self.marked or self.key
 
     @property
     def trust_command(self) -> str:
@@ -177,30 +207,35 @@ def repository_positions(bases: Sequence[Layer], layers: Sequence[Layer], repo: 
 
 
 def untrusted_settings(stack: Sequence[Layer], added: Sequence[int], repository: Mapping[int, Layer],
-                       origins: Mapping[str, Origin]) -> list[UntrustedSetting]:
-    """The trust-requiring values of the merged policy that a repository layer set, in files not
-    trusted with their current content. ``added[rank - 1]`` is the position in ``stack`` of the layer
-    merged with that rank (layers that could not be read are not merged)."""
+                       origins: Mapping[str, Origin], doc: Mapping[str, Any] | None = None
+                       ) -> list[UntrustedSetting]:
+    """The trust-requiring values of the merged policy (``doc``) that a repository layer set, in files
+    not trusted with their current content. ``added[rank - 1]`` is the position in ``stack`` of the
+    layer merged with that rank (layers that could not be read are not merged). A marked section
+    counts each key under it; a mark listing values counts only when the merged value is one of them."""
     candidates = []
-    for key, does in keys_requiring_trust().items():
-        origin = origins.get(key)
-        if origin is None:
+    for marked, mark in trust_marks().items():
+        if mark.values is not None and not mark.covers(_get(doc or {}, marked)):
             continue
-        position = added[origin.rank - 1]
-        if position in repository:
-            candidates.append((key, does, origin, stack[position], repository[position]))
+        for key, origin in origins.items():
+            if key != marked and not key.startswith(marked + "."):
+                continue
+            position = added[origin.rank - 1]
+            if position in repository:
+                candidates.append((key, marked, mark.does, origin, stack[position], repository[position]))
     if not candidates:
         return []  # the record is read only when there is something to check
     record = trusted_files()
-    return [UntrustedSetting(key, does, origin.file, origin.line, origin.col, repo.label)
-            for key, does, origin, layer, repo in candidates
+    return [UntrustedSetting(key, does, origin.file, origin.line, origin.col, repo.label,
+                             "" if marked == key else marked)
+            for key, marked, does, origin, layer, repo in candidates
             if layer.path is None or not is_trusted(layer.path, record)]
 
 
 # -- using them ---------------------------------------------------------------------------------------
 def require_trusted(untrusted: Iterable[UntrustedSetting], keys: Collection[str]) -> None:
     """Raise :class:`PolicyError` (exit 2) when a setting about to be used (``keys``) is untrusted."""
-    problems = [setting.problem() for setting in untrusted if setting.key in keys]
+    problems = [setting.problem() for setting in untrusted if setting.setting in keys]
     if problems:
         raise PolicyError(problems)
 
@@ -212,6 +247,12 @@ def require_trusted_summarizer(policy: Any, env: Mapping[str, str] | None = None
     from ..summarize import summarizer_settings_used
 
     require_trusted(policy.untrusted, summarizer_settings_used(policy.summarizer, os.environ if env is None else env))
+
+
+def require_trusted_estimator(policy: Any) -> None:
+    """Before counting tokens: refuse when the estimator would send the transcript on an untrusted word
+    (only ``estimator: anthropic`` is marked, so any untrusted ``estimator`` setting is that one)."""
+    require_trusted(getattr(policy, "untrusted", ()), {"estimator"})
 
 
 def untrusted_warning(untrusted: Sequence[UntrustedSetting]) -> str | None:

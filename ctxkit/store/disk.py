@@ -13,6 +13,16 @@ Layout::
     STORE/state.json                  session id -> small state (breaker, snip, memory...)
     STORE/.lock                       taken (flock) while ledger.json and state.json are rewritten
     STORE/tokens-*.json               exact token counts kept between runs (a cache)
+    STORE/.ctxkit-store               the marker: ``{"format": 1}``, written with the store's first file
+
+The marker is what makes a folder a store (:func:`is_marked_store`): a transcript names its store
+by path, and a transcript is data, so a run follows that name to write only into a folder ctxkit
+itself made a store (:mod:`ctxkit.store.link`). A store from before the marker gets it the first
+time a run writes to it as its default (``.ctxkit/`` beside the input) or ``--store``.
+
+``ledger.json`` and ``state.json`` are checked for shape when loaded (:func:`check_ledger`,
+:func:`check_state`): one that is not JSON or not of that shape is a :class:`StoreError` naming the
+file (exit 2: the user repairs or removes it); it is never overwritten or reset.
 
 ``ledger.json`` (format 2)::
 
@@ -38,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -45,7 +56,7 @@ from typing import Any, Iterator
 import orjson
 
 from ..confined import BLOB_NAME, Refused, read_under
-from ..errors import WriteError
+from ..errors import CtxkitError, ExitCode, WriteError
 from ..fileio import atomic_write, make_dirs, sweep_stale_temps
 
 try:  # POSIX only; elsewhere flushes are not serialized
@@ -58,6 +69,30 @@ LEDGER = "ledger.json"
 STATE = "state.json"
 LOCK = ".lock"
 LEDGER_FORMAT = 2
+MARKER = ".ctxkit-store"
+STORE_FORMAT = 1
+#: the largest ledger.json / state.json read (they hold small records; anything bigger is not ours)
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+class StoreError(CtxkitError):
+    """A store file ctxkit cannot use as it is (not JSON, not of its shape, unreadable): names the
+    file and what is wrong. The user's to repair or remove (exit 2); ctxkit never resets it."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, path: Path | str, problem: str):
+        self.path = str(path)
+        super().__init__(f"store file {path}: {problem}; ctxkit leaves it as it is (repair or remove it)")
+
+
+def is_marked_store(folder: Path) -> bool:
+    """Whether ``folder`` holds the marker ctxkit writes when it makes a store (a regular file, not a link)."""
+    try:
+        st = os.lstat(Path(folder) / MARKER)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode)
 
 _JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
@@ -65,8 +100,8 @@ _JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 class Store:
     """A folder of blobs and two small JSON documents. Loaded lazily, saved by :meth:`flush`.
 
-    With ``dry_run`` nothing is ever written (not even a damaged document moved aside): the
-    problem is only described in :attr:`warnings`.
+    With ``dry_run`` nothing is ever written. A damaged ledger or state raises :class:`StoreError`
+    when it is loaded, dry run or not.
     """
 
     def __init__(self, root: Path, *, dry_run: bool = False):
@@ -94,6 +129,7 @@ class Store:
         if not self.dry_run:
             self.used = True
             if not path.exists():
+                self._mark()
                 atomic_write(path, data)
         return path
 
@@ -195,10 +231,17 @@ class Store:
 
     # -- other small documents (e.g. token counts kept between runs) ---------------------------
     def load_document(self, name: str) -> dict[str, Any]:
-        return self._load(name)
+        """A cache document (e.g. token counts): one that cannot be used is only a warning (it is
+        rebuilt; nothing in it is the user's)."""
+        try:
+            return self._load(name)
+        except StoreError as exc:
+            self._warn(f"{exc.path}: {exc.message.split(': ', 1)[1].split(';')[0]}; ignored (a cache, rebuilt)")
+            return {}
 
     def save_document(self, name: str, value: dict[str, Any]) -> None:
         if not self.dry_run:
+            self._mark()
             atomic_write(self.root / name, orjson.dumps(value))
 
     # -- persistence ------------------------------------------------------------------------------
@@ -207,23 +250,35 @@ class Store:
         _ = self.sessions, self.state
         return list(self.warnings)
 
+    def _mark(self) -> None:
+        """Write the marker that makes this folder a store, before the store's first file (once)."""
+        if not is_marked_store(self.root):
+            atomic_write(self.root / MARKER, orjson.dumps({"format": STORE_FORMAT}) + b"\n")
+
     def _load(self, name: str) -> dict[str, Any]:
+        """A JSON document of the store, ``{}`` when absent; raises :class:`StoreError` when it cannot
+        be read or is not JSON, and (ledger, state) when it is not of its shape."""
         path = self.root / name
-        if not path.exists():
-            return {}
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}  # no store yet (a folder that cannot be one is named when the run writes)
+        except OSError as exc:
+            raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(path, "not a regular file")
+        if st.st_size > MAX_DOCUMENT_BYTES:
+            raise StoreError(path, f"{st.st_size} bytes, more than the {MAX_DOCUMENT_BYTES} a store document may hold")
         try:
             value = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError:
-            # A damaged bookkeeping file must not stop the user's work: start afresh beside it (a dry
-            # run only ignores it: it writes nothing, not even the move).
-            if self.dry_run:
-                self._warn(f"{path} is damaged (not JSON); ignored")
-            else:
-                aside = path.with_suffix(".damaged")
-                os.replace(path, aside)
-                self._warn(f"{path} was damaged (not JSON); moved aside to {aside.name}, starting afresh")
-            return {}
-        return value if isinstance(value, dict) else {}
+        except OSError as exc:
+            raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
+        except orjson.JSONDecodeError as exc:
+            raise StoreError(path, f"not JSON ({exc})") from None
+        problem = {LEDGER: check_ledger, STATE: check_state}.get(name, _check_object)(value)
+        if problem:
+            raise StoreError(path, problem)
+        return value
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -241,6 +296,7 @@ class Store:
         if self.dry_run or not (self._changed_decisions or self._changed_sessions):
             return
         make_dirs(self.root)
+        self._mark()
         with self._locked():
             if self._changed_decisions:
                 sessions, unscoped = _parse_ledger(self._load(LEDGER))
@@ -282,14 +338,95 @@ class Store:
             os.close(fd)
 
 
+# -- the shape of ledger.json and state.json (checked when loaded) -----------------------------------
+#: a decision's fields and their JSON types (:mod:`ctxkit.store.offload`); ``replacement``/``empty`` are any JSON
+_DECISION_FIELDS: dict[str, tuple[type, ...]] = {"state": (str,), "blob": (str,), "original": (str,),
+                                                 "by": (str,), "absent": (bool,)}
+#: state.json: ``session -> {key: value}``; the keys ctxkit reads, and the types of their fields
+_STATE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "autocompact": {"consecutive_failures": (int,), "last_error": (str,), "last_failure_at": (str,)},
+    "session_memory": {"last_summarized_id": (str,), "notes": (str,), "notes_sha256": (str,),
+                       "updated_at": (str,)},
+}
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _check_fields(value: Any, fields: dict[str, tuple[type, ...]], where: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where} is {_type_name(value)}, not an object"
+    for key, types in fields.items():
+        if key in value:
+            v = value[key]
+            ok = isinstance(v, types) and not (bool not in types and isinstance(v, bool))
+            if key == "consecutive_failures" and ok and v < 0:
+                ok = False
+            if not ok:
+                want = "a count" if key == "consecutive_failures" else _type_name(types[0]())
+                return f"{where}.{key} is {_type_name(v)}{' ' + repr(v) if not isinstance(v, (dict, list)) else ''}, not {want}"
+    return None
+
+
+def _check_object(doc: Any) -> str | None:
+    return None if isinstance(doc, dict) else f"the document is {_type_name(doc)}, not an object"
+
+
+def _check_decisions(records: Any, where: str) -> str | None:
+    if not isinstance(records, dict):
+        return f"{where} is {_type_name(records)}, not an object"
+    for tid, decision in records.items():
+        problem = _check_fields(decision, _DECISION_FIELDS, f'{where}["{tid}"]')
+        if problem:
+            return problem
+    return None
+
+
+def check_ledger(doc: Any) -> str | None:
+    """What is wrong with a ledger document, None when nothing: ``{"format": 2, "sessions": {scope:
+    {tool_use_id: decision}}, "unscoped": {tool_use_id: decision}}``, or a format-1 flat
+    ``{tool_use_id: decision}``; a decision is an object whose fields have the types of :mod:`ctxkit.store.offload`."""
+    if not isinstance(doc, dict):
+        return _check_object(doc)
+    if "format" not in doc:  # format 1
+        return _check_decisions(doc, "the ledger")
+    if doc["format"] != LEDGER_FORMAT:
+        return f"format {doc['format']!r}, not {LEDGER_FORMAT} (written by another ctxkit?)"
+    sessions = doc.get("sessions", {})
+    if not isinstance(sessions, dict):
+        return f"sessions is {_type_name(sessions)}, not an object"
+    for scope, records in sessions.items():
+        problem = _check_decisions(records, f'sessions["{scope}"]')
+        if problem:
+            return problem
+    return _check_decisions(doc.get("unscoped", {}), "unscoped")
+
+
+def check_state(doc: Any) -> str | None:
+    """What is wrong with a state document, None when nothing: ``{session: {key: value}}``, where the
+    keys ctxkit reads (``autocompact``, ``session_memory``) are objects with fields of known types."""
+    if not isinstance(doc, dict):
+        return _check_object(doc)
+    for session, values in doc.items():
+        if not isinstance(values, dict):
+            return f'["{session}"] is {_type_name(values)}, not an object'
+        for key, fields in _STATE_FIELDS.items():
+            if key in values:
+                problem = _check_fields(values[key], fields, f'["{session}"].{key}')
+                if problem:
+                    return problem
+    return None
+
+
 def _parse_ledger(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """(scoped sessions, unscoped records) of a ledger document, current or from before scopes."""
-    if doc.get("format") == LEDGER_FORMAT and isinstance(doc.get("sessions"), dict):
-        sessions = {scope: dict(records) for scope, records in doc["sessions"].items() if isinstance(records, dict)}
-        unscoped = doc.get("unscoped")
-        return sessions, dict(unscoped) if isinstance(unscoped, dict) else {}
+    """(scoped sessions, unscoped records) of a ledger document (checked by :func:`check_ledger`)."""
+    if "format" in doc:
+        sessions = {scope: dict(records) for scope, records in doc.get("sessions", {}).items()}
+        return sessions, dict(doc.get("unscoped", {}))
     # format 1: a flat tool_use_id -> decision document
-    return {}, {tid: rec for tid, rec in doc.items() if isinstance(rec, dict)}
+    return {}, dict(doc)
 
 
 def _last_component(name: str) -> str:

@@ -17,7 +17,11 @@ output says where that is, so that ``ctxkit expand OTHER/compacted.jsonl`` finds
   output. Standard output has no sidecar: pass ``--store`` to ``expand`` then.
 
 Which store a run uses (:func:`find_store`): ``--store``; else the one the input names (record or
-sidecar) when that folder exists; else ``.ctxkit/`` beside the input (the working directory for stdin).
+sidecar) when it is a store ctxkit made (its marker, :func:`ctxkit.store.is_marked_store`); else
+``.ctxkit/`` beside the input (the working directory for stdin). A transcript is data: the folder it
+names is never written unless it is already a marked store (``ctxkit expand`` only reads, and also
+accepts a store from before the marker there). Whenever the store used is not beside the input, a
+warning says which it is.
 """
 from __future__ import annotations
 
@@ -27,10 +31,12 @@ from pathlib import Path
 
 import orjson
 
+from ..errors import UsageError
 from ..fileio import atomic_write
 from ..transcript import claude_code
 from ..transcript.model import Transcript
-from .disk import LEDGER, STATE, default_store_dir
+from .disk import LEDGER, STATE, default_store_dir, is_marked_store
+from .disk import MARKER as MARKER_NAME
 
 STORE_RECORD = "store"
 SIDECAR_SUFFIX = ".ctxkit-store"
@@ -58,24 +64,49 @@ def recorded_store(t: Transcript, source: str | None) -> str | None:
     return path if isinstance(path, str) and path else None
 
 
-def find_store(source: str, t: Transcript, given: Path | None) -> tuple[Path, str | None]:
-    """(the store folder to use, a warning or None): ``--store``, else the one the input names when it
-    exists, else the default beside the input."""
+def find_store(source: str, t: Transcript, given: Path | None, *, writing: bool = True) -> tuple[Path, str | None]:
+    """(the store folder to use, a warning or None): ``--store``; else the one the input names when it
+    is a marked store (``writing=False``, for reading only: also a store from before the marker);
+    else the default beside the input."""
     if given is not None:
+        if Path(given).exists() and not Path(given).is_dir():
+            raise UsageError(f"--store {given}: not a folder (--store names the folder compact used)")
         return Path(given), None
     default = default_store_dir(source)
     named = recorded_store(t, source)
-    if named is None:
+    if named is None or _same_folder(Path(named), default):
         return default, None
-    if looks_like_store(Path(named)):
-        return Path(named), None
-    return default, f"the store this transcript names ({named}) is not a ctxkit store here; using {default}"
+    folder = Path(named)
+    if folder.is_absolute() and (is_marked_store(folder) or (not writing and looks_like_store(folder))):
+        return folder, f"using the store this transcript names, {folder} (not {default} beside the input)"
+    return default, (f"the store this transcript names ({named}) is not a ctxkit store (no {MARKER_NAME} "
+                     f"marker); using {default}")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def looks_like_store(folder: Path) -> bool:
-    """Whether a folder a transcript names is a ctxkit store (a transcript is data, not a command: it
-    must not point ctxkit at just any folder, ``/`` or a home directory)."""
+    """Whether a folder holds what a store from before the marker holds (for reading only)."""
     return folder.is_absolute() and any((folder / name).exists() for name in (LEDGER, STATE, "blobs"))
+
+
+def refuse_output_in_store(output: str | Path | None, store_root: Path) -> None:
+    """Raise :class:`UsageError` when ``-o`` names a file inside the store folder (the ledger, a blob):
+    the output would destroy what restores it."""
+    if output is None or str(output) == "-":
+        return
+    try:
+        target = Path(os.path.realpath(output))
+        root = Path(os.path.realpath(store_root))
+    except (OSError, ValueError):
+        return
+    if target == root or root in target.parents:
+        raise UsageError(f"-o {output}: inside the store folder {root}; write the output elsewhere")
 
 
 def link_store(t: Transcript, store_root: Path, timestamp: str) -> Transcript:

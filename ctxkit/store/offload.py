@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..confined import Refused
 from .disk import Store
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def decision_scope(t: Transcript) -> str:
     """
     if t.format == "claude-code":
         for i in t.live_indexes():
-            sid = t.entry(i).get("sessionId")
+            sid = t.peek(i).get("sessionId")  # peek: a file of metadata lines is not kept parsed
             if isinstance(sid, str) and sid:
                 return sid
     from .sessions import session_key
@@ -187,6 +188,14 @@ def load_original(store: Store, record: dict[str, Any], default: Any = None) -> 
     data = store.fetch_blob(record.get("blob", ""))
     if data is None:
         return default
+    # a blob that does not hold what its record says (damaged on disk) is refused, never guessed at:
+    # ``ctxkit expand`` leaves that tool result as it is and reports it (exit 1)
     if record.get("original") == "json":
-        return orjson.loads(data)
-    return data.decode("utf-8")
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise Refused(record.get("blob", ""), "damaged: its record says JSON, the blob is not JSON") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(record.get("blob", ""), f"damaged: not UTF-8 text (byte {exc.start})") from None

@@ -23,7 +23,7 @@ import orjson
 from ..confined import Refused, read_under
 from ..fileio import atomic_write
 from ..transcript.jsonl import dumps
-from ..transcript.model import Line, Transcript
+from ..transcript.model import Transcript
 from .disk import Store
 
 LINES_DIR = "lines"
@@ -41,10 +41,10 @@ def keep_original_lines(before: Transcript, after: Transcript, store: Store) -> 
     if store.dry_run:
         return 0
     n = len(before.lines)
-    touched = sorted(i for i in {*after.overrides, *after.removed} if i < n and not before.lines[i].bad)
+    touched = sorted(i for i in {*after.overrides, *after.removed} if i < n and not before.lines.bad(i))
     saved = 0
     for i in touched:
-        found = _uncompact(before, before.lines[i])
+        found = _uncompact(before, i)
         if found is None:
             continue
         serialized, full = found
@@ -55,13 +55,12 @@ def keep_original_lines(before: Transcript, after: Transcript, store: Store) -> 
     return saved
 
 
-def _uncompact(t: Transcript, line: Line) -> tuple[bytes, bytes] | None:
+def _uncompact(t: Transcript, i: int) -> tuple[bytes, bytes] | None:
     """(the entry's compact serialization, the line's bytes with its line ending) when these differ
     from that serialization and ``\n``; None for a line in compact form (or not JSON)."""
-    head = t.source.read_at(line.offset, line.length + 2)
-    body = head[:line.length]
-    ending = b"\r\n" if head[line.length:] == b"\r\n" else b"\n" if head[line.length:line.length + 1] == b"\n" \
-        else b""
+    raw = t.source.read_at(*t.lines.span(i))
+    body, _ = t.raw_line(i)
+    ending = raw[len(body):]
     try:
         serialized = dumps(orjson.loads(body))
     except orjson.JSONDecodeError:
@@ -104,8 +103,8 @@ class OriginalLines:
 def _uncompact_lines(t: Transcript) -> dict[bytes, bytes]:
     """sha256 of the serialized entry -> the line's bytes, for the lines of ``t`` not in compact form."""
     out: dict[bytes, bytes] = {}
-    for line in t.lines:
-        found = None if line.bad else _uncompact(t, line)
+    for i in range(len(t.lines)):
+        found = None if t.lines.bad(i) else _uncompact(t, i)
         if found is not None:
             out[hashlib.sha256(found[0]).digest()] = found[1]
     return out

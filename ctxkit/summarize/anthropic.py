@@ -87,7 +87,13 @@ class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
         self.stats.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
         self.stats.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
         self.last_stop_reason = getattr(response, "stop_reason", None)
-        blocks = list(getattr(response, "content", None) or [])
+        content = getattr(response, "content", None)
+        if isinstance(content, (str, bytes)):
+            # a server that is not the Messages API (or a proxy rewriting it) can answer a bare string; taken as
+            # a list of blocks it would read as one "?" block per character
+            raise LLMError(f"malformed summary: the answer's content is a string, not a list of content blocks "
+                           f"(stop_reason: {self.last_stop_reason})")
+        blocks = list(content or [])
         text = "".join(str(getattr(b, "text", "") or "") for b in blocks if getattr(b, "type", None) == "text")
         if not text.strip():
             kinds = ", ".join(str(getattr(b, "type", "?")) for b in blocks) or "none"

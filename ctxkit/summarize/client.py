@@ -4,6 +4,7 @@ API errors (prompt too long, and by how much; keys redacted from messages)."""
 from __future__ import annotations
 
 import email.utils
+import functools
 import os
 import random
 import re
@@ -13,11 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LLMError
-from .deadline import Deadline
+from .deadline import Deadline, OutOfTime, call_within
 from .protocol import (
     DEFAULT_BASE_URL,
     TOTAL_TIMEOUT_KEY,
 )
+
+#: how long past the deadline the wait for an answer lasts: when the SDK's own timeout falls at the
+#: deadline, its error is the clearer
+_GRACE_SECONDS = 0.25
 
 _PTL_FIGURES = re.compile(r"prompt is too long:\s*([\d,]+)\s*tokens?\s*>\s*([\d,]+)", re.IGNORECASE)
 _CONTEXT_FIGURES = re.compile(
@@ -156,6 +161,7 @@ class _AnthropicAPI:
         self.stats = CallStats()
         self._secret: str | None = None
         self._client = None
+        self._injected = client is not None
         if client is not None:
             # Our loop does the retrying; an injected client keeps everything else it was given.
             self._client = client.with_options(max_retries=0) if hasattr(client, "with_options") else client
@@ -182,6 +188,16 @@ class _AnthropicAPI:
             max_retries=0,
         )
         return self._client
+
+    def _abandon_client(self) -> None:
+        """After giving up on a call still running: close the client we built, so the abandoned request's
+        connection closes and its thread ends (an injected client is the caller's to close)."""
+        if self._client is not None and not self._injected:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the run has failed already
+                pass
+            self._client = None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before attempt ``attempt + 1``.
@@ -227,7 +243,14 @@ class _AnthropicAPI:
             self.stats.requests += 1
             retry_after: float | None = None
             try:
-                return request(client, timeout)
+                # the SDK's timeout bounds each read, not the whole answer: a server trickling bytes would
+                # pass it forever, so the wait itself stops at the deadline
+                # (a moment of grace: when the SDK's own timeout falls at the deadline, its error is the clearer)
+                left = self.deadline.remaining()
+                return call_within(None if left is None else left + _GRACE_SECONDS, functools.partial(request, client, timeout))
+            except OutOfTime:
+                self._abandon_client()
+                raise _out_of_time(what, self.deadline, attempt, error) from None
             except anthropic.APIStatusError as exc:
                 error = self._status_error(exc)
                 retry_after = _retry_after_seconds(getattr(exc.response, "headers", None))

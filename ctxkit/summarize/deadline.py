@@ -8,8 +8,12 @@ between attempts that would end after it is not started at all.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Deadline:
@@ -48,3 +52,37 @@ class Deadline:
         """Whether waiting ``seconds`` still leaves time for another attempt."""
         left = self.remaining()
         return left is None or seconds < left
+
+
+class OutOfTime(Exception):
+    """:func:`call_within` stopped waiting: the call did not return in the time given."""
+
+
+def call_within(seconds: float | None, call: Callable[[], T]) -> T:
+    """``call()``'s result (or exception), but stop waiting after ``seconds`` (None: wait as long as it takes).
+
+    Why a thread: an HTTP client's timeouts bound each read, not the whole response, so a server that
+    sends one byte every half second holds a call forever. The call runs in a daemon thread (a
+    ``concurrent.futures`` pool would be joined at exit, holding the process just the same); on
+    :class:`OutOfTime` the caller should close what the call reads from so that the thread ends too.
+    """
+    if seconds is None:
+        return call()
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread as it is
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="ctxkit-deadline-call", daemon=True).start()
+    if not done.wait(max(0.0, seconds)):
+        raise OutOfTime()
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value

@@ -55,6 +55,7 @@ def make_summarizer(
     client: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     default_model: str = DEFAULT_MODEL,
+    command_dir: str | os.PathLike[str] | None = None,
 ) -> Summarizer:
     """The summarizer a policy's ``summarizer`` mapping asks for.
 
@@ -62,6 +63,9 @@ def make_summarizer(
     set (or a client is injected) and the extractive summarizer otherwise, so
     that ctxkit works offline and in CI without configuration.
     ``ANTHROPIC_BASE_URL`` is honoured when the policy sets no ``base_url``.
+    ``command_dir`` is the working directory of ``use: command``: the folder of the policy file that set
+    ``summarizer.command`` (None: the process's own), so that ``./summarize.sh`` is the script beside the
+    file that was read (and trusted), never one in whatever folder ctxkit happens to run in.
     """
     config = dict(config or {})
     use = summarizer_kind(config, env=env, client=client)
@@ -86,6 +90,7 @@ def make_summarizer(
             timeout_seconds=float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS),
             max_output_tokens=int(config.get("max_output_tokens") or DEFAULT_MAX_OUTPUT_TOKENS),
             env=env,
+            cwd=command_dir,
             total_timeout_seconds=_total_timeout(config),
         )
     return ExtractiveSummarizer()
@@ -107,11 +112,14 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
     if factory is not None:
         chosen = factory(ctx.policy, ctx)
     else:
-        if not getattr(ctx, "simulate", False):  # a simulation runs nothing: no trust needed
-            from ..policy.trust import require_trusted_summarizer
+        from ..policy.trust import require_trusted, require_trusted_summarizer
 
+        if not getattr(ctx, "simulate", False):  # a simulation runs no summarizer: no trust needed for it
             require_trusted_summarizer(ctx.policy)  # the CLI refused already; this guards library callers
-        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model)
+        else:  # but it does redact what it would send, so it runs the redact patterns (a slow regex hangs it)
+            require_trusted(getattr(ctx.policy, "untrusted", ()), {"redact"})
+        chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model,
+                                 command_dir=getattr(ctx.policy, "origin_folders", {}).get("summarizer.command"))
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
         chosen = StandInSummarizer(chosen)
     # every summarizer of a run sees no secret and returns none (ctxkit.summarize.redact)
@@ -166,9 +174,11 @@ SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {
 def summarizer_settings_used(config: Mapping[str, Any] | None, env: Mapping[str, str] = os.environ,
                              client: Any = None) -> frozenset[str]:
     """The dotted policy keys (``summarizer.command``...) the summarizer built for ``config`` would use:
-    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust)."""
+    what a repository policy must be trusted for before that summarizer runs (see ctxkit.policy.trust).
+    Every summarizer also uses ``redact``: it decides what of the transcript reaches the summarizer and
+    the summary, and its patterns run over every message (:func:`ctxkit.summarize.redact.guard`)."""
     try:
         kind = summarizer_kind(config, env=env, client=client)
     except UsageError:
         return frozenset()  # make_summarizer reports the bad value; nothing would run
-    return frozenset(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])
+    return frozenset({"redact", *(f"summarizer.{key}" for key in SETTINGS_BY_KIND[kind])})

@@ -118,7 +118,7 @@ _PEM = re.compile(
 _ASSIGNMENT = re.compile(
     r"""(?P<tail>(?:key|token|secret|pass|pwd|cred|auth)[\w.-]*)["']?[ \t]*(?P<sep>:=|=>|=|:)[ \t]*"""
     r"""(?:\\?"(?P<dq>(?:[^"\\\n]|\\[^"\n])*)\\?"|\\?'(?P<sq>[^'\\\n]*)\\?'"""
-    r"""|(?P<bare>[^\s"'`,;(){}\[\]<>\\]+)(?=[\s"'`,;)}\]>\\]|$))"""
+    r"""|(?P<bare>[^\s"'`,;(){}\[\]<>\\&]+)(?=[\s"'`,;)}\]>\\&]|$))"""
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _AWS_SECRET_NAME = re.compile(r"aws.*secret|secret.?access.?key", re.IGNORECASE)
@@ -191,6 +191,41 @@ def _word_start(kind: str) -> Callable[[re.Match[str], str], str | None]:
     return check
 
 
+def _basic_auth(m: re.Match[str], text: str) -> str | None:
+    """``Authorization: Basic <base64>``: a secret only when it decodes to ``user:password`` ("Basic
+    authentication is required" is prose)."""
+    import base64
+    import binascii
+
+    value = text[m.start("secret"):m.end("secret")]  # the rule runs on the lowercased text
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return "basic-auth" if ":" in decoded and decoded.isprintable() else None
+
+
+def _plausible(kind: str) -> Callable[[re.Match[str], str], str | None]:
+    """A check: the secret group must not be a placeholder, a variable or a path (``curl -u $USER:$PASS``)."""
+    def check(m: re.Match[str], text: str) -> str | None:
+        return kind if plausible_secret(text[m.start("secret"):m.end("secret")]) else None
+
+    return check
+
+
+def _named(kind: str) -> Callable[[re.Match[str], str], str | None]:
+    """A check for ``--name value`` and ``?name=value``: the name must be secret-named (a weak one,
+    ``--token``, only with a random-looking value) and the value plausible."""
+    def check(m: re.Match[str], text: str) -> str | None:
+        name, value = m.group("name"), text[m.start("secret"):m.end("secret")]
+        strength = secret_name(name)
+        if strength is None or not plausible_secret(value) or value.startswith("-"):
+            return None
+        return kind if strength == "strong" or _distinctive(value) else None
+
+    return check
+
+
 #: ctxkit's own rules, in order of precedence. Each starts with a literal where it can: a leading
 #: ``\b`` or ``(?i)`` makes Python's ``re`` try every position (40 times slower on a large history).
 RULES: tuple[Rule, ...] = (
@@ -204,6 +239,24 @@ RULES: tuple[Rule, ...] = (
          check=_word_start("github-token")),
     Rule("url-password", re.compile(r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#@\"'<>]+)@"), group="secret",
          check=_url_password),
+    # detect-secrets reports only the "glpat" prefix of a GitLab token, and drops a Slack webhook as a URL
+    Rule("gitlab-token", re.compile(r"gl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|soat|sst|agent)-[A-Za-z0-9_-]{20,}(?![\w-])"),
+         check=_word_start("gitlab-token")),
+    Rule("slack-webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{16,})"),
+         group="secret"),
+    Rule("basic-auth", re.compile(r"basic[ \t]+(?P<secret>[a-z0-9+/]{8,}={0,2})(?![a-z0-9+/=])"), group="secret",
+         check=_basic_auth, lowered=True),
+    # passwords on command lines: curl -u user:password, mysql -pPASSWORD, --password VALUE, ?token=VALUE
+    Rule("password", re.compile(r"curl[ \t][^\n]*?(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
+         group="secret", check=_plausible("password")),
+    Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"]+)"),
+         group="secret", check=_plausible("password")),
+    Rule("secret-assignment", re.compile(r"--(?P<name>[a-z0-9-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9-]*)"
+                                         r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
+         group="secret", check=_named("secret-assignment"), lowered=True),
+    Rule("secret-assignment", re.compile(r"[?&](?P<name>[\w.-]*(?:token|key|secret|pass|pwd|sig|auth|cred)[\w.-]*)"
+                                         r"=(?P<secret>[^\s&#\"'<>]+)"),
+         group="secret", check=_named("secret-assignment"), lowered=True),
     Rule("bearer-token", re.compile(r"bearer\s+(?P<secret>[a-z0-9._~+/-]{12,}=*)"), group="secret",
          check=_random_looking("bearer-token"), lowered=True),
     Rule("secret-assignment", _ASSIGNMENT, group=_value_group, check=_assignment, lowered=True),

@@ -28,7 +28,8 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from .model import Line, Transcript
+from .lineindex import BAD, SIDECHAIN, LineIndex
+from .model import Transcript
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -72,21 +73,18 @@ def register_record_handler(kind: str, fn: Callable[[View, list[dict], Transcrip
 
 
 # -- indexing -------------------------------------------------------------------------------------
-def index_line(line: Line, d: dict) -> None:
-    """Copy the routing fields of an entry onto its line (so the entry itself can be dropped)."""
-    t = d.get("type")
-    line.type = t if isinstance(t, str) else None
-    u = d.get("uuid")
-    line.uuid = u if isinstance(u, str) else None
-    p = d.get("parentUuid")
-    line.parent = p if isinstance(p, str) else None
-    line.sidechain = bool(d.get("isSidechain"))
-    if line.type == "assistant":
+def index_line(lines: LineIndex, i: int, d: dict) -> None:
+    """Copy the routing fields of an entry into the line index (so the entry itself can be dropped).
+
+    Their types were checked when the line was read (shapes.py): strings, or absent/null."""
+    typ = d.get("type")
+    lines.set_type(i, typ)
+    msg_id = None
+    if typ == "assistant":
         msg = d.get("message")
-        mid = msg.get("id") if isinstance(msg, dict) else None
-        line.msg_id = mid if isinstance(mid, str) else d.get("requestId")
-    sa = d.get("sourceToolAssistantUUID")
-    line.source_assistant = sa if isinstance(sa, str) else None
+        msg_id = (msg.get("id") if msg else None) or d.get("requestId")
+    lines.set_routing(i, d.get("uuid"), d.get("parentUuid"), bool(d.get("isSidechain")), msg_id,
+                      d.get("sourceToolAssistantUUID"))
 
 
 def looks_like(d: dict) -> bool:
@@ -94,20 +92,64 @@ def looks_like(d: dict) -> bool:
     return isinstance(d.get("type"), str) and "role" not in d
 
 
-def _meta(t: Transcript, i: int) -> Line:
+class Meta:
+    """The routing fields of one entry (an edited or appended one: unedited lines are in the index)."""
+
+    __slots__ = ("type", "uuid", "parent", "sidechain", "msg_id", "source_assistant")
+
+    def __init__(self, d: dict):
+        self.type = d.get("type")
+        self.uuid = d.get("uuid")
+        self.parent = d.get("parentUuid")
+        self.sidechain = bool(d.get("isSidechain"))
+        msg = d.get("message")
+        self.msg_id = ((msg.get("id") if isinstance(msg, dict) else None) or d.get("requestId")
+                       if self.type == "assistant" else None)
+        self.source_assistant = d.get("sourceToolAssistantUUID")
+
+
+class Metas:
+    """Routing fields by entry index: from the line index, or from the entry when it was edited or appended.
+
+    ``main``: treat every entry as on the main chain (a subagent's own transcript, all sidechain)."""
+
+    def __init__(self, t: Transcript, main: bool = False):
+        self.idx = t.lines
+        n = len(t.lines)
+        self.edited = {i: Meta(t.entry(i)) for i in (*t.overrides, *range(n, t.n_entries))}
+        self.main = main
+
+    def type(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.type if m is not None else self.idx.type(i)
+
+    def uuid(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.uuid if m is not None else self.idx.uuids[i]
+
+    def parent(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.parent if m is not None else self.idx.parents[i]
+
+    def sidechain(self, i: int) -> bool:
+        if self.main:
+            return False
+        m = self.edited.get(i)
+        return m.sidechain if m is not None else self.idx.sidechain(i)
+
+    def msg_id(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.msg_id if m is not None else self.idx.msg_ids[i]
+
+    def source_assistant(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.source_assistant if m is not None else self.idx.sources.get(i)
+
+
+def _type(t: Transcript, i: int) -> str | None:
     if i < len(t.lines) and i not in t.overrides:
-        return t.lines[i]
-    line = Line(t.line_no(i), 0, 0, True)
-    index_line(line, t.entry(i))
-    return line
-
-
-def _main_copy(line: Line) -> Line:
-    copy = Line(line.no, line.offset, line.length, line.had_newline)
-    for slot in Line.__slots__:
-        setattr(copy, slot, getattr(line, slot))
-    copy.sidechain = False
-    return copy
+        return t.lines.type(i)
+    return t.entry(i).get("type")
 
 
 def _content_blocks(d: dict) -> tuple[list[dict], bool]:
@@ -193,37 +235,53 @@ def _user_kind(d: dict, blocks: list[dict]) -> str:
 
 # -- the chain ------------------------------------------------------------------------------------
 def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
-    """Indexes of the entries that make up the view, in view order, and facts about the walk."""
-    live = list(t.live_indexes())
-    metas = {i: _meta(t, i) for i in live}
-    if not any(m.type in _CONVERSATION_TYPES and not m.sidechain for m in metas.values()):
+    """Indexes of the entries that make up the view, in view order, and facts about the walk.
+
+    Called for every view a run computes, on files of up to millions of lines: the scans below read
+    the line index's arrays directly (an edited or appended entry is read from its Meta instead)."""
+    metas = Metas(t)
+    if not _has_main_conversation(t, metas):
         # a subagent's own transcript: every entry is on the sidechain, and that is the conversation
-        metas = {i: _main_copy(m) for i, m in metas.items()}
+        metas = Metas(t, main=True)
+    idx, edited, dead = t.lines, metas.edited, t.removed
+    skip = BAD if metas.main else BAD | SIDECHAIN
+    flags = idx.flags
     by_uuid: dict[str, int] = {}
-    for i in live:
-        m = metas[i]
-        if m.uuid and not m.sidechain and m.uuid not in by_uuid:
+    for i, u in enumerate(idx.uuids):
+        if i in edited:
+            m = edited[i]
+            if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+                by_uuid[m.uuid] = i
+        elif u is not None and not flags[i] & skip and u not in by_uuid and i not in dead:
+            by_uuid[u] = i
+    for i in range(len(idx), t.n_entries):
+        m = edited[i]
+        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
             by_uuid[m.uuid] = i
-    removed: set[str] = set()  # uuids snip records removed (read off the metas built above: no second pass)
-    for i in live:
-        if metas[i].type == RECORD_TYPE:
-            rec = t.entry(i)
-            if rec.get("record") == "snip":
-                removed.update(rec.get("removedUuids") or [])
+    removed: set[str] = set()  # uuids snip records removed
+    for _i, rec in records(t, "snip"):
+        removed.update(rec.get("removedUuids") or [])
 
     def parent_of(i: int) -> int | None:
-        p = metas[i].parent
+        p = metas.parent(i)
         hops = 0
         while p in removed and hops < 1_000_000:
             j = by_uuid.get(p)
             if j is None:
                 return None
-            p = metas[j].parent
+            p = metas.parent(j)
             hops += 1
         return by_uuid.get(p) if p else None
 
-    leaf = next((i for i in reversed(live) if metas[i].type in _CONVERSATION_TYPES and not metas[i].sidechain
-                 and metas[i].uuid and metas[i].uuid not in removed), None)
+    leaf = None
+    for i in reversed(range(t.n_entries)):
+        if (i in dead or (i < len(idx) and flags[i] & BAD) or metas.type(i) not in _CONVERSATION_TYPES
+                or metas.sidechain(i)):
+            continue
+        u = metas.uuid(i)
+        if u and u not in removed:
+            leaf = i
+            break
     facts: dict[str, Any] = {"boundary": None, "leaf": leaf, "removed": removed}
     if leaf is None:
         return [], facts
@@ -238,7 +296,7 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     root = path[0]
     segment: list[int] = []
     anchor: int | None = None
-    if metas[root].type == "system" and t.entry(root).get("subtype") == "compact_boundary":
+    if metas.type(root) == "system" and t.entry(root).get("subtype") == "compact_boundary":
         facts["boundary"] = root
         seg = ((t.entry(root).get("compactMetadata") or {}).get("preservedSegment")) or {}
         head, tail = by_uuid.get(seg.get("headUuid") or ""), by_uuid.get(seg.get("tailUuid") or "")
@@ -254,7 +312,7 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
             segment = list(reversed(walk)) if walk and walk[-1] == head else []
     members = set(path) | set(segment)
     group = {i: 1 for i in segment}
-    _stitch(t, live, metas, members, group, removed)
+    _stitch(t, metas, members, group, removed)
     main = sorted(i for i in members if group.get(i, 0) == 0)
     seg_sorted = sorted(i for i in members if group.get(i, 0) == 1)
     if seg_sorted:
@@ -265,31 +323,57 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     return main, facts
 
 
-def _stitch(t: Transcript, live: list[int], metas: dict[int, Line], members: set[int], group: dict[int, int],
-            removed: set[str]) -> None:
-    """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b)."""
+def _has_main_conversation(t: Transcript, metas: Metas) -> bool:
+    """Whether a live user/assistant/attachment entry is off the sidechain (else: a subagent's file)."""
+    idx, edited = t.lines, metas.edited
+    codes = {idx.type_codes[name] for name in _CONVERSATION_TYPES if name in idx.type_codes}
+    flags = idx.flags
+    for i, code in enumerate(idx.types):
+        if code in codes and not flags[i] & (BAD | SIDECHAIN) and i not in edited and i not in t.removed:
+            return True
+    return any(m.type in _CONVERSATION_TYPES and not m.sidechain and i not in t.removed
+               and not (i < len(idx) and flags[i] & BAD) for i, m in edited.items())
+
+
+def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int], removed: set[str]) -> None:
+    """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b).
+
+    A sibling is an assistant fragment of a member's message id, or a user entry whose parent (or
+    source assistant) is a member: the candidates are found by scanning the index's id arrays."""
+    idx, edited = t.lines, metas.edited
     while True:
-        uuid_group = {metas[i].uuid: group.get(i, 0) for i in members if metas[i].uuid}
-        msg_group = {metas[i].msg_id: group.get(i, 0) for i in members if metas[i].type == "assistant" and metas[i].msg_id}
+        uuid_group = {metas.uuid(i): group.get(i, 0) for i in members if metas.uuid(i)}
+        msg_group = {metas.msg_id(i): group.get(i, 0) for i in members
+                     if metas.type(i) == "assistant" and metas.msg_id(i)}
         tool_ids: set[str] = set()
         for i in members:
-            if metas[i].type == "assistant":
-                tool_ids.update(b.get("id") for b in _content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
+            if metas.type(i) == "assistant":
+                tool_ids.update(b["id"] for b in _content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
+        candidates: set[int] = set(edited)
+        if msg_group:
+            candidates.update(i for i, mid in enumerate(idx.msg_ids) if mid is not None and mid in msg_group)
+        candidates.update(i for i, p in enumerate(idx.parents) if p is not None and p in uuid_group)
+        candidates.update(i for i, src in idx.sources.items() if src in uuid_group)
         added = False
-        for i in live:
-            m = metas[i]
-            if i in members or m.sidechain or m.uuid in removed or m.type not in ("assistant", "user"):
+        for i in sorted(candidates):
+            if i in members or i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
                 continue
-            if m.type == "assistant" and m.msg_id in msg_group:
+            typ = metas.type(i)
+            if typ not in ("assistant", "user") or metas.sidechain(i) or metas.uuid(i) in removed:
+                continue
+            if typ == "assistant" and metas.msg_id(i) in msg_group:
                 members.add(i)
-                group[i] = msg_group[m.msg_id]
+                group[i] = msg_group[metas.msg_id(i)]
                 added = True
-            elif m.type == "user" and (m.parent in uuid_group or m.source_assistant in uuid_group):
+            elif typ == "user":
+                parent, source = metas.parent(i), metas.source_assistant(i)
+                if parent not in uuid_group and source not in uuid_group:
+                    continue
                 blocks, _ = _content_blocks(t.entry(i))
                 answers = [b for b in blocks if b.get("type") == "tool_result"]
-                if answers and all(b.get("tool_use_id") in tool_ids for b in answers):
+                if answers and all(b["tool_use_id"] in tool_ids for b in answers):
                     members.add(i)
-                    key = m.parent if m.parent in uuid_group else m.source_assistant
+                    key = parent if parent in uuid_group else source
                     group[i] = uuid_group[key]
                     added = True
         if not added:
@@ -320,7 +404,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
     for i in order:
         # attachments are read without keeping them parsed: some (prompt snapshots) are large and add
         # nothing to the view; the few that render are small
-        d = t.peek(i) if _meta(t, i).type == "attachment" else t.entry(i)
+        d = t.peek(i) if _type(t, i) == "attachment" else t.entry(i)
         typ = d.get("type")
         if typ == "assistant":
             msg = d.get("message") or {}
@@ -419,9 +503,10 @@ def envelope(t: Transcript, parent_uuid: str | None, uuid: str, timestamp: str) 
 
 
 def _newest_conversation_entry(t: Transcript) -> dict | None:
-    for i in reversed(list(t.live_indexes())):
-        m = _meta(t, i)
-        if m.type in _CONVERSATION_TYPES and not m.sidechain:
+    metas = Metas(t)
+    for i in reversed(range(t.n_entries)):
+        if (i not in t.removed and not (i < len(t.lines) and t.lines.bad(i))
+                and metas.type(i) in _CONVERSATION_TYPES and not metas.sidechain(i)):
             return t.entry(i)
     return None
 
@@ -480,24 +565,36 @@ def append_chain(t: Transcript, make: list[Callable[[str | None], dict]]) -> Tra
 def records(t: Transcript, kind: str | None = None) -> list[tuple[int, dict]]:
     """The ctxkit records of the transcript as (entry index, entry), oldest first; only ``kind`` when given."""
     out = []
-    for i in t.live_indexes():
-        if _meta(t, i).type == RECORD_TYPE:
-            rec = t.entry(i)
-            if kind is None or rec.get("record") == kind:
-                out.append((i, rec))
+    idx = t.lines
+    code = idx.type_codes.get(RECORD_TYPE)
+    found = []
+    if code is not None:  # a C-speed scan of the type codes for the (few) record lines
+        marker, k = bytes([code]), idx.types.find(bytes([code]))
+        while k >= 0:
+            found.append(k)
+            k = idx.types.find(marker, k + 1)
+    found = [i for i in found if i not in t.overrides] + [i for i in (*t.overrides, *range(len(idx), t.n_entries))
+                                                         if _type(t, i) == RECORD_TYPE]
+    for i in sorted(found):
+        if i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
+            continue
+        rec = t.entry(i)
+        if kind is None or rec.get("record") == kind:
+            out.append((i, rec))
     return out
 
 
 def uuid_index(t: Transcript) -> dict[str, int]:
     """uuid -> index of the first live, non-sidechain entry carrying it (without parsing every line)."""
     out: dict[str, int] = {}
+    metas = Metas(t)
     for i in t.live_indexes():
-        m = _meta(t, i)
-        if m.uuid and not m.sidechain and m.uuid not in out:
-            out[m.uuid] = i
+        u = metas.uuid(i)
+        if u and u not in out and not metas.sidechain(i):
+            out[u] = i
     return out
 
 
 def entry_type(t: Transcript, i: int) -> str | None:
     """The ``type`` of entry ``i`` (read from the line index when the entry is unedited: no parsing)."""
-    return _meta(t, i).type
+    return _type(t, i)

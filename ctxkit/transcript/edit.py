@@ -12,9 +12,11 @@ from typing import Any
 import orjson
 
 from ..confined import Refused
+from ..quoting import quote_json as quote
 from . import claude_code
 from .formats import handler
 from .model import Transcript, deep_replace
+from .shapes import problem
 from .view import BlockRef
 
 
@@ -189,7 +191,9 @@ def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Tra
 
     Only a blob of the store is read (by its content-addressed name, ``store.fetch_blob``): a record
     naming any other file, or whose blob is missing from the store, stays in place, so the loss
-    remains visible; each is appended to ``left`` as ``(ARCHIVE_RECORD, blob, why refused or None)``.
+    remains visible, and so does one whose blob is not what ctxkit archives (JSON: uuid -> an entry of
+    the shape shapes.py describes: a damaged or foreign file is never read into the transcript); each
+    is appended to ``left`` as ``(ARCHIVE_RECORD, blob, why refused or None)``.
     Idempotent: a transcript without archive records is returned unchanged.
     """
     if t.format != "claude-code":
@@ -208,24 +212,28 @@ def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Tra
             data, why = None, exc.reason
         else:
             why = None
-        payload = _archive_payload(data)
-        if payload is None:
+        entries, wrong = _archived_entries(data) if data is not None else (None, None)
+        if not entries:
             if left is not None:
-                left.append((ARCHIVE_RECORD, str(blob), why))
+                left.append((ARCHIVE_RECORD, str(blob), why or wrong))
             continue
-        for uid, entry in payload.items():
-            if uid in by_uuid and isinstance(entry, dict):
+        for uid, entry in entries.items():
+            if uid in by_uuid:
                 edits[by_uuid[uid]] = entry
         done.append(r)
     return t.with_edits(replace=edits, remove=done)
 
 
-def _archive_payload(data: bytes | None) -> dict | None:
-    """An archive blob's ``uuid -> entry`` map, or None when there is none to read."""
-    if data is None:
-        return None
+def _archived_entries(data: bytes) -> tuple[dict[str, dict], str | None]:
+    """The entries of an archive blob, or why it is not one."""
     try:
-        payload = orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return None
-    return payload if isinstance(payload, dict) else None
+        return {}, "is not JSON"
+    if not isinstance(value, dict):
+        return {}, "is not a JSON object of archived entries"
+    for uid, entry in value.items():
+        wrong = problem("claude-code", entry) if isinstance(entry, dict) else "is not an object"
+        if wrong is not None:
+            return {}, f"holds an entry {quote(uid, 60)} that is not one ({wrong})"
+    return value, None

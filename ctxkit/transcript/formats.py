@@ -5,7 +5,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import claude_code, plain
-from .model import Line, Transcript
+from .lineindex import LineIndex
+from .model import Transcript
 from .view import View
 
 FORMATS = ("claude-code", "anthropic", "openai")
@@ -15,7 +16,7 @@ OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 @dataclass(frozen=True)
 class Handler:
     name: str
-    index_line: Callable[[Line, dict], None]
+    index_line: Callable[[LineIndex, int, dict], None]
     project: Callable[[Transcript], View]
     content_path: tuple[str, ...]  # where an entry keeps its content list
     keep_parsed: bool  # plain formats are small enough (a context window) to keep parsed

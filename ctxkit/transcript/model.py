@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 
 from .jsonl import BadLines, Source, dumps, parse_line
+from .lineindex import BAD, LineIndex
 
 if TYPE_CHECKING:
     from .view import View
@@ -40,26 +41,6 @@ def _with_harness_keys(entry: dict, original: dict) -> dict:
     return out
 
 
-class Line:
-    """One input line: where it is, and the few fields the projection routes on (no content)."""
-
-    __slots__ = ("no", "offset", "length", "had_newline", "type", "uuid", "parent", "sidechain", "msg_id",
-                 "source_assistant", "bad")
-
-    def __init__(self, no: int, offset: int, length: int, had_newline: bool):
-        self.no = no
-        self.offset = offset
-        self.length = length
-        self.had_newline = had_newline
-        self.type: str | None = None
-        self.uuid: str | None = None
-        self.parent: str | None = None
-        self.sidechain = False
-        self.msg_id: str | None = None
-        self.source_assistant: str | None = None
-        self.bad = False  # unreadable, kept as-is under --on-bad-line skip
-
-
 @dataclass
 class ReadInfo:
     """Facts about reading, for reports."""
@@ -70,7 +51,7 @@ class ReadInfo:
 class Transcript:
     """An immutable transcript of one format (``claude-code``, ``anthropic`` or ``openai``)."""
 
-    def __init__(self, source: Source, lines: list[Line], fmt: str, info: ReadInfo, *,
+    def __init__(self, source: Source, lines: LineIndex, fmt: str, info: ReadInfo, *,
                  cache: dict[int, dict] | None = None, overrides: dict[int, dict] | None = None,
                  appended: tuple[dict, ...] = (), removed: frozenset[int] = frozenset(),
                  keep_all_parsed: bool = False):
@@ -112,9 +93,15 @@ class Transcript:
             return self.entry(i)
         return self._parse(i)
 
+    def raw_line(self, i: int) -> tuple[bytes, bool]:
+        """Input line ``i`` as read (without its line ending), and whether it had one."""
+        raw = self.source.read_at(*self.lines.span(i))
+        had_newline = raw.endswith(b"\n")
+        body = raw[:-1] if had_newline else raw
+        return (body[:-1] if body.endswith(b"\r") else body), had_newline
+
     def _parse(self, i: int) -> dict:
-        line = self.lines[i]
-        return parse_line(self.source.name, line.no, self.source.read_at(line.offset, line.length), line.had_newline)
+        return parse_line(self.source.name, i + 1, *self.raw_line(i))
 
     def input_entry(self, i: int) -> dict | None:
         """The entry as the input had it, before any edit made to this transcript (None for an
@@ -132,12 +119,13 @@ class Transcript:
 
     def line_no(self, i: int) -> int:
         """The input line number of entry ``i`` (0 for an appended entry)."""
-        return self.lines[i].no if i < len(self.lines) else 0
+        return i + 1 if i < len(self.lines) else 0
 
     def live_indexes(self) -> Iterator[int]:
         """Indexes of entries present in the output, in output order."""
-        for i, line in enumerate(self.lines):
-            if i not in self.removed and not line.bad:
+        flags, removed = self.lines.flags, self.removed
+        for i in range(len(flags)):
+            if not flags[i] & BAD and i not in removed:
                 yield i
         yield from (i for i in range(len(self.lines), self.n_entries) if i not in self.removed)
 
@@ -176,7 +164,7 @@ class Transcript:
 
         ``originals``, given the bytes an edited or appended entry serializes to, may return the
         line to write instead, its ending included: the original line an entry was restored to
-        (:class:`ctxkit.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
+        (:class:`ctxkit.store.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
         def serialized(entry: dict, ending: bytes) -> bytes:
             data = dumps(entry)
             line = originals(data) if originals is not None else None

@@ -11,9 +11,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import TranscriptError
-from ..quoting import quote
-from .model import Line, Transcript
+from .lineindex import LineIndex
+from .model import Transcript
 from .view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
 
 ANTHROPIC = "anthropic"
@@ -21,8 +20,8 @@ OPENAI = "openai"
 _OPENAI_ONLY_ROLES = ("tool", "developer", "function")
 
 
-def index_line(line: Line, d: dict) -> None:
-    line.type = d.get("role") if isinstance(d.get("role"), str) else None
+def index_line(lines: LineIndex, i: int, d: dict) -> None:
+    lines.set_type(i, d.get("role"))  # a string or absent: the shape was checked
 
 
 def looks_like_openai(d: dict) -> bool:
@@ -40,8 +39,7 @@ def looks_like_anthropic(d: dict) -> bool:
 def message_uuid(t: Transcript, i: int) -> str:
     """A stable id for a plain message (they carry none): a hash of its line."""
     if i < len(t.lines) and i not in t.overrides:
-        line = t.lines[i]
-        raw = t.source.read_at(line.offset, line.length)
+        raw = t.raw_line(i)[0]
     else:
         raw = orjson.dumps(t.entry(i), option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(raw).hexdigest()[:32]
@@ -63,37 +61,14 @@ def _kind(role: str, blocks: list[dict]) -> str:
 
 
 # -- Anthropic -------------------------------------------------------------------------------------
-def _bad(t: Transcript, i: int, message: str) -> TranscriptError:
-    return TranscriptError(t.source.name, t.line_no(i), message)
-
-
-def _check_anthropic(t: Transcript, i: int, d: dict) -> None:
-    """A line a Messages API request would refuse, named by its line (instead of failing somewhere later)."""
-    if d.get("role") not in ("user", "assistant", "system"):
-        raise _bad(t, i, f"role must be user, assistant or system, got {quote(d.get('role'))}")
-    content = d.get("content")
-    if isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise _bad(t, i, f"content must be a string or a list of blocks, got {type(content).__name__}")
-    for k, b in enumerate(content):
-        if not isinstance(b, dict) or not isinstance(b.get("type"), str):
-            raise _bad(t, i, f"content[{k}] must be a block object with a type")
-        if b["type"] == "tool_use" and not isinstance(b.get("input", {}), dict):
-            raise _bad(t, i, f"content[{k}]: tool_use input must be an object")
-        if b["type"] == "tool_result" and not isinstance(b.get("content"), (str, list, type(None))):
-            raise _bad(t, i, f"content[{k}]: tool_result content must be a string or a list of blocks")
-
-
 def project_anthropic(t: Transcript) -> View:
     msgs = []
     for i in t.live_indexes():
-        d = t.entry(i)
-        _check_anthropic(t, i, d)
-        content = d.get("content")
+        d = t.entry(i)  # its shape was checked when the line was read (shapes.ANTHROPIC)
+        content = d["content"]
         was_string = isinstance(content, str)
-        blocks = [{"type": "text", "text": content}] if was_string else [b for b in content or [] if isinstance(b, dict)]
-        role = d.get("role", "user")
+        blocks = [{"type": "text", "text": content}] if was_string else list(content)
+        role = d["role"]
         refs = [BlockRef(i, -1 if was_string else k) for k in range(len(blocks))]
         msgs.append(ViewMessage(role, blocks, _kind(role, blocks), refs, [i], message_uuid(t, i), None, was_string))
     notes: list[str] = []
@@ -134,9 +109,7 @@ def project_openai(t: Transcript) -> View:
     msgs = []
     for i in t.live_indexes():
         d = t.entry(i)
-        role = d.get("role", "user")
-        if not isinstance(d.get("content"), (str, list, type(None))):
-            raise _bad(t, i, f"content must be a string, a list of parts or null, got {type(d['content']).__name__}")
+        role = d.get("role", "user")  # the shape was checked when the line was read (shapes.OPENAI)
         uid = message_uuid(t, i)
         if role in ("system", "developer"):
             blocks = _openai_content_blocks(d.get("content"))
@@ -149,18 +122,14 @@ def project_openai(t: Transcript) -> View:
         elif role == "assistant":
             blocks = _openai_content_blocks(d.get("content"))
             refs: list[BlockRef | None] = [BlockRef(i, k) for k in range(len(blocks))]
-            calls = d.get("tool_calls") or []
-            if not isinstance(calls, list) or not all(isinstance(c, dict) and isinstance(c.get("function", {}), dict)
-                                                      for c in calls):
-                raise _bad(t, i, "tool_calls must be a list of objects with a function")
-            for call in calls:
+            for call in d.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 args = fn.get("arguments") or "{}"
                 try:
                     parsed = args if isinstance(args, dict) else orjson.loads(args)
                 except (orjson.JSONDecodeError, TypeError):
                     parsed = {"arguments": args}
-                blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": fn.get("name", ""),
+                blocks.append({"type": "tool_use", "id": call["id"], "name": fn.get("name", ""),
                                "input": parsed if isinstance(parsed, dict) else {"arguments": parsed}})
                 refs.append(None)
             msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [i], uid))

@@ -8,7 +8,9 @@ from ..errors import TranscriptError, UsageError
 from ..quoting import quote
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, open_source, parse_line
-from .model import Line, ReadInfo, Transcript
+from .lineindex import LineIndex
+from .model import ReadInfo, Transcript
+from .shapes import problem
 
 _DETECT_WINDOW = 50
 
@@ -37,15 +39,22 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
     from .jsonl import iter_lines
 
     bad = BadLines()
-    lines: list[Line] = []
-    pending: list[tuple[Line, dict]] = []  # parsed entries waiting for the format to be known
+    lines = LineIndex()
+    pending: list[tuple[int, dict]] = []  # parsed entries waiting for the format to be known
     cache: dict[int, dict] = {}
     chosen = None if fmt == "auto" else handler(fmt)
 
-    def index(h, line: Line, d: dict) -> None:
-        h.index_line(line, d)
+    def index(h, i: int, d: dict) -> None:
+        wrong = problem(h.name, d)  # every field a reader relies on has its type (shapes.py)
+        if wrong is not None:
+            if on_bad_line == "fail":
+                raise TranscriptError(source.name, i + 1, wrong)
+            bad.add(f"{source.name}:{i + 1}: {wrong}")
+            lines.mark_bad(i)
+            return
+        h.index_line(lines, i, d)
         if h.keep_parsed:
-            cache[line.no - 1] = d
+            cache[i] = d
 
     def settle():
         """Decide the format from the entries read so far, and index them with it."""
@@ -56,10 +65,9 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
         return decided
 
     for line_no, offset, body, had_newline in iter_lines(source):
-        line = Line(line_no, offset, len(body), had_newline)
-        lines.append(line)
+        i = lines.add(offset)
         if not body.strip():
-            line.bad = True  # a blank line: nothing to read, nothing to keep
+            lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
             continue
         try:
             d = parse_line(source.name, line_no, body, had_newline)
@@ -67,14 +75,16 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
             if on_bad_line == "fail":
                 raise
             bad.add(exc.message)
-            line.bad = True
+            lines.mark_bad(i)
             continue
         if chosen is None:
-            pending.append((line, d))
+            pending.append((i, d))
             if len(pending) >= _DETECT_WINDOW:
                 chosen = settle()
         else:
-            index(chosen, line, d)
+            index(chosen, i, d)
+    source.file.seek(0, os.SEEK_END)
+    lines.end = source.file.tell()
     if chosen is None:
         chosen = settle()
     t = Transcript(source, lines, chosen.name, ReadInfo(bad), cache=cache,

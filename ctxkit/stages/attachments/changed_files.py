@@ -32,7 +32,11 @@ all, or the file's folder is gone too, a warning says so instead. Each diff is c
 for the next run (their diff is then taken against the same base, so nothing is skipped). A file
 that cannot be read gives a warning; binary files are not reported. Paths the transcript recorded
 under a working directory that does not exist on this machine are looked up under the current
-directory (a moved project).
+directory (a moved project). Only regular files inside the session's folder are read (`..` and
+symbolic links resolved first), at most 4 bytes per character of `max_file_chars`; a file outside
+it, a FIFO or device, or a larger file is skipped with a warning (`skipped 1 file outside the
+session's folder: ...`). Claude Code checks only files it read itself; ctxkit takes the paths
+from the transcript, hence the rule (docs/security.md).
 
 The new content is kept so that the next change is diffed against it: inline in the Claude Code
 attachment record (up to `inline_content_chars`) and in the store (plain formats find it there by
@@ -47,6 +51,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ...confined import Refused, skipped_note
 from ...reminders import reminder
 from ...transcript.edit import NewMessage
 from . import AttachmentType, options_schema, register
@@ -170,6 +175,7 @@ class ChangedFiles(AttachmentType):
         here = (state.recorded_root is None or Path(state.recorded_root).is_dir()
                 or any(state.to_local(p).exists() for p, _ in tracked))
         missing = 0
+        skipped: dict[str, list[str]] = {}  # refused by the confined reader, by kind
         for path, seen in tracked:
             local = state.to_local(path)
             try:
@@ -189,10 +195,15 @@ class ChangedFiles(AttachmentType):
             if (not seen.deleted and options["trust_mtime"] and seen.at is not None
                     and st.st_mtime <= seen.at.timestamp()):
                 continue
-            try:
-                raw = local.read_bytes()
+            try:  # inside the session's folder, a regular file, at most 4 bytes per character of max_file_chars
+                raw = state.read_local(local, limit=4 * int(options["max_file_chars"]), shown=path)
+            except Refused as exc:
+                skipped.setdefault(exc.kind, []).append(path)
+                continue
             except OSError as exc:
                 state.warn(f"changed_files: cannot read {path}: {exc.strerror or exc}")
+                continue
+            if raw is None:
                 continue
             sha = hashlib.sha256(raw).hexdigest()
             try:
@@ -217,6 +228,8 @@ class ChangedFiles(AttachmentType):
             if len(text) <= int(options["inline_content_chars"]):
                 record["content"] = text
             out.append(NewMessage([reminder(MODIFIED.format(path=path, snippet=snippet))], role, attachment=record))
+        for kind, paths in skipped.items():
+            state.warn(f"changed_files: {skipped_note(kind, paths)}")
         if missing:
             state.warn(f"changed_files: {missing} file(s) the session read are not found under {state.root}; "
                        "run ctxkit from the project folder to check them")

@@ -23,6 +23,9 @@ touched again.
 Paths outside the project root load nothing, and nothing above the root is ever read. Each file is
 capped at `max_chars_per_file`; all of them together at `max_chars_total` per run (files that do
 not fit wait for the next run). A file that cannot be read, or is not UTF-8, gives a warning.
+Memory files are read only as regular files that resolve (symbolic links followed) to a path
+inside the session's folder, and only up to 1 MB (or 4 bytes per character of
+`max_chars_per_file`); a link pointing outside, a FIFO or a larger file is skipped with a warning.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import os
 import re
 from pathlib import Path
 
+from ...confined import Refused, skipped_note
 from ...filenames import FILE_PATH_KEYS
 from ...reminders import reminder
 from ...transcript.edit import NewMessage
@@ -41,6 +45,10 @@ _CONTENTS = re.compile(r"^Contents of (.+?):\n\n", re.S)
 
 def _norm(p: str) -> str:
     return os.path.normpath(p)
+
+
+#: Memory files up to this size are read (and cut to ``max_chars_per_file``); larger ones are skipped.
+MEMORY_MAX_READ = 1024 * 1024
 
 
 @register
@@ -94,8 +102,15 @@ class NestedMemory(AttachmentType):
                 if _norm(shown) in known:
                     continue
                 known.add(_norm(shown))
-                try:
-                    content = mem.read_text(encoding="utf-8")
+                try:  # inside the session's folder, a regular file; a larger one is cut below (cap), a huge one skipped
+                    limit = max(4 * int(options["max_chars_per_file"]), MEMORY_MAX_READ)
+                    raw = state.read_local(mem, limit=limit, shown=shown)
+                    if raw is None:
+                        continue
+                    content = raw.decode("utf-8")
+                except Refused as exc:
+                    state.warn(f"nested_memory: {skipped_note(exc.kind, [shown])}")
+                    continue
                 except (OSError, UnicodeDecodeError) as exc:
                     state.warn(f"nested_memory: cannot read {shown}: {getattr(exc, 'strerror', None) or exc}")
                     continue

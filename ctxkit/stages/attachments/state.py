@@ -26,6 +26,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
 from ...transcript import claude_code
 from ...transcript.view import PROMPT, View
@@ -258,6 +259,15 @@ class AttachmentState:
             if base != self.root and _is_within(local, self.root):
                 return str(PurePosixPath(self.recorded_root) / local.relative_to(self.root).as_posix())
         return str(local)
+
+    def read_local(self, local: Path, *, limit: int, shown: str | None = None) -> bytes | None:
+        """The bytes of a file the transcript names (already :meth:`to_local`), or None when it is gone.
+
+        The one way the attachment types and re-injection read such a file: it must resolve to a
+        regular file inside :attr:`root` (the session's working directory) of at most ``limit``
+        bytes; otherwise :class:`ctxkit.confined.Refused` (see :func:`ctxkit.confined.read_in_folder`).
+        """
+        return read_in_folder(self.root, local, limit=limit, shown=shown)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from ...confined import TOO_LARGE, Refused, read_in_folder, skipped_note
 from ...filenames import FILE_PATH_KEYS, is_file
 from ...policy.defaults import schema_defaults
 from ...reminders import reminder
@@ -158,15 +159,25 @@ def recent_files(view: View, keep_from: int, tools: list[str], s: AttachmentStat
     return [p for p in reversed(order) if p not in in_tail]
 
 
-def read_text_file(path: Path) -> str | None:
-    """The file's text, or None when it is missing, not a regular file, or binary."""
+#: Bytes read per token of ``file_max_tokens`` at most: a file larger than this cannot fit its budget
+#: (code runs 3-4 bytes a token), so it is named only, without reading it into memory.
+BYTES_PER_TOKEN = 8
+
+
+def read_text_file(s: AttachmentState, path: Path, limit: int, roots: list[Path] | None = None) -> str | None:
+    """The file's text, or None when it is missing or binary.
+
+    Read through :meth:`AttachmentState.read_local` (or within ``roots``): raises
+    :class:`~ctxkit.confined.Refused` for a file outside the session's folder, anything but a
+    regular file, or one over ``limit`` bytes.
+    """
     if path.suffix.lower() in _BINARY_SUFFIXES:
         return None
     try:
-        data = path.read_bytes()
+        data = read_in_folder(roots, path, limit=limit) if roots else s.read_local(path, limit=limit)
     except OSError:
         return None
-    if b"\x00" in data[:8192]:
+    if data is None or b"\x00" in data[:8192]:
         return None
     return data.decode("utf-8", errors="replace")
 
@@ -204,20 +215,29 @@ def _files(view: View, keep_from: int, ctx: Context, s: AttachmentState, opts: M
     done: list[str] = []
     referenced: list[str] = []
     missing: list[str] = []
+    skipped: dict[str, list[str]] = {}  # refused by the confined reader, by kind
+    limit = max(1, int(opts["file_max_tokens"])) * BYTES_PER_TOKEN
     for recorded in recent_files(view, keep_from, list(opts["file_tools"]), s):
         if len(done) + len(referenced) >= int(opts["max_files"]):
             break
         local = s.to_local(recorded)
         if str(local) in skip or recorded in skip:
             continue
-        text = read_text_file(local)
-        if text is None:
-            missing.append(recorded)
-            continue
         display = _display(s, recorded)
-        msg = file_attachment(recorded, display, text)
+        try:
+            text = read_text_file(s, local, limit)
+        except Refused as exc:
+            if exc.kind != TOO_LARGE:
+                skipped.setdefault(exc.kind, []).append(recorded)
+                continue
+            text = None  # too large to read, so too large to re-inject: named only, as Claude Code does
+        else:
+            if text is None:
+                missing.append(recorded)
+                continue
+        msg = file_attachment(recorded, display, text) if text is not None else file_reference(recorded, display)
         tokens = sum(ctx.tokens.count_text(x) for x in msg.texts)
-        if tokens > int(opts["file_max_tokens"]) or used + tokens > total:
+        if text is None or tokens > int(opts["file_max_tokens"]) or used + tokens > total:
             msg = file_reference(recorded, display)
             tokens = sum(ctx.tokens.count_text(x) for x in msg.texts)
             referenced.append(recorded)
@@ -231,6 +251,8 @@ def _files(view: View, keep_from: int, ctx: Context, s: AttachmentState, opts: M
         out.details["files_named_only"] = referenced
     if missing:
         out.details["files_missing"] = missing
+    if skipped:
+        out.details["files_skipped"] = [skipped_note(kind, paths) for kind, paths in skipped.items()]
 
 
 # -- 2-3. plan file and plan mode ------------------------------------------------------------------
@@ -252,6 +274,19 @@ def find_plan_file(view: View, ctx: Context, s: AttachmentState) -> str | None:
         return found
     candidate = os.path.expanduser(_plan_path_pattern(ctx, s))  # unchanged when there is no home folder
     return candidate if is_file(candidate) else None
+
+
+#: The largest plan file re-injected (Claude Code's plans are a few kilobytes).
+PLAN_MAX_BYTES = 256 * 1024
+
+
+def _plan_roots(ctx: Context, s: AttachmentState) -> list[Path]:
+    """Where a plan file may be read from: the folder of ``--plan-file`` when the user gave one, else
+    the session's working directory and Claude Code's plan folder (``~/.claude/plans``)."""
+    given = ctx.inputs.plan_file
+    if given:
+        return [Path(os.path.expanduser(str(given))).parent]
+    return [s.root, Path(os.path.expanduser(_plan_path_pattern(ctx, s))).parent]
 
 
 def _plan_mode_options(ctx: Context) -> dict[str, Any]:
@@ -419,7 +454,11 @@ def build(t: Transcript, view: View, keep_from: int, ctx: Context, options: Mapp
     if opts["files"]:
         _files(view, keep_from, ctx, s, opts, budget_tokens, out, skip)
     if opts["plan"] and plan_path and plan_local is not None:
-        text = read_text_file(plan_local)
+        try:
+            text = read_text_file(s, plan_local, PLAN_MAX_BYTES, _plan_roots(ctx, s))
+        except Refused as exc:
+            text = None
+            out.details["plan_file_skipped"] = skipped_note(exc.kind, [plan_path])
         if text is not None and text.strip():
             out.messages.append(plan_reference(plan_path, text))
             out.details["plan_file"] = plan_path
@@ -429,6 +468,8 @@ def build(t: Transcript, view: View, keep_from: int, ctx: Context, options: Mapp
         out.details["plan_mode"] = True
     if opts["skills"]:
         _skills(view, ctx, s, opts, budget_tokens - out.tokens, out)
+    for note in [*out.details.get("files_skipped", []), *filter(None, [out.details.get("plan_file_skipped")])]:
+        ctx.warn(f"compact: re-injection {note}")  # said on stderr too: the user may wonder where a file went
     return out
 
 

@@ -48,6 +48,12 @@ usage error (exit 2) naming the smallest window that works.
    when given, else from the transcript). The kept tail plus the re-read files and skills take at
    most half of the threshold, so a small window is not refilled by the compaction. While the last
    assistant message waits for tool results nothing is appended after it.
+   Unlike Claude Code, which re-reads only files it opened itself, ctxkit takes the paths from
+   the transcript, so it reads only regular files inside the session's folder (the transcript's
+   `cwd`, with `..` and symbolic links resolved first; a plan file also from `~/.claude/plans`),
+   never a FIFO, device, `/proc` or `/sys` file, and at most 8 bytes per token of
+   `file_max_tokens` (a larger file is only named). Others are skipped and reported in the
+   details (`files_skipped`, `plan_file_skipped`) and as a warning; see docs/security.md.
 
 The summarizer is the policy's `summarizer:` (`anthropic`, `command`, `extractive`, or `auto`:
 `anthropic` when `ANTHROPIC_API_KEY` is set, else the offline extractive one); see

@@ -131,6 +131,7 @@ from ...transcript import claude_code
 from ...transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span
 from ...transcript.edit import archive_entries, plain_message, replace_plain_range, strip_thinking_after
 from ...transcript.model import Transcript
+from ...transcript.shapes import problem
 from ...transcript.view import View, ViewMessage
 from ..base import Context, Stage, StageResult
 from .rules import (
@@ -300,10 +301,13 @@ class Collapse(Stage):
                 data = ctx.store.read_blob(found.group(1)) if found else None
                 if data is None:
                     continue
-                archived = orjson.loads(data)
-                if archived.get("by") != "rule" or text != _plain_summary(archived.get("summary", ""), found.group(1)):
+                lines, wrong = _archived_lines(data, t.format)
+                archived = orjson.loads(data) if wrong is None else {}  # parsed fine just above
+                summary = archived.get("summary")
+                if archived.get("by") != "rule" or not isinstance(summary, str) or \
+                        text != _plain_summary(summary, found.group(1)):
                     continue
-                messages = _plain_api_messages(t, [x["entry"] for x in archived.get("lines", [])])
+                messages = _plain_api_messages(t, lines)
                 out.append({"key": found.group(1), "summary": archived["summary"], "by": "rule", "start": mi,
                             "entry": ref.entry, "toolUseIds": archived.get("toolUseIds", []), "messages": messages,
                             "tokens": ctx.tokens.count_messages(messages)})
@@ -378,16 +382,6 @@ def _uncollapsed_view(t: Transcript) -> View:
     return claude_code.build_messages(t, order)
 
 
-def _archived_lines(data: bytes | None) -> list[dict]:
-    """The original lines a plain collapse archive holds ([] when there is none to read)."""
-    try:
-        archived = orjson.loads(data) if data else None
-    except orjson.JSONDecodeError:
-        return []
-    lines = archived.get("lines") if isinstance(archived, dict) else None
-    return [x["entry"] for x in lines if isinstance(x, dict) and "entry" in x] if isinstance(lines, list) else []
-
-
 def _plain_api_messages(t: Transcript, entries: list[dict]) -> list[dict]:
     """Archived plain lines as messages the summarizer can render (OpenAI lines shown as their JSON)."""
     if t.format == "anthropic":
@@ -416,7 +410,8 @@ def uncollapse(t: Transcript, store: Any, left: list | None = None) -> Transcrip
             data, why = store.fetch_blob(found.group(1)), None
         except Refused as exc:
             data, why = None, exc.reason
-        lines = _archived_lines(data)
+        lines, wrong = _archived_lines(data, t.format) if data is not None else ([], None)
+        why = why or wrong
         if lines:
             restore[i] = lines
         elif left is not None:
@@ -427,3 +422,17 @@ def uncollapse(t: Transcript, store: Any, left: list | None = None) -> Transcrip
     live = list(t.live_indexes())
     out = [e for i in live for e in restore.get(i, [t.entry(i)])]
     return t.with_edits(remove=live, append=out)
+
+
+def _archived_lines(data: bytes, fmt: str) -> tuple[list[dict], str | None]:
+    """The lines a collapse archive holds, or none and why the blob is not one (damaged, or not
+    ctxkit's): the summary then stays as it is rather than putting foreign content into the transcript."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return [], "is not JSON"
+    items = doc.get("lines") if isinstance(doc, dict) else None
+    if not isinstance(items, list) or not all(isinstance(x, dict) and isinstance(x.get("entry"), dict)
+                                              and problem(fmt, x["entry"]) is None for x in items):
+        return [], "is not a collapse archive"
+    return [x["entry"] for x in items], None

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Long fuzz runs of every ctxkit command on mutated real transcripts and policies.
+
+Draws cases from ``tests/fuzz_inputs.py`` (real transcripts from the shared corpus and
+ctxkit's own output with fields of the wrong type, through compact, view, stats, check,
+expand, snip, memory update, policy validate/show, in-process), and counts the cases,
+the crashes (an exception: what the CLI reports as exit 4, or a non-zero exit with no
+message) and the hangs (no answer within ``--timeout`` seconds). Crashes are grouped
+by where they happened; for each group hypothesis then searches again and shrinks the
+input to a minimal failing case, which is printed. Exit status 1 when anything was found.
+
+    nice python bench/fuzz.py --cases 10000 [--seed 1] [--timeout 30] [--no-shrink]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import fuzz_inputs  # noqa: E402
+from hypothesis import HealthCheck, Phase, find, given, seed, settings  # noqa: E402
+
+
+def signature(exc: BaseException) -> str:
+    """Where a crash happened: the exception type and the innermost ctxkit frame."""
+    if isinstance(exc, fuzz_inputs.Hang):
+        return "hang"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/ctxkit/" in f.filename]
+    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno} {frames[-1].name}" if frames else "?"
+    return f"{type(exc).__name__} at {where}"
+
+
+def outcome(case: fuzz_inputs.Case) -> str | None:
+    """None when ctxkit behaved, else a signature of what went wrong."""
+    try:
+        wrong = fuzz_inputs.problem(case)
+    except BaseException as exc:  # noqa: BLE001 - a crash is what we are looking for
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return signature(exc)
+    return f"misbehaved: {wrong[:120]}" if wrong else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=int, default=30, help="seconds before a case counts as a hang")
+    ap.add_argument("--no-shrink", action="store_true", help="count only; do not minimize what was found")
+    args = ap.parse_args()
+    fuzz_inputs.CASE_TIMEOUT = args.timeout
+    fuzz_inputs.seeds()
+    found: dict[str, int] = {}
+    first: dict[str, fuzz_inputs.Case] = {}
+    counts = {"cases": 0}
+    start = time.monotonic()
+
+    @seed(args.seed)
+    @settings(max_examples=args.cases, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(fuzz_inputs.cases())
+    def explore(case):
+        counts["cases"] += 1
+        sig = outcome(case)
+        if sig is not None:
+            found[sig] = found.get(sig, 0) + 1
+            first.setdefault(sig, case)
+        if counts["cases"] % 500 == 0:
+            print(f"... {counts['cases']} cases, {sum(found.values())} problems, {time.monotonic() - start:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    explore()
+    crashes = sum(n for s, n in found.items() if s != "hang")
+    hangs = found.get("hang", 0)
+    print(f"cases: {counts['cases']}  crashes: {crashes}  hangs: {hangs}  distinct: {len(found)}  "
+          f"time: {time.monotonic() - start:.0f} s")
+    for sig, n in sorted(found.items(), key=lambda kv: -kv[1]):
+        print(f"\n== {n} x {sig}")
+        if args.no_shrink or sig == "hang":
+            print(repr(first[sig]))
+            continue
+        try:
+            small = find(fuzz_inputs.cases(), lambda c, sig=sig: outcome(c) == sig,
+                         settings=settings(max_examples=2000, deadline=None, database=None,
+                                           suppress_health_check=list(HealthCheck)))
+            print("minimized:", repr(small))
+        except Exception:  # noqa: BLE001 - not found again within the budget: show the first one
+            print("(not found again to shrink; first seen:)", repr(first[sig]))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("CTXKIT_DEBUG", "1")
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""What ctxkit keeps of each input line, in compact arrays: where it is, and the few fields the
+projection routes on.
+
+A transcript may hold millions of lines of which the view (after the last compact boundary) needs
+a few hundred, so the per-line cost decides how much memory a run takes. A Python object per line
+(with an int for each offset and length and a string for each field) cost ~500 bytes a line; here a
+line costs an 8-byte offset, a type code and a flag byte, and list slots for the uuid, the parent
+(the same string object as the previous line's uuid when it is that one, as it nearly always is)
+and the assistant message id; the entries themselves are parsed again on demand from the file.
+"""
+from __future__ import annotations
+
+from array import array
+
+SIDECHAIN = 1
+BAD = 2  # unreadable or of the wrong shape, kept as-is under --on-bad-line skip
+_ODD_TYPE = 255  # a type beyond the 254 the code table holds: looked up in ``odd_types``
+
+
+class LineIndex:
+    """Per-line facts of one input file, by line index ``i`` (line number ``i + 1``)."""
+
+    __slots__ = ("starts", "end", "types", "type_names", "type_codes", "odd_types", "flags", "uuids", "parents",
+                 "msg_ids", "sources")
+
+    def __init__(self) -> None:
+        self.starts = array("q")  # byte offset where each line starts
+        self.end = 0  # byte offset of the end of the file
+        self.types = bytearray()
+        self.type_names: list[str | None] = [None]
+        self.type_codes: dict[str | None, int] = {None: 0}
+        self.odd_types: dict[int, str] = {}
+        self.flags = bytearray()
+        self.uuids: list[str | None] = []
+        self.parents: list[str | None] = []
+        self.msg_ids: list[str | None] = []
+        self.sources: dict[int, str] = {}  # sourceToolAssistantUUID, where a line has one (few do)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def add(self, offset: int) -> int:
+        """Add a line starting at ``offset``; its index."""
+        self.starts.append(offset)
+        self.types.append(0)
+        self.flags.append(0)
+        self.uuids.append(None)
+        self.parents.append(None)
+        self.msg_ids.append(None)
+        return len(self.starts) - 1
+
+    def span(self, i: int) -> tuple[int, int]:
+        """(offset, length) of line ``i`` with its line ending."""
+        start = self.starts[i]
+        stop = self.starts[i + 1] if i + 1 < len(self.starts) else self.end
+        return start, stop - start
+
+    # -- routing fields ---------------------------------------------------------------------------------
+    def set_type(self, i: int, name: str | None) -> None:
+        code = self.type_codes.get(name)
+        if code is None:
+            if len(self.type_names) < _ODD_TYPE:
+                code = self.type_codes[name] = len(self.type_names)
+                self.type_names.append(name)
+            else:
+                code = _ODD_TYPE
+                self.odd_types[i] = name  # type: ignore[assignment]
+        self.types[i] = code
+
+    def type(self, i: int) -> str | None:
+        code = self.types[i]
+        return self.odd_types.get(i) if code == _ODD_TYPE else self.type_names[code]
+
+    def set_routing(self, i: int, uuid: str | None, parent: str | None, sidechain: bool, msg_id: str | None,
+                    source: str | None) -> None:
+        if parent is not None and i > 0:
+            prev = self.uuids[i - 1]
+            if parent == prev:
+                parent = prev  # share the previous line's string: one object for both
+        if msg_id is not None and i > 0 and msg_id == self.msg_ids[i - 1]:
+            msg_id = self.msg_ids[i - 1]  # fragments of one message share its id
+        self.uuids[i] = uuid
+        self.parents[i] = parent
+        self.msg_ids[i] = msg_id
+        if sidechain:
+            self.flags[i] |= SIDECHAIN
+        if source is not None:
+            self.sources[i] = source
+
+    def sidechain(self, i: int) -> bool:
+        return bool(self.flags[i] & SIDECHAIN)
+
+    def bad(self, i: int) -> bool:
+        return bool(self.flags[i] & BAD)
+
+    def mark_bad(self, i: int) -> None:
+        self.flags[i] |= BAD

@@ -1,0 +1,170 @@
+"""Lines whose fields have the wrong type are bad lines, named where they are read (ctxkit/transcript/shapes.py).
+
+Each case below crashed a command (exit 4, "internal error") before the shapes were checked
+at the edge: now the line is reported with its file, line number, field and value (exit 3), or
+kept byte for byte and left out of the view under ``--on-bad-line skip``. Every real transcript
+of the shared corpus (Claude Code 1.0.17 to 2.1.x) still reads without a single bad line.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import orjson
+import pytest
+from conftest import CORPUS, public_transcripts
+
+from ctxkit.cli.main import app
+from ctxkit.transcript import read_transcript
+
+U1, U2, U3 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", \
+    "33333333-3333-4333-8333-333333333333"
+
+
+def _cc(*entries: dict) -> str:
+    return "".join(json.dumps(e) + "\n" for e in entries)
+
+
+def _user(content, **extra) -> dict:
+    return {"type": "user", "uuid": U1, "parentUuid": None, "sessionId": "s1", "timestamp": "2026-11-29T09:00:00Z",
+            "message": {"role": "user", "content": content}, **extra}
+
+
+def _assistant(content, **extra) -> dict:
+    return {"type": "assistant", "uuid": U2, "parentUuid": U1, "sessionId": "s1",
+            "timestamp": "2026-11-29T09:00:05Z", "message": {"role": "assistant", "id": "msg_1", "content": content},
+            **extra}
+
+
+def _result(content, **extra) -> dict:
+    return {"type": "user", "uuid": U3, "parentUuid": U2, "sessionId": "s1", "timestamp": "2026-11-29T09:00:09Z",
+            "message": {"role": "user", "content": content}, **extra}
+
+
+_CALL = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}
+_ANSWER = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"}
+
+# (transcript text, the line that is bad, the message after "file:line: ")
+CASES = {
+    "message is true": (_cc(_user("hi"), {**_assistant([]), "message": True}), 2,
+                        "message must be an object or null, got true"),
+    "text is a list": (_cc(_user([{"type": "text", "text": ["a", "b"]}])), 1,
+                       'message.content[0].text must be a string, got ["a","b"]'),
+    "tool_use id null": (_cc(_user("hi"), _assistant([{**_CALL, "id": None}])), 2,
+                         "message.content[0].id must be a string, got null"),
+    "tool_use id missing": (_cc(_user("hi"), _assistant([{k: v for k, v in _CALL.items() if k != "id"}])), 2,
+                            "message.content[0].id is missing"),
+    "tool_use id a list": (_cc(_user("hi"), _assistant([{**_CALL, "id": ["toolu_1"]}])), 2,
+                           'message.content[0].id must be a string, got ["toolu_1"]'),
+    "tool_use id an object": (_cc(_user("hi"), _assistant([{**_CALL, "id": {"x": 1}}])), 2,
+                              'message.content[0].id must be a string, got {"x":1}'),
+    "tool_use_id a list": (_cc(_user("hi"), _assistant([_CALL]), _result([{**_ANSWER, "tool_use_id": ["toolu_1"]}])),
+                           3, 'message.content[0].tool_use_id must be a string, got ["toolu_1"]'),
+    "content a number": (_cc(_user(5)), 1, "message.content must be a string or a list of content blocks, got 5"),
+    "sessionId a list": (_cc(_user("hi", sessionId=["s"])), 1, 'sessionId must be a string or null, got ["s"]'),
+    "timestamp a number": (_cc(_user("hi", timestamp=17)), 1, "timestamp must be a string or null, got 17"),
+    "rendered a number": (_cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1, "rendered": 3,
+                                            "attachment": {"type": "date_change"}}), 2,
+                          "rendered must be a list or null, got 3"),
+    "block not an object": (_cc(_user(["hi"])), 1,
+                            'message.content[0] must be a content block (an object with a string type), got "hi"'),
+    "uuid a number": (_cc(_user("hi", uuid=7)), 1, "uuid must be a string or null, got 7"),
+    "snip record": (_cc(_user("hi"), {"type": "ctxkit-record", "record": "snip", "removedUuids": "u1"}), 2,
+                    'removedUuids must be a list or null, got "u1"'),
+    "archive record": (_cc(_user("hi"), {"type": "ctxkit-record", "record": "archive", "blob": 12}), 2,
+                       "blob must be a string, got 12"),
+    "collapse record": (_cc(_user("hi"), {"type": "ctxkit-record", "record": "collapse",
+                                          "runs": [{"key": "k", "toolUseIds": [1]}]}), 2,
+                        "runs[0].toolUseIds[0] must be a string, got 1"),
+    "record without a kind": (_cc(_user("hi"), {"type": "ctxkit-record"}), 2, "record is missing"),
+    "api-request-shape system a string": (_cc(_user("hi"), {"type": "api-request-shape", "shape": {"system": "x"}}), 2,
+                                          'shape.system must be a list or null, got "x"'),
+    "prompt_snapshot systemPrompt": (_cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
+                                                      "attachment": {"type": "prompt_snapshot", "systemPrompt": [None]}}),
+                                     2, "attachment.systemPrompt[0] must be a string, got null"),
+    "delta attachment addedLines an object": (
+        _cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
+                          "attachment": {"type": "deferred_tools_delta", "addedNames": ["A"], "addedLines": {"x": 1}}}),
+        2, 'attachment.addedLines must be a list or null, got {"x":1}'),
+    "openai tool_calls id a list": (
+        '{"role":"user","content":"hi"}\n{"role":"assistant","content":null,"tool_calls":[{"id":["c1"],'
+        '"type":"function","function":{"name":"f","arguments":"{}"}}]}\n', 2,
+        'tool_calls[0].id must be a string, got ["c1"]'),
+    "anthropic tool_result content a number": (
+        '{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":5}]}\n', 1,
+        "content[0].content must be a string, a list of content blocks or null, got 5"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("command", [["view"], ["stats"], ["compact", "--policy", "no-llm"]])
+def test_a_field_of_the_wrong_type_is_a_bad_line(runner, tmp_path, name, command):
+    text, line, message = CASES[name]
+    path = tmp_path / "t.jsonl"
+    path.write_text(text)
+    r = runner.invoke(app, [command[0], str(path), *command[1:]])
+    assert (r.exit_code, r.stderr) == (3, f"ctxkit: error: {path}:{line}: {message}\n")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_under_skip_the_bad_line_is_kept_byte_for_byte(runner, tmp_path, name):
+    text, line, message = CASES[name]
+    path = tmp_path / "t.jsonl"
+    path.write_text(text)
+    r = runner.invoke(app, ["compact", str(path), "--on-bad-line", "skip", "--policy", "no-llm",
+                            "--store", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.stderr
+    assert text.splitlines()[line - 1] in r.stdout.splitlines()
+    assert f"skipped 1 unreadable line(s); first: {path}:{line}: {message}" in r.stderr
+
+
+def test_a_huge_value_is_quoted_short(runner, tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_cc(_user("hi", timestamp=["x" * 1_000_000])))
+    r = runner.invoke(app, ["view", str(path)])
+    assert r.exit_code == 3
+    assert len(r.stderr) < 400
+    assert r.stderr.startswith(f'ctxkit: error: {path}:1: timestamp must be a string or null, got ["xxxx')
+    assert r.stderr.endswith("... (1,000,004 characters)\n")
+
+
+@pytest.mark.parametrize("path", public_transcripts() + sorted((CORPUS / "claude-code-2.1.328").glob("*/session.jsonl"))
+                         if CORPUS.is_dir() else [], ids=str)
+def test_every_real_transcript_has_the_shapes_ctxkit_reads(path):
+    t = read_transcript(str(path), on_bad_line="skip")
+    assert (t.info.bad_lines.count, t.info.bad_lines.first) == (0, [])
+
+
+def _in_store(store, data: bytes):
+    """A blob of ``store`` under its content-addressed name (the only files expand reads)."""
+    digest = hashlib.sha256(data).hexdigest()
+    blob = store / "blobs" / digest[:2] / f"{digest}.json"
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(data)
+    return blob
+
+
+def test_an_archive_record_naming_a_file_that_is_not_json_is_reported(runner, tmp_path):
+    """expand: the record stays (nothing read from a foreign file), the problem is named, exit 1."""
+    store = tmp_path / "store"
+    blob = _in_store(store, b"these are my notes, not an archive\n")
+    text = _cc(_user("hi"), {"type": "ctxkit-record", "record": "archive", "blob": str(blob), "uuids": [U1]})
+    path = tmp_path / "t.jsonl"
+    path.write_text(text)
+    r = runner.invoke(app, ["expand", str(path), "--store", str(store)])
+    assert r.exit_code == 1
+    assert f"ctxkit: warning: did not read {blob} (named by archive record): is not JSON\n" in r.stderr
+    assert r.stdout == text
+
+
+def test_an_archived_entry_of_the_wrong_shape_is_not_restored(runner, tmp_path):
+    store = tmp_path / "store"
+    blob = _in_store(store, orjson.dumps({U1: {**_user("hi"), "message": True}}))
+    text = _cc(_user("edited"), {"type": "ctxkit-record", "record": "archive", "blob": str(blob), "uuids": [U1]})
+    path = tmp_path / "t.jsonl"
+    path.write_text(text)
+    r = runner.invoke(app, ["expand", str(path), "--store", str(store)])
+    assert r.exit_code == 1
+    assert (f"ctxkit: warning: did not read {blob} (named by archive record): holds an entry \"{U1}\" that is not "
+            "one (message must be an object or null, got true)\n") in r.stderr
+    assert r.stdout == text
