@@ -9,22 +9,29 @@ Embedding it in an agent framework::
     result = compile_pipeline(policy).run(transcript, make_context(policy, store_dir=".ctxkit"))
     with open("compacted.jsonl", "wb") as out:
         result.transcript.write(out)
+
+The tree reads as the architecture (docs/architecture.md), lowest layer first:
+the shared utilities at this level (``errors``, ``clock``, ``fileio``,
+``confined``, ``quoting``, ``filenames``, ``resources``: no ctxkit imports
+beyond each other); ``transcript/``; ``policy/``, ``tokens/``, ``store/``,
+``summarize/``; ``stages/``; ``pipeline``; ``reports/``; ``cli/`` on top. The
+import-linter contracts in pyproject.toml keep it so.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from .pipeline import compile_pipeline
-    from .policy import load_policy
+    from .policy import Policy, Problem
     from .transcript import read_transcript
 
 __version__ = "0.1.0"
 
 #: the public names, imported on first use (PEP 562): ``import ctxkit.cli.main`` must not pay for the
 #: whole pipeline before the CLI has installed its SIGTERM handler (ctxkit.cli.main)
-_LAZY = {"compile_pipeline": ".pipeline", "load_policy": ".policy", "read_transcript": ".transcript"}
+_LAZY = {"compile_pipeline": ".pipeline", "read_transcript": ".transcript"}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,20 +44,45 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ctxkit' has no attribute {name!r}")
 
 
+def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
+                user_config: Path | None = None) -> Policy:
+    """The policy for a run, checked against ctxkit's stages (see :func:`ctxkit.policy.load_policy`)."""
+    from . import policy as _policy
+    from .stages.registry import REGISTRY
+
+    return _policy.load_policy(policy, sets, cwd, user_config, stages=REGISTRY)
+
+
+def validate_policy_file(path: str | Path) -> list[Problem]:
+    """Every problem of one policy file on its own; empty when it is valid."""
+    from . import policy as _policy
+    from .stages.registry import REGISTRY
+
+    return _policy.validate_file(path, stages=REGISTRY)
+
+
+def policy_schema() -> dict[str, Any]:
+    """The policy schema with ctxkit's stages and their options (what ``ctxkit policy schema`` prints)."""
+    from . import policy as _policy
+    from .stages.registry import REGISTRY
+
+    return _policy.effective_schema(REGISTRY)
+
+
 def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, **inputs: Any):
-    """A stage Context with the policy's token estimator, a clock (fixed at ``now`` if given) and a store.
+    """A stage Context with the policy's token estimator (and the counts saved in the store), a clock
+    (fixed at ``now`` if given), the store, and the warnings a run starts with (``ctx.warnings``);
+    the builder the CLI uses too (:func:`ctxkit.run_context.build_context`).
 
     Raises :class:`PolicyError` when the estimator would send the transcript on the word of an untrusted
     repository policy (``estimator: anthropic``, see ctxkit.policy.trust)."""
-    from .clock import Clock
     from .policy.trust import require_trusted_estimator
-    from .stages.base import Context, RunInputs
-    from .store import Store
-    from .tokens import make_counter
+    from .run_context import build_context
+    from .store.disk import Store
 
     require_trusted_estimator(policy)
-    return Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
-                   store=Store(Path(store_dir)), inputs=RunInputs(now=now, **inputs))
+    return build_context(policy, Store(Path(store_dir)), now=now, **inputs)
 
 
-__all__ = ["compile_pipeline", "load_policy", "make_context", "read_transcript", "__version__"]
+__all__ = ["compile_pipeline", "load_policy", "make_context", "policy_schema", "read_transcript", "validate_policy_file",
+           "__version__"]

@@ -45,3 +45,8 @@ def is_file(path: Path | str) -> bool:
         return Path(os.path.expanduser(path)).is_file()
     except (OSError, ValueError, RuntimeError):
         return False
+
+
+#: The tool-input keys that name the file a call reads or writes (Read, Edit, Write: ``file_path``;
+#: NotebookRead, NotebookEdit: ``notebook_path``). Grep's and Glob's ``path`` is a folder, not a file.
+FILE_PATH_KEYS = ("file_path", "notebook_path")

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import UsageError
-from .original_lines import keep_original_lines
 from .policy.hints import did_you_mean
 from .policy.model import Policy, StageSpec
 from .quoting import quote
-from .redact import redaction_summary
 from .stages import REGISTRY
 from .stages.base import Context, Report, Stage
+from .store.original_lines import keep_original_lines
+from .summarize.redact import redaction_summary
 from .transcript.model import Transcript
 
 

@@ -41,7 +41,7 @@ ARCH_END = "<!-- END MODULE TABLE -->"
 def stage_doc(cls) -> str:
     """The text ``ctxkit stages NAME`` prints above the options: the longer of the class and module docstrings.
 
-    This mirrors ``ctxkit.cli.extra_cmds.stages_cmd``; the tests check that the two agree, so the
+    This mirrors ``ctxkit.cli.stages_cmd.stages_cmd``; the tests check that the two agree, so the
     page and the command always show the same words.
     """
     doc = cls.__doc__ or ""
@@ -120,7 +120,7 @@ def stage_page(cls) -> str:
 
 
 def attachment_types_section() -> list[str]:
-    from ctxkit.attachments import ATTACHMENT_TYPES
+    from ctxkit.stages.attachments import ATTACHMENT_TYPES
 
     parts = ["## The attachment types", "",
              "In the order they run. A type's options sit under its name in the policy's `attachments:` "

@@ -60,7 +60,7 @@ def make_context(tmp_path):
     from ctxkit.clock import Clock
     from ctxkit.policy.model import Policy
     from ctxkit.stages.base import Context, RunInputs
-    from ctxkit.store import Store
+    from ctxkit.store.disk import Store
     from ctxkit.tokens import make_counter
 
     def make(policy_doc: dict | None = None, now: datetime | None = FIXED_NOW, store_dir: Path | None = None,

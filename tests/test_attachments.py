@@ -13,9 +13,10 @@ import jsonschema
 import pytest
 from conftest import CC_CORPUS, FIXED_NOW, cc_sessions, needs_corpus
 
-from ctxkit.attachments import ATTACHMENT_TYPES, announce_full, options_schemas, render_delta
-from ctxkit.attachments.common import local_today, reminder
-from ctxkit.stages.attachments import Attachments
+from ctxkit.reminders import reminder
+from ctxkit.stages.attachments import ATTACHMENT_TYPES, announce_full, options_schemas, render_delta
+from ctxkit.stages.attachments.stage import Attachments
+from ctxkit.stages.attachments.state import local_today
 from ctxkit.transcript import pairing_problems, read_transcript
 
 ALL = list(ATTACHMENT_TYPES)
@@ -356,7 +357,7 @@ def test_the_local_date_follows_now_offset_or_the_timezone_option(make_context, 
     try:
         # no offset given (naive, or the CLI says so): the machine's time zone
         assert local_today(make_context(now=late.replace(tzinfo=None))).isoformat() == "2026-11-30"
-        assert local_today(make_context(now=late, extra={"now_offset": False})).isoformat() == "2026-11-30"
+        assert local_today(make_context(now=late, now_has_offset=False)).isoformat() == "2026-11-30"
         assert local_today(make_context(now=None)) == datetime.now(timezone.utc).astimezone().date()
     finally:
         monkeypatch.delenv("TZ")

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import cc_sessions, public_transcripts
 
-from ctxkit.compaction import TAIL_NOTE
-from ctxkit.llm import AnthropicSummarizer
 from ctxkit.pipeline import compile_pipeline
-from ctxkit.stages.autocompact import PTL_RETRY_MARKER, Autocompact, group_by_round
-from ctxkit.summary_prompt import CONTINUATION_PREFIX
+from ctxkit.stages.autocompact.compaction import TAIL_NOTE
+from ctxkit.stages.autocompact.ptl_retry import PTL_RETRY_MARKER, group_by_round
+from ctxkit.stages.autocompact.stage import Autocompact
+from ctxkit.summarize import AnthropicSummarizer
+from ctxkit.summarize.prompt import CONTINUATION_PREFIX
 from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
@@ -453,7 +454,7 @@ def test_skills_plan_file_and_plan_mode_are_re_injected(tmp_path, make_context):
                                                               "\n\n# Billing style\nAlways use Decimal for money."}]},
     ]
     t = read_transcript(write_lines(tmp_path / "s.jsonl", lines))
-    ctx = make_context(EXTRACTIVE, context_window=WINDOW_ABOVE, plan_mode=True, extra={"plan_file": str(plan)})
+    ctx = make_context(EXTRACTIVE, context_window=WINDOW_ABOVE, plan_mode=True, plan_file=str(plan))
     r = run(t, ctx)
     d = r.report.details["reinjected"]
     assert d["skills"] == ["billing-style"] and d["plan_file"] == str(plan) and d["plan_mode"] is True

@@ -175,7 +175,7 @@ def test_internal_error_is_a_message_not_a_traceback(runner, monkeypatch):
 
 def test_exact_token_counts_are_kept_between_runs(runner, tmp_path):
     """A transcript grown by one turn is not recounted from scratch: the second run finds the counts."""
-    from ctxkit.cli.runtime import open_run
+    from ctxkit.cli.run_setup import open_run
 
     store = tmp_path / "store"
     r = invoke(runner, ["compact", str(EXAMPLE), "--set", "estimator=tiktoken", "--store", str(store),

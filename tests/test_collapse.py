@@ -10,7 +10,8 @@ from conftest import needs_corpus
 from test_stage_properties import Call, Turn, load, written
 
 from ctxkit.errors import LLMError
-from ctxkit.stages.collapse import Collapse, is_search_command, rule_summary, run_headline, uncollapse
+from ctxkit.stages.collapse.rules import is_search_command, rule_summary, run_headline
+from ctxkit.stages.collapse.stage import Collapse, uncollapse
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.collapse_view import SUMMARY_HEAD
 from ctxkit.transcript.edit import restore_archived

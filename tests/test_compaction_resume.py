@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import CC_CORPUS, SHARED, cc_sessions
 
-from ctxkit.stages.autocompact import Autocompact
-from ctxkit.summary_prompt import CONTINUATION_PREFIX
+from ctxkit.stages.autocompact.stage import Autocompact
+from ctxkit.summarize.prompt import CONTINUATION_PREFIX
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
 
@@ -101,14 +101,14 @@ def compact(path: Path, store: Path, options: dict, cwd: Path, **inputs):
     from ctxkit.clock import Clock
     from ctxkit.policy.model import Policy
     from ctxkit.stages.base import Context, RunInputs
-    from ctxkit.store import Store
+    from ctxkit.store.disk import Store
     from ctxkit.tokens import make_counter
 
     t = read_transcript(path)
     policy = Policy.from_mapping(EXTRACTIVE)
     ctx = Context(policy=policy, tokens=make_counter("rough"), store=Store(store),
                   clock=Clock(datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)),
-                  inputs=RunInputs(cwd=cwd, extra={"transcript_path": str(path)}, **inputs))
+                  inputs=RunInputs(cwd=cwd, transcript_path=str(path), **inputs))
     result = Autocompact("autocompact", options).run(t, ctx)
     assert result.report.action == "applied", result.report.reason
     buf = io.BytesIO()

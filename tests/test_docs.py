@@ -64,8 +64,8 @@ def _leaf_options(schema: dict, prefix: str = "") -> list[str]:
 
 @pytest.mark.parametrize("name", stage_names())
 def test_a_stage_page_has_a_row_with_the_default_for_every_option(name):
-    from ctxkit.attachments import ATTACHMENT_TYPES
     from ctxkit.stages import REGISTRY
+    from ctxkit.stages.attachments import ATTACHMENT_TYPES
 
     page = (DOCS / "stages" / f"{name}.md").read_text(encoding="utf-8")
     schemas = {"": REGISTRY[name].options_schema}

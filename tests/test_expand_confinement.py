@@ -204,7 +204,7 @@ def test_claude_codes_own_persisted_outputs_are_restored_from_the_sessions_folde
 def test_a_collapse_summary_line_naming_a_file_outside_the_store_is_left_as_it_is(runner, tmp_path):
     """Plain message lists name a collapsed run's archive in the summary line itself: expand puts the
     archived lines back only from a blob of the store."""
-    from ctxkit.stages.collapse import ARCHIVE_LINE
+    from ctxkit.stages.collapse.stage import ARCHIVE_LINE
     from ctxkit.transcript.collapse_view import SUMMARY_HEAD
 
     outside = tmp_path / "outside.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ctxkit.cli.main import app
-from ctxkit.redact import Redactor
+from ctxkit.summarize.redact import Redactor
 
 BASIC = base64.b64encode(b"admin:Xk9mP2vL7qR4").decode()
 CASES = [

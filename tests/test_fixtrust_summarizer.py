@@ -10,7 +10,7 @@ import pytest
 
 from ctxkit.cli.main import app
 from ctxkit.errors import LLMError
-from ctxkit.llm import AnthropicSummarizer
+from ctxkit.summarize.anthropic import AnthropicSummarizer
 
 try:
     from tests.mock_messages_api import MockMessagesAPI, Reply

@@ -75,11 +75,11 @@ def test_reading_and_projecting_mutated_lines(transcript, on_bad_line):
 @settings(max_examples=SCALE, **_SETTINGS)
 @given(fuzz_inputs.policies())
 def test_policy_values_of_the_wrong_type_are_problems(tmp_path_factory, policy):
-    from ctxkit.policy import load_policy, validate_file
+    from ctxkit import load_policy, validate_policy_file
 
     path = tmp_path_factory.mktemp("policy") / "policy.yaml"
     path.write_text(policy)
-    problems = validate_file(path)
+    problems = validate_policy_file(path)
     assert all(p.message for p in problems)
     try:
         load_policy(str(path), [])

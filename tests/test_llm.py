@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxkit.errors import LLMError, UsageError
-from ctxkit.llm import (
+from ctxkit.summarize import (
     AnthropicSummarizer,
     CommandSummarizer,
     ExtractiveSummarizer,
@@ -22,7 +22,7 @@ from ctxkit.llm import (
     render_transcript,
     text_only_messages,
 )
-from ctxkit.summary_prompt import (
+from ctxkit.summarize.prompt import (
     CONTINUATION_PREFIX,
     SECTION_TITLES,
     build_compact_prompt,
@@ -646,7 +646,7 @@ def test_render_transcript_is_plain_text():
 
 def test_extractive_carries_forward_a_summary_claude_code_wrote():
     """Claude Code writes "1. Primary Request and Intent: text" on one line; a second compaction keeps it."""
-    from ctxkit.llm import ExtractiveSummarizer
+    from ctxkit.summarize import ExtractiveSummarizer
 
     earlier = ("This session is being continued from a previous conversation that ran out of context. The summary "
                "below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent: "
@@ -661,7 +661,7 @@ def test_extractive_carries_forward_a_summary_claude_code_wrote():
 
 
 def test_extractive_leaves_harness_echoes_out_of_the_user_messages():
-    from ctxkit.llm import ExtractiveSummarizer
+    from ctxkit.summarize import ExtractiveSummarizer
 
     out = ExtractiveSummarizer().summarize([
         {"role": "user", "content": [

@@ -9,10 +9,10 @@ import pytest
 from conftest import needs_corpus
 from test_stage_properties import Call, Turn, conversation, last_time, load, write, written
 
-from ctxkit.expand import expand
-from ctxkit.persist import decision_scope
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact, betas_for, context_management
 from ctxkit.stages.tool_result_budget import ToolResultBudget
+from ctxkit.store.expand import expand
+from ctxkit.store.offload import decision_scope
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.edit import restore_archived
 

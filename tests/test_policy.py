@@ -1,7 +1,6 @@
 """Policies: layers, merge by stage id, provenance, and every error as the user reads it."""
 from __future__ import annotations
 
-import importlib
 import json
 import textwrap
 from pathlib import Path
@@ -10,9 +9,10 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from ctxkit import policy as policy_pkg
 from ctxkit import resources
 from ctxkit.errors import PolicyError
-from ctxkit.policy import effective_schema, find_repo_policy, load_policy, render_policy, validate_file
+from ctxkit.policy import find_repo_policy, render_policy
 from ctxkit.policy.layers import user_config_path
 from ctxkit.policy.schema import static_schema
 from ctxkit.stages import base as stage_base
@@ -40,15 +40,21 @@ def _fake_stage(name: str, properties: dict) -> type[stage_base.Stage]:
     return type(f"Fake_{name}", (stage_base.Stage,), {"name": name, "options_schema": schema})
 
 
-@pytest.fixture(autouse=True)
-def fake_stages(monkeypatch):
-    """The six stages of the built-in policies, with small known option schemas, and nothing else.
+#: The six stages of the built-in policies, with small known option schemas, and nothing else (the
+#: policy package is handed its stages: these tests hand it fakes).
+FAKE_STAGES = {name: _fake_stage(name, props) for name, props in FAKE_OPTIONS.items()}
 
-    ``ctxkit.stages`` is imported first so that real stage modules cannot register over the fakes."""
-    importlib.import_module("ctxkit.stages")
-    registry = {name: _fake_stage(name, props) for name, props in FAKE_OPTIONS.items()}
-    monkeypatch.setattr(stage_base, "REGISTRY", registry)
-    return registry
+
+def load_policy(*args, **kwargs):
+    return policy_pkg.load_policy(*args, stages=FAKE_STAGES, **kwargs)
+
+
+def validate_file(path):
+    return policy_pkg.validate_file(path, stages=FAKE_STAGES)
+
+
+def effective_schema():
+    return policy_pkg.effective_schema(FAKE_STAGES)
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from ctxkit import load_policy
 from ctxkit.cli.main import app
 from ctxkit.errors import PolicyError
-from ctxkit.policy import load_policy
 from ctxkit.policy.trust import keys_requiring_trust, trust_file_path
 
 try:  # tests/ may or may not be a package, depending on who runs pytest how
@@ -277,7 +277,7 @@ def test_library_callers_are_refused_by_the_stage_too(runner, clone, tmp_path):
     from ctxkit.clock import Clock
     from ctxkit.pipeline import compile_pipeline
     from ctxkit.stages.base import Context, RunInputs
-    from ctxkit.store import Store
+    from ctxkit.store.disk import Store
     from ctxkit.tokens import make_counter
     from ctxkit.transcript import read_transcript
 

@@ -23,8 +23,8 @@ from test_stage_properties import Call, Turn, conversation, write
 from ctxkit.cli.main import app
 from ctxkit.policy.model import Redaction
 from ctxkit.policy.schema import static_schema
-from ctxkit.redact import RedactingSummarizer, Redactor, secret_name
-from ctxkit.stages.collapse import Collapse
+from ctxkit.stages.collapse.stage import Collapse
+from ctxkit.summarize.redact import RedactingSummarizer, Redactor, secret_name
 from ctxkit.transcript import read_transcript
 from ctxkit.transcript.collapse_view import SUMMARY_HEAD
 

@@ -12,7 +12,7 @@ from test_stage_properties import Call, Turn, conversation, last_time, load, wri
 
 from ctxkit.clock import parse_instant
 from ctxkit.policy.model import Policy
-from ctxkit.request import accepts_system_messages, api_messages, build_request, required_betas
+from ctxkit.reports.request import accepts_system_messages, api_messages, build_request, required_betas
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.snip_ids import message_ids
 

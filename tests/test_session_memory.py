@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from ctxkit.errors import LLMError, UsageError
-from ctxkit.session_memory import (
+from ctxkit.stages.autocompact.session_memory import (
     NOTES_TEMPLATE,
     is_empty_notes,
     memory_state,
     message_id,
     update_in_context,
 )
-from ctxkit.stages.autocompact import Autocompact
+from ctxkit.stages.autocompact.stage import Autocompact
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
 
@@ -115,7 +115,7 @@ def test_memory_update_refreshes_with_only_the_new_messages(tmp_path, make_conte
     seen = []
 
     def recording(policy, ctx):
-        from ctxkit.llm import ExtractiveSummarizer
+        from ctxkit.summarize import ExtractiveSummarizer
 
         class Recording(ExtractiveSummarizer):
             def summarize(self, messages, *, instructions=None):

@@ -12,8 +12,8 @@ from test_stage_properties import Call, Turn, conversation, load, write, written
 from ctxkit.errors import UsageError
 from ctxkit.pipeline import compile_pipeline
 from ctxkit.policy.model import Policy
+from ctxkit.reports.tool_definitions import tool_definition
 from ctxkit.stages.snip import NUDGE_HEAD, Snip, tags_enabled, unsnip
-from ctxkit.tooldefs import tool_definition
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.claude_code import RECORD_TYPE
 from ctxkit.transcript.edit import restore_archived

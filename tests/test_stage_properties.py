@@ -34,9 +34,9 @@ from ctxkit.pipeline import compile_pipeline
 from ctxkit.policy.model import Policy
 from ctxkit.stages import REGISTRY
 from ctxkit.stages.base import Context, RunInputs
-from ctxkit.stages.collapse import uncollapse
+from ctxkit.stages.collapse.stage import uncollapse
 from ctxkit.stages.snip import NUDGE_HEAD, unsnip
-from ctxkit.store import Store
+from ctxkit.store.disk import Store
 from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.claude_code import new_uuid
@@ -242,8 +242,8 @@ def _run(stage: str, options: dict, t, store: Path, now: datetime, **inputs):
 def full_expand(t, store: Store):
     """Everything ``ctxkit expand`` must put back: tool outputs (the ledger), archived entries,
     snipped turns and collapsed runs. (The helpers are idempotent, so this stays right once
-    ``ctxkit.expand.expand`` calls them itself.)"""
-    from ctxkit.expand import expand
+    ``ctxkit.store.expand.expand`` calls them itself.)"""
+    from ctxkit.store.expand import expand
 
     out, _ = expand(t, store)
     return uncollapse(unsnip(restore_archived(out, store)), store)

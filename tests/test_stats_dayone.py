@@ -1,7 +1,7 @@
 """``ctxkit stats`` on a session over the threshold: the case where it matters most.
 
 It says what autocompact would do, with the summarizer compact would choose
-(one choice, :func:`ctxkit.llm.summarizer_for_run`), and exits 0 whatever the
+(one choice, :func:`ctxkit.summarize.factory.summarizer_for_run`), and exits 0 whatever the
 level: no model is called, no command is run, nothing is written.
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_stats_never_runs_a_summarizer_command(runner, tmp_path):
 
 
 def test_stats_uses_the_summarizer_an_embedder_injects_without_calling_it(make_context, tmp_path):
-    from ctxkit.stats import view_stats
+    from ctxkit.reports.stats import view_stats
     from ctxkit.transcript import read_transcript
 
     class Recorder:
@@ -85,7 +85,7 @@ def test_stats_uses_the_summarizer_an_embedder_injects_without_calling_it(make_c
             Recorder.calls += 1
             return "x"
 
-    from ctxkit.policy import load_policy
+    from ctxkit import load_policy
 
     policy = load_policy(None, ["stages.microcompact.enabled=false", "stages.tool-result-budget.enabled=false"],
                          cwd=tmp_path, user_config=tmp_path / "none.yaml")

@@ -10,11 +10,12 @@ import orjson
 import pytest
 
 from ctxkit.cli.main import app
-from ctxkit.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
-from ctxkit.persist import decision_scope, store_original, to_openai_content
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact
+from ctxkit.stages.registry import undo_steps
 from ctxkit.stages.tool_result_budget import ToolResultBudget
-from ctxkit.store import Store, StoreError
+from ctxkit.store.disk import Store, StoreError
+from ctxkit.store.expand import AMBIGUOUS, FILE_GONE, NO_RECORD, expand, expand_all
+from ctxkit.store.offload import decision_scope, store_original, to_openai_content
 from ctxkit.transcript import read_transcript
 
 BIG_A = "A" * 60_000
@@ -299,7 +300,7 @@ def test_expand_all_prefers_the_scope_of_the_transcript_it_was_given(tmp_path, m
     ctx = make_context()
     out = ToolResultBudget("budget", {}).run(t, ctx)
     ctx.store.flush()
-    back, report = expand_all(out.transcript, Store(ctx.store.root))
+    back, report = expand_all(out.transcript, Store(ctx.store.root), undo=undo_steps())
     assert report.restored == ["call_0"] and _result(back) == BIG_A
 
 

@@ -16,9 +16,9 @@ import anthropic
 import pytest
 
 from ctxkit.cli.main import app
-from ctxkit.deadline import Deadline
 from ctxkit.errors import LLMError
-from ctxkit.llm import DEFAULT_TOTAL_TIMEOUT_SECONDS, AnthropicSummarizer, CommandSummarizer, make_summarizer
+from ctxkit.summarize import DEFAULT_TOTAL_TIMEOUT_SECONDS, AnthropicSummarizer, CommandSummarizer, make_summarizer
+from ctxkit.summarize.deadline import Deadline
 
 try:  # tests/ may or may not be a package, depending on who runs pytest how
     from tests.mock_messages_api import HANG, MockMessagesAPI, Reply

@@ -9,7 +9,6 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import anthropic
 import pytest
 
-from ctxkit import tokens
 from ctxkit.policy.model import Policy, Thresholds
 from ctxkit.tokens import (
     IMAGE_TOKENS,
@@ -22,6 +21,7 @@ from ctxkit.tokens import (
     make_counter,
     model_info,
 )
+from ctxkit.tokens import tiktoken_counter as tokens
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import io
 import json
 
-from ctxkit.expand import expand
 from ctxkit.stages.tool_result_budget import ToolResultBudget
+from ctxkit.store.expand import expand
 from ctxkit.transcript import pairing_problems, read_transcript
 
 

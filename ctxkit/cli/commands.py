@@ -11,15 +11,17 @@ import typer
 from rich.table import Table
 
 from ..errors import ExitCode, UsageError
-from ..expand import expand_all as expand_transcript
 from ..fileio import atomic_output, check_output
-from ..original_lines import OriginalLines
-from ..outcome import over_threshold_message
 from ..pipeline import compile_pipeline
-from ..redact import describe as describe_redaction
-from ..stats import view_stats
-from ..store import Store
-from ..store_link import find_store, refuse_output_in_store, unlink_store
+from ..reports.outcome import over_threshold_message
+from ..reports.stats import view_stats
+from ..run_context import model_warnings
+from ..stages.registry import undo_steps
+from ..store.disk import Store
+from ..store.expand import expand_all as expand_transcript
+from ..store.link import find_store, refuse_output_in_store, unlink_store
+from ..store.original_lines import OriginalLines
+from ..summarize.redact import describe as describe_redaction
 from ..tokens import budget_for, require_autocompact_room
 from ..transcript import read_transcript
 from ..transcript.writer import write_messages, write_transcript
@@ -41,7 +43,7 @@ from .app import (
     warn_bad_lines,
 )
 from .conventions import choices_metavar
-from .runtime import model_warnings, open_run
+from .run_setup import open_run
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
 _FAILED_ACTIONS = ("failed", "breaker-open")
@@ -99,7 +101,7 @@ def compact(
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
-        run.ctx.inputs.extra["transcript_path"] = str(Path(history).resolve())
+        run.ctx.inputs.transcript_path = str(Path(history).resolve())
     if session_memory is not None and not session_memory.exists():
         run.ctx.warn(f"--session-memory {session_memory}: no such file yet; autocompact summarizes instead "
                      "(`ctxkit memory update` writes it)")
@@ -179,11 +181,11 @@ def view(
                                                            "messages as reminders, or auto (by model).")] = None,
 ) -> None:
     """Print the view: the messages the model would be sent next, one JSON per line."""
-    from ..policy import load_policy
+    from .. import load_policy
     from ..stages.snip import tags_enabled
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
-    from .runtime import parse_now
+    from .run_setup import parse_now
     from .trust_cmd import guard_policy
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
@@ -193,7 +195,7 @@ def view(
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:
         if to == "anthropic-request":
-            from ..request import build_request, required_betas
+            from ..reports.request import build_request, required_betas
 
             body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
                                  tag_ids=tag_ids,
@@ -349,7 +351,7 @@ def expand(
     if not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
-    new, report = expand_transcript(t, st, search_dirs=search)
+    new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps())
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     with atomic_output(output) as out:
         write_transcript(new, out, originals=OriginalLines(st, t))  # restored lines: their original bytes

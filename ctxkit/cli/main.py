@@ -17,7 +17,10 @@ if threading.current_thread() is threading.main_thread():
     # first, before the imports below (most of the start-up time): a command replaces it while it runs
     signal.signal(signal.SIGTERM, _terminated_while_starting)
 
-from . import commands, extra_cmds, policy_cmd, trust_cmd  # noqa: E402, F401  (registers the commands on the app)
+# each import registers its commands on the app; --help lists them in this order
+# isort: off
+from . import commands, memory_cmd, snip_cmd, tools_cmd, stages_cmd, policy_cmd, trust_cmd  # noqa: E402, F401
+# isort: on
 from .app import app  # noqa: E402
 
 

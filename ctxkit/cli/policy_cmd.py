@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 
+from .. import load_policy, policy_schema, validate_policy_file
 from ..errors import ExitCode
-from ..policy import effective_schema, load_policy, render_policy, validate_file
+from ..policy import render_policy
+from ..run_context import model_warnings
 from .app import PolicyOpt, SetOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp
-from .runtime import model_warnings
 
 policy_app = CtxkitApp(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
 app.add_typer(policy_app, name="policy")
@@ -25,7 +26,7 @@ def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="P
     console = stderr_console()
     problems = []
     for f in files:
-        problems.extend(validate_file(f))
+        problems.extend(validate_policy_file(f))
     for p in problems:
         console.print(p.render(), markup=False)
     if problems:
@@ -51,4 +52,4 @@ def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
 @handle_errors
 def schema() -> None:
     """Print the policy JSON Schema (Draft 2020-12), with every stage's options, for editors."""
-    sys.stdout.write(json.dumps(effective_schema(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(policy_schema(), indent=2) + "\n")

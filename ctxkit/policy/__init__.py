@@ -2,24 +2,33 @@
 
 The public surface::
 
-    load_policy(policy=None, sets=(), cwd=None, user_config=None) -> Policy
-    validate_file(path) -> list[Problem]
-    effective_schema() -> dict
+    load_policy(policy=None, sets=(), cwd=None, user_config=None, *, stages) -> Policy
+    validate_file(path, *, stages) -> list[Problem]
+    effective_schema(stages) -> dict
+
+``stages`` is the registry of stages a policy may use (name -> stage class):
+this package never imports ``ctxkit.stages``; ``ctxkit.load_policy`` (the
+library's entry point) and the CLI pass ``ctxkit.stages.registry.REGISTRY``.
     render_policy(policy) -> str
     find_repo_policy(cwd) -> Path | None
 
 Inside, one module per concern: ``layers`` finds and reads the layers,
 ``yamlpos`` keeps the line and column of every value, ``schema`` builds the
 stage-aware schema and words its errors, ``merge`` folds the layers and records
-origins, ``rules`` checks the merged whole, ``loader`` runs those in order,
-``render`` prints the result, ``model`` is the compiled :class:`Policy`.
+origins, ``consistency`` checks the merged whole (settings that contradict each other), ``loader`` runs those in order,
+``render`` prints the result, ``model`` is the compiled :class:`Policy`,
+``trust`` decides whether a repository's policy may run commands or reach the
+network.
+
+Must not import: stages, pipeline, reports, the CLI; nor read or write
+transcripts.
 """
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 from types import MappingProxyType
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import PolicyError, Problem
 from .layers import LayerReader, find_repo_policy, user_config_path
@@ -45,14 +54,14 @@ __all__ = [
 
 
 def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
-                user_config: Path | None = None) -> Policy:
+                user_config: Path | None = None, *, stages: Mapping[str, Any]) -> Policy:
     """The policy for a run: built-in base, user file, repository file, ``--policy``, ``--set``s.
 
     ``user_config`` None means ``$XDG_CONFIG_HOME/ctxkit/policy.yaml``. Raises :class:`PolicyError`
     with every problem of every layer.
     """
     reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
-    assembly = assemble(reader.layers(policy, sets, user_config), reader)
+    assembly = assemble(reader.layers(policy, sets, user_config), reader, stages)
     if assembly.problems:
         raise PolicyError(assembly.problems)
     compiled = Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
@@ -60,8 +69,8 @@ def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path |
                                origin_folders=MappingProxyType(assembly.folders))
 
 
-def validate_file(path: str | Path) -> list[Problem]:
+def validate_file(path: str | Path, *, stages: Mapping[str, Any]) -> list[Problem]:
     """Every problem of one policy file, checked on its own: on top of what it ``extends`` (or
     ``default``), without the user's or the repository's files. Empty when it is valid."""
     reader = LayerReader(Path.cwd())
-    return assemble([reader.file(Path(path))], reader).problems
+    return assemble([reader.file(Path(path))], reader, stages).problems

@@ -14,9 +14,9 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import Problem
 from . import schema
+from .consistency import policy_rules
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
-from .rules import policy_rules
 from .trust import UntrustedSetting, repository_positions, untrusted_settings
 
 
@@ -33,9 +33,9 @@ class Assembly:
     folders: dict[str, str | None] = field(default_factory=dict)
 
 
-def assemble(layers: Sequence[Layer], reader: LayerReader) -> Assembly:
-    """Merge ``layers`` on top of their bases; the problems come in layer order, each once."""
-    registry = schema.stage_registry()
+def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str, Any]) -> Assembly:
+    """Merge ``layers`` on top of their bases; the problems come in layer order, each once.
+    ``registry``: the stages a policy may use (name -> stage class)."""
     checker = schema.validator(registry)
     bases, problems = reader.bases(layers)
     merger = Merger(registry)

@@ -35,7 +35,7 @@ class ToolSets:
 
 @dataclass(frozen=True)
 class Redaction:
-    """The ``redact`` section: secrets kept out of what goes to a summarizer and of summaries (ctxkit.redact).
+    """The ``redact`` section: secrets kept out of what goes to a summarizer and of summaries (ctxkit.summarize.redact).
     The defaults here are the schema's (``schemas/policy.schema.json``; a test keeps them equal)."""
 
     enabled: bool = True

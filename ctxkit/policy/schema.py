@@ -1,8 +1,8 @@
 """The policy schema, and schema errors said in words a person reads.
 
 ``schemas/policy.schema.json`` holds the static structure. The stages that
-exist are only known at run time (``ctxkit.stages.base.REGISTRY``), so
-:func:`effective_schema` adds them: ``use`` becomes an enum of the registered
+exist are passed in (the library and the CLI pass ``ctxkit.stages.registry.REGISTRY``;
+this package never imports the stages), so :func:`effective_schema` adds them: ``use`` becomes an enum of the registered
 names, and each entry's ``options`` is checked against the options schema of
 the stage it uses. That is the schema ``ctxkit policy schema`` prints and the
 one every layer is validated against.
@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib
 import json
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from jsonschema import Draft202012Validator, ValidationError
 
@@ -29,19 +28,11 @@ from ..quoting import quote
 from .hints import did_you_mean
 from .yamlpos import Document
 
-if TYPE_CHECKING:
-    from ..stages.base import Stage
+#: The stages a policy may use: name -> stage class (``ctxkit.stages.base.Stage``: its ``options_schema``
+#: and ``extend_policy_schema``). Passed in; this package does not import the stages.
+Registry = Mapping[str, Any]
 
 SCHEMA_FILE = "policy.schema.json"
-
-
-def stage_registry() -> Mapping[str, type[Stage]]:
-    """Every registered stage. Importing ``ctxkit.stages`` registers them all; it is imported
-    here, not at module level, so that stage modules may import ``ctxkit.policy`` without a cycle."""
-    importlib.import_module("ctxkit.stages")
-    from ..stages.base import REGISTRY
-
-    return REGISTRY
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,31 +45,19 @@ def static_schema() -> dict[str, Any]:
     return json.loads(_static_text())
 
 
-def effective_schema(registry: Mapping[str, type[Stage]] | None = None) -> dict[str, Any]:
-    """The static schema with ``use`` limited to the registered stages and their options checked."""
-    registry = stage_registry() if registry is None else registry
+def effective_schema(registry: Registry) -> dict[str, Any]:
+    """The static schema with ``use`` limited to the stages of ``registry`` (name -> stage class)
+    and their options checked; each stage may add the policy sections it reads
+    (``extend_policy_schema``: the attachments stage adds each attachment type's options)."""
     schema = static_schema()
     stage = schema["$defs"]["stage"]
     stage["properties"]["use"]["enum"] = sorted(registry)
     rules = [_options_rule(name, registry[name].options_schema) for name in sorted(registry)]
     if rules:  # allOf must not be empty
         stage["allOf"] = rules
-    _attachment_options(schema)
+    for name in sorted(registry):
+        registry[name].extend_policy_schema(schema)
     return schema
-
-
-def _attachment_options(schema: dict[str, Any]) -> None:
-    """Check each attachment type's options against the schema its module declares."""
-    try:
-        from ..attachments import options_schemas
-    except ImportError:  # pragma: no cover - the attachments package is part of ctxkit
-        return
-    props = schema["properties"]["attachments"]["properties"]
-    for name, options in options_schemas().items():
-        described = props.get(name, {}).get("description")
-        props[name] = {"$id": f"urn:ctxkit:attachment:{name}:options", **copy.deepcopy(dict(options))}
-        if described:
-            props[name]["description"] = described
 
 
 def _options_rule(name: str, options_schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,7 +76,7 @@ def _options_rule(name: str, options_schema: Mapping[str, Any]) -> dict[str, Any
     return {"if": uses_it, "then": {"properties": {"options": options}}}
 
 
-def validator(registry: Mapping[str, type[Stage]] | None = None) -> Draft202012Validator:
+def validator(registry: Registry) -> Draft202012Validator:
     # formats are checked ("format": "regex" compiles redact.patterns as the policy is read)
     return Draft202012Validator(effective_schema(registry), format_checker=Draft202012Validator.FORMAT_CHECKER)
 

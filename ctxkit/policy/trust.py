@@ -244,7 +244,7 @@ def require_trusted_summarizer(policy: Any, env: Mapping[str, str] | None = None
     """Before building the policy's summarizer: refuse when it would use an untrusted setting."""
     if not getattr(policy, "untrusted", ()):
         return
-    from ..llm import summarizer_settings_used
+    from ..summarize import summarizer_settings_used
 
     require_trusted(policy.untrusted, summarizer_settings_used(policy.summarizer, os.environ if env is None else env))
 

@@ -1,18 +1,15 @@
-"""The stages, one module each; importing this package registers them all.
+"""The stages: one module (or sub-package) per stage, and their explicit list.
 
-Default order (cheapest and most local first): tool-result-budget, snip,
+Owns each stage's transformation, its options schema and the docstring that is
+its user documentation; ``base`` says what a stage is, ``registry`` lists
+them. Default order (cheapest and most local first): tool-result-budget, snip,
 microcompact, collapse, autocompact, attachments.
+
+May import summarize, store, tokens, policy (its model), transcript and the
+shared utilities; must not import the pipeline, reports, the CLI, typer or
+rich, and a stage does not call another stage.
 """
-import importlib
+from .base import Context, Report, RunInputs, Stage, StageResult
+from .registry import REGISTRY, STAGES
 
-from .base import REGISTRY, Context, Report, RunInputs, Stage, StageResult, register
-
-_MODULES = ("tool_result_budget", "snip", "microcompact", "collapse", "autocompact", "attachments")
-for _name in _MODULES:
-    try:
-        importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as exc:  # a stage module not written yet must not break the others
-        if exc.name != f"{__name__}.{_name}":
-            raise
-
-__all__ = ["REGISTRY", "Context", "Report", "RunInputs", "Stage", "StageResult", "register"]
+__all__ = ["REGISTRY", "STAGES", "Context", "Report", "RunInputs", "Stage", "StageResult"]

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..policy.defaults import schema_defaults
+
 if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
     from ..clock import Clock
     from ..policy.model import Policy
-    from ..store import Store
+    from ..store.disk import Store
     from ..tokens import TokenCounter
     from ..transcript.model import Transcript
 
@@ -36,7 +38,11 @@ class RunInputs:
     plan_mode: bool | None = None  # --plan-mode
     context_window: int | None = None  # --context-window: overrides the policy and the model table
     cwd: Path = field(default_factory=Path.cwd)
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: whether ``now`` named its UTC offset (``--now 2026-11-30T01:00:00+01:00``): then it, not TZ, decides
+    #: the local date; an aware ``now`` given by a library caller is taken to carry one
+    now_has_offset: bool = True
+    plan_file: Path | None = None  # the session's plan file (re-injected after a compaction), when known
+    transcript_path: str | None = None  # the transcript's path, named in a compaction summary (Claude Code)
 
 
 @dataclass
@@ -48,10 +54,10 @@ class Context:
     clock: Clock
     store: Store
     inputs: RunInputs
-    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.llm
+    summarizer_factory: Any = None  # callable(policy, ctx) -> Summarizer; see ctxkit.summarize.factory
     simulate: bool = False  # ctxkit stats: report what would be done; no model or command is called
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
-    redactor: Any = None  # the run's secret redactor (ctxkit.redact.redactor_for builds it on first use)
+    redactor: Any = None  # the run's secret redactor (ctxkit.summarize.redact.redactor_for builds it on first use)
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
@@ -114,13 +120,25 @@ class Stage:
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         """The option values a policy gets when it does not set them (from the schema's ``default``s)."""
-        props = cls.options_schema.get("properties", {})
-        return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+        return schema_defaults(cls.options_schema)
 
     def uses_summarizer(self) -> bool:
         """Whether this stage, as configured, may call the policy's summarizer (the CLI checks before a run
         that a repository policy may run it: ctxkit.policy.trust)."""
         return False
+
+    @classmethod
+    def extend_policy_schema(cls, schema: dict[str, Any]) -> None:
+        """Add to the policy schema what this stage reads outside its ``options`` (e.g. the
+        ``attachments:`` section); ``ctxkit.policy`` calls it for each stage it is given."""
+
+    @staticmethod
+    def undo(t: Transcript, store: Store, left: list) -> Transcript:
+        """Undo this stage's own records for ``ctxkit expand`` (idempotent). Records whose content
+        could not be put back are appended to ``left`` as ``(record kind, blob, why or None)``.
+        The default: the stage writes no record of its own (what it offloaded, ``expand`` restores
+        from the store's ledger)."""
+        return t
 
     def report(self, **kwargs: Any) -> Report:
         return Report(stage_id=self.id, use=self.name, **kwargs)
@@ -129,12 +147,3 @@ class Stage:
         raise NotImplementedError
 
 
-REGISTRY: dict[str, type[Stage]] = {}
-
-
-def register(cls: type[Stage]) -> type[Stage]:
-    """Class decorator: make a stage available to policies under ``cls.name``."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    REGISTRY[cls.name] = cls
-    return cls

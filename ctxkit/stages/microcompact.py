@@ -22,7 +22,7 @@ no timestamps, so there only `--force` clears.
 Claude Code's own microcompact throws the cleared output away. ctxkit first saves each one in the
 store (for OpenAI `tool` messages, the line's own content, images included) and records the
 decision in the ledger (`.ctxkit/ledger.json`, state `cleared`, per session, keyed by tool_use id,
-see `ctxkit.persist.decision_scope`), so `ctxkit expand` brings it back. A result the tool-result
+see `ctxkit.store.offload.decision_scope`), so `ctxkit expand` brings it back. A result the tool-result
 budget had already persisted keeps pointing at the full original, not at the preview.
 
 Once cleared, a result stays cleared: every later run replays the same placeholder, even when the
@@ -99,13 +99,16 @@ enough to clear` (no more compactable results than `keep_recent`, or only short 
 transcript has no timestamps (use --force to clear anyway)`. If the store cannot be written the
 command stops before any output is written: a result is never cleared without its copy.
 """
+# Over 400 lines: about 120 are the docstring above (the stage's user documentation) and 70 the
+# options schema of its two modes (rewrite, API-native edits); the code is one stage.
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
 from ..clock import parse_instant
-from ..persist import (
+from ..policy.defaults import schema_defaults
+from ..store.offload import (
     CLEARED_PLACEHOLDER,
     content_digest,
     content_size,
@@ -119,7 +122,7 @@ from ..transcript.edit import archive_entries, replace_blocks, strip_thinking_af
 from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
-from .base import Context, Stage, StageResult, register
+from .base import Context, Stage, StageResult
 
 PLACEHOLDER = CLEARED_PLACEHOLDER
 MODES = ("time-based", "api-native", "both")
@@ -189,15 +192,11 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
 }
 
 
-def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
-    return {k: v["default"] for k, v in schema["properties"].items() if "default" in v}
-
-
 def api_native_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The ``api_native`` options with every default filled in."""
     given = options.get("api_native") or {}
     props = _API_NATIVE_SCHEMA["properties"]
-    return {name: {**_defaults(props[name]), **(given.get(name) or {})} for name in props}
+    return {name: {**schema_defaults(props[name]), **(given.get(name) or {})} for name in props}
 
 
 def last_assistant_time(view: View) -> datetime | None:
@@ -269,7 +268,6 @@ def betas_for(context_management_body: dict[str, Any] | None) -> list[str]:
     return out
 
 
-@register
 class Microcompact(Stage):
     """The microcompact stage; its documentation is the module docstring (``ctxkit stages microcompact``)."""
 

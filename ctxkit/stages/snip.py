@@ -119,6 +119,8 @@ threshold check sees as already freed. The report says `no snip requested` (no i
 line, no snip call in the current turn, no nudge due) or `every requested id was refused` (see
 the warnings).
 """
+# Over 400 lines: about 130 are the docstring above (the stage's user documentation, printed by
+# `ctxkit stages snip`); the code is one stage.
 from __future__ import annotations
 
 from typing import Any
@@ -130,7 +132,7 @@ from ..transcript.edit import NewMessage, append_messages, archive_entries, repl
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import message_ids, parse_ids
 from ..transcript.view import PROMPT, SUMMARY, View, ViewMessage
-from .base import Context, Stage, StageResult, register
+from .base import Context, Stage, StageResult
 
 RECORD_KIND = "snip"
 NUDGE_HEAD = "Context efficiency:"
@@ -184,11 +186,15 @@ def _records(t: Transcript, kind: str) -> list[tuple[int, dict]]:
     return claude_code.records(t, kind) if t.format == "claude-code" else []
 
 
-@register
 class Snip(Stage):
     """The snip stage; its documentation is the module docstring (``ctxkit stages snip``)."""
 
     name = "snip"
+
+    @staticmethod
+    def undo(t: Transcript, store: Any, left: list) -> Transcript:
+        """For ``ctxkit expand``: unsnip."""
+        return unsnip(t)
     summary = "Remove whole user turns named by short message ids (snip tool or --ids); nudge the model to snip."
     options_schema = {
         "type": "object",
@@ -389,7 +395,7 @@ class Snip(Stage):
         return marker
 
 
-def unsnip(t: Transcript) -> Transcript:
+def unsnip(t: Transcript, store: Any = None, left: list | None = None) -> Transcript:
     """Undo every snip of a Claude Code transcript (for ``ctxkit expand``): drop the snip records.
 
     The ``parentUuid`` links a snip relinked come back with

@@ -15,7 +15,7 @@ does:
 * **Empty results** become a short note: `(Bash completed with no output)`.
 * **Frozen decisions**: once the model has seen a result (in full, or as a preview) that decision
   never changes: the ledger in the store remembers each tool_use id (per session: transcripts
-  sharing a store may reuse ids, see `ctxkit.persist.decision_scope`), and a replacement is
+  sharing a store may reuse ids, see `ctxkit.store.offload.decision_scope`), and a replacement is
   replayed with exactly the same bytes, so running `compact` again on a grown transcript leaves
   the earlier view byte-identical (the provider's prompt cache stays warm). Only this stage's
   own replacements are replayed here; a later stage's (microcompact's placeholder) is replayed by
@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..persist import (
+from ..store.offload import (
     content_absent,
     content_digest,
     content_size,
@@ -81,10 +81,9 @@ from ..persist import (
 from ..transcript.edit import replace_blocks
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef
-from .base import Context, Stage, StageResult, register
+from .base import Context, Stage, StageResult
 
 
-@register
 class ToolResultBudget(Stage):
     name = "tool-result-budget"
     summary = "Persist oversized tool results to the store with a preview; frozen decisions."

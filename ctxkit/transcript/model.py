@@ -164,7 +164,7 @@ class Transcript:
 
         ``originals``, given the bytes an edited or appended entry serializes to, may return the
         line to write instead, its ending included: the original line an entry was restored to
-        (:class:`ctxkit.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
+        (:class:`ctxkit.store.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
         def serialized(entry: dict, ending: bytes) -> bytes:
             data = dumps(entry)
             line = originals(data) if originals is not None else None

@@ -261,7 +261,7 @@ RECORDS: dict[str, Obj] = {
                        "boundaryUuid": OPT_STR, "notes": OPT_STR, "lastSummarizedId": OPT_STR,
                        "summarizer": OPT_STR}),
 }
-# what ctxkit.attachments and view --to anthropic-request read of an attachment record, by its type
+# what ctxkit.stages.attachments and view --to anthropic-request read of an attachment record, by its type
 _DELTA = {"addedNames": _STRINGS, "addedLines": _STRINGS, "addedBlocks": _STRINGS, "removedNames": _STRINGS,
           "addedTypes": _STRINGS, "removedTypes": _STRINGS}
 _ATTACHMENT = Tagged({"type": OPT_STR}, {

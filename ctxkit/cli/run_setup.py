@@ -1,0 +1,90 @@
+"""Building what a command needs from its options: policy, transcript, store, clock, Context."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import load_policy
+from ..clock import parse_instant
+from ..errors import UsageError
+from ..fileio import atomic_output
+from ..policy.model import Policy
+from ..quoting import quote
+from ..run_context import build_context, save_token_cache
+from ..stages.base import Context
+from ..store.disk import Store
+from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
+from ..transcript import read_transcript
+from ..transcript.model import Transcript
+from ..transcript.writer import write_transcript
+
+
+@dataclass
+class Run:
+    policy: Policy
+    transcript: Transcript
+    ctx: Context
+
+    def save(self) -> None:
+        """Save the store's decisions and the token counts, durably (before the output is written)."""
+        self.ctx.store.flush()
+        save_token_cache(self.ctx)
+
+    def write_output(self, transcript: Transcript, output: Path | None, to: str | None = None) -> None:
+        """Save the store, then write the output (naming its store when it depends on it).
+
+        In this order, a run killed at any moment leaves either the old output or the new one, and
+        the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
+        store = self.ctx.store
+        refuse_output_in_store(output, store.root)
+        if store.used:
+            transcript = link_store(transcript, store.root, self.ctx.timestamp())
+        self.save()
+        to_file = output is not None and str(output) != "-"
+        if store.used and to_file and (to is not None or transcript.format != "claude-code"):
+            write_sidecar(output, store.root)
+        with atomic_output(output) as out:
+            write_transcript(transcript, out, to)
+
+
+def parse_now(now: str | None) -> Any:
+    if now is None:
+        return None
+    try:
+        return parse_instant(now)
+    except ValueError:
+        raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {quote(now)}") from None
+
+
+def _has_offset(text: str) -> bool:
+    """Whether an ISO instant names its offset (Z or +HH:MM): then it, not TZ, decides the local date."""
+    return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
+
+
+def make_policy(policy: str | None, sets: list[str] | None, context_window: int | None = None) -> Policy:
+    return load_policy(policy, list(sets or []), cwd=Path.cwd())
+
+
+def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
+             store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
+             summarizes: Callable[[Policy], bool] | None = None, **inputs: Any) -> Run:
+    """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
+
+    ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
+    trusted for the summarizer settings it sets, or the run stops here (exit 2) before anything is done.
+    """
+    from .trust_cmd import guard_policy
+
+    pol = make_policy(policy, sets)
+    guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
+    instant = parse_now(now)
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    store_dir, store_note = find_store(source, t, store, writing=not dry_run)
+    ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
+                        context_window=context_window, cwd=Path.cwd(),
+                        now_has_offset=now is not None and _has_offset(now), **inputs)
+    if store_note:
+        ctx.warnings.insert(0, store_note)
+    return Run(pol, t, ctx)

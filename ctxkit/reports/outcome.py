@@ -1,0 +1,35 @@
+"""Whether a compaction run did its job: the view it leaves fits under the autocompact threshold.
+
+Autocompact can succeed and still leave a view that does not fit: a kept tail
+or re-injected files larger than the threshold, a single huge message, a
+summary that did not shrink anything, or a later stage that added more than
+was freed. The pipeline then hands on a view the next turn would compact again
+(or the model would refuse). That is not a summarizer failure, so the circuit
+breaker does not count it; ``ctxkit compact`` reports it and exits 1
+(``ExitCode.CHECK_FAILED``) with the output written, like a failed check.
+"""
+from __future__ import annotations
+
+from ..pipeline import PipelineResult
+
+#: Autocompact actions after which the run already fails with its own message (or did not try).
+_NOT_ASSESSED = ("failed", "breaker-open", "skipped")
+
+
+def over_threshold_message(result: PipelineResult) -> str | None:
+    """The error to report when autocompact ran and the view is still at or over its threshold
+    after every stage; None when it fits, or when no autocompact stage ran to make it fit.
+
+    Autocompact that failed or found its breaker open has said so already; one skipped on
+    purpose (``proactive: collapse`` under the blocking limit) is not asked to fit the view.
+    """
+    report = next((r for r in reversed(result.reports) if r.use == "autocompact"), None)
+    if report is None or report.action in _NOT_ASSESSED:
+        return None
+    threshold = report.details.get("threshold")
+    if not isinstance(threshold, int) or result.tokens_after < threshold:
+        return None
+    return (f"the view is still {result.tokens_after:,} tokens after every stage, over the autocompact threshold "
+            f"({threshold:,}) ({report.stage_id}: {report.action}: {report.reason}); the output was written. The summary, "
+            "the kept tail and the re-injected files do not fit: lower summarizer.max_output_tokens or the "
+            "autocompact keep_tail / reinject budgets, or use a model with a larger context window")

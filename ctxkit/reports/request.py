@@ -1,0 +1,208 @@
+"""``ctxkit view --to anthropic-request``: the view as one Messages API request body.
+
+The body is what an agent would send next, ready for ``curl`` or the SDK::
+
+    {"model": ..., "system": ..., "tools": [...], "messages": [...], "context_management": {...},
+     "max_tokens": ...}
+
+* ``model`` and ``max_tokens`` come from the policy (``max_output_tokens``, capped by the model).
+* ``system``: given explicitly, else what the transcript recorded: Claude Code writes the exact
+  system blocks of its last request (``api-request-shape``) and its system prompt
+  (``prompt_snapshot`` attachment); plain message lists have their leading system messages.
+* ``tools``: given explicitly, else the ones Claude Code recorded with the request shape (the API
+  refuses tool_use blocks in a request that defines no tools); plus the ``snip`` tool when the
+  policy's snip stage shows message ids (``tag_ids``).
+* ``messages``: the view (ids tagged when ``tag_ids`` is on). Mid-conversation system messages
+  stay as they are for models that accept them (Claude 5 family, Opus 4.8 and later, or the
+  policy's ``request.system_messages: keep``); for other models they are folded into a user
+  message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`).
+* ``context_management``: the edits the microcompact stage's ``api_native`` options ask for (modes
+  ``api-native`` and ``both``). Such a request needs beta headers: :func:`required_betas`.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from datetime import datetime
+from typing import Any
+
+from ..clock import Clock
+from ..quoting import quote
+from ..reminders import as_reminder
+from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
+from ..stages.snip import snip_options
+from ..tokens import MODEL_ALIASES, budget_for
+from ..transcript import claude_code
+from ..transcript.model import Transcript
+from ..transcript.snip_ids import tag_view
+from ..transcript.view import ViewMessage
+from .tool_definitions import snip_tool
+
+SYSTEM_MESSAGE_MODES = ("auto", "keep", "fold")
+ADVANCED_TOOL_USE_BETA = "advanced-tool-use-2025-11-20"
+_FAMILY = re.compile(r"claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2})(?!\d))?")
+
+
+def accepts_system_messages(model: str) -> bool:
+    """Whether ``model`` takes ``role: system`` messages mid-conversation (Opus 4.8+, the Claude 5 family)."""
+    name = MODEL_ALIASES.get(model.strip().lower(), model.strip().lower())
+    m = _FAMILY.search(name)
+    if not m:
+        return False
+    major, minor = int(m.group(2)), int(m.group(3) or 0)
+    return major >= 5 or (m.group(1) == "opus" and major == 4 and minor >= 8)
+
+
+def _keep_system_messages(policy: Any, override: str | None) -> bool:
+    mode = override or ((policy.merged.get("request") or {}).get("system_messages")) or "auto"
+    if mode not in SYSTEM_MESSAGE_MODES:
+        raise ValueError(f"system_messages must be one of {', '.join(SYSTEM_MESSAGE_MODES)}, got {quote(mode)}")
+    return accepts_system_messages(policy.model) if mode == "auto" else mode == "keep"
+
+
+def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
+    """(system, tools) as the transcript recorded them (Claude Code only; (None, None) otherwise).
+
+    The newest ``api-request-shape`` entry holds the exact system blocks and tools of Claude Code's
+    requests; without one, the system prompt of the newest ``prompt_snapshot`` attachment is used.
+    """
+    if t.format != "claude-code":
+        return None, None
+    shape: dict | None = None
+    snapshot: Any = None
+    for i in reversed(list(t.live_indexes())):
+        kind = claude_code.entry_type(t, i)
+        if kind == "api-request-shape" and shape is None:
+            shape = t.entry(i).get("shape") or {}
+        elif kind == "attachment" and snapshot is None:
+            att = t.entry(i).get("attachment") or {}
+            if att.get("type") == "prompt_snapshot" and att.get("systemPrompt"):
+                snapshot = att["systemPrompt"]
+        if shape is not None and snapshot is not None:
+            break
+    shape = shape or {}
+    system: Any = None
+    if shape.get("system"):
+        system = [{k: v for k, v in b.items() if k != "cache_control"} for b in shape["system"]]
+    elif snapshot is not None:
+        system = "\n\n".join(snapshot) if isinstance(snapshot, list) else str(snapshot)
+    return system, shape.get("tools")
+
+
+def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, system: Any = None,
+                  tools: list[dict] | None = None, now: datetime | None = None,
+                  system_messages: str | None = None, tag_ids: bool | None = None) -> dict[str, Any]:
+    """The Messages API request body for the transcript's view under ``policy`` (see the module docstring).
+
+    ``tag_ids`` (``ctxkit view --tag-ids/--no-tag-ids``) overrides the snip stage's ``tag_ids`` option:
+    with it, user messages carry their ``[id:...]`` and the request offers the snip tool."""
+    view = t.view()
+    snip = snip_options(policy)
+    offer_snip = bool(snip and snip["tag_ids"]) if tag_ids is None else tag_ids
+    if offer_snip and not snip:
+        from ..stages.snip import Snip
+
+        snip = Snip.defaults()
+    if offer_snip:
+        view = tag_view(view)
+    msgs = list(view.messages)
+    recorded_system, recorded_tools = transcript_request_shape(t)
+    if system is None:
+        system = recorded_system
+    if system is None and t.format != "claude-code":
+        lead = 0
+        while lead < len(msgs) and msgs[lead].role == "system":
+            lead += 1
+        if lead:
+            system = "\n\n".join(m.text() for m in msgs[:lead])
+            msgs = msgs[lead:]
+    body: dict[str, Any] = {"model": policy.model}
+    if system:
+        body["system"] = system
+    tool_list = list(tools if tools is not None else recorded_tools or [])
+    if offer_snip and not any(x.get("name") == snip["tool_name"] for x in tool_list):
+        tool_list.append(snip_tool(snip["tool_name"]))
+    if tool_list:
+        body["tools"] = tool_list
+    body["messages"] = api_messages(msgs, keep_system=_keep_system_messages(policy, system_messages))
+    spec = policy.stage(Microcompact.name)
+    if spec is not None:
+        options = {**Microcompact.defaults(), **dict(spec.options)}
+        gap = cache_gap_minutes(view, now or Clock().now())
+        cm = context_management(options, cold=gap is not None and gap > options["gap_minutes"])
+        if cm:
+            body["context_management"] = cm
+    body["max_tokens"] = max_tokens or budget_for(policy).max_output
+    return body
+
+
+def required_betas(body: dict[str, Any]) -> list[str]:
+    """The ``anthropic-beta`` header values the body needs (context management, server compaction,
+    deferred tool loading); empty for a plain request."""
+    out = betas_for(body.get("context_management"))
+    if any(isinstance(x, dict) and x.get("defer_loading") for x in body.get("tools") or []):
+        out.append(ADVANCED_TOOL_USE_BETA)
+    return out
+
+
+def api_messages(msgs: list[ViewMessage], *, keep_system: bool) -> list[dict[str, Any]]:
+    """View messages as request messages: transcript-only fields dropped, consecutive user messages
+    merged, and system messages either kept (after a user turn) or folded into a user message as
+    ``<system-reminder>`` text, where the model read them: at the end of the user message just before
+    (when no assistant reply came in between), else at the start of the next one (after its tool
+    results), else in a user message of their own at the end. Folding never moves text out of an
+    earlier message, so a growing conversation keeps a stable prefix."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for m in msgs:
+        if m.role == "system":
+            texts = [b.get("text", "") for b in m.content if b.get("type") == "text"]
+            if keep_system and any(x["role"] == "user" for x in out):
+                out.append(m.api())
+            elif out and out[-1]["role"] == "user" and not pending:
+                out[-1] = {"role": "user", "content": _blocks(out[-1]["content"]) + _reminders(texts)}
+            else:
+                pending.extend(texts)
+            continue
+        api = _clean(m.api())
+        if m.role == "user" and pending:
+            api = _fold(api, pending)
+            pending = []
+        if out and api["role"] == "user" and out[-1]["role"] == "user" and not _starts_with_results(api):
+            out[-1] = {"role": "user", "content": _blocks(out[-1]["content"]) + _blocks(api["content"])}
+        else:
+            out.append(api)
+    if pending:
+        out.append({"role": "user", "content": _reminders(pending)})
+    return out
+
+
+def _reminders(texts: list[str]) -> list[dict]:
+    return [{"type": "text", "text": as_reminder(x)} for x in texts]
+
+
+def _blocks(content: Any) -> list[dict]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _starts_with_results(api: dict) -> bool:
+    content = api["content"]
+    return isinstance(content, list) and bool(content) and content[0].get("type") == "tool_result"
+
+
+def _fold(api: dict, texts: list[str]) -> dict:
+    """Put system texts into a user message as reminders: after its tool results, before anything else."""
+    blocks = _blocks(api["content"])
+    reminders = _reminders(texts)
+    lead = 0
+    while lead < len(blocks) and blocks[lead].get("type") == "tool_result":
+        lead += 1
+    return {"role": "user", "content": blocks[:lead] + reminders + blocks[lead:]}
+
+
+def _clean(api: dict) -> dict:
+    """Drop block fields the transcript carries but a request must not (``caller`` on tool_use)."""
+    if isinstance(api["content"], list) and any("caller" in b for b in api["content"]):
+        api = copy.copy(api)
+        api["content"] = [{k: v for k, v in b.items() if k != "caller"} for b in api["content"]]
+    return api

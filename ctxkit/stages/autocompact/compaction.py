@@ -1,0 +1,310 @@
+"""Writing a compaction into a transcript: a summary replaces the history, a recent tail stays verbatim.
+
+Autocompact decides *what* to summarize and *what* to keep; this module knows
+*how* each format records it, so that the output is a transcript its own tools
+still read:
+
+* **Claude Code** — exactly what Claude Code 2.1.x appends when it compacts
+  (see corpus ``autocompact`` / ``manual-compact``): a ``system`` /
+  ``compact_boundary`` entry (``parentUuid: null``, ``logicalParentUuid`` = the
+  old leaf, ``compactMetadata`` with ``trigger``, ``preTokens``, ``postTokens``
+  and the ``preservedSegment`` head/anchor/tail), then the summary as a
+  ``user`` entry with ``isCompactSummary: true`` chained on the boundary, then
+  the re-injected attachments chained on the summary. Nothing is rewritten:
+  the old entries stay in the file behind the boundary (nothing lost), and the
+  kept tail is not copied but *linked*: ``preservedSegment`` names its first
+  and last entries, and readers (Claude Code, and :mod:`ctxkit.transcript.claude_code`)
+  splice it in right after the summary. A ``ctxkit-record`` line notes how the
+  summary was made.
+* **Anthropic / OpenAI message lists** — no place for bookkeeping: the
+  summarized lines are archived in the store, replaced by one user message
+  holding the summary (which names the archive), and the kept tail follows
+  unchanged. Leading system messages (the system prompt) stay where they are.
+
+The kept tail never splits a tool_use from its tool_result: :func:`safe_start`
+and :func:`choose_tail_start` only cut in front of a message that carries no
+tool results, and for Claude Code :func:`feasible_keep_from` checks, by
+projecting a trial compaction, that the tail Claude Code will rebuild is exactly
+the tail that was chosen.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import CtxkitError
+from ...summarize.prompt import continuation_message
+from ...transcript import claude_code
+from ...transcript.edit import NewMessage, append_messages, plain_message, replace_plain_range
+from ...transcript.model import Transcript
+from ...transcript.view import SUMMARY, SYSTEM, View, ViewMessage
+
+#: The sentence that follows the summary when recent messages are kept verbatim after it.
+TAIL_NOTE = (
+    "The messages that follow this summary are the most recent ones from before the compaction, kept word for "
+    "word. The summary was written without them, so they may show that something it lists as pending is done."
+)
+BOUNDARY_CONTENT = "Conversation compacted"
+RECORD_KIND = "compaction"
+
+
+class CompactionError(CtxkitError):
+    """A compaction could not be written as planned (the transcript is left as it was)."""
+
+
+@dataclass
+class Compaction:
+    """What to write: the summary of ``view.messages[:keep_from]``, the kept tail, the re-injected state."""
+
+    summary: str  # the summary body (nine sections, or session-memory notes), not yet wrapped
+    keep_from: int  # index in view.messages of the first kept message (len(messages): nothing kept)
+    trigger: str = "auto"  # "auto" | "manual"
+    pre_tokens: int = 0
+    method: str = "summary"  # "summary" | "session-memory"
+    reinjected: list[NewMessage] = field(default_factory=list)
+    transcript_hint: str | None = None  # where the full pre-compaction history can be read
+    record: dict[str, Any] = field(default_factory=dict)  # extra facts for the ctxkit record (Claude Code)
+
+
+@dataclass
+class Written:
+    transcript: Transcript
+    post_tokens: int
+    details: dict[str, Any]
+
+
+# -- where a tail may start ---------------------------------------------------------------------
+def safe_start(view: View, i: int) -> bool:
+    """Whether the kept tail may begin at message ``i``: it must not be the tool results of message ``i-1``."""
+    if i >= len(view.messages):
+        return True
+    m = view.messages[i]
+    return not (m.role == "user" and any(b.get("type") == "tool_result" for b in m.content))
+
+
+def floor_index(t: Transcript, view: View) -> int:
+    """The first message a kept tail may include.
+
+    Not the summary of an earlier compaction (the new summary covers it), not
+    a message of an earlier compaction's preserved segment (Claude Code
+    cannot chain a new segment through it), and for plain formats not the
+    leading system messages (they stay in place).
+    """
+    floor = 0
+    for i, m in enumerate(view.messages):
+        if m.kind == SUMMARY:
+            floor = i + 1
+    if t.format == "claude-code":
+        _, facts = claude_code.active_entries(t)
+        segment = set(facts.get("segment") or [])
+        if segment:
+            for i, m in enumerate(view.messages):
+                if segment & set(m.entries):
+                    floor = max(floor, i + 1)
+    else:
+        lead = 0
+        while lead < len(view.messages) and view.messages[lead].kind == SYSTEM:
+            lead += 1
+        floor = max(floor, lead)
+    return min(floor, len(view.messages))
+
+
+def has_text(m: ViewMessage) -> bool:
+    """A message with words in it (a prompt or an assistant reply), as opposed to only tool traffic."""
+    return m.role in ("user", "assistant") and any(b.get("type") == "text" and str(b.get("text", "")).strip()
+                                                   for b in m.content)
+
+
+def choose_tail_start(view: View, count: Callable[[list[dict]], int], start: int, floor: int, *,
+                      min_tokens: int = 0, min_text_messages: int = 0, min_rounds: int = 0,
+                      max_tokens: int) -> int:
+    """Where the kept tail begins (Claude Code's ``calculateMessagesToKeepIndex``).
+
+    Starts at ``start`` (moved back to a safe cut), then grows backwards one
+    round at a time (an assistant message together with its tool results, or
+    a lone message) until the tail holds ``min_tokens`` tokens,
+    ``min_text_messages`` messages with text and ``min_rounds`` rounds, never
+    going below ``floor`` and never adding a round that would take it past
+    ``max_tokens``.
+    """
+    n = len(view.messages)
+    start = max(min(start, n), floor)
+    while start > floor and not safe_start(view, start):
+        start -= 1
+    tokens = count([m.api() for m in view.messages[start:]])
+    texts = sum(1 for m in view.messages[start:] if has_text(m))
+    rounds = 0
+    while start > floor and (tokens < min_tokens or texts < min_text_messages or rounds < min_rounds):
+        prev = start - 1
+        while prev > floor and not safe_start(view, prev):
+            prev -= 1
+        if not safe_start(view, prev):
+            break
+        unit = view.messages[prev:start]
+        unit_tokens = count([m.api() for m in unit])
+        if tokens + unit_tokens > max_tokens:
+            break
+        tokens += unit_tokens
+        texts += sum(1 for m in unit if has_text(m))
+        rounds += 1
+        start = prev
+    return start
+
+
+# -- the summary message --------------------------------------------------------------------------
+def summary_text(summary: str, *, kept_tail: bool, transcript_hint: str | None = None) -> str:
+    """The text of the user message that opens the compacted history."""
+    text = continuation_message(summary, transcript_hint=transcript_hint)
+    return f"{text}\n\n{TAIL_NOTE}" if kept_tail else text
+
+
+# -- writing -------------------------------------------------------------------------------------------
+def write_compaction(t: Transcript, view: View, c: Compaction, *, count: Callable[[list[dict]], int], store: Any,
+                     timestamp: str) -> Written:
+    """Write compaction ``c`` of ``t`` (whose view is ``view``); returns the new transcript and facts.
+
+    ``count`` counts API messages (the post-compaction size goes into the
+    boundary, as Claude Code records it). Raises :class:`CompactionError`
+    when the tail cannot be kept as chosen; ``t`` itself is never changed.
+    """
+    if not 0 <= c.keep_from <= len(view.messages):
+        raise CompactionError(f"keep_from {c.keep_from} is outside the view (0..{len(view.messages)})")
+    if not safe_start(view, c.keep_from):
+        raise CompactionError(f"the kept tail would start with tool results (message {c.keep_from})")
+    if t.format == "claude-code":
+        return _write_claude_code(t, view, c, count, timestamp)
+    return _write_plain(t, view, c, count, store, timestamp)
+
+
+def _kept_facts(t: Transcript, view: View, keep_from: int) -> dict[str, Any] | None:
+    """Head, tail and member uuids of the kept tail on the active chain, or None when nothing is kept."""
+    kept = view.messages[keep_from:]
+    if not kept:
+        return None
+    _, facts = claude_code.active_entries(t)
+    path = facts.get("path") or []
+    on_path = {i: pos for pos, i in enumerate(path)}
+    kept_entries = [i for m in kept for i in m.entries]
+    head = next((i for i in kept_entries if i in on_path), None)
+    if head is None:
+        raise CompactionError("the kept tail has no entry on the active chain")
+    tail = path[-1]
+    members = path[on_path[head]:]
+    uuids = [t.entry(i).get("uuid") for i in members if t.entry(i).get("type") in ("user", "assistant")]
+    all_uuids = [t.entry(i).get("uuid") for i in sorted(set(members) | set(kept_entries))]
+    return {"head": t.entry(head)["uuid"], "tail": t.entry(tail)["uuid"], "uuids": [u for u in uuids if u],
+            "all": [u for u in all_uuids if u]}
+
+
+def _write_claude_code(t: Transcript, view: View, c: Compaction, count: Callable[[list[dict]], int],
+                       timestamp: str) -> Written:
+    leaf = claude_code.leaf_uuid(t)
+    sid = claude_code.session_id(t) or ""
+    kept = _kept_facts(t, view, c.keep_from)
+    boundary_uuid = claude_code.new_uuid(sid, "compact_boundary", leaf or "", timestamp, c.method)
+    text = summary_text(c.summary, kept_tail=kept is not None, transcript_hint=c.transcript_hint)
+    summary = claude_code.user_entry(t, boundary_uuid, timestamp, text, isVisibleInTranscriptOnly=True,
+                                     isCompactSummary=True)
+    metadata: dict[str, Any] = {"trigger": c.trigger, "preTokens": int(c.pre_tokens), "postTokens": 0}
+    if kept is not None:
+        metadata["preservedSegment"] = {"headUuid": kept["head"], "anchorUuid": summary["uuid"],
+                                        "tailUuid": kept["tail"]}
+        metadata["preservedMessages"] = {"anchorUuid": summary["uuid"], "uuids": kept["uuids"],
+                                         "allUuids": kept["all"]}
+    boundary = claude_code.envelope(t, None, boundary_uuid, timestamp)
+    boundary.update({"logicalParentUuid": leaf, "type": "system", "subtype": "compact_boundary",
+                     "content": BOUNDARY_CONTENT, "isMeta": False, "level": "info", "compactMetadata": metadata})
+    record = claude_code.record_entry(t, RECORD_KIND, timestamp, method=c.method, summarizedMessages=c.keep_from,
+                                      keptMessages=len(view.messages) - c.keep_from, boundaryUuid=boundary_uuid,
+                                      **c.record)
+    base = t.n_entries
+    new = t.with_edits(append=[boundary, summary, record])
+    new = append_messages(new, c.reinjected, timestamp)
+    agent = _sidechain_agent(t)
+    if agent is not None:  # a subagent's own transcript: the new entries belong to its sidechain too
+        new = new.with_edits(replace={i: {**new.entry(i), "isSidechain": True, **agent}
+                                      for i in range(base, new.n_entries) if "uuid" in new.entry(i)})
+        boundary = {**boundary, "isSidechain": True, **agent}
+    if kept is not None:
+        _check_tail(view, c.keep_from, new.view())
+    post = count(new.view().api_messages())
+    metadata = {**metadata, "postTokens": post}
+    new = new.with_edits(replace={base: {**boundary, "compactMetadata": metadata}})
+    details = {"boundary_uuid": boundary_uuid, "summary_uuid": summary["uuid"], "logical_parent": leaf}
+    if kept is not None:
+        details.update(head_uuid=kept["head"], tail_uuid=kept["tail"])
+    return Written(new, post, details)
+
+
+def _sidechain_agent(t: Transcript) -> dict[str, Any] | None:
+    """``{"agentId": ...}`` when ``t`` is a subagent's own transcript (its active chain is a sidechain:
+    the projection falls back to it only when there is no main conversation), else None."""
+    _, facts = claude_code.active_entries(t)
+    leaf = facts.get("leaf")
+    d = t.entry(leaf) if leaf is not None else {}
+    if not d.get("isSidechain"):
+        return None
+    return {"agentId": d["agentId"]} if isinstance(d.get("agentId"), str) else {}
+
+
+def _blocks(msgs: list[ViewMessage]) -> list[tuple[str, dict]]:
+    return [(m.role, b) for m in msgs for b in m.content]
+
+
+def _check_tail(view: View, keep_from: int, new_view: View) -> None:
+    """The compacted view must show the summary and then exactly the kept messages (before any re-injection)."""
+    idx = max((i for i, m in enumerate(new_view.messages) if m.kind == SUMMARY), default=None)
+    if idx is None:
+        raise CompactionError("the compacted transcript shows no summary")
+    after = _blocks(new_view.messages[idx:])[1:]  # the summary's own text block first
+    want = _blocks(view.messages[keep_from:])
+    if after[:len(want)] != want:
+        raise CompactionError("the kept tail would not be rebuilt as chosen from the compacted transcript")
+
+
+def feasible_keep_from(t: Transcript, view: View, keep_from: int, *, attempts: int = 6) -> int:
+    """``keep_from``, or the nearest later safe cut whose tail a reader rebuilds exactly (Claude Code).
+
+    The tail is linked, not copied, so it must be a stretch of the active
+    chain. A trial compaction (no attachments) is projected for each
+    candidate; ``len(view.messages)`` (keep nothing) always works.
+    """
+    n = len(view.messages)
+    if t.format != "claude-code":
+        return keep_from
+    tried = 0
+    for k in range(keep_from, n):
+        if not safe_start(view, k):
+            continue
+        if tried >= attempts:
+            break
+        tried += 1
+        try:
+            trial = Compaction(summary="(trial)", keep_from=k)
+            _write_claude_code(t, view, trial, lambda msgs: 0, "1970-01-01T00:00:00.000Z")
+            return k
+        except CompactionError:
+            continue
+    return n
+
+
+def _write_plain(t: Transcript, view: View, c: Compaction, count: Callable[[list[dict]], int], store: Any,
+                 timestamp: str) -> Written:
+    lead = 0
+    while lead < len(view.messages) and view.messages[lead].kind == SYSTEM:
+        lead += 1
+    if c.keep_from < lead:
+        raise CompactionError("the kept tail would start inside the leading system messages")
+    kept_entries = {i for m in view.messages[c.keep_from:] for i in m.entries}
+    removed = sorted({i for m in view.messages[lead:c.keep_from] for i in m.entries} - kept_entries)
+    if not removed:
+        raise CompactionError("nothing to summarize")
+    archive = store.put_json({"format": t.format, "compacted_at": timestamp,
+                              "messages": [t.entry(i) for i in removed]})
+    hint = c.transcript_hint or str(archive)
+    text = summary_text(c.summary, kept_tail=c.keep_from < len(view.messages), transcript_hint=hint)
+    new = replace_plain_range(t, removed, plain_message(t, "user", text))
+    new = append_messages(new, c.reinjected, timestamp)
+    post = count(new.view().api_messages())
+    return Written(new, post, {"archive": str(archive), "archived_lines": len(removed)})

@@ -1,0 +1,460 @@
+r"""autocompact: above the threshold, replace the history with a summary and keep a recent tail.
+
+The last stage that shrinks the view, and the heaviest: when the context is still over the
+**autocompact threshold** after the cheaper stages (what they freed is already taken off), it
+replaces the history with a summary, keeps the most recent messages word for word, and re-attaches
+the working state a summary cannot stand in for. After it, the agent still knows what the user
+asked, what was done, which files matter and what comes next.
+
+The threshold is Claude Code's: the context window, minus the summary reserve
+(`thresholds.summary_reserve`, 20,000), minus `thresholds.autocompact_buffer` (13,000): 167,000 of
+a 200,000-token window, 27,000 of `--context-window 60000` (see docs/policies.md). `--force`
+compacts now (Claude Code's `/compact`); `--instructions TEXT` gives the summary a focus. A
+compaction that would not make the view smaller (a conversation of a few short messages) is not
+made: the report says `nothing-to-do (a compacted context (283 tokens) would not be smaller than
+the 5 tokens it replaces ...)`. A window too small for the buffers (threshold not above zero) is a
+usage error (exit 2) naming the smallest window that works.
+
+## What it does, in order
+
+1. **Session memory first** (with `--session-memory NOTES.md`): when the notes are not an empty
+   template and the store knows the last message they cover (`ctxkit memory update` records it),
+   the notes *are* the summary and no model is called. Every message after the covered one is
+   kept, and the kept tail grows backwards to at least `session_memory.min_tokens` (10,000) tokens
+   and `min_text_messages` (5) messages with text (at most `max_tokens`, 40,000), never splitting
+   a tool call from its result. It falls back to a summary when no covered message is recorded
+   (no `memory update` yet, or a compaction since), that message is gone, `--instructions` is
+   given (a focus needs a fresh summary), or the result would still be over the threshold. A notes
+   file that does not exist yet is the same as no notes: a warning says so.
+2. **Otherwise a summary**: everything before a short kept tail (`keep_tail`; by default the last
+   API round, as Claude Code keeps it) goes to the policy's summarizer in one text-only request
+   without tools. The prompt asks for an `<analysis>` scratchpad (dropped) and nine sections:
+   *Primary Request and Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes,
+   Problem Solving, All user messages, Pending Tasks, Current Work, Optional Next Step*, the last
+   three tied to the user's most recent message, so the agent resumes the right task.
+3. **Prompt too long?** If the summarizing request itself is too long for the model, the oldest
+   API rounds (an assistant message with its tool results, never one without the other) are
+   dropped: enough to cover the overflow when the error says by how much (`prompt is too long:
+   210000 tokens > 200000 maximum`), else `ptl_drop_fraction` (a fifth) of them, behind a
+   `[earlier conversation truncated for compaction retry]` marker when what is left starts with
+   the assistant; up to `ptl_max_retries` (3) retries. What was dropped is missing from the
+   summary, not from the transcript. `--report json` gives `ptl_retries` and `dropped_rounds`.
+4. **Re-injection** (`reinject`, see `ctxkit.stages.autocompact.reinject`) after the summary and the kept tail,
+   rendered as Claude Code renders them: the most recently read or edited files re-read from disk
+   (with the Read tool's line numbers; missing files and files the kept tail reads anyway are
+   skipped; a file over `file_max_tokens` is only named, so the model can Read it), the plan file
+   and, in plan mode, the plan-mode reminder, the invoked skills (most recent first), and the
+   deferred tools, agent types and MCP instructions the model knew about (from `--state FILE`
+   when given, else from the transcript). The kept tail plus the re-read files and skills take at
+   most half of the threshold, so a small window is not refilled by the compaction. While the last
+   assistant message waits for tool results nothing is appended after it.
+   Unlike Claude Code, which re-reads only files it opened itself, ctxkit takes the paths from
+   the transcript, so it reads only regular files inside the session's folder (the transcript's
+   `cwd`, with `..` and symbolic links resolved first; a plan file also from `~/.claude/plans`),
+   never a FIFO, device, `/proc` or `/sys` file, and at most 8 bytes per token of
+   `file_max_tokens` (a larger file is only named). Others are skipped and reported in the
+   details (`files_skipped`, `plan_file_skipped`) and as a warning; see docs/security.md.
+
+The summarizer is the policy's `summarizer:` (`anthropic`, `command`, `extractive`, or `auto`:
+`anthropic` when `ANTHROPIC_API_KEY` is set, else the offline extractive one); see
+docs/policies.md.
+**Failure.** A failed compaction (the summarizer errs, times out, or answers
+with no summary) changes nothing: the transcript passes through unchanged, the
+report says ``failed`` and the CLI exits 1. Failures in a row are counted in
+the store; after ``max_consecutive_failures`` autocompact stops trying
+(``breaker-open``, exit 1, a warning) until a compaction succeeds — with
+``--force``, which always tries. A compaction that succeeds but leaves the
+view (after every stage) still over the threshold is not a summarizer failure
+and is not counted; ``ctxkit compact`` reports it and exits 1
+(:func:`ctxkit.reports.outcome.over_threshold_message`). More: [summarizer.md](../summarizer.md).
+
+## What the output looks like
+
+**Claude Code sessions** get exactly what Claude Code writes when it compacts, appended to the
+file (nothing earlier is rewritten or removed): a `system` entry with `subtype: compact_boundary`
+and `compactMetadata` (`trigger`, `preTokens`, `postTokens`, and `preservedSegment`, which links
+the kept tail in after the summary), a `user` entry with `isCompactSummary: true`, a
+`ctxkit-record` (`"record": "compaction"`), and `attachment` entries for the re-injected files and
+deltas:
+
+```
+{"type":"system","subtype":"compact_boundary","parentUuid":null,"logicalParentUuid":"<old leaf>",
+ "content":"Conversation compacted","level":"info",
+ "compactMetadata":{"trigger":"auto","preTokens":54834,"postTokens":1504,
+   "preservedSegment":{"headUuid":"<first kept entry>","anchorUuid":"<summary>","tailUuid":"<old leaf>"}, ...}}
+{"type":"user","parentUuid":"<boundary>","isCompactSummary":true,"isVisibleInTranscriptOnly":true,
+ "message":{"role":"user","content":"This session is being continued from a previous conversation ..."}}
+{"type":"ctxkit-record","record":"compaction","method":"summary","summarizer":"extractive", ...}
+{"type":"attachment","attachment":{"type":"file","filename":"/repo/app/models.py",...},
+ "rendered":[{"content":"<system-reminder>\nCalled the Read tool ..."}],"renderedRole":"user", ...}
+```
+
+**Claude Code resumes it**: put the file back where Claude Code keeps the session
+(`~/.claude/projects/<project folder, non-alphanumerics as ->/<session id>.jsonl`) and run
+`claude --resume <session id>`; its first request opens with ctxkit's summary, then the kept tail,
+then the re-injected files (checked against the real Claude Code 2.1.328 CLI by
+`tests/test_compaction_resume.py`).
+
+**Anthropic / OpenAI message lists** get one user message with the summary (naming where the
+summarized lines were archived in the store), then the kept tail; a leading system prompt stays
+first.
+
+## A worked example
+
+On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
+README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
+960 -> 649 tokens, 21 messages summarized, 1 kept`. On a larger session, the `multi-prompt`
+session of the test corpus (54,834 tokens, four prompts, 32 tool calls; not shipped with ctxkit),
+offline, with a 60,000-token window (threshold 27,000), run from the project folder so that the
+files it read are found and re-injected:
+
+```
+$ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
+tool-result-budget: nothing-to-do (every tool result is within budget)
+microcompact: nothing-to-do (the prompt cache is warm)
+autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,888 tokens, 69 messages summarized, 1 kept [54,834 -> 2,888 tokens]
+view: 54,834 -> 2,888 tokens
+```
+
+The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
+
+```
+user:      This session is being continued from a previous conversation that ran out of context. ...
+           Summary:
+           [Extractive summary: assembled by ctxkit from the transcript without a model; quotes are verbatim.]
+           1. Primary Request and Intent:
+           The user's first request:
+           Do part 0 of the review
+           Most recent request:
+           Do part 3 of the review
+           2. Key Technical Concepts:
+           - Tools used: Bash (8), Read (8), Glob (4), Grep (4), Write (4)
+           ...
+           6. All user messages:
+           - Do part 0 of the review
+           ...
+           9. Optional Next Step:
+           Continue the current work, in line with the user's most recent request: "Do part 3 of the review"
+           ...
+assistant: Part 3 is done.                                              <- the kept tail
+user:      <system-reminder>Called the Read tool with the following input: {"file_path":"/tmp/cc-multi-prompt-6qd3hl4c/notes/part3.md"}</system-reminder>
+           <system-reminder>Result of calling the Read tool:
+           1	# Part 3 ...</system-reminder>                             <- re-read from disk, most recent first
+           ... (app/models.py, notes/part2.md, part1.md, part0.md)
+system:    The following deferred tools are now available via ToolSearch. ...
+           Available agent types for the Agent tool: ...
+```
+
+Running it again on `../compacted.jsonl` changes nothing (2,888 tokens is under the threshold),
+so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
+`anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
+`--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
+says `summary by anthropic` (or `command`), and the model writes the nine sections in its own
+words.
+
+## Session memory: `ctxkit memory update`
+
+Keep notes during the session and compact from them without a model call:
+
+```
+$ ctxkit memory update ../session.jsonl --session-memory notes.md --now 2026-11-29T23:30:00Z
+memory: written notes.md (70 messages, up to e3560dd0-4de6-4401-a984-d23eb919c8bb) by extractive
+$ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted-sm.jsonl
+tool-result-budget: nothing-to-do (every tool result is within budget)
+microcompact: nothing-to-do (the prompt cache is warm)
+autocompact: applied: auto compaction (session memory): 54,834 -> 7,519 tokens, 45 messages summarized, 25 kept [54,834 -> 7,519 tokens]
+view: 54,834 -> 7,519 tokens
+```
+
+`memory update` writes or refreshes the markdown notes with the policy's summarizer (the earlier
+notes plus only the messages since the last update) and records in the store the last message they
+cover; an HTML comment at the top says which (`<!-- ctxkit session memory: covers the conversation
+up to message ... -->`), and is dropped when the notes become the summary. The notes are ordinary
+markdown you may edit. After any compaction the recorded message is behind the boundary, so the
+next session-memory compaction waits for a fresh `memory update`.
+
+## When it fails
+
+A compaction happens completely or not at all. When the summarizer fails (an API error after its
+retries, a timeout, a prompt still too long after the retries, an answer with no summary),
+autocompact passes the transcript through unchanged, reports `failed`, and `ctxkit compact` exits
+1. With the `command` summarizer and no `llm` installed:
+
+```
+ctxkit: warning: autocompact failed (1 of 3 in a row): the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
+/bin/sh: 1: llm: not found; the transcript is unchanged
+...
+autocompact: failed: the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
+/bin/sh: 1: llm: not found
+view: 54,834 -> 54,834 tokens
+```
+
+Failures in a row are counted per session in the store (`.ctxkit/state.json`). After
+`max_consecutive_failures` (3) the **circuit breaker** opens: autocompact stops trying (each
+attempt costs a request likely to fail the same way), the transcript still passes through
+unchanged, and the exit code stays 1 while the context is over the threshold:
+
+```
+ctxkit: warning: autocompact skipped: it failed 3 times in a row (limit 3); the context is 54,834 tokens, over the threshold (27,000). Fix the summarizer, then run `ctxkit compact --force`.
+...
+autocompact: breaker-open: circuit breaker open after 3 failures
+```
+
+`--force` always tries, and any successful compaction closes the breaker. Without a key,
+`use: anthropic` fails the same way: `the anthropic summarizer needs an API key: set
+ANTHROPIC_API_KEY in the environment (or set summarizer.use to 'extractive' or 'command' in the
+policy)`.
+"""
+# Over 400 lines: about 200 are the docstring above (the stage's user documentation, printed by
+# `ctxkit stages autocompact`); compaction, session memory, re-injection and the PTL retry are siblings.
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import LLMError
+from ...policy.defaults import schema_defaults
+from ...store.sessions import session_key
+from ...summarize import redact, summarizer_for_run
+from ...tokens import budget_for, require_autocompact_room
+from ...transcript.model import Transcript
+from ...transcript.view import View
+from ..base import Context, Stage, StageResult
+from . import reinject
+from .compaction import (
+    Compaction,
+    CompactionError,
+    Written,
+    choose_tail_start,
+    feasible_keep_from,
+    floor_index,
+    write_compaction,
+)
+
+#: The synthetic first message of a summarizing request whose oldest rounds were dropped.
+from .ptl_retry import summarize_with_retry
+from .session_memory import forget, plan_session_memory
+
+#: The kept tail plus the re-read files and skills may fill at most this share of the threshold.
+POST_COMPACT_SHARE = 0.5
+STATE_KEY = "autocompact"
+
+
+def _tail_schema(min_tokens: int, min_text: int, max_tokens: int, what: str, **extra: dict) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": what,
+        "properties": {
+            **extra,
+            "min_tokens": {"type": "integer", "minimum": 0, "default": min_tokens,
+                           "description": "Grow the kept tail backwards until it holds this many tokens..."},
+            "min_text_messages": {"type": "integer", "minimum": 0, "default": min_text,
+                                  "description": "...and this many messages with text (prompts, replies)."},
+            "max_tokens": {"type": "integer", "minimum": 0, "default": max_tokens,
+                           "description": "Never grow the kept tail past this many tokens."},
+        },
+    }
+
+
+class Autocompact(Stage):
+    name = "autocompact"
+    summary = ("Above the threshold: session-memory compact or an LLM summary, PTL retry, circuit breaker, "
+               "post-compact re-injection.")
+    options_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "max_consecutive_failures": {
+                "type": "integer", "minimum": 1, "default": 3,
+                "description": "After this many failed compactions in a row, autocompact stops trying "
+                               "(circuit breaker) until one succeeds or --force."},
+            "ptl_max_retries": {
+                "type": "integer", "minimum": 0, "default": 3,
+                "description": "Retries of a summarizing request that is too long, each on fewer, newer rounds."},
+            "ptl_drop_fraction": {
+                "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2,
+                "description": "Share of the oldest rounds dropped per retry when the error does not say "
+                               "by how much the prompt is too long."},
+            "keep_tail": _tail_schema(
+                0, 0, 20_000, "The recent messages kept verbatim after a summary (by default the last API round, "
+                "as Claude Code keeps it).",
+                min_rounds={"type": "integer", "minimum": 0, "default": 1,
+                            "description": "Keep at least this many of the last API rounds (an assistant message "
+                                           "with its tool results, or a lone message)."}),
+            "session_memory": _tail_schema(
+                10_000, 5, 40_000, "Session-memory compact (with --session-memory): the notes replace the history "
+                "they cover; the messages after them are kept, and more before them up to these minimums.",
+                enabled={"type": "boolean", "default": True,
+                         "description": "Try the session-memory notes before summarizing."}),
+            "reinject": reinject.OPTIONS_SCHEMA,
+        },
+    }
+
+    def uses_summarizer(self) -> bool:
+        return True
+
+    def _opt(self, key: str) -> dict[str, Any]:
+        return {**schema_defaults(self.options_schema["properties"][key]), **dict(self.options.get(key) or {})}
+
+    def run(self, t: Transcript, ctx: Context) -> StageResult:
+        view = t.view()
+        budget = budget_for(ctx.policy, ctx.inputs.context_window)
+        require_autocompact_room(budget, ctx.policy)
+        threshold = budget.autocompact_threshold
+        tokens = ctx.tokens.count_messages(view.api_messages())
+        force = bool(ctx.inputs.force)
+        key = session_key(t)
+        failures = int((ctx.store.session_state(key).get(STATE_KEY) or {}).get("consecutive_failures", 0))
+        limit = int(self.options["max_consecutive_failures"])
+        details: dict[str, Any] = {"tokens": tokens, "threshold": threshold, "context_window": budget.context_window,
+                                   "freed_by_earlier_stages": ctx.tokens_freed, "forced": force}
+        if not force:
+            if ctx.policy.proactive == "collapse" and ctx.policy.stage("collapse") is not None:
+                # collapse compacts ahead of time; autocompact stays the reactive last resort: it acts only
+                # when the view would not fit at all (Claude Code's reactive compact after prompt-too-long)
+                if tokens < budget.blocking_limit:
+                    return self._result(t, "skipped", "the policy lets collapse compact proactively "
+                                        f"({tokens:,} tokens, under the blocking limit {budget.blocking_limit:,})",
+                                        details)
+                details["reactive"] = True
+            if tokens < threshold:
+                return self._result(t, "nothing-to-do",
+                                    f"{tokens:,} tokens, under the autocompact threshold ({threshold:,})", details)
+            if failures >= limit:
+                details["consecutive_failures"] = failures
+                ctx.warn(f"autocompact skipped: it failed {failures} times in a row (limit {limit}); the context is "
+                         f"{tokens:,} tokens, over the threshold ({threshold:,}). Fix the summarizer, then run "
+                         "`ctxkit compact --force`.")
+                return self._result(t, "breaker-open", f"circuit breaker open after {failures} failures", details)
+        floor = floor_index(t, view)
+        if floor >= len(view.messages):
+            return self._result(t, "nothing-to-do", "nothing new since the last compaction", details)
+        trigger = "manual" if force else "auto"
+        try:
+            written = None
+            if ctx.inputs.session_memory is not None and self._opt("session_memory")["enabled"]:
+                if ctx.inputs.instructions:
+                    details["session_memory"] = "skipped: --instructions asks for a fresh summary"
+                else:
+                    written, why = self._session_memory(t, view, ctx, tokens, threshold, floor, trigger, details)
+                    if written is None:
+                        details["session_memory"] = f"not used: {why}"
+            if written is None:
+                written = self._summarize(t, view, ctx, tokens, threshold, floor, trigger, details)
+        except (LLMError, CompactionError) as exc:
+            failures += 1
+            ctx.store.update_session_state(key, **{STATE_KEY: {
+                "consecutive_failures": failures, "last_error": exc.message[:500], "last_failure_at": ctx.timestamp()}})
+            details["consecutive_failures"] = failures
+            details["error"] = exc.message
+            note = ("; autocompact is now off for this session until a compaction succeeds "
+                    "(`ctxkit compact --force` tries again)" if failures >= limit else "")
+            ctx.warn(f"autocompact failed ({failures} of {limit} in a row): {exc.message}; the transcript is "
+                     f"unchanged{note}")
+            return self._result(t, "failed", exc.message, details)
+        if written.post_tokens >= tokens:
+            # e.g. /compact on a conversation of a few short messages: the summary is the longer text
+            details["post_tokens"] = written.post_tokens
+            return self._result(t, "nothing-to-do", f"a compacted context ({written.post_tokens:,} tokens) would "
+                                f"not be smaller than the {tokens:,} tokens it replaces; left as it is", details)
+        if STATE_KEY in ctx.store.session_state(key):
+            ctx.store.update_session_state(key, **{STATE_KEY: None})  # a success closes the breaker
+        forget(ctx.store, t)
+        details["post_tokens"] = written.post_tokens
+        details.update(written.details)
+        how = "session memory" if details.get("method") == "session-memory" else f"summary by {details['summarizer']}"
+        reason = (f"{trigger} compaction ({how}): {tokens:,} -> {written.post_tokens:,} tokens, "
+                  f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept")
+        return StageResult(written.transcript, self.report(action="applied", reason=reason, details=details))
+
+    def _result(self, t: Transcript, action: str, reason: str, details: dict[str, Any]) -> StageResult:
+        return StageResult(t, self.report(action=action, reason=reason, details=details))
+
+    def _count(self, ctx: Context):
+        return ctx.tokens.count_messages
+
+    # -- the two ways ------------------------------------------------------------------------------
+    def _session_memory(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
+                        trigger: str, details: dict[str, Any]) -> tuple[Written | None, str]:
+        plan, why = plan_session_memory(t, view, ctx.store, ctx.inputs.session_memory)
+        if plan is None:
+            return None, why
+        opts = self._opt("session_memory")
+        share = int(max(0, threshold) * POST_COMPACT_SHARE)
+        start = plan.last_index + 1
+        keep_from = choose_tail_start(view, self._count(ctx), start, floor, min_tokens=int(opts["min_tokens"]),
+                                      min_text_messages=int(opts["min_text_messages"]),
+                                      max_tokens=min(int(opts["max_tokens"]), share))
+        keep_from = feasible_keep_from(t, view, keep_from)
+        if keep_from > start:
+            return None, "the messages after the notes cannot be kept as a tail"
+        if keep_from <= floor:
+            return None, "the notes cover no message before the kept tail"
+        # the notes become the summary: written by `ctxkit memory update` (redacted then) or by hand
+        written = self._write(t, view, ctx, Compaction(
+            summary=redact.redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
+            record={"notes": str(plan.notes_path), "lastSummarizedId": plan.last_id}), share, details)
+        if written.post_tokens >= threshold:
+            return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"
+        details.update(method="session-memory", notes=str(plan.notes_path), last_summarized_id=plan.last_id)
+        return written, ""
+
+    def _summarize(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
+                   trigger: str, details: dict[str, Any]) -> Written:
+        opts = self._opt("keep_tail")
+        share = int(max(0, threshold) * POST_COMPACT_SHARE)
+        n = len(view.messages)
+        keep_from = choose_tail_start(view, self._count(ctx), n, min(floor + 1, n),
+                                      min_tokens=int(opts["min_tokens"]),
+                                      min_text_messages=int(opts["min_text_messages"]),
+                                      min_rounds=int(opts["min_rounds"]),
+                                      max_tokens=min(int(opts["max_tokens"]), share))
+        keep_from = feasible_keep_from(t, view, keep_from)
+        history = [m.api() for m in view.messages[:keep_from] if m.role != "system"]
+        if not history:
+            raise CompactionError("there is nothing to summarize before the kept tail")
+        summarizer = summarizer_for_run(ctx)
+        details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
+        try:
+            summary, facts = summarize_with_retry(
+                summarizer, history, instructions=ctx.inputs.instructions, count=self._count(ctx),
+                max_retries=int(self.options["ptl_max_retries"]),
+                drop_fraction=float(self.options["ptl_drop_fraction"]))
+        finally:
+            stats = getattr(summarizer, "stats", None)
+            if stats is not None:
+                details["summarizer_requests"] = stats.requests
+                details["summarizer_retries"] = stats.retries
+        details.update(facts)
+        if ctx.inputs.instructions:
+            details["instructions"] = ctx.inputs.instructions
+        details["method"] = "summary"
+        return self._write(t, view, ctx, Compaction(
+            summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
+            record={"summarizer": details["summarizer"], **{k: v for k, v in facts.items() if v}}), share, details)
+
+    def _write(self, t: Transcript, view: View, ctx: Context, c: Compaction, share: int,
+               details: dict[str, Any]) -> Written:
+        tail_tokens = ctx.tokens.count_messages([m.api() for m in view.messages[c.keep_from:]])
+        last = view.messages[-1] if view.messages else None
+        if last is not None and last.role == "assistant" and any(last.tool_uses()):
+            # a turn in progress: its tool results must come next, nothing may be appended before them
+            re = reinject.Reinjection(details={"skipped": "the last assistant message still waits for tool results"})
+            options = {**dict(self.options.get("reinject") or {}), "deltas": False}
+        else:
+            options = self.options.get("reinject")
+            re = reinject.build(t, view, c.keep_from, ctx, options, share - tail_tokens)
+        c.reinjected = re.messages
+        c.transcript_hint = ctx.inputs.transcript_path if t.format == "claude-code" else None
+        written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
+                                   timestamp=ctx.timestamp())
+        if reinject.option(options, "deltas"):
+            deltas, facts = reinject.delta_attachments(t, view, written.transcript, ctx)
+            re.details.update(facts)
+            if deltas:
+                c.reinjected = [*re.messages, *deltas]
+                written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
+                                           timestamp=ctx.timestamp())
+        details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
+                       kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
+        return written

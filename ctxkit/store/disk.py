@@ -1,0 +1,441 @@
+"""The disk store: content-addressed blobs, the decision ledger and per-session state.
+
+Everything ctxkit takes out of a view goes here first, so that ``ctxkit
+expand`` can put it back. Writes are atomic and durable (:mod:`ctxkit.fileio`: temporary
+file, fsync, rename), blobs are named by the SHA-256 of their bytes, and re-writing a blob is a
+no-op. The CLI saves the store (:meth:`Store.flush`) *before* the output replaces anything, so a
+run killed at any point leaves an output whose store holds everything it points at (docs/store.md).
+
+Layout::
+
+    STORE/blobs/ab/abcdef....txt      tool outputs and archived messages
+    STORE/ledger.json                 decisions about tool results, per session (below)
+    STORE/state.json                  session id -> small state (breaker, snip, memory...)
+    STORE/.lock                       taken (flock) while ledger.json and state.json are rewritten
+    STORE/tokens-*.json               exact token counts kept between runs (a cache)
+    STORE/.ctxkit-store               the marker: ``{"format": 1}``, written with the store's first file
+
+The marker is what makes a folder a store (:func:`is_marked_store`): a transcript names its store
+by path, and a transcript is data, so a run follows that name to write only into a folder ctxkit
+itself made a store (:mod:`ctxkit.store.link`). A store from before the marker gets it the first
+time a run writes to it as its default (``.ctxkit/`` beside the input) or ``--store``.
+
+``ledger.json`` and ``state.json`` are checked for shape when loaded (:func:`check_ledger`,
+:func:`check_state`): one that is not JSON or not of that shape is a :class:`StoreError` naming the
+file (exit 2: the user repairs or removes it); it is never overwritten or reset.
+
+``ledger.json`` (format 2)::
+
+    {"format": 2,
+     "sessions": {"<scope>": {"<tool_use_id>": <decision>, ...}, ...},
+     "unscoped": {"<tool_use_id>": <decision>, ...}}
+
+Every transcript of a folder shares one store and frameworks reuse tool ids
+(``call_0``), so a decision is keyed by (scope, tool_use_id), the scope naming
+the transcript's session (:func:`ctxkit.store.offload.decision_scope`). ``unscoped``
+holds the records of ledgers written before scopes existed (a flat
+``tool_use_id -> decision`` document): they are never replayed by a stage, and
+``ctxkit expand`` uses one only when a tool result's content equals its
+``replacement`` exactly. What a decision holds: :mod:`ctxkit.store.offload`.
+
+Several runs may share a store at once (two ``ctxkit compact`` in one folder):
+:meth:`Store.flush` takes an exclusive lock on ``STORE/.lock``, re-reads the
+documents from disk, applies only the keys this run changed and writes them
+back atomically, so no run loses another's decisions (POSIX ``flock``; where
+``fcntl`` is missing the lock is skipped).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from ..confined import BLOB_NAME, Refused, read_under
+from ..errors import CtxkitError, ExitCode, WriteError
+from ..fileio import atomic_write, make_dirs, sweep_stale_temps
+
+try:  # POSIX only; elsewhere flushes are not serialized
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+DEFAULT_DIRNAME = ".ctxkit"
+LEDGER = "ledger.json"
+STATE = "state.json"
+LOCK = ".lock"
+LEDGER_FORMAT = 2
+MARKER = ".ctxkit-store"
+STORE_FORMAT = 1
+#: the largest ledger.json / state.json read (they hold small records; anything bigger is not ours)
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+class StoreError(CtxkitError):
+    """A store file ctxkit cannot use as it is (not JSON, not of its shape, unreadable): names the
+    file and what is wrong. The user's to repair or remove (exit 2); ctxkit never resets it."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, path: Path | str, problem: str):
+        self.path = str(path)
+        super().__init__(f"store file {path}: {problem}; ctxkit leaves it as it is (repair or remove it)")
+
+
+def is_marked_store(folder: Path) -> bool:
+    """Whether ``folder`` holds the marker ctxkit writes when it makes a store (a regular file, not a link)."""
+    try:
+        st = os.lstat(Path(folder) / MARKER)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode)
+
+_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+
+
+class Store:
+    """A folder of blobs and two small JSON documents. Loaded lazily, saved by :meth:`flush`.
+
+    With ``dry_run`` nothing is ever written. A damaged ledger or state raises :class:`StoreError`
+    when it is loaded, dry run or not.
+    """
+
+    def __init__(self, root: Path, *, dry_run: bool = False):
+        self.root = Path(root)
+        self.dry_run = dry_run  # read decisions, write nothing (``ctxkit stats`` asks what would happen)
+        self._sessions: dict[str, dict[str, Any]] | None = None  # scope -> tool_use_id -> decision
+        self._unscoped: dict[str, Any] = {}  # records of format-1 ledgers (no scope)
+        self._state: dict[str, Any] | None = None
+        self._changed_decisions: set[tuple[str, str]] = set()  # (scope, tool_use_id) this run recorded
+        self._changed_sessions: set[str] = set()  # state.json keys this run updated
+        self.warnings: list[str] = []  # problems met while loading (damaged documents), for the caller to print
+        #: whether this run put something in the store or replayed a decision from it: then the output
+        #: depends on the store and records where it is (:mod:`ctxkit.store.link`)
+        self.used = False
+
+    # -- blobs ------------------------------------------------------------------------------------
+    def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
+        """Where ``put_blob`` stores these bytes (nothing is written)."""
+        digest = hashlib.sha256(data).hexdigest()
+        return (self.root / "blobs" / digest[:2] / f"{digest}{suffix}").resolve()
+
+    def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
+        """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""
+        path = self.blob_path(data, suffix)
+        if not self.dry_run:
+            self.used = True
+            if not path.exists():
+                self._mark()
+                atomic_write(path, data)
+        return path
+
+    def put_text(self, text: str, suffix: str = ".txt") -> Path:
+        return self.put_blob(text.encode("utf-8"), suffix)
+
+    def put_json(self, value: Any) -> Path:
+        return self.put_blob(orjson.dumps(value), ".json")
+
+    def find_blob(self, name: str) -> Path | None:
+        """Where the blob a transcript or record names is in *this* store, if it is there.
+
+        Only the name counts (the folders before it are where the store was when the name was
+        written: it may have moved) and it must be a blob's name (a SHA-256 and a suffix): a path
+        that names anything else is never looked up, see :mod:`ctxkit.confined`."""
+        base = _last_component(name)
+        if not BLOB_NAME.fullmatch(base):
+            return None
+        candidate = self.root / "blobs" / base[:2] / base
+        return candidate if candidate.is_file() and not candidate.is_symlink() else None
+
+    def fetch_blob(self, name: str) -> bytes | None:
+        """The bytes of the blob ``name`` names, None when it is not in the store; raises
+        :class:`ctxkit.confined.Refused` when ``name`` is not a blob's name, or the file in the
+        store is not a regular file (a link, a FIFO) or is too large."""
+        base = _last_component(name)
+        if not BLOB_NAME.fullmatch(base):
+            raise Refused(name, "not a blob of the store (a blob is named by the SHA-256 of its content)")
+        return read_under(self.root, ["blobs", base[:2], base], shown=name)
+
+    def read_blob(self, name: str) -> bytes | None:
+        """Like :meth:`fetch_blob`, but None for a name it refuses too (stages replaying records:
+        what is not a blob of the store is not theirs to read)."""
+        try:
+            return self.fetch_blob(name)
+        except Refused:
+            return None
+
+    # -- ledger: decisions about tool results, frozen once made, per scope ---------------------
+    @property
+    def sessions(self) -> dict[str, dict[str, Any]]:
+        """``scope -> tool_use_id -> decision`` (loaded on first use)."""
+        if self._sessions is None:
+            self._sessions, self._unscoped = _parse_ledger(self._load(LEDGER))
+        return self._sessions
+
+    @property
+    def unscoped(self) -> dict[str, Any]:
+        """Records of ledgers written before scopes existed (``tool_use_id -> decision``); read-only."""
+        _ = self.sessions
+        return self._unscoped
+
+    def decision(self, tool_use_id: str, *, scope: str) -> dict[str, Any] | None:
+        """The decision recorded for this tool result in this scope (a transcript's session), if any."""
+        found = self.sessions.get(scope or "default", {}).get(tool_use_id)
+        if found is not None:
+            self.used = True
+        return found
+
+    def record_decision(self, tool_use_id: str, decision: dict[str, Any], *, scope: str) -> None:
+        scope = scope or "default"
+        self.used = True
+        records = self.sessions.setdefault(scope, {})
+        if records.get(tool_use_id) != decision:
+            records[tool_use_id] = decision
+            self._changed_decisions.add((scope, tool_use_id))
+
+    def decisions_for(self, tool_use_id: str) -> list[tuple[str | None, dict[str, Any]]]:
+        """Every record of this tool id: ``(scope, decision)`` by scope name, then the unscoped one
+        (scope ``None``). For ``ctxkit expand``, which must match them against the content itself."""
+        out: list[tuple[str | None, dict[str, Any]]] = [
+            (scope, records[tool_use_id]) for scope, records in sorted(self.sessions.items())
+            if isinstance(records.get(tool_use_id), dict)]
+        legacy = self.unscoped.get(tool_use_id)
+        if isinstance(legacy, dict):
+            out.append((None, legacy))
+        return out
+
+    # -- state: small per-session facts (circuit breaker, last summarized id, ...) -------------
+    @property
+    def state(self) -> dict[str, Any]:
+        if self._state is None:
+            self._state = self._load(STATE)
+        return self._state
+
+    def session_state(self, session: str) -> dict[str, Any]:
+        return dict(self.state.get(session or "default", {}))
+
+    def update_session_state(self, session: str, **values: Any) -> None:
+        key = session or "default"
+        self.used = True
+        cur = self.state.setdefault(key, {})
+        for k, v in values.items():
+            if v is None:
+                cur.pop(k, None)
+            else:
+                cur[k] = v
+        self._changed_sessions.add(key)
+
+    # -- other small documents (e.g. token counts kept between runs) ---------------------------
+    def load_document(self, name: str) -> dict[str, Any]:
+        """A cache document (e.g. token counts): one that cannot be used is only a warning (it is
+        rebuilt; nothing in it is the user's)."""
+        try:
+            return self._load(name)
+        except StoreError as exc:
+            self._warn(f"{exc.path}: {exc.message.split(': ', 1)[1].split(';')[0]}; ignored (a cache, rebuilt)")
+            return {}
+
+    def save_document(self, name: str, value: dict[str, Any]) -> None:
+        if not self.dry_run:
+            self._mark()
+            atomic_write(self.root / name, orjson.dumps(value))
+
+    # -- persistence ------------------------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Load the ledger and the state now; returns :attr:`warnings` (e.g. a damaged document)."""
+        _ = self.sessions, self.state
+        return list(self.warnings)
+
+    def _mark(self) -> None:
+        """Write the marker that makes this folder a store, before the store's first file (once)."""
+        if not is_marked_store(self.root):
+            atomic_write(self.root / MARKER, orjson.dumps({"format": STORE_FORMAT}) + b"\n")
+
+    def _load(self, name: str) -> dict[str, Any]:
+        """A JSON document of the store, ``{}`` when absent; raises :class:`StoreError` when it cannot
+        be read or is not JSON, and (ledger, state) when it is not of its shape."""
+        path = self.root / name
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}  # no store yet (a folder that cannot be one is named when the run writes)
+        except OSError as exc:
+            raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(path, "not a regular file")
+        if st.st_size > MAX_DOCUMENT_BYTES:
+            raise StoreError(path, f"{st.st_size} bytes, more than the {MAX_DOCUMENT_BYTES} a store document may hold")
+        try:
+            value = orjson.loads(path.read_bytes())
+        except OSError as exc:
+            raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
+        except orjson.JSONDecodeError as exc:
+            raise StoreError(path, f"not JSON ({exc})") from None
+        problem = {LEDGER: check_ledger, STATE: check_state}.get(name, _check_object)(value)
+        if problem:
+            raise StoreError(path, problem)
+        return value
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def flush(self) -> None:
+        """Save the decisions and state this run changed, durably (called before the output is written:
+        an output must never point at a decision the store does not hold yet).
+
+        Under the store's lock the documents are read again from disk and only the keys this run
+        recorded are applied, so runs sharing a store keep each other's decisions.
+        """
+        if not self.dry_run and self.root.is_dir():
+            sweep_stale_temps(self.root)  # a killed run's half-written ledger or state
+        if self.dry_run or not (self._changed_decisions or self._changed_sessions):
+            return
+        make_dirs(self.root)
+        self._mark()
+        with self._locked():
+            if self._changed_decisions:
+                sessions, unscoped = _parse_ledger(self._load(LEDGER))
+                mine = self.sessions
+                for scope, tid in sorted(self._changed_decisions):
+                    sessions.setdefault(scope, {})[tid] = mine[scope][tid]
+                doc: dict[str, Any] = {"format": LEDGER_FORMAT, "sessions": sessions}
+                if unscoped:
+                    doc["unscoped"] = unscoped
+                atomic_write(self.root / LEDGER, orjson.dumps(doc, option=_JSON_OPTIONS))
+                self._sessions, self._unscoped = sessions, unscoped
+                self._changed_decisions.clear()
+            if self._changed_sessions:
+                state = self._load(STATE)
+                mine = self.state
+                for key in sorted(self._changed_sessions):
+                    state[key] = mine.get(key, {})
+                atomic_write(self.root / STATE, orjson.dumps(state, option=_JSON_OPTIONS))
+                self._state = state
+                self._changed_sessions.clear()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive lock on ``STORE/.lock`` for the time of a read-merge-write (POSIX flock)."""
+        if fcntl is None:  # pragma: no cover - Windows
+            yield
+            return
+        try:
+            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise WriteError(str(self.root / LOCK), exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+# -- the shape of ledger.json and state.json (checked when loaded) -----------------------------------
+#: a decision's fields and their JSON types (:mod:`ctxkit.store.offload`); ``replacement``/``empty`` are any JSON
+_DECISION_FIELDS: dict[str, tuple[type, ...]] = {"state": (str,), "blob": (str,), "original": (str,),
+                                                 "by": (str,), "absent": (bool,)}
+#: state.json: ``session -> {key: value}``; the keys ctxkit reads, and the types of their fields
+_STATE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "autocompact": {"consecutive_failures": (int,), "last_error": (str,), "last_failure_at": (str,)},
+    "session_memory": {"last_summarized_id": (str,), "notes": (str,), "notes_sha256": (str,),
+                       "updated_at": (str,)},
+}
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _check_fields(value: Any, fields: dict[str, tuple[type, ...]], where: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where} is {_type_name(value)}, not an object"
+    for key, types in fields.items():
+        if key in value:
+            v = value[key]
+            ok = isinstance(v, types) and not (bool not in types and isinstance(v, bool))
+            if key == "consecutive_failures" and ok and v < 0:
+                ok = False
+            if not ok:
+                want = "a count" if key == "consecutive_failures" else _type_name(types[0]())
+                return f"{where}.{key} is {_type_name(v)}{' ' + repr(v) if not isinstance(v, (dict, list)) else ''}, not {want}"
+    return None
+
+
+def _check_object(doc: Any) -> str | None:
+    return None if isinstance(doc, dict) else f"the document is {_type_name(doc)}, not an object"
+
+
+def _check_decisions(records: Any, where: str) -> str | None:
+    if not isinstance(records, dict):
+        return f"{where} is {_type_name(records)}, not an object"
+    for tid, decision in records.items():
+        problem = _check_fields(decision, _DECISION_FIELDS, f'{where}["{tid}"]')
+        if problem:
+            return problem
+    return None
+
+
+def check_ledger(doc: Any) -> str | None:
+    """What is wrong with a ledger document, None when nothing: ``{"format": 2, "sessions": {scope:
+    {tool_use_id: decision}}, "unscoped": {tool_use_id: decision}}``, or a format-1 flat
+    ``{tool_use_id: decision}``; a decision is an object whose fields have the types of :mod:`ctxkit.store.offload`."""
+    if not isinstance(doc, dict):
+        return _check_object(doc)
+    if "format" not in doc:  # format 1
+        return _check_decisions(doc, "the ledger")
+    if doc["format"] != LEDGER_FORMAT:
+        return f"format {doc['format']!r}, not {LEDGER_FORMAT} (written by another ctxkit?)"
+    sessions = doc.get("sessions", {})
+    if not isinstance(sessions, dict):
+        return f"sessions is {_type_name(sessions)}, not an object"
+    for scope, records in sessions.items():
+        problem = _check_decisions(records, f'sessions["{scope}"]')
+        if problem:
+            return problem
+    return _check_decisions(doc.get("unscoped", {}), "unscoped")
+
+
+def check_state(doc: Any) -> str | None:
+    """What is wrong with a state document, None when nothing: ``{session: {key: value}}``, where the
+    keys ctxkit reads (``autocompact``, ``session_memory``) are objects with fields of known types."""
+    if not isinstance(doc, dict):
+        return _check_object(doc)
+    for session, values in doc.items():
+        if not isinstance(values, dict):
+            return f'["{session}"] is {_type_name(values)}, not an object'
+        for key, fields in _STATE_FIELDS.items():
+            if key in values:
+                problem = _check_fields(values[key], fields, f'["{session}"].{key}')
+                if problem:
+                    return problem
+    return None
+
+
+def _parse_ledger(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """(scoped sessions, unscoped records) of a ledger document (checked by :func:`check_ledger`)."""
+    if "format" in doc:
+        sessions = {scope: dict(records) for scope, records in doc.get("sessions", {}).items()}
+        return sessions, dict(doc.get("unscoped", {}))
+    # format 1: a flat tool_use_id -> decision document
+    return {}, dict(doc)
+
+
+def _last_component(name: str) -> str:
+    """The file name at the end of a path written by any OS (``/`` or ``\\`` separated)."""
+    return name.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(name, str) else ""
+
+
+def default_store_dir(transcript_path: str | None, cwd: Path | None = None) -> Path:
+    """``.ctxkit/`` beside the transcript when it is a file, else in the working directory."""
+    if transcript_path and transcript_path != "-":
+        return Path(transcript_path).resolve().parent / DEFAULT_DIRNAME
+    return (cwd or Path.cwd()) / DEFAULT_DIRNAME

@@ -1,0 +1,252 @@
+"""``ctxkit expand``: put back every tool output a stage moved to the store.
+
+Walks every entry of the transcript (not just the view: output behind a
+compaction boundary counts too) and restores each tool_result whose content is
+a replacement ctxkit recorded in the store's ledger (persisted previews,
+microcompact placeholders, empty-output notes). A ``<persisted-output>``
+block is restored even without a ledger from the store blob it names, or, for
+Claude Code's own, from the file of that name in the session's ``tool-results/``
+folder next to the transcript.
+
+What expand reads is confined (:mod:`ctxkit.confined`): blobs of the store,
+looked up by their content-addressed name, and regular files directly inside
+the session's ``tool-results/``; never a path the transcript chose
+(``/etc/passwd``, ``/proc/self/environ``), a link, a FIFO or a device. A
+block or record naming anything else is left as it is and reported
+(:attr:`ExpandReport.refused`).
+
+Which record: a result is restored only when its current content equals the
+recorded ``replacement`` exactly. The transcript's own scope
+(:func:`ctxkit.store.offload.decision_scope`) is looked up first; when it holds no
+matching record (a plain transcript whose first line a compaction rewrote, a
+ledger from before scopes), the records of other scopes for that tool id whose
+replacement equals the content are used, provided they all lead to the same
+original: otherwise the result is ambiguous and left as it is. A restored
+original that is itself a recorded replacement (cleared after being persisted,
+under another scope) is restored in turn.
+
+What could not be restored is listed in :attr:`ExpandReport.missing` with the
+reason: a recorded original gone from the store, a ``<persisted-output>``
+whose file is not found, an ambiguous match, or a microcompact placeholder
+nothing in the store accounts for, a path expand refuses to read. An
+``archive`` record (or a collapse summary line of a plain transcript) whose
+blob is gone or refused stays in place and is listed in
+:attr:`ExpandReport.records`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
+from ..transcript.edit import restore_archived
+from ..transcript.formats import handler
+from ..transcript.model import Transcript, deep_replace
+from .disk import Store
+from .offload import CLEARED_PLACEHOLDER, PERSISTED_OPEN, decision_scope, load_original, to_openai_content
+
+#: One stage's undo step: (transcript, store, left) -> transcript.
+Undo = Callable[[Transcript, Store, list], Transcript]
+
+_SAVED_TO = re.compile(r"Full output saved to: (\S+)")
+_GONE = object()  # load_original's answer when the blob is not in the store
+_ABSENT = object()  # a restored original that had no ``content`` key at all
+_MAX_CHAIN = 4  # replacements of replacements followed at most this deep
+
+# reasons in ExpandReport.missing
+NO_RECORD = "placeholder with no record in the store"
+BLOB_GONE = "stored original not found in the store"
+FILE_GONE = "<persisted-output> file not found"
+REFUSED = "names a file expand does not read (outside the store and the session's tool-results/)"
+TOOL_RESULTS = "tool-results"  # the folder Claude Code persists large tool outputs in
+AMBIGUOUS = "ambiguous: records of other sessions with different originals"
+
+
+@dataclass
+class ExpandReport:
+    restored: list[str] = field(default_factory=list)
+    #: (tool_use_id, reason) of each tool output left unrestored, reasons as the constants above
+    missing: list[tuple[str, str]] = field(default_factory=list)
+    #: (what named it, path as written, why) of each path expand refused to read
+    refused: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (record kind, blob as written, why) of each record left in place: its blob gone or refused
+    records: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether everything a stage took out was put back (else ``ctxkit expand`` exits 1)."""
+        return not (self.missing or self.records)
+
+    def missing_by_reason(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _, reason in self.missing:
+            counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+
+def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
+               undo: Sequence[Undo] = ()) -> tuple[Transcript, ExpandReport]:
+    """Undo every stage's removals: entries archived before a rewrite (e.g. thinking stripped), then
+    each stage's own records (``undo``: the stages' :meth:`~ctxkit.stages.base.Stage.undo` steps, in
+    stage order, which the caller passes in: the store knows no stages), then the tool outputs
+    (``expand``). Each step is idempotent."""
+    given = decision_scope(t)
+    left: list[tuple[str, str, str | None]] = []  # (record kind, blob, why refused or None: not in the store)
+    t = restore_archived(t, store, left)
+    for step in undo:
+        t = step(t, store, left)
+    t, report = expand(t, store, search_dirs=search_dirs, scopes=[given])
+    report.records = [(kind, blob, why or BLOB_GONE) for kind, blob, why in left]
+    report.refused[:0] = [(f"{kind} record", blob, why) for kind, blob, why in left if why]
+    return t, report
+
+
+def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
+           scopes: list[str] = ()) -> tuple[Transcript, ExpandReport]:
+    """Restore the tool outputs recorded in the store's ledger (and ``<persisted-output>`` files found
+    in the store or in the session's ``tool-results/`` folder under one of ``search_dirs``, the
+    transcript's folder).
+
+    ``scopes``: ledger scopes to prefer after the transcript's own (e.g. the scope of the transcript
+    as it was before archived lines were put back)."""
+    report = ExpandReport()
+    own = list(dict.fromkeys([decision_scope(t), *scopes]))
+    first_session = own[0] if t.format == "claude-code" else None
+    h = handler(t.format)
+    edits: dict[int, dict] = {}
+    for i in t.live_indexes():
+        entry = t.entry(i)
+        if t.format == "openai":
+            if entry.get("role") == "tool":
+                where = _Where(store, search_dirs, ())
+                restored = _restore(entry.get("tool_call_id", ""), entry.get("content"), own, where, report)
+                if restored is not _GONE:
+                    edits[i] = _with_content(entry, restored, to_openai_content)
+            continue
+        container: Any = entry
+        for key in h.content_path:
+            container = container.get(key) if isinstance(container, dict) else None
+        if not isinstance(container, list):
+            continue
+        # Claude Code keeps a session's persisted outputs in <its id>/tool-results/ beside the transcript
+        where = _Where(store, search_dirs, tuple(dict.fromkeys(
+            s for s in (entry.get("sessionId"), first_session) if isinstance(s, str) and is_plain_name(s))))
+        new_entry = entry
+        for k, block in enumerate(container):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            restored = _restore(block.get("tool_use_id", ""), block.get("content"), own, where, report)
+            if restored is not _GONE:
+                new_entry = deep_replace(new_entry, [*h.content_path, k], _with_content(block, restored))
+        if new_entry is not entry:
+            edits[i] = new_entry
+    return t.with_edits(replace=edits), report
+
+
+def _with_content(container: dict, original: Any, convert=lambda c: c) -> dict:
+    """``container`` (a tool_result block, an OpenAI ``tool`` message) with its original content back:
+    in place of the replacement, or no ``content`` key at all when the original had none."""
+    if original is _ABSENT:
+        return {k: v for k, v in container.items() if k != "content"}
+    return {**container, "content": convert(original)}
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a tool output may be read from: the store, and ``<dir>/<session>/tool-results/`` or
+    ``<dir>/tool-results/`` for each of ``dirs`` (the transcript's folder)."""
+
+    store: Store
+    dirs: list[Path] | tuple[Path, ...]
+    sessions: tuple[str, ...]
+
+
+def _restore(tid: str, content: Any, own: list[str], where: _Where, report: ExpandReport) -> Any:
+    """The original of one tool result, or ``_GONE`` when there is nothing to restore (recording why
+    in ``report.missing`` when the content is a replacement ctxkit wrote)."""
+    store = where.store
+    current, restored, problem = content, False, None
+    for _ in range(_MAX_CHAIN):
+        record, problem = _lookup(store, tid, current, own) if tid else (None, None)
+        if record is None:
+            break
+        try:
+            original = load_original(store, record, _GONE) if record.get("blob") else record.get("empty", "")
+        except Refused as exc:
+            report.refused.append((f"tool result {tid or '?'}", exc.path, exc.reason))
+            problem = REFUSED
+            break
+        if original is _GONE:
+            problem = BLOB_GONE
+            break
+        current, restored = (_ABSENT if record.get("absent") else original), True
+    if not restored:
+        # not in the ledger: a <persisted-output> whose file we may read, or a placeholder nothing explains
+        text = content if isinstance(content, str) else None
+        if text and text.lstrip().startswith(PERSISTED_OPEN) and (m := _SAVED_TO.search(text)):
+            try:
+                data = _read_persisted(m.group(1), where)
+            except Refused as exc:
+                report.refused.append((f"tool result {tid or '?'}", exc.path, exc.reason))
+                problem = problem or REFUSED
+            else:
+                if data is not None:
+                    current, restored = data.decode("utf-8", errors="replace"), True
+                else:
+                    problem = problem or FILE_GONE
+        elif text == CLEARED_PLACEHOLDER:
+            problem = problem or NO_RECORD
+    if problem:
+        report.missing.append((tid, problem))  # (after a partial restore too: the first step stays)
+    if not restored:
+        return _GONE
+    report.restored.append(tid)
+    return current
+
+
+def _read_persisted(path_text: str, where: _Where) -> bytes | None:
+    """The bytes of the file a ``<persisted-output>`` block names, None when it is not found.
+
+    Two kinds of name are honoured, and only by their last component: a store blob (ctxkit's own
+    previews), looked up in the store; and ``.../tool-results/NAME`` (Claude Code's), looked up as
+    ``NAME`` in the session's own ``tool-results/`` folder. Anything else raises :class:`Refused`."""
+    parts = path_text.replace("\\", "/").split("/")
+    name = parts[-1]
+    if BLOB_NAME.fullmatch(name):
+        return where.store.fetch_blob(path_text)
+    if len(parts) < 2 or parts[-2] != TOOL_RESULTS or ".." in parts or not is_plain_name(name):
+        raise Refused(path_text, "neither a blob of the store nor a file of the session's tool-results/ folder")
+    for folder in where.dirs:
+        for sub in [*([sid, TOOL_RESULTS] for sid in where.sessions), [TOOL_RESULTS]]:
+            data = read_under(Path(folder), [*sub, name], shown=path_text)
+            if data is not None:
+                return data
+    return None
+
+
+def _lookup(store: Store, tid: str, content: Any, own: list[str]) -> tuple[dict | None, str | None]:
+    """The record whose replacement ``content`` is: (record, None), (None, None) when none is, or
+    (None, reason) when records of other scopes match with different originals."""
+    for scope in own:
+        record = store.decision(tid, scope=scope)
+        if _matches(record, content):
+            return record, None
+    others = [r for scope, r in store.decisions_for(tid) if scope not in own and _matches(r, content)]
+    if not others:
+        return None, None
+    if len({_original_key(r) for r in others}) > 1:
+        return None, AMBIGUOUS
+    return others[0], None
+
+
+def _matches(record: dict | None, content: Any) -> bool:
+    return bool(record) and record.get("state") in ("replaced", "cleared") and content == record.get("replacement")
+
+
+def _original_key(record: dict) -> tuple[str, str]:
+    """What identifies a record's original: its blob's name (named by hash: the store may have moved),
+    or the empty content a note stands for."""
+    blob = record.get("blob") or ""
+    return (Path(blob).name, "") if blob else ("", repr(record.get("empty", "")))
