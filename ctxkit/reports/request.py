@@ -32,7 +32,7 @@ from ..reminders import as_reminder
 from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
 from ..stages.snip import snip_options
 from ..tokens import MODEL_ALIASES, budget_for
-from ..transcript import claude_code
+from ..transcript import claude_code_chain
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage
@@ -71,7 +71,7 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
     shape: dict | None = None
     snapshot: Any = None
     for i in reversed(list(t.live_indexes())):
-        kind = claude_code.entry_type(t, i)
+        kind = claude_code_chain.entry_type(t, i)
         if kind == "api-request-shape" and shape is None:
             shape = t.entry(i).get("shape") or {}
         elif kind == "attachment" and snapshot is None:

@@ -127,7 +127,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..quoting import quote
-from ..transcript import claude_code
+from ..transcript import claude_code_chain, claude_code_entries, claude_code_records
 from ..transcript.edit import NewMessage, append_messages, archive_entries, replace_plain_range, strip_thinking_after
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import message_ids, parse_ids
@@ -183,7 +183,7 @@ def tags_enabled(policy: Any) -> bool:
 
 
 def _records(t: Transcript, kind: str) -> list[tuple[int, dict]]:
-    return claude_code.records(t, kind) if t.format == "claude-code" else []
+    return claude_code_records.records(t, kind) if t.format == "claude-code" else []
 
 
 class Snip(Stage):
@@ -234,7 +234,7 @@ class Snip(Stage):
             details.update(applied)
         elif calls and t.format == "claude-code":
             # remember the calls, so that a refused request is not retried on the next run
-            new = t.with_edits(append=[claude_code.record_entry(t, RECORD_KIND, ctx.timestamp(), removedUuids=[],
+            new = t.with_edits(append=[claude_code_entries.record_entry(t, RECORD_KIND, ctx.timestamp(), removedUuids=[],
                                                                 ids=[], toolUseIds=[tid for tid, _ in calls])])
         if calls:
             details["tool_calls"] = [tid for tid, _ in calls]
@@ -283,7 +283,7 @@ class Snip(Stage):
         first = min(s for s, _ in ranges.values())
         if t.format == "claude-code":
             new, originals, removed_uuids = self._apply_claude_code(t, view, ranges)
-            new = new.with_edits(append=[claude_code.record_entry(
+            new = new.with_edits(append=[claude_code_entries.record_entry(
                 t, RECORD_KIND, ctx.timestamp(), removedUuids=removed_uuids, ids=sorted(ranges),
                 toolUseIds=call_ids)])
             extra: dict[str, Any] = {"removed_uuids": len(removed_uuids)}
@@ -307,7 +307,7 @@ class Snip(Stage):
                            ranges: dict[str, tuple[int, int]]) -> tuple[Transcript, dict[int, dict], list[str]]:
         """Which entries go (whole turns, and the bookkeeping entries between them), relinked survivors."""
         msgs = view.messages
-        order, facts = claude_code.active_entries(t)
+        order, facts = claude_code_chain.active_entries(t)
         pos = {e: k for k, e in enumerate(order)}
         remove: set[int] = set()
         for s, e in ranges.values():
@@ -319,7 +319,7 @@ class Snip(Stage):
         remove -= keep
         removed_uuids = [t.entry(i)["uuid"] for i in sorted(remove, key=pos.__getitem__) if t.entry(i).get("uuid")]
         gone = set(removed_uuids) | set(facts.get("removed") or ())
-        by_uuid = claude_code.uuid_index(t)
+        by_uuid = claude_code_chain.uuid_index(t)
         edits: dict[int, dict] = {}
         for i in order:
             entry = t.entry(i)

@@ -33,7 +33,7 @@ import orjson
 
 from ..errors import UsageError
 from ..fileio import atomic_write
-from ..transcript import claude_code
+from ..transcript import claude_code, claude_code_entries, claude_code_records
 from ..transcript.model import Transcript
 from .disk import LEDGER, STATE, default_store_dir, is_marked_store
 from .disk import MARKER as MARKER_NAME
@@ -51,7 +51,7 @@ def sidecar_path(output: str | Path) -> Path:
 def recorded_store(t: Transcript, source: str | None) -> str | None:
     """The store the transcript names: its last ``store`` record (Claude Code) or its sidecar (plain)."""
     if t.format == claude_code.NAME:
-        recs = claude_code.records(t, STORE_RECORD)
+        recs = claude_code_records.records(t, STORE_RECORD)
         path = recs[-1][1].get("path") if recs else None
         return path if isinstance(path, str) and path else None
     if not source or source == "-":
@@ -115,10 +115,10 @@ def link_store(t: Transcript, store_root: Path, timestamp: str) -> Transcript:
     if t.format != claude_code.NAME:
         return t
     path = str(Path(store_root).resolve())
-    recs = claude_code.records(t, STORE_RECORD)
+    recs = claude_code_records.records(t, STORE_RECORD)
     if recs and recs[-1][1].get("path") == path:
         return t
-    entry = claude_code.record_entry(t, STORE_RECORD, timestamp, path=path)
+    entry = claude_code_entries.record_entry(t, STORE_RECORD, timestamp, path=path)
     if recs:
         return t.with_edits(replace={recs[-1][0]: entry})
     return t.with_edits(append=[entry])
@@ -129,7 +129,7 @@ def unlink_store(t: Transcript) -> Transcript:
     was before compaction (which depended on no store)."""
     if t.format != claude_code.NAME:
         return t
-    recs = claude_code.records(t, STORE_RECORD)
+    recs = claude_code_records.records(t, STORE_RECORD)
     return t.with_edits(remove=[i for i, _ in recs]) if recs else t
 
 

@@ -6,14 +6,14 @@ plain message lists (``offload.decision_scope``).
 """
 from __future__ import annotations
 
-from ..transcript import claude_code, plain
+from ..transcript import claude_code_entries, plain
 from ..transcript.model import Transcript
 
 
 def session_key(t: Transcript) -> str:
     """The key of this session's state in the store: Claude Code's session id, else a hash of the first line."""
     if t.format == "claude-code":
-        sid = claude_code.session_id(t)
+        sid = claude_code_entries.session_id(t)
         if sid:
             return sid
     first = next(iter(t.live_indexes()), None)

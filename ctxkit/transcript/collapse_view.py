@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import claude_code
+from . import claude_code_records
 from .model import Transcript
 from .view import META, View, ViewMessage, normalize
 
@@ -117,4 +117,4 @@ def project(view: View, records: list[dict], t: Transcript) -> View:
     return apply_runs(view, committed_runs(records))
 
 
-claude_code.register_record_handler(RECORD_KIND, project)
+claude_code_records.register_record_handler(RECORD_KIND, project)

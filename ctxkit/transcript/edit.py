@@ -13,7 +13,7 @@ import orjson
 
 from ..confined import Refused
 from ..quoting import quote_json as quote
-from . import claude_code
+from . import claude_code_chain, claude_code_entries, claude_code_records
 from .formats import handler
 from .model import Transcript, deep_replace
 from .shapes import problem
@@ -71,12 +71,12 @@ def append_messages(t: Transcript, items: list[NewMessage], timestamp: str) -> T
         makers = []
         for item in items:
             if item.attachment is not None:
-                makers.append(lambda parent, it=item: claude_code.attachment_entry(
+                makers.append(lambda parent, it=item: claude_code_entries.attachment_entry(
                     t, parent, timestamp, it.attachment, it.texts, it.role))
             else:
-                makers.append(lambda parent, it=item: claude_code.user_entry(
+                makers.append(lambda parent, it=item: claude_code_entries.user_entry(
                     t, parent, timestamp, "\n\n".join(it.texts), **({"isMeta": True} | it.flags)))
-        return claude_code.append_chain(t, makers)
+        return claude_code_entries.append_chain(t, makers)
     lines = []
     for item in items:
         texts = item.texts if item.role == "user" else [_as_reminder(x) for x in item.texts]
@@ -180,7 +180,7 @@ def archive_entries(t: Transcript, store: Any, originals: dict[int, dict], times
         payload = {str(t.line_no(i)): entry for i, entry in sorted(originals.items())}
     path = str(store.put_json(payload))
     if t.format == "claude-code" and payload:
-        record = claude_code.record_entry(t, ARCHIVE_RECORD, timestamp, blob=path, uuids=sorted(payload),
+        record = claude_code_entries.record_entry(t, ARCHIVE_RECORD, timestamp, blob=path, uuids=sorted(payload),
                                           reason=reason)
         t = t.with_edits(append=[record])
     return t, path
@@ -198,10 +198,10 @@ def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Tra
     """
     if t.format != "claude-code":
         return t
-    records = claude_code.records(t, ARCHIVE_RECORD)
+    records = claude_code_records.records(t, ARCHIVE_RECORD)
     if not records:
         return t
-    by_uuid = claude_code.uuid_index(t)
+    by_uuid = claude_code_chain.uuid_index(t)
     edits: dict[int, dict] = {}
     done: list[int] = []
     for r, rec in reversed(records):

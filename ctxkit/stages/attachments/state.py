@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
-from ...transcript import claude_code
+from ...transcript import claude_code, claude_code_chain
 from ...transcript.view import PROMPT, View
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def iter_events(t: Transcript, view: View, parsers: Iterable[Parser] = ()) -> It
 
 
 def _claude_code_events(t: Transcript) -> Iterator[Event]:
-    order, _facts = claude_code.active_entries(t)
+    order, _facts = claude_code_chain.active_entries(t)
     uses: dict[str, tuple[str, dict]] = {}
     seen_rounds: set[str] = set()
     for i in order:

@@ -35,7 +35,7 @@ from typing import Any
 
 from ...errors import CtxkitError
 from ...summarize.prompt import continuation_message
-from ...transcript import claude_code
+from ...transcript import claude_code_chain, claude_code_entries
 from ...transcript.edit import NewMessage, append_messages, plain_message, replace_plain_range
 from ...transcript.model import Transcript
 from ...transcript.view import SUMMARY, SYSTEM, View, ViewMessage
@@ -96,7 +96,7 @@ def floor_index(t: Transcript, view: View) -> int:
         if m.kind == SUMMARY:
             floor = i + 1
     if t.format == "claude-code":
-        _, facts = claude_code.active_entries(t)
+        _, facts = claude_code_chain.active_entries(t)
         segment = set(facts.get("segment") or [])
         if segment:
             for i, m in enumerate(view.messages):
@@ -182,7 +182,7 @@ def _kept_facts(t: Transcript, view: View, keep_from: int) -> dict[str, Any] | N
     kept = view.messages[keep_from:]
     if not kept:
         return None
-    _, facts = claude_code.active_entries(t)
+    _, facts = claude_code_chain.active_entries(t)
     path = facts.get("path") or []
     on_path = {i: pos for pos, i in enumerate(path)}
     kept_entries = [i for m in kept for i in m.entries]
@@ -199,12 +199,12 @@ def _kept_facts(t: Transcript, view: View, keep_from: int) -> dict[str, Any] | N
 
 def _write_claude_code(t: Transcript, view: View, c: Compaction, count: Callable[[list[dict]], int],
                        timestamp: str) -> Written:
-    leaf = claude_code.leaf_uuid(t)
-    sid = claude_code.session_id(t) or ""
+    leaf = claude_code_chain.leaf_uuid(t)
+    sid = claude_code_entries.session_id(t) or ""
     kept = _kept_facts(t, view, c.keep_from)
-    boundary_uuid = claude_code.new_uuid(sid, "compact_boundary", leaf or "", timestamp, c.method)
+    boundary_uuid = claude_code_entries.new_uuid(sid, "compact_boundary", leaf or "", timestamp, c.method)
     text = summary_text(c.summary, kept_tail=kept is not None, transcript_hint=c.transcript_hint)
-    summary = claude_code.user_entry(t, boundary_uuid, timestamp, text, isVisibleInTranscriptOnly=True,
+    summary = claude_code_entries.user_entry(t, boundary_uuid, timestamp, text, isVisibleInTranscriptOnly=True,
                                      isCompactSummary=True)
     metadata: dict[str, Any] = {"trigger": c.trigger, "preTokens": int(c.pre_tokens), "postTokens": 0}
     if kept is not None:
@@ -212,10 +212,10 @@ def _write_claude_code(t: Transcript, view: View, c: Compaction, count: Callable
                                         "tailUuid": kept["tail"]}
         metadata["preservedMessages"] = {"anchorUuid": summary["uuid"], "uuids": kept["uuids"],
                                          "allUuids": kept["all"]}
-    boundary = claude_code.envelope(t, None, boundary_uuid, timestamp)
+    boundary = claude_code_entries.envelope(t, None, boundary_uuid, timestamp)
     boundary.update({"logicalParentUuid": leaf, "type": "system", "subtype": "compact_boundary",
                      "content": BOUNDARY_CONTENT, "isMeta": False, "level": "info", "compactMetadata": metadata})
-    record = claude_code.record_entry(t, RECORD_KIND, timestamp, method=c.method, summarizedMessages=c.keep_from,
+    record = claude_code_entries.record_entry(t, RECORD_KIND, timestamp, method=c.method, summarizedMessages=c.keep_from,
                                       keptMessages=len(view.messages) - c.keep_from, boundaryUuid=boundary_uuid,
                                       **c.record)
     base = t.n_entries
@@ -240,7 +240,7 @@ def _write_claude_code(t: Transcript, view: View, c: Compaction, count: Callable
 def _sidechain_agent(t: Transcript) -> dict[str, Any] | None:
     """``{"agentId": ...}`` when ``t`` is a subagent's own transcript (its active chain is a sidechain:
     the projection falls back to it only when there is no main conversation), else None."""
-    _, facts = claude_code.active_entries(t)
+    _, facts = claude_code_chain.active_entries(t)
     leaf = facts.get("leaf")
     d = t.entry(leaf) if leaf is not None else {}
     if not d.get("isSidechain"):

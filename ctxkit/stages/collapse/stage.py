@@ -127,7 +127,7 @@ from ...errors import LLMError
 from ...summarize import redact, summarizer_for_run
 from ...summarize.render import render_transcript
 from ...tokens import budget_for
-from ...transcript import claude_code
+from ...transcript import claude_code, claude_code_chain, claude_code_entries, claude_code_records
 from ...transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span
 from ...transcript.edit import archive_entries, plain_message, replace_plain_range, strip_thinking_after
 from ...transcript.model import Transcript
@@ -241,7 +241,7 @@ class Collapse(Stage):
                                               "calls to collapse", details=details))
         if t.format == "claude-code":
             public = [{k: r[k] for k in ("key", "toolUseIds", "summary", "by")} for r in [*runs, *upgrades]]
-            new = t.with_edits(append=[claude_code.record_entry(t, RECORD_KIND, ctx.timestamp(), runs=public)])
+            new = t.with_edits(append=[claude_code_entries.record_entry(t, RECORD_KIND, ctx.timestamp(), runs=public)])
         else:
             new = self._commit_plain(t, view, runs, upgrades, ctx, details)
         first = min(r["start"] for r in [*runs, *upgrades])
@@ -285,7 +285,7 @@ class Collapse(Stage):
         out = []
         if t.format == "claude-code":
             raw = _uncollapsed_view(t)
-            for run in committed_runs([r for _, r in claude_code.records(t, RECORD_KIND)]):
+            for run in committed_runs([r for _, r in claude_code_records.records(t, RECORD_KIND)]):
                 span = run_span(raw, list(run["toolUseIds"]))
                 shown = _message_with_text(view, run["summary"])
                 if run.get("by") != "rule" or span is None or shown is None:
@@ -378,7 +378,7 @@ def _message_with_text(view: View, text: str) -> int | None:
 
 def _uncollapsed_view(t: Transcript) -> View:
     """The view without the collapse projection (to read a committed run's original messages)."""
-    order, _ = claude_code.active_entries(t)
+    order, _ = claude_code_chain.active_entries(t)
     return claude_code.build_messages(t, order)
 
 
@@ -397,7 +397,7 @@ def uncollapse(t: Transcript, store: Any, left: list | None = None) -> Transcrip
     whose archive is gone or names another file stays, and is appended to ``left`` as
     ``("collapse", path, why refused or None)``. Idempotent."""
     if t.format == "claude-code":
-        return t.with_edits(remove=[i for i, _ in claude_code.records(t, RECORD_KIND)])
+        return t.with_edits(remove=[i for i, _ in claude_code_records.records(t, RECORD_KIND)])
     restore: dict[int, list[dict]] = {}
     for i in t.live_indexes():
         content = t.entry(i).get("content")

@@ -1,0 +1,253 @@
+"""The active chain of a Claude Code transcript: which entries make up the conversation, in order.
+
+Steps 1 to 5 of the projection (see :mod:`ctxkit.transcript.claude_code`): the ``parentUuid`` walk
+from the leaf back to a root, the preserved segment of a compaction, the dead-end siblings parallel
+tool calls leave. Reads the routing fields from the line index, so an unedited entry is never parsed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .claude_code_records import records
+from .lineindex import BAD, SIDECHAIN
+from .model import Transcript
+
+CONVERSATION_TYPES = ("user", "assistant", "attachment")
+
+
+class Meta:
+    """The routing fields of one entry (an edited or appended one: unedited lines are in the index)."""
+
+    __slots__ = ("type", "uuid", "parent", "sidechain", "msg_id", "source_assistant")
+
+    def __init__(self, d: dict):
+        self.type = d.get("type")
+        self.uuid = d.get("uuid")
+        self.parent = d.get("parentUuid")
+        self.sidechain = bool(d.get("isSidechain"))
+        msg = d.get("message")
+        self.msg_id = ((msg.get("id") if isinstance(msg, dict) else None) or d.get("requestId")
+                       if self.type == "assistant" else None)
+        self.source_assistant = d.get("sourceToolAssistantUUID")
+
+
+class Metas:
+    """Routing fields by entry index: from the line index, or from the entry when it was edited or appended.
+
+    ``main``: treat every entry as on the main chain (a subagent's own transcript, all sidechain)."""
+
+    def __init__(self, t: Transcript, main: bool = False):
+        self.idx = t.lines
+        n = len(t.lines)
+        self.edited = {i: Meta(t.entry(i)) for i in (*t.overrides, *range(n, t.n_entries))}
+        self.main = main
+
+    def type(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.type if m is not None else self.idx.type(i)
+
+    def uuid(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.uuid if m is not None else self.idx.uuids[i]
+
+    def parent(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.parent if m is not None else self.idx.parents[i]
+
+    def sidechain(self, i: int) -> bool:
+        if self.main:
+            return False
+        m = self.edited.get(i)
+        return m.sidechain if m is not None else self.idx.sidechain(i)
+
+    def msg_id(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.msg_id if m is not None else self.idx.msg_ids[i]
+
+    def source_assistant(self, i: int) -> str | None:
+        m = self.edited.get(i)
+        return m.source_assistant if m is not None else self.idx.sources.get(i)
+
+
+
+def entry_type(t: Transcript, i: int) -> str | None:
+    """The ``type`` of entry ``i`` (read from the line index when the entry is unedited: no parsing)."""
+    if i < len(t.lines) and i not in t.overrides:
+        return t.lines.type(i)
+    return t.entry(i).get("type")
+
+
+def content_blocks(d: dict) -> tuple[list[dict], bool]:
+    """An entry's message content as blocks, and whether it was a plain string."""
+    msg = d.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}], True
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)], False
+    return [], False
+
+
+def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
+    """Indexes of the entries that make up the view, in view order, and facts about the walk.
+
+    Called for every view a run computes, on files of up to millions of lines: the scans below read
+    the line index's arrays directly (an edited or appended entry is read from its Meta instead)."""
+    metas = Metas(t)
+    if not _has_main_conversation(t, metas):
+        # a subagent's own transcript: every entry is on the sidechain, and that is the conversation
+        metas = Metas(t, main=True)
+    idx, edited, dead = t.lines, metas.edited, t.removed
+    skip = BAD if metas.main else BAD | SIDECHAIN
+    flags = idx.flags
+    by_uuid: dict[str, int] = {}
+    for i, u in enumerate(idx.uuids):
+        if i in edited:
+            m = edited[i]
+            if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+                by_uuid[m.uuid] = i
+        elif u is not None and not flags[i] & skip and u not in by_uuid and i not in dead:
+            by_uuid[u] = i
+    for i in range(len(idx), t.n_entries):
+        m = edited[i]
+        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+            by_uuid[m.uuid] = i
+    removed: set[str] = set()  # uuids snip records removed
+    for _i, rec in records(t, "snip"):
+        removed.update(rec.get("removedUuids") or [])
+
+    def parent_of(i: int) -> int | None:
+        p = metas.parent(i)
+        hops = 0
+        while p in removed and hops < 1_000_000:
+            j = by_uuid.get(p)
+            if j is None:
+                return None
+            p = metas.parent(j)
+            hops += 1
+        return by_uuid.get(p) if p else None
+
+    leaf = None
+    for i in reversed(range(t.n_entries)):
+        if (i in dead or (i < len(idx) and flags[i] & BAD) or metas.type(i) not in CONVERSATION_TYPES
+                or metas.sidechain(i)):
+            continue
+        u = metas.uuid(i)
+        if u and u not in removed:
+            leaf = i
+            break
+    facts: dict[str, Any] = {"boundary": None, "leaf": leaf, "removed": removed}
+    if leaf is None:
+        return [], facts
+    path: list[int] = []
+    seen: set[int] = set()
+    cur: int | None = leaf
+    while cur is not None and cur not in seen:
+        seen.add(cur)
+        path.append(cur)
+        cur = parent_of(cur)
+    path.reverse()
+    root = path[0]
+    segment: list[int] = []
+    anchor: int | None = None
+    if metas.type(root) == "system" and t.entry(root).get("subtype") == "compact_boundary":
+        facts["boundary"] = root
+        seg = ((t.entry(root).get("compactMetadata") or {}).get("preservedSegment")) or {}
+        head, tail = by_uuid.get(seg.get("headUuid") or ""), by_uuid.get(seg.get("tailUuid") or "")
+        anchor = by_uuid.get(seg.get("anchorUuid") or "")
+        if head is not None and tail is not None:
+            cur, walk = tail, []
+            while cur is not None and cur not in seen and len(walk) < 1_000_000:
+                walk.append(cur)
+                seen.add(cur)
+                if cur == head:
+                    break
+                cur = parent_of(cur)
+            segment = list(reversed(walk)) if walk and walk[-1] == head else []
+    members = set(path) | set(segment)
+    group = {i: 1 for i in segment}
+    _stitch(t, metas, members, group, removed)
+    main = sorted(i for i in members if group.get(i, 0) == 0)
+    seg_sorted = sorted(i for i in members if group.get(i, 0) == 1)
+    if seg_sorted:
+        pos = main.index(anchor) + 1 if anchor in main else (1 if main else 0)
+        main = main[:pos] + seg_sorted + main[pos:]
+    facts["segment"] = seg_sorted
+    facts["path"] = path  # the parentUuid chain root..leaf (compaction picks a kept tail's head on it)
+    return main, facts
+
+
+def _has_main_conversation(t: Transcript, metas: Metas) -> bool:
+    """Whether a live user/assistant/attachment entry is off the sidechain (else: a subagent's file)."""
+    idx, edited = t.lines, metas.edited
+    codes = {idx.type_codes[name] for name in CONVERSATION_TYPES if name in idx.type_codes}
+    flags = idx.flags
+    for i, code in enumerate(idx.types):
+        if code in codes and not flags[i] & (BAD | SIDECHAIN) and i not in edited and i not in t.removed:
+            return True
+    return any(m.type in CONVERSATION_TYPES and not m.sidechain and i not in t.removed
+               and not (i < len(idx) and flags[i] & BAD) for i, m in edited.items())
+
+
+def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int], removed: set[str]) -> None:
+    """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b).
+
+    A sibling is an assistant fragment of a member's message id, or a user entry whose parent (or
+    source assistant) is a member: the candidates are found by scanning the index's id arrays."""
+    idx, edited = t.lines, metas.edited
+    while True:
+        uuid_group = {metas.uuid(i): group.get(i, 0) for i in members if metas.uuid(i)}
+        msg_group = {metas.msg_id(i): group.get(i, 0) for i in members
+                     if metas.type(i) == "assistant" and metas.msg_id(i)}
+        tool_ids: set[str] = set()
+        for i in members:
+            if metas.type(i) == "assistant":
+                tool_ids.update(b["id"] for b in content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
+        candidates: set[int] = set(edited)
+        if msg_group:
+            candidates.update(i for i, mid in enumerate(idx.msg_ids) if mid is not None and mid in msg_group)
+        candidates.update(i for i, p in enumerate(idx.parents) if p is not None and p in uuid_group)
+        candidates.update(i for i, src in idx.sources.items() if src in uuid_group)
+        added = False
+        for i in sorted(candidates):
+            if i in members or i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
+                continue
+            typ = metas.type(i)
+            if typ not in ("assistant", "user") or metas.sidechain(i) or metas.uuid(i) in removed:
+                continue
+            if typ == "assistant" and metas.msg_id(i) in msg_group:
+                members.add(i)
+                group[i] = msg_group[metas.msg_id(i)]
+                added = True
+            elif typ == "user":
+                parent, source = metas.parent(i), metas.source_assistant(i)
+                if parent not in uuid_group and source not in uuid_group:
+                    continue
+                blocks, _ = content_blocks(t.entry(i))
+                answers = [b for b in blocks if b.get("type") == "tool_result"]
+                if answers and all(b["tool_use_id"] in tool_ids for b in answers):
+                    members.add(i)
+                    key = parent if parent in uuid_group else source
+                    group[i] = uuid_group[key]
+                    added = True
+        if not added:
+            return
+
+
+
+def leaf_uuid(t: Transcript) -> str | None:
+    """The uuid new entries chain onto: the leaf of the active chain."""
+    order, facts = active_entries(t)
+    leaf = facts.get("leaf")
+    return t.entry(leaf).get("uuid") if leaf is not None else None
+
+
+def uuid_index(t: Transcript) -> dict[str, int]:
+    """uuid -> index of the first live, non-sidechain entry carrying it (without parsing every line)."""
+    out: dict[str, int] = {}
+    metas = Metas(t)
+    for i in t.live_indexes():
+        u = metas.uuid(i)
+        if u and u not in out and not metas.sidechain(i):
+            out[u] = i
+    return out
