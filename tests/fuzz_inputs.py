@@ -129,7 +129,7 @@ def _compacted_seed(files: list[Path], work: Path, store: Path) -> list[bytes]:
     from ctxkit.store.disk import Store
     from ctxkit.transcript import read_transcript
     from ctxkit.transcript.claude_code_entries import record_entry
-    from ctxkit.transcript.edit import archive_entries
+    from ctxkit.transcript.edits import archive_entries
 
     done = work / "compacted.jsonl"
     done.write_bytes(b"\n".join(lines) + b"\n")

@@ -14,7 +14,7 @@ from ctxkit.stages.collapse.rules import is_search_command, rule_summary, run_he
 from ctxkit.stages.collapse.stage import Collapse, uncollapse
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.collapse_view import SUMMARY_HEAD
-from ctxkit.transcript.edit import restore_archived
+from ctxkit.transcript.edits import restore_archived
 
 OUT = "".join(f"src/app.py:{i}: def handler_{i}(request):\n" for i in range(60))
 SEARCH = [Turn("find the handler", [[Call("Grep", {"pattern": "def handler", "path": "/w"}, OUT)],

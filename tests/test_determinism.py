@@ -36,7 +36,7 @@ def test_microcompact_drops_the_same_thinking_whichever_stage_put_its_placeholde
 
     from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact
     from ctxkit.transcript import read_transcript
-    from ctxkit.transcript.edit import replace_blocks
+    from ctxkit.transcript.edits import replace_blocks
 
     output = "".join(f"line {i}: output\n" for i in range(40))
     turns = [Turn("look around", [[Call("Read", {"file_path": f"/w/{k}.py"}, output)] for k in range(4)], "Seen.",

@@ -14,7 +14,7 @@ from ctxkit.stages.tool_result_budget import ToolResultBudget
 from ctxkit.store.expand import expand
 from ctxkit.store.offload import decision_scope
 from ctxkit.transcript import pairing_problems, read_transcript
-from ctxkit.transcript.edit import restore_archived
+from ctxkit.transcript.edits import restore_archived
 
 OUTPUT = "".join(f"line {i}: output\n" for i in range(40))
 

@@ -40,7 +40,7 @@ from ctxkit.store.disk import Store
 from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.claude_code_entries import new_uuid
-from ctxkit.transcript.edit import restore_archived
+from ctxkit.transcript.edits import restore_archived
 from ctxkit.transcript.snip_ids import message_ids
 
 START = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)

@@ -118,7 +118,7 @@ from ..store.offload import (
     original_content,
     store_original,
 )
-from ..transcript.edit import archive_entries, replace_blocks, strip_thinking_after
+from ..transcript.edits import archive_entries, replace_blocks, strip_thinking_after
 from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View

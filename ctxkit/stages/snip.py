@@ -128,7 +128,7 @@ from typing import Any
 from ..errors import UsageError
 from ..quoting import quote
 from ..transcript import claude_code_chain, claude_code_entries, claude_code_records
-from ..transcript.edit import NewMessage, append_messages, archive_entries, replace_plain_range, strip_thinking_after
+from ..transcript.edits import NewMessage, append_messages, archive_entries, replace_plain_range, strip_thinking_after
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import message_ids, parse_ids
 from ..transcript.view import PROMPT, SUMMARY, View, ViewMessage
@@ -399,7 +399,7 @@ def unsnip(t: Transcript, store: Any = None, left: list | None = None) -> Transc
     """Undo every snip of a Claude Code transcript (for ``ctxkit expand``): drop the snip records.
 
     The ``parentUuid`` links a snip relinked come back with
-    :func:`ctxkit.transcript.edit.restore_archived` (run it too). Plain formats keep no record: their
+    :func:`ctxkit.transcript.edits.restore_archived` (run it too). Plain formats keep no record: their
     removed lines are in the store file the report named. Idempotent.
     """
     return t.with_edits(remove=[i for i, _ in _records(t, RECORD_KIND)]) if t.format == "claude-code" else t

@@ -78,7 +78,7 @@ from ..store.offload import (
     persisted_message,
     store_original,
 )
-from ..transcript.edit import replace_blocks
+from ..transcript.edits import replace_blocks
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef
 from .base import Context, Stage, StageResult

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
-from ..transcript.edit import restore_archived
+from ..transcript.edits import restore_archived
 from ..transcript.formats import handler
 from ..transcript.model import Transcript, deep_replace
 from .disk import Store

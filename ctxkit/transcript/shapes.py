@@ -252,7 +252,7 @@ _MESSAGE = Obj({"role": OPT_STR, "content": CONTENT, "id": OPT_STR, "model": OPT
                 "stop_reason": OPT_STR}, nullable=True)
 _STRINGS = ListOf(STR, nullable=True)
 RECORDS: dict[str, Obj] = {
-    # what ctxkit's own records hold (ctxkit.transcript.edit, stages.snip, stages.collapse, compaction)
+    # what ctxkit's own records hold (ctxkit.transcript.edits, stages.snip, stages.collapse, compaction)
     "archive": Obj({"blob": STR, "uuids": _STRINGS, "reason": OPT_STR}, required=("blob",)),
     "snip": Obj({"removedUuids": _STRINGS, "ids": _STRINGS, "toolUseIds": _STRINGS}),
     "collapse": Obj({"runs": ListOf(Obj({"key": STR, "toolUseIds": ListOf(STR), "summary": STR, "by": OPT_STR},

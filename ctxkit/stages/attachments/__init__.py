@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...policy.defaults import schema_defaults
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from .state import AttachmentState, load_state_file
 
 if TYPE_CHECKING:

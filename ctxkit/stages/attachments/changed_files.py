@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ...confined import Refused, skipped_note
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from . import AttachmentType, options_schema, register
 
 MODIFIED = ("Note: {path} was modified, either by the user or by a linter. This change was intentional, so make sure "

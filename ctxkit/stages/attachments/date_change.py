@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from . import AttachmentType, options_schema, register
 from .state import local_today
 

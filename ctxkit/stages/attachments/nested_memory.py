@@ -36,7 +36,7 @@ from pathlib import Path
 from ...confined import Refused, skipped_note
 from ...filenames import FILE_PATH_KEYS
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from . import AttachmentType, options_schema, register
 from .state import cap
 

@@ -29,7 +29,7 @@ import re
 from collections import Counter
 
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from . import AttachmentType, options_schema, register
 from .state import parse_time
 

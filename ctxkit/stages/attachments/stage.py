@@ -123,7 +123,7 @@ import copy
 from typing import Any
 
 from ...quoting import quote
-from ...transcript.edit import NewMessage, append_messages
+from ...transcript.edits import NewMessage, append_messages
 from ...transcript.view import pairing_problems
 from ..base import Context, Stage, StageResult
 from . import ATTACHMENT_TYPES, options_schemas

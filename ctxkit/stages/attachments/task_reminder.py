@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from . import AttachmentType, options_schema, register
 
 TASK_TEXT = ("The task tools haven't been used recently. If you're working on tasks that would benefit from tracking "

@@ -36,7 +36,7 @@ from typing import Any
 from ...errors import CtxkitError
 from ...summarize.prompt import continuation_message
 from ...transcript import claude_code_chain, claude_code_entries
-from ...transcript.edit import NewMessage, append_messages, plain_message, replace_plain_range
+from ...transcript.edits import NewMessage, append_messages, plain_message, replace_plain_range
 from ...transcript.model import Transcript
 from ...transcript.view import SUMMARY, SYSTEM, View, ViewMessage
 

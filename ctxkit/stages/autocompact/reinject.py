@@ -44,7 +44,7 @@ from ...confined import TOO_LARGE, Refused, read_in_folder, skipped_note
 from ...filenames import FILE_PATH_KEYS, is_file
 from ...policy.defaults import schema_defaults
 from ...reminders import reminder
-from ...transcript.edit import NewMessage
+from ...transcript.edits import NewMessage
 from ...transcript.view import View, ViewMessage
 from ..attachments import ATTACHMENT_TYPES
 from ..attachments import plan_mode as plan_mode_type

@@ -7,6 +7,7 @@ import shlex
 
 import orjson
 
+from ...filenames import FILE_PATH_KEYS
 from ...store.offload import content_text
 from ...transcript.collapse_view import SUMMARY_HEAD
 
@@ -104,8 +105,8 @@ def _plural(phrase: str, n: int) -> str:
 
 
 def _describe(name: str, args: dict, limit: int = 120) -> str:
-    if "file_path" in args or "notebook_path" in args:
-        what = str(args.get("file_path") or args.get("notebook_path"))
+    if any(k in args for k in FILE_PATH_KEYS):  # a call on one file: named by its path
+        what = str(next((args[k] for k in FILE_PATH_KEYS if args.get(k)), args.get(FILE_PATH_KEYS[-1])))
     elif "pattern" in args:
         what = repr(str(args["pattern"])) + (f" in {args['path']}" if args.get("path") else "")
     elif "command" in args:

@@ -129,7 +129,7 @@ from ...summarize.render import render_transcript
 from ...tokens import budget_for
 from ...transcript import claude_code, claude_code_chain, claude_code_entries, claude_code_records
 from ...transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span
-from ...transcript.edit import archive_entries, plain_message, replace_plain_range, strip_thinking_after
+from ...transcript.edits import archive_entries, plain_message, replace_plain_range, strip_thinking_after
 from ...transcript.model import Transcript
 from ...transcript.shapes import problem
 from ...transcript.view import View, ViewMessage

@@ -13,6 +13,7 @@ import orjson
 
 from ..confined import Refused
 from ..quoting import quote_json as quote
+from ..reminders import as_reminder
 from . import claude_code_chain, claude_code_entries, claude_code_records
 from .formats import handler
 from .model import Transcript, deep_replace
@@ -79,17 +80,12 @@ def append_messages(t: Transcript, items: list[NewMessage], timestamp: str) -> T
         return claude_code_entries.append_chain(t, makers)
     lines = []
     for item in items:
-        texts = item.texts if item.role == "user" else [_as_reminder(x) for x in item.texts]
+        texts = item.texts if item.role == "user" else [as_reminder(x) for x in item.texts]
         if t.format == "openai":
             lines.append({"role": "user", "content": "\n\n".join(texts)})
         else:
             lines.append({"role": "user", "content": [{"type": "text", "text": x} for x in texts]})
     return t.with_edits(append=lines)
-
-
-def _as_reminder(text: str) -> str:
-    s = text.strip()
-    return s if s.startswith("<system-reminder>") else f"<system-reminder>\n{s}\n</system-reminder>"
 
 
 def plain_message(t: Transcript, role: str, text: str) -> dict:
@@ -110,11 +106,6 @@ def replace_plain_range(t: Transcript, entries: list[int], new_line: dict | None
     if new_line is None:
         return t.with_edits(remove=[first, *rest])
     return t.with_edits(replace={first: new_line}, remove=rest)
-
-
-def as_reminder(text: str) -> str:
-    """``text`` wrapped in ``<system-reminder>`` tags (unless it already is), as harness notes reach the model."""
-    return _as_reminder(text)
 
 
 # -- thinking after an edit, and the originals of rewritten entries ------------------------------
