@@ -146,14 +146,14 @@ def test_default_is_what_claude_code_runs(repo):
     assert [s.id for s in policy.stages] == [
         "tool-result-budget", "snip", "microcompact", "collapse", "autocompact", "attachments"]
     assert policy.summarizer["use"] == "auto"
-    assert policy.origins["model"] == "<builtin>/default.yaml:20"
+    assert policy.origins["model"] == "schema default"  # default.yaml states only its own choices
 
 
 def test_policy_option_names_a_builtin(repo):
     policy = load(repo, policy="no-llm")
-    assert policy.summarizer == {"use": "extractive", "max_output_tokens": 20000}
+    assert policy.summarizer == {"use": "extractive", "max_output_tokens": 20000, "total_timeout_seconds": 300}
     assert policy.origins["summarizer.use"] == "<builtin>/no-llm.yaml:14"
-    assert policy.origins["summarizer.max_output_tokens"] == "<builtin>/default.yaml:55"
+    assert policy.origins["summarizer.max_output_tokens"] == "schema default"
     assert "extends" not in policy.merged
 
 
@@ -197,7 +197,7 @@ def test_layers_apply_lowest_first_and_record_who_set_what(repo, tmp_path):
     assert policy.origins["thresholds.warning_buffer"] == f"{user}:4"
     assert policy.origins["thresholds.autocompact_buffer"] == ".ctxkit.yaml:3"
     assert policy.origins["thresholds.blocking_buffer"] == "--set:1"
-    assert policy.origins["thresholds.summary_reserve"] == "<builtin>/default.yaml:35"
+    assert policy.origins["thresholds.summary_reserve"] == "schema default"
 
 
 def test_repo_policy_is_found_walking_up(repo):
@@ -301,7 +301,7 @@ def test_stage_override_merges_in_place(repo, tmp_path):
     assert policy.origins["stages.microcompact.options.keep_recent"] == ".ctxkit.yaml:4"
     assert policy.origins["stages.microcompact.options.gap_minutes"] == f"{user}:3"
     assert policy.origins["stages.autocompact.enabled"] == ".ctxkit.yaml:6"
-    assert policy.origins["stages.autocompact.id"] == "<builtin>/default.yaml:88"
+    assert policy.origins["stages.autocompact.id"] == "<builtin>/default.yaml:55"
 
 
 def test_new_stages_append_or_go_before_or_after(repo):
@@ -573,11 +573,21 @@ def test_render_policy_shows_each_value_and_its_file(repo):
     text = render_policy(policy)
     assert text == textwrap.dedent("""\
         model: claude-sonnet-4-5  # from base.yaml:1
+        max_output_tokens: 32000  # from schema default
+        estimator: rough  # from schema default
         thresholds:
+          summary_reserve: 20000  # from schema default
           autocompact_buffer: 13000  # from base.yaml:3
           warning_buffer: 1000  # from .ctxkit.yaml:3
+          blocking_buffer: 3000  # from schema default
         tools:
           compactable: [Read, Bash]  # from base.yaml:5
+          collapsible: [Read, Grep, Glob, LS, WebSearch, WebFetch, NotebookRead]  # from schema default
+          state_changing: [Edit, Write, MultiEdit, NotebookEdit, SendMessage, TodoWrite]  # from schema default
+        summarizer:
+          use: auto  # from schema default
+          max_output_tokens: 20000  # from schema default
+          total_timeout_seconds: 300  # from schema default
         stages:
           - id: microcompact  # from base.yaml:7
             options:

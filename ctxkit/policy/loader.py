@@ -15,9 +15,26 @@ from typing import Any, Mapping, Sequence
 from ..errors import Problem
 from . import schema
 from .consistency import policy_rules
+from .defaults import schema_defaults
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
 from .trust import UntrustedSetting, repository_positions, untrusted_settings
+from .yamlpos import FixedDocument
+
+#: What ``ctxkit policy show`` names as the source of a value no layer wrote: the schema's ``default``.
+SCHEMA_DEFAULT_LABEL = "schema default"
+#: The sections the compiled :class:`~ctxkit.policy.model.Policy` reads whose defaults the merged
+#: document (and ``ctxkit policy show``) carries; the rest (``redact``, ``request``, the stages' and
+#: attachment types' options) take theirs where they are read.
+SHOWN_DEFAULTS = ("model", "max_output_tokens", "estimator", "thresholds", "tools", "summarizer")
+
+
+def schema_default_layer() -> Layer:
+    """The lowest layer: the schema's defaults for :data:`SHOWN_DEFAULTS`, so a built-in policy states
+    only its own choices and still every value shows where it came from."""
+    defaults = schema_defaults(schema.static_schema())
+    data = {key: defaults[key] for key in SHOWN_DEFAULTS if key in defaults}
+    return Layer(SCHEMA_DEFAULT_LABEL, FixedDocument(SCHEMA_DEFAULT_LABEL, data, line=0, col=0))
 
 
 @dataclass
@@ -40,20 +57,22 @@ def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str
     bases, problems = reader.bases(layers)
     merger = Merger(registry)
     labels: list[str] = []
-    stack = [*bases, *layers]
+    stack = [schema_default_layer(), *bases, *layers]
     added: list[int] = []  # the position in the stack of each merged layer, by merge rank
     for position, layer in enumerate(stack):
         problems += layer.problems
         if layer.document is None:
             continue
-        if not labels or labels[-1] != layer.label:  # several --set read as one layer
+        if position and (not labels or labels[-1] != layer.label):  # several --set read as one layer
             labels.append(layer.label)
         instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
         problems += schema.schema_problems(layer.document, checker, instance)
         problems += merger.add(layer.document)
         added.append(position)
     problems += policy_rules(merger.doc, merger.origins)
-    repository = repository_positions(bases, layers, reader.repo, reader)
+    # positions in [*bases, *layers]: one further in the stack, above the schema's defaults
+    repository = {position + 1: repo for position, repo in
+                  repository_positions(bases, layers, reader.repo, reader).items()}
     untrusted = untrusted_settings(stack, added, repository, merger.origins, merger.doc) if repository else []
     folders = {key: _folder(stack[added[origin.rank - 1]]) for key, origin in merger.origins.items()}
     return Assembly(merger.doc, merger.origins, list(dict.fromkeys(problems)), labels, untrusted, folders)

@@ -42,7 +42,8 @@ class Origin:
     rank: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        """``file:line``; a value with no line (a schema default) names its source alone."""
+        return f"{self.file}:{self.line}" if self.line else self.file
 
 
 class Merger:

@@ -9,9 +9,17 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-DEFAULT_COMPACTABLE_TOOLS = ("Read", "Bash", "Shell", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write")
-DEFAULT_COLLAPSIBLE_TOOLS = ("Read", "Grep", "Glob", "LS", "WebSearch", "WebFetch", "NotebookRead")
-DEFAULT_STATE_CHANGING_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "SendMessage", "TodoWrite")
+from .defaults import schema_defaults
+from .schema import static_schema
+
+#: Every default of the policy's own sections, read out of ``schemas/policy.schema.json``: the schema
+#: states each default once, and the fields below take theirs from here (a test forbids literals).
+SCHEMA_DEFAULTS: Mapping[str, Any] = MappingProxyType(schema_defaults(static_schema()))
+_THRESHOLDS = SCHEMA_DEFAULTS["thresholds"]
+_TOOLS = SCHEMA_DEFAULTS["tools"]
+DEFAULT_COMPACTABLE_TOOLS = tuple(_TOOLS["compactable"])
+DEFAULT_COLLAPSIBLE_TOOLS = tuple(_TOOLS["collapsible"])
+DEFAULT_STATE_CHANGING_TOOLS = tuple(_TOOLS["state_changing"])
 
 
 @dataclass(frozen=True)
@@ -20,10 +28,10 @@ class Thresholds:
     below the effective window, warning 20,000 below the autocompact threshold, blocking 3,000
     below the effective window."""
 
-    summary_reserve: int = 20_000
-    autocompact_buffer: int = 13_000
-    warning_buffer: int = 20_000
-    blocking_buffer: int = 3_000
+    summary_reserve: int = _THRESHOLDS["summary_reserve"]
+    autocompact_buffer: int = _THRESHOLDS["autocompact_buffer"]
+    warning_buffer: int = _THRESHOLDS["warning_buffer"]
+    blocking_buffer: int = _THRESHOLDS["blocking_buffer"]
 
 
 @dataclass(frozen=True)
@@ -36,11 +44,11 @@ class ToolSets:
 @dataclass(frozen=True)
 class Redaction:
     """The ``redact`` section: secrets kept out of what goes to a summarizer and of summaries (ctxkit.summarize.redact).
-    The defaults here are the schema's (``schemas/policy.schema.json``; a test keeps them equal)."""
+    The defaults are the schema's (``schemas/policy.schema.json``)."""
 
-    enabled: bool = True
-    patterns: tuple[Any, ...] = ()  # extra regexes: strings, or {regex, name} mappings
-    allowlist: tuple[Any, ...] = ()  # literal values (strings) or {regex} mappings whose matches are kept
+    enabled: bool = SCHEMA_DEFAULTS["redact"]["enabled"]
+    patterns: tuple[Any, ...] = tuple(SCHEMA_DEFAULTS["redact"]["patterns"])  # extra regexes: strings, or {regex, name} mappings
+    allowlist: tuple[Any, ...] = tuple(SCHEMA_DEFAULTS["redact"]["allowlist"])  # literal values or {regex} mappings kept
 
     @classmethod
     def from_mapping(cls, doc: Mapping[str, Any] | None) -> Redaction:
@@ -66,14 +74,14 @@ class StageSpec:
 
 @dataclass(frozen=True)
 class Policy:
-    model: str = "claude-sonnet-4-5"
+    model: str = SCHEMA_DEFAULTS["model"]
     context_window: int | None = None  # None: from the model table (ctxkit.tokens.KNOWN_MODELS)
-    max_output_tokens: int = 32_000
-    estimator: str = "rough"  # rough | tiktoken | anthropic
+    max_output_tokens: int = SCHEMA_DEFAULTS["max_output_tokens"]
+    estimator: str = SCHEMA_DEFAULTS["estimator"]  # rough | tiktoken | anthropic
     thresholds: Thresholds = Thresholds()
     tools: ToolSets = ToolSets()
     attachments: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
-    summarizer: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({"use": "auto"}))
+    summarizer: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType(dict(SCHEMA_DEFAULTS["summarizer"])))
     redact: Redaction = Redaction()
     proactive: str | None = None  # which proactive mechanism wins when collapse and autocompact are both on
     stages: tuple[StageSpec, ...] = ()
@@ -117,7 +125,7 @@ class Policy:
                 state_changing=frozenset(tools.get("state_changing", DEFAULT_STATE_CHANGING_TOOLS)),
             ),
             attachments=MappingProxyType({k: MappingProxyType(dict(v or {})) for k, v in (doc.get("attachments") or {}).items()}),
-            summarizer=MappingProxyType(dict(doc.get("summarizer") or {"use": "auto"})),
+            summarizer=MappingProxyType(dict(doc.get("summarizer") or SCHEMA_DEFAULTS["summarizer"])),
             redact=Redaction.from_mapping(doc.get("redact")),
             proactive=doc.get("proactive"),
             stages=stages,

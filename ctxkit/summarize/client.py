@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .. import anthropic_client
 from ..errors import LLMError
 from .deadline import Deadline, OutOfTime, call_within
 from .protocol import (
@@ -56,11 +57,8 @@ def prompt_overflow_tokens(message: str) -> int | None:
     return None
 
 
-def _redact(text: str, secret: str | None) -> str:
-    """``text`` with the API key replaced: a key must never reach a log, a report or stderr."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "[redacted]")
-    return text
+#: the key's redaction is the shared client builder's (the command summarizer uses it too)
+_redact = anthropic_client.redact_key
 
 
 def _error_fields(body: Any) -> tuple[str | None, str | None]:
@@ -171,22 +169,17 @@ class _AnthropicAPI:
         """The SDK client, built on first use so that merely configuring a summarizer needs no key."""
         if self._client is not None:
             return self._client
-        key = (self._env.get("ANTHROPIC_API_KEY") or "").strip()
-        if not key:
+        try:
+            # the one builder shared with the token counter: key from the environment only, base_url,
+            # timeout, the SDK's retries off (ours count them)
+            self._client = anthropic_client.build_client(env=self._env, configured_base_url=self.base_url,
+                                                         timeout_seconds=self.timeout_seconds)
+        except anthropic_client.NoAPIKey:
             raise LLMError(
                 "the anthropic summarizer needs an API key: set ANTHROPIC_API_KEY in the environment "
                 "(or set summarizer.use to 'extractive' or 'command' in the policy)"
-            )
-        import anthropic  # imported here: the SDK is slow to import and most runs never call a model
-
-        self._secret = key
-        self._client = anthropic.Anthropic(
-            api_key=key,
-            # Explicit, so the SDK does not consult os.environ behind an injected ``env``.
-            base_url=self.base_url or DEFAULT_BASE_URL,
-            timeout=self.timeout_seconds,
-            max_retries=0,
-        )
+            ) from None
+        self._secret = anthropic_client.api_key(self._env)
         return self._client
 
     def _abandon_client(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from .. import anthropic_client
 from .prompt import (
     SUMMARY_SYSTEM_PROMPT,
     build_compact_prompt,
@@ -22,7 +23,7 @@ DEFAULT_MAX_RETRIES = 4
 #: cannot hold a run for ``timeout_seconds * (max_retries + 1)`` (50 minutes with the defaults above).
 DEFAULT_TOTAL_TIMEOUT_SECONDS = 300.0
 TOTAL_TIMEOUT_KEY = "summarizer.total_timeout_seconds"
-DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_BASE_URL = anthropic_client.DEFAULT_BASE_URL
 SUMMARIZER_KINDS = ("auto", "anthropic", "command", "extractive")
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
+from .. import anthropic_client
 from .counters import (
     _ROUGH_SUFFIX,
     MESSAGE_OVERHEAD,
@@ -107,7 +108,8 @@ class AnthropicCounter(TokenCounter):
 
     name = "anthropic"
 
-    def __init__(self, *, model: str | None = None, client: Any = None, cache_size: int = 100_000):
+    def __init__(self, *, model: str | None = None, client: Any = None, cache_size: int = 100_000,
+                 env: Mapping[str, str] | None = None):
         super().__init__(cache_size=cache_size)
         self.model = _api_model_id(model)
         self.requests = 0
@@ -116,17 +118,16 @@ class AnthropicCounter(TokenCounter):
         self._client = client
         if client is None:
             try:
-                import anthropic
+                # the builder the summarizer uses too: key from ANTHROPIC_API_KEY only, ANTHROPIC_BASE_URL
+                self._client = anthropic_client.build_client(env=env, timeout_seconds=_API_TIMEOUT_SECONDS)
+            except anthropic_client.NoAPIKey:
+                self._degrade(_NO_KEY)
+                return
             except ImportError:
                 self._degrade("anthropic: the anthropic package is not installed")
                 return
-            try:
-                self._client = anthropic.Anthropic()
-            except Exception as exc:  # e.g. a configured profile that does not exist
-                if isinstance(exc, getattr(anthropic, "CredentialsError", ())):
-                    self._degrade(f"{_NO_KEY} ({type(exc).__name__})")
-                else:
-                    self._degrade(f"anthropic: cannot create a client ({type(exc).__name__})")
+            except Exception as exc:  # a malformed base URL, say: the error class only, never the key
+                self._degrade(f"anthropic: cannot create a client ({type(exc).__name__})")
                 return
         if not _has_credentials(self._client):
             self._degrade(_NO_KEY)
