@@ -7,10 +7,10 @@ import os
 import shutil
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import jsonschema
 import pytest
+from builders import T0, Session
 from conftest import CC_CORPUS, FIXED_NOW, cc_sessions, needs_corpus
 
 from ctxkit.reminders import reminder
@@ -21,83 +21,9 @@ from ctxkit.transcript import pairing_problems, read_transcript
 
 ALL = list(ATTACHMENT_TYPES)
 UTC = timezone.utc
-T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-
-
-class Session:
-    """A small synthetic Claude Code 2.1.x transcript, one entry a minute from 2026-11-29 10:00 UTC."""
-
-    def __init__(self, cwd, slug="calm-river"):
-        self.cwd, self.slug = str(cwd), slug
-        self.entries: list[dict] = []
-        self.parent: str | None = None
-        self.n = 0
-        self.clock = T0
-
-    def _next(self):
-        self.n += 1
-        self.clock += timedelta(minutes=1)
-        return f"00000000-0000-4000-8000-{self.n:012d}", iso(self.clock)
-
-    def _chain(self, typ, **fields):
-        uid, ts = self._next()
-        e = {"parentUuid": self.parent, "isSidechain": False, "type": typ, "uuid": uid, "timestamp": ts,
-             "cwd": self.cwd, "sessionId": "sess-1", "version": "2.1.328", "slug": self.slug, **fields}
-        self.entries.append(e)
-        self.parent = uid
-        return e
-
-    def prompt(self, text, **fields):
-        return self._chain("user", message={"role": "user", "content": text}, **fields)
-
-    def say(self, text):
-        return self._chain("assistant", message={"id": f"msg_{self.n + 1}", "role": "assistant", "model": "m",
-                                                  "content": [{"type": "text", "text": text}]})
-
-    def tool(self, name, inp, result, meta=None, is_error=False):
-        call = f"toolu_{self.n + 1}"
-        self._chain("assistant", message={"id": f"msg_{self.n + 1}", "role": "assistant", "model": "m",
-                                          "content": [{"type": "tool_use", "id": call, "name": name, "input": inp}]})
-        block = {"type": "tool_result", "tool_use_id": call, "content": result}
-        if is_error:
-            block["is_error"] = True
-        extra = {"toolUseResult": meta} if meta is not None else {}
-        return self._chain("user", message={"role": "user", "content": [block]}, **extra)
-
-    def read(self, path, content):
-        """A full Read, as Claude Code records it (numbered lines in the result, raw text in toolUseResult)."""
-        numbered = "\n".join(f"{k}\t{line}" for k, line in enumerate(content.split("\n"), 1))
-        lines = content.split("\n")
-        meta = {"type": "text", "file": {"filePath": str(path), "content": content, "numLines": len(lines),
-                                         "startLine": 1, "totalLines": len(lines)}}
-        return self.tool("Read", {"file_path": str(path)}, numbered, meta)
-
-    def attach(self, attachment, text, role="system"):
-        return self._chain("attachment", attachment=attachment, rendered=[{"content": reminder(text)}],
-                           renderedRole=role)
-
-    def meta(self, typ, **fields):
-        _, ts = self._next()
-        self.entries.append({"type": typ, "timestamp": ts, "sessionId": "sess-1", **fields})
-
-    def boundary(self, summary="Summary: earlier work."):
-        uid, ts = self._next()
-        self.entries.append({"parentUuid": None, "logicalParentUuid": self.parent, "isSidechain": False,
-                             "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
-                             "uuid": uid, "timestamp": ts, "compactMetadata": {"trigger": "auto"}})
-        self.parent = uid
-        return self._chain("user", message={"role": "user", "content": summary}, isCompactSummary=True)
-
-    def write(self, path):
-        Path(path).write_text("".join(json.dumps(e) + "\n" for e in self.entries))
-        return read_transcript(path)
-
-
 def policy(*types, **options):
     """A policy enabling the named attachment types (options per type as keyword dicts)."""
     return {"attachments": {t: dict(options.get(t, {})) for t in types}}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cc_sessions, public_transcripts
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.pipeline import compile_pipeline
 from ctxkit.stages.autocompact.compaction import TAIL_NOTE
@@ -20,11 +21,6 @@ from ctxkit.summarize.prompt import CONTINUATION_PREFIX
 from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
-
-try:  # tests/ may or may not be a package, depending on who runs pytest how
-    from tests.mock_messages_api import MockMessagesAPI
-except ImportError:  # pragma: no cover
-    from mock_messages_api import MockMessagesAPI
 
 EXTRACTIVE = {"summarizer": {"use": "extractive"}}
 MODEL_SUMMARY = "<analysis>scratch notes nobody needs</analysis>\n<summary>\n1. Primary Request and Intent:\n   Refactor billing.\n</summary>"

@@ -49,7 +49,7 @@ def test_to_the_same_format_writes_the_view(runner, tmp_path):
 def test_view_warns_about_skipped_lines(runner):
     r = runner.invoke(app, ["view", "--on-bad-line", "skip"], input='{"role":"user","content":"hi"}\nnope\n')
     assert r.exit_code == 0
-    assert "ctxkit: warning: skipped 1 unreadable line(s); first: <stdin>:2: not valid JSON" in r.stderr
+    assert r.stderr == "ctxkit: warning: skipped 1 unreadable line(s); first: <stdin>:2: not valid JSON: invalid literal, expected 'null'\n"
 
 
 def test_tag_ids_flag_reaches_the_request_body(runner, tmp_path):

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import Call, Turn, load, written
 from conftest import needs_corpus
-from test_stage_properties import Call, Turn, load, written
 
 from ctxkit.errors import LLMError
 from ctxkit.stages.collapse.rules import is_search_command, rule_summary, run_headline

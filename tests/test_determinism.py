@@ -32,7 +32,7 @@ def test_microcompact_drops_the_same_thinking_whichever_stage_put_its_placeholde
     microcompact itself had left to change."""
     from datetime import timedelta
 
-    from test_stage_properties import Call, Turn, conversation, last_time, write, written
+    from builders import Call, Turn, conversation, last_time, write, written
 
     from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact
     from ctxkit.transcript import read_transcript

@@ -7,15 +7,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from builders import session
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
-
-try:
-    from tests.mock_messages_api import MockMessagesAPI
-    from tests.test_summarizer_faults import session
-except ImportError:  # pragma: no cover
-    from mock_messages_api import MockMessagesAPI
-    from test_summarizer_faults import session
 
 SUMMARY = "<summary>\n1. Primary Request and Intent:\n   summarized by GOOD\n</summary>"
 

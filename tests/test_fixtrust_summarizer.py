@@ -7,17 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import session
+from helpers import breaker_failures
+from mock_messages_api import MockMessagesAPI, Reply
 
 from ctxkit.cli.main import app
 from ctxkit.errors import LLMError
 from ctxkit.summarize.anthropic import AnthropicSummarizer
-
-try:
-    from tests.mock_messages_api import MockMessagesAPI, Reply
-    from tests.test_summarizer_faults import breaker_failures, session
-except ImportError:  # pragma: no cover
-    from mock_messages_api import MockMessagesAPI, Reply
-    from test_summarizer_faults import breaker_failures, session
 
 KEY = "sk-ant-test-0123456789abcdef"
 

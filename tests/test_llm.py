@@ -9,6 +9,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.errors import LLMError, UsageError
 from ctxkit.summarize import (
@@ -30,11 +31,6 @@ from ctxkit.summarize.prompt import (
     format_summary,
     section_heading,
 )
-
-try:  # tests/ may or may not be a package, depending on who runs pytest how
-    from tests.mock_messages_api import MockMessagesAPI
-except ImportError:  # pragma: no cover
-    from mock_messages_api import MockMessagesAPI
 
 KEY = "sk-ant-test-0123456789abcdef"
 MODEL = "claude-test-model"

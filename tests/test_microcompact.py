@@ -6,8 +6,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from builders import Call, Turn, conversation, last_time, load, write, written
 from conftest import needs_corpus
-from test_stage_properties import Call, Turn, conversation, last_time, load, write, written
 
 from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact, betas_for, context_management
 from ctxkit.stages.tool_result_budget import ToolResultBudget

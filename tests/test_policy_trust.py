@@ -13,16 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit import load_policy
 from ctxkit.cli.main import app
 from ctxkit.errors import PolicyError
 from ctxkit.policy.trust import keys_requiring_trust, trust_file_path
-
-try:  # tests/ may or may not be a package, depending on who runs pytest how
-    from tests.mock_messages_api import MockMessagesAPI
-except ImportError:  # pragma: no cover
-    from mock_messages_api import MockMessagesAPI
 
 KEY = "sk-ant-test-0123456789abcdef"
 COMMAND_MESSAGE = (

@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import Call, Turn, conversation, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_stage_properties import Call, Turn, conversation, write
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
 from ctxkit.policy.model import Redaction
@@ -27,11 +28,6 @@ from ctxkit.stages.collapse.stage import Collapse
 from ctxkit.summarize.redact import RedactingSummarizer, Redactor, secret_name
 from ctxkit.transcript import read_transcript
 from ctxkit.transcript.collapse_view import SUMMARY_HEAD
-
-try:  # tests/ may or may not be a package, depending on who runs pytest how
-    from tests.mock_messages_api import MockMessagesAPI
-except ImportError:  # pragma: no cover
-    from mock_messages_api import MockMessagesAPI
 
 
 def fake(n: int, seed: str, alphabet: str = string.ascii_letters + string.digits) -> str:

@@ -6,9 +6,9 @@ import json
 from datetime import timedelta
 
 import anthropic
+from builders import Call, Turn, conversation, last_time, load, write
 from conftest import needs_corpus
 from mock_messages_api import MockMessagesAPI
-from test_stage_properties import Call, Turn, conversation, last_time, load, write
 
 from ctxkit.clock import parse_instant
 from ctxkit.policy.model import Policy

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import Call, Turn, conversation, load, write, written
 from conftest import needs_corpus
-from test_stage_properties import Call, Turn, conversation, load, write, written
 
 from ctxkit.errors import UsageError
 from ctxkit.pipeline import compile_pipeline

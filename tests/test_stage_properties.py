@@ -13,19 +13,17 @@ or plain Anthropic messages) and random options:
 And for the whole pipeline: compacting, appending a turn and compacting again leaves
 the earlier view byte-identical unless a stage reports that a threshold was crossed.
 
-The small conversation builder at the top (:func:`conversation`, :func:`write`) is
-shared with the stage tests (``from test_stage_properties import ...``).
+The conversation builder (:func:`conversation`, :func:`write`) lives in tests/builders.py.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from builders import Call, Turn, conversation, last_time, load, write, written
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,123 +41,11 @@ from ctxkit.transcript.claude_code_entries import new_uuid
 from ctxkit.transcript.edits import restore_archived
 from ctxkit.transcript.snip_ids import message_ids
 
-START = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
-
-
-# -- building conversations ---------------------------------------------------------------------------
-@dataclass
-class Call:
-    name: str
-    input: dict
-    result: str | list = ""
-    is_error: bool = False
-
-
-@dataclass
-class Turn:
-    prompt: str
-    rounds: list[list[Call]] = field(default_factory=list)  # each round: the calls of one assistant message
-    answer: str | None = "Done."
-    thinking: bool = False  # assistant messages open with a thinking block
-    open_call: Call | None = None  # a last call still waiting for its result (turn in progress)
-
-
-def _ts(k: int, start: datetime) -> str:
-    return (start + timedelta(seconds=5 * k)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def conversation(turns: list[Turn], fmt: str = "claude-code", *, start: datetime = START,
-                 session: str = "s-1", after: list[dict] | None = None) -> list[dict]:
-    """The entries of a transcript holding these turns: Claude Code lines (one block per assistant
-    fragment, one result per user line, like Claude Code 2.1 writes them) or Anthropic messages.
-    ``after``: Claude Code entries these continue (the chain goes on from their last entry)."""
-    out: list[dict] = []
-    clock = [0]
-    parent = [next((e["uuid"] for e in reversed(after or []) if e.get("uuid")), None)]
-    serial = [0]
-
-    def ids(kind: str) -> str:
-        serial[0] += 1
-        return f"{kind}_{session}_{serial[0]:04d}"
-
-    def cc(kind: str, message: dict, **extra) -> dict:
-        clock[0] += 1
-        uid = new_uuid(session, str(serial[0]), str(clock[0]))
-        serial[0] += 1
-        entry = {"parentUuid": parent[0], "isSidechain": False, "type": kind, "message": message, "uuid": uid,
-                 "timestamp": _ts(clock[0], start), "sessionId": session, "cwd": "/work", "version": "2.1.328",
-                 **extra}
-        parent[0] = uid
-        out.append(entry)
-        return entry
-
-    def assistant(blocks: list[dict]) -> str:
-        msg_id = ids("msg")
-        last = None
-        if fmt != "claude-code":
-            out.append({"role": "assistant", "content": blocks})
-            return ""
-        for b in blocks:
-            last = cc("assistant", {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-x",
-                                    "content": [b]}, requestId=ids("req"))
-        return last["uuid"] if last else ""
-
-    def results(calls: list[tuple[str, Call]], source: str) -> None:
-        blocks = [{"type": "tool_result", "tool_use_id": tid, "content": c.result, **({"is_error": True}
-                                                                                       if c.is_error else {})}
-                  for tid, c in calls]
-        if fmt != "claude-code":
-            out.append({"role": "user", "content": blocks})
-            return
-        for b in blocks:
-            cc("user", {"role": "user", "content": [b]}, sourceToolAssistantUUID=source)
-
-    def think(k: int) -> list[dict]:
-        return [{"type": "thinking", "thinking": f"considering step {k}", "signature": f"sig{k}"}]
-
-    for n, turn in enumerate(turns):
-        if fmt == "claude-code":
-            cc("user", {"role": "user", "content": turn.prompt})
-        else:
-            out.append({"role": "user", "content": turn.prompt})
-        for r, rnd in enumerate(turn.rounds):
-            calls = [(ids("toolu"), c) for c in rnd]
-            blocks = (think(n * 10 + r) if turn.thinking else []) + [
-                {"type": "tool_use", "id": tid, "name": c.name, "input": c.input} for tid, c in calls]
-            source = assistant(blocks)
-            results(calls, source)
-        if turn.open_call is not None:
-            assistant([{"type": "tool_use", "id": ids("toolu"), "name": turn.open_call.name,
-                        "input": turn.open_call.input}])
-        elif turn.answer is not None:
-            assistant((think(n * 10 + 9) if turn.thinking else []) + [{"type": "text", "text": turn.answer}])
-    return out
-
-
-def write(path: Path, entries: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    return path
-
-
-def load(tmp_path: Path, turns: list[Turn], fmt: str = "claude-code", name: str = "t.jsonl", **kw):
-    return read_transcript(write(tmp_path / name, conversation(turns, fmt, **kw)))
-
 
 def context(policy_doc: dict | None, store: Path, now: datetime, **inputs) -> Context:
     policy = Policy.from_mapping(policy_doc or {})
     return Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
                    store=Store(store), inputs=RunInputs(now=now, cwd=store.parent, **inputs))
-
-
-def written(t) -> bytes:
-    buf = io.BytesIO()
-    t.write(buf)
-    return buf.getvalue()
-
-
-def last_time(entries: list[dict]) -> datetime:
-    stamps = [e["timestamp"] for e in entries if "timestamp" in e]
-    return datetime.fromisoformat(stamps[-1].replace("Z", "+00:00")) if stamps else START
 
 
 # -- random conversations and policies --------------------------------------------------------------

@@ -9,13 +9,9 @@ from __future__ import annotations
 import json
 
 from conftest import ROOT
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
-
-try:
-    from tests.mock_messages_api import MockMessagesAPI
-except ImportError:  # pragma: no cover - run from inside tests/
-    from mock_messages_api import MockMessagesAPI
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
 # 45,261 tokens against a 40,000 window: over every threshold once the cheaper stages are off

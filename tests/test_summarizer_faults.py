@@ -6,7 +6,6 @@ summarizer runs real commands. The CLI is driven with typer's CliRunner, as a us
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -14,36 +13,19 @@ from pathlib import Path
 
 import anthropic
 import pytest
+from builders import session
+from helpers import breaker_failures
+from mock_messages_api import HANG, MockMessagesAPI, Reply
 
 from ctxkit.cli.main import app
 from ctxkit.errors import LLMError
 from ctxkit.summarize import DEFAULT_TOTAL_TIMEOUT_SECONDS, AnthropicSummarizer, CommandSummarizer, make_summarizer
 from ctxkit.summarize.deadline import Deadline
 
-try:  # tests/ may or may not be a package, depending on who runs pytest how
-    from tests.mock_messages_api import HANG, MockMessagesAPI, Reply
-except ImportError:  # pragma: no cover
-    from mock_messages_api import HANG, MockMessagesAPI, Reply
-
 KEY = "sk-ant-test-0123456789abcdef"
 WINDOW = "40000"  # autocompact threshold 7,000 tokens: the session below (~14,000) is over it
 REFUSAL = "I cannot summarize this."
 TRUNCATED = b'{"id": "msg_01", "type": "message", "role": "assistant", "content": [{"type": "te'
-
-
-def session(path: Path, rounds: int = 8, size: int = 1_500) -> Path:
-    """An Anthropic-format session over the 7,000-token threshold: a prompt, tool rounds, a reply."""
-    lines: list[dict] = [{"role": "user", "content": "Refactor the billing module"}]
-    for k in range(rounds):
-        tid = f"toolu_{k:02d}"
-        lines.append({"role": "assistant", "content": [
-            {"type": "text", "text": f"Step {k}."},
-            {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": f"step {k}"}}]})
-        lines.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
-                                                   "content": " ".join(f"r{k}_{i}" for i in range(size))}]})
-    lines.append({"role": "assistant", "content": [{"type": "text", "text": "Done refactoring."}]})
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return path
 
 
 @pytest.fixture
@@ -56,14 +38,6 @@ def compact(runner, api, *args: str):
     """``ctxkit compact s.jsonl -o out.jsonl --context-window 40000 ARGS`` against the mock API."""
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url}
     return runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *args], env=env)
-
-
-def breaker_failures(store: Path = Path(".ctxkit")) -> list[int]:
-    """The consecutive-failure counts the store holds, one per session."""
-    state = json.loads((store / "state.json").read_text()) if (store / "state.json").exists() else {}
-    sessions = state.get("sessions", state)
-    return [s["autocompact"]["consecutive_failures"] for s in sessions.values()
-            if isinstance(s, dict) and isinstance(s.get("autocompact"), dict)]
 
 
 # -- malformed responses --------------------------------------------------------------------------------

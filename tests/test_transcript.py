@@ -1,58 +1,16 @@
 """The transcript core: formats, the view against what Claude Code really sent, lossless writing, bad input."""
 from __future__ import annotations
 
-import gzip
 import io
 import json
 
 import pytest
 from conftest import cc_sessions, public_transcripts
+from helpers import _blocks, core, last_main_request
 
 from ctxkit.errors import TranscriptError
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.writer import view_messages
-
-
-def _blocks(m):
-    c = m.get("content")
-    return [{"type": "text", "text": c}] if isinstance(c, str) else list(c or [])
-
-
-def _result_text(c):
-    if isinstance(c, str):
-        return c.strip()
-    return "\n".join(b.get("text") or json.dumps(b, sort_keys=True) for b in c or []).strip()
-
-
-def core(msgs):
-    """The comparison ../shared/tools/check_view.py makes: roles, texts, tool ids/inputs, results."""
-    out = []
-    for m in msgs:
-        if m.get("role") == "system":
-            continue
-        for b in _blocks(m):
-            t = b.get("type")
-            if t == "text":
-                s = b["text"].strip()
-                if s and not s.startswith("<system-reminder>"):
-                    out.append((m["role"], "text", s))
-            elif t == "tool_use":
-                out.append((m["role"], "tool_use", b["id"], b["name"], json.dumps(b.get("input"), sort_keys=True)))
-            elif t == "tool_result":
-                out.append((m["role"], "tool_result", b["tool_use_id"], _result_text(b.get("content"))))
-            elif t in ("thinking", "image"):
-                out.append((m["role"], t))
-    return out
-
-
-def last_main_request(session_dir):
-    last = None
-    with gzip.open(session_dir / "requests.jsonl.gz", "rt") as f:
-        for line in f:
-            body = json.loads(line)["body"]
-            if body.get("tools"):
-                last = body
-    return last
 
 
 @pytest.mark.parametrize("session", cc_sessions(), ids=lambda p: p.name)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_transcript import core, last_main_request
+from helpers import core, last_main_request
 
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.claude_code import TASK_NOTIFICATION_WRAPPER, TOOL_LOADED_TEXT
