@@ -11,13 +11,15 @@ from ctxkit.transcript.edits import NewMessage, append_messages
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_no_transcript_module_is_over_500_lines_and_one_over_400_says_why():
-    """The restructuring rule: no module over 500 lines; one over 400 gives its reason in its docstring."""
-    for path in sorted((ROOT / "ctxkit" / "transcript").glob("*.py")):
-        n = len(path.read_text(encoding="utf-8").splitlines())
-        assert n <= 500, f"{path.name}: {n} lines"
+def test_no_module_is_over_500_lines_and_one_over_400_says_why():
+    """The restructuring rule: no module over 500 lines; one over 400 gives its reason ("Over 400 lines: ...")
+    in its docstring or, for a stage whose docstring is its user documentation, in a comment."""
+    for path in sorted((ROOT / "ctxkit").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        n = len(text.splitlines())
+        assert n <= 500, f"{path.relative_to(ROOT)}: {n} lines"
         if n > 400:
-            assert "lines" in path.read_text(encoding="utf-8").split('"""')[1], f"{path.name}: {n} lines, no reason"
+            assert "Over 400 lines" in text, f"{path.relative_to(ROOT)}: {n} lines, no reason given"
 
 
 def test_a_reminder_appended_to_a_plain_transcript_neutralizes_a_quoted_closing_tag(tmp_path):

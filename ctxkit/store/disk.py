@@ -6,6 +6,9 @@ file, fsync, rename), blobs are named by the SHA-256 of their bytes, and re-writ
 no-op. The CLI saves the store (:meth:`Store.flush`) *before* the output replaces anything, so a
 run killed at any point leaves an output whose store holds everything it points at (docs/store.md).
 
+Over 400 lines: one class with three files (blobs, ledger, state), and the one description of the
+ledger's and state's shapes checked on load (a store is input too: a damaged one must not crash a run).
+
 Layout::
 
     STORE/blobs/ab/abcdef....txt      tool outputs and archived messages

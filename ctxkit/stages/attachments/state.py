@@ -5,7 +5,8 @@ calls and their results, human prompts, assistant turns), what earlier
 attachments already told the model (replayed from the view, so a later run
 does not repeat them), and the current environment (files on disk, the
 ``--state`` file, the clock). :class:`AttachmentState` gathers all of it once
-per run; the types read it and never touch the transcript's internals.
+per run; the types read it and never touch the transcript's internals. (Over 400 lines: it is the
+one place every type reads the session from, including the confined reads of workspace files.)
 
 Replay, per format:
 
