@@ -142,18 +142,6 @@ class Store:
     def put_json(self, value: Any) -> Path:
         return self.put_blob(orjson.dumps(value), ".json")
 
-    def find_blob(self, name: str) -> Path | None:
-        """Where the blob a transcript or record names is in *this* store, if it is there.
-
-        Only the name counts (the folders before it are where the store was when the name was
-        written: it may have moved) and it must be a blob's name (a SHA-256 and a suffix): a path
-        that names anything else is never looked up, see :mod:`ctxkit.confined`."""
-        base = _last_component(name)
-        if not BLOB_NAME.fullmatch(base):
-            return None
-        candidate = self.root / "blobs" / base[:2] / base
-        return candidate if candidate.is_file() and not candidate.is_symlink() else None
-
     def fetch_blob(self, name: str) -> bytes | None:
         """The bytes of the blob ``name`` names, None when it is not in the store; raises
         :class:`ctxkit.confined.Refused` when ``name`` is not a blob's name, or the file in the

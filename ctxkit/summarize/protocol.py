@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from .. import anthropic_client
+from ..policy.model import SCHEMA_DEFAULTS
 from .prompt import (
     SUMMARY_SYSTEM_PROMPT,
     build_compact_prompt,
@@ -15,13 +16,16 @@ from .prompt import (
 from .render import text_only_messages
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
-#: Claude Code reserves 20,000 output tokens for the summary (its p99.99 is ~17,400).
-DEFAULT_MAX_OUTPUT_TOKENS = 20_000
+#: The policy schema states the summarizer's defaults once; these names are read from it for library
+#: callers that hand a summarizer a bare mapping. Claude Code reserves 20,000 output tokens for the
+#: summary (its p99.99 is ~17,400).
+_SCHEMA_SUMMARIZER = SCHEMA_DEFAULTS["summarizer"]
+DEFAULT_MAX_OUTPUT_TOKENS = int(_SCHEMA_SUMMARIZER["max_output_tokens"])
 DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_RETRIES = 4
 #: The whole summary (every attempt, retry and wait) gives up after this long: a hanging server
 #: cannot hold a run for ``timeout_seconds * (max_retries + 1)`` (50 minutes with the defaults above).
-DEFAULT_TOTAL_TIMEOUT_SECONDS = 300.0
+DEFAULT_TOTAL_TIMEOUT_SECONDS = float(_SCHEMA_SUMMARIZER["total_timeout_seconds"])
 TOTAL_TIMEOUT_KEY = "summarizer.total_timeout_seconds"
 DEFAULT_BASE_URL = anthropic_client.DEFAULT_BASE_URL
 SUMMARIZER_KINDS = ("auto", "anthropic", "command", "extractive")
