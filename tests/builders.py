@@ -20,6 +20,32 @@ from ctxkit.transcript.claude_code_entries import new_uuid
 START = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
 
 
+# -- one line ---------------------------------------------------------------------------------------
+def entry(kind: str, message: dict | None = None, *, uuid: str | None, parent: str | None = None,
+          session: str = "s-1", timestamp: str = "2026-11-30T10:00:00.000Z", cwd: str | None = "/w",
+          version: str | None = "2.1.328", **extra) -> dict:
+    """One Claude Code transcript line with the routing fields Claude Code 2.1 writes (``cwd`` or
+    ``version`` None: left out, as older or hand-made lines do). Every builder below makes its lines here."""
+    line = {"parentUuid": parent, "isSidechain": False, "type": kind}
+    if message is not None:
+        line["message"] = message
+    line.update({"uuid": uuid, "timestamp": timestamp, "sessionId": session})
+    if cwd is not None:
+        line["cwd"] = cwd
+    if version is not None:
+        line["version"] = version
+    line.update(extra)
+    return line
+
+
+def user_message(content) -> dict:
+    return {"role": "user", "content": content}
+
+
+def assistant_message(content: list, msg_id: str = "msg_1", model: str = "claude-opus-4-6", **extra) -> dict:
+    return {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": content, **extra}
+
+
 # -- building conversations ---------------------------------------------------------------------------
 @dataclass
 class Call:
@@ -60,12 +86,11 @@ def conversation(turns: list[Turn], fmt: str = "claude-code", *, start: datetime
         clock[0] += 1
         uid = new_uuid(session, str(serial[0]), str(clock[0]))
         serial[0] += 1
-        entry = {"parentUuid": parent[0], "isSidechain": False, "type": kind, "message": message, "uuid": uid,
-                 "timestamp": _ts(clock[0], start), "sessionId": session, "cwd": "/work", "version": "2.1.328",
-                 **extra}
+        line = entry(kind, message, uuid=uid, parent=parent[0], timestamp=_ts(clock[0], start), session=session,
+                     cwd="/work", **extra)
         parent[0] = uid
-        out.append(entry)
-        return entry
+        out.append(line)
+        return line
 
     def assistant(blocks: list[dict]) -> str:
         msg_id = ids("msg")
@@ -170,8 +195,8 @@ class Session:
 
     def _chain(self, typ, **fields):
         uid, ts = self._next()
-        e = {"parentUuid": self.parent, "isSidechain": False, "type": typ, "uuid": uid, "timestamp": ts,
-             "cwd": self.cwd, "sessionId": "sess-1", "version": "2.1.328", "slug": self.slug, **fields}
+        e = entry(typ, fields.pop("message", None), uuid=uid, parent=self.parent, timestamp=ts, cwd=self.cwd,
+                  session="sess-1", slug=self.slug, **fields)
         self.entries.append(e)
         self.parent = uid
         return e

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from builders import entry
 from conftest import cc_sessions, public_transcripts
 
 from ctxkit.cli.main import app
@@ -64,9 +65,8 @@ def _openai_lines() -> list[dict]:
 
 def _claude_code_lines() -> list[dict]:
     """A Claude Code session with thinking after the results microcompact clears (archived, then put back)."""
-    def env(kind, uid, parent, **fields):
-        return {"parentUuid": parent, "isSidechain": False, "type": kind, "uuid": uid, "sessionId": "s-1",
-                "timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w", **fields}
+    def env(kind, uid, parent, message, **fields):
+        return entry(kind, message, uuid=uid, parent=parent, version=None, **fields)
 
     lines = [env("user", "u0", None, message={"role": "user", "content": "résumé the logs"})]
     parent = "u0"

@@ -15,6 +15,7 @@ import time
 
 import orjson
 import pytest
+from builders import assistant_message, entry, user_message
 
 from ctxkit import confined
 from ctxkit.cli.main import app
@@ -31,15 +32,9 @@ def _persisted(path: str) -> str:
 
 
 def _entry(kind: str, uid: str, parent: str | None, content, **extra) -> dict:
-    entry = {"parentUuid": parent, "isSidechain": False, "type": kind, "uuid": uid, "sessionId": SID,
-             "timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w", "version": "2.1.328"}
-    if kind == "assistant":
-        entry["message"] = {"id": f"msg_{uid}", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
-                            "content": content, "stop_reason": None, "stop_sequence": None}
-    else:
-        entry["message"] = {"role": "user", "content": content}
-    entry.update(extra)
-    return entry
+    message = (assistant_message(content, f"msg_{uid}", stop_reason=None, stop_sequence=None) if kind == "assistant"
+               else user_message(content))
+    return entry(kind, message, uuid=uid, parent=parent, session=SID, **extra)
 
 
 def _transcript(target, named: dict[str, str], records: list[dict] = ()) -> bytes:

@@ -12,6 +12,7 @@ import json
 
 import orjson
 import pytest
+from builders import entry, user_message
 from conftest import CORPUS, public_transcripts
 
 from ctxkit.cli.main import app
@@ -26,19 +27,18 @@ def _cc(*entries: dict) -> str:
 
 
 def _user(content, **extra) -> dict:
-    return {"type": "user", "uuid": U1, "parentUuid": None, "sessionId": "s1", "timestamp": "2026-11-29T09:00:00Z",
-            "message": {"role": "user", "content": content}, **extra}
+    return {**entry("user", user_message(content), uuid=U1, session="s1", timestamp="2026-11-29T09:00:00Z",
+                    cwd=None, version=None), **extra}  # extra may replace a routing field with a bad value
 
 
 def _assistant(content, **extra) -> dict:
-    return {"type": "assistant", "uuid": U2, "parentUuid": U1, "sessionId": "s1",
-            "timestamp": "2026-11-29T09:00:05Z", "message": {"role": "assistant", "id": "msg_1", "content": content},
-            **extra}
+    return entry("assistant", {"role": "assistant", "id": "msg_1", "content": content}, uuid=U2, parent=U1,
+                 session="s1", timestamp="2026-11-29T09:00:05Z", cwd=None, version=None) | extra
 
 
 def _result(content, **extra) -> dict:
-    return {"type": "user", "uuid": U3, "parentUuid": U2, "sessionId": "s1", "timestamp": "2026-11-29T09:00:09Z",
-            "message": {"role": "user", "content": content}, **extra}
+    return entry("user", user_message(content), uuid=U3, parent=U2, session="s1", timestamp="2026-11-29T09:00:09Z",
+                 cwd=None, version=None) | extra
 
 
 _CALL = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}

@@ -6,11 +6,11 @@ transcript with the request it sent next. Set CTXKIT_EXTRA_CORPUS to a folder of
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
+from builders import assistant_message, user_message, write
 from helpers import core, last_main_request
 
 from ctxkit.transcript import pairing_problems, read_transcript
@@ -26,20 +26,18 @@ def _view(tmp_path, entries):
         e.setdefault("parentUuid", parent)
         parent = e["uuid"]
         chained.append(e)
-    p = tmp_path / "t.jsonl"
-    p.write_text("".join(json.dumps(e) + "\n" for e in chained))
-    t = read_transcript(p)
+    t = read_transcript(write(tmp_path / "t.jsonl", chained))
     msgs = view_messages(t, "anthropic")
     assert pairing_problems(msgs) == []
     return msgs
 
 
 def _user(content, **kw):
-    return {"type": "user", "message": {"role": "user", "content": content}, **kw}
+    return {"type": "user", "message": user_message(content), **kw}
 
 
 def _asst(mid, block):
-    return {"type": "assistant", "message": {"id": mid, "role": "assistant", "content": [block]}}
+    return {"type": "assistant", "message": assistant_message([block], mid)}
 
 
 def _tool_use(tid, name="Bash", **inp):

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from builders import entry
 
 CTXKIT = [sys.executable, "-m", "ctxkit.cli.main"]
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=timezone.utc)
@@ -35,8 +36,8 @@ def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read", seen: st
         nonlocal parent
         uid = f"00000000-0000-4000-8000-{len(entries) + 1:012d}"
         ts = (T0 + timedelta(minutes=len(entries))).isoformat().replace("+00:00", "Z")
-        entries.append({"parentUuid": parent, "isSidechain": False, "type": typ, "uuid": uid, "timestamp": ts,
-                        "cwd": str(cwd), "sessionId": "sess-1", "version": "2.1.328", "slug": "calm-river", **fields})
+        entries.append(entry(typ, fields.pop("message"), uuid=uid, parent=parent, timestamp=ts, cwd=str(cwd),
+                             session="sess-1", slug="calm-river", **fields))
         parent = uid
 
     chain("user", message={"role": "user", "content": "look at the files"})
