@@ -149,7 +149,11 @@ def test_only_this_sessions_tool_results_folder_is_read(session, runner, tmp_pat
     _transcript(source, {"call_0": f"{other}/theirs.txt"})
     r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl")])
     assert r.exit_code == 1
-    assert "<persisted-output> file not found" in r.stderr
+    store = project / ".ctxkit"
+    assert r.stderr == (f"ctxkit: warning: store folder {store} does not exist (--store names the folder compact used)\n"
+                        "restored 0 tool output(s)\n"
+                        f"ctxkit: warning: 1 tool output(s) could not be restored (store {store}): 1 <persisted-output> "
+                        "file not found [call_0]\n")
     assert "another session's output" not in (tmp_path / "back.jsonl").read_text()
 
 

@@ -86,7 +86,10 @@ def test_the_extending_file_still_needs_trust_for_its_own_command(runner, repos,
     result = compact_in(runner, monkeypatch, evil)
     assert result.exit_code == 2
     assert not marker.exists()
-    assert "summarizer.command comes from a repository policy that you have not trusted" in result.stderr
+    assert result.stderr == (
+        ".ctxkit.yaml:3:3: error: summarizer.command comes from a repository policy that you have not trusted: it runs "
+        "a shell command with your environment (API keys included). Nothing was run (read the file, then run: ctxkit "
+        "policy trust .ctxkit.yaml)\nctxkit: 1 problem in the policy\n")
 
 
 # -- settings that decide where data goes ---------------------------------------------------------------------
@@ -151,7 +154,9 @@ def test_policy_show_warns_about_an_untrusted_estimator(runner):
     Path(".ctxkit.yaml").write_text("estimator: anthropic\n")
     result = runner.invoke(app, ["policy", "show"])
     assert result.exit_code == 0
-    assert "ctxkit: warning: the repository policy sets estimator (.ctxkit.yaml:1)" in result.stderr
+    assert result.stderr == (
+        "ctxkit: warning: the repository policy sets estimator (.ctxkit.yaml:1), which you have not trusted; a command "
+        "that would use it refuses to run until you read the file and run: ctxkit policy trust .ctxkit.yaml\n")
 
 
 def test_a_slow_repository_pattern_does_not_hang_a_simulation(runner):

@@ -237,7 +237,9 @@ def test_an_unused_untrusted_setting_only_warns(runner, clone, api):
     write_policy(clone / ".ctxkit.yaml", {"use": "extractive", "base_url": api.base_url})
     result = compact(runner, env={"ANTHROPIC_API_KEY": KEY})
     assert result.exit_code == 0, result.stderr
-    assert "summarizer.base_url (.ctxkit.yaml:4), which you have not trusted" in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "ctxkit: warning: the repository policy sets summarizer.base_url (.ctxkit.yaml:4), which you have not trusted; "
+        "a command that would use it refuses to run until you read the file and run: ctxkit policy trust .ctxkit.yaml")
     assert api.requests == []
 
 

@@ -252,7 +252,9 @@ def test_session_memory_notes_hold_no_secret(runner, tmp_path, session):
     assert r.exit_code == 0, r.stderr
     notes = (tmp_path / "notes.md").read_text()
     assert "[REDACTED:aws-access-key]" in notes and leaked(notes) == []
-    assert "redacted 8 secrets" in r.stderr
+    assert r.stderr.splitlines()[-1] == (
+        "redacted 8 secrets (anthropic-key 1, aws-access-key 1, aws-secret-key 1, github-token 2, private-key 1, "
+        "secret-assignment 1, url-password 1) from what went to the summarizer and the summaries written")
 
 
 class RecordingSummarizer:

@@ -231,7 +231,11 @@ def test_expand_with_a_missing_store_warns_and_exits_1_on_unrestored_placeholder
     nowhere = tmp_path / "nowhere"
     r = invoke(runner, ["expand", str(t), "--store", str(nowhere), "-o", str(tmp_path / "back.jsonl")])
     assert r.exit_code == 1
-    assert f"store folder {nowhere} does not exist" in r.stderr
+    assert r.stderr == (
+        f"ctxkit: warning: store folder {nowhere} does not exist (--store names the folder compact used)\n"
+        "restored 0 tool output(s)\n"
+        f"ctxkit: warning: 1 tool output(s) could not be restored (store {nowhere}): 1 placeholder with no record in "
+        "the store [call_0]\n")
     assert f"1 tool output(s) could not be restored (store {nowhere}): 1 {NO_RECORD} [call_0]" in " ".join(
         r.stderr.split())
     assert _lines(tmp_path / "back.jsonl") == _lines(t)  # written anyway
@@ -250,7 +254,9 @@ def test_expand_exits_0_when_everything_was_restored_or_there_is_nothing_to_rest
     t = _plain(tmp_path / "t.jsonl", "task", "plain output")
     r = invoke(runner, ["expand", str(t), "-o", str(tmp_path / "back.jsonl")])
     assert r.exit_code == 0, r.stderr
-    assert "does not exist" in r.stderr  # no .ctxkit beside it: said, but nothing was lost
+    # no .ctxkit beside it: said, but nothing was lost
+    assert r.stderr == (f"ctxkit: warning: store folder {tmp_path / '.ctxkit'} does not exist (--store names the "
+                        "folder compact used)\nrestored 0 tool output(s)\n")
     r = invoke(runner, ["expand", "--help"])
     assert "exit 1 when some outputs could not be restored" in " ".join(r.stdout.split()).lower()
 
