@@ -337,7 +337,7 @@ _DECISION_FIELDS: dict[str, tuple[type, ...]] = {"state": (str,), "blob": (str,)
 _STATE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "autocompact": {"consecutive_failures": (int,), "last_error": (str,), "last_failure_at": (str,)},
     "session_memory": {"last_summarized_id": (str,), "notes": (str,), "notes_sha256": (str,),
-                       "updated_at": (str,)},
+                       "updated_at": (str,), "stale_notes_sha256": (str,)},
 }
 
 
