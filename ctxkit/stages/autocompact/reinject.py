@@ -160,7 +160,7 @@ def recent_files(view: View, keep_from: int, tools: list[str], s: AttachmentStat
 
 
 #: Bytes read per token of ``file_max_tokens`` at most: a file larger than this cannot fit its budget
-#: (code runs 3-4 bytes a token), so it is named only, without reading it into memory.
+#: (code runs 3-4 bytes a token), so it is dropped without reading it into memory.
 BYTES_PER_TOKEN = 8
 
 
