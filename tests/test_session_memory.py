@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import bash_rounds, never_called
 
 from ctxkit.errors import LLMError, UsageError
 from ctxkit.stages.autocompact.session_memory import (
@@ -24,37 +25,15 @@ WINDOW = 40_000  # autocompact threshold 7,000
 SMALL_TAIL = {"session_memory": {"min_tokens": 0, "min_text_messages": 0}}
 
 
-def rounds(start: int, n: int, size: int = 1_200) -> list[dict]:
-    out = []
-    for k in range(start, start + n):
-        tid = f"toolu_{k:02d}"
-        out.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {k}."},
-                                                     {"type": "tool_use", "id": tid, "name": "Bash",
-                                                      "input": {"command": f"make step{k}"}}]})
-        out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
-                                                 "content": " ".join(f"out{k}_{i}" for i in range(size))}]})
-    return out
-
-
-EARLY = [{"role": "user", "content": "Port the invoice exporter to CSV"}, *rounds(0, 4),
+EARLY = [{"role": "user", "content": "Port the invoice exporter to CSV"}, *bash_rounds(0, 4),
          {"role": "assistant", "content": [{"type": "text", "text": "The exporter now writes CSV."}]}]
-LATER = [{"role": "user", "content": "Also add a header row"}, *rounds(4, 2),
+LATER = [{"role": "user", "content": "Also add a header row"}, *bash_rounds(4, 2),
          {"role": "assistant", "content": [{"type": "text", "text": "Header row added."}]}]
 
 
 def write(path: Path, lines: list[dict]):
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return read_transcript(path)
-
-
-def never_called(policy, ctx):
-    class Refuses:
-        name = "refuses"
-
-        def summarize(self, messages, *, instructions=None):
-            raise AssertionError("the summarizer must not be called when the notes can be used")
-
-    return Refuses()
 
 
 def blocks(line: dict) -> list[dict]:

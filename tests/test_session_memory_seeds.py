@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from builders import write as write_lines
+from helpers import bash_rounds, never_called
+
 from ctxkit.stages.autocompact.session_memory import memory_state, update_in_context
 from ctxkit.stages.autocompact.stage import Autocompact
 from ctxkit.tokens import make_counter
@@ -20,35 +23,12 @@ EXTRACTIVE = {"summarizer": {"use": "extractive"}}
 NOTES = "# Session notes\n\n## Task\nPort the invoice exporter to CSV; add a header row.\n"
 
 
-def rounds(start: int, n: int, size: int = 1_200) -> list[dict]:
-    out = []
-    for k in range(start, start + n):
-        tid = f"toolu_{k:02d}"
-        out.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {k}."},
-                                                     {"type": "tool_use", "id": tid, "name": "Bash",
-                                                      "input": {"command": f"make step{k}"}}]})
-        out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
-                                                 "content": " ".join(f"out{k}_{i}" for i in range(size))}]})
-    return out
-
-
-SESSION = [{"role": "user", "content": "Port the invoice exporter to CSV"}, *rounds(0, 6),
+SESSION = [{"role": "user", "content": "Port the invoice exporter to CSV"}, *bash_rounds(0, 6),
            {"role": "assistant", "content": [{"type": "text", "text": "The exporter now writes CSV."}]}]
 
 
 def write(path: Path, lines: list[dict]):
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return read_transcript(path)
-
-
-def never_called(policy, ctx):
-    class Refuses:
-        name = "refuses"
-
-        def summarize(self, messages, *, instructions=None):
-            raise AssertionError("the summarizer must not be called when the notes can be used")
-
-    return Refuses()
+    return read_transcript(write_lines(path, lines))
 
 
 def reread(tmp_path, t):
@@ -101,7 +81,7 @@ def test_after_a_compaction_the_same_notes_are_not_used_again_until_updated(tmp_
     assert r.report.details["method"] == "session-memory"
     ctx.store.flush()
     compacted = reread(tmp_path, r.transcript)
-    more = [{"role": "user", "content": "Also add a header row"}, *rounds(6, 2),
+    more = [{"role": "user", "content": "Also add a header row"}, *bash_rounds(6, 2),
             {"role": "assistant", "content": [{"type": "text", "text": "Header row added."}]}]
     (tmp_path / "grown.jsonl").write_text((tmp_path / "out.jsonl").read_text() + "".join(json.dumps(x) + "\n"
                                                                                          for x in more))
