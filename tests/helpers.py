@@ -58,3 +58,27 @@ def breaker_failures(store: Path = Path(".ctxkit")) -> list[int]:
     sessions = state.get("sessions", state)
     return [s["autocompact"]["consecutive_failures"] for s in sessions.values()
             if isinstance(s, dict) and isinstance(s.get("autocompact"), dict)]
+
+
+def bash_rounds(start: int, n: int, size: int = 1_200) -> list[dict]:
+    """Anthropic messages: ``n`` rounds of a ``Step k.`` Bash call and its result of ``size`` words."""
+    out = []
+    for k in range(start, start + n):
+        tid = f"toolu_{k:02d}"
+        out.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {k}."},
+                                                     {"type": "tool_use", "id": tid, "name": "Bash",
+                                                      "input": {"command": f"make step{k}"}}]})
+        out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                                 "content": " ".join(f"out{k}_{i}" for i in range(size))}]})
+    return out
+
+
+def never_called(policy, ctx):
+    """A summarizer factory whose summarizer fails the test if asked: the notes must be enough."""
+    class Refuses:
+        name = "refuses"
+
+        def summarize(self, messages, *, instructions=None):
+            raise AssertionError("the summarizer must not be called when the notes can be used")
+
+    return Refuses()

@@ -21,6 +21,13 @@ cut short), :meth:`reply_hang` never answers until the server stops.
 characters of the body's messages (and system) divided by four, or
 ``token_count`` when set. Every request is recorded in :attr:`requests`
 before any scripted delay, so a request the client gave up on still counts.
+
+Cache edits (cached microcompact, the shape the seeds describe): a request
+whose ``cache_reference`` / ``cache_edits`` fields break the rules of
+:func:`cache_edit_problem` is answered 400 ``invalid_request_error``, as the
+API refuses a malformed request; a valid one is answered with
+``usage.cache_deleted_input_tokens``: the tokens (characters / 4) of the tool
+results its edits delete. :func:`cache_deletions` lists what a request deletes.
 """
 from __future__ import annotations
 
@@ -68,6 +75,60 @@ HANG = Reply(delay=86_400.0)
 def error_body(error_type: str, message: str, request_id: str = "req_mock") -> dict[str, Any]:
     """An error body in the shape the Anthropic API returns."""
     return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": request_id}
+
+
+def _content_blocks(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def cache_deletions(body: Any) -> list[tuple[int, str]]:
+    """(message index, cache_reference) of every ``delete`` edit of the request's ``cache_edits`` blocks."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return [(i, e.get("cache_reference")) for i, m in enumerate(messages or []) for b in _content_blocks(m)
+            if isinstance(b, dict) and b.get("type") == "cache_edits" for e in b.get("edits") or []
+            if isinstance(e, dict)]
+
+
+def cache_edit_problem(body: Any) -> str | None:
+    """What is wrong with the request's cache edits, or None: a ``cache_reference`` only on a tool_result
+    before the last ``cache_control`` breakpoint; ``cache_edits`` only in user messages, each edit a
+    ``delete`` of a reference made earlier in the request, none deleted twice."""
+    messages = (body.get("messages") if isinstance(body, dict) else None) or []
+    last_breakpoint = max((i for i, m in enumerate(messages) for b in _content_blocks(m)
+                           if isinstance(b, dict) and "cache_control" in b), default=-1)
+    refs: set[str] = set()
+    deleted: set[str] = set()
+    for i, m in enumerate(messages):
+        for b in _content_blocks(m):
+            if not isinstance(b, dict):
+                continue
+            if "cache_reference" in b:
+                if b.get("type") != "tool_result":
+                    return f"messages.{i}: cache_reference is only allowed on tool_result blocks"
+                if i >= last_breakpoint:
+                    return f"messages.{i}: cache_reference must come before the last cache_control breakpoint"
+                refs.add(b["cache_reference"])
+            if b.get("type") == "cache_edits":
+                if m.get("role") != "user":
+                    return f"messages.{i}: cache_edits is only allowed in user messages"
+                for e in b.get("edits") or []:
+                    ref = e.get("cache_reference") if isinstance(e, dict) else None
+                    if not isinstance(e, dict) or e.get("type") != "delete":
+                        return f"messages.{i}: unknown cache edit {e!r}"
+                    if ref not in refs:
+                        return f"messages.{i}: cache_edits deletes {ref!r}, which no earlier tool_result references"
+                    if ref in deleted:
+                        return f"messages.{i}: {ref!r} is deleted twice"
+                    deleted.add(ref)
+    return None
+
+
+def _deleted_tokens(body: Any) -> int:
+    refs = {ref for _, ref in cache_deletions(body)}
+    return sum(len(json.dumps(b.get("content"), ensure_ascii=False)) // 4
+               for m in (body.get("messages") or []) for b in _content_blocks(m)
+               if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("cache_reference") in refs)
 
 
 class MockMessagesAPI:
@@ -233,6 +294,8 @@ class MockMessagesAPI:
             "input_tokens": self._estimate_tokens(body),
             "output_tokens": max(1, sum(len(str(b.get("text", ""))) for b in content) // 4),
         }
+        if cache_deletions(body) and "cache_deleted_input_tokens" not in usage:
+            usage = {**usage, "cache_deleted_input_tokens": _deleted_tokens(body)}
         return {
             "id": f"msg_mock_{next(self._ids):04d}",
             "type": "message",
@@ -290,6 +353,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path != "/v1/messages":
             self._send(404, error_body("not_found_error", f"no route for POST {path}"))
+            return
+        problem = cache_edit_problem(body)
+        if problem:
+            self._send(400, error_body("invalid_request_error", problem))
             return
         reply = self.api._next_reply(request)
         if reply.delay and self.api._stopping.wait(reply.delay):

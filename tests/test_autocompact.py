@@ -427,13 +427,13 @@ def test_recent_files_are_re_read_from_disk_within_budget(tmp_path, make_context
     t = read_transcript(write_lines(tmp_path / "s.jsonl", lines))
     r = run(t, make_context(EXTRACTIVE, context_window=WINDOW_ABOVE))
     d = r.report.details["reinjected"]
-    # most recent first, at most five: f6, (f5 deleted), f4 (named only), f3, f2, f1
-    assert d["files"] == [str(files[k]) for k in (6, 3, 2, 1)]
-    assert d["files_named_only"] == [str(files[4])]
+    # most recent first, at most five: f6, (f5 deleted), (f4 over budget: dropped), f3, f2, f1, f0
+    assert d["files"] == [str(files[k]) for k in (6, 3, 2, 1, 0)]
+    assert d["files_over_budget"] == [str(files[4])]
     assert d["files_missing"] == [str(files[5])]
     text = view_texts(reread(tmp_path, r.transcript))
     assert "1\tVALUE_6 = 'changed on disk since'" in text  # as it is now, with the Read tool's line numbers
-    assert f"Note: {files[4]} was read before the conversation was summarized" in text
+    assert f"Note: {files[4]} was read before the conversation was summarized" not in text
     assert f'Called the Read tool with the following input: {{"file_path":"{files[6]}"}}' in text
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import bash_rounds, never_called
 
 from ctxkit.errors import LLMError, UsageError
 from ctxkit.stages.autocompact.session_memory import (
@@ -24,37 +25,15 @@ WINDOW = 40_000  # autocompact threshold 7,000
 SMALL_TAIL = {"session_memory": {"min_tokens": 0, "min_text_messages": 0}}
 
 
-def rounds(start: int, n: int, size: int = 1_200) -> list[dict]:
-    out = []
-    for k in range(start, start + n):
-        tid = f"toolu_{k:02d}"
-        out.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {k}."},
-                                                     {"type": "tool_use", "id": tid, "name": "Bash",
-                                                      "input": {"command": f"make step{k}"}}]})
-        out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
-                                                 "content": " ".join(f"out{k}_{i}" for i in range(size))}]})
-    return out
-
-
-EARLY = [{"role": "user", "content": "Port the invoice exporter to CSV"}, *rounds(0, 4),
+EARLY = [{"role": "user", "content": "Port the invoice exporter to CSV"}, *bash_rounds(0, 4),
          {"role": "assistant", "content": [{"type": "text", "text": "The exporter now writes CSV."}]}]
-LATER = [{"role": "user", "content": "Also add a header row"}, *rounds(4, 2),
+LATER = [{"role": "user", "content": "Also add a header row"}, *bash_rounds(4, 2),
          {"role": "assistant", "content": [{"type": "text", "text": "Header row added."}]}]
 
 
 def write(path: Path, lines: list[dict]):
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return read_transcript(path)
-
-
-def never_called(policy, ctx):
-    class Refuses:
-        name = "refuses"
-
-        def summarize(self, messages, *, instructions=None):
-            raise AssertionError("the summarizer must not be called when the notes can be used")
-
-    return Refuses()
 
 
 def blocks(line: dict) -> list[dict]:
@@ -198,21 +177,17 @@ def test_the_tail_grows_back_to_the_minimums_without_splitting_a_tool_pair(tmp_p
     assert pairing_problems(view.api_messages()) == []
 
 
-@pytest.mark.parametrize("case", ["no-file", "empty-template", "no-id", "id-gone", "still-over", "instructions"])
+@pytest.mark.parametrize("case", ["no-file", "empty-template", "id-gone", "still-over", "instructions"])
 def test_falls_back_to_the_summarizer(case, tmp_path, make_context, notes_ready):
     notes, _, grown = notes_ready
     inputs = {"session_memory": notes}
     opts = SMALL_TAIL
-    store = None
     if case == "no-file":
         inputs["session_memory"] = tmp_path / "missing.md"
         why = "does not exist"
     elif case == "empty-template":
         notes.write_text(NOTES_TEMPLATE)
         why = "is an empty template"
-    elif case == "no-id":
-        store = tmp_path / "fresh-store"
-        why = "no last-summarized message recorded (run `ctxkit memory update` first)"
     elif case == "id-gone":  # the same session, rewritten since: the message the notes end at is gone
         edited = [*EARLY[:-1], {"role": "assistant", "content": [{"type": "text", "text": "Rewritten."}]}, *LATER]
         grown = write(tmp_path / "edited.jsonl", edited)
@@ -224,7 +199,7 @@ def test_falls_back_to_the_summarizer(case, tmp_path, make_context, notes_ready)
         inputs["instructions"] = "focus on the CSV header"
         why = "skipped: --instructions asks for a fresh summary"
     inputs.setdefault("context_window", WINDOW)
-    ctx = make_context(EXTRACTIVE, store_dir=store, **inputs)
+    ctx = make_context(EXTRACTIVE, **inputs)
     r = Autocompact("autocompact", opts).run(grown, ctx)
     assert r.report.action == "applied"
     assert r.report.details["method"] == "summary" and r.report.details["summarizer"] == "extractive"
@@ -238,7 +213,7 @@ def test_after_a_compaction_the_notes_need_a_fresh_update(tmp_path, make_context
     r = Autocompact("autocompact", SMALL_TAIL).run(grown, ctx)
     assert r.report.details["method"] == "session-memory"
     ctx.store.flush()
-    assert memory_state(ctx.store, grown) == {}
+    assert list(memory_state(ctx.store, grown)) == ["stale_notes_sha256"]  # the id is forgotten
     # the next `memory update` covers the compacted view (its summary carries the old notes)
     compacted = reread(tmp_path, r.transcript)
     update = update_in_context(compacted, make_context(EXTRACTIVE, session_memory=notes))

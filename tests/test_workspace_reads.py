@@ -143,7 +143,7 @@ def test_a_file_compact_must_not_read_is_skipped_and_reported(tmp_path, project,
     assert report["warnings"] == [f"compact: re-injection skipped 1 file {SKIPPED[why]}: {path}"]
 
 
-def test_a_huge_file_in_the_project_is_named_only_without_being_read(tmp_path, project):
+def test_a_huge_file_in_the_project_is_dropped_without_being_read(tmp_path, project):
     big = project / "big.log"
     with open(big, "wb") as f:  # 3 GB, sparse: costs no disk, would cost 3 GB of memory to read
         f.write(b"BIG_FILE_MARKER\n")
@@ -154,8 +154,8 @@ def test_a_huge_file_in_the_project_is_named_only_without_being_read(tmp_path, p
     assert p.returncode == 0, p.stderr.decode()
     assert b"BIG_FILE_MARKER" not in out
     d = reinjected(report)
-    assert d["files_named_only"] == [str(big)] and d["files"] == [str(project / "ok.py")]
-    assert f"Note: {big} was read before the conversation was summarized, but it is too large".encode() in out
+    assert d["files_over_budget"] == [str(big)] and d["files"] == [str(project / "ok.py")]
+    assert f"Note: {big} was read before the conversation was summarized".encode() not in out
 
 
 def test_a_link_inside_the_project_to_a_project_file_is_still_read(tmp_path, project):

@@ -179,8 +179,13 @@ def view(
                                                                       help="anthropic-request: keep "
                                                            "mid-conversation system messages, fold them into user "
                                                            "messages as reminders, or auto (by model).")] = None,
+    store: StoreOpt = None,
 ) -> None:
-    """Print the view: the messages the model would be sent next, one JSON per line."""
+    """Print the view: the messages the model would be sent next, one JSON per line.
+
+    With microcompact's mode cached, anthropic-request also deletes old tool results by cache edits,
+    pinned in the store so later requests send them again in the same place.
+    """
     from .. import load_policy
     from ..stages.snip import tags_enabled
     from ..transcript.plain import to_openai
@@ -195,12 +200,17 @@ def view(
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
     with atomic_output(output) as out:
         if to == "anthropic-request":
+            from ..reports.cache_edits import store_for_request
             from ..reports.request import build_request, required_betas
 
+            cache_store, note = store_for_request(pol, source, t, store)
+            print_warnings([note] if note else [])
             body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
                                  tag_ids=tag_ids,
                                  system=system.read_text(encoding="utf-8") if system else None,
-                                 tools=_read_json_list(tools) if tools else None)
+                                 tools=_read_json_list(tools) if tools else None, store=cache_store)
+            if cache_store is not None:
+                cache_store.flush()  # the pins, saved before the request is written (docs/store.md's order)
             out.write(json.dumps(body, ensure_ascii=False).encode() + b"\n")
             betas = required_betas(body)
             if betas:

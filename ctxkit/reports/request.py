@@ -18,6 +18,8 @@ The body is what an agent would send next, ready for ``curl`` or the SDK::
   message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`).
 * ``context_management``: the edits the microcompact stage's ``api_native`` options ask for (modes
   ``api-native`` and ``both``). Such a request needs beta headers: :func:`required_betas`.
+* cache edits (microcompact ``mode: cached``): ``cache_reference`` on tool results, the pinned
+  ``cache_edits`` blocks and a ``cache_control`` breakpoint; :mod:`ctxkit.reports.cache_edits`.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from ..transcript import claude_code_chain
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage
+from .cache_edits import apply_cache_edits
 from .tool_definitions import snip_tool
 
 SYSTEM_MESSAGE_MODES = ("auto", "keep", "fold")
@@ -91,11 +94,13 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
 
 def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, system: Any = None,
                   tools: list[dict] | None = None, now: datetime | None = None,
-                  system_messages: str | None = None, tag_ids: bool | None = None) -> dict[str, Any]:
+                  system_messages: str | None = None, tag_ids: bool | None = None,
+                  store: Any = None) -> dict[str, Any]:
     """The Messages API request body for the transcript's view under ``policy`` (see the module docstring).
 
     ``tag_ids`` (``ctxkit view --tag-ids/--no-tag-ids``) overrides the snip stage's ``tag_ids`` option:
-    with it, user messages carry their ``[id:...]`` and the request offers the snip tool."""
+    with it, user messages carry their ``[id:...]`` and the request offers the snip tool. ``store``: where
+    microcompact's ``mode: cached`` keeps its pinned cache edits (without one, no cache edits are sent)."""
     view = t.view()
     snip = snip_options(policy)
     offer_snip = bool(snip and snip["tag_ids"]) if tag_ids is None else tag_ids
@@ -133,6 +138,8 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
         if cm:
             body["context_management"] = cm
     body["max_tokens"] = max_tokens or budget_for(policy).max_output
+    if store is not None:
+        apply_cache_edits(body, t, policy, store, now=now)  # microcompact mode cached (ctxkit.reports.cache_edits)
     return body
 
 

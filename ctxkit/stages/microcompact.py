@@ -92,6 +92,25 @@ becomes `context-management-2025-06-27,compact-2026-01-12`. With the Python SDK:
 `client.beta.messages.create(**body, betas=[...])`. In this mode `ctxkit compact` reports
 `nothing-to-do (api-native: the API clears server-side (see --to anthropic-request))`.
 
+## Cached mode: cache edits instead of a rewrite
+
+`mode: cached` is Claude Code's cached microcompact as the seeds describe it: while the cache is
+warm, the transcript is left alone and `ctxkit view --to anthropic-request` deletes old results
+server-side. Each tool result before the last message carries `"cache_reference": "<tool_use_id>"`,
+the last block carries `cache_control`, and once the request holds `cached.trigger` (10) results of
+compactable tools not yet deleted, all but the `keep_recent` newest are deleted by a block in the
+last user message, after its tool results:
+
+```
+{"type":"cache_edits","edits":[{"type":"delete","cache_reference":"toolu_01"}, ...]}
+```
+
+The block is pinned (in the store): every later request sends it again in the same message, so
+the cached prefix never changes; a compaction (or anything else that changes the messages up to
+it) drops it. `ctxkit compact` reports `nothing-to-do (cached: the cache is warm, ...)`; once the
+cache is cold it clears old results in the transcript as `time-based` does. Details:
+`ctxkit.reports.cache_edits`.
+
 ## When it does nothing, and why
 
 The report says which: `the prompt cache is warm` (the gap is below `gap_minutes`), `nothing old
@@ -125,7 +144,7 @@ from ..transcript.view import BlockRef, View
 from .base import Context, Stage, StageResult
 
 PLACEHOLDER = CLEARED_PLACEHOLDER
-MODES = ("time-based", "api-native", "both")
+MODES = ("time-based", "api-native", "both", "cached")
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 COMPACT_BETA = "compact-2026-01-12"
 
@@ -280,7 +299,8 @@ class Microcompact(Stage):
         "properties": {
             "mode": {"enum": list(MODES), "default": "time-based",
                      "description": "time-based: rewrite old results when the cache is cold; api-native: leave the "
-                                    "transcript and send context_management edits; both."},
+                                    "transcript and send context_management edits; both; cached: time-based when "
+                                    "cold, else the request deletes old results by cache edits."},
             "gap_minutes": {"type": "number", "exclusiveMinimum": 0, "default": 60,
                             "description": "Minutes since the last assistant message after which the cache is cold."},
             "keep_recent": {"type": "integer", "minimum": 0, "default": 5,
@@ -288,6 +308,16 @@ class Microcompact(Stage):
             "placeholder": {"type": "string", "minLength": 1, "default": PLACEHOLDER,
                             "description": "What a cleared result's content becomes."},
             "api_native": _API_NATIVE_SCHEMA,
+            "cached": {
+                "type": "object", "additionalProperties": False,
+                "description": "mode cached: the cache edits 'ctxkit view --to anthropic-request' sends "
+                               "(see ctxkit.reports.cache_edits).",
+                "properties": {
+                    "trigger": {"type": "integer", "minimum": 1, "default": 10,
+                                "description": "Results of compactable tools, not yet deleted, in the request at "
+                                               "which all but the keep_recent newest are deleted server-side."},
+                },
+            },
         },
     }
 
@@ -306,7 +336,10 @@ class Microcompact(Stage):
             if self.options["mode"] == "api-native":
                 return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
                                                   "server-side (see --to anthropic-request)", details=details))
-            if gap is None and not ctx.inputs.force:
+            if self.options["mode"] == "cached" and not cold:
+                reason = "cached: the cache is warm, the request deletes old results by cache edits (see --to " \
+                         "anthropic-request)"
+            elif gap is None and not ctx.inputs.force:
                 reason = "the transcript has no timestamps (use --force to clear anyway)"
             elif not cold:
                 reason = "the prompt cache is warm"

@@ -337,7 +337,8 @@ _DECISION_FIELDS: dict[str, tuple[type, ...]] = {"state": (str,), "blob": (str,)
 _STATE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "autocompact": {"consecutive_failures": (int,), "last_error": (str,), "last_failure_at": (str,)},
     "session_memory": {"last_summarized_id": (str,), "notes": (str,), "notes_sha256": (str,),
-                       "updated_at": (str,)},
+                       "updated_at": (str,), "stale_notes_sha256": (str,)},
+    "cached_microcompact": {"pins": (list,)},
 }
 
 
@@ -397,7 +398,8 @@ def check_ledger(doc: Any) -> str | None:
 
 def check_state(doc: Any) -> str | None:
     """What is wrong with a state document, None when nothing: ``{session: {key: value}}``, where the
-    keys ctxkit reads (``autocompact``, ``session_memory``) are objects with fields of known types."""
+    keys ctxkit reads (``autocompact``, ``session_memory``, ``cached_microcompact``) are objects with
+    fields of known types."""
     if not isinstance(doc, dict):
         return _check_object(doc)
     for session, values in doc.items():

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from .jsonl import dumps
 from .lineindex import LineIndex
 from .model import Transcript
 from .view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
@@ -37,11 +38,12 @@ def looks_like_anthropic(d: dict) -> bool:
 
 
 def message_uuid(t: Transcript, i: int) -> str:
-    """A stable id for a plain message (they carry none): a hash of its line."""
+    """A stable id for a plain message (they carry none): a hash of its line (for a line a stage wrote,
+    of the bytes the writer will write, so the id is the same once the output is read back)."""
     if i < len(t.lines) and i not in t.overrides:
         raw = t.raw_line(i)[0]
     else:
-        raw = orjson.dumps(t.entry(i), option=orjson.OPT_SORT_KEYS)
+        raw = dumps(t.entry(i))
     return hashlib.sha256(raw).hexdigest()[:32]
 
 

@@ -12,9 +12,9 @@ rendered the way Claude Code 2.1.x writes them, in this order:
    must see the file as it is now). The most recently read or edited files
    first, at most ``max_files``; a file whose rendering exceeds
    ``file_max_tokens``, or that does not fit the ``files_max_tokens`` total,
-   is announced by a one-line ``compact_file_reference`` instead; files that
-   no longer exist are skipped; files read in the kept tail are already in
-   the view and skipped.
+   is dropped, as the seeds say (not cut, not named), and leaves its slot to
+   the next file; files that no longer exist are skipped; files read in the
+   kept tail are already in the view and skipped.
 2. **The plan file** (``plan_file_reference``), when the session has one on disk.
 3. **Plan mode** (``plan_mode``), when the session is in plan mode.
 4. **Invoked skills** (``invoked_skills``): the skill bodies the session
@@ -70,7 +70,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "files": {"type": "boolean", "default": True, "description": "Re-read the most recent files from disk."},
         "max_files": {"type": "integer", "minimum": 0, "default": 5, "description": "At most this many files."},
         "file_max_tokens": {"type": "integer", "minimum": 0, "default": 5_000,
-                            "description": "A file larger than this is only named (compact_file_reference)."},
+                            "description": "A file larger than this is not re-injected (dropped)."},
         "files_max_tokens": {"type": "integer", "minimum": 0, "default": 50_000,
                              "description": "All re-read files together."},
         "file_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
@@ -160,7 +160,7 @@ def recent_files(view: View, keep_from: int, tools: list[str], s: AttachmentStat
 
 
 #: Bytes read per token of ``file_max_tokens`` at most: a file larger than this cannot fit its budget
-#: (code runs 3-4 bytes a token), so it is named only, without reading it into memory.
+#: (code runs 3-4 bytes a token), so it is dropped without reading it into memory.
 BYTES_PER_TOKEN = 8
 
 
@@ -200,55 +200,47 @@ def file_attachment(recorded: str, display: str, text: str) -> NewMessage:
     return NewMessage([call, result], "user", attachment=record)
 
 
-def file_reference(recorded: str, display: str) -> NewMessage:
-    """``compact_file_reference``: a file too large to re-inject, named so the model can Read it."""
-    record = {"type": "compact_file_reference", "filename": recorded, "displayPath": display}
-    text = (f"Note: {recorded} was read before the conversation was summarized, but it is too large to include "
-            "here. Use the Read tool if you need its contents.")
-    return NewMessage([reminder(text)], "user", attachment=record)
-
-
 def _files(view: View, keep_from: int, ctx: Context, s: AttachmentState, opts: Mapping[str, Any], budget: int,
            out: Reinjection, skip: set[str]) -> None:
+    """Re-read the most recent files, at most ``max_files`` of them. A file over ``file_max_tokens``, or
+    one that no longer fits the ``files_max_tokens`` total, is dropped (the seeds: "超出预算的直接丢弃",
+    not cut and not named) and takes no slot: the next most recent file may still come in."""
     total = min(int(opts["files_max_tokens"]), max(0, budget))
     used = 0
     done: list[str] = []
-    referenced: list[str] = []
+    over: list[str] = []
     missing: list[str] = []
     skipped: dict[str, list[str]] = {}  # refused by the confined reader, by kind
     limit = max(1, int(opts["file_max_tokens"])) * BYTES_PER_TOKEN
     for recorded in recent_files(view, keep_from, list(opts["file_tools"]), s):
-        if len(done) + len(referenced) >= int(opts["max_files"]):
+        if len(done) >= int(opts["max_files"]):
             break
         local = s.to_local(recorded)
         if str(local) in skip or recorded in skip:
             continue
-        display = _display(s, recorded)
         try:
             text = read_text_file(s, local, limit)
         except Refused as exc:
             if exc.kind != TOO_LARGE:
                 skipped.setdefault(exc.kind, []).append(recorded)
-                continue
-            text = None  # too large to read, so too large to re-inject: named only, as Claude Code does
-        else:
-            if text is None:
-                missing.append(recorded)
-                continue
-        msg = file_attachment(recorded, display, text) if text is not None else file_reference(recorded, display)
+            else:
+                over.append(recorded)  # too large to read, so too large to re-inject
+            continue
+        if text is None:
+            missing.append(recorded)
+            continue
+        msg = file_attachment(recorded, _display(s, recorded), text)
         tokens = sum(ctx.tokens.count_text(x) for x in msg.texts)
-        if text is None or tokens > int(opts["file_max_tokens"]) or used + tokens > total:
-            msg = file_reference(recorded, display)
-            tokens = sum(ctx.tokens.count_text(x) for x in msg.texts)
-            referenced.append(recorded)
-        else:
-            done.append(recorded)
+        if tokens > int(opts["file_max_tokens"]) or used + tokens > total:
+            over.append(recorded)
+            continue
+        done.append(recorded)
         used += tokens
         out.messages.append(msg)
     out.tokens += used
     out.details["files"] = done
-    if referenced:
-        out.details["files_named_only"] = referenced
+    if over:
+        out.details["files_over_budget"] = over
     if missing:
         out.details["files_missing"] = missing
     if skipped:

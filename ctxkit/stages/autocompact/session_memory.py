@@ -13,10 +13,20 @@ ctxkit does the same in two steps:
   the id of the last message they cover;
 * ``ctxkit compact --session-memory NOTES.md``: the autocompact stage calls
   :func:`plan_session_memory`, which turns the notes and that id into a
-  compaction plan, or says why it cannot (no notes, an empty template, no
-  recorded id, the id is no longer in the view); the stage then falls back to
-  a summary. It also falls back when the result would still be above the
-  autocompact threshold.
+  compaction plan, or says why it cannot (no notes, an empty template, the
+  id is no longer in the view, the notes are the ones an earlier compaction
+  already used); the stage then falls back to a summary. It also falls back
+  when the result would still be above the autocompact threshold.
+
+Notes without a recorded id (written by hand, or with another store: Claude
+Code's case of a resumed session) take the seeds' *conservative path*: the
+notes are taken to cover the whole view (``lastSummarizedIndex = messages.length
+- 1``), so no message is kept for being after them, and the kept tail is only
+the minimum one (``session_memory.min_tokens`` / ``min_text_messages``, grown
+backwards from the end). After a compaction the id is forgotten and the notes'
+digest is kept as ``stale_notes_sha256``: the same notes, unchanged, cover
+nothing the new summary does not, so they are not used again until ``ctxkit
+memory update`` (or an edit) changes them.
 
 Message ids: for Claude Code the ``uuid`` of the message's last entry; for
 plain message lists a hash of the line (:func:`ctxkit.transcript.plain.message_uuid`).
@@ -124,12 +134,26 @@ def memory_state(store: Any, t: Transcript) -> dict[str, Any]:
     return dict(store.session_state(session_key(t)).get(STATE_KEY) or {})
 
 
-def forget(store: Any, t: Transcript) -> None:
-    """After a compaction the recorded id is behind the boundary: the notes need a fresh update first."""
-    key = session_key(t)
-    state = store.session_state(key)
-    if STATE_KEY in state:
-        store.update_session_state(key, **{STATE_KEY: None})
+def notes_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def forget(store: Any, *transcripts: Transcript, notes_path: Path | None = None) -> None:
+    """After a compaction the recorded id is behind the boundary: the notes need a fresh update first.
+
+    The digest of the notes as they are now is kept (``stale_notes_sha256``), so that the same notes
+    are not taken for notes of unknown coverage (the conservative path) at the next compaction. Given
+    the transcript before and after the compaction: a plain message list's session key is its first
+    line, which the compaction changes."""
+    keys = list(dict.fromkeys(session_key(t) for t in transcripts))
+    state = dict(store.session_state(keys[0]).get(STATE_KEY) or {}) if keys else {}
+    text = read_notes(notes_path)
+    stale = notes_digest(text) if text is not None else state.get("notes_sha256")
+    for key in keys:
+        if stale:
+            store.update_session_state(key, **{STATE_KEY: {"stale_notes_sha256": stale}})
+        elif store.session_state(key).get(STATE_KEY):
+            store.update_session_state(key, **{STATE_KEY: None})
 
 
 # -- using the notes at compaction time -------------------------------------------------------------
@@ -140,7 +164,7 @@ class MemoryPlan:
     summary: str
     last_index: int  # the last message the notes cover
     notes_path: Path
-    last_id: str
+    last_id: str | None  # None: no id recorded, the conservative path (the notes taken to cover everything)
 
 
 def plan_session_memory(t: Transcript, view: View, store: Any, path: Path | None) -> tuple[MemoryPlan | None, str]:
@@ -155,7 +179,11 @@ def plan_session_memory(t: Transcript, view: View, store: Any, path: Path | None
     state = memory_state(store, t)
     last_id = state.get("last_summarized_id")
     if not last_id:
-        return None, "no last-summarized message recorded (run `ctxkit memory update` first)"
+        if state.get("stale_notes_sha256") == notes_digest(text):
+            return None, ("the notes are unchanged since the last compaction, which they do not cover "
+                          "(run `ctxkit memory update` first)")
+        # the seeds' conservative path (a resumed session): the notes cover the whole view, keep the minimum tail
+        return MemoryPlan(notes_summary(text), len(view.messages) - 1, Path(path), None), ""
     idx = find_message(t, view, last_id)
     if idx is None:
         return None, f"the last-summarized message {last_id} is no longer in the view"
@@ -227,7 +255,7 @@ def update_notes(t: Transcript, path: Path, *, summarizer: Any, store: Any, time
     atomic_write(path, text.encode("utf-8"))
     store.update_session_state(session_key(t), **{STATE_KEY: {
         "last_summarized_id": last_id, "notes": str(path.resolve()),
-        "notes_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "updated_at": timestamp}})
+        "notes_sha256": notes_digest(text), "updated_at": timestamp}})
     action = "refreshed" if carried else "written"
     return MemoryUpdate(path, action, last_id, end - start, name, {"covered_messages": end})
 

@@ -21,11 +21,15 @@ usage error (exit 2) naming the smallest window that works.
    template and the store knows the last message they cover (`ctxkit memory update` records it),
    the notes *are* the summary and no model is called. Every message after the covered one is
    kept, and the kept tail grows backwards to at least `session_memory.min_tokens` (10,000) tokens
-   and `min_text_messages` (5) messages with text (at most `max_tokens`, 40,000), never splitting
-   a tool call from its result. It falls back to a summary when no covered message is recorded
-   (no `memory update` yet, or a compaction since), that message is gone, `--instructions` is
-   given (a focus needs a fresh summary), or the result would still be over the threshold. A notes
-   file that does not exist yet is the same as no notes: a warning says so.
+   and `min_text_messages` (5) messages with text (at most `max_tokens`, 40,000; nothing else caps
+   it, so on a small window a minimum tail that does not fit means a summary instead), never
+   splitting a tool call from its result. Without a recorded covered message (notes written by
+   hand, or another store: Claude Code's resumed session) it takes the seeds' conservative path:
+   the notes are taken to cover everything and only the minimum tail is kept (the report says
+   `conservative`). It falls back to a summary when the covered message is gone, the notes are
+   unchanged since a compaction they do not cover (run `ctxkit memory update`), `--instructions`
+   is given (a focus needs a fresh summary), or the result would still be over the threshold. A
+   notes file that does not exist yet is the same as no notes: a warning says so.
 2. **Otherwise a summary**: everything before a short kept tail (`keep_tail`; by default the last
    API round, as Claude Code keeps it) goes to the policy's summarizer in one text-only request
    without tools. The prompt asks for an `<analysis>` scratchpad (dropped) and nine sections:
@@ -42,17 +46,19 @@ usage error (exit 2) naming the smallest window that works.
 4. **Re-injection** (`reinject`, see `ctxkit.stages.autocompact.reinject`) after the summary and the kept tail,
    rendered as Claude Code renders them: the most recently read or edited files re-read from disk
    (with the Read tool's line numbers; missing files and files the kept tail reads anyway are
-   skipped; a file over `file_max_tokens` is only named, so the model can Read it), the plan file
+   skipped; a file over `file_max_tokens`, or past the files' total, is dropped and the next most
+   recent file takes its slot, as the seeds say), the plan file
    and, in plan mode, the plan-mode reminder, the invoked skills (most recent first), and the
    deferred tools, agent types and MCP instructions the model knew about (from `--state FILE`
-   when given, else from the transcript). The kept tail plus the re-read files and skills take at
-   most half of the threshold, so a small window is not refilled by the compaction. While the last
+   when given, else from the transcript). The re-read files and skills (and, after a summary, the
+   kept tail) take at most half of the threshold with the kept tail, so a small window is not
+   refilled by the compaction. While the last
    assistant message waits for tool results nothing is appended after it.
    Unlike Claude Code, which re-reads only files it opened itself, ctxkit takes the paths from
    the transcript, so it reads only regular files inside the session's folder (the transcript's
    `cwd`, with `..` and symbolic links resolved first; a plan file also from `~/.claude/plans`),
    never a FIFO, device, `/proc` or `/sys` file, and at most 8 bytes per token of
-   `file_max_tokens` (a larger file is only named). Others are skipped and reported in the
+   `file_max_tokens` (a larger file is dropped). Others are skipped and reported in the
    details (`files_skipped`, `plan_file_skipped`) and as a warning; see docs/security.md.
 
 The summarizer is the policy's `summarizer:` (`anthropic`, `command`, `extractive`, or `auto`:
@@ -359,7 +365,7 @@ class Autocompact(Stage):
                                 f"not be smaller than the {tokens:,} tokens it replaces; left as it is", details)
         if STATE_KEY in ctx.store.session_state(key):
             ctx.store.update_session_state(key, **{STATE_KEY: None})  # a success closes the breaker
-        forget(ctx.store, t)
+        forget(ctx.store, t, written.transcript, notes_path=ctx.inputs.session_memory)
         details["post_tokens"] = written.post_tokens
         details.update(written.details)
         how = "session memory" if details.get("method") == "session-memory" else f"summary by {details['summarizer']}"
@@ -382,9 +388,11 @@ class Autocompact(Stage):
         opts = self._opt("session_memory")
         share = int(max(0, threshold) * POST_COMPACT_SHARE)
         start = plan.last_index + 1
+        # only max_tokens caps the minimum tail (Claude Code's calculateMessagesToKeepIndex); a tail too big
+        # for a small window is caught below (still over the threshold: summarize instead)
         keep_from = choose_tail_start(view, self._count(ctx), start, floor, min_tokens=int(opts["min_tokens"]),
                                       min_text_messages=int(opts["min_text_messages"]),
-                                      max_tokens=min(int(opts["max_tokens"]), share))
+                                      max_tokens=int(opts["max_tokens"]))
         keep_from = feasible_keep_from(t, view, keep_from)
         if keep_from > start:
             return None, "the messages after the notes cannot be kept as a tail"
@@ -397,6 +405,9 @@ class Autocompact(Stage):
         if written.post_tokens >= threshold:
             return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"
         details.update(method="session-memory", notes=str(plan.notes_path), last_summarized_id=plan.last_id)
+        if plan.last_id is None:
+            details["session_memory"] = "conservative: no last-summarized message recorded, the notes taken to " \
+                                        "cover the whole view; the minimum tail kept"
         return written, ""
 
     def _summarize(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
