@@ -26,11 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from ..policy.model import Policy
+from ..run_context import build_context
+from ..store.disk import Store
+from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from .pricing import PriceTable, Usage
+from .removed import removed_items
 from .replay import PolicyReplay, Segment, Step, request_segments
+from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
 TTL_SECONDS = {"5m": 300, "1h": 3600}
@@ -62,7 +67,8 @@ class Row:
     compactions: list[dict[str, Any]] = field(default_factory=list)  # {"request", "tokens_before", "tokens_after"}
     retention: list[Any] = field(default_factory=list)
     final: Step | None = None
-    steps_reports: list[list[Any]] = field(default_factory=list)
+    breakdown: dict[str, Any] = field(default_factory=dict)  # the last view's tokens by_tool and by_kind
+    removed: list[dict[str, Any]] = field(default_factory=list)  # what the stages took out (ctxkit.reports.removed)
 
     def to_json(self) -> dict[str, Any]:
         u = [r.usage for r in self.requests]
@@ -173,11 +179,17 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     none_segments = []
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:
         prefix_file = Path(tmp) / "prefix.jsonl"
+        prefix = None
         for point in points:
             prefix_file.write_bytes(b"".join(raw_lines[:point.first_entry]))
-            none_segments.append(request_segments(read_transcript(str(prefix_file), on_bad_line="skip"), base,
-                                                  counter, point.timestamp))
+            prefix = read_transcript(str(prefix_file), on_bad_line="skip")
+            none_segments.append(request_segments(prefix, base, counter, point.timestamp))
         _main_requests(none, points, none_segments, cache_ttl(base), prices, window)
+        if prefix is not None:
+            ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
+                                context_window=context_window)
+            ctx.tokens = counter
+            none.breakdown = _breakdown(prefix, ctx)
         rows = [_policy_row(name, pol, t, points, raw_lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path)
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys(prices.warnings))
@@ -220,7 +232,6 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
     for k, point in enumerate(points):
         step = replay.step(raw_lines[done:point.first_entry], point.timestamp)
         done = point.first_entry
-        row.steps_reports.append(step.result.reports)
         for call in step.summarizer_calls:
             usage = Usage(input_tokens=call["input_tokens"], output_tokens=call["output_tokens"])
             row.requests.append(Request(point.timestamp, summarizer_model, call["input_tokens"], usage,
@@ -239,7 +250,18 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
         row.requests.append(Request(point.timestamp, point.model, read + write, usage,
                                     _priced(prices, point.model, usage), failed=read + write > window))
         row.final = step
+    if row.final is not None:
+        t_last, ctx = row.final.transcript, row.final.ctx
+        row.breakdown = _breakdown(t_last, ctx)
+        row.removed = removed_items(t_last, Store(workdir / "store", dry_run=True), redactor_for(ctx),
+                                    counter.count_text)
     return row
+
+
+def _breakdown(t: Transcript, ctx: Any) -> dict[str, Any]:
+    """Where the tokens of a view go: by tool and by kind of message (:func:`ctxkit.reports.stats.view_stats`)."""
+    stats = view_stats(t, ctx, simulate=False)
+    return {"by_tool": stats["by_tool"], "by_kind": stats["by_kind"]}
 
 
 def session_json(result: dict[str, Any]) -> dict[str, Any]:
