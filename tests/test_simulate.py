@@ -186,16 +186,16 @@ def test_sweep_marks_the_cheapest_value_that_never_went_over_the_window(runner, 
     args = [path, "--context-window", "60000", "--sweep", "thresholds.autocompact_buffer=5000,13000,30000"]
     doc = run_json(runner, *args)
     s = doc["sessions"][0]
-    assert [p["policy"] for p in s["policies"]] == [f"policy thresholds.autocompact_buffer={v}"
+    assert [p["policy"] for p in s["policies"]] == [f"default thresholds.autocompact_buffer={v}"
                                                     for v in (5000, 13000, 30000)]
     assert len({p["compactions"] for p in s["policies"]}) > 1  # the setting changes what happens
-    fitting = [(p["cost_usd"], v) for p, v in zip(s["policies"], ("5000", "13000", "30000")) if p["failures"] == 0]
+    fitting = [(p["cost_usd"], v) for p, v in zip(s["policies"], ("5000", "13000", "30000"), strict=True) if p["failures"] == 0]
     assert s["sweep"] == {"setting": "thresholds.autocompact_buffer", "values": ["5000", "13000", "30000"],
                           "cheapest": min(fitting)[1] if fitting else None}
     table = runner.invoke(app, ["simulate", *args])
     assert table.exit_code == 0
     best = s["sweep"]["cheapest"]
-    assert f"policy thresholds.autocompact_buffer={best} *" in table.stdout
+    assert f"default thresholds.autocompact_buffer={best} *" in table.stdout
     assert f"cheapest thresholds.autocompact_buffer that never went over the window: {best}\n" in table.stdout
 
 

@@ -1,12 +1,14 @@
 """``ctxkit simulate`` and ``ctxkit report``: what policies would have done to recorded sessions, and cost."""
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -43,7 +45,8 @@ def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None
             raise UsageError(f"--sweep must look like PATH=V1,V2,... (e.g. thresholds.autocompact_buffer=13000,40000), "
                              f"got {quote(sweep)}")
         base = names[0]
-        rows = [(f"{base or 'policy'} {setting}={v}", make_policy(base, [*(sets or []), f"{setting}={v}"]))
+        label = base or _label(make_policy(None, sets))
+        rows = [(f"{label} {setting.strip()}={v}", make_policy(base, [*(sets or []), f"{setting.strip()}={v}"]))
                 for v in choices]
         parsed = (setting.strip(), choices)
     for _, pol in rows:
@@ -83,25 +86,29 @@ def simulate_cmd(
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return
-    # data on stdout: plain text, as wide as it needs when piped (rich would squeeze it into 80 columns)
-    console = Console(file=sys.stdout, highlight=False, markup=False, emoji=False,
-                      width=None if sys.stdout.isatty() else 220)
-    for s in doc["sessions"]:
-        console.print(_table(s, f"{s['session']} ({s['model']}, window {s['context_window']:,}, "
-                             f"cache {s['cache_ttl']})"))
+    tables = [_table(s, f"{s['session']} ({s['model']}, window {s['context_window']:,}, cache {s['cache_ttl']})")
+              for s in doc["sessions"]]
     if len(doc["sessions"]) > 1:
-        console.print(_table(doc["total"], f"total ({doc['total']['sessions']} sessions)"))
-    for s in [*doc["sessions"], doc["total"]][-1:] if parsed else []:
-        best = s["sweep"]["cheapest"]
-        console.print(f"cheapest {parsed[0]} that never went over the window: {best}" if best is not None else
-                      f"every {parsed[0]} went over the window at least once")
+        tables.append(_table(doc["total"], f"total ({doc['total']['sessions']} sessions)"))
+    # data on stdout: plain text, as wide as it needs when piped (rich would squeeze it into 80 columns),
+    # no padding at the ends of lines
+    console = Console(file=io.StringIO(), highlight=False, markup=False, emoji=False,
+                      width=None if sys.stdout.isatty() else 220)
+    for table in tables:
+        console.print(table)
+    lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
+    if parsed:
+        best = doc["total"]["sweep"]["cheapest"]
+        lines.append(f"cheapest {parsed[0]} that never went over the window: {best}" if best is not None else
+                     f"every {parsed[0]} went over the window at least once")
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _table(s: dict[str, Any], title: str) -> Table:
     """One session's rows (or the total's) as a table; * marks the sweep's cheapest row."""
-    table = Table(title=title)
-    for head in ("row", "requests", "peak context", "compactions", "failures", "input", "cache write", "cache read",
-                 "output", "cost USD", "vs recorded"):
+    table = Table(title=title, box=box.SIMPLE, title_justify="left")
+    for head in ("row", "requests", "peak", "compactions", "failures", "input", "cache write", "cache read",
+                 "output", "USD", "vs recorded"):
         table.add_column(head, justify="left" if head == "row" else "right")
     base = s["recorded"]["cost_usd"]
     best = (s.get("sweep") or {}).get("cheapest")

@@ -68,14 +68,12 @@ def _series(rows: list[Row], value) -> list[Series]:
 
 
 def _cumulative(row: Row, main: list) -> list[float]:
-    """The cost so far at each main request, summarizer requests included where they happened."""
-    total, out, k = 0.0, [], 0
-    requests = row.requests
-    for r in requests:
+    """The cost so far at each main request (summarizer requests counted where they were made)."""
+    total, out = 0.0, []
+    for r in row.requests:
         total += r.cost
         if r.kind == "main":
             out.append(round(total, 6))
-            k += 1
     return out
 
 

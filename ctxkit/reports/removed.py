@@ -60,14 +60,18 @@ def removed_items(t: Transcript, store: Store, redactor: Any, count_text: Any) -
 
     for records in store.sessions.values():
         for tid, rec in sorted(records.items()):
-            if not isinstance(rec, dict) or rec.get("state") not in _ACTIONS:
+            if not isinstance(rec, dict):
                 continue
-            action, stage = _ACTIONS[rec["state"]]
-            original = load_original(store, rec, _MISSING) if rec.get("blob") else _MISSING
-            text = content_text(original) if original is not _MISSING else results.get(tid, "")
-            if original is not _MISSING and not isinstance(original, (str, list)):
-                text = str(original)
-            add(str(rec.get("by") or stage), action, f"{calls.get(tid, ('?', None))[0]} result {tid}", text)
+            # a result cleared after it was persisted keeps the earlier decision inside: both are listed
+            for step in (rec.get("earlier"), rec):
+                if not isinstance(step, dict) or step.get("state") not in _ACTIONS:
+                    continue
+                action, stage = _ACTIONS[step["state"]]
+                original = load_original(store, step, _MISSING) if step.get("blob") else _MISSING
+                text = content_text(original) if original is not _MISSING else results.get(tid, "")
+                if original is not _MISSING and not isinstance(original, (str, list)):
+                    text = str(original)
+                add(str(step.get("by") or stage), action, f"{calls.get(tid, ('?', None))[0]} result {tid}", text)
     if t.format == "claude-code":
         for _, rec in claude_code_records.records(t, "snip"):
             removed = [u for u in rec.get("removedUuids") or [] if u in texts]
