@@ -202,7 +202,7 @@ def test_sweep_marks_the_cheapest_value_that_never_went_over_the_window(runner, 
 def test_a_bad_sweep_is_a_usage_error(runner):
     result = runner.invoke(app, ["simulate", str(EXAMPLE), "--sweep", "thresholds.autocompact_buffer"])
     assert result.exit_code == 2
-    assert result.stderr == ("ctxkit: error: --sweep must look like PATH=V1,V2,... (e.g. "
+    assert result.stderr == ("ctxkit: error: --sweep must look like SETTING=V1,V2,... (e.g. "
                              "thresholds.autocompact_buffer=13000,40000), got 'thresholds.autocompact_buffer'\n")
 
 
@@ -222,3 +222,13 @@ def test_a_model_summary_is_a_request_of_its_own(runner, corpus_session, monkeyp
     assert row["requests"] == with_key["recorded"]["requests"] + row["compactions"]
     assert offline["requests"] == without["recorded"]["requests"]  # the extractive summary is no request
     assert row["input_tokens"] > 0 and offline["input_tokens"] == 0
+
+
+def test_an_unreadable_line_is_named_before_anything_runs(runner, tmp_path):
+    lines = EXAMPLE.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines[:3], "{bad", *lines[3:]]) + "\n")
+    result = runner.invoke(app, ["simulate", str(bad)])
+    assert result.exit_code == 3
+    assert result.stderr == f"ctxkit: error: {bad}:4: not valid JSON: unexpected character, expected a string key\n"
+    assert result.stdout == ""

@@ -23,7 +23,7 @@ from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warning
 from .run_setup import make_policy
 from .trust_cmd import guard_policy
 
-SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION...", help="Claude Code transcripts to replay.")]
+SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claude Code transcripts to replay.")]
 PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy", "-p", metavar="FILE|NAME", help="A policy to simulate (file or built-in name); repeat to compare "
     "several side by side (default: the policy compact would use).")]
@@ -42,7 +42,7 @@ def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None
         setting, sep, values = sweep.partition("=")
         choices = [v.strip() for v in values.split(",") if v.strip()]
         if not sep or not setting.strip() or not choices:
-            raise UsageError(f"--sweep must look like PATH=V1,V2,... (e.g. thresholds.autocompact_buffer=13000,40000), "
+            raise UsageError(f"--sweep must look like SETTING=V1,V2,... (e.g. thresholds.autocompact_buffer=13000,40000), "
                              f"got {quote(sweep)}")
         base = names[0]
         label = base or _label(make_policy(None, sets))
@@ -67,7 +67,7 @@ def simulate_cmd(
     set_: SetOpt = None,
     context_window: WindowOpt = None,
     pricing: PricingOpt = None,
-    sweep: Annotated[Optional[str], typer.Option("--sweep", metavar="PATH=V1,V2,...", help="One row per value of one "
+    sweep: Annotated[Optional[str], typer.Option("--sweep", metavar="SETTING=V1,V2,...", help="One row per value of one "
                                                  "policy setting (of the first --policy); the cheapest that never "
                                                  "went over the window is marked.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")] = False,

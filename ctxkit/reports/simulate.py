@@ -160,7 +160,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
 
     The result holds :class:`Row` objects under ``"rows"`` (for the HTML report) beside the JSON
     parts; :func:`session_json` keeps only what ``simulate --json`` prints."""
-    t = read_transcript(path, on_bad_line="skip")
+    t = read_transcript(path)  # an unreadable line stops here, named (exit 3); the steps read their own output
     if t.format != "claude-code":
         from ..errors import UsageError
 
@@ -171,8 +171,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     base = policies[0][1]
     first_model = points[0].model if points else base.model
     window = budget_for(base, context_window).context_window
-    recorded = _recorded_row("recorded", points, prices, _count_boundaries(t))
-    sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain], prices, 0)
+    recorded = _recorded_row("recorded", points, prices, _boundaries(t))
+    sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain], prices, [])
     counter = make_counter(base.estimator, model=base.model)
     raw_lines = [t.raw_line(i)[0] + b"\n" for i in range(len(t.lines))]
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
@@ -201,17 +201,20 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             "warnings": warnings}
 
 
-def _count_boundaries(t: Transcript) -> int:
-    return sum(1 for i in t.live_indexes() if t.entry(i).get("type") == "system"
-               and t.entry(i).get("subtype") == "compact_boundary" and not t.entry(i).get("isSidechain"))
+def _boundaries(t: Transcript) -> list[int]:
+    """Entry indexes of the session's own compactions (Claude Code's ``compact_boundary`` lines)."""
+    return [i for i in t.live_indexes() if t.entry(i).get("type") == "system"
+            and t.entry(i).get("subtype") == "compact_boundary" and not t.entry(i).get("isSidechain")]
 
 
-def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable, compactions: int) -> Row:
+def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable, boundaries: list[int]) -> Row:
     row = Row(name)
     for r in requests:
         row.requests.append(Request(r.timestamp, r.model, r.usage.prompt_tokens, r.usage,
                                     _priced(prices, r.model, r.usage)))
-    row.compactions = [{"request": None} for _ in range(compactions)]
+    for b in boundaries:  # marked before the first request after the boundary
+        after = next((k for k, r in enumerate(requests) if r.first_entry > b), None)
+        row.compactions.append({"request": after, "trigger": "recorded"})
     return row
 
 
