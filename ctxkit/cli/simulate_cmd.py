@@ -1,0 +1,154 @@
+"""``ctxkit simulate`` and ``ctxkit report``: what policies would have done to recorded sessions, and cost."""
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import UsageError
+from ..fileio import atomic_output, check_output
+from ..pipeline import compile_pipeline
+from ..policy.model import Policy
+from ..quoting import quote
+from ..reports.pricing import load_pricing
+from ..reports.simulate import ROW_KEYS, simulate
+from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings
+from .run_setup import make_policy
+from .trust_cmd import guard_policy
+
+SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claude Code transcripts to replay.")]
+PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
+    "--policy", "-p", metavar="FILE|NAME", help="A policy to simulate (file or built-in name); repeat to compare "
+    "several side by side (default: the policy compact would use).")]
+PricingOpt = Annotated[Optional[Path], typer.Option("--pricing", metavar="FILE", help="A JSON pricing table to use "
+                                                    "instead of the shipped one (same shape; see docs/simulate.md).")]
+
+
+def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None) -> tuple[list[tuple[str, Policy]],
+                                                                                       tuple[str, list[str]] | None]:
+    """The rows to simulate: each --policy, or one row per --sweep value of the first policy."""
+    names = list(names or [None])  # type: ignore[list-item]
+    if sweep is None:
+        rows = [(name or _label(make_policy(None, sets)), make_policy(name, sets)) for name in names]
+        parsed = None
+    else:
+        setting, sep, values = sweep.partition("=")
+        choices = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not setting.strip() or not choices:
+            raise UsageError(f"--sweep must look like SETTING=V1,V2,... (e.g. thresholds.autocompact_buffer=13000,40000), "
+                             f"got {quote(sweep)}")
+        base = names[0]
+        label = base or _label(make_policy(None, sets))
+        rows = [(f"{label} {setting.strip()}={v}", make_policy(base, [*(sets or []), f"{setting.strip()}={v}"]))
+                for v in choices]
+        parsed = (setting.strip(), choices)
+    for _, pol in rows:
+        guard_policy(pol, summarizes=compile_pipeline(pol).uses_summarizer())
+    return rows, parsed
+
+
+def _label(pol: Policy) -> str:
+    layers = [name for name in pol.layers if name != "--set"]
+    return Path(layers[-1]).stem if layers else "default"
+
+
+@app.command("simulate")
+@handle_errors
+def simulate_cmd(
+    sessions: SessionsArg,
+    policy: PoliciesOpt = None,
+    set_: SetOpt = None,
+    context_window: WindowOpt = None,
+    pricing: PricingOpt = None,
+    sweep: Annotated[Optional[str], typer.Option("--sweep", metavar="SETTING=V1,V2,...", help="One row per value of one "
+                                                 "policy setting (of the first --policy); the cheapest that never "
+                                                 "went over the window is marked.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")] = False,
+) -> None:
+    """Replay sessions request by request under policies: context, compactions, tokens and cost.
+
+    Rows: recorded (what the session used), none (no context management; requests over the window
+    are failures) and each policy. Nothing is written; with no API key the summaries are extractive.
+    Example: ctxkit simulate session.jsonl -p default -p no-llm
+    """
+    rows, parsed = _policies(policy, set_, sweep)
+    prices = load_pricing(pricing)
+    doc, _ = simulate(sessions, rows, prices, context_window=context_window, cwd=Path.cwd(), sweep=parsed)
+    for s in doc["sessions"]:
+        print_warnings([f"{s['session']}: {w}" for w in s["warnings"]])
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return
+    tables = [_table(s, f"{s['session']} ({s['model']}, window {s['context_window']:,}, cache {s['cache_ttl']})")
+              for s in doc["sessions"]]
+    if len(doc["sessions"]) > 1:
+        tables.append(_table(doc["total"], f"total ({doc['total']['sessions']} sessions)"))
+    # data on stdout: plain text, as wide as it needs when piped (rich would squeeze it into 80 columns),
+    # no padding at the ends of lines
+    console = Console(file=io.StringIO(), highlight=False, markup=False, emoji=False,
+                      width=None if sys.stdout.isatty() else 220)
+    for table in tables:
+        console.print(table)
+    lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
+    if parsed:
+        best = doc["total"]["sweep"]["cheapest"]
+        lines.append(f"cheapest {parsed[0]} that never went over the window: {best}" if best is not None else
+                     f"every {parsed[0]} went over the window at least once")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _table(s: dict[str, Any], title: str) -> Table:
+    """One session's rows (or the total's) as a table; * marks the sweep's cheapest row."""
+    table = Table(title=title, box=box.SIMPLE, title_justify="left")
+    for head in ("row", "requests", "peak", "compactions", "failures", "input", "cache write", "cache read",
+                 "output", "USD", "vs recorded"):
+        table.add_column(head, justify="left" if head == "row" else "right")
+    base = s["recorded"]["cost_usd"]
+    best = (s.get("sweep") or {}).get("cheapest")
+    values = (s.get("sweep") or {}).get("values") or []
+    for k, r in enumerate([s["recorded"], s["none"], *s["policies"]]):
+        mark = " *" if best is not None and k >= 2 and values[k - 2] == best else ""
+        change = "" if k == 0 or not base else f"{(r['cost_usd'] - base) / base:+.0%}"
+        table.add_row(r["policy"] + mark, *(f"{r[key]:,}" for key in ROW_KEYS[1:4]), f"{r['failures']:,}",
+                      *(f"{r[key]:,}" for key in ROW_KEYS[4:8]), f"{r['cost_usd']:.4f}", change)
+    if s["sidechain"]["requests"]:
+        r = s["sidechain"]
+        table.add_row("sidechain", *(f"{r[key]:,}" for key in ROW_KEYS[1:4]), "", *(f"{r[key]:,}" for key in ROW_KEYS[4:8]),
+                      f"{r['cost_usd']:.4f}", "")
+    return table
+
+
+@app.command("report")
+@handle_errors
+def report_cmd(
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="A Claude Code transcript.")],
+    output: OutputOpt = None,
+    policy: PoliciesOpt = None,
+    set_: SetOpt = None,
+    context_window: WindowOpt = None,
+    pricing: PricingOpt = None,
+) -> None:
+    """Write one self-contained HTML page about a session under policies (what simulate computes).
+
+    Context per request with the window, thresholds and compactions; cumulative cost; where the
+    tokens go; compactions and their retention; every item a stage removed, with its original
+    (redacted). Nothing in the page loads from the network.
+    Example: ctxkit report session.jsonl -p default -p no-llm -o report.html
+    """
+    from ..reports.html_report import render_report
+
+    check_output(output)
+    rows, _ = _policies(policy, set_, None)
+    prices = load_pricing(pricing)
+    doc, results = simulate([session], rows, prices, context_window=context_window, cwd=Path.cwd())
+    print_warnings([f"{session}: {w}" for w in doc["sessions"][0]["warnings"]])
+    page = render_report(doc["sessions"][0], results[0], prices)
+    with atomic_output(output) as out:
+        out.write(page.encode("utf-8"))

@@ -1,0 +1,139 @@
+"""Prices per model, and what one request costs: the cost side of ``ctxkit simulate``.
+
+The table ships with the package (``ctxkit/reports/pricing.json``): per model, USD per million
+tokens of base input, output, 5-minute and 1-hour cache writes and cache reads, with the date the
+prices were taken from the provider's published page. ``--pricing FILE`` replaces it with a file of
+the same shape.
+
+A model the table does not name is priced as the newest model of its family (opus, sonnet, haiku,
+fable, mythos: the highest version the table has) with a warning naming both, so that a request
+that has usage never costs 0. A model of no known family is priced as the newest model in the table,
+again with a warning. Dated ids (``claude-sonnet-4-5-20250929``), provider prefixes
+(``us.anthropic.``, ``anthropic/``) and Claude Code's ``[1m]`` marker resolve to the same entry.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..quoting import quote
+
+PRICING_FILE = Path(__file__).resolve().parent / "pricing.json"
+RATE_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
+_FAMILIES = ("opus", "sonnet", "haiku", "fable", "mythos")
+_NEW_STYLE = re.compile(r"^claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?$")  # claude-opus-4-5
+_OLD_STYLE = re.compile(r"^claude-(\d+)(?:-(\d{1,2}))?-([a-z]+)$")  # claude-3-5-sonnet
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The four token figures of one request, as the Messages API reports them."""
+
+    input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # of cache_creation_input_tokens, those written for an hour
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+
+def normalize_model(model: str) -> str:
+    """The table key a model id is looked up under: no provider prefix, no date, no ``[1m]``."""
+    name = model.strip().lower()
+    if name.endswith("[1m]"):
+        name = name[:-4]
+    if "claude-" in name and not name.startswith("claude-"):
+        name = name[name.index("claude-"):]
+    name = re.sub(r"-\d{8}$", "", name)  # dated ids
+    name = re.sub(r"-v\d+(:\d+)?$", "", name)  # bedrock's -v1:0
+    return name
+
+
+def family_and_version(model: str) -> tuple[str, tuple[int, int]] | None:
+    """``("opus", (4, 5))`` for ``claude-opus-4-5``; None when the id names no known family."""
+    m = _NEW_STYLE.match(model)
+    if m and m.group(1) in _FAMILIES:
+        return m.group(1), (int(m.group(2)), int(m.group(3) or 0))
+    m = _OLD_STYLE.match(model)
+    if m and m.group(3) in _FAMILIES:
+        return m.group(3), (int(m.group(1)), int(m.group(2) or 0))
+    return None
+
+
+class PriceTable:
+    """A pricing table: ``price(model)`` gives the rates, ``cost(model, usage)`` the USD of a request."""
+
+    def __init__(self, doc: dict[str, Any], source: str):
+        self.source = source
+        self.as_of = doc.get("as_of")
+        self.models: dict[str, dict[str, Any]] = {normalize_model(k): v for k, v in doc["models"].items()}
+        self.warnings: list[str] = []
+        self._resolved: dict[str, str] = {}
+
+    def resolve(self, model: str) -> str:
+        """The table entry ``model`` is priced as (warns once when it is not the model's own)."""
+        if model in self._resolved:
+            return self._resolved[model]
+        name = normalize_model(model)
+        if name in self.models:
+            chosen = name
+        else:
+            fam = family_and_version(name)
+            same = [(v, k) for k in self.models if (f := family_and_version(k)) and f[0] == (fam[0] if fam else None)
+                    for v in [f[1]]]
+            if same:
+                chosen = max(same)[1]
+                self.warnings.append(f"no price for model {quote(model)} in {self.source}; priced as {chosen}, the "
+                                     f"newest {fam[0]} model there")
+            else:
+                newest = [(v[1], k) for k in self.models if (v := family_and_version(k))]
+                chosen = max(newest)[1] if newest else next(iter(self.models))
+                self.warnings.append(f"no price for model {quote(model)} in {self.source} and no model of its family; "
+                                     f"priced as {chosen}")
+        self._resolved[model] = chosen
+        return chosen
+
+    def rates(self, model: str, prompt_tokens: int = 0) -> dict[str, float]:
+        entry = self.models[self.resolve(model)]
+        long = entry.get("long_prompt")
+        if long and prompt_tokens > int(long["threshold_tokens"]):
+            return {k: float(long[k]) for k in RATE_KEYS}
+        return {k: float(entry[k]) for k in RATE_KEYS}
+
+    def cost(self, model: str, usage: Usage) -> float:
+        """USD of one request: each kind of token at its rate (cache writes split 5m / 1h)."""
+        r = self.rates(model, usage.prompt_tokens)
+        write_1h = min(usage.cache_write_1h_tokens, usage.cache_creation_input_tokens)
+        write_5m = usage.cache_creation_input_tokens - write_1h
+        return (usage.input_tokens * r["input"] + usage.output_tokens * r["output"]
+                + write_5m * r["cache_write_5m"] + write_1h * r["cache_write_1h"]
+                + usage.cache_read_input_tokens * r["cache_read"]) / 1_000_000
+
+
+def load_pricing(path: str | Path | None = None) -> PriceTable:
+    """The shipped table, or the one in ``path`` (``--pricing FILE``), checked for its shape."""
+    target = Path(path) if path is not None else PRICING_FILE
+    where = str(path) if path is not None else "the shipped pricing table"
+    try:
+        doc = json.loads(target.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--pricing {quote(str(target))}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--pricing {quote(str(target))}: not JSON: {exc}") from None
+    models = doc.get("models") if isinstance(doc, dict) else None
+    if not isinstance(models, dict) or not models:
+        raise UsageError(f"--pricing {quote(str(target))}: expected an object with \"models\": {{MODEL: {{"
+                         + ", ".join(f'"{k}": USD' for k in RATE_KEYS) + "}}} (per million tokens)")
+    for name, entry in models.items():
+        missing = [k for k in RATE_KEYS if not isinstance((entry or {}).get(k), (int, float))]
+        if missing:
+            raise UsageError(f"--pricing {quote(str(target))}: model {quote(name)} has no number for "
+                             f"{', '.join(missing)}")
+    return PriceTable(doc, where if path is None else quote(str(path)))

@@ -1,0 +1,79 @@
+"""What a recorded Claude Code session actually used: its requests, read from the usage figures it wrote.
+
+Claude Code writes one assistant API response as several lines (one per content block), all with
+the same ``message.id``, each carrying the usage of the response *so far*: ``output_tokens`` grows
+from line to line and only the last line has the true count. A request is therefore one message id,
+counted once, with the figures of its **last** line (a tool that keeps the first line undercounts
+output several times over). Lines written by Claude Code itself rather than a model
+(``model: "<synthetic>"``, API error placeholders) are no requests.
+
+Main-chain requests (``isSidechain`` false) are the session's own; sidechain ones (subagents written
+inline, as Claude Code 1.0 did) are kept apart, for ``ctxkit simulate``'s ``sidechain`` figures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..clock import parse_instant
+from ..transcript.model import Transcript
+from .pricing import Usage
+
+
+@dataclass
+class RecordedRequest:
+    """One API request of a recorded session: where it starts in the file, when, which model, its usage."""
+
+    message_id: str
+    first_entry: int  # index of the first line of the response: the request was sent just before it
+    timestamp: datetime | None
+    model: str
+    usage: Usage
+    sidechain: bool
+
+
+def _usage(raw: Any) -> Usage:
+    raw = raw if isinstance(raw, dict) else {}
+    creation = raw.get("cache_creation") if isinstance(raw.get("cache_creation"), dict) else {}
+
+    def num(value: Any) -> int:
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+    return Usage(input_tokens=num(raw.get("input_tokens")),
+                 cache_creation_input_tokens=num(raw.get("cache_creation_input_tokens")),
+                 cache_read_input_tokens=num(raw.get("cache_read_input_tokens")),
+                 output_tokens=num(raw.get("output_tokens")),
+                 cache_write_1h_tokens=num(creation.get("ephemeral_1h_input_tokens")))
+
+
+def _instant(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return parse_instant(text)
+    except ValueError:
+        return None
+
+
+def recorded_requests(t: Transcript) -> list[RecordedRequest]:
+    """Every model request of a Claude Code transcript, in the order their responses start."""
+    by_id: dict[str, RecordedRequest] = {}
+    for i in t.live_indexes():
+        entry = t.entry(i)
+        if entry.get("type") != "assistant" or entry.get("isApiErrorMessage"):
+            continue
+        msg = entry.get("message")
+        if not isinstance(msg, dict) or msg.get("model") == "<synthetic>":
+            continue
+        mid = msg.get("id") or entry.get("requestId") or entry.get("uuid")
+        if not isinstance(mid, str):
+            continue
+        usage = _usage(msg.get("usage"))
+        known = by_id.get(mid)
+        if known is None:
+            by_id[mid] = RecordedRequest(mid, i, _instant(entry.get("timestamp")), str(msg.get("model") or ""),
+                                         usage, bool(entry.get("isSidechain")))
+        elif "usage" in msg:
+            known.usage = usage  # the later line has the figures of the response so far: the last is final
+    return sorted(by_id.values(), key=lambda r: r.first_entry)
