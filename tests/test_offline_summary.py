@@ -306,3 +306,16 @@ def test_code_is_quoted_in_whole_lines():
     assert current[-2:] == ["```", f"[… {2 + 2 * 60 + 1 - len(current) + 2} more lines omitted]"]
     # an earlier remark's code block is named, not squashed into the line and cut
     assert "- Here they are: [python code, 60 lines]" in section(summary, 5)
+
+
+def test_the_next_step_answers_the_latest_prompt_of_the_session_when_nothing_answered_it():
+    history = [{"role": "user", "content": "Make the parser faster"},
+               {"role": "assistant", "content": [{"type": "text", "text": "Profiling."}]},
+               {"role": "user", "content": [{"type": "text", "text": "Use a cache"},  # merged user turns
+                                            {"type": "text", "text": "[Request interrupted by user]"},
+                                            {"type": "text", "text": "No, use a lookup table"}]}]
+    facts = SessionFacts(prompts=("Write a parser", "Make the parser faster", "Use a cache", "No, use a lookup table"))
+    summary = ExtractiveSummarizer(facts=facts).summarize(history)
+    assert section(summary, 9).strip() == ("Respond to the user's most recent message, which has not been answered "
+                                           'yet: "No, use a lookup table"')
+    assert bullets(summary) == list(facts.prompts)

@@ -359,8 +359,9 @@ class _Extraction:
         if not requests:
             return "No user request to continue."
         latest = squash(requests[-1], 500)
-        # unanswered: the latest request is the last typed message here, and no assistant message follows it
-        index = self.user[-1][0] if self.user and self.user[-1][1] == requests[-1] else None
+        # unanswered: the latest request ends the last typed message here (a prompt merged after a notice
+        # ends it), and no assistant message follows it
+        index = self.user[-1][0] if self.user and self.user[-1][1].endswith(requests[-1]) else None
         if index is not None and not any(m.get("role") == "assistant" for m in self.messages[index + 1:]):
             return f'Respond to the user\'s most recent message, which has not been answered yet: "{latest}"'
         active = next((task for status, task in pending if status == "in_progress"), None)
