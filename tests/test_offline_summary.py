@@ -7,6 +7,7 @@ with its own later success, and quotes code in whole lines.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -319,3 +320,18 @@ def test_the_next_step_answers_the_latest_prompt_of_the_session_when_nothing_ans
     assert section(summary, 9).strip() == ("Respond to the user's most recent message, which has not been answered "
                                            'yet: "No, use a lookup table"')
     assert bullets(summary) == list(facts.prompts)
+
+
+def test_a_secret_in_an_earlier_prompt_is_redacted_before_the_prompt_is_cut(runner, tmp_path):
+    token = "ghp_" + "".join("abcdefghijkLMNOPQRSTU0123456789"[b % 31] for b in hashlib.shake_256(b"gh").digest(36))
+    s = Session(tmp_path)
+    s.prompt("a" * 1990 + " " + token + " is the token for the release script")  # cut at 2,000 inside the token
+    s.say("Released.")
+    s.boundary()
+    s.prompt("Now tag it")
+    s.tool("Bash", {"command": "git tag v1"}, "tagged " * 3000)
+    s.say("Tagged.")
+    s.write(tmp_path / "s.jsonl")
+    summary, _ = compact_forced(runner, tmp_path / "s.jsonl", tmp_path)
+    assert token[:8] not in summary  # cut after 4 characters of it, the output's redaction would miss it
+    assert bullets(summary)[0].endswith("a [REDACTED [… 50 more characters omitted]")

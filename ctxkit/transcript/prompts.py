@@ -116,6 +116,10 @@ def _queued_words(d: dict) -> str | None:
     return typed_words(prompt) if isinstance(prompt, str) else None
 
 
+def _uuid(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _session_entries(t: Transcript) -> list[int]:
     """Indexes of the entries of the whole session's conversation, in file order: the view's, and
     before each compact boundary the chain it continues."""
@@ -132,7 +136,7 @@ def _session_entries(t: Transcript) -> list[int]:
         if by_uuid is None:
             by_uuid = uuid_index(t)
             indexed = set(by_uuid.values())
-        start = by_uuid.get(t.entry(boundary).get("logicalParentUuid") or "")
+        start = by_uuid.get(_uuid(t.entry(boundary).get("logicalParentUuid")))
         if start is None or start > boundary:
             # the entry it names was never written (seen in real files): the last one before it
             start = next((i for i in range(boundary - 1, -1, -1) if i in indexed
@@ -145,9 +149,9 @@ def _session_entries(t: Transcript) -> list[int]:
             if d.get("type") == "system" and d.get("subtype") == "compact_boundary":
                 boundary = cur
                 break
-            if d.get("uuid") not in removed:
+            if _uuid(d.get("uuid")) not in removed:
                 members.add(cur)
-            cur = by_uuid.get(d.get("parentUuid") or "")
+            cur = by_uuid.get(_uuid(d.get("parentUuid")))
     return sorted(members)
 
 

@@ -9,6 +9,7 @@ Two things the offline (extractive) summary must quote are not in them as the us
   or an earlier one: the view shows the placeholder, the store (or this run's input) the original.
 
 A model summarizer is not given these: it summarizes what the model saw, as Claude Code's does.
+Both are redacted here, as the messages are on their way to any summarizer (ctxkit.summarize.redact).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from ...store.expand import original_of
 from ...store.offload import content_text, decision_scope
-from ...summarize import SessionFacts
+from ...summarize import SessionFacts, redact
 from ...transcript.formats import handler
 from ...transcript.model import Transcript
 from ...transcript.prompts import session_prompts
@@ -28,11 +29,13 @@ from ..base import Context
 def session_facts(t: Transcript, view: View, keep_from: int, ctx: Context) -> SessionFacts:
     """The session's prompts up to the kept tail (Claude Code transcripts) and the originals of the
     failed calls' results the summarized messages show replaced."""
+    redactor = redact.redactor_for(ctx)
     prompts = None
     if t.format == "claude-code":
         kept = {i for m in view.messages[keep_from:] for i in m.entries}
-        prompts = tuple(p.text for p in session_prompts(t) if p.entry not in kept)
-    return SessionFacts(prompts=prompts, originals=_error_originals(t, view, keep_from, ctx))
+        prompts = tuple(redactor.texts([p.text for p in session_prompts(t) if p.entry not in kept]))
+    originals = {tid: redactor.text(text) for tid, text in _error_originals(t, view, keep_from, ctx).items()}
+    return SessionFacts(prompts=prompts, originals=originals)
 
 
 def _error_originals(t: Transcript, view: View, keep_from: int, ctx: Context) -> dict[str, str]:
