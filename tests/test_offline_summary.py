@@ -222,7 +222,8 @@ def error_session(tmp_path: Path) -> Path:
     for k in range(7):  # later results: the failed one is no longer among the 5 most recent
         s.tool("Bash", {"command": f"echo step {k}"}, f"step {k} " + "output " * 40)
     s.say("Installed PyYAML; it runs.")
-    return s.write(tmp_path / "s.jsonl") and tmp_path / "s.jsonl"
+    s.write(tmp_path / "s.jsonl")
+    return tmp_path / "s.jsonl"
 
 
 def test_an_error_microcompact_cleared_in_an_earlier_run_is_quoted_from_the_store(runner, tmp_path):
