@@ -145,6 +145,18 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     return t.with_edits(replace=edits), report
 
 
+def original_of(store: Store, tool_use_id: str, content: Any, *, scopes: Sequence[str],
+                search_dirs: Sequence[Path] = (), sessions: Sequence[str] = ()) -> Any:
+    """The original of one tool result whose ``content`` is a replacement (a microcompact placeholder,
+    a ``<persisted-output>`` preview), found as ``ctxkit expand`` finds it; None when ``content`` is
+    not one or its original is gone. For readers that want the words the model no longer sees (the
+    offline summary quotes a cleared error from here)."""
+    report = ExpandReport()
+    where = _Where(store, list(search_dirs), tuple(s for s in sessions if is_plain_name(s)))
+    restored = _restore(tool_use_id, content, list(scopes), where, report)
+    return None if restored is _GONE or restored is _ABSENT else restored
+
+
 def _with_content(container: dict, original: Any, convert=lambda c: c) -> dict:
     """``container`` (a tool_result block, an OpenAI ``tool`` message) with its original content back:
     in place of the replacement, or no ``content`` key at all when the original had none."""

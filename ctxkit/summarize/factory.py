@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import UsageError
 from .anthropic import AnthropicSummarizer
 from .command import CommandSummarizer
-from .extractive import ExtractiveSummarizer
+from .extractive import ExtractiveSummarizer, SessionFacts
 from .protocol import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MAX_RETRIES,
@@ -56,6 +56,7 @@ def make_summarizer(
     sleep: Callable[[float], None] = time.sleep,
     default_model: str = DEFAULT_MODEL,
     command_dir: str | os.PathLike[str] | None = None,
+    facts: SessionFacts | None = None,
 ) -> Summarizer:
     """The summarizer a policy's ``summarizer`` mapping asks for.
 
@@ -66,6 +67,8 @@ def make_summarizer(
     ``command_dir`` is the working directory of ``use: command``: the folder of the policy file that set
     ``summarizer.command`` (None: the process's own), so that ``./summarize.sh`` is the script beside the
     file that was read (and trusted), never one in whatever folder ctxkit happens to run in.
+    ``facts``: what the run knows beyond the messages (the session's prompts, stored originals), for the
+    extractive summarizer; a model summarizes from the messages alone, as Claude Code's does.
     """
     config = dict(config or {})
     use = summarizer_kind(config, env=env, client=client)
@@ -93,10 +96,10 @@ def make_summarizer(
             cwd=command_dir,
             total_timeout_seconds=_total_timeout(config),
         )
-    return ExtractiveSummarizer()
+    return ExtractiveSummarizer(facts=facts)
 
 
-def summarizer_for_run(ctx: Any) -> Summarizer:
+def summarizer_for_run(ctx: Any, facts: SessionFacts | None = None) -> Summarizer:
     """The summarizer a run uses: the one choice autocompact, collapse, session memory and ``ctxkit
     stats`` all make through here, so that what stats reports is what compact would do.
 
@@ -104,7 +107,8 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
     ``summarizer`` mapping (:func:`make_summarizer`). When ``ctx.simulate`` is set (``ctxkit stats``),
     no model and no command may be called: a summarizer that would call one is replaced by a
     :class:`StandInSummarizer` that says which one it stands for (the extractive summarizer needs no
-    stand-in: it is offline and free, so the simulation runs it for real).
+    stand-in: it is offline and free, so the simulation runs it for real). ``facts``: see
+    :func:`make_summarizer`.
     """
     from .redact import guard  # detect-secrets loads only when a run summarizes
 
@@ -119,9 +123,10 @@ def summarizer_for_run(ctx: Any) -> Summarizer:
         else:  # but it does redact what it would send, so it runs the redact patterns (a slow regex hangs it)
             require_trusted(getattr(ctx.policy, "untrusted", ()), {"redact"})
         chosen = make_summarizer(ctx.policy.summarizer, default_model=ctx.policy.model,
-                                 command_dir=getattr(ctx.policy, "origin_folders", {}).get("summarizer.command"))
+                                 command_dir=getattr(ctx.policy, "origin_folders", {}).get("summarizer.command"),
+                                 facts=facts)
     if getattr(ctx, "simulate", False) and not isinstance(chosen, ExtractiveSummarizer):
-        chosen = StandInSummarizer(chosen)
+        chosen = StandInSummarizer(chosen, facts)
     # every summarizer of a run sees no secret and returns none (ctxkit.summarize.redact)
     return guard(chosen, ctx)
 
@@ -135,12 +140,12 @@ class StandInSummarizer:
     one-line placeholder. Neither touches the network, a subprocess or a key.
     """
 
-    def __init__(self, stands_for: Summarizer):
+    def __init__(self, stands_for: Summarizer, facts: SessionFacts | None = None):
         what = getattr(stands_for, "name", type(stands_for).__name__)
         model = getattr(stands_for, "model", None)
         self.stands_for = f"{what} {model}" if isinstance(model, str) and model else what
         self.name = f"{self.stands_for}, simulated"
-        self._extractive = ExtractiveSummarizer()
+        self._extractive = ExtractiveSummarizer(facts=facts)
 
     def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
         return f"(a summary by {self.stands_for} would be written here)"

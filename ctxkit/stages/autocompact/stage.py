@@ -109,7 +109,7 @@ first.
 
 On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
 README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
-960 -> 649 tokens, 21 messages summarized, 1 kept`. On a larger session, the `multi-prompt`
+960 -> 650 tokens, 21 messages summarized, 1 kept`. On a larger session, the `multi-prompt`
 session of the test corpus (54,834 tokens, four prompts, 32 tool calls; not shipped with ctxkit),
 offline, with a 60,000-token window (threshold 27,000), run from the project folder so that the
 files it read are found and re-injected:
@@ -118,8 +118,8 @@ files it read are found and re-injected:
 $ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,888 tokens, 69 messages summarized, 1 kept [54,834 -> 2,888 tokens]
-view: 54,834 -> 2,888 tokens
+autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,882 tokens, 69 messages summarized, 1 kept [54,834 -> 2,882 tokens]
+view: 54,834 -> 2,882 tokens
 ```
 
 The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
@@ -151,7 +151,7 @@ system:    The following deferred tools are now available via ToolSearch. ...
            Available agent types for the Agent tool: ...
 ```
 
-Running it again on `../compacted.jsonl` changes nothing (2,888 tokens is under the threshold),
+Running it again on `../compacted.jsonl` changes nothing (2,882 tokens is under the threshold),
 so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
 `anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
 `--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
@@ -239,6 +239,7 @@ from .compaction import (
 #: The synthetic first message of a summarizing request whose oldest rounds were dropped.
 from .ptl_retry import summarize_with_retry
 from .session_memory import forget, plan_session_memory
+from .summary_facts import session_facts
 
 #: The kept tail plus the re-read files and skills may fill at most this share of the threshold.
 POST_COMPACT_SHARE = 0.5
@@ -424,7 +425,7 @@ class Autocompact(Stage):
         history = [m.api() for m in view.messages[:keep_from] if m.role != "system"]
         if not history:
             raise CompactionError("there is nothing to summarize before the kept tail")
-        summarizer = summarizer_for_run(ctx)
+        summarizer = summarizer_for_run(ctx, session_facts(t, view, keep_from, ctx))
         details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
         try:
             summary, facts = summarize_with_retry(

@@ -1,0 +1,202 @@
+"""How the extractive summary quotes: whole lines of code, errors by their telling lines, prose shortened
+with a visible marker; and what it reads off a tool call (its file, its action, its target).
+
+Kept apart from :mod:`ctxkit.summarize.extractive` (which builds the nine sections) because these
+rules are what a reader of the summary relies on: a quote is the transcript's own text, cut only
+between lines (never mid-statement), and every cut says how much it left out.
+"""
+from __future__ import annotations
+
+import re
+
+from ..filenames import FILE_PATH_KEYS
+from .prompt import SECTION_TITLES
+from .render import json_text
+
+#: A line longer than this is never quoted whole: it is named instead (minified code, a data dump).
+LONGEST_QUOTED_LINE = 2_000
+
+_PATH_KEYS = (FILE_PATH_KEYS[0], "path", *FILE_PATH_KEYS[1:])  # a search's folder too
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_FENCED_BLOCK = re.compile(r"^[ \t]*```([^\n`]*)\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
+# A section heading of a summary in our format ("6. All user messages:"), tolerating markdown decoration;
+# only the nine known titles count, so numbered lists inside a section are not mistaken for headings.
+# Claude Code's own summaries put the text on the heading's line ("1. Primary Request and Intent: ...").
+_SECTION_LINE = re.compile(
+    r"^[#*\t ]*([1-9])\.[\t ]*(?:" + "|".join(re.escape(t) for t in SECTION_TITLES) + r")[\t ]*:?[*\t ]*",
+    re.MULTILINE | re.IGNORECASE,
+)
+
+
+def squash(text: str, limit: int) -> str:
+    """One line, whitespace collapsed, at most ``limit`` characters (cut at a word, marked ``…``)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def whole_lines(text: str, limit: int) -> str:
+    """``text`` cut to whole lines that fit in ``limit`` characters, saying what was left out.
+
+    Never cuts inside a line, so code is quoted statement by statement; a single line longer than
+    :data:`LONGEST_QUOTED_LINE` is named, not quoted. A code fence the cut leaves open is closed, so
+    the rest of the summary does not read as code."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if kept and used + len(line) + 1 > limit:
+            break
+        if not kept and len(line) > max(limit, LONGEST_QUOTED_LINE):
+            kept.append(f"[a line of {len(line):,} characters, not quoted]")
+        else:
+            kept.append(line)
+        used += len(kept[-1]) + 1
+    left = len(lines) - len(kept)
+    if sum(1 for line in kept if _FENCE.match(line)) % 2:
+        kept.append("```")
+    if left:
+        kept.append(f"[… {_plural(left, 'more line')} omitted]")
+    return "\n".join(kept)
+
+
+def shortened(text: str, limit: int) -> str:
+    """A user's message verbatim up to ``limit`` characters, then a marker saying how much more there was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [… {len(text) - limit:,} more characters omitted]"
+
+
+def error_quote(text: str, limit: int = 600, tail_lines: int = 6) -> str:
+    """An error as it was written, in whole lines: all of it when short, else its first line (``Exit
+    code 1``, the exception) and its last lines (where tracebacks and test runs say what failed)."""
+    lines = [line.rstrip() for line in text.strip("\n").split("\n")] or [""]
+    if len(lines) <= tail_lines + 1 and len(text) <= limit:
+        return "\n".join(lines)
+    head = whole_lines(lines[0], limit // 3).split("\n")[0]
+    tail: list[str] = []
+    used = len(head)
+    for line in reversed(lines[1:]):
+        if len(tail) >= tail_lines or (tail and used + len(line) > limit):
+            break
+        tail.insert(0, line if len(line) <= limit else f"[a line of {len(line):,} characters, not quoted]")
+        used += len(line)
+    skipped = len(lines) - 1 - len(tail)
+    middle = [f"[… {_plural(skipped, 'line')} omitted]"] if skipped else []
+    return "\n".join([head, *middle, *tail])
+
+
+def remark(text: str, limit: int) -> str:
+    """An assistant remark in one line: its prose shortened, each code block named (``[python code, 12
+    lines]``) rather than squashed into the line and cut mid-statement."""
+    def name(match: re.Match) -> str:
+        lang = match.group(1).strip().split(" ")[0]
+        n = len(match.group(2).rstrip("\n").split("\n"))
+        return f" [{lang + ' ' if lang else ''}code, {_plural(n, 'line')}] "
+
+    return squash(_FENCED_BLOCK.sub(name, text), limit)
+
+
+def indented(text: str, prefix: str = "    ") -> str:
+    return prefix + text.replace("\n", "\n" + prefix)
+
+
+def path_of(tool_input: dict) -> str | None:
+    for key in _PATH_KEYS:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _target(tool_input: dict) -> tuple[str, tuple[str, ...]]:
+    path = path_of(tool_input)
+    if path:
+        return "path", (path,)
+    command = tool_input.get("command")
+    if isinstance(command, str) and command.strip():
+        return "command", tuple(command.split())
+    return "input", (json_text(tool_input),)
+
+
+def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    n = len(shorter)
+    return any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
+
+
+def same_target(failed: dict, later: dict) -> bool:
+    """Whether a later call retried what a failed call tried: the same file; or the same command, also
+    run with something around it (``PYTHONPATH=. pytest -x`` retries ``pytest -x``); else the same input.
+    A later success on another file or command did not fix this failure."""
+    kind, words = _target(failed)
+    other_kind, other_words = _target(later)
+    if kind != other_kind:
+        return False
+    if kind == "command":
+        return _contains(other_words, words) or _contains(words, other_words)
+    return words == other_words
+
+
+def file_action(name: str, tool_input: dict) -> str:
+    """What a tool call did to the file it names: edited, written, read, searched or used."""
+    lowered = name.lower()
+    command = tool_input.get("command")
+    if isinstance(command, str) and ("editor" in lowered or "edit_tool" in lowered):
+        # The text-editor tool family: one tool, the action in ``command``.
+        return {"view": "read", "create": "written"}.get(command, "edited")
+    if any(word in lowered for word in ("edit", "patch", "replace")):
+        return "edited"
+    if any(word in lowered for word in ("write", "create", "save")):
+        return "written"
+    if any(word in lowered for word in ("read", "view", "cat", "open")):
+        return "read"
+    if any(word in lowered for word in ("grep", "glob", "search", "find")) or lowered in ("ls", "list"):
+        return "searched"
+    return "used"
+
+
+def change_snippet(tool_input: dict) -> str | None:
+    """The new text an edit or write put in a file, if the call says."""
+    for key in ("new_string", "new_str", "content", "file_text", "new_source"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    edits = tool_input.get("edits")
+    if isinstance(edits, list) and edits and isinstance(edits[-1], dict):
+        return change_snippet(edits[-1])
+    return None
+
+
+def describe_call(name: str, tool_input: dict, limit: int = 160) -> str:
+    """A tool call in one short line: its name and the argument that identifies it."""
+    for key in (*_PATH_KEYS, "command", "pattern", "query", "url", "description", "prompt"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            return f"{name} `{squash(value, limit)}`"
+    if tool_input:
+        return f"{name} {squash(json_text(tool_input), limit)}"
+    return name
+
+
+def split_sections(summary: str) -> dict[int, str]:
+    """The numbered sections of an earlier summary (our format), keyed by number."""
+    sections: dict[int, str] = {}
+    matches = list(_SECTION_LINE.finditer(summary))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(summary)
+        number = int(match.group(1))
+        body = summary[match.end():end].strip("\n")
+        if 1 <= number <= 9 and number not in sections:
+            sections[number] = body.strip()
+    return sections
