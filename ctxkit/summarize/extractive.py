@@ -142,6 +142,23 @@ def _user_words(text: str) -> str:
     return text
 
 
+def typed_text(blocks: Sequence[dict]) -> str:
+    """The text of a user message's blocks as the user typed it: system reminders and harness echoes
+    dropped, a slash command shown as the command; "" when nothing is left (tool results only). An
+    earlier compaction's summary comes back as it is (it starts with ``CONTINUATION_PREFIX``)."""
+    texts = []
+    for block in blocks:
+        if block.get("type") != "text":
+            continue
+        text = str(block.get("text") or "")
+        if "<system-reminder>" in text:
+            text = _REMINDER.sub("", text)
+        text = _user_words(text)
+        if text.strip():
+            texts.append(text.strip())
+    return "\n\n".join(texts)
+
+
 def _split_sections(summary: str) -> dict[int, str]:
     """The numbered sections of an earlier summary (our format), keyed by number."""
     sections: dict[int, str] = {}
@@ -218,25 +235,16 @@ class _Extraction:
                         if block.get("id"):
                             by_id[str(block["id"])] = call
                 continue
-            texts = []
             for block in blocks:
-                kind = block.get("type")
-                if kind == "tool_result":
+                if block.get("type") == "tool_result":
                     call = by_id.get(str(block.get("tool_use_id")))
                     if call is not None:
                         call.answered = True
                         call.is_error = bool(block.get("is_error"))
                         call.result = tool_result_text(block)
-                elif kind == "text":
-                    text = str(block.get("text") or "")
-                    if "<system-reminder>" in text:
-                        text = _REMINDER.sub("", text)
-                    text = _user_words(text)
-                    if text.strip():
-                        texts.append(text.strip())
-            if not texts:
+            joined = typed_text(blocks)
+            if not joined:
                 continue
-            joined = "\n\n".join(texts)
             if joined.startswith(CONTINUATION_PREFIX):
                 # An earlier compaction's summary: carry its record of the user's words forward.
                 for number, body in _split_sections(joined).items():
