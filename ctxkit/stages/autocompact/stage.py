@@ -272,6 +272,16 @@ class Autocompact(Stage):
     def uses_summarizer(self) -> bool:
         return True
 
+    @classmethod
+    def leaves_behind(cls, options: dict[str, Any], threshold: int) -> int | None:
+        """The kept tail and the re-read files and skills, at their budgets' maximum, within the share of
+        the threshold they may fill (:data:`POST_COMPACT_SHARE`)."""
+        tail, again = (schema_defaults(OPTIONS_SCHEMA["properties"][key]) | dict(options.get(key) or {})
+                       for key in ("keep_tail", "reinject"))
+        most = (int(tail["max_tokens"]) + (int(again["files_max_tokens"]) if again["files"] else 0)
+                + (int(again["skills_max_tokens"]) if again["skills"] else 0))
+        return min(most, int(max(0, threshold) * POST_COMPACT_SHARE))
+
     def _opt(self, key: str) -> dict[str, Any]:
         return {**schema_defaults(self.options_schema["properties"][key]), **dict(self.options.get(key) or {})}
 
