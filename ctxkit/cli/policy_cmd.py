@@ -39,7 +39,7 @@ def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="P
 @policy_app.command("lint")
 @handle_errors
 def lint(file: Annotated[Optional[str], typer.Argument(
-        metavar="[FILE]", help="A policy file or a built-in policy's name; default: the policy files a run here "
+        metavar="FILE", help="A policy file or a built-in policy's name; default: the policy files a run here "
                                "reads (your user policy and the repository's .ctxkit.yaml).")] = None) -> None:
     """Find settings that are valid but would not work as meant: a threshold a compaction cannot get under,
     a microcompact that breaks a warm cache, two proactive compactors, stages that undo each other. Each
