@@ -196,3 +196,20 @@ def test_a_summary_that_keeps_the_prompts_and_files_passes_and_closes_the_breake
     report = compile_pipeline(ctx.policy).run(t, ctx).reports[0]
     assert report.details["summarizer"] == "anthropic" and "rejected_summary" not in report.details
     assert report.reason.endswith("; retained prompts 3/3, paths 6/6, identifiers 5/5")
+
+
+def test_collapse_reports_what_the_view_still_names_of_the_calls_it_folded(tmp_path, make_context):
+    from ctxkit.stages.collapse.stage import Collapse
+
+    turn = Turn("Where is the handler?", rounds=[
+        [Call("Grep", {"pattern": "def handler", "path": "/work/src"}, "src/app.py:3")],
+        [Call("Read", {"file_path": "/work/src/app.py"}, "\n".join(f"line {i}" for i in range(400)))],
+        [Call("Bash", {"command": "ls /work/src"}, "app.py\nutil.py")]], answer="It is in src/app.py.")
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation([turn, Turn("Thanks")])))
+    report = Collapse("collapse", {"llm": False}).run(t, make_context(force=True)).report
+    assert report.action == "applied"
+    counts = report.details["retention_counts"]
+    assert (counts["file_paths"]["total"], counts["commands"]["total"], counts["user_prompts"]["total"]) == (2, 1, 0)
+    assert report.details["retention"]["user_prompts"] is None
+    assert report.reason == ("collapsed 1 run(s) of read/search calls (rule summaries); retained paths 2/2, "
+                             "commands 1/1")  # the rule summary names each file and quotes each command
