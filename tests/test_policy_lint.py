@@ -164,3 +164,16 @@ def test_without_a_file_it_lints_the_repository_policy_a_run_would_read(runner):
     code, lines = lint(runner, None)
     assert code == 1 and lines[0].startswith(".ctxkit.yaml:1:1: error: the autocompact threshold (27,000 tokens)")
     assert runner.invoke(app, ["policy", "lint", "--help"]).stdout  # documented
+
+
+def test_set_and_context_window_are_linted_with_the_file(runner):
+    result = runner.invoke(app, ["policy", "lint", "default", "--context-window", "40000",
+                                 "--set", "thresholds.summary_reserve=5000"])
+    assert (result.exit_code, result.stderr.splitlines()) == (1, [
+        "--set:1:1: " + COMPACTS_AGAIN.format(t="22,000 tokens", left="31,000 tokens", reserve="5,000",
+                                              kept="11,000"),
+        "ctxkit: 1 error, 0 warnings in <builtin>/default.yaml"])
+    result = runner.invoke(app, ["policy", "lint", "default", "--set", "stages.microcompact.options.gap_minutes=30"])
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0].startswith("--set:1:1: warning: stage 'microcompact': gap_minutes (30) is "
+                                                    "shorter than the prompt cache's lifetime (60 minutes)")

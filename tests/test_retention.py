@@ -213,3 +213,22 @@ def test_collapse_reports_what_the_view_still_names_of_the_calls_it_folded(tmp_p
     assert report.details["retention"]["user_prompts"] is None
     assert report.reason == ("collapsed 1 run(s) of read/search calls (rule summaries); retained paths 2/2, "
                              "commands 1/1")  # the rule summary names each file and quotes each command
+
+
+def test_rejections_in_a_row_open_the_circuit_breaker(tmp_path, make_context, api):
+    t = read_transcript(session_file(tmp_path / "s.jsonl"))
+    doc = {"summarizer": {"use": "anthropic"},
+           "stages": [{"id": "autocompact", "options": {"min_retention": 0.5, "max_consecutive_failures": 2}}]}
+    reports = []
+    for _ in range(3):
+        api.reply_text(FORGETFUL_SUMMARY)
+        ctx = make_context(doc, context_window=int(WINDOW), store_dir=tmp_path / "store")
+        ctx.summarizer_factory = lambda policy, c: AnthropicSummarizer(
+            "claude-test", base_url=api.base_url, env={"ANTHROPIC_API_KEY": "k"}, sleep=lambda s: None,
+            max_retries=0)
+        reports.append(compile_pipeline(ctx.policy).run(t, ctx).reports[0])
+        ctx.store.flush()  # as the CLI does after each run
+    assert [r.action for r in reports] == ["applied", "applied", "breaker-open"]
+    assert [r.details.get("consecutive_failures") for r in reports] == [1, 2, 2]
+    assert reports[2].reason == "circuit breaker open after 2 failures"
+    assert len(api.requests) == 2  # the open breaker asks the model no more

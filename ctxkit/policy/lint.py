@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from typing import Any
 from ..errors import Problem
 from ..quoting import quote
 from ..tokens.budget import Budget, budget_for
-from .layers import POLICY_LABEL, Layer, LayerReader
+from .layers import POLICY_LABEL, SET_LABEL, Layer, LayerReader
 from .loader import assemble
 from .merge import Origin
 from .model import Policy, StageSpec
@@ -69,31 +69,34 @@ class LintResult:
         return sum(1 for f in self.findings if f.level == "error")
 
 
-def lint_policy(value: str | None, *, stages: Mapping[str, Any], cwd: Path | None = None) -> LintResult:
+def lint_policy(value: str | None, sets: Sequence[str] = (), *, stages: Mapping[str, Any], cwd: Path | None = None,
+                context_window: int | None = None) -> LintResult:
     """Lint the policy file or built-in named ``value`` (on top of what it extends), or, when ``value``
     is None, the layers a run in ``cwd`` reads (the user's file and the repository's ``.ctxkit.yaml``;
-    ``default`` when there are none). ``stages``: the registry (name -> stage class)."""
+    ``default`` when there are none); ``sets`` (``--set`` items) go on top, ``context_window`` is
+    ``--context-window``. ``stages``: the registry (name -> stage class)."""
     reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
     layers = [reader.policy_option(value)] if value is not None else reader.layers(None, [], None)
     if not layers:
         layers = [reader.builtin("default")]
-    assembly = assemble(layers, reader, stages)
-    label = layers[-1].label
+    top = layers[-1]
+    assembly = assemble([*layers, *(reader.setting(item) for item in sets)], reader, stages)
+    label = top.label
     if assembly.problems:  # a FILE that names nothing is reported under its own name, not as --policy
         problems = [dataclasses.replace(p, file=value) if value is not None and p.file == POLICY_LABEL else p
                     for p in assembly.problems]
         return LintResult(label, problems, [])
-    return LintResult(label, [], Linter(assembly.doc, assembly.origins, layers[-1], stages).findings())
+    return LintResult(label, [], Linter(assembly.doc, assembly.origins, top, stages, context_window).findings())
 
 
 class Linter:
     """The rules, over one merged policy document and where each of its values was written."""
 
     def __init__(self, doc: Mapping[str, Any], origins: Mapping[str, Origin], top: Layer,
-                 stages: Mapping[str, Any]):
+                 stages: Mapping[str, Any], context_window: int | None = None):
         self.doc, self.origins, self.top, self.registry = doc, origins, top, stages
         self.policy = Policy.from_mapping(doc)
-        self.budget: Budget = budget_for(self.policy)
+        self.budget: Budget = budget_for(self.policy, context_window)
         self.enabled = list(self.policy.enabled_stages())
 
     def findings(self) -> list[Problem]:
@@ -110,10 +113,10 @@ class Linter:
         return [s for s in self.enabled if s.use == use]
 
     def where(self, keys: list[str], stage: StageSpec | None = None) -> tuple[str, int, int]:
-        """Where to point: the first of ``keys`` the linted file sets, else its entry for ``stage``, else
-        the layer that set the first of ``keys`` last, else the top of the linted file."""
+        """Where to point: the first of ``keys`` the linted file (or a ``--set``) sets, else its entry for
+        ``stage``, else the layer that set the first of ``keys`` last, else the top of the linted file."""
         given = [self.origins[k] for k in keys if k in self.origins]
-        mine = [o for o in given if o.file == self.top.label]
+        mine = [o for o in given if o.file in (self.top.label, SET_LABEL)]
         if mine:
             return mine[0].file, mine[0].line, mine[0].col
         if stage is not None and self.top.document is not None:
