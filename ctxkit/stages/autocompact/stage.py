@@ -443,10 +443,8 @@ class Autocompact(Stage):
         details["rejected_summary"] = rejected
         fallback = redact.guard(ExtractiveSummarizer(), ctx)
         details["summarizer"] = fallback.name
-        summary, facts = summarize_with_retry(fallback, history, instructions=ctx.inputs.instructions,
-                                              count=self._count(ctx), max_retries=0, drop_fraction=1.0)
         return self._write(t, view, ctx, Compaction(
-            summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
+            summary=fallback.summarize(history, instructions=ctx.inputs.instructions), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
             record={"summarizer": fallback.name, "rejectedSummarizer": details["rejected_summary"]["summarizer"]}),
             share, details)
 
