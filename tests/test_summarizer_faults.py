@@ -234,7 +234,7 @@ def test_a_view_still_over_the_threshold_exits_1_and_is_not_a_breaker_failure(ru
     assert last == (
         f"ctxkit: error: the view is still {tokens} tokens after every stage, over the autocompact threshold (7,000) "
         f"(autocompact: applied: auto compaction (summary by command): 21,963 -> {tokens} tokens, 17 messages "
-        "summarized, 1 kept); the output was written. The summary, the kept tail and the re-injected files do not "
+        "summarized, 1 kept; retained prompts 0/1, commands 0/8); the output was written. The summary, the kept tail and the re-injected files do not "
         "fit: lower summarizer.max_output_tokens or the autocompact keep_tail / reinject budgets, or use a model "
         "with a larger context window")
     assert int(tokens.replace(",", "")) > 7_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -12,7 +12,7 @@ from .. import load_policy, policy_schema, validate_policy_file
 from ..errors import ExitCode
 from ..policy import render_policy
 from ..run_context import model_warnings
-from .app import PolicyOpt, SetOpt, app, handle_errors, print_warnings, stderr_console
+from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp
 
 policy_app = CtxkitApp(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
@@ -34,6 +34,36 @@ def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="P
                       markup=False)
         raise typer.Exit(int(ExitCode.USAGE))
     console.print(f"{', '.join(str(f) for f in files)}: ok", markup=False)
+
+
+@policy_app.command("lint")
+@handle_errors
+def lint(file: Annotated[Optional[str], typer.Argument(
+        metavar="FILE", help="A policy file or a built-in policy's name; default: the policy files a run here "
+                               "reads (your user policy and the repository's .ctxkit.yaml).")] = None,
+         set_: SetOpt = None, context_window: WindowOpt = None) -> None:
+    """Find settings that are valid but would not work as meant: a threshold a compaction cannot get under,
+    a microcompact that breaks a warm cache, two proactive compactors, stages that undo each other. Each
+    finding as file:line:col: level: message; exit 1 when any is an error, 2 when the policy is invalid."""
+    from ..policy.lint import lint_policy
+    from ..stages import REGISTRY
+
+    console = stderr_console()
+    result = lint_policy(file, list(set_ or []), stages=REGISTRY, cwd=Path.cwd(), context_window=context_window)
+    for p in result.problems or result.findings:
+        console.print(p.render(), markup=False)
+    if result.problems:
+        console.print(f"ctxkit: {len(result.problems)} problem{'s' if len(result.problems) != 1 else ''} in the "
+                      "policy", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE))
+    if not result.findings:
+        console.print(f"{result.label}: ok", markup=False)
+        return
+    errors, warnings = result.errors, len(result.findings) - result.errors
+    console.print(f"ctxkit: {errors} error{'s' if errors != 1 else ''}, {warnings} warning"
+                  f"{'s' if warnings != 1 else ''} in {result.label}", markup=False)
+    if errors:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 
 @policy_app.command("show")

@@ -132,6 +132,14 @@ class Stage:
         """Add to the policy schema what this stage reads outside its ``options`` (e.g. the
         ``attachments:`` section); ``ctxkit.policy`` calls it for each stage it is given."""
 
+    @classmethod
+    def leaves_behind(cls, options: dict[str, Any], threshold: int) -> int | None:
+        """For a stage that compacts at ``threshold``: the most tokens of messages it keeps or re-injects
+        after the summary (the summary itself aside), with these ``options`` (defaults filled in). None
+        for a stage that does not compact. ``ctxkit policy lint`` adds the summary reserve and the system
+        prompt to tell whether a compaction would leave the view over the threshold again."""
+        return None
+
     @staticmethod
     def undo(t: Transcript, store: Store, left: list) -> Transcript:
         """Undo this stage's own records for ``ctxkit expand`` (idempotent). Records whose content

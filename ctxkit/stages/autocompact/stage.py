@@ -74,6 +74,27 @@ view (after every stage) still over the threshold is not a summarizer failure
 and is not counted; ``ctxkit compact`` reports it and exits 1
 (:func:`ctxkit.reports.outcome.over_threshold_message`). More: [summarizer.md](../summarizer.md).
 
+## Retention, and `min_retention`
+
+Every compaction is measured: probes are taken from the history it replaced (every user prompt,
+file path read or written, shell command, error line, and the identifiers and numbers of the
+prompts) and the report says how many are still in the view after it, the summary, the kept tail
+and the re-injected files together (`retained prompts 4/4, paths 6/6, commands 0/8` on the report
+line; `retention` with each kind's fraction, null when there was none, and `retention_counts` in
+`--report json`). See docs/retention.md.
+
+`min_retention` (a number from 0 to 1; null, the default, accepts any summary) holds a summary
+written by a model or a command to it: one that keeps a smaller share of the replaced user prompts,
+or of the replaced file paths, is rejected, and the extractive summary (which quotes every prompt
+and lists every file) is written instead. The report says so, `rejected_summary` in
+`--report json` gives the rejected summary's retention, a warning is printed, and the rejection
+counts as a summarizer failure for the circuit breaker:
+
+```
+ctxkit: warning: autocompact: the anthropic summary was rejected: it kept 0 of 3 user prompts (min_retention 0.8); the extractive summary is used instead (1 of 3 failures in a row)
+autocompact: applied: auto compaction (summary by extractive; the anthropic summary was rejected: it kept 0 of 3 user prompts (min_retention 0.8)): ...
+```
+
 ## What the output looks like
 
 **Claude Code sessions** get exactly what Claude Code writes when it compacts, appended to the
@@ -109,7 +130,8 @@ first.
 
 On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
 README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
-960 -> 650 tokens, 21 messages summarized, 1 kept`. On a larger session, the `multi-prompt`
+960 -> 650 tokens, 21 messages summarized, 1 kept; retained prompts 2/2, paths 3/3, commands 2/4,
+errors 1/1, identifiers 2/2`. On a larger session, the `multi-prompt`
 session of the test corpus (54,834 tokens, four prompts, 32 tool calls; not shipped with ctxkit),
 offline, with a 60,000-token window (threshold 27,000), run from the project folder so that the
 files it read are found and re-injected:
@@ -118,8 +140,8 @@ files it read are found and re-injected:
 $ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,882 tokens, 69 messages summarized, 1 kept [54,834 -> 2,882 tokens]
-view: 54,834 -> 2,882 tokens
+autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,888 tokens, 69 messages summarized, 1 kept; retained prompts 4/4, paths 6/6, commands 0/8 [54,834 -> 2,888 tokens]
+view: 54,834 -> 2,888 tokens
 ```
 
 The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
@@ -168,7 +190,7 @@ memory: written notes.md (70 messages, up to e3560dd0-4de6-4401-a984-d23eb919c8b
 $ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted-sm.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (session memory): 54,834 -> 7,519 tokens, 45 messages summarized, 25 kept [54,834 -> 7,519 tokens]
+autocompact: applied: auto compaction (session memory): 54,834 -> 7,519 tokens, 45 messages summarized, 25 kept; retained prompts 3/3, paths 4/4, commands 0/6 [54,834 -> 7,519 tokens]
 view: 54,834 -> 7,519 tokens
 ```
 
@@ -212,7 +234,8 @@ ANTHROPIC_API_KEY in the environment (or set summarizer.use to 'extractive' or '
 policy)`.
 """
 # Over 400 lines: about 200 are the docstring above (the stage's user documentation, printed by
-# `ctxkit stages autocompact`); compaction, session memory, re-injection and the PTL retry are siblings.
+# `ctxkit stages autocompact`); its options, compaction, session memory, re-injection, min_retention and the
+# PTL retry are siblings.
 from __future__ import annotations
 
 from typing import Any
@@ -220,12 +243,12 @@ from typing import Any
 from ...errors import LLMError
 from ...policy.defaults import schema_defaults
 from ...store.sessions import session_key
-from ...summarize import redact, summarizer_for_run
+from ...summarize import ExtractiveSummarizer, redact, summarizer_for_run
 from ...tokens import budget_for, require_autocompact_room
 from ...transcript.model import Transcript
 from ...transcript.view import View
 from ..base import Context, Stage, StageResult
-from . import reinject
+from . import min_retention, reinject
 from .compaction import (
     Compaction,
     CompactionError,
@@ -235,6 +258,7 @@ from .compaction import (
     floor_index,
     write_compaction,
 )
+from .options import OPTIONS_SCHEMA
 
 #: The synthetic first message of a summarizing request whose oldest rounds were dropped.
 from .ptl_retry import summarize_with_retry
@@ -246,59 +270,24 @@ POST_COMPACT_SHARE = 0.5
 STATE_KEY = "autocompact"
 
 
-def _tail_schema(min_tokens: int, min_text: int, max_tokens: int, what: str, **extra: dict) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "description": what,
-        "properties": {
-            **extra,
-            "min_tokens": {"type": "integer", "minimum": 0, "default": min_tokens,
-                           "description": "Grow the kept tail backwards until it holds this many tokens..."},
-            "min_text_messages": {"type": "integer", "minimum": 0, "default": min_text,
-                                  "description": "...and this many messages with text (prompts, replies)."},
-            "max_tokens": {"type": "integer", "minimum": 0, "default": max_tokens,
-                           "description": "Never grow the kept tail past this many tokens."},
-        },
-    }
-
-
 class Autocompact(Stage):
     name = "autocompact"
     summary = ("Above the threshold: session-memory compact or an LLM summary, PTL retry, circuit breaker, "
                "post-compact re-injection.")
-    options_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "max_consecutive_failures": {
-                "type": "integer", "minimum": 1, "default": 3,
-                "description": "After this many failed compactions in a row, autocompact stops trying "
-                               "(circuit breaker) until one succeeds or --force."},
-            "ptl_max_retries": {
-                "type": "integer", "minimum": 0, "default": 3,
-                "description": "Retries of a summarizing request that is too long, each on fewer, newer rounds."},
-            "ptl_drop_fraction": {
-                "type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2,
-                "description": "Share of the oldest rounds dropped per retry when the error does not say "
-                               "by how much the prompt is too long."},
-            "keep_tail": _tail_schema(
-                0, 0, 20_000, "The recent messages kept verbatim after a summary (by default the last API round, "
-                "as Claude Code keeps it).",
-                min_rounds={"type": "integer", "minimum": 0, "default": 1,
-                            "description": "Keep at least this many of the last API rounds (an assistant message "
-                                           "with its tool results, or a lone message)."}),
-            "session_memory": _tail_schema(
-                10_000, 5, 40_000, "Session-memory compact (with --session-memory): the notes replace the history "
-                "they cover; the messages after them are kept, and more before them up to these minimums.",
-                enabled={"type": "boolean", "default": True,
-                         "description": "Try the session-memory notes before summarizing."}),
-            "reinject": reinject.OPTIONS_SCHEMA,
-        },
-    }
+    options_schema = OPTIONS_SCHEMA
 
     def uses_summarizer(self) -> bool:
         return True
+
+    @classmethod
+    def leaves_behind(cls, options: dict[str, Any], threshold: int) -> int | None:
+        """The kept tail and the re-read files and skills, at their budgets' maximum, within the share of
+        the threshold they may fill (:data:`POST_COMPACT_SHARE`)."""
+        tail, again = (schema_defaults(OPTIONS_SCHEMA["properties"][key]) | dict(options.get(key) or {})
+                       for key in ("keep_tail", "reinject"))
+        most = (int(tail["max_tokens"]) + (int(again["files_max_tokens"]) if again["files"] else 0)
+                + (int(again["skills_max_tokens"]) if again["skills"] else 0))
+        return min(most, int(max(0, threshold) * POST_COMPACT_SHARE))
 
     def _opt(self, key: str) -> dict[str, Any]:
         return {**schema_defaults(self.options_schema["properties"][key]), **dict(self.options.get(key) or {})}
@@ -362,16 +351,29 @@ class Autocompact(Stage):
         if written.post_tokens >= tokens:
             # e.g. /compact on a conversation of a few short messages: the summary is the longer text
             details["post_tokens"] = written.post_tokens
+            for key in ("retention", "retention_counts"):  # no compaction was made: nothing was replaced
+                details.pop(key, None)
             return self._result(t, "nothing-to-do", f"a compacted context ({written.post_tokens:,} tokens) would "
                                 f"not be smaller than the {tokens:,} tokens it replaces; left as it is", details)
-        if STATE_KEY in ctx.store.session_state(key):
+        rejected = details.get("rejected_summary")
+        if rejected is not None:  # the model's summary failed min_retention: a failure, like any other
+            failures += 1
+            ctx.store.update_session_state(key, **{STATE_KEY: {
+                "consecutive_failures": failures, "last_error": rejected["why"], "last_failure_at": ctx.timestamp()}})
+            details["consecutive_failures"] = failures
+            ctx.warn(f"autocompact: {rejected['why']}; the extractive summary is used instead ({failures} of "
+                     f"{limit} failures in a row)")
+        elif STATE_KEY in ctx.store.session_state(key):
             ctx.store.update_session_state(key, **{STATE_KEY: None})  # a success closes the breaker
         forget(ctx.store, t, written.transcript, notes_path=ctx.inputs.session_memory)
         details["post_tokens"] = written.post_tokens
         details.update(written.details)
         how = "session memory" if details.get("method") == "session-memory" else f"summary by {details['summarizer']}"
+        if rejected is not None:
+            how += f"; {rejected['why']}"
         reason = (f"{trigger} compaction ({how}): {tokens:,} -> {written.post_tokens:,} tokens, "
-                  f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept")
+                  f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept; "
+                  f"{min_retention.short(details)}")
         return StageResult(written.transcript, self.report(action="applied", reason=reason, details=details))
 
     def _result(self, t: Transcript, action: str, reason: str, details: dict[str, Any]) -> StageResult:
@@ -441,9 +443,22 @@ class Autocompact(Stage):
         if ctx.inputs.instructions:
             details["instructions"] = ctx.inputs.instructions
         details["method"] = "summary"
-        return self._write(t, view, ctx, Compaction(
+        written = self._write(t, view, ctx, Compaction(
             summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
             record={"summarizer": details["summarizer"], **{k: v for k, v in facts.items() if v}}), share, details)
+        if details["summarizer"] == ExtractiveSummarizer.name:
+            return written
+        rejected = min_retention.rejection(details, self.options.get("min_retention"))
+        if rejected is None:
+            return written
+        # a model summary that lost the user's prompts or files: the extractive one quotes them
+        details["rejected_summary"] = rejected
+        fallback = redact.guard(ExtractiveSummarizer(), ctx)
+        details["summarizer"] = fallback.name
+        return self._write(t, view, ctx, Compaction(
+            summary=fallback.summarize(history, instructions=ctx.inputs.instructions), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
+            record={"summarizer": fallback.name, "rejectedSummarizer": details["rejected_summary"]["summarizer"]}),
+            share, details)
 
     def _write(self, t: Transcript, view: View, ctx: Context, c: Compaction, share: int,
                details: dict[str, Any]) -> Written:
@@ -469,4 +484,5 @@ class Autocompact(Stage):
                                            timestamp=ctx.timestamp())
         details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
                        kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
+        min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details)
         return written

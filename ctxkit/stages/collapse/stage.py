@@ -53,7 +53,9 @@ ctxkit: 1 problem in the policy
 
 The `explore-edit` session of the test corpus (not shipped with ctxkit), with
 `ctxkit compact explore-edit.jsonl --stage collapse --force -o collapsed.jsonl`; the report says
-`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries) [2,925 -> 2,797 tokens]`:
+`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries); retained paths 2/2
+[2,925 -> 2,797 tokens]` (what the view still names of the folded calls' file paths and commands:
+`retention` in `--report json`, see docs/retention.md):
 
 ```
 before
@@ -124,7 +126,7 @@ import orjson
 
 from ...confined import Refused
 from ...errors import LLMError
-from ...summarize import redact, summarizer_for_run
+from ...summarize import redact, retention, summarizer_for_run
 from ...summarize.render import render_transcript
 from ...tokens import budget_for
 from ...transcript import claude_code, claude_code_chain, claude_code_entries, claude_code_records
@@ -256,6 +258,10 @@ class Collapse(Stage):
         reason = f"collapsed {len(runs)} run(s) of read/search calls" + (f" ({'/'.join(by)} summaries)" if by else "")
         if upgrades:
             reason += f", rewrote {len(upgrades)} summary(ies) with the summarizer"
+        # what of the folded calls the view still names (ctxkit.summarize.retention): the paths and commands
+        kept = retention.measure([m for r in [*runs, *upgrades] for m in r["messages"]], new.view().api_messages())
+        details.update(retention=kept.fractions(), retention_counts=kept.counts())
+        reason += f"; {kept.short()}"
         if note:
             reason += f"; {note}"
         return StageResult(new, self.report(action="applied", reason=reason, details=details,
