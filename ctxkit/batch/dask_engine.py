@@ -25,7 +25,7 @@ def _client(address: str):
     except ImportError:
         raise UsageError("--scheduler needs the dask extra: pip install 'ctxkit[dask]'") from None
     try:
-        return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {quote(address)}: {exc}") from None
 

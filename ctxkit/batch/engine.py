@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ExitCode
+from ..fileio import forget_inherited_temps
 from .remote import Staging, group_key
 from .results import FileResult
 
@@ -168,7 +169,8 @@ def run_local(batch: Batch, jobs: int, on_result: Callable[[FileResult], None],
                 on_result(r)
         return
     # the workers are forked before the caller starts anything threaded (a progress bar)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context()) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context(),
+                             initializer=forget_inherited_temps) as pool:
         futures = {pool.submit(run_task, t): t for t in tasks}
         if on_started:
             on_started()

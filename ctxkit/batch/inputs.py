@@ -168,7 +168,7 @@ def output_for(item: Item, out_dir: str | None, in_place: bool) -> str | None:
 def check_outputs(items: list[Item], outputs: list[str | None]) -> None:
     """Two inputs must not write the same output (``a/x.jsonl b/x.jsonl --out-dir OUT``)."""
     seen: dict[str, str] = {}
-    for item, out in zip(items, outputs):
+    for item, out in zip(items, outputs, strict=True):
         if out is None:
             continue
         key = out if is_url(out) else os.path.abspath(out)

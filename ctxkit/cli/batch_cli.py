@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 import os
 import sys
 import threading
@@ -203,6 +202,10 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
     from .batch_report import Reporter
 
     _check_options(command, params)
+    if "policy" in params:  # a bad policy is one error, before any file is read (not one per file)
+        from .run_setup import make_policy
+
+        make_policy(params.get("policy"), params.get("set_"))
     out_dir = params.get("out_dir")
     items = expand_inputs(list(params["sources"]), out_dir)
     outputs = [output_for(item, out_dir, bool(params.get("in_place"))) for item in items]
@@ -211,7 +214,7 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
     own.update({k: v for k, v in BATCH_PARAMS.items() if k in params})  # declared: their defaults
     own.update(command.per_file(params))
     batch = Batch(run_file, (command.function, own, command.output_param if command.writes else None),
-                  tuple(FileJob(i, item.source, out) for i, (item, out) in enumerate(zip(items, outputs))),
+                  tuple(FileJob(i, item.source, out) for i, (item, out) in enumerate(zip(items, outputs, strict=True))),
                   os.getcwd())
     scheduler = params.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     start = time.perf_counter()

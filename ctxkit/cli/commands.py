@@ -46,8 +46,18 @@ from .app import (
     stderr_console,
     warn_bad_lines,
 )
-from .batch_cli import (BatchReportOpt, InPlaceOpt, JobsOpt, OutDirOpt, ReportFileOpt, SchedulerOpt, SourcesArg,
-                        one_source, run_many, wants_batch)
+from .batch_cli import (
+    BatchReportOpt,
+    InPlaceOpt,
+    JobsOpt,
+    OutDirOpt,
+    ReportFileOpt,
+    SchedulerOpt,
+    SourcesArg,
+    one_source,
+    run_many,
+    wants_batch,
+)
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
 from .conventions import choices_metavar
 from .github import annotation, last_line

@@ -14,11 +14,8 @@ def last_line(path: str) -> int:
     """The number of a file's last line: where a transcript that grew too big became so (1 for stdin)."""
     if path == "-":
         return 1
-    n = 0
     with open(path, "rb") as f:
-        for n, _ in enumerate(f, 1):
-            pass
-    return max(n, 1)
+        return max(1, sum(1 for _ in f))
 
 
 def _escape_data(text: str) -> str:
