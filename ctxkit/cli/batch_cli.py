@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -154,16 +155,19 @@ def _captured() -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
         _streams.stdout = _streams.stderr = None
 
 
-def run_file(source: str, output: str | None, context: tuple[str, dict[str, Any], str | None]) -> tuple[int, bytes, str]:
+def run_file(source: str, output: str | None, context: tuple[str, dict[str, Any], str | None, str]
+             ) -> tuple[int, bytes, str]:
     """Run a command's own function on one local file, as ``ctxkit COMMAND FILE [-o OUTPUT]`` would:
     (exit code, what it wrote on stdout, what it wrote on stderr)."""
-    function, params, output_param = context
+    from .run_setup import policies_shared
+
+    function, params, output_param, batch_id = context
     module, name = function.split(":")
     fn = getattr(importlib.import_module(module), name)
     kwargs = {**params, "sources": [source]}
     if output_param is not None:
         kwargs[output_param] = output
-    with _captured() as (out, err):
+    with _captured() as (out, err), policies_shared(batch_id):
         try:
             fn(**kwargs)
             code = int(ExitCode.OK)
@@ -213,7 +217,8 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
     own = {k: v for k, v in params.items() if k not in BATCH_PARAMS}
     own.update({k: v for k, v in BATCH_PARAMS.items() if k in params})  # declared: their defaults
     own.update(command.per_file(params))
-    batch = Batch(run_file, (command.function, own, command.output_param if command.writes else None),
+    batch = Batch(run_file, (command.function, own, command.output_param if command.writes else None,
+                             uuid.uuid4().hex),
                   tuple(FileJob(i, item.source, out) for i, (item, out) in enumerate(zip(items, outputs, strict=True))),
                   os.getcwd())
     scheduler = params.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
