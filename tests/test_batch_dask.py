@@ -107,3 +107,19 @@ def test_memory_urls_on_a_thread_cluster_match_the_local_run(runner, tmp_path, m
     # and what a worker compacted is what compact writes for the file itself
     alone = invoke(runner, ["compact", "src/day1/a.jsonl", "--now", NOW])
     assert fs.cat_file(f"{root}/by-dask/day1/a.jsonl") == alone.stdout_bytes
+
+
+def test_memory_urls_never_go_to_worker_processes(runner, tmp_path, monkeypatch):
+    """A forked worker would write into its own copy of the memory file system, and the outputs would be
+    lost: a batch over memory:// runs in ctxkit's own process whatever -j says."""
+    monkeypatch.setenv("CTXKIT_SCRATCH", str(tmp_path / "scratch"))
+    fs = fsspec.filesystem("memory")
+    root = f"/ctxkit-test-{uuid.uuid4().hex[:8]}"
+    for name in ("a", "b", "c"):  # three folders: three tasks (one folder's files share a task)
+        session(tmp_path / f"{name}.jsonl", rounds=2, size=10)
+        fs.pipe_file(f"{root}/in/{name}/{name}.jsonl", (tmp_path / f"{name}.jsonl").read_bytes())
+    r = invoke(runner, ["compact", f"memory://{root}/in", "--out-dir", f"memory://{root}/out", "-j", "2", "--now", NOW])
+    assert r.exit_code == 0, r.stderr
+    for name in ("a", "b", "c"):
+        alone = invoke(runner, ["compact", f"{name}.jsonl", "--now", NOW])
+        assert fs.cat_file(f"{root}/out/{name}/{name}.jsonl") == alone.stdout_bytes

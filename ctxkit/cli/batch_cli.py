@@ -231,7 +231,10 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
 
                 run_dask(batch, scheduler, reporter.add, reporter.start)
             else:
-                run_local(batch, params.get("jobs") or os.cpu_count() or 1, reporter.add, reporter.start)
+                jobs = params.get("jobs") or os.cpu_count() or 1
+                if any(u.startswith("memory://") for u in [*params["sources"], out_dir or ""]):
+                    jobs = 1  # fsspec's memory file system lives in this process: a worker process has its own
+                run_local(batch, jobs, reporter.add, reporter.start)
         finally:
             reporter.stop()
         results = sorted(reporter.results, key=lambda r: r.index)
