@@ -262,3 +262,11 @@ def test_progress_bar_only_when_stderr_is_a_terminal(tmp_path):
                            capture_output=True, text=True)
     assert piped.returncode == 0
     assert "/3 files" not in piped.stderr and "\x1b[" not in piped.stderr
+
+
+def test_scheduler_without_the_dask_extra_says_how_to_install_it(runner, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if `pip install 'ctxkit[dask]'` had not been run
+    session(tmp_path / "a.jsonl", rounds=1, size=10)
+    r = invoke(runner, ["stats", "a.jsonl", "--scheduler", "tcp://127.0.0.1:8786"])
+    assert (r.exit_code, r.stdout, r.stderr) == (2, "", "ctxkit: error: --scheduler needs the dask extra: "
+                                                        "pip install 'ctxkit[dask]'\n")

@@ -123,3 +123,11 @@ def test_memory_urls_never_go_to_worker_processes(runner, tmp_path, monkeypatch)
     for name in ("a", "b", "c"):
         alone = invoke(runner, ["compact", f"{name}.jsonl", "--now", NOW])
         assert fs.cat_file(f"{root}/out/{name}/{name}.jsonl") == alone.stdout_bytes
+
+
+def test_an_unreachable_scheduler_is_a_usage_error(runner, tmp_path):
+    session(tmp_path / "a.jsonl", rounds=1, size=10)
+    r = invoke(runner, ["check", "a.jsonl", "--scheduler", "tcp://127.0.0.1:1"])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == ("ctxkit: error: cannot reach the Dask scheduler at 'tcp://127.0.0.1:1': Timed out trying to "
+                        "connect to tcp://127.0.0.1:1 after 10 s\n")

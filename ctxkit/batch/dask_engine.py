@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..errors import UsageError
 from ..quoting import quote
-from .engine import Batch, failed_task, run_task, split
+from .engine import Batch, deliver, run_task, split
 from .results import FileResult
 
 CONNECT_TIMEOUT = "10s"
@@ -34,9 +34,9 @@ def run_dask(batch: Batch, address: str, on_result: Callable[[FileResult], None]
              on_started: Callable[[], None] | None = None) -> None:
     """Run the batch's tasks on the cluster whose scheduler is at ``address`` (``tcp://host:8786``);
     ``on_result`` is called here for each file as its task finishes."""
+    client = _client(address)
     from distributed import as_completed
 
-    client = _client(address)
     try:
         threads = sum(client.nthreads().values()) or 1
         tasks = split(batch, threads)
@@ -44,12 +44,6 @@ def run_dask(batch: Batch, address: str, on_result: Callable[[FileResult], None]
         futures = {client.submit(run_task, t, key=f"ctxkit-{run}-{i}", pure=False): t for i, t in enumerate(tasks)}
         if on_started:
             on_started()
-        for fut in as_completed(list(futures)):
-            try:
-                results = fut.result()
-            except Exception as exc:  # noqa: BLE001 - a worker died: its files are reported, the rest go on
-                results = failed_task(futures[fut], exc)
-            for r in results:
-                on_result(r)
+        deliver(as_completed(list(futures)), futures, on_result)
     finally:
         client.close()

@@ -144,6 +144,18 @@ def _run_job(batch: Batch, job: FileJob, staging: Staging) -> FileResult:
     return FileResult(job.index, job.source, job.output, code, out, err, time.perf_counter() - start, size)
 
 
+def deliver(done, futures: dict, on_result: Callable[[FileResult], None]) -> None:
+    """Hand each finished task's results to ``on_result`` (``done``: the futures as they finish, from
+    either engine); a task whose worker died gives each of its files a result saying so."""
+    for fut in done:
+        try:
+            results = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a worker died: its files are reported, the rest go on
+            results = failed_task(futures[fut], exc)
+        for r in results:
+            on_result(r)
+
+
 def failed_task(task: Task, exc: BaseException) -> list[FileResult]:
     """A task that died (its worker was killed, a bug outside the command): each of its files says so."""
     return [FileResult(j.index, j.source, j.output, int(ExitCode.INTERNAL),
@@ -175,13 +187,7 @@ def run_local(batch: Batch, jobs: int, on_result: Callable[[FileResult], None],
         if on_started:
             on_started()
         try:
-            for fut in as_completed(futures):
-                try:
-                    results = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a worker died: its files are reported, the rest go on
-                    results = failed_task(futures[fut], exc)
-                for r in results:
-                    on_result(r)
+            deliver(as_completed(futures), futures, on_result)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
