@@ -270,3 +270,16 @@ def test_scheduler_without_the_dask_extra_says_how_to_install_it(runner, tmp_pat
     r = invoke(runner, ["stats", "a.jsonl", "--scheduler", "tcp://127.0.0.1:8786"])
     assert (r.exit_code, r.stdout, r.stderr) == (2, "", "ctxkit: error: --scheduler needs the dask extra: "
                                                         "pip install 'ctxkit[dask]'\n")
+
+
+def test_a_policy_changed_between_two_batches_is_read_again(runner, tmp_path, monkeypatch):
+    """A batch loads its policy once (per worker), never for a later batch: -j 1 runs in this process."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    session(tmp_path / "a.jsonl", rounds=1, size=10)
+    session(tmp_path / "b.jsonl", rounds=1, size=10)
+    (tmp_path / "p.yaml").write_text("extends: no-llm\ncontext_window: 40000\n")
+    first = invoke(runner, ["check", "a.jsonl", "b.jsonl", "-j", "1", "--policy", "p.yaml"])
+    (tmp_path / "p.yaml").write_text("extends: no-llm\ncontext_window: 60000\n")
+    second = invoke(runner, ["check", "a.jsonl", "b.jsonl", "-j", "1", "--policy", "p.yaml"])
+    assert first.stdout.splitlines()[0] == "a.jsonl: 52 tokens; autocompact threshold 7000; level warning"
+    assert second.stdout.splitlines()[0] == "a.jsonl: 52 tokens; autocompact threshold 27000; level ok"

@@ -133,7 +133,10 @@ def _run_job(batch: Batch, job: FileJob, staging: Staging) -> FileResult:
                           stderr=f"ctxkit: error: cannot read {job.source}: {exc}\n",
                           seconds=time.perf_counter() - start)
     size = os.path.getsize(source) if os.path.isfile(source) else 0
-    code, out, err = batch.run_file(source, output, batch.context)
+    try:
+        code, out, err = batch.run_file(source, output, batch.context)
+    except Exception as exc:  # noqa: BLE001 - outside the command's own error boundary: a bug, this file's only
+        code, out, err = int(ExitCode.INTERNAL), b"", f"ctxkit: error: internal error: {type(exc).__name__}: {exc}\n"
     if source != job.source:  # messages name the URL, not the scratch copy
         err = err.replace(source, job.source)
     try:

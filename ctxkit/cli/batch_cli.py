@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Iterator, Literal, Optional
 
 import typer
@@ -44,7 +44,7 @@ from .conventions import choices_metavar
 BatchReport = Literal["text", "json"]
 
 SourcesArg = Annotated[Optional[list[str]], typer.Argument(
-    metavar="FILE...", help="Transcript files, folders (every *.jsonl below them, hidden folders skipped), "
+    metavar="FILE", help="Transcript files, folders (every *.jsonl below them, hidden folders skipped), "
     "shell globs or fsspec URLs; - (the default) for standard input.", show_default=False)]
 JobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="With several inputs: "
                                                 "run N at once in local processes (default: the number of CPUs).")]
@@ -86,7 +86,6 @@ class BatchCommand:
     figures: Callable[[FileResult], dict[str, Any]] = lambda r: {}
     render: Callable[[list[FileResult], dict[str, Any]], None] = lambda results, params: None
     output_param: str = "output"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def one_source(sources: list[str] | None) -> str:

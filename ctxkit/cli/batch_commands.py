@@ -71,8 +71,8 @@ def _check_figures(r: FileResult) -> dict[str, Any]:
 def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     out = sys.stdout
     for r in results:
-        if params.get("output_format") == "github":
-            out.buffer.write(r.stdout) if hasattr(out, "buffer") else out.write(r.stdout.decode())
+        if params.get("output_format") == "github":  # the annotations each run printed, as they are
+            out.write(r.stdout.decode("utf-8"))
             continue
         data = r.figures.get("_check")
         if data is None:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -35,8 +36,6 @@ def _size(item: Item) -> int:
     if is_url(item.source):
         return 0
     try:
-        import os
-
         return os.path.getsize(item.source)
     except OSError:
         return 0
