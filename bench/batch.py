@@ -109,7 +109,7 @@ def main() -> None:
         from distributed import Client, LocalCluster
 
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             client.run(lambda: __import__("ctxkit.cli.main"))  # a cluster's workers outlive a run: warm
             fresh()
             runs["dask, 2 workers"] = ctxkit(["compact", "run", "--out-dir", "outd", "--scheduler",

@@ -33,7 +33,7 @@ def invoke(runner, args):
 def scheduler():
     """The address of a running scheduler with two worker processes on 127.0.0.1."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         yield cluster.scheduler_address
 
 
@@ -86,7 +86,7 @@ def test_memory_urls_on_a_thread_cluster_match_the_local_run(runner, tmp_path, m
     for path in sorted(local.rglob("*.jsonl")):
         fs.pipe_file(f"{root}/fleet/{path.relative_to(local).as_posix()}", path.read_bytes())
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         dask = invoke(runner, ["compact", f"memory://{root}/fleet", "--out-dir", f"memory://{root}/by-dask",
                                "--scheduler", cluster.scheduler_address, "--now", NOW])
     assert dask.exit_code == 0, dask.stderr
