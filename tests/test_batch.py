@@ -87,6 +87,10 @@ def test_exit_code_is_the_most_severe(runner, tmp_path):
         "d/big.jsonl: 21963 tokens; autocompact threshold 7000; level blocking",
         "d/small.jsonl: 52 tokens; autocompact threshold 7000; level warning"]
     assert r.stderr.startswith("ctxkit: error: d/bad.jsonl:2: not valid JSON")
+    as_json = invoke(runner, ["check", "d", "--context-window", "40000", "--json"])
+    lines = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [(d["file"], d["tokens"], d["failed"]) for d in lines] == [("d/big.jsonl", 21963, True),
+                                                                      ("d/small.jsonl", 52, False)]
 
 
 def test_report_json_one_object_per_file_then_the_totals(runner, tmp_path):
@@ -283,3 +287,14 @@ def test_a_policy_changed_between_two_batches_is_read_again(runner, tmp_path, mo
     second = invoke(runner, ["check", "a.jsonl", "b.jsonl", "-j", "1", "--policy", "p.yaml"])
     assert first.stdout.splitlines()[0] == "a.jsonl: 52 tokens; autocompact threshold 7000; level warning"
     assert second.stdout.splitlines()[0] == "a.jsonl: 52 tokens; autocompact threshold 27000; level ok"
+
+
+def test_a_warning_many_files_share_is_printed_once_then_counted(runner, tmp_path):
+    for name in ("a", "b", "c"):
+        session(tmp_path / f"{name}.jsonl", rounds=1, size=10)
+    r = invoke(runner, ["stats", "a.jsonl", "b.jsonl", "c.jsonl", "--set", "model=gpt-9", "--json", "-j", "1"])
+    assert r.exit_code == 0
+    warning = ("unknown model 'gpt-9': assuming a 200,000 token context window (set context_window in the policy; "
+               "did you mean 'gpt-5'?)")
+    assert [line for line in r.stderr.splitlines() if line.startswith("ctxkit: ")] == [
+        f"ctxkit: warning: a.jsonl: {warning}", f"ctxkit: warning: 2 more file(s): {warning}"]
