@@ -296,9 +296,16 @@ def terminate_cleanly() -> Iterator[None]:
         raise Terminated(signum)
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    outer = set(_live_temps)  # writes still open around this block (a batch's report file) are not its own
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-        for tmp in list(_live_temps):  # a signal landed between two statements of a cleanup
+        for tmp in list(_live_temps - outer):  # a signal landed between two statements of a cleanup
             _remove_temp(Path(tmp))
+
+
+def forget_inherited_temps() -> None:
+    """In a process forked from a writer: the temporary files it is writing are its own, not this
+    process's to remove (a batch's worker processes, :mod:`ctxkit.batch.engine`)."""
+    _live_temps.clear()

@@ -125,7 +125,7 @@ def test_a_choice_is_listed_in_help_and_enforced(runner):
 
 @pytest.mark.parametrize("args, stderr", [
     (["compact", "--bogus"],
-     "ctxkit: error: no such option: --bogus\nTry 'ctxkit compact -h' for help.\n"),
+     "ctxkit: error: no such option: --bogus (possible options: --jobs)\nTry 'ctxkit compact -h' for help.\n"),
     (["compact", "--stae", "x"],
      "ctxkit: error: no such option: --stae (possible options: --stage, --state, --store)\n"
      "Try 'ctxkit compact -h' for help.\n"),

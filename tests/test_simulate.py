@@ -232,3 +232,17 @@ def test_an_unreadable_line_is_named_before_anything_runs(runner, tmp_path):
     assert result.exit_code == 3
     assert result.stderr == f"ctxkit: error: {bad}:4: not valid JSON: unexpected character, expected a string key\n"
     assert result.stdout == ""
+
+
+def test_a_folder_or_a_glob_names_its_sessions_like_the_files_do(runner, tmp_path):
+    # simulate takes what every batch command takes: a folder is every *.jsonl below it (hidden skipped)
+    (tmp_path / "team" / "a").mkdir(parents=True)
+    (tmp_path / "team" / ".ctxkit").mkdir()
+    for name in ("a/one.jsonl", "two.jsonl", ".ctxkit/not-a-session.jsonl"):
+        (tmp_path / "team" / name).write_bytes(EXAMPLE.read_bytes())
+    files = run_json(runner, str(tmp_path / "team" / "a" / "one.jsonl"), str(tmp_path / "team" / "two.jsonl"))
+    folder = run_json(runner, str(tmp_path / "team"))
+    glob = run_json(runner, str(tmp_path / "team" / "*" / "*.jsonl"), str(tmp_path / "team" / "*.jsonl"))
+    assert sorted(s["session"] for s in folder["sessions"]) == sorted(s["session"] for s in files["sessions"])
+    assert folder["total"] == files["total"] == glob["total"]
+    assert folder["total"]["sessions"] == 2

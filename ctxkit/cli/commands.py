@@ -1,4 +1,8 @@
-"""The transcript commands: compact, view, stats, check, expand."""
+"""The transcript commands: compact, view, stats, check, expand.
+
+Over 400 lines because it holds five commands, each with its options declared in its signature (typer's
+way); what they share over many inputs is in batch_cli.py and batch_commands.py.
+"""
 from __future__ import annotations
 
 import json
@@ -10,7 +14,7 @@ from typing import Annotated, Literal, Optional
 import typer
 from rich.table import Table
 
-from ..errors import ExitCode, UsageError
+from ..errors import ExitCode, TranscriptError, UsageError
 from ..fileio import atomic_output, check_output
 from ..pipeline import compile_pipeline
 from ..reports.outcome import over_threshold_message
@@ -42,7 +46,21 @@ from .app import (
     stderr_console,
     warn_bad_lines,
 )
+from .batch_cli import (
+    BatchReportOpt,
+    InPlaceOpt,
+    JobsOpt,
+    OutDirOpt,
+    ReportFileOpt,
+    SchedulerOpt,
+    SourcesArg,
+    one_source,
+    run_many,
+    wants_batch,
+)
+from .batch_commands import CHECK, COMPACT, EXPAND, STATS
 from .conventions import choices_metavar
+from .github import annotation, last_line
 from .run_setup import open_run
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
@@ -53,12 +71,13 @@ ViewFormat = Literal["anthropic", "openai", "anthropic-request"]
 CompactReport = Literal["text", "json", "none"]
 SystemMessages = Literal["auto", "keep", "fold"]
 CheckLevel = Literal["warning", "autocompact", "blocking"]
+OutputFormat = Literal["text", "github"]
 
 
 @app.command()
 @handle_errors
 def compact(
-    source: InputArg = "-",
+    sources: SourcesArg = None,
     output: OutputOpt = None,
     policy: PolicyOpt = None,
     set_: SetOpt = None,
@@ -86,12 +105,21 @@ def compact(
                                                       "plan mode (default: from the transcript).")] = None,
     report: Annotated[CompactReport, typer.Option("--report", metavar=choices_metavar(CompactReport),
                                                   help="What to print on stderr: a line per stage, one "
-                                                  "JSON object, or nothing.")] = "text",
+                                                  "JSON object, or nothing (with several inputs: a summary, "
+                                                  "one JSON object per file, or nothing).")] = "text",
+    out_dir: OutDirOpt = None,
+    in_place: InPlaceOpt = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    report_file: ReportFileOpt = None,
 ) -> None:
     """Run the policy's stages and write the compacted transcript.
 
-    Example: ctxkit compact < session.jsonl > compacted.jsonl
+    Example: ctxkit compact < session.jsonl > compacted.jsonl; many: ctxkit compact logs/ --out-dir compacted/ -j 4
     """
+    if wants_batch(params := dict(locals())):
+        return run_many(COMPACT, params)
+    source = one_source(sources)
     check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
@@ -240,7 +268,7 @@ def _read_json_list(path: Path) -> list:
 @app.command()
 @handle_errors
 def stats(
-    source: InputArg = "-",
+    sources: SourcesArg = None,
     policy: PolicyOpt = None,
     set_: SetOpt = None,
     fmt: FormatOpt = "auto",
@@ -249,13 +277,21 @@ def stats(
     now: NowOpt = None,
     context_window: WindowOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")] = False,
+    batch_report: BatchReportOpt = None,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    report_file: ReportFileOpt = None,
 ) -> None:
     """Where the tokens go, the level and thresholds, and what each stage of the policy would do.
 
     A simulation: nothing is written, and no model or summarizer command is called (the summary is
     the extractive one, reported under the name of the summarizer compact would use). Exits 0 at any
-    level; ctxkit check is the command that fails on a level.
+    level; ctxkit check is the command that fails on a level. With several sessions: their totals,
+    tokens by tool and kind, and how their views sit against the thresholds.
     """
+    if wants_batch(params := dict(locals())):
+        return run_many(STATS, params)
+    source = one_source(sources)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, dry_run=True)
     print_warnings(run.ctx.warnings)
@@ -300,7 +336,7 @@ def _render_stats(data: dict) -> None:
 @app.command()
 @handle_errors
 def check(
-    source: InputArg = "-",
+    sources: SourcesArg = None,
     level: Annotated[CheckLevel, typer.Option("--level", metavar=choices_metavar(CheckLevel),
                                               help="Fail (exit 1) when the view's tokens reach this threshold.")]
     = "autocompact",
@@ -311,10 +347,26 @@ def check(
     context_window: WindowOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of a line.")]
     = False,
+    output_format: Annotated[OutputFormat, typer.Option("--output-format", metavar=choices_metavar(OutputFormat),
+                                                        help="github: print a GitHub Actions annotation "
+                                                        "(::error file=,line=,col=::) per failing transcript "
+                                                        "instead of the numbers.")] = "text",
+    batch_report: BatchReportOpt = None,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    report_file: ReportFileOpt = None,
 ) -> None:
     """Exit 1 when the view's tokens reach a threshold (for CI and hooks); prints the numbers."""
-    run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
-                   context_window=context_window, dry_run=True)
+    if wants_batch(params := dict(locals())):
+        return run_many(CHECK, params)
+    source = one_source(sources)
+    try:
+        run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
+                       context_window=context_window, dry_run=True)
+    except TranscriptError as exc:
+        if output_format == "github":
+            sys.stdout.write(annotation("error", exc.source, exc.line, 1, exc.message))
+        raise
     print_warnings(run.ctx.warnings)
     tokens = run.ctx.tokens.count_messages(run.transcript.view().api_messages())
     budget = budget_for(run.policy, context_window)
@@ -330,6 +382,10 @@ def check(
                            "blocking": budget.blocking_limit},
             "context_window": budget.context_window, "context_window_source": budget.source,
         }) + "\n")
+    elif output_format == "github":
+        if tokens >= limit:
+            sys.stdout.write(annotation("error", source, last_line(source), 1, f"{tokens} tokens reach the {level} "
+                                        f"threshold {limit} (level {state}); compact this session"))
     else:
         sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
     if tokens >= limit:
@@ -339,17 +395,26 @@ def check(
 @app.command()
 @handle_errors
 def expand(
-    source: InputArg = "-",
+    sources: SourcesArg = None,
     output: OutputOpt = None,
     fmt: FormatOpt = "auto",
     on_bad_line: BadLineOpt = "fail",
     store: StoreOpt = None,
+    out_dir: OutDirOpt = None,
+    in_place: InPlaceOpt = False,
+    batch_report: BatchReportOpt = None,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    report_file: ReportFileOpt = None,
 ) -> None:
     """Put back every tool output a stage moved to the store: nothing was lost.
 
     Exit 1 when some outputs could not be restored: a placeholder or <persisted-output> whose
     original is not in the store (e.g. the wrong --store); everything else is restored and written.
     """
+    if wants_batch(params := dict(locals())):
+        return run_many(EXPAND, params)
+    source = one_source(sources)
     check_output(output)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 
@@ -13,7 +13,10 @@ from ..errors import ExitCode
 from ..policy import render_policy
 from ..run_context import model_warnings
 from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
-from .conventions import CtxkitApp
+from .conventions import CtxkitApp, choices_metavar
+from .github import annotation
+
+OutputFormat = Literal["text", "github"]
 
 policy_app = CtxkitApp(help="Validate, show and describe policies.", no_args_is_help=True, add_completion=False)
 app.add_typer(policy_app, name="policy")
@@ -21,12 +24,19 @@ app.add_typer(policy_app, name="policy")
 
 @policy_app.command("validate")
 @handle_errors
-def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Policy files to check (e.g. .ctxkit.yaml).")]) -> None:
+def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Policy files to check (e.g. .ctxkit.yaml).")],
+             output_format: Annotated[OutputFormat, typer.Option(
+                 "--output-format", metavar=choices_metavar(OutputFormat), help="github: also print each problem "
+                 "as a GitHub Actions annotation (::error file=,line=,col=::) on stdout.")] = "text") -> None:
     """Check policy files: every problem as file:line:col, all at once; exit 2 when any."""
     console = stderr_console()
     problems = []
     for f in files:
         problems.extend(validate_policy_file(f))
+    if output_format == "github":
+        for p in problems:
+            sys.stdout.write(annotation(p.level, p.file, p.line, p.col,
+                                        p.message + (f" ({p.hint})" if p.hint else "")))
     for p in problems:
         console.print(p.render(), markup=False)
     if problems:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -63,8 +65,33 @@ def _has_offset(text: str) -> bool:
     return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
 
 
+_shared_policies: dict[tuple, Policy] = {}
+_sharing = threading.local()  # .batch: the batch whose files share one loaded policy, in this thread
+
+
+@contextmanager
+def policies_shared(batch: str):
+    """While a batch's file runs: the policy loaded for an earlier file of the same batch, with the same
+    options and working directory, is used again (a compiled policy is frozen; loading it is most of
+    the time a small transcript takes). A worker that outlives the batch never reuses it for another."""
+    _sharing.batch = batch
+    try:
+        yield
+    finally:
+        _sharing.batch = None
+        for key in [k for k in list(_shared_policies) if k[0] != batch]:
+            _shared_policies.pop(key, None)
+
+
 def make_policy(policy: str | None, sets: list[str] | None, context_window: int | None = None) -> Policy:
-    return load_policy(policy, list(sets or []), cwd=Path.cwd())
+    batch = getattr(_sharing, "batch", None)
+    key = (batch, policy, tuple(sets or []), str(Path.cwd())) if batch else None
+    if key in _shared_policies:
+        return _shared_policies[key]
+    loaded = load_policy(policy, list(sets or []), cwd=Path.cwd())
+    if key is not None:
+        _shared_policies[key] = loaded
+    return loaded
 
 
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,

@@ -12,6 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..batch.inputs import expand_inputs, is_url
 from ..errors import UsageError
 from ..fileio import atomic_output, check_output
 from ..pipeline import compile_pipeline
@@ -23,7 +24,17 @@ from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warning
 from .run_setup import make_policy
 from .trust_cmd import guard_policy
 
-SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claude Code transcripts to replay.")]
+SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claude Code transcripts to replay: files, "
+                                                  "folders (every *.jsonl below, hidden folders skipped) or globs.")]
+
+
+def _session_files(args: list[str]) -> list[str]:
+    """The transcripts the arguments name, expanded the way every batch command expands them."""
+    items = expand_inputs(args)
+    remote = [i.source for i in items if is_url(i.source)]
+    if remote:
+        raise UsageError(f"simulate reads local files only; copy {quote(remote[0])} here first")
+    return [i.source for i in items]
 PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy", "-p", metavar="FILE|NAME", help="A policy to simulate (file or built-in name); repeat to compare "
     "several side by side (default: the policy compact would use).")]
@@ -80,7 +91,7 @@ def simulate_cmd(
     """
     rows, parsed = _policies(policy, set_, sweep)
     prices = load_pricing(pricing)
-    doc, _ = simulate(sessions, rows, prices, context_window=context_window, cwd=Path.cwd(), sweep=parsed)
+    doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(), sweep=parsed)
     for s in doc["sessions"]:
         print_warnings([f"{s['session']}: {w}" for w in s["warnings"]])
     if as_json:

@@ -1,0 +1,196 @@
+"""Running a batch: the files split into tasks, the tasks run in this process or a local process pool.
+
+A worker process costs its start-up (importing ctxkit: about half a second), so tasks hold several
+files and the pool's processes live for the whole batch; on systems that have it the pool forks,
+so a worker starts with ctxkit already imported. ``-j 1`` runs in this process.
+
+The same :class:`Task` runs on a Dask cluster (:mod:`.dask_engine`): :func:`run_task` is what a
+worker calls, with the command's own function inside the task (sent by reference, so workers
+import it themselves).
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ExitCode
+from ..fileio import forget_inherited_temps
+from .remote import Staging, group_key
+from .results import FileResult
+
+# run_file(local_source, local_output_or_None, context) -> (exit code, stdout bytes, stderr text)
+RunFile = Callable[[str, "str | None", Any], "tuple[int, bytes, str]"]
+
+_TASKS_PER_WORKER = 4  # enough tasks that a slow file does not leave the other workers idle at the end
+_MAX_FILES_PER_TASK = 32
+
+
+@dataclass(frozen=True)
+class FileJob:
+    index: int  # position in the batch: results are reported in this order
+    source: str
+    output: str | None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What to run: ``run_file`` (a top-level function) on each job, with ``context`` (picklable)."""
+
+    run_file: RunFile
+    context: Any
+    jobs: tuple[FileJob, ...]
+    cwd: str  # the working directory the command would have run in (its policy is found from there)
+
+
+@dataclass(frozen=True)
+class Task:
+    batch: Batch  # jobs: the ones of this task
+    jobs: tuple[FileJob, ...]
+
+
+def split(batch: Batch, workers: int) -> list[Task]:
+    """Tasks of a few consecutive files; every file of one remote folder in the same task (its store)."""
+    groups: list[list[FileJob]] = []
+    by_key: dict[str, list[FileJob]] = {}
+    for job in batch.jobs:
+        key = group_key(job.source)
+        if key is None:
+            groups.append([job])
+        elif key in by_key:
+            by_key[key].append(job)
+        else:
+            by_key[key] = [job]
+            groups.append(by_key[key])
+    size = max(1, min(_MAX_FILES_PER_TASK, math.ceil(len(batch.jobs) / max(1, workers * _TASKS_PER_WORKER))))
+    tasks: list[Task] = []
+    chunk: list[FileJob] = []
+    shell = Batch(batch.run_file, batch.context, (), batch.cwd)
+    for group in groups:
+        if len(group) > 1:  # a remote folder: one task, never split
+            tasks.append(Task(shell, tuple(group)))
+            continue
+        chunk.extend(group)
+        if len(chunk) >= size:
+            tasks.append(Task(shell, tuple(chunk)))
+            chunk = []
+    if chunk:
+        tasks.append(Task(shell, tuple(chunk)))
+    return tasks
+
+
+_cwd_lock = threading.Lock()
+
+
+@contextmanager
+def _working_dir(cwd: str) -> Iterator[None]:
+    """Run in the batch's working directory when this process is elsewhere and it exists here (a Dask
+    worker on a shared file system); one run at a time then, as the directory is the process's."""
+    here = os.getcwd()
+    if os.path.realpath(here) == os.path.realpath(cwd) or not os.path.isdir(cwd):
+        yield
+        return
+    with _cwd_lock:
+        os.chdir(cwd)
+        try:
+            yield
+        finally:
+            os.chdir(here)
+
+
+def run_task(task: Task) -> list[FileResult]:
+    """Run every file of a task, one after another; a failure of one is its result, never the task's."""
+    results = []
+    staging = Staging()
+    try:
+        with _working_dir(task.batch.cwd):
+            for job in task.jobs:
+                results.append(_run_job(task.batch, job, staging))
+    finally:
+        try:
+            staging.close()
+        except Exception as exc:  # noqa: BLE001 - the store could not be uploaded: every file of the task says so
+            for r in results:
+                r.exit_code = max(r.exit_code, int(ExitCode.USAGE)) if r.exit_code != ExitCode.INTERNAL else r.exit_code
+                r.stderr += f"ctxkit: error: {r.source}: the store could not be uploaded: {exc}\n"
+    return results
+
+
+def _run_job(batch: Batch, job: FileJob, staging: Staging) -> FileResult:
+    start = time.perf_counter()
+    try:
+        source = staging.input(job.source)
+        output = staging.output(job.output)
+    except Exception as exc:  # noqa: BLE001 - a URL that cannot be read: this file's problem
+        return FileResult(job.index, job.source, job.output, int(ExitCode.USAGE),
+                          stderr=f"ctxkit: error: cannot read {job.source}: {exc}\n",
+                          seconds=time.perf_counter() - start)
+    size = os.path.getsize(source) if os.path.isfile(source) else 0
+    try:
+        code, out, err = batch.run_file(source, output, batch.context)
+    except Exception as exc:  # noqa: BLE001 - outside the command's own error boundary: a bug, this file's only
+        code, out, err = int(ExitCode.INTERNAL), b"", f"ctxkit: error: internal error: {type(exc).__name__}: {exc}\n"
+    if source != job.source:  # messages name the URL, not the scratch copy
+        err = err.replace(source, job.source)
+    try:
+        staging.publish(job.output, output)
+    except Exception as exc:  # noqa: BLE001
+        code = max(code, int(ExitCode.USAGE))
+        err += f"ctxkit: error: cannot write {job.output}: {exc}\n"
+    return FileResult(job.index, job.source, job.output, code, out, err, time.perf_counter() - start, size)
+
+
+def deliver(done, futures: dict, on_result: Callable[[FileResult], None]) -> None:
+    """Hand each finished task's results to ``on_result`` (``done``: the futures as they finish, from
+    either engine); a task whose worker died gives each of its files a result saying so."""
+    for fut in done:
+        try:
+            results = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a worker died: its files are reported, the rest go on
+            results = failed_task(futures[fut], exc)
+        for r in results:
+            on_result(r)
+
+
+def failed_task(task: Task, exc: BaseException) -> list[FileResult]:
+    """A task that died (its worker was killed, a bug outside the command): each of its files says so."""
+    return [FileResult(j.index, j.source, j.output, int(ExitCode.INTERNAL),
+                       stderr=f"ctxkit: error: {j.source}: the worker running it failed: {type(exc).__name__}: {exc}\n")
+            for j in task.jobs]
+
+
+def _pool_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def run_local(batch: Batch, jobs: int, on_result: Callable[[FileResult], None],
+              on_started: Callable[[], None] | None = None) -> None:
+    """Run the batch here (``jobs`` 1, or a single task) or in a pool of ``jobs`` worker processes;
+    ``on_result`` is called in this process for each file as its task finishes."""
+    tasks = split(batch, jobs)
+    if jobs <= 1 or len(tasks) <= 1:
+        if on_started:
+            on_started()
+        for task in tasks:
+            for r in run_task(task):
+                on_result(r)
+        return
+    # the workers are forked before the caller starts anything threaded (a progress bar)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context(),
+                             initializer=forget_inherited_temps) as pool:
+        futures = {pool.submit(run_task, t): t for t in tasks}
+        if on_started:
+            on_started()
+        try:
+            deliver(as_completed(futures), futures, on_result)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise

@@ -1,0 +1,178 @@
+"""Which transcripts a batch reads, and where each one's output goes.
+
+A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them) and
+shell-style globs (``logs/**/*.jsonl``), or fsspec URLs of any of these (``s3://bucket/day/``,
+``memory://fleet/*.jsonl``). Each input becomes an :class:`Item`: the file, and its path relative
+to the folder or glob root it was found under, which is where its output goes below ``--out-dir``.
+
+Walking a folder skips hidden folders: a store (``.ctxkit/``) is one, and so are ``.git`` and the
+like. A file named on the command line is always taken, hidden or not. Files below the output
+folder are skipped, so that running a batch twice does not read its own outputs.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from ..quoting import quote
+
+SUFFIX = ".jsonl"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One transcript of a batch: ``source`` as the user would write it (a path or a URL), and ``rel``,
+    its path below the folder or glob root it was found under (``/``-separated)."""
+
+    source: str
+    rel: str
+
+
+def is_url(path: str) -> bool:
+    """An fsspec URL (``s3://...``, ``memory://...``); ``file://`` URLs too. A local path is not."""
+    return "://" in path
+
+
+def _url_fs(url: str):
+    try:
+        import fsspec
+    except ImportError:
+        raise UsageError(f"{quote(url)}: reading URLs needs the dask extra: pip install 'ctxkit[dask]'") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"{quote(url)}: {exc}") from None
+
+
+def _hidden(parts: list[str]) -> bool:
+    return any(p.startswith(".") and p not in (".", "..") for p in parts)
+
+
+def _glob_root(pattern: str, sep: str = os.sep) -> str:
+    """The leading part of a glob without wildcards: outputs keep their path below it."""
+    parts = pattern.split(sep)
+    fixed = []
+    for part in parts[:-1]:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return sep.join(fixed) if fixed else ""
+
+
+def _local(arg: str, skip_under: str | None) -> list[Item]:
+    def keep(path: str) -> bool:
+        return skip_under is None or not os.path.abspath(path).startswith(skip_under + os.sep)
+
+    if glob.has_magic(arg):
+        root = _glob_root(arg)
+        found: list[Item] = []
+        for path in sorted(glob.glob(arg, recursive=True)):
+            if os.path.isdir(path):
+                found.extend(_walk(path, keep))
+            elif os.path.isfile(path) and keep(path):
+                found.append(Item(path, Path(os.path.relpath(path, root or ".")).as_posix()))
+        if not found:
+            raise UsageError(f"no transcript matches {quote(arg)}")
+        return found
+    if os.path.isdir(arg):
+        found = _walk(arg, keep)
+        if not found:
+            raise UsageError(f"no *{SUFFIX} file under {quote(arg)}")
+        return found
+    if not os.path.exists(arg):
+        raise UsageError(f"no such file or folder: {quote(arg)}")
+    return [Item(arg, os.path.basename(arg))]
+
+
+def _walk(folder: str, keep) -> list[Item]:
+    """Every ``*.jsonl`` below ``folder``, hidden folders skipped, in a stable (sorted) order."""
+    found = []
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = os.path.join(here, name)
+            if name.endswith(SUFFIX) and keep(path):
+                rel = Path(os.path.relpath(path, folder)).as_posix()
+                found.append(Item(rel if os.path.normpath(folder) == "." else path, rel))
+    return found
+
+
+def _remote(arg: str, skip_under: str | None) -> list[Item]:
+    fs, path = _url_fs(arg)
+
+    def url(p: str) -> str:
+        return fs.unstrip_protocol(p)
+
+    def keep(p: str) -> bool:
+        return skip_under is None or not url(p).startswith(skip_under.rstrip("/") + "/")
+
+    if glob.has_magic(path):
+        root = _glob_root(path, "/")
+        found = [Item(url(p), posixpath.relpath(p, root or "/"))
+                 for p in sorted(fs.glob(path)) if fs.isfile(p) and keep(p)]
+        if not found:
+            raise UsageError(f"no transcript matches {quote(arg)}")
+        return found
+    if fs.isdir(path):
+        base = path.rstrip("/")
+        found = []
+        for p in sorted(fs.find(base)):
+            rel = posixpath.relpath(p, base)
+            if p.endswith(SUFFIX) and not _hidden(rel.split("/")[:-1]) and keep(p):
+                found.append(Item(url(p), rel))
+        if not found:
+            raise UsageError(f"no *{SUFFIX} file under {quote(arg)}")
+        return found
+    if not fs.isfile(path):
+        raise UsageError(f"no such file or folder: {quote(arg)}")
+    return [Item(url(path), posixpath.basename(path))]
+
+
+def expand_inputs(args: list[str], out_dir: str | None = None) -> list[Item]:
+    """The transcripts the arguments name, in the order given (each folder and glob sorted), once each.
+
+    Raises :class:`UsageError` for an argument that names nothing, and for ``-`` among several inputs
+    (standard input is one transcript)."""
+    if "-" in args and len(args) > 1:
+        raise UsageError("- (standard input) cannot be combined with other inputs")
+    skip = None
+    if out_dir is not None:
+        skip = out_dir.rstrip("/") if is_url(out_dir) else os.path.abspath(out_dir)
+    items: list[Item] = []
+    seen: set[str] = set()
+    for arg in args:
+        for item in (_remote(arg, skip) if is_url(arg) else _local(arg, skip)):
+            key = item.source if is_url(item.source) else os.path.abspath(item.source)
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+    return items
+
+
+def output_for(item: Item, out_dir: str | None, in_place: bool) -> str | None:
+    """Where ``item``'s output goes: ``OUT/REL`` below ``--out-dir``, the input itself with
+    ``--in-place``, or None (the command writes no file)."""
+    if in_place:
+        return item.source
+    if out_dir is None:
+        return None
+    if is_url(out_dir):
+        return out_dir.rstrip("/") + "/" + item.rel
+    return os.path.join(out_dir, *item.rel.split("/"))
+
+
+def check_outputs(items: list[Item], outputs: list[str | None]) -> None:
+    """Two inputs must not write the same output (``a/x.jsonl b/x.jsonl --out-dir OUT``)."""
+    seen: dict[str, str] = {}
+    for item, out in zip(items, outputs, strict=True):
+        if out is None:
+            continue
+        key = out if is_url(out) else os.path.abspath(out)
+        if key in seen:
+            raise UsageError(f"{quote(seen[key])} and {quote(item.source)} would both be written to {quote(out)}; "
+                             "name their folder instead, so each keeps its path below it")
+        seen[key] = item.source
