@@ -28,6 +28,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from ..errors import ExitCode
 from ..quoting import QUOTE_LIMIT, quote
+from .quick_values import install as install_quick_values
 
 
 def choices_metavar(choices: Any) -> str:
@@ -36,7 +37,12 @@ def choices_metavar(choices: Any) -> str:
 
 
 class CtxkitCommand(TyperCommand):
-    """A command whose help lists an argument by its metavar (``FILE``), without typer's ``<str>``."""
+    """A command whose help lists an argument by its metavar (``FILE``), without typer's ``<str>``,
+    and whose plainly valid values are converted without pydantic (:mod:`.quick_values`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        install_quick_values(self, ctx)
+        return super().parse_args(ctx, args)
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments, options = [], []
@@ -64,6 +70,10 @@ class CtxkitApp(typer.Typer):
 class CtxkitGroup(TyperGroup):
     """The root command: parses and runs like typer's, but reports usage errors in ctxkit's style
     and treats a reader that closed the pipe as success. ``CliRunner`` goes through here too."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        install_quick_values(self, ctx)  # --version: its value is converted like a command's
+        return super().parse_args(ctx, args)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

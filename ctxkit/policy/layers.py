@@ -51,6 +51,8 @@ class Layer:
     document: Document | None
     problems: list[Problem] = field(default_factory=list)
     path: Path | None = None  # the file behind it, against which a relative 'extends' resolves
+    #: one of ctxkit's own policies, read by name: trusted to fit the schema (see ``loader.assemble``)
+    builtin: bool = False
 
     @property
     def key(self) -> str | None:
@@ -167,13 +169,13 @@ class LayerReader:
         return self._cached(path, self.label(path))
 
     def builtin(self, name: str) -> Layer:
-        return self._cached(resources.policies_dir() / f"{name}.yaml", f"<builtin>/{name}.yaml")
+        return self._cached(resources.policies_dir() / f"{name}.yaml", f"<builtin>/{name}.yaml", builtin=True)
 
-    def _cached(self, path: Path, label: str) -> Layer:
+    def _cached(self, path: Path, label: str, builtin: bool = False) -> Layer:
         key = str(path.resolve())
         if key not in self._read:
             document, problems = read_policy_file(path, label)
-            self._read[key] = Layer(label, document, problems, path)
+            self._read[key] = Layer(label, document, problems, path, builtin=builtin)
         return self._read[key]
 
     def policy_option(self, value: str) -> Layer:

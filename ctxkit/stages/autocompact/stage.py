@@ -214,7 +214,6 @@ from typing import Any
 from ...errors import LLMError
 from ...policy.defaults import schema_defaults
 from ...store.sessions import session_key
-from ...summarize import redact, summarizer_for_run
 from ...tokens import budget_for, require_autocompact_room
 from ...transcript.model import Transcript
 from ...transcript.view import View
@@ -391,8 +390,10 @@ class Autocompact(Stage):
         if keep_from <= floor:
             return None, "the notes cover no message before the kept tail"
         # the notes become the summary: written by `ctxkit memory update` (redacted then) or by hand
+        from ...summarize.redact import redactor_for  # the secret rules: loaded when a summary is written
+
         written = self._write(t, view, ctx, Compaction(
-            summary=redact.redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
+            summary=redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
             record={"notes": str(plan.notes_path), "lastSummarizedId": plan.last_id}), share, details)
         if written.post_tokens >= threshold:
             return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"
@@ -413,6 +414,8 @@ class Autocompact(Stage):
         history = [m.api() for m in view.messages[:keep_from] if m.role != "system"]
         if not history:
             raise CompactionError("there is nothing to summarize before the kept tail")
+        from ...summarize import summarizer_for_run  # when a summary is asked for: not at start-up
+
         summarizer = summarizer_for_run(ctx)
         details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
         try:
