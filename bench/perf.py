@@ -268,7 +268,7 @@ def rows(ctx: Context) -> list[Row]:
     return [
         Row("`ctxkit compact` on a 3-line transcript, vs `python -c \"import typer, rich.console\"`", "time", 2.0,
             start_up(tiny_args())),
-        Row("`ctxkit --help`, vs the same", "time", 2.0, start_up(["--help"])),
+        Row("`ctxkit --help`, vs `python -c \"import typer, rich.console\"`", "time", 2.0, start_up(["--help"])),
         Row(f"`compact --policy no-llm` on {big_mb} (copies of the corpus, a boundary every 10), vs orjson "
             "read+write", "time", 2.0, big_compact),
         Row("the same: peak RSS, vs the file's size", "memory", 1.0, big_compact_memory),

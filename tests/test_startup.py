@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,26 @@ def _outcome(converter, value, param, ctx):
         return "ok", converter.coerce(value, param=param, ctx=ctx)
     except Exception as exc:  # noqa: BLE001 - the message is what is compared
         return "error", type(exc).__name__, str(exc)
+
+
+def test_the_builtin_forms_are_current():
+    """policies/builtin-forms.json is what the built-in policies parse to (else: run the command below)."""
+    from ctxkit.policy.builtin_forms import FORMS_FILE, build_forms
+
+    assert (resources.policies_dir() / FORMS_FILE).read_bytes() == build_forms(), \
+        "a built-in policy changed: run `python -m ctxkit.policy.builtin_forms`"
+
+
+def test_a_builtin_policy_edited_since_its_form_is_read_from_its_yaml(tmp_path, monkeypatch):
+    """A form is used only for the exact bytes it was made from: an edited built-in is parsed as written."""
+    from ctxkit import load_policy
+
+    folder = tmp_path / "policies"
+    shutil.copytree(resources.policies_dir(), folder)
+    text = (folder / "no-llm.yaml").read_text()
+    (folder / "no-llm.yaml").write_text(text + "\nmax_output_tokens: 12345\n")
+    monkeypatch.setattr(resources, "policies_dir", lambda: folder)
+    monkeypatch.setattr("ctxkit.policy.builtin_forms._forms", None)
+    policy = load_policy("no-llm", cwd=tmp_path, user_config=tmp_path / "none.yaml")
+    assert policy.max_output_tokens == 12345
+    assert policy.origins["max_output_tokens"] == f"<builtin>/no-llm.yaml:{text.count(chr(10)) + 2}"

@@ -18,8 +18,8 @@ from .consistency import policy_rules
 from .defaults import schema_defaults
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
+from .positions import FixedDocument
 from .trust import UntrustedSetting, repository_positions, untrusted_settings
-from .yamlpos import FixedDocument
 
 #: What ``ctxkit policy show`` names as the source of a value no layer wrote: the schema's ``default``.
 SCHEMA_DEFAULT_LABEL = "schema default"

@@ -24,7 +24,7 @@ from .. import resources
 from ..errors import Problem
 from ..quoting import quote
 from .hints import did_you_mean
-from .yamlpos import Document
+from .positions import Document
 
 if TYPE_CHECKING:  # jsonschema is imported when a policy is checked, not with this module (start-up time)
     from jsonschema import Draft202012Validator, ValidationError
