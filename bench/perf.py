@@ -221,15 +221,15 @@ def _mb(n: float) -> str:
 
 def rows(ctx: Context) -> list[Row]:
     big_mb, view_mb = f"{190 * ctx.scale:g} MB", f"{50 * ctx.scale:g} MB"
-    def start_up(args: list[str]) -> Callable[[], Sample]:
+    def start_up(args: Callable[[], list[str]]) -> Callable[[], Sample]:
         def measure() -> Sample:
             base, _ = ctx.run([ctx.python, "-c", IMPORT_FLOOR])
-            spent, _ = ctx.run([*ctx.ctxkit, *args], cwd=ctx.work)
+            spent, _ = ctx.run([*ctx.ctxkit, *args()], cwd=ctx.work)
             return Sample(spent, base, f"{spent * 1000:.0f} ms vs {base * 1000:.0f} ms")
         return measure
 
-    tiny_args = lambda: ["compact", str(ctx.tiny()), "-o", str(ctx.work / "tiny.out"),  # noqa: E731
-                         "--store", str(ctx.work / "tiny-store")]
+    def tiny_args() -> list[str]:
+        return ["compact", str(ctx.tiny()), "-o", str(ctx.work / "tiny.out"), "--store", str(ctx.work / "tiny-store")]
 
     runs = {"n": 0}
 
@@ -267,8 +267,8 @@ def rows(ctx: Context) -> list[Row]:
 
     return [
         Row("`ctxkit compact` on a 3-line transcript, vs `python -c \"import typer, rich.console\"`", "time", 2.0,
-            start_up(tiny_args())),
-        Row("`ctxkit --help`, vs `python -c \"import typer, rich.console\"`", "time", 2.0, start_up(["--help"])),
+            start_up(tiny_args)),
+        Row("`ctxkit --help`, vs `python -c \"import typer, rich.console\"`", "time", 2.0, start_up(lambda: ["--help"])),
         Row(f"`compact --policy no-llm` on {big_mb} (copies of the corpus, a boundary every 10), vs orjson "
             "read+write", "time", 2.0, big_compact),
         Row("the same: peak RSS, vs the file's size", "memory", 1.0, big_compact_memory),
