@@ -19,8 +19,9 @@ Rows come from a registry: :func:`rows` here, plus ``rows(ctx)`` of every module
 (e.g. ``perf_incremental.py``), each returning a list of :class:`Row`. A row is a name, a target and
 a function that makes one measurement::
 
-    def rows(ctx: Context) -> list[Row]:
-    big_mb, view_mb = f"{190 * ctx.scale:g} MB", f"{50 * ctx.scale:g} MB"
+    from perf import Row, Sample  # bench/ is on sys.path when perf.py runs
+
+    def rows(ctx) -> list[Row]:
         def second_run() -> Sample:
             big = ctx.session(190)                 # a built input (cached for the run), its Path
             seconds, rss = ctx.run([*ctx.ctxkit, "compact", str(big), ...])
@@ -221,6 +222,7 @@ def _mb(n: float) -> str:
 
 def rows(ctx: Context) -> list[Row]:
     big_mb, view_mb = f"{190 * ctx.scale:g} MB", f"{50 * ctx.scale:g} MB"
+
     def start_up(args: Callable[[], list[str]]) -> Callable[[], Sample]:
         def measure() -> Sample:
             base, _ = ctx.run([ctx.python, "-c", IMPORT_FLOOR])
