@@ -30,8 +30,9 @@ a function that makes one measurement::
 
 ``Context`` gives the inputs (``session(size_mb, boundary_every=10)``, ``tiny()``), a scratch
 folder (``work``), the command that runs ctxkit (``ctxkit``), ``run(cmd)`` (CPU seconds and peak RSS
-of a command, which must exit 0 or 1) and ``orjson_floor(path)`` (a plain orjson read+write of the
-file: the baseline of the big rows). ``ctx.scale`` is 1 for the full sizes and 0.25 with ``--quick``:
+of a command, which must exit 0 or 1), ``compact(path, out, store, *extra)`` (``ctxkit compact
+--policy no-llm`` with a clock and a window that make every stage work) and ``orjson_floor(path)``
+(a plain orjson read+write of the file: the baseline of the big rows). ``ctx.scale`` is 1 for the full sizes and 0.25 with ``--quick``:
 ``session()`` applies it.
 """
 from __future__ import annotations
