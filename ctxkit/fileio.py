@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import signal
 import stat
 import sys
@@ -43,7 +42,7 @@ _swept: set[str] = set()  # folders already cleared of dead runs' temporary file
 
 def temp_path(target: Path) -> Path:
     """A temporary name beside ``target`` that says whose it is (the PID), for :func:`sweep_stale_temps`."""
-    return target.with_name(f".{target.name[:_NAME_ROOM]}{_TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    return target.with_name(f".{target.name[:_NAME_ROOM]}{_TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}.tmp")
 
 
 def _pid_running(pid: int) -> bool:

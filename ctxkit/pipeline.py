@@ -16,7 +16,7 @@ from .quoting import quote
 from .stages import REGISTRY
 from .stages.base import Context, Report, Stage
 from .store.original_lines import keep_original_lines
-from .summarize.redact import redaction_summary
+from .summarize.redaction_report import redaction_summary
 from .transcript.model import Transcript
 
 

@@ -6,18 +6,20 @@ source checkout that was not installed, the top-level folders are used.
 """
 from __future__ import annotations
 
-import importlib.resources
+import importlib
 from pathlib import Path
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _folder(package: str, fallback: str) -> Path:
+    """The folder of ``package`` (found by importing it: ``importlib.resources`` would cost every run
+    more than the rest of this module), else the top-level folder of a checkout."""
     try:
-        path = Path(str(importlib.resources.files(package)))
-        if path.is_dir():
-            return path
-    except (ModuleNotFoundError, TypeError):
+        for location in getattr(importlib.import_module(package), "__path__", ()):
+            if Path(location).is_dir():
+                return Path(location)
+    except ModuleNotFoundError:
         pass
     return _REPO_ROOT / fallback
 

@@ -12,20 +12,17 @@ from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import ExitCode, TranscriptError, UsageError
 from ..fileio import atomic_output, check_output
 from ..pipeline import compile_pipeline
 from ..reports.outcome import over_threshold_message
-from ..reports.stats import view_stats
 from ..run_context import model_warnings
 from ..stages.registry import undo_steps
 from ..store.disk import Store
-from ..store.expand import expand_all as expand_transcript
 from ..store.link import find_store, refuse_output_in_store, unlink_store
 from ..store.original_lines import OriginalLines
-from ..summarize.redact import describe as describe_redaction
+from ..summarize.redaction_report import describe as describe_redaction
 from ..tokens import budget_for, require_autocompact_room
 from ..transcript import read_transcript
 from ..transcript.writer import write_messages, write_transcript
@@ -292,6 +289,8 @@ def stats(
     if wants_batch(params := dict(locals())):
         return run_many(STATS, params)
     source = one_source(sources)
+    from ..reports.stats import view_stats
+
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, dry_run=True)
     print_warnings(run.ctx.warnings)
@@ -304,6 +303,7 @@ def stats(
 
 def _render_stats(data: dict) -> None:
     from rich.console import Console
+    from rich.table import Table  # here, not at start-up: only `ctxkit stats` draws tables
 
     console = Console(file=sys.stdout, soft_wrap=True, highlight=False, markup=False, emoji=False)  # plain text
     b = data["budget"]
@@ -415,6 +415,8 @@ def expand(
     if wants_batch(params := dict(locals())):
         return run_many(EXPAND, params)
     source = one_source(sources)
+    from ..store.expand import expand_all as expand_transcript
+
     check_output(output)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names

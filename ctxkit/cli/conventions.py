@@ -24,10 +24,12 @@ import sys
 from typing import Any, get_args
 
 import typer
+import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 from ..errors import ExitCode
 from ..quoting import QUOTE_LIMIT, quote
+from .quick_values import install as install_quick_values
 
 
 def choices_metavar(choices: Any) -> str:
@@ -36,7 +38,12 @@ def choices_metavar(choices: Any) -> str:
 
 
 class CtxkitCommand(TyperCommand):
-    """A command whose help lists an argument by its metavar (``FILE``), without typer's ``<str>``."""
+    """A command whose help lists an argument by its metavar (``FILE``), without typer's ``<str>``,
+    and whose plainly valid values are converted without pydantic (:mod:`.quick_values`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        install_quick_values(self, ctx)
+        return super().parse_args(ctx, args)
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments, options = [], []
@@ -55,15 +62,40 @@ class CtxkitCommand(TyperCommand):
 
 
 class CtxkitApp(typer.Typer):
-    """A :class:`typer.Typer` whose commands are :class:`CtxkitCommand` unless told otherwise."""
+    """A :class:`typer.Typer` whose commands are :class:`CtxkitCommand` unless told otherwise, and
+    that builds only the command it runs."""
 
     def command(self, name: str | None = None, *, cls: Any = None, **kwargs: Any) -> Any:
         return super().command(name, cls=cls or CtxkitCommand, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line. Typer turns every registered command into a Click command before it
+        parses anything (a third of the start-up of ``ctxkit compact``, docs/benchmarks.md): when
+        the first argument names a command, only that one is built. Anything else (``--help``, a
+        mistyped name, which needs the others for its "did you mean", shell completion) builds
+        them all."""
+        argv = kwargs.get("args", sys.argv[1:])
+        name = argv[0] if argv and not any(k.endswith("_COMPLETE") for k in os.environ) else None
+        commands = [c for c in self.registered_commands
+                    if (c.name or typer.main.get_command_name(getattr(c.callback, "__name__", ""))) == name]
+        groups = [g for g in self.registered_groups if g.name == name]
+        if len(commands) + len(groups) != 1:
+            return super().__call__(*args, **kwargs)
+        everything = self.registered_commands, self.registered_groups
+        self.registered_commands, self.registered_groups = commands, groups
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            self.registered_commands, self.registered_groups = everything
 
 
 class CtxkitGroup(TyperGroup):
     """The root command: parses and runs like typer's, but reports usage errors in ctxkit's style
     and treats a reader that closed the pipe as success. ``CliRunner`` goes through here too."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        install_quick_values(self, ctx)  # --version: its value is converted like a command's
+        return super().parse_args(ctx, args)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

@@ -49,7 +49,7 @@ def memory_update(
 ) -> None:
     """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
     from ..stages.autocompact.session_memory import update_in_context
-    from ..summarize.redact import describe as describe_redaction
+    from ..summarize.redaction_report import describe as describe_redaction
 
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=None, session_memory=session_memory, summarizes=lambda pol: True)

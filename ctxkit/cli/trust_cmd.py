@@ -13,7 +13,6 @@ import typer
 from ..errors import UsageError
 from ..policy import find_repo_policy
 from ..policy.model import Policy
-from ..policy.render import flow
 from ..policy.trust import (
     REPO_FILE_HINT,
     require_trusted_estimator,
@@ -54,6 +53,8 @@ def trust(file: Annotated[Optional[Path], typer.Argument(metavar="FILE",
         raise UsageError(f"no .ctxkit.yaml in {cwd} or a folder above it; {REPO_FILE_HINT}")
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
+    from ..policy.render import flow  # PyYAML: imported by the command that prints YAML
+
     console = stderr_console()
     for trusted in trust_policy_file(path, cwd):
         console.print(f"trusted {trusted.label} (sha256 {trusted.digest[:16]})", markup=False)

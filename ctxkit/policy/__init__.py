@@ -34,7 +34,6 @@ from ..errors import PolicyError, Problem
 from .layers import LayerReader, find_repo_policy, user_config_path
 from .loader import assemble
 from .model import Policy, StageSpec, Thresholds, ToolSets
-from .render import render_policy
 from .schema import effective_schema
 
 __all__ = [
@@ -67,6 +66,13 @@ def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path |
     compiled = Policy.from_mapping(assembly.doc, {key: str(origin) for key, origin in assembly.origins.items()})
     return dataclasses.replace(compiled, layers=tuple(assembly.layers), untrusted=tuple(assembly.untrusted),
                                origin_folders=MappingProxyType(assembly.folders))
+
+
+def render_policy(policy: Policy) -> str:
+    """The merged policy as YAML with the origin of each value (``ctxkit policy show``)."""
+    from .render import render_policy as render  # PyYAML's dumper: imported by the command that prints
+
+    return render(policy)
 
 
 def validate_file(path: str | Path, *, stages: Mapping[str, Any]) -> list[Problem]:

@@ -32,9 +32,8 @@ from .. import resources
 from ..errors import Problem
 from ..filenames import is_file
 from ..quoting import QUOTE_LIMIT, clip, quote
-from . import yamlpos
 from .hints import did_you_mean
-from .yamlpos import Document, FixedDocument
+from .positions import Document, FixedDocument
 
 REPO_FILE = ".ctxkit.yaml"
 DEFAULT_BASE = "default"
@@ -51,6 +50,8 @@ class Layer:
     document: Document | None
     problems: list[Problem] = field(default_factory=list)
     path: Path | None = None  # the file behind it, against which a relative 'extends' resolves
+    #: one of ctxkit's own policies, read by name: trusted to fit the schema (see ``loader.assemble``)
+    builtin: bool = False
 
     @property
     def key(self) -> str | None:
@@ -167,13 +168,13 @@ class LayerReader:
         return self._cached(path, self.label(path))
 
     def builtin(self, name: str) -> Layer:
-        return self._cached(resources.policies_dir() / f"{name}.yaml", f"<builtin>/{name}.yaml")
+        return self._cached(resources.policies_dir() / f"{name}.yaml", f"<builtin>/{name}.yaml", builtin=True)
 
-    def _cached(self, path: Path, label: str) -> Layer:
+    def _cached(self, path: Path, label: str, builtin: bool = False) -> Layer:
         key = str(path.resolve())
         if key not in self._read:
-            document, problems = read_policy_file(path, label)
-            self._read[key] = Layer(label, document, problems, path)
+            document, problems = read_policy_file(path, label, builtin=builtin)
+            self._read[key] = Layer(label, document, problems, path, builtin=builtin)
         return self._read[key]
 
     def policy_option(self, value: str) -> Layer:
@@ -225,8 +226,9 @@ class LayerReader:
 MAX_POLICY_BYTES = 1 << 20
 
 
-def read_policy_file(path: Path, label: str) -> tuple[Document | None, list[Problem]]:
-    """Read and parse one policy file, naming it ``label`` in problems.
+def read_policy_file(path: Path, label: str, builtin: bool = False) -> tuple[Document | None, list[Problem]]:
+    """Read and parse one policy file, naming it ``label`` in problems (a ``builtin`` one from its
+    form parsed ahead of time, when there is one for these bytes: :mod:`ctxkit.policy.builtin_forms`).
 
     A policy names other files (``extends:``) and a repository's ``.ctxkit.yaml`` is not the user's
     own, so what is read is bounded: only a regular file (opened non-blocking, so a FIFO cannot hang
@@ -259,10 +261,19 @@ def read_policy_file(path: Path, label: str) -> tuple[Document | None, list[Prob
     if size != st.st_size:
         return None, [Problem(label, 1, 1, f"cannot read the file: it holds more than its size ({st.st_size} bytes) "
                                            "says (a pseudo-file, or one being written)")]
+    raw = b"".join(chunks)
+    if builtin:
+        from .builtin_forms import compiled_form
+
+        document = compiled_form(path, raw, label)
+        if document is not None:
+            return document, []
     try:
-        text = b"".join(chunks).decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [Problem(label, 1, 1, f"cannot read the file: not UTF-8 ({exc.reason})")]
+    from . import yamlpos  # PyYAML: imported when a policy is parsed, not with this module
+
     return yamlpos.parse(text, label)
 
 
@@ -289,6 +300,8 @@ def _setting_data(item: str) -> dict[str, Any]:
         raise ValueError(f"{quote(dotted)} is not a dotted path")
     # the value is read like a policy file, under the same limits; its problems are named
     # '--set PATH' and placed in the value
+    from . import yamlpos
+
     value, problems = yamlpos.parse_value(raw, f"{SET_LABEL} {clip(dotted.strip(), QUOTE_LIMIT)}")
     if problems:
         raise _BadValue(problems)

@@ -18,8 +18,8 @@ from .consistency import policy_rules
 from .defaults import schema_defaults
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
+from .positions import FixedDocument
 from .trust import UntrustedSetting, repository_positions, untrusted_settings
-from .yamlpos import FixedDocument
 
 #: What ``ctxkit policy show`` names as the source of a value no layer wrote: the schema's ``default``.
 SCHEMA_DEFAULT_LABEL = "schema default"
@@ -34,7 +34,7 @@ def schema_default_layer() -> Layer:
     only its own choices and still every value shows where it came from."""
     defaults = schema_defaults(schema.static_schema())
     data = {key: defaults[key] for key in SHOWN_DEFAULTS if key in defaults}
-    return Layer(SCHEMA_DEFAULT_LABEL, FixedDocument(SCHEMA_DEFAULT_LABEL, data, line=0, col=0))
+    return Layer(SCHEMA_DEFAULT_LABEL, FixedDocument(SCHEMA_DEFAULT_LABEL, data, line=0, col=0), builtin=True)
 
 
 @dataclass
@@ -52,8 +52,14 @@ class Assembly:
 
 def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str, Any]) -> Assembly:
     """Merge ``layers`` on top of their bases; the problems come in layer order, each once.
-    ``registry``: the stages a policy may use (name -> stage class)."""
-    checker = schema.validator(registry)
+    ``registry``: the stages a policy may use (name -> stage class).
+
+    The built-in policies are not checked against the schema here: they ship with ctxkit like its
+    code, and ``tests/test_startup.py`` checks each of them against the full schema. Only a layer
+    someone else wrote (a file, ``--set``) is checked, so a run on the built-ins alone never
+    imports jsonschema nor the stage modules it does not run (the schema names every stage's
+    options): that is most of ctxkit's start-up time (docs/benchmarks.md)."""
+    checker = None
     bases, problems = reader.bases(layers)
     merger = Merger(registry)
     labels: list[str] = []
@@ -65,8 +71,10 @@ def assemble(layers: Sequence[Layer], reader: LayerReader, registry: Mapping[str
             continue
         if position and (not labels or labels[-1] != layer.label):  # several --set read as one layer
             labels.append(layer.label)
-        instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
-        problems += schema.schema_problems(layer.document, checker, instance)
+        if not layer.builtin:
+            checker = checker or schema.validator(registry)
+            instance = with_inherited_uses(layer.document.data, merger.stage_uses(), registry)
+            problems += schema.schema_problems(layer.document, checker, instance)
         problems += merger.add(layer.document)
         added.append(position)
     problems += policy_rules(merger.doc, merger.origins)

@@ -26,7 +26,7 @@ from typing import Any, Collection
 from ..errors import Problem
 from ..quoting import quote
 from .hints import did_you_mean
-from .yamlpos import Document, JsonPath
+from .positions import Document, JsonPath
 
 PLACEMENT_KEYS = ("before", "after")
 NOT_MERGED = ("extends",)

@@ -18,15 +18,16 @@ import copy
 import functools
 import json
 import re
-from typing import Any, Callable, Mapping, Optional, Sequence
-
-from jsonschema import Draft202012Validator, ValidationError
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from .. import resources
 from ..errors import Problem
 from ..quoting import quote
 from .hints import did_you_mean
-from .yamlpos import Document
+from .positions import Document
+
+if TYPE_CHECKING:  # jsonschema is imported when a policy is checked, not with this module (start-up time)
+    from jsonschema import Draft202012Validator, ValidationError
 
 #: The stages a policy may use: name -> stage class (``ctxkit.stages.base.Stage``: its ``options_schema``
 #: and ``extend_policy_schema``). Passed in; this package does not import the stages.
@@ -77,6 +78,8 @@ def _options_rule(name: str, options_schema: Mapping[str, Any]) -> dict[str, Any
 
 
 def validator(registry: Registry) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     # formats are checked ("format": "regex" compiles redact.patterns as the policy is read)
     return Draft202012Validator(effective_schema(registry), format_checker=Draft202012Validator.FORMAT_CHECKER)
 

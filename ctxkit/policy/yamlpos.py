@@ -20,67 +20,14 @@ position, like any other error in the file.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
 from ..errors import Problem
 from ..quoting import quote
-
-JsonPath = Sequence[str | int]
-
-
-@dataclass
-class Document:
-    """A parsed policy source: its data, and how to find where any part of it was written."""
-
-    file: str
-    data: Any
-    root: yaml.Node | None = None
-
-    def position(self, path: JsonPath) -> tuple[int, int]:
-        """Where the value at ``path`` starts, or the nearest existing parent when it does not exist."""
-        node = self.root
-        for segment in path:
-            child = _child(node, segment)
-            if child is None:
-                break
-            node = child[1]
-        return _mark(node)
-
-    def key_position(self, path: JsonPath) -> tuple[int, int]:
-        """Where the *key* of the last segment is written: unknown keys and provenance point there."""
-        if not path:
-            return self.position(path)
-        parent_path, last = list(path[:-1]), path[-1]
-        node = self.root
-        for segment in parent_path:
-            child = _child(node, segment)
-            if child is None:
-                return _mark(node)
-            node = child[1]
-        child = _child(node, last)
-        return _mark(child[0] if child else node)
-
-    def problem(self, path: JsonPath, message: str, hint: str | None = None, *, at_key: bool = False) -> Problem:
-        line, col = self.key_position(path) if at_key else self.position(path)
-        return Problem(self.file, line, col, message, hint)
-
-
-@dataclass
-class FixedDocument(Document):
-    """A source with no file behind it (``--set``): every path is at one place."""
-
-    line: int = 1
-    col: int = 1
-
-    def position(self, path: JsonPath) -> tuple[int, int]:
-        return self.line, self.col
-
-    def key_position(self, path: JsonPath) -> tuple[int, int]:
-        return self.line, self.col
+from .positions import Document, Node
 
 
 def _mark(node: yaml.Node | None) -> tuple[int, int]:
@@ -89,19 +36,14 @@ def _mark(node: yaml.Node | None) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
-def _child(node: yaml.Node | None, segment: str | int) -> tuple[yaml.Node, yaml.Node] | None:
-    """The (key node, value node) of ``segment`` under ``node``; for a list item both are the item.
-
-    The last of equal keys wins, as it does when the data is built.
-    """
+def tree(node: yaml.Node) -> Node:
+    """The position tree of a composed (and converted) document: see :mod:`ctxkit.policy.positions`."""
+    line, col = _mark(node)
     if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in reversed(node.value):
-            if _key_text(key_node) == str(segment):
-                return key_node, value_node
-    elif isinstance(node, yaml.SequenceNode) and isinstance(segment, int) and 0 <= segment < len(node.value):
-        item = node.value[segment]
-        return item, item
-    return None
+        return [line, col, [[_key_text(k), tree(k), tree(v)] for k, v in node.value]]
+    if isinstance(node, yaml.SequenceNode):
+        return [line, col, [tree(item) for item in node.value]]
+    return [line, col, None]
 
 
 def _key_text(node: yaml.Node) -> str:
@@ -121,7 +63,7 @@ def parse(text: str, file: str) -> tuple[Document | None, list[Problem]]:
         return None, exc.problems
     if root is None:
         return Document(file, {}, None), []
-    return Document(file, data, root), _duplicate_keys(root, file)
+    return Document(file, data, tree(root)), _duplicate_keys(root, file)
 
 
 def parse_value(text: str, file: str) -> tuple[Any, list[Problem]]:

@@ -10,6 +10,6 @@ shared utilities; must not import the pipeline, reports, the CLI, typer or
 rich, and a stage does not call another stage.
 """
 from .base import Context, Report, RunInputs, Stage, StageResult
-from .registry import REGISTRY, STAGES
+from .registry import REGISTRY, all_stages
 
-__all__ = ["REGISTRY", "STAGES", "Context", "Report", "RunInputs", "Stage", "StageResult"]
+__all__ = ["REGISTRY", "Context", "Report", "RunInputs", "Stage", "StageResult", "all_stages"]

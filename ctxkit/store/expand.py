@@ -117,7 +117,9 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     h = handler(t.format)
     edits: dict[int, dict] = {}
     for i in t.live_indexes():
-        entry = t.entry(i)
+        # read once and let go: a parsed copy of every line would be kept (twice the file, and more)
+        # while only the entries restored here are needed again (``ctxkit expand`` streams)
+        entry = t.peek(i)
         if t.format == "openai":
             if entry.get("role") == "tool":
                 where = _Where(store, search_dirs, ())

@@ -46,12 +46,10 @@ from ...policy.defaults import schema_defaults
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
 from ...transcript.view import View, ViewMessage
-from ..attachments import ATTACHMENT_TYPES
-from ..attachments import plan_mode as plan_mode_type
-from ..attachments.state import AttachmentState, build_state
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript
+    from ..attachments.state import AttachmentState
     from ..base import Context
 
 #: Tools whose ``file_path`` (or ``notebook_path``) names a file the model has in mind.
@@ -101,10 +99,20 @@ class Reinjection:
 
 
 # -- the session's facts ------------------------------------------------------------------------------
+def _attachment_types() -> dict[str, Any]:
+    """The attachment types, imported when a compaction re-injects: not when autocompact is loaded for a
+    run that compacts nothing (start-up time, docs/benchmarks.md)."""
+    from ..attachments import ATTACHMENT_TYPES
+
+    return ATTACHMENT_TYPES
+
+
 def attachment_state(t: Transcript, view: View, ctx: Context) -> AttachmentState:
     """What :mod:`ctxkit.stages.attachments` knows of the session: events, paths, modes, the ``--state`` file
     (plain formats: earlier reminders parsed back)."""
-    parsers = [cls.parse_rendered for cls in ATTACHMENT_TYPES.values()]
+    from ..attachments.state import build_state
+
+    parsers = [cls.parse_rendered for cls in _attachment_types().values()]
     return build_state(t, view, ctx, parsers)
 
 
@@ -282,12 +290,12 @@ def _plan_roots(ctx: Context, s: AttachmentState) -> list[Path]:
 
 
 def _plan_mode_options(ctx: Context) -> dict[str, Any]:
-    return ATTACHMENT_TYPES["plan_mode"].resolve(ctx.policy.attachments.get("plan_mode"))
+    return _attachment_types()["plan_mode"].resolve(ctx.policy.attachments.get("plan_mode"))
 
 
 def _plan_path_pattern(ctx: Context, s: AttachmentState) -> str:
     """Where Claude Code keeps this session's plan (``~/.claude/plans/<slug>.md``; the plan_mode option)."""
-    return ATTACHMENT_TYPES["plan_mode"].plan_path(_plan_mode_options(ctx), s)
+    return _attachment_types()["plan_mode"].plan_path(_plan_mode_options(ctx), s)
 
 
 def plan_reference(recorded: str, text: str) -> NewMessage:
@@ -299,15 +307,19 @@ def plan_reference(recorded: str, text: str) -> NewMessage:
 
 def plan_mode_reminder(ctx: Context, s: AttachmentState, plan_path: str | None, exists: bool) -> NewMessage:
     """The full plan-mode reminder (the earlier one went with the history), in the attachments stage's words."""
+    from ..attachments import plan_mode as plan_mode_type
+
     path = plan_path or _plan_path_pattern(ctx, s)
     info = (plan_mode_type.HAS_PLAN if exists else plan_mode_type.NO_PLAN).format(path=path)
     record = {"type": "plan_mode", "reminderType": "full", "isSubAgent": False, "planFilePath": path,
               "planExists": bool(exists)}
-    role = ATTACHMENT_TYPES["plan_mode"].role(_plan_mode_options(ctx), s)
+    role = _attachment_types()["plan_mode"].role(_plan_mode_options(ctx), s)
     return NewMessage([reminder(plan_mode_type.FULL.format(plan_info=info))], role, attachment=record)
 
 
 def in_plan_mode(ctx: Context, s: AttachmentState) -> bool:
+    from ..attachments import plan_mode as plan_mode_type
+
     return plan_mode_type.in_plan_mode(s, ctx.inputs.plan_mode)
 
 
@@ -401,7 +413,7 @@ def delta_attachments(before: Transcript, before_view: View, after: Transcript, 
     now = attachment_state(after, after.view(), ctx)
     out: list[NewMessage] = []
     for kind in DELTA_KINDS:
-        cls = ATTACHMENT_TYPES.get(kind)
+        cls = _attachment_types().get(kind)
         if cls is None:
             continue
         from_file = was.env is not None and cls.current(was.env) is not None

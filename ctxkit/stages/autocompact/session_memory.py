@@ -268,7 +268,7 @@ def update_in_context(t: Transcript, ctx: Any, path: Path | None = None) -> Memo
     """
     from ...errors import UsageError
     from ...summarize import summarizer_for_run
-    from ...summarize.redact import redaction_summary
+    from ...summarize.redaction_report import redaction_summary
 
     path = path or ctx.inputs.session_memory
     if path is None:

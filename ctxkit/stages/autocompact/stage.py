@@ -243,7 +243,6 @@ from typing import Any
 from ...errors import LLMError
 from ...policy.defaults import schema_defaults
 from ...store.sessions import session_key
-from ...summarize import ExtractiveSummarizer, redact, summarizer_for_run
 from ...tokens import budget_for, require_autocompact_room
 from ...transcript.model import Transcript
 from ...transcript.view import View
@@ -263,7 +262,6 @@ from .options import OPTIONS_SCHEMA
 #: The synthetic first message of a summarizing request whose oldest rounds were dropped.
 from .ptl_retry import summarize_with_retry
 from .session_memory import forget, plan_session_memory
-from .summary_facts import session_facts
 
 #: The kept tail plus the re-read files and skills may fill at most this share of the threshold.
 POST_COMPACT_SHARE = 0.5
@@ -402,8 +400,10 @@ class Autocompact(Stage):
         if keep_from <= floor:
             return None, "the notes cover no message before the kept tail"
         # the notes become the summary: written by `ctxkit memory update` (redacted then) or by hand
+        from ...summarize.redact import redactor_for  # the secret rules: loaded when a summary is written
+
         written = self._write(t, view, ctx, Compaction(
-            summary=redact.redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
+            summary=redactor_for(ctx).text(plan.summary), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="session-memory",
             record={"notes": str(plan.notes_path), "lastSummarizedId": plan.last_id}), share, details)
         if written.post_tokens >= threshold:
             return None, f"still over the threshold after it ({written.post_tokens:,} >= {threshold:,} tokens)"
@@ -427,7 +427,12 @@ class Autocompact(Stage):
         history = [m.api() for m in view.messages[:keep_from] if m.role != "system"]
         if not history:
             raise CompactionError("there is nothing to summarize before the kept tail")
-        summarizer = summarizer_for_run(ctx, session_facts(t, view, keep_from, ctx))
+        # when a summary is asked for, not at start-up: the summarizers, the secret rules, the session facts
+        from ...summarize import summarizer_for_run
+        from .summary_facts import session_facts
+
+        known = session_facts(t, view, keep_from, ctx)  # every prompt of the session, the stored originals
+        summarizer = summarizer_for_run(ctx, known)
         details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
         try:
             summary, facts = summarize_with_retry(
@@ -446,6 +451,8 @@ class Autocompact(Stage):
         written = self._write(t, view, ctx, Compaction(
             summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
             record={"summarizer": details["summarizer"], **{k: v for k, v in facts.items() if v}}), share, details)
+        from ...summarize import ExtractiveSummarizer, redact
+
         if details["summarizer"] == ExtractiveSummarizer.name:
             return written
         rejected = min_retention.rejection(details, self.options.get("min_retention"))
@@ -453,7 +460,7 @@ class Autocompact(Stage):
             return written
         # a model summary that lost the user's prompts or files: the extractive one quotes them
         details["rejected_summary"] = rejected
-        fallback = redact.guard(ExtractiveSummarizer(), ctx)
+        fallback = redact.guard(ExtractiveSummarizer(facts=known), ctx)
         details["summarizer"] = fallback.name
         return self._write(t, view, ctx, Compaction(
             summary=fallback.summarize(history, instructions=ctx.inputs.instructions), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",

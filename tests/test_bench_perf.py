@@ -1,0 +1,49 @@
+"""bench/perf.py: one command, a row registry other files add to, a table, and a failing exit code.
+
+The rows are run in a copy of the bench folder next to a ``perf_fake.py`` whose rows measure
+nothing real (fixed samples), so what is checked is the harness: rows from ``bench/perf_*.py`` are
+picked up, ``--only`` selects, the table shows min / median / max of the ratios, and a row over its
+target makes the command exit 1.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+FAKE = '''
+from perf import Row, Sample
+
+def rows(ctx):
+    ratios = iter([0.5, 0.9, 0.7])
+    def fine():
+        r = next(ratios)
+        return Sample(r, 1.0, f"{r:.1f} s vs 1.0 s")
+    return [Row("fake fine row", "time", 1.0, fine),
+            Row("fake slow row", "memory", 1.0, lambda: Sample(3.0, 1.0, "3 MiB for 1 MiB"))]
+'''
+
+
+def _run(tmp_path: Path, only: str) -> subprocess.CompletedProcess:
+    folder = tmp_path / "bench"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(BENCH / "perf.py", folder / "perf.py")
+    (folder / "perf_fake.py").write_text(FAKE)
+    return subprocess.run([sys.executable, str(folder / "perf.py"), "--repeat", "3", "--only", only],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_rows_of_other_files_are_run_and_reported(tmp_path):
+    r = _run(tmp_path, "fake fine")
+    assert r.returncode == 0, r.stderr
+    assert "| fake fine row | 0.7 s vs 1.0 s | 0.50x / 0.70x / 0.90x | at most 1x | ok |" in r.stdout.splitlines()
+    assert "slow" not in r.stdout
+
+
+def test_a_row_over_its_target_fails_the_command(tmp_path):
+    r = _run(tmp_path, "fake")
+    assert r.returncode == 1
+    assert "| fake slow row | 3 MiB for 1 MiB | 3.00x / 3.00x / 3.00x | at most 1x | **missed** |" in r.stdout
