@@ -30,16 +30,17 @@ import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Iterator, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Literal, Optional
 
 import typer
 
-from ..batch.engine import Batch, FileJob, run_local
-from ..batch.inputs import check_outputs, expand_inputs, is_url, output_for
-from ..batch.results import FileResult, most_severe, totals
+from ..batch.inputs import is_url
 from ..errors import ExitCode, UsageError
 from ..fileio import atomic_output
 from .conventions import choices_metavar
+
+if TYPE_CHECKING:
+    from ..batch.results import FileResult
 
 BatchReport = Literal["text", "json"]
 
@@ -202,6 +203,10 @@ def _check_options(command: BatchCommand, params: dict[str, Any]) -> None:
 
 def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
     """Run ``command`` on every input ``params['sources']`` names; exit with the most severe code."""
+    # the engines load for a batch only: a one-file run starts without them
+    from ..batch.engine import Batch, FileJob, run_local
+    from ..batch.inputs import check_outputs, expand_inputs, output_for
+    from ..batch.results import most_severe, totals
     from .batch_report import Reporter
 
     _check_options(command, params)

@@ -8,9 +8,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from ..batch.aggregate import aggregate_stats
 from ..batch.results import FileResult
 from .batch_cli import BatchCommand
 
@@ -98,6 +96,8 @@ def _stats_figures(r: FileResult) -> dict[str, Any]:
 
 
 def _stats_render(results: list[FileResult], params: dict[str, Any]) -> None:
+    from ..batch.aggregate import aggregate_stats  # loaded by stats over many sessions only
+
     agg = aggregate_stats([(r.source, r.figures["_stats"]) for r in results if "_stats" in r.figures])
     if params.get("as_json"):
         sys.stdout.write(json.dumps(agg, indent=2, ensure_ascii=False) + "\n")
@@ -109,7 +109,9 @@ STATS = BatchCommand("stats", "ctxkit.cli.commands:stats", writes=False, per_fil
                      figures=_stats_figures, render=_stats_render)
 
 
-def _table(title: str, rows: dict[str, int], first: str, total: int | None = None) -> Table:
+def _table(title: str, rows: dict[str, int], first: str, total: int | None = None) -> Any:
+    from rich.table import Table  # tables load for the fleet summary only
+
     table = Table(title=title)
     table.add_column(first)
     table.add_column("tokens" if total is not None else "sessions", justify="right")
@@ -134,6 +136,8 @@ def render_fleet_stats(agg: dict[str, Any]) -> None:
     for title, key in (("by kind", "by_kind"), ("by tool", "by_tool")):
         console.print(_table(title, agg[key], title.split()[-1], sum(agg[key].values())))
     if agg["stages"]:
+        from rich.table import Table
+
         table = Table(title="what the policy would do")
         for col in ("stage", "actions", "tokens freed"):
             table.add_column(col)

@@ -8,18 +8,12 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
-from ..batch.inputs import expand_inputs, is_url
 from ..errors import UsageError
 from ..fileio import atomic_output, check_output
 from ..pipeline import compile_pipeline
 from ..policy.model import Policy
 from ..quoting import quote
-from ..reports.pricing import load_pricing
-from ..reports.simulate import ROW_KEYS, simulate
 from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings
 from .run_setup import make_policy
 from .trust_cmd import guard_policy
@@ -30,6 +24,7 @@ SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claud
 
 def _session_files(args: list[str]) -> list[str]:
     """The transcripts the arguments name, expanded the way every batch command expands them."""
+    from ..batch.inputs import expand_inputs, is_url
     items = expand_inputs(args)
     remote = [i.source for i in items if is_url(i.source)]
     if remote:
@@ -89,6 +84,12 @@ def simulate_cmd(
     are failures) and each policy. Nothing is written; with no API key the summaries are extractive.
     Example: ctxkit simulate session.jsonl -p default -p no-llm
     """
+    # the replay machinery and rich's tables load when this command runs, not with every ctxkit command
+    from rich.console import Console
+
+    from ..reports.pricing import load_pricing
+    from ..reports.simulate import simulate
+
     rows, parsed = _policies(policy, set_, sweep)
     prices = load_pricing(pricing)
     doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(), sweep=parsed)
@@ -115,8 +116,13 @@ def simulate_cmd(
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def _table(s: dict[str, Any], title: str) -> Table:
+def _table(s: dict[str, Any], title: str) -> Any:
     """One session's rows (or the total's) as a table; * marks the sweep's cheapest row."""
+    from rich import box
+    from rich.table import Table
+
+    from ..reports.simulate import ROW_KEYS
+
     table = Table(title=title, box=box.SIMPLE, title_justify="left")
     for head in ("row", "requests", "peak", "compactions", "failures", "input", "cache write", "cache read",
                  "output", "USD", "vs recorded"):
@@ -154,6 +160,8 @@ def report_cmd(
     Example: ctxkit report session.jsonl -p default -p no-llm -o report.html
     """
     from ..reports.html_report import render_report
+    from ..reports.pricing import load_pricing
+    from ..reports.simulate import simulate
 
     check_output(output)
     rows, _ = _policies(policy, set_, None)
