@@ -26,7 +26,8 @@ class Pipeline:
 
     @staticmethod
     def _count(t: Transcript, ctx: Context) -> int:
-        return ctx.tokens.count_messages(t.view().api_messages())
+        """The count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)."""
+        return ctx.view_tokens(t).total
 
     def uses_summarizer(self) -> bool:
         """Whether a stage may call the policy's summarizer."""

@@ -261,8 +261,12 @@ def _render_stats(data: dict) -> None:
 
     console = Console(file=sys.stdout, soft_wrap=True, highlight=False, markup=False, emoji=False)  # plain text
     b = data["budget"]
-    head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({data['estimator']} estimate), "
-                 f"level: {data['level']}", show_header=True)
+    if data["tokens_source"] == "usage":
+        parts = f"{data['tokens_reported']:,} reported by the API + {data['tokens_estimated']:,} {data['estimator']} estimate"
+    else:
+        parts = f"{data['tokens_estimated']:,} {data['estimator']} estimate + {data['tokens_overhead']:,} overhead"
+    head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({parts}), level: {data['level']}",
+                 show_header=True)
     head.add_column("threshold")
     head.add_column("tokens", justify="right")
     for key in ("context_window", "effective_window", "warning_threshold", "autocompact_threshold", "blocking_limit"):
@@ -306,7 +310,7 @@ def check(
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
                    context_window=context_window, dry_run=True)
     print_warnings(run.ctx.warnings)
-    tokens = run.ctx.tokens.count_messages(run.transcript.view().api_messages())
+    tokens = run.ctx.view_tokens(run.transcript).total
     budget = budget_for(run.policy, context_window)
     require_autocompact_room(budget, run.policy)
     limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
     from ..policy.model import Policy
     from ..store.disk import Store
     from ..tokens import TokenCounter
+    from ..tokens.view_count import ViewTokens
     from ..transcript.model import Transcript
 
 
@@ -62,6 +63,14 @@ class Context:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def view_tokens(self, t: Transcript) -> ViewTokens:
+        """The token count of ``t``'s view that every threshold decision uses: the usage the API reported for
+        the newest assistant message plus an estimate of what follows, or the estimate plus the policy's
+        ``overhead_tokens`` (:func:`ctxkit.tokens.view_count.count_view`)."""
+        from ..tokens.view_count import count_view
+
+        return count_view(t, self.tokens, self.policy.overhead_tokens)
 
     def timestamp(self) -> str:
         """Now, as transcripts write it ("2026-11-29T23:06:25.561Z"), for entries a stage appends."""

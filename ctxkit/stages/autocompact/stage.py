@@ -209,6 +209,7 @@ policy)`.
 # `ctxkit stages autocompact`); compaction, session memory, re-injection and the PTL retry are siblings.
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...errors import LLMError
@@ -301,7 +302,7 @@ class Autocompact(Stage):
         budget = budget_for(ctx.policy, ctx.inputs.context_window)
         require_autocompact_room(budget, ctx.policy)
         threshold = budget.autocompact_threshold
-        tokens = ctx.tokens.count_messages(view.api_messages())
+        tokens = ctx.view_tokens(t).total
         force = bool(ctx.inputs.force)
         key = session_key(t)
         failures = int((ctx.store.session_state(key).get(STATE_KEY) or {}).get("consecutive_failures", 0))
@@ -457,4 +458,5 @@ class Autocompact(Stage):
                                            timestamp=ctx.timestamp())
         details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
                        kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
-        return written
+        # decided against the same count as the tokens before: the new view's estimate plus the overhead
+        return dataclasses.replace(written, post_tokens=ctx.view_tokens(written.transcript).total)

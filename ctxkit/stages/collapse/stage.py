@@ -218,7 +218,7 @@ class Collapse(Stage):
             return StageResult(t, self.report(action="skipped", reason="proactive: autocompact (collapse stays "
                                               "passive; committed runs are still shown collapsed)"))
         view = t.view()
-        tokens = ctx.tokens.count_messages(view.api_messages())
+        tokens = ctx.view_tokens(t).total
         window = budget_for(ctx.policy, ctx.inputs.context_window).effective_window
         commit_at = int(window * self.options["commit_ratio"])
         llm_at = int(window * self.options["llm_ratio"])
