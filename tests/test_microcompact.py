@@ -155,13 +155,13 @@ def test_thinking_from_the_first_cleared_result_on_is_dropped_and_archived(tmp_p
     assert back.view().api_messages() == t.view().api_messages()
 
 
-def test_plain_messages_have_no_clock_so_nothing_clears_them(tmp_path, make_context):
-    """--force is /compact: it makes autocompact act, not this stage (the cache may well be warm)."""
+def test_plain_messages_have_no_clock_so_only_force_clears(tmp_path, make_context):
     t = load(tmp_path, _turns(), fmt="anthropic")
-    for force in (False, True):
-        out = Microcompact("mc", {}).run(t, make_context(force=force))
-        assert out.transcript is t
-        assert out.report.reason == "the transcript has no timestamps: the cache cannot be known to be cold"
+    out = Microcompact("mc", {}).run(t, make_context())
+    assert out.report.reason == "the transcript has no timestamps (use --force to clear anyway)"
+    forced = Microcompact("mc", {}).run(t, make_context(force=True))
+    assert len(forced.report.details["cleared"]) == 3
+    assert list(_results(forced.transcript).values()).count(PLACEHOLDER) == 3
 
 
 # -- API-native ----------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from mock_messages_api import MockMessagesAPI
 from ctxkit.cli.main import app
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
-# 56,139 tokens (the usage the session reports) against a 40,000 window: over every threshold once the cheaper stages are off
-OVER = [str(EXAMPLE), "--context-window", "40000", "--set", "stages.microcompact.enabled=false",
+# 56,139 tokens (the usage the session reports) against a 60,000 window: over every threshold once the cheaper stages are off
+OVER = [str(EXAMPLE), "--context-window", "60000", "--set", "stages.microcompact.enabled=false",
         "--set", "stages.tool-result-budget.enabled=false"]
 
 

@@ -25,6 +25,11 @@ if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
     from ..transcript.model import Transcript
 
 
+#: The session-state key under which a run remembers the response whose usage it made stale (see
+#: :mod:`ctxkit.tokens.view_count`): ``{"anchor": uuid, "view": digest of the view it left up to it}``.
+SUPERSEDED_USAGE = "usage_superseded"
+
+
 @dataclass
 class RunInputs:
     """What one invocation adds to the policy: flags and files named on the command line."""
@@ -68,9 +73,12 @@ class Context:
         """The token count of ``t``'s view that every threshold decision uses: the usage the API reported for
         the newest assistant message plus an estimate of what follows, or the estimate plus the policy's
         ``overhead_tokens`` (:func:`ctxkit.tokens.view_count.count_view`)."""
+        from ..store.sessions import session_key
         from ..tokens.view_count import count_view
 
-        return count_view(t, self.tokens, self.policy.overhead_tokens)
+        superseded = self.store.session_state(session_key(t)).get(SUPERSEDED_USAGE) if t.format == "claude-code" \
+            else None
+        return count_view(t, self.tokens, self.policy.overhead_tokens, superseded)
 
     def timestamp(self) -> str:
         """Now, as transcripts write it ("2026-11-29T23:06:25.561Z"), for entries a stage appends."""

@@ -14,10 +14,10 @@ as they are. Compactable tools are the policy's `tools.compactable` (default: Re
 Grep, Glob, WebSearch, WebFetch, Edit, Write): tools whose output can be had again by calling
 them. The calls stay, each still followed by its (now short) result, so the conversation remains
 valid for the API. Results already shorter than the placeholder are left alone; a cleared result
-never grows the view. `--force` does not change this: like Claude Code's `/compact` it makes
-autocompact summarize whatever the thresholds say, and a manual compaction on a warm cache
+never grows the view. `--force` does not clear a warm cache: like Claude Code's `/compact` it
+makes autocompact summarize whatever the thresholds say, and a manual compaction on a warm cache
 summarizes the original results, not placeholders. Anthropic and OpenAI message lists carry no
-timestamps, so this stage never clears them (the cache cannot be known to be cold).
+timestamps, so the cache's state is unknown: there `--force` is how you say it is cold.
 
 ## Nothing is lost, and the decision is frozen
 
@@ -42,7 +42,7 @@ behind an `archive` record, so `ctxkit expand` restores them too.
 
 On `examples/session.jsonl` at 13:00 (`--now 2026-11-20T13:00:00Z`), when the last reply
 (11:00:50) is almost two hours old, the report says
-`microcompact: applied: cleared 4 old tool result(s) [1,555 -> 960 tokens]`:
+`microcompact: applied: cleared 4 old tool result(s) [11,555 -> 10,960 tokens]`:
 
 ```
 before (the view after tool-result-budget)
@@ -106,7 +106,7 @@ becomes `context-management-2025-06-27,compact-2026-01-12`. With the Python SDK:
 
 The report says which: `the prompt cache is warm` (the gap is below `gap_minutes`), `nothing old
 enough to clear` (no more compactable results than `keep_recent`, or only short ones), or `the
-transcript has no timestamps: the cache cannot be known to be cold`. If the store cannot be written the
+transcript has no timestamps (use --force to clear anyway)`. If the store cannot be written the
 command stops before any output is written: a result is never cleared without its copy.
 """
 # Over 400 lines: about 120 are the docstring above (the stage's user documentation) and 70 the
@@ -309,8 +309,9 @@ class Microcompact(Stage):
         view = t.view()
         details: dict[str, Any] = {"mode": self.options["mode"]}
         gap = cache_gap_minutes(view, ctx.clock.now())
-        # --force is /compact: it makes autocompact act, never this stage (a warm cache is not thrown away)
-        cold = gap is not None and gap > self.options["gap_minutes"]
+        # --force is /compact: it never clears a warm cache; only where the transcript cannot tell (no
+        # timestamps: a plain message list) does it say that the cache is cold
+        cold = gap > self.options["gap_minutes"] if gap is not None else bool(ctx.inputs.force)
         details["gap_minutes"] = None if gap is None else round(gap, 1)
         if self.options["mode"] != "time-based":
             body = context_management(self.options, cold=cold)
@@ -321,8 +322,8 @@ class Microcompact(Stage):
             if self.options["mode"] == "api-native":
                 return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
                                                   "server-side (see --to anthropic-request)", details=details))
-            if gap is None:
-                reason = "the transcript has no timestamps: the cache cannot be known to be cold"
+            if gap is None and not ctx.inputs.force:
+                reason = "the transcript has no timestamps (use --force to clear anyway)"
             elif not cold:
                 reason = "the prompt cache is warm"
             else:

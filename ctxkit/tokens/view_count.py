@@ -17,8 +17,11 @@ newest usage no longer describes its view:
 - the usage predates the last compact boundary (a preserved tail keeps its assistant entries, whose
   usage counted the whole history that was compacted away);
 - ctxkit changed the view since that request: a record after it that changes the view (a collapse
-  commit, a snip removal), or, in this run, a stage that rewrote or removed an entry at or before
-  the message carrying the usage (microcompact clearing old results, a compaction).
+  commit, a snip removal); in this run, a stage that rewrote or removed an entry at or before the
+  message carrying the usage (microcompact clearing old results, a compaction); or an earlier run
+  that did so and wrote its output in place (``superseded``: the pipeline remembers, in the store,
+  the message whose usage it made stale and the view it left, so reading that output back counts
+  it the same way, while the original input, or a new response of the agent, still counts by usage).
 
 Edits after that message (a new tool result persisted to the store, attachments appended at the
 tail) leave the usage valid: they are in the estimated part. So a stage decides whether to act on the
@@ -36,7 +39,7 @@ from ..transcript.claude_code_chain import entry_type
 from ..transcript.claude_code_records import RECORD_HANDLERS, RECORD_TYPE
 from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
-from .counters import TokenCounter
+from .counters import TokenCounter, message_key
 
 #: The usage fields Claude Code adds up (its ``getTokenCountFromUsage``).
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -57,6 +60,7 @@ class ViewTokens:
     overhead: int
     source: str
     why: str | None = None
+    anchor: str | None = None  # uuid of the message whose usage was reported (used or not)
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_reported": self.reported, "tokens_estimated": self.estimated,
@@ -116,10 +120,22 @@ def _invalidated(t: Transcript, entries: list[int]) -> str | None:
     return None
 
 
-def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int) -> ViewTokens:
-    """The token count of ``t``'s view (see the module docstring), counting the un-reported part with ``counter``."""
+def prefix_digest(t: Transcript, anchor: str) -> str | None:
+    """A fingerprint of the view up to and including the message ``anchor`` opens (None when it is not in the view)."""
     messages = t.view().messages
-    why = "no usage reported in the transcript"
+    k = next((k for k, m in enumerate(messages) if m.uuid == anchor), None)
+    return None if k is None else message_key([m.api() for m in messages[:k + 1]]).hex()
+
+
+def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
+               superseded: dict | None = None) -> ViewTokens:
+    """The token count of ``t``'s view (see the module docstring), counting the un-reported part with ``counter``.
+
+    ``superseded`` (``{"anchor": uuid, "view": digest}``, from the store) names a response whose usage an
+    earlier run made stale, and the view that run left up to it: when ``t`` shows that view, the usage is
+    not used."""
+    messages = t.view().messages
+    why, anchor = "no usage reported in the transcript", None
     for k in range(len(messages) - 1, -1, -1):
         m = messages[k]
         if m.role != "assistant" or not m.entries:
@@ -127,10 +143,14 @@ def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int) -> Vi
         reported = _message_usage(t, m)
         if reported is None:
             continue
+        anchor = m.uuid
         why = _invalidated(t, m.entries)
+        if why is None and superseded and superseded.get("anchor") == anchor and anchor is not None \
+                and superseded.get("view") == prefix_digest(t, anchor):
+            why = "an earlier run changed the history the reported usage counted"
         if why is not None:
             break
         estimated = counter.count_messages([*_later_fragments(m), *(x.api() for x in messages[k + 1:])])
-        return ViewTokens(reported + estimated, reported, estimated, 0, "usage")
+        return ViewTokens(reported + estimated, reported, estimated, 0, "usage", anchor=anchor)
     estimated = counter.count_messages(x.api() for x in messages)
-    return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why)
+    return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why, anchor)

@@ -103,8 +103,11 @@ first.
 
 On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
 README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
-960 -> 649 tokens, 21 messages summarized, 1 kept`. On a larger session, the `multi-prompt`
-session of the test corpus (54,834 tokens, four prompts, 32 tool calls; not shipped with ctxkit),
+10,960 -> 10,649 tokens, 21 messages summarized, 1 kept` (after a compaction the count is the
+estimate of the new view plus the policy's `overhead_tokens`, 10,000, for the system prompt and
+tools: see docs/tokens.md). On a larger session, the `multi-prompt` session of the test corpus
+(44,460 tokens by the usage its last response reported, four prompts, 32 tool calls; not shipped
+with ctxkit),
 offline, with a 60,000-token window (threshold 27,000), run from the project folder so that the
 files it read are found and re-injected:
 
@@ -112,8 +115,8 @@ files it read are found and re-injected:
 $ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,888 tokens, 69 messages summarized, 1 kept [54,834 -> 2,888 tokens]
-view: 54,834 -> 2,888 tokens
+autocompact: applied: auto compaction (summary by extractive): 44,460 -> 12,888 tokens, 69 messages summarized, 1 kept [44,460 -> 12,888 tokens]
+view: 44,460 -> 12,888 tokens
 ```
 
 The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
@@ -145,7 +148,7 @@ system:    The following deferred tools are now available via ToolSearch. ...
            Available agent types for the Agent tool: ...
 ```
 
-Running it again on `../compacted.jsonl` changes nothing (2,888 tokens is under the threshold),
+Running it again on `../compacted.jsonl` changes nothing (12,888 tokens is under the threshold),
 so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
 `anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
 `--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
@@ -162,8 +165,8 @@ memory: written notes.md (70 messages, up to e3560dd0-4de6-4401-a984-d23eb919c8b
 $ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted-sm.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (session memory): 54,834 -> 7,519 tokens, 45 messages summarized, 25 kept [54,834 -> 7,519 tokens]
-view: 54,834 -> 7,519 tokens
+autocompact: applied: auto compaction (session memory): 44,460 -> 18,145 tokens, 45 messages summarized, 25 kept [44,460 -> 18,145 tokens]
+view: 44,460 -> 18,145 tokens
 ```
 
 `memory update` writes or refreshes the markdown notes with the policy's summarizer (the earlier
@@ -186,7 +189,7 @@ ctxkit: warning: autocompact failed (1 of 3 in a row): the summarizer command 'l
 ...
 autocompact: failed: the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
 /bin/sh: 1: llm: not found
-view: 54,834 -> 54,834 tokens
+view: 44,460 -> 44,460 tokens
 ```
 
 Failures in a row are counted per session in the store (`.ctxkit/state.json`). After
@@ -195,7 +198,7 @@ attempt costs a request likely to fail the same way), the transcript still passe
 unchanged, and the exit code stays 1 while the context is over the threshold:
 
 ```
-ctxkit: warning: autocompact skipped: it failed 3 times in a row (limit 3); the context is 54,834 tokens, over the threshold (27,000). Fix the summarizer, then run `ctxkit compact --force`.
+ctxkit: warning: autocompact skipped: it failed 3 times in a row (limit 3); the context is 44,460 tokens, over the threshold (27,000). Fix the summarizer, then run `ctxkit compact --force`.
 ...
 autocompact: breaker-open: circuit breaker open after 3 failures
 ```

@@ -53,7 +53,10 @@ ctxkit: 1 problem in the policy
 
 The `explore-edit` session of the test corpus (not shipped with ctxkit), with
 `ctxkit compact explore-edit.jsonl --stage collapse --force -o collapsed.jsonl`; the report says
-`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries) [2,925 -> 2,797 tokens]`:
+`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries) [3,148 -> 12,797 tokens]`
+(before, the usage the session's last response reported; after, the estimate of the collapsed view
+plus the policy's `overhead_tokens`, 10,000: the recorded sessions' stand-in API left the system
+prompt and tools out of its usage, so here the second number is the larger; see docs/tokens.md):
 
 ```
 before
@@ -76,11 +79,12 @@ assistant  tool_use Edit(/tmp/cc-explore-edit-7gpmq8dg/app/models.py)
 
 The `ls` is not part of the run (assistant text ends a run); the summary joins the user message
 just before the run, so every call left in the view still has its result right after it. With a
-model, the lines after the headline are the model's summary instead. On `multi-prompt` (54,834
+model, the lines after the headline are the model's summary instead. On `multi-prompt` (44,460
 tokens, 32 calls) the thresholds decide: nothing happens in a 200,000 window (`below the commit
-threshold 162,000`); with `--context-window 80000` (commit at 54,000) 12 runs are committed,
-54,834 -> 53,054 tokens; with `--context-window 75000` (summarizer at 52,250) and no model the
-report adds `the summarizer has no model (use: extractive); rule-based summaries stand`.
+threshold 162,000`); with `--context-window 67000` (commit at 42,300) 12 runs are committed (the
+estimate of the view goes from 54,834 to 53,054 tokens); with `--context-window 60000` (summarizer
+at 38,000) and no model the report adds `the summarizer has no model (use: extractive); rule-based
+summaries stand`.
 
 ## Nothing is rewritten (Claude Code), nothing is lost (plain formats)
 
