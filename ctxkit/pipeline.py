@@ -18,7 +18,7 @@ from .stages.base import SUPERSEDED_USAGE, Context, Report, Stage
 from .store.original_lines import keep_original_lines
 from .store.sessions import session_key
 from .summarize.redact import redaction_summary
-from .tokens.view_count import ViewTokens, prefix_digest
+from .tokens.view_count import REWRITTEN, ViewTokens, prefix_digest
 from .transcript.model import Transcript
 
 
@@ -63,8 +63,7 @@ def _remember_superseded_usage(start: ViewTokens, out: Transcript, ctx: Context)
     as this run counted it (and decides the same way: compacting the output again changes nothing)."""
     if start.source != "usage" or start.anchor is None or out.format != "claude-code":
         return
-    end = ctx.view_tokens(out)
-    if end.source == "usage":
+    if ctx.view_tokens(out).why != REWRITTEN:  # still the usage, or a boundary/record that says so itself
         return
     digest = prefix_digest(out, start.anchor)
     if digest is not None:

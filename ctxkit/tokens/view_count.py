@@ -41,6 +41,9 @@ from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
 from .counters import TokenCounter, message_key
 
+#: Why no usage is used when a stage of this run rewrote or removed entries the usage counted.
+REWRITTEN = "a stage changed the history the reported usage counted"
+
 #: The usage fields Claude Code adds up (its ``getTokenCountFromUsage``).
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
@@ -108,7 +111,7 @@ def _invalidated(t: Transcript, entries: list[int]) -> str | None:
     """Why the usage reported on the assistant message made of ``entries`` no longer describes the view, or None."""
     first, own = min(entries), set(entries)
     if any(i < first or i in own for i in (*t.overrides, *t.removed)):
-        return "a stage changed the history the reported usage counted"
+        return REWRITTEN
     for i in range(first + 1, t.n_entries):
         if i in t.removed:
             continue
