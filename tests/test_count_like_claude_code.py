@@ -145,3 +145,22 @@ def test_the_overhead_default_is_what_claude_codes_system_prompt_and_tools_measu
         measured = (counter.count_message({"role": "system", "content": body["system"]})
                     + counter.count_text(json.dumps(body["tools"], separators=(",", ":"))))
         assert abs(Policy().overhead_tokens - measured) <= 0.05 * measured, (path, measured)
+
+
+def test_an_output_read_back_is_counted_as_the_run_that_wrote_it_counted(runner, tmp_path):
+    """The run rewrote results the last response's usage counted: its output, read back with the same store,
+    is counted by estimate (so compacting it again decides the same way); the original input still by usage."""
+    s = Session(tmp_path)
+    s.prompt("look at the logs")
+    s.tool("Bash", {"command": "cat a.log"}, "a" * 60_000)
+    s.tool("Bash", {"command": "cat b.log"}, "b" * 400)  # its call's response reports the usage
+    s.entries[-2]["message"]["usage"] = {"input_tokens": 20_000, "output_tokens": 10}
+    s.write(tmp_path / "s.jsonl")
+    path = tmp_path / "s.jsonl"
+    r = runner.invoke(app, ["compact", str(path), "--store", "st", "-o", "out.jsonl", "--set", "estimator=rough"])
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(runner.invoke(app, ["stats", "out.jsonl", "--store", "st", "--json"]).stdout)
+    assert (out["tokens_source"], out["tokens_source_note"]) == \
+        ("estimate", "an earlier run changed the history the reported usage counted")
+    original = json.loads(runner.invoke(app, ["stats", str(path), "--store", "st", "--json"]).stdout)
+    assert (original["tokens_source"], original["tokens"]) == ("usage", 20_010 + 104)
