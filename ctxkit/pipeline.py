@@ -14,9 +14,11 @@ from .policy.hints import did_you_mean
 from .policy.model import Policy, StageSpec
 from .quoting import quote
 from .stages import REGISTRY
-from .stages.base import Context, Report, Stage
+from .stages.base import SUPERSEDED_USAGE, Context, Report, Stage
 from .store.original_lines import keep_original_lines
+from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
+from .tokens.view_count import REWRITTEN, ViewTokens, prefix_digest
 from .transcript.model import Transcript
 
 
@@ -26,7 +28,8 @@ class Pipeline:
 
     @staticmethod
     def _count(t: Transcript, ctx: Context) -> int:
-        return ctx.tokens.count_messages(t.view().api_messages())
+        """The count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)."""
+        return ctx.view_tokens(t).total
 
     def uses_summarizer(self) -> bool:
         """Whether a stage may call the policy's summarizer."""
@@ -35,7 +38,8 @@ class Pipeline:
     def run(self, transcript: Transcript, ctx: Context) -> PipelineResult:
         reports: list[Report] = []
         current = transcript
-        start_tokens = tokens = self._count(current, ctx)
+        start = ctx.view_tokens(current)
+        start_tokens = tokens = start.total
         for stage in self.stages:
             result = stage.run(current, ctx)
             # a stage that changed nothing hands back its input: its view is counted already
@@ -46,10 +50,24 @@ class Pipeline:
             reports.append(report)
             current, tokens = result.transcript, after
         end_tokens = tokens
+        _remember_superseded_usage(start, current, ctx)
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)
         return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings),
                               redaction_summary(ctx))
+
+
+def _remember_superseded_usage(start: ViewTokens, out: Transcript, ctx: Context) -> None:
+    """When this run rewrote the history the input's reported usage counted (its count went from the usage to
+    the estimate), remember that response and the view left up to it, so that the output read back is counted
+    as this run counted it (and decides the same way: compacting the output again changes nothing)."""
+    if start.source != "usage" or start.anchor is None or out.format != "claude-code":
+        return
+    if ctx.view_tokens(out).why != REWRITTEN:  # still the usage, or a boundary/record that says so itself
+        return
+    digest = prefix_digest(out, start.anchor)
+    if digest is not None:
+        ctx.store.update_session_state(session_key(out), **{SUPERSEDED_USAGE: {"anchor": start.anchor, "view": digest}})
 
 
 @dataclass

@@ -17,6 +17,8 @@ from pathlib import Path
 SESSION = "7d1c2a9e-4b5f-4e8a-9c3d-2f6e8a1b0c4d"
 CWD = "/home/dev/shop"
 START = datetime(2026, 11, 20, 9, 0, 0, tzinfo=timezone.utc)
+#: Tokens of Claude Code's system prompt and tool definitions (ctxkit's default overhead_tokens, docs/tokens.md)
+SYSTEM_AND_TOOLS = 10_000
 
 MODELS_PY = '''class Item:
     def __init__(self, name, price):
@@ -39,6 +41,11 @@ class Writer:
         self.parent: str | None = None
         self.clock = START
         self.n = 0
+        # the usage each response reports: the system prompt and tools plus about a token per 4 characters sent
+        self.chars = 0
+        self.prompt_tokens = 0
+        self.last_id: str | None = None
+        self.usage: dict = {}
 
     def uid(self) -> str:
         self.n += 1
@@ -59,6 +66,7 @@ class Writer:
     def user(self, content, **extra) -> dict:
         e = self.env("user", self.parent)
         e["message"] = {"role": "user", "content": content}
+        self.chars += len(json.dumps(content))
         e.update(extra)
         self.lines.append(e)
         self.parent = e["uuid"]
@@ -67,10 +75,14 @@ class Writer:
     def assistant(self, msg_id: str, block: dict, parent: str | None = None) -> dict:
         e = self.env("assistant", parent if parent is not None else self.parent)
         e["requestId"] = "req_" + msg_id[4:]
+        if msg_id != self.last_id:  # a new API response: its request held everything written so far
+            self.last_id, cached = msg_id, self.prompt_tokens
+            self.prompt_tokens = SYSTEM_AND_TOOLS + round(self.chars / 4)
+            self.usage = {"input_tokens": 3, "cache_creation_input_tokens": self.prompt_tokens - 3 - cached,
+                          "cache_read_input_tokens": cached, "output_tokens": 40}
         e["message"] = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                        "content": [block], "stop_reason": None, "stop_sequence": None,
-                        "usage": {"input_tokens": 12, "cache_creation_input_tokens": 0,
-                                  "cache_read_input_tokens": 9000, "output_tokens": 40}}
+                        "content": [block], "stop_reason": None, "stop_sequence": None, "usage": dict(self.usage)}
+        self.chars += len(json.dumps(block))
         self.lines.append(e)
         self.parent = e["uuid"]
         return e
@@ -81,6 +93,7 @@ class Writer:
         if is_error:
             block["is_error"] = True
         e["message"] = {"role": "user", "content": [block]}
+        self.chars += len(json.dumps(block))
         e["toolUseResult"] = {"stdout": content if isinstance(content, str) else "", "stderr": "", "interrupted": False}
         e["sourceToolAssistantUUID"] = source["uuid"]
         self.lines.append(e)

@@ -22,7 +22,7 @@ from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
 
-EXTRACTIVE = {"summarizer": {"use": "extractive"}}
+EXTRACTIVE = {"summarizer": {"use": "extractive"}, "overhead_tokens": 0}  # the sessions here stand for whole requests: no system prompt or tools beside them
 MODEL_SUMMARY = "<analysis>scratch notes nobody needs</analysis>\n<summary>\n1. Primary Request and Intent:\n   Refactor billing.\n</summary>"
 WINDOW_ABOVE = 40_000  # autocompact threshold 7,000 tokens: the sessions below exceed it
 

@@ -210,7 +210,7 @@ def test_stats_into_head_exits_0():
     p = subprocess.run(f"{' '.join(CTXKIT)} stats {EXAMPLE} | head -1; exit ${{PIPESTATUS[0]}}", shell=True,
                        executable="/bin/bash", capture_output=True, text=True)
     assert (p.returncode, p.stderr) == (0, "")
-    assert p.stdout.startswith("22 messages, 45,261 tokens") and p.stdout.count("\n") == 1
+    assert p.stdout.startswith("22 messages, 56,139 tokens") and p.stdout.count("\n") == 1
 
 
 # -- check --json -------------------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def test_check_json_is_one_object_and_keeps_the_exit_codes(runner):
     assert (r.exit_code, r.stderr) == (0, "")
     assert r.stdout.count("\n") == 1
     assert json.loads(r.stdout) == {
-        "tokens": 45261, "level": "ok", "estimator": "rough", "fail_at": "autocompact", "threshold": 167000,
+        "tokens": 56139, "level": "ok", "estimator": "rough", "fail_at": "autocompact", "threshold": 167000,
         "failed": False, "thresholds": {"warning": 147000, "autocompact": 167000, "blocking": 177000},
         "context_window": 200000, "context_window_source": "model table"}
     r = invoke(runner, ["check", str(EXAMPLE), "--json", "--context-window", "60000"])

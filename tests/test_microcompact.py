@@ -170,14 +170,20 @@ def test_api_native_mode_leaves_the_transcript_and_reports_the_edits(tmp_path, m
     t = read_transcript(write(tmp_path / "t.jsonl", entries))
     out = Microcompact("mc", {"mode": "api-native"}).run(t, make_context(now=last_time(entries) + timedelta(hours=2)))
     assert out.transcript is t and out.report.action == "nothing-to-do"
+    # Claude Code's thinking edit (the cache is cold: the last thinking turn kept); clear_tool_uses only on request
     assert out.report.details["context_management"] == {"edits": [
+        {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}}]}
+    out = Microcompact("mc", {"mode": "api-native", "api_native": {"clear_tool_uses": {"enabled": True}}}).run(
+        t, make_context(now=last_time(entries) + timedelta(minutes=5)))
+    assert out.report.details["context_management"] == {"edits": [
+        {"type": "clear_thinking_20251015", "keep": "all"},
         {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 180_000},
          "clear_at_least": {"type": "input_tokens", "value": 140_000}}]}
 
 
 def test_context_management_edits_follow_the_options():
     options = {"mode": "both", "api_native": {
-        "clear_tool_uses": {"trigger": 100_000, "keep": 4, "clear_at_least": None, "exclude_tools": ["Task"],
+        "clear_tool_uses": {"enabled": True, "trigger": 100_000, "keep": 4, "clear_at_least": None, "exclude_tools": ["Task"],
                             "clear_tool_inputs": ["Edit"]},
         "clear_thinking": {"enabled": True},
         "compact": {"enabled": True, "instructions": "Keep file paths."}}}
@@ -191,8 +197,11 @@ def test_context_management_edits_follow_the_options():
     cold = context_management(options, cold=True)
     assert cold["edits"][0] == {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}}
     assert betas_for(cold) == ["context-management-2025-06-27", "compact-2026-01-12"]
-    assert context_management({"mode": "time-based"}) is None
-    assert context_management({"mode": "api-native", "api_native": {"clear_tool_uses": {"enabled": False}}}) is None
+    # what Claude Code sends in every mode, when thinking is on; nothing without thinking
+    assert context_management({"mode": "time-based"}) == {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
+    assert context_management({"mode": "time-based"}, thinking=False) is None
+    assert context_management({"mode": "time-based", **options["api_native"]}, thinking=False) is None
+    assert context_management({"mode": "api-native", "api_native": {"clear_thinking": {"enabled": False}}}) is None
 
 
 # -- genuine sessions ---------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def test_schema_file_is_draft_2020_12_and_documents_every_property():
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["title"] and schema["description"]
     assert set(schema["properties"]) == {
-        "extends", "model", "context_window", "max_output_tokens", "estimator", "thresholds", "tools",
+        "extends", "model", "context_window", "max_output_tokens", "estimator", "overhead_tokens", "thresholds", "tools",
         "attachments", "summarizer", "request", "proactive", "stages", "redact",
     }
 
@@ -395,7 +395,8 @@ def test_set_values_are_validated(repo):
      ".ctxkit.yaml:2:3: error: unknown key 'warning_bufer' in thresholds (did you mean 'warning_buffer'?)"),
     ("colour: red\n",
      ".ctxkit.yaml:1:1: error: unknown key 'colour' (known keys: extends, model, context_window, "
-     "max_output_tokens, estimator, thresholds, tools, attachments, summarizer, redact, request, proactive, stages)"),
+     "max_output_tokens, estimator, overhead_tokens, thresholds, tools, attachments, summarizer, redact, request, "
+     "proactive, stages)"),
     ("thresholds:\n  autocompact_buffer: lots\n",
      ".ctxkit.yaml:2:23: error: thresholds.autocompact_buffer must be an integer, got 'lots'"),
     ("estimator: tiktokn\n",

@@ -102,18 +102,23 @@ def test_ids_and_the_snip_tool_when_the_policy_shows_ids(tmp_path):
 
 def test_context_management_comes_from_the_microcompact_stage(tmp_path):
     entries = conversation(TURNS)
+    # the thinking settings Claude Code recorded with its requests are sent again
+    entries.append({"type": "api-request", "params": {"thinking": {"type": "adaptive", "display": "omitted"}}})
     t = read_transcript(write(tmp_path / "t.jsonl", entries))
     policy = _policy(stages=[{"id": "microcompact", "options": {
-        "mode": "api-native", "api_native": {"clear_thinking": {"enabled": True}, "compact": {"enabled": True}}}}])
-    warm = build_request(t, policy, now=last_time(entries) + timedelta(minutes=5))
-    assert list(warm)[-2:] == ["context_management", "max_tokens"]
+        "mode": "api-native", "api_native": {"clear_tool_uses": {"enabled": True}, "compact": {"enabled": True}}}}])
+    warm = build_request(t, policy, now=last_time(entries[:-1]) + timedelta(minutes=5))
+    assert list(warm)[-3:] == ["thinking", "context_management", "max_tokens"]
     assert warm["context_management"]["edits"][0] == {"type": "clear_thinking_20251015", "keep": "all"}
     assert [e["type"] for e in warm["context_management"]["edits"]] == [
         "clear_thinking_20251015", "clear_tool_uses_20250919", "compact_20260112"]
-    cold = build_request(t, policy, now=last_time(entries) + timedelta(hours=2))
+    cold = build_request(t, policy, now=last_time(entries[:-1]) + timedelta(hours=2))
     assert cold["context_management"]["edits"][0]["keep"] == {"type": "thinking_turns", "value": 1}
     assert required_betas(cold) == ["context-management-2025-06-27", "compact-2026-01-12"]
-    assert "context_management" not in build_request(t, _policy(stages=[{"id": "microcompact"}]))
+    assert build_request(t, _policy(stages=[{"id": "microcompact"}]))["context_management"] == {"edits": [
+        {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}}]}
+    plain = read_transcript(write(tmp_path / "p.jsonl", conversation(TURNS)))  # no thinking recorded: no edit
+    assert "context_management" not in build_request(plain, _policy(stages=[{"id": "microcompact"}]))
 
 
 @needs_corpus
@@ -125,7 +130,8 @@ def test_a_recorded_claude_code_session(corpus_session):
     assert body["tools"] == shape["tools"]
     assert body["messages"] == t.view().api_messages()  # Opus 5.5 takes the mid-conversation system messages
     assert body["messages"][1]["role"] == "system"
-    assert required_betas(body) == ["advanced-tool-use-2025-11-20"]  # a deferred-loading tool is listed
+    # Claude Code's thinking edit, and a deferred-loading tool is listed
+    assert required_betas(body) == ["context-management-2025-06-27", "advanced-tool-use-2025-11-20"]
     older = build_request(t, _policy(model="claude-sonnet-4-5"))
     assert "system" not in [m["role"] for m in older["messages"]]
     assert pairing_problems(older["messages"]) == []
@@ -147,7 +153,8 @@ def test_the_sdk_sends_the_body_as_is(tmp_path):
     t = read_transcript(write(tmp_path / "t.jsonl", entries))
     tools = [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object", "properties": {
         "file_path": {"type": "string"}}, "required": ["file_path"]}}]
-    policy = _policy(model="claude-opus-4-5", stages=[{"id": "microcompact", "options": {"mode": "both"}},
+    policy = _policy(model="claude-opus-4-5", stages=[{"id": "microcompact", "options": {
+                                        "mode": "both", "api_native": {"clear_tool_uses": {"enabled": True}}}},
                                                         {"id": "snip", "options": {"tag_ids": True}}])
     body = build_request(t, policy, tools=tools, system="Be brief.",
                          now=parse_instant(entries[-1]["timestamp"]) + timedelta(minutes=1))

@@ -20,7 +20,7 @@ from ctxkit.stages.autocompact.stage import Autocompact
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
 
-EXTRACTIVE = {"summarizer": {"use": "extractive"}}
+EXTRACTIVE = {"summarizer": {"use": "extractive"}, "overhead_tokens": 0}  # the sessions here stand for whole requests: no system prompt or tools beside them
 WINDOW = 40_000  # autocompact threshold 7,000
 SMALL_TAIL = {"session_memory": {"min_tokens": 0, "min_text_messages": 0}}
 

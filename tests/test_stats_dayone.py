@@ -14,8 +14,8 @@ from mock_messages_api import MockMessagesAPI
 from ctxkit.cli.main import app
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
-# 45,261 tokens against a 40,000 window: over every threshold once the cheaper stages are off
-OVER = [str(EXAMPLE), "--context-window", "40000", "--set", "stages.microcompact.enabled=false",
+# 56,139 tokens (the usage the session reports) against a 60,000 window: over every threshold once the cheaper stages are off
+OVER = [str(EXAMPLE), "--context-window", "60000", "--set", "stages.microcompact.enabled=false",
         "--set", "stages.tool-result-budget.enabled=false"]
 
 
@@ -30,14 +30,14 @@ def test_stats_over_the_threshold_says_what_autocompact_would_do(runner, tmp_pat
     data, stages = stats_json(runner)
     assert data["level"] == "blocking"
     assert stages["autocompact"]["action"] == "applied"
-    assert stages["autocompact"]["reason"].startswith("auto compaction (summary by extractive): 45,261 -> ")
+    assert stages["autocompact"]["reason"].startswith("auto compaction (summary by extractive): 56,139 -> ")
     assert not (tmp_path / ".ctxkit").exists() and not (ROOT / "examples" / ".ctxkit").exists()
 
 
 def test_stats_table_over_the_threshold_exits_0(runner):
     r = runner.invoke(app, ["stats", *OVER])
     assert (r.exit_code, r.stderr) == (0, "")
-    assert r.stdout.startswith("22 messages, 45,261 tokens (rough estimate), level: blocking\n")
+    assert r.stdout.startswith("22 messages, 56,139 tokens (56,139 reported by the API + 0 rough estimate), level: blocking\n")
     assert "autocompact" in r.stdout and "applied" in r.stdout
     assert runner.invoke(app, ["check", *OVER]).exit_code == 1  # check is the command that fails on a level
 
@@ -48,7 +48,7 @@ def test_stats_with_an_api_key_names_the_model_and_calls_nothing(runner, monkeyp
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
         data, stages = stats_json(runner)
         assert stages["autocompact"]["reason"].startswith(
-            "auto compaction (summary by anthropic claude-sonnet-4-5, simulated): 45,261 -> ")
+            "auto compaction (summary by anthropic claude-sonnet-4-5, simulated): 56,139 -> ")
         assert stages["autocompact"]["details"]["summarizer"] == "anthropic claude-sonnet-4-5, simulated"
         assert api.requests == []
         # compact makes the same choice, and does call the model

@@ -24,6 +24,7 @@ from ctxkit.summarize.deadline import Deadline
 
 KEY = "sk-ant-test-0123456789abcdef"
 WINDOW = "40000"  # autocompact threshold 7,000 tokens: the session below (~14,000) is over it
+NO_OVERHEAD = ["--set", "overhead_tokens=0"]  # the session stands for a whole request: no system prompt or tools
 REFUSAL = "I cannot summarize this."
 TRUNCATED = b'{"id": "msg_01", "type": "message", "role": "assistant", "content": [{"type": "te'
 
@@ -37,7 +38,8 @@ def api():
 def compact(runner, api, *args: str):
     """``ctxkit compact s.jsonl -o out.jsonl --context-window 40000 ARGS`` against the mock API."""
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url}
-    return runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *args], env=env)
+    return runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *NO_OVERHEAD, *args],
+                         env=env)
 
 
 # -- malformed responses --------------------------------------------------------------------------------
@@ -80,7 +82,7 @@ def test_an_answer_without_the_summary_structure_is_refused_and_counted(runner, 
 
 def test_the_command_summarizer_is_held_to_the_same_structure(runner, tmp_path):
     src = session(Path("s.jsonl"))
-    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW,
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *NO_OVERHEAD,
                                  "--set", "summarizer.use=command", "--set", f"summarizer.command=echo {REFUSAL}"])
     assert result.exit_code == 1
     assert Path("out.jsonl").read_bytes() == src.read_bytes()
@@ -222,7 +224,7 @@ def test_a_view_still_over_the_threshold_exits_1_and_is_not_a_breaker_failure(ru
     script = tmp_path / "long_summary.py"  # a summary longer than the 7,000-token threshold
     script.write_text("import sys\nsys.stdin.read()\n"
                       "print('<summary>1. Primary Request and Intent:\\n' + 'detail ' * 8000 + '</summary>')\n")
-    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW,
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *NO_OVERHEAD,
                                  "--set", "summarizer.use=command",
                                  "--set", f"summarizer.command={sys.executable} {script}"])
 
@@ -243,7 +245,7 @@ def test_a_view_still_over_the_threshold_exits_1_and_is_not_a_breaker_failure(ru
 
 def test_a_view_brought_under_the_threshold_exits_0(runner):
     session(Path("s.jsonl"))
-    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW,
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *NO_OVERHEAD,
                                  "--set", "summarizer.use=extractive"])
     assert result.exit_code == 0, result.stderr
     assert "autocompact: applied" in result.stderr

@@ -37,7 +37,7 @@ def test_oversized_result_is_persisted_with_a_preview(tmp_path, make_context):
     text = shown["t1"]
     assert text.startswith("<persisted-output>\nOutput too large (")
     assert "Full output saved to: " in text and text.endswith("</persisted-output>")
-    preview = text.split("Preview (first 2.0KB):\n", 1)[1]
+    preview = text.split("Preview (first 2KB):\n", 1)[1]
     assert preview.startswith("line 0\nline 1\n")
     assert len(preview.split("\n...\n")[0].encode()) <= 2000
     assert preview.split("\n...\n")[0].endswith("line " + preview.split("\n...\n")[0].rsplit("line ", 1)[1])  # line end

@@ -307,8 +307,12 @@ def _render_stats(data: dict) -> None:
 
     console = Console(file=sys.stdout, soft_wrap=True, highlight=False, markup=False, emoji=False)  # plain text
     b = data["budget"]
-    head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({data['estimator']} estimate), "
-                 f"level: {data['level']}", show_header=True)
+    if data["tokens_source"] == "usage":
+        parts = f"{data['tokens_reported']:,} reported by the API + {data['tokens_estimated']:,} {data['estimator']} estimate"
+    else:
+        parts = f"{data['tokens_estimated']:,} {data['estimator']} estimate + {data['tokens_overhead']:,} overhead"
+    head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({parts}), level: {data['level']}",
+                 show_header=True)
     head.add_column("threshold")
     head.add_column("tokens", justify="right")
     for key in ("context_window", "effective_window", "warning_threshold", "autocompact_threshold", "blocking_limit"):
@@ -368,7 +372,7 @@ def check(
             sys.stdout.write(annotation("error", exc.source, exc.line, 1, exc.message))
         raise
     print_warnings(run.ctx.warnings)
-    tokens = run.ctx.tokens.count_messages(run.transcript.view().api_messages())
+    tokens = run.ctx.view_tokens(run.transcript).total
     budget = budget_for(run.policy, context_window)
     require_autocompact_room(budget, run.policy)
     limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,

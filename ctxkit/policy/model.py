@@ -78,6 +78,8 @@ class Policy:
     context_window: int | None = None  # None: from the model table (ctxkit.tokens.KNOWN_MODELS)
     max_output_tokens: int = SCHEMA_DEFAULTS["max_output_tokens"]
     estimator: str = SCHEMA_DEFAULTS["estimator"]  # rough | tiktoken | anthropic
+    #: system prompt and tool definitions, counted when no reported usage describes the view (ctxkit.tokens.view_count)
+    overhead_tokens: int = SCHEMA_DEFAULTS["overhead_tokens"]
     thresholds: Thresholds = Thresholds()
     tools: ToolSets = ToolSets()
     attachments: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
@@ -118,6 +120,7 @@ class Policy:
             context_window=doc.get("context_window"),
             max_output_tokens=doc.get("max_output_tokens", cls.max_output_tokens),
             estimator=doc.get("estimator", cls.estimator),
+            overhead_tokens=doc.get("overhead_tokens", cls.overhead_tokens),
             thresholds=Thresholds(**{k: th[k] for k in Thresholds.__dataclass_fields__ if k in th}),
             tools=ToolSets(
                 compactable=frozenset(tools.get("compactable", DEFAULT_COMPACTABLE_TOOLS)),

@@ -95,6 +95,28 @@ class PolicyReplay:
         self.counter = counter
         self.output = b""
         self.alias: dict[str, str] = {}  # recorded leaf uuid -> the leaf new lines chain onto instead
+        #: what the simulated previous request held (``cache_read`` / ``cache_creation`` tokens): the usage
+        #: the answer to it would have reported. Set by the caller after each step's request is modelled.
+        self.sent: dict[str, int] | None = None
+
+    def _own_usage(self, line: bytes) -> bytes:
+        """A recorded answer's usage describes the context Claude Code sent, not the one this policy
+        would have sent; thresholds count by usage (:mod:`ctxkit.tokens.view_count`), so the recorded
+        figures would make every step compact again. The answer gets the simulated request's input
+        figures instead, and keeps its recorded output tokens."""
+        if self.sent is None or b'"usage"' not in line:
+            return line
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return line
+        msg = entry.get("message") if isinstance(entry, dict) else None
+        if entry.get("type") != "assistant" or entry.get("isSidechain") or not isinstance(msg, dict) \
+                or not isinstance(msg.get("usage"), dict):
+            return line
+        msg["usage"] = {**msg["usage"], "input_tokens": 0, "cache_creation_input_tokens": self.sent["write"],
+                        "cache_read_input_tokens": self.sent["read"]}
+        return orjson.dumps(entry) + b"\n"
 
     def _reparent(self, line: bytes) -> bytes:
         if not self.alias or b'"parentUuid"' not in line:
@@ -114,7 +136,7 @@ class PolicyReplay:
         return orjson.dumps(entry) + b"\n"
 
     def step(self, new_lines: list[bytes], now: datetime | None) -> Step:
-        data = self.output + b"".join(self._reparent(line) for line in new_lines)
+        data = self.output + b"".join(self._reparent(self._own_usage(line)) for line in new_lines)
         self.input_path.write_bytes(data)
         t = read_transcript(str(self.input_path), on_bad_line="skip")
         ctx = build_context(self.policy, Store(self.store_dir), now=now, transcript=t,

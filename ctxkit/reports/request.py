@@ -16,8 +16,10 @@ The body is what an agent would send next, ready for ``curl`` or the SDK::
   stay as they are for models that accept them (Claude 5 family, Opus 4.8 and later, or the
   policy's ``request.system_messages: keep``); for other models they are folded into a user
   message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`).
-* ``context_management``: the edits the microcompact stage's ``api_native`` options ask for (modes
-  ``api-native`` and ``both``). Such a request needs beta headers: :func:`required_betas`.
+* ``thinking``: the settings Claude Code recorded with its last request (``api-request``), if any.
+* ``context_management``: as Claude Code sends it, ``clear_thinking_20251015`` (``keep: all``) when
+  the request has thinking on; plus the edits the microcompact stage's ``api_native`` options ask
+  for (modes ``api-native`` and ``both``). Such a request needs beta headers: :func:`required_betas`.
 * cache edits (microcompact ``mode: cached``): ``cache_reference`` on tool results, the pinned
   ``cache_edits`` blocks and a ``cache_control`` breakpoint; :mod:`ctxkit.reports.cache_edits`.
 """
@@ -92,6 +94,22 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
     return system, shape.get("tools")
 
 
+def recorded_thinking(t: Transcript) -> dict | None:
+    """The ``thinking`` settings of Claude Code's newest recorded request (its ``api-request`` entries), if any."""
+    if t.format != "claude-code":
+        return None
+    for i in reversed(list(t.live_indexes())):
+        if claude_code_chain.entry_type(t, i) == "api-request":
+            thinking = (t.entry(i).get("params") or {}).get("thinking")
+            if isinstance(thinking, dict):
+                return thinking
+    return None
+
+
+def _thinking_on(thinking: dict | None) -> bool:
+    return bool(thinking) and thinking.get("type") != "disabled"
+
+
 def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, system: Any = None,
                   tools: list[dict] | None = None, now: datetime | None = None,
                   system_messages: str | None = None, tag_ids: bool | None = None,
@@ -130,13 +148,16 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if tool_list:
         body["tools"] = tool_list
     body["messages"] = api_messages(msgs, keep_system=_keep_system_messages(policy, system_messages))
+    thinking = recorded_thinking(t)
+    if thinking is not None:
+        body["thinking"] = thinking
     spec = policy.stage(Microcompact.name)
-    if spec is not None:
-        options = {**Microcompact.defaults(), **dict(spec.options)}
-        gap = cache_gap_minutes(view, now or Clock().now())
-        cm = context_management(options, cold=gap is not None and gap > options["gap_minutes"])
-        if cm:
-            body["context_management"] = cm
+    options = {**Microcompact.defaults(), **(dict(spec.options) if spec is not None else {})}
+    gap = cache_gap_minutes(view, now or Clock().now())
+    cm = context_management(options, cold=gap is not None and gap > options["gap_minutes"],
+                            thinking=_thinking_on(thinking))
+    if cm:
+        body["context_management"] = cm
     body["max_tokens"] = max_tokens or budget_for(policy).max_output
     if store is not None:
         apply_cache_edits(body, t, policy, store, now=now)  # microcompact mode cached (ctxkit.reports.cache_edits)

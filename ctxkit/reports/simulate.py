@@ -248,6 +248,7 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
                     row.retention.append(r.details["retention"])
         segs = request_segments(step.transcript, policy, counter, point.timestamp)
         read, write = cache.request(point.timestamp, segs)
+        replay.sent = {"read": read, "write": write}  # what the answer to this request reports (next step)
         usage = Usage(cache_creation_input_tokens=write, cache_read_input_tokens=read,
                       output_tokens=point.usage.output_tokens, cache_write_1h_tokens=write if ttl == "1h" else 0)
         row.requests.append(Request(point.timestamp, point.model, read + write, usage,

@@ -36,12 +36,14 @@ def view_stats(t: Transcript, ctx: Context, *, simulate: bool = True) -> dict[st
                 by_tool[block.get("name", "?")] += n
             elif btype == "tool_result":
                 by_tool[names.get(block.get("tool_use_id", ""), "?")] += n
-    total = counter.count_messages(view.api_messages())
+    count = ctx.view_tokens(t)
+    total = count.total
     budget = budget_for(ctx.policy, ctx.inputs.context_window)
     out: dict[str, Any] = {
         "format": t.format,
         "messages": len(view.messages),
         "tokens": total,
+        **count.to_json(),
         "estimator": counter.name,
         "level": budget.level(total),
         "budget": budget.to_json(),

@@ -21,7 +21,13 @@ if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
     from ..policy.model import Policy
     from ..store.disk import Store
     from ..tokens import TokenCounter
+    from ..tokens.view_count import ViewTokens
     from ..transcript.model import Transcript
+
+
+#: The session-state key under which a run remembers the response whose usage it made stale (see
+#: :mod:`ctxkit.tokens.view_count`): ``{"anchor": uuid, "view": digest of the view it left up to it}``.
+SUPERSEDED_USAGE = "usage_superseded"
 
 
 @dataclass
@@ -62,6 +68,17 @@ class Context:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def view_tokens(self, t: Transcript) -> ViewTokens:
+        """The token count of ``t``'s view that every threshold decision uses: the usage the API reported for
+        the newest assistant message plus an estimate of what follows, or the estimate plus the policy's
+        ``overhead_tokens`` (:func:`ctxkit.tokens.view_count.count_view`)."""
+        from ..store.sessions import session_key
+        from ..tokens.view_count import count_view
+
+        superseded = self.store.session_state(session_key(t)).get(SUPERSEDED_USAGE) if t.format == "claude-code" \
+            else None
+        return count_view(t, self.tokens, self.policy.overhead_tokens, superseded)
 
     def timestamp(self) -> str:
         """Now, as transcripts write it ("2026-11-29T23:06:25.561Z"), for entries a stage appends."""

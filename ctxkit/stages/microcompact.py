@@ -14,8 +14,10 @@ as they are. Compactable tools are the policy's `tools.compactable` (default: Re
 Grep, Glob, WebSearch, WebFetch, Edit, Write): tools whose output can be had again by calling
 them. The calls stay, each still followed by its (now short) result, so the conversation remains
 valid for the API. Results already shorter than the placeholder are left alone; a cleared result
-never grows the view. `--force` clears whatever the gap; Anthropic and OpenAI message lists carry
-no timestamps, so there only `--force` clears.
+never grows the view. `--force` does not clear a warm cache: like Claude Code's `/compact` it
+makes autocompact summarize whatever the thresholds say, and a manual compaction on a warm cache
+summarizes the original results, not placeholders. Anthropic and OpenAI message lists carry no
+timestamps, so the cache's state is unknown: there `--force` is how you say it is cold.
 
 ## Nothing is lost, and the decision is frozen
 
@@ -40,7 +42,7 @@ behind an `archive` record, so `ctxkit expand` restores them too.
 
 On `examples/session.jsonl` at 13:00 (`--now 2026-11-20T13:00:00Z`), when the last reply
 (11:00:50) is almost two hours old, the report says
-`microcompact: applied: cleared 4 old tool result(s) [1,555 -> 960 tokens]`:
+`microcompact: applied: cleared 4 old tool result(s) [11,555 -> 10,960 tokens]`:
 
 ```
 before (the view after tool-result-budget)
@@ -70,23 +72,31 @@ The empty-result note is shorter than the placeholder and stays; the persisted t
 entry keeps pointing at the full original, so `ctxkit expand` restores the log itself. With
 `--now 2026-11-20T12:00:00Z` (59 minutes after) nothing is cleared: the cache is still warm.
 
-## API-native mode
+## API-native edits
 
-`mode: api-native` leaves the transcript alone and has the API clear server-side:
-`ctxkit view --to anthropic-request` prints one request body (model, system, messages, tools,
-`max_tokens`, `context_management`) and names on stderr the beta header it needs (`mode: both`
-also rewrites the transcript):
+Claude Code asks the API itself to manage thinking blocks: every request it sends carries
+`"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}` with its
+`thinking` settings and the `context-management-2025-06-27` beta (see the recorded requests in
+the test corpus). `ctxkit view --to anthropic-request` does the same in every mode: for a Claude
+Code transcript it sends the `thinking` settings Claude Code recorded (its `api-request` entries)
+and that edit (once the cache is cold, `"keep":{"type":"thinking_turns","value":1}`, as Claude
+Code does after an hour idle), and names on stderr the beta header it needs. A request without
+`thinking` (a plain message list, an older transcript) gets no edit: the API manages thinking
+blocks only when thinking is on. `api_native.clear_thinking.enabled=false` leaves it out.
+
+`mode: api-native` leaves the transcript alone and has the API clear tool results server-side,
+with the edits the policy enables (`mode: both` also rewrites the transcript). Claude Code never
+sends `clear_tool_uses`, so it is off until a policy asks for it:
 
 ```
-$ ctxkit view session.jsonl --to anthropic-request --set stages.microcompact.options.mode=api-native > request.json
+$ ctxkit view session.jsonl --to anthropic-request --set stages.microcompact.options.mode=api-native \
+    --set stages.microcompact.options.api_native.clear_tool_uses.enabled=true > request.json
 ctxkit: note: send the header anthropic-beta: context-management-2025-06-27
 $ jq -c .context_management request.json
 {"edits":[{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":180000},"clear_at_least":{"type":"input_tokens","value":140000}}]}
 ```
 
-With `api_native.clear_thinking.enabled=true` and `api_native.compact.enabled=true` the edits also
-hold `{"type":"clear_thinking_20251015","keep":"all"}` (once the cache is cold:
-`"keep":{"type":"thinking_turns","value":1}`, as Claude Code does after an hour idle) and
+With `api_native.compact.enabled=true` the edits also hold
 `{"type":"compact_20260112","trigger":{"type":"input_tokens","value":150000}}`, and the header
 becomes `context-management-2025-06-27,compact-2026-01-12`. With the Python SDK:
 `client.beta.messages.create(**body, betas=[...])`. In this mode `ctxkit compact` reports
@@ -152,15 +162,16 @@ _INPUT_TOKENS = {"type": "integer", "minimum": 1}
 _API_NATIVE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "description": "The context_management edits 'ctxkit view --to anthropic-request' sends (modes api-native, both).",
+    "description": "The context_management edits 'ctxkit view --to anthropic-request' sends: clear_thinking in every "
+                   "mode (as Claude Code sends it), the others in modes api-native and both.",
     "properties": {
         "clear_tool_uses": {
             "type": "object",
             "additionalProperties": False,
             "description": "clear_tool_uses_20250919: the API clears old tool results above a size.",
             "properties": {
-                "enabled": {"type": "boolean", "default": True,
-                    "description": "Emit the clear_tool_uses_20250919 edit."},
+                "enabled": {"type": "boolean", "default": False,
+                    "description": "Emit the clear_tool_uses_20250919 edit (Claude Code does not send it)."},
                 "trigger": {**_INPUT_TOKENS, "default": 180_000,
                             "description": "Input tokens at which the API starts clearing."},
                 "keep": {"type": ["integer", "null"], "minimum": 0, "default": None,
@@ -182,8 +193,9 @@ _API_NATIVE_SCHEMA: dict[str, Any] = {
             "description": "clear_thinking_20251015: the API drops thinking of older turns (needs extended "
                            "thinking on).",
             "properties": {
-                "enabled": {"type": "boolean", "default": False,
-                    "description": "Emit the clear_thinking_20251015 edit (needs extended thinking in the request)."},
+                "enabled": {"type": "boolean", "default": True,
+                    "description": "Emit the clear_thinking_20251015 edit, in any mode, when the request has thinking "
+                                   "on (Claude Code sends keep: all on every request)."},
                 "keep": {"anyOf": [{"const": "all"}, {"type": "integer", "minimum": 1}], "default": "all",
                          "description": "Assistant turns whose thinking is kept: 'all' or a number."},
                 "keep_when_cold": {"anyOf": [{"const": "all"}, {"type": "integer", "minimum": 1}, {"type": "null"}],
@@ -235,24 +247,26 @@ def cache_gap_minutes(view: View, now: datetime) -> float | None:
     return None if last is None else (now - last).total_seconds() / 60
 
 
-def context_management(options: dict[str, Any], *, cold: bool = False) -> dict[str, Any] | None:
+def context_management(options: dict[str, Any], *, cold: bool = False, thinking: bool = True) -> dict[str, Any] | None:
     """The Messages API ``context_management`` body for the stage's options, or None when it asks for none.
 
-    ``clear_thinking`` comes first (the API requires it before other edits); once the cache is
-    cold its ``keep`` becomes ``keep_when_cold`` (Claude Code keeps only the last thinking turn
-    after an hour idle).
+    ``clear_thinking`` is what Claude Code sends on every request (``keep: all``, recorded in the
+    corpus's requests), so it is sent in every mode, whenever the request has ``thinking`` on (the
+    API manages thinking blocks only then); it comes first (the API requires it before other
+    edits), and once the cache is cold its ``keep`` becomes ``keep_when_cold`` (Claude Code keeps
+    only the last thinking turn after an hour idle). ``clear_tool_uses`` and ``compact`` are sent
+    only in modes ``api-native`` and ``both``, when the policy enables them.
     """
-    if options.get("mode", "time-based") not in ("api-native", "both"):
-        return None
     api = api_native_options(options)
     edits: list[dict[str, Any]] = []
     th = api["clear_thinking"]
-    if th["enabled"]:
+    if th["enabled"] and thinking:
         keep = th["keep_when_cold"] if cold and th["keep_when_cold"] is not None else th["keep"]
         edits.append({"type": "clear_thinking_20251015",
                       "keep": "all" if keep == "all" else {"type": "thinking_turns", "value": int(keep)}})
+    server_side = options.get("mode", "time-based") in ("api-native", "both")
     tu = api["clear_tool_uses"]
-    if tu["enabled"]:
+    if tu["enabled"] and server_side:
         edit: dict[str, Any] = {"type": "clear_tool_uses_20250919",
                                 "trigger": {"type": "input_tokens", "value": tu["trigger"]}}
         if tu["keep"] is not None:
@@ -266,7 +280,7 @@ def context_management(options: dict[str, Any], *, cold: bool = False) -> dict[s
                 else list(tu["clear_tool_inputs"])
         edits.append(edit)
     cp = api["compact"]
-    if cp["enabled"]:
+    if cp["enabled"] and server_side:
         edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": cp["trigger"]}}
         if cp["instructions"]:
             edit["instructions"] = cp["instructions"]
@@ -325,7 +339,9 @@ class Microcompact(Stage):
         view = t.view()
         details: dict[str, Any] = {"mode": self.options["mode"]}
         gap = cache_gap_minutes(view, ctx.clock.now())
-        cold = (gap is not None and gap > self.options["gap_minutes"]) or ctx.inputs.force
+        # --force is /compact: it never clears a warm cache; only where the transcript cannot tell (no
+        # timestamps: a plain message list) does it say that the cache is cold
+        cold = gap > self.options["gap_minutes"] if gap is not None else bool(ctx.inputs.force)
         details["gap_minutes"] = None if gap is None else round(gap, 1)
         if self.options["mode"] != "time-based":
             body = context_management(self.options, cold=cold)

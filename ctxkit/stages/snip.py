@@ -103,7 +103,8 @@ the last snip, compaction or nudge, the stage appends a reminder at the tail (ne
 so the cached prefix is untouched, and never while a tool call waits for its result). This is the
 one case where the stage makes the view longer. On the same session, with
 `ctxkit compact --policy claude-code-full`, the report says
-`snip: applied: nudged: the context grew by 54,834 tokens [54,834 -> 54,923 tokens]` and the tail
+`snip: applied: nudged: the context grew by 54,834 tokens [44,460 -> 44,549 tokens]` (the growth is
+the estimator's; the count in brackets starts from the usage the API reported) and the tail
 gets:
 
 ```

@@ -4,10 +4,12 @@ Large tool results, not chat text, are what fills a context window. This stage r
 every run, and looks at each tool result on its own (no context threshold), the way Claude Code
 does:
 
-* **Per result**: a result over its tool's limit (`max_result_chars`, 50,000 characters;
-  `per_tool` overrides it per tool name) is saved to the store; the view keeps a
+* **Per result**: a result over its tool's limit is saved to the store; the view keeps a
   `<persisted-output>` block with the stored file's path, the size and a preview (the first
-  `preview_bytes`, 2,000, cut at a line end). Results of `exempt_tools` (`Read`: reading a
+  `preview_bytes`, 2,000, cut at a line end), worded as Claude Code words it. The limit is
+  Claude Code's `min(tool limit, 50,000)`: `per_tool` gives a tool's own limit (Bash: 30,000, as
+  Claude Code's Bash tool declares; your entries are added to that one), capped at
+  `max_result_chars` (50,000), which is also the limit of every tool not named. Results of `exempt_tools` (`Read`: reading a
   persisted file back would loop) and images or documents are never persisted. A result whose
   preview would not be shorter stays as it is.
 * **Per message**: when the tool results of one user message together exceed `max_message_chars`
@@ -38,7 +40,7 @@ assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
 user       tool_result "<persisted-output>
                         Output too large (172.9KB). Full output saved to: /tmp/readme-ex/.ctxkit/blobs/ca/cab01d9adda451fe66c0d3f3ef9691d8a6cc01ed59acdec5fae44bf05db37436.txt
 
-                        Preview (first 2.0KB):
+                        Preview (first 2KB):
                         tests/test_models.py::test_case_00001 PASSED        [  0%]
                         ...
                         </persisted-output>"
@@ -93,8 +95,10 @@ class ToolResultBudget(Stage):
         "properties": {
             "max_result_chars": {"type": "integer", "minimum": 1, "default": 50_000,
                                  "description": "A single tool result above this many characters is persisted."},
-            "per_tool": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}, "default": {},
-                         "description": "Per-tool limits overriding max_result_chars, e.g. {Bash: 30000}."},
+            "per_tool": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+                         "default": {"Bash": 30_000},
+                         "description": "Per-tool limits, each capped at max_result_chars (Claude Code's "
+                                        "min(tool limit, 50,000)); entries are added to these defaults."},
             "exempt_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "default": ["Read"],
                              "description": "Tools whose results are never persisted (reading them back would loop)."},
             "max_message_chars": {"type": "integer", "minimum": 1, "default": 200_000,
@@ -193,7 +197,10 @@ class ToolResultBudget(Stage):
         return StageResult(new, self.report(action=action, reason=reason, details=details))
 
     def _limit(self, tool: str) -> int:
-        return int(self.options["per_tool"].get(tool, self.options["max_result_chars"]))
+        """The tool's own limit (the defaults, then ``per_tool``), capped at the global ``max_result_chars``."""
+        per_tool = {**self.options_schema["properties"]["per_tool"]["default"], **self.options["per_tool"]}
+        cap = int(self.options["max_result_chars"])
+        return min(int(per_tool.get(tool, cap)), cap)
 
     def _persist(self, t: Transcript, block: dict, ref: BlockRef | None, tid: str, changes: dict, store,
                  scope: str) -> int | None:

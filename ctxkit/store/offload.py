@@ -19,6 +19,7 @@ transcript holds it: for an OpenAI ``tool`` message the line's own ``content`` v
 from __future__ import annotations
 
 import hashlib
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -119,12 +120,18 @@ def is_empty(content: Any) -> bool:
 
 
 def human_size(n_bytes: int) -> str:
-    """Sizes as Claude Code prints them: 812 bytes, 43.9KB, 1.2MB."""
+    """Sizes as Claude Code prints them (its ``formatFileSize``): 812 bytes, 43.9KB, 2KB, 1.2MB: one decimal,
+    a trailing ``.0`` dropped."""
     if n_bytes < 1024:
         return f"{n_bytes} bytes"
-    if n_bytes < 1024 * 1024:
-        return f"{n_bytes / 1024:.1f}KB"
-    return f"{n_bytes / (1024 * 1024):.1f}MB"
+    value, unit = n_bytes / 1024, "KB"
+    for bigger in ("MB", "GB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    # JavaScript's toFixed(1): the float's exact value rounded half up (Python's format rounds half to even)
+    text = str(Decimal(value).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    return f"{text[:-2] if text.endswith('.0') else text}{unit}"
 
 
 def preview(text: str, limit_bytes: int = PREVIEW_BYTES) -> tuple[str, bool]:

@@ -85,9 +85,9 @@ $ echo '{"deferred_tools": ["CronCreate", "CronDelete", "CronList", "EnterWorktr
 $ ctxkit compact --policy ../attachments.yaml --state ../state.json --now 2026-11-30T09:00:00Z ../session.jsonl -o ../out.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (nothing old enough to clear)
-autocompact: nothing-to-do (2,925 tokens, under the autocompact threshold (167,000))
-attachments: applied: appended date_change, deferred_tools_delta, changed_files, nested_memory [2,925 -> 3,234 tokens]
-view: 2,925 -> 3,234 tokens
+autocompact: nothing-to-do (3,148 tokens, under the autocompact threshold (167,000))
+attachments: applied: appended date_change, deferred_tools_delta, changed_files, nested_memory [3,148 -> 3,457 tokens]
+view: 3,148 -> 3,457 tokens
 ```
 
 The view ended with `assistant: I added a docstring to Order.total.`; now two messages follow,

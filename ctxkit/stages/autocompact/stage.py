@@ -130,9 +130,11 @@ first.
 
 On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
 README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
-960 -> 650 tokens, 21 messages summarized, 1 kept; retained prompts 2/2, paths 3/3, commands 2/4,
-errors 1/1, identifiers 2/2`. On a larger session, the `multi-prompt`
-session of the test corpus (54,834 tokens, four prompts, 32 tool calls; not shipped with ctxkit),
+10,960 -> 10,649 tokens, 21 messages summarized, 1 kept` (after a compaction the count is the
+estimate of the new view plus the policy's `overhead_tokens`, 10,000, for the system prompt and
+tools: see docs/tokens.md). On a larger session, the `multi-prompt` session of the test corpus
+(44,460 tokens by the usage its last response reported, four prompts, 32 tool calls; not shipped
+with ctxkit),
 offline, with a 60,000-token window (threshold 27,000), run from the project folder so that the
 files it read are found and re-injected:
 
@@ -140,8 +142,8 @@ files it read are found and re-injected:
 $ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (summary by extractive): 54,834 -> 2,888 tokens, 69 messages summarized, 1 kept; retained prompts 4/4, paths 6/6, commands 0/8 [54,834 -> 2,888 tokens]
-view: 54,834 -> 2,888 tokens
+autocompact: applied: auto compaction (summary by extractive): 44,460 -> 12,888 tokens, 69 messages summarized, 1 kept [44,460 -> 12,888 tokens]
+view: 44,460 -> 12,888 tokens
 ```
 
 The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
@@ -173,7 +175,7 @@ system:    The following deferred tools are now available via ToolSearch. ...
            Available agent types for the Agent tool: ...
 ```
 
-Running it again on `../compacted.jsonl` changes nothing (2,882 tokens is under the threshold),
+Running it again on `../compacted.jsonl` changes nothing (12,888 tokens is under the threshold),
 so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
 `anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
 `--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
@@ -190,8 +192,8 @@ memory: written notes.md (70 messages, up to e3560dd0-4de6-4401-a984-d23eb919c8b
 $ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted-sm.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (session memory): 54,834 -> 7,519 tokens, 45 messages summarized, 25 kept; retained prompts 3/3, paths 4/4, commands 0/6 [54,834 -> 7,519 tokens]
-view: 54,834 -> 7,519 tokens
+autocompact: applied: auto compaction (session memory): 44,460 -> 18,145 tokens, 45 messages summarized, 25 kept [44,460 -> 18,145 tokens]
+view: 44,460 -> 18,145 tokens
 ```
 
 `memory update` writes or refreshes the markdown notes with the policy's summarizer (the earlier
@@ -214,7 +216,7 @@ ctxkit: warning: autocompact failed (1 of 3 in a row): the summarizer command 'l
 ...
 autocompact: failed: the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
 /bin/sh: 1: llm: not found
-view: 54,834 -> 54,834 tokens
+view: 44,460 -> 44,460 tokens
 ```
 
 Failures in a row are counted per session in the store (`.ctxkit/state.json`). After
@@ -223,7 +225,7 @@ attempt costs a request likely to fail the same way), the transcript still passe
 unchanged, and the exit code stays 1 while the context is over the threshold:
 
 ```
-ctxkit: warning: autocompact skipped: it failed 3 times in a row (limit 3); the context is 54,834 tokens, over the threshold (27,000). Fix the summarizer, then run `ctxkit compact --force`.
+ctxkit: warning: autocompact skipped: it failed 3 times in a row (limit 3); the context is 44,460 tokens, over the threshold (27,000). Fix the summarizer, then run `ctxkit compact --force`.
 ...
 autocompact: breaker-open: circuit breaker open after 3 failures
 ```
@@ -238,6 +240,7 @@ policy)`.
 # PTL retry are siblings.
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...errors import LLMError
@@ -295,7 +298,7 @@ class Autocompact(Stage):
         budget = budget_for(ctx.policy, ctx.inputs.context_window)
         require_autocompact_room(budget, ctx.policy)
         threshold = budget.autocompact_threshold
-        tokens = ctx.tokens.count_messages(view.api_messages())
+        tokens = ctx.view_tokens(t).total
         force = bool(ctx.inputs.force)
         key = session_key(t)
         failures = int((ctx.store.session_state(key).get(STATE_KEY) or {}).get("consecutive_failures", 0))
@@ -492,4 +495,5 @@ class Autocompact(Stage):
         details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
                        kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
         min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details)
-        return written
+        # decided against the same count as the tokens before: the new view's estimate plus the overhead
+        return dataclasses.replace(written, post_tokens=ctx.view_tokens(written.transcript).total)

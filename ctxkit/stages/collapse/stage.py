@@ -53,9 +53,10 @@ ctxkit: 1 problem in the policy
 
 The `explore-edit` session of the test corpus (not shipped with ctxkit), with
 `ctxkit compact explore-edit.jsonl --stage collapse --force -o collapsed.jsonl`; the report says
-`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries); retained paths 2/2
-[2,925 -> 2,797 tokens]` (what the view still names of the folded calls' file paths and commands:
-`retention` in `--report json`, see docs/retention.md):
+`collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries) [3,148 -> 12,797 tokens]`
+(before, the usage the session's last response reported; after, the estimate of the collapsed view
+plus the policy's `overhead_tokens`, 10,000: the recorded sessions' stand-in API left the system
+prompt and tools out of its usage, so here the second number is the larger; see docs/tokens.md):
 
 ```
 before
@@ -78,11 +79,12 @@ assistant  tool_use Edit(/tmp/cc-explore-edit-7gpmq8dg/app/models.py)
 
 The `ls` is not part of the run (assistant text ends a run); the summary joins the user message
 just before the run, so every call left in the view still has its result right after it. With a
-model, the lines after the headline are the model's summary instead. On `multi-prompt` (54,834
+model, the lines after the headline are the model's summary instead. On `multi-prompt` (44,460
 tokens, 32 calls) the thresholds decide: nothing happens in a 200,000 window (`below the commit
-threshold 162,000`); with `--context-window 80000` (commit at 54,000) 12 runs are committed,
-54,834 -> 53,054 tokens; with `--context-window 75000` (summarizer at 52,250) and no model the
-report adds `the summarizer has no model (use: extractive); rule-based summaries stand`.
+threshold 162,000`); with `--context-window 67000` (commit at 42,300) 12 runs are committed (the
+estimate of the view goes from 54,834 to 53,054 tokens); with `--context-window 60000` (summarizer
+at 38,000) and no model the report adds `the summarizer has no model (use: extractive); rule-based
+summaries stand`.
 
 ## Nothing is rewritten (Claude Code), nothing is lost (plain formats)
 
@@ -220,7 +222,7 @@ class Collapse(Stage):
             return StageResult(t, self.report(action="skipped", reason="proactive: autocompact (collapse stays "
                                               "passive; committed runs are still shown collapsed)"))
         view = t.view()
-        tokens = ctx.tokens.count_messages(view.api_messages())
+        tokens = ctx.view_tokens(t).total
         window = budget_for(ctx.policy, ctx.inputs.context_window).effective_window
         commit_at = int(window * self.options["commit_ratio"])
         llm_at = int(window * self.options["llm_ratio"])

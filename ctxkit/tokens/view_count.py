@@ -1,0 +1,159 @@
+"""The token count of a view, as Claude Code counts it: what the API last reported, plus an estimate of the rest.
+
+Claude Code decides to compact on ``tokenCountWithEstimation``: the usage the API reported for the
+newest main-chain assistant message (``input_tokens + cache_creation_input_tokens +
+cache_read_input_tokens + output_tokens``: everything that request held, system prompt and tool
+definitions included, plus the reply) and a rough estimate of what came after it (the blocks of that
+response written after its first entry, then the later messages). A Claude Code
+transcript carries that usage on every assistant entry, so ctxkit counts the same way: this is the one
+function every threshold decision (``check``, ``stats``, autocompact, collapse, the pipeline's
+before/after) asks.
+
+When no reported usage describes the view, the count is the estimate of the whole view plus the
+policy's ``overhead_tokens`` (the system prompt and tool definitions the view does not hold). That is
+the case for plain Anthropic / OpenAI message lists (no usage), and for a Claude Code transcript whose
+newest usage no longer describes its view:
+
+- the usage predates the last compact boundary (a preserved tail keeps its assistant entries, whose
+  usage counted the whole history that was compacted away);
+- ctxkit changed the view since that request: a record after it that changes the view (a collapse
+  commit, a snip removal); in this run, a stage that rewrote or removed an entry at or before the
+  message carrying the usage (microcompact clearing old results, a compaction); or an earlier run
+  that did so and wrote its output in place (``superseded``: the pipeline remembers, in the store,
+  the message whose usage it made stale and the view it left, so reading that output back counts
+  it the same way, while the original input, or a new response of the agent, still counts by usage).
+
+Edits after that message (a new tool result persisted to the store, attachments appended at the
+tail) leave the usage valid: they are in the estimated part. So a stage decides whether to act on the
+reported count, and once it has rewritten the history the next decision counts the new view with
+the estimator plus the overhead.
+
+The estimator (``--estimator``, the policy's ``estimator``) counts the un-reported part either way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..transcript.claude_code_chain import entry_type
+from ..transcript.claude_code_records import RECORD_HANDLERS, RECORD_TYPE
+from ..transcript.model import Transcript
+from ..transcript.view import ViewMessage
+from .counters import TokenCounter, message_key
+
+#: Why no usage is used when a stage of this run rewrote or removed entries the usage counted.
+REWRITTEN = "a stage changed the history the reported usage counted"
+
+#: The usage fields Claude Code adds up (its ``getTokenCountFromUsage``).
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+
+@dataclass(frozen=True)
+class ViewTokens:
+    """A view's token count and its parts: ``total = reported + estimated + overhead``.
+
+    ``reported`` is the API's usage of the newest valid assistant message (0 when none),
+    ``estimated`` the estimator's count of what follows it (of the whole view when none),
+    ``overhead`` the policy's ``overhead_tokens`` when no usage is used (else 0); ``source`` is
+    ``usage`` or ``estimate``, and ``why`` says why no usage was used (None when it was)."""
+
+    total: int
+    reported: int
+    estimated: int
+    overhead: int
+    source: str
+    why: str | None = None
+    anchor: str | None = None  # uuid of the message whose usage was reported (used or not)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens_reported": self.reported, "tokens_estimated": self.estimated,
+                "tokens_overhead": self.overhead, "tokens_source": self.source, "tokens_source_note": self.why}
+
+
+def usage_total(usage: Any) -> int | None:
+    """The four figures of a usage object added up, or None when it reports none of them."""
+    if not isinstance(usage, dict):
+        return None
+    values = [usage.get(k) for k in USAGE_FIELDS]
+    if not any(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+
+
+def _message_usage(t: Transcript, m: ViewMessage) -> int | None:
+    """The usage of an assistant view message: that of its newest fragment entry reporting one."""
+    for i in reversed(m.entries):
+        msg = t.entry(i).get("message")
+        total = usage_total(msg.get("usage")) if isinstance(msg, dict) else None
+        if total is not None:
+            return total
+    return None
+
+
+def _later_fragments(m: ViewMessage) -> list[dict]:
+    """The blocks of an assistant message written by entries after its first one, as one message (or none).
+
+    Claude Code writes a streamed response as one entry per content block, all sharing the message id.
+    ``tokenCountWithEstimation`` walks back to the first of them and estimates everything after it, so the
+    later blocks of the response are estimated on top of the usage (the recorded ``preTokens`` of
+    sessions with multi-block responses match only this way)."""
+    first = min(m.entries)
+    later = [b for b, ref in zip(m.content, m.refs, strict=True) if ref is not None and ref.entry != first]
+    return [{"role": "assistant", "content": later}] if later else []
+
+
+def _changes_view(rec: dict) -> bool:
+    """Whether a ctxkit record changes what the view shows (an archive record only points at originals)."""
+    return rec.get("record") in RECORD_HANDLERS or bool(rec.get("removedUuids"))
+
+
+def _invalidated(t: Transcript, entries: list[int]) -> str | None:
+    """Why the usage reported on the assistant message made of ``entries`` no longer describes the view, or None."""
+    first, own = min(entries), set(entries)
+    if any(i < first or i in own for i in (*t.overrides, *t.removed)):
+        return REWRITTEN
+    for i in range(first + 1, t.n_entries):
+        if i in t.removed:
+            continue
+        typ = entry_type(t, i)
+        if typ == "system" and t.peek(i).get("subtype") == "compact_boundary":
+            return "the reported usage predates the last compact boundary"
+        if typ == RECORD_TYPE and _changes_view(t.entry(i)):
+            return "ctxkit changed the view after the reported usage"
+    return None
+
+
+def prefix_digest(t: Transcript, anchor: str) -> str | None:
+    """A fingerprint of the view up to and including the message ``anchor`` opens (None when it is not in the view)."""
+    messages = t.view().messages
+    k = next((k for k, m in enumerate(messages) if m.uuid == anchor), None)
+    return None if k is None else message_key([m.api() for m in messages[:k + 1]]).hex()
+
+
+def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
+               superseded: dict | None = None) -> ViewTokens:
+    """The token count of ``t``'s view (see the module docstring), counting the un-reported part with ``counter``.
+
+    ``superseded`` (``{"anchor": uuid, "view": digest}``, from the store) names a response whose usage an
+    earlier run made stale, and the view that run left up to it: when ``t`` shows that view, the usage is
+    not used."""
+    messages = t.view().messages
+    why, anchor = "no usage reported in the transcript", None
+    for k in range(len(messages) - 1, -1, -1):
+        m = messages[k]
+        if m.role != "assistant" or not m.entries:
+            continue
+        reported = _message_usage(t, m)
+        if reported is None:
+            continue
+        anchor = m.uuid
+        why = _invalidated(t, m.entries)
+        if why is None and superseded and superseded.get("anchor") == anchor and anchor is not None \
+                and superseded.get("view") == prefix_digest(t, anchor):
+            why = "an earlier run changed the history the reported usage counted"
+        if why is not None:
+            break
+        estimated = counter.count_messages([*_later_fragments(m), *(x.api() for x in messages[k + 1:])])
+        return ViewTokens(reported + estimated, reported, estimated, 0, "usage", anchor=anchor)
+    estimated = counter.count_messages(x.api() for x in messages)
+    return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why, anchor)
