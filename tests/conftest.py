@@ -86,3 +86,14 @@ def runner(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     return CliRunner()
+
+
+@pytest.fixture
+def no_overhead(tmp_path, monkeypatch):
+    """A user policy with ``overhead_tokens: 0`` (in the same config folder :func:`runner` uses): for tests
+    whose small synthetic sessions are measured against small windows, written before counts carried the
+    system prompt and tools."""
+    config = tmp_path / "xdg" / "ctxkit"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "policy.yaml").write_text("overhead_tokens: 0\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))

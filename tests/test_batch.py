@@ -21,6 +21,8 @@ from ctxkit.errors import UsageError
 NOW = "2026-11-30T12:00:00Z"
 CORPUS_PICK = ["explore-edit", "big-outputs", "parallel-tools"]
 
+pytestmark = pytest.mark.usefixtures("no_overhead")  # their sessions are sized against small windows
+
 
 def invoke(runner, args):
     return runner.invoke(app, args)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from builders import session
 from conftest import ROOT
@@ -17,6 +18,8 @@ from ctxkit.cli.main import app
 
 BAD_POLICY = "extends: default\nthresholds:\n  autocompact_buffer: -5\nstages:\n  - id: x\n    use: nosuch\n"
 BIN = str(Path(sys.executable).parent)  # where `ctxkit` is installed beside this Python
+
+pytestmark = pytest.mark.usefixtures("no_overhead")  # their sessions are sized against small windows
 
 
 def run(args, cwd, env=None):
