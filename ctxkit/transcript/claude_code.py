@@ -29,6 +29,7 @@ from __future__ import annotations
 from ..reminders import unwrap
 from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
+from .claude_code_session import SessionFacts
 from .lineindex import LineIndex
 from .model import Transcript
 from .view import (
@@ -76,6 +77,10 @@ def index_line(lines: LineIndex, i: int, d: dict) -> None:
         msg_id = (msg.get("id") if msg else None) or d.get("requestId")
     lines.set_routing(i, d.get("uuid"), d.get("parentUuid"), bool(d.get("isSidechain")), msg_id,
                       d.get("sourceToolAssistantUUID"))
+    facts = lines.facts
+    if facts is None:
+        facts = lines.facts = SessionFacts()
+    facts.add(i, d)
 
 
 def looks_like(d: dict) -> bool:

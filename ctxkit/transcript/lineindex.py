@@ -11,6 +11,7 @@ and the assistant message id; the entries themselves are parsed again on demand 
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 SIDECHAIN = 1
 BAD = 2  # unreadable or of the wrong shape, kept as-is under --on-bad-line skip
@@ -21,7 +22,7 @@ class LineIndex:
     """Per-line facts of one input file, by line index ``i`` (line number ``i + 1``)."""
 
     __slots__ = ("starts", "end", "types", "type_names", "type_codes", "odd_types", "flags", "uuids", "parents",
-                 "msg_ids", "sources")
+                 "msg_ids", "sources", "memo", "facts")
 
     def __init__(self) -> None:
         self.starts = array("q")  # byte offset where each line starts
@@ -35,6 +36,10 @@ class LineIndex:
         self.parents: list[str | None] = []
         self.msg_ids: list[str | None] = []
         self.sources: dict[int, str] = {}  # sourceToolAssistantUUID, where a line has one (few do)
+        #: maps derived from the arrays above, built on first use (they hold for every transcript version)
+        self.memo: dict[str, object] = {}
+        #: what the format collects about the whole session while indexing (Claude Code: SessionFacts)
+        self.facts: Any = None
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -41,6 +41,14 @@ def _with_harness_keys(entry: dict, original: dict) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class _Parent:
+    """The earlier version a transcript was made from by replacing entries (see ``Transcript.parent``)."""
+
+    memo: dict[str, Any]
+    entries: dict[int, dict]  # the replaced entries as they were
+
+
 @dataclass
 class ReadInfo:
     """Facts about reading, for reports."""
@@ -54,7 +62,8 @@ class Transcript:
     def __init__(self, source: Source, lines: LineIndex, fmt: str, info: ReadInfo, *,
                  cache: dict[int, dict] | None = None, overrides: dict[int, dict] | None = None,
                  appended: tuple[dict, ...] = (), removed: frozenset[int] = frozenset(),
-                 keep_all_parsed: bool = False):
+                 keep_all_parsed: bool = False, parent: Transcript | None = None,
+                 replaced: frozenset[int] | None = None):
         self.source = source
         self.lines = lines
         self.format = fmt
@@ -65,6 +74,15 @@ class Transcript:
         self.removed = removed
         self._keep_all_parsed = keep_all_parsed
         self._view: View | None = None
+        #: what is known of the transcript this one was edited from (its memo, and its entries where this
+        #: edit replaced them: ``replaced``, None when the edit also appended or removed entries), so that
+        #: a projection can be carried over instead of computed again. Not the parent itself: a chain of
+        #: versions must not keep every earlier view alive.
+        self.parent = _Parent(parent.memo, {i: parent.entry(i) for i in replaced}) \
+            if parent is not None and replaced is not None else None
+        self.replaced = replaced if self.parent is not None else None
+        #: what is computed once per transcript version (the active chain, ...): never changes once set
+        self.memo: dict[str, Any] = {}
 
     # -- reading entries ----------------------------------------------------------------------
     @property
@@ -141,9 +159,12 @@ class Transcript:
             else:
                 overrides[i] = value
         appended.extend(append)
+        removed = self.removed | frozenset(remove)
+        only_replaced = len(appended) == len(self.appended) and removed == self.removed
         return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache,
-                          overrides=overrides, appended=tuple(appended), removed=self.removed | frozenset(remove),
-                          keep_all_parsed=self._keep_all_parsed)
+                          overrides=overrides, appended=tuple(appended), removed=removed,
+                          keep_all_parsed=self._keep_all_parsed, parent=self,
+                          replaced=frozenset(replace or ()) if only_replaced else None)
 
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed
