@@ -100,3 +100,60 @@ class LineIndex:
 
     def mark_bad(self, i: int) -> None:
         self.flags[i] |= BAD
+
+
+# -- kept in a checkpoint (ctxkit.store.checkpoint) -----------------------------------------------------
+_SAME = 0  # in a saved ``parents`` / ``msg_ids`` list: the same string as the line before (see set_routing)
+
+
+def index_state(idx: LineIndex, n: int) -> dict[str, Any]:
+    """The first ``n`` lines of ``idx`` as plain JSON data (the facts are the format's to save)."""
+    parents: list[Any] = []
+    msg_ids: list[Any] = []
+    for i in range(n):
+        p, m = idx.parents[i], idx.msg_ids[i]
+        parents.append(_SAME if p is not None and i > 0 and p is idx.uuids[i - 1] else p)
+        msg_ids.append(_SAME if m is not None and i > 0 and m is idx.msg_ids[i - 1] else m)
+    return {"lines": n, "starts": list(idx.starts[:n]),
+            "end": idx.starts[n] if n < len(idx) else idx.end,
+            "types": idx.types[:n].hex(), "type_names": idx.type_names,
+            "odd_types": {str(i): name for i, name in idx.odd_types.items() if i < n},
+            "flags": idx.flags[:n].hex(), "uuids": idx.uuids[:n], "parents": parents, "msg_ids": msg_ids,
+            "sources": {str(i): s for i, s in idx.sources.items() if i < n}}
+
+
+def index_from_state(doc: dict[str, Any]) -> LineIndex:
+    """A line index from :func:`index_state` (checked by the caller: raises ValueError, TypeError or
+    KeyError on a document of another shape)."""
+    n = doc["lines"]
+    idx = LineIndex()
+    idx.starts = array("q", doc["starts"])
+    idx.end = int(doc["end"])
+    idx.types = bytearray.fromhex(doc["types"])
+    idx.flags = bytearray.fromhex(doc["flags"])
+    names = doc["type_names"]
+    if not isinstance(names, list) or not names or names[0] is not None:
+        raise ValueError("type_names")
+    idx.type_names = [None, *(str(x) for x in names[1:])]
+    idx.type_codes = {name: code for code, name in enumerate(idx.type_names)}
+    idx.odd_types = {int(i): str(name) for i, name in doc["odd_types"].items()}
+    idx.uuids = [_str(u) for u in doc["uuids"]]
+    idx.parents = [None] * n
+    idx.msg_ids = [None] * n
+    for i, (p, m) in enumerate(zip(doc["parents"], doc["msg_ids"], strict=True)):
+        idx.parents[i] = idx.uuids[i - 1] if p == _SAME and i > 0 and not isinstance(p, bool) else _str(p)
+        idx.msg_ids[i] = idx.msg_ids[i - 1] if m == _SAME and i > 0 and not isinstance(m, bool) else _str(m)
+    idx.sources = {int(i): str(s) for i, s in doc["sources"].items()}
+    sizes = {len(idx.starts), len(idx.types), len(idx.flags), len(idx.uuids)}
+    if sizes != {n} or len(doc["parents"]) != n or any(c >= len(idx.type_names) and c != _ODD_TYPE
+                                                          for c in set(idx.types)):
+        raise ValueError("line counts or type codes")
+    if any(b <= a for a, b in zip(idx.starts, idx.starts[1:], strict=False)) or (n and idx.starts[-1] > idx.end):
+        raise ValueError("offsets")
+    return idx
+
+
+def _str(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError("expected a string or null")
