@@ -89,24 +89,24 @@ class SessionFacts:
 
 
 def session_facts(t: Transcript) -> dict[str, Any]:
-    """The facts of transcript ``t`` as it is now (edits and appended entries included), as
-    :meth:`SessionFacts.as_dict`. From the facts the indexing pass collected when no edit changed
-    any of them (the usual case: stages rewrite content, not these fields); else read again."""
+    """The facts of transcript ``t`` as it is now, as :meth:`SessionFacts.as_dict`."""
+    return current_facts(t).as_dict()
+
+
+def current_facts(t: Transcript) -> SessionFacts:
+    """The facts of transcript ``t`` as it is now (edits and appended entries included). From the facts
+    the indexing pass collected when no edit changed any of them (the usual case: stages rewrite
+    content, not these fields); else every live line is read again."""
     base = t.lines.facts
     n = len(t.lines)
     if not isinstance(base, SessionFacts) or any(i < n for i in t.removed) or any(
             line_facts(i, t.entry(i)) != line_facts(i, t.input_entry(i)) for i in t.overrides):
-        return _read_facts(t)
+        facts = SessionFacts()
+        for i in t.live_indexes():
+            facts.add(i, t.peek(i))  # keep none of them parsed (memory follows the view)
+        return facts
     facts = base.copy()
     for i in range(n, t.n_entries):
         if i not in t.removed:
             facts.add(i, t.entry(i))
-    return facts.as_dict()
-
-
-def _read_facts(t: Transcript) -> dict[str, Any]:
-    """Every live line read again (an edit changed what the indexing pass saw)."""
-    facts = SessionFacts()
-    for i in t.live_indexes():
-        facts.add(i, t.peek(i))  # keep none of them parsed (memory follows the view)
-    return facts.as_dict()
+    return facts

@@ -103,57 +103,46 @@ class LineIndex:
 
 
 # -- kept in a checkpoint (ctxkit.store.checkpoint) -----------------------------------------------------
-_SAME = 0  # in a saved ``parents`` / ``msg_ids`` list: the same string as the line before (see set_routing)
-
-
 def index_state(idx: LineIndex, n: int) -> dict[str, Any]:
     """The first ``n`` lines of ``idx`` as plain JSON data (the facts are the format's to save)."""
-    parents: list[Any] = []
-    msg_ids: list[Any] = []
-    for i in range(n):
-        p, m = idx.parents[i], idx.msg_ids[i]
-        parents.append(_SAME if p is not None and i > 0 and p is idx.uuids[i - 1] else p)
-        msg_ids.append(_SAME if m is not None and i > 0 and m is idx.msg_ids[i - 1] else m)
-    return {"lines": n, "starts": list(idx.starts[:n]),
-            "end": idx.starts[n] if n < len(idx) else idx.end,
+    return {"lines": n, "starts": idx.starts[:n].tobytes().hex(), "end": idx.starts[n] if n < len(idx) else idx.end,
             "types": idx.types[:n].hex(), "type_names": idx.type_names,
             "odd_types": {str(i): name for i, name in idx.odd_types.items() if i < n},
-            "flags": idx.flags[:n].hex(), "uuids": idx.uuids[:n], "parents": parents, "msg_ids": msg_ids,
-            "sources": {str(i): s for i, s in idx.sources.items() if i < n}}
+            "flags": idx.flags[:n].hex(), "uuids": idx.uuids[:n], "parents": idx.parents[:n],
+            "msg_ids": idx.msg_ids[:n], "sources": {str(i): s for i, s in idx.sources.items() if i < n}}
 
 
 def index_from_state(doc: dict[str, Any]) -> LineIndex:
-    """A line index from :func:`index_state` (checked by the caller: raises ValueError, TypeError or
-    KeyError on a document of another shape)."""
+    """A line index from :func:`index_state`; raises ValueError, TypeError or KeyError on a document
+    of another shape (a checkpoint is read from the store: input like any other)."""
     n = doc["lines"]
     idx = LineIndex()
-    idx.starts = array("q", doc["starts"])
+    idx.starts = array("q")
+    idx.starts.frombytes(bytes.fromhex(doc["starts"]))
     idx.end = int(doc["end"])
     idx.types = bytearray.fromhex(doc["types"])
     idx.flags = bytearray.fromhex(doc["flags"])
     names = doc["type_names"]
-    if not isinstance(names, list) or not names or names[0] is not None:
+    if not isinstance(names, list) or not names or names[0] is not None or not _strings(names[1:], len(names) - 1):
         raise ValueError("type_names")
-    idx.type_names = [None, *(str(x) for x in names[1:])]
-    idx.type_codes = {name: code for code, name in enumerate(idx.type_names)}
+    idx.type_names = names
+    idx.type_codes = {name: code for code, name in enumerate(names)}
     idx.odd_types = {int(i): str(name) for i, name in doc["odd_types"].items()}
-    idx.uuids = [_str(u) for u in doc["uuids"]]
-    idx.parents = [None] * n
-    idx.msg_ids = [None] * n
-    for i, (p, m) in enumerate(zip(doc["parents"], doc["msg_ids"], strict=True)):
-        idx.parents[i] = idx.uuids[i - 1] if p == _SAME and i > 0 and not isinstance(p, bool) else _str(p)
-        idx.msg_ids[i] = idx.msg_ids[i - 1] if m == _SAME and i > 0 and not isinstance(m, bool) else _str(m)
+    uuids, parents, msg_ids = doc["uuids"], doc["parents"], doc["msg_ids"]
+    if not (_strings(uuids, n) and _strings(parents, n) and _strings(msg_ids, n)):
+        raise ValueError("uuids, parents or message ids")
+    idx.uuids = uuids
+    # one string object for a parent and the previous line's uuid, for fragments sharing a message id
+    idx.parents = [u if p is not None and p == u else p for p, u in zip(parents, [None, *uuids[:-1]], strict=True)]
+    idx.msg_ids = [q if m is not None and m == q else m for m, q in zip(msg_ids, [None, *msg_ids[:-1]], strict=True)]
     idx.sources = {int(i): str(s) for i, s in doc["sources"].items()}
-    sizes = {len(idx.starts), len(idx.types), len(idx.flags), len(idx.uuids)}
-    if sizes != {n} or len(doc["parents"]) != n or any(c >= len(idx.type_names) and c != _ODD_TYPE
-                                                          for c in set(idx.types)):
+    if {len(idx.starts), len(idx.types), len(idx.flags)} != {n} or any(
+            c >= len(idx.type_names) and c != _ODD_TYPE for c in set(idx.types)):
         raise ValueError("line counts or type codes")
-    if any(b <= a for a, b in zip(idx.starts, idx.starts[1:], strict=False)) or (n and idx.starts[-1] > idx.end):
+    if any(b <= a for a, b in zip(idx.starts, idx.starts[1:], strict=False)) or (n and idx.starts[-1] >= idx.end):
         raise ValueError("offsets")
     return idx
 
 
-def _str(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError("expected a string or null")
+def _strings(values: Any, n: int) -> bool:
+    return isinstance(values, list) and len(values) == n and all(v is None or type(v) is str for v in values)

@@ -242,7 +242,7 @@ class Transcript:
                 if not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
                     override = _with_harness_keys(override, orjson.loads(raw))
                 pieces.append((i, serialized(override, b"\r\n" if raw.endswith(b"\r\n") else b"\n")))
-            elif i == n - 1 and not self._ends_with_newline():
+            elif i == n - 1 and not self.ends_with_newline():
                 close_run(i)
                 pieces.append((i, self.source.read_at(*lines.span(i)) + b"\n"))
             elif first is None:
@@ -258,7 +258,7 @@ class Transcript:
                 pieces.append((n + k, serialized(entry, ending)))
         return pieces
 
-    def _ends_with_newline(self) -> bool:
+    def ends_with_newline(self) -> bool:
         end = self.lines.end
         return end == 0 or self.source.read_at(end - 1, 1) == b"\n"
 
