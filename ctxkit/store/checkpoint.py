@@ -115,11 +115,11 @@ class Checkpoints:
         shown = str(self.store.root / FOLDER / folder / name)
         try:
             data = read_under(self.store.root, [FOLDER, folder, name], shown=shown)
-        except (Refused, OSError):
-            data = None
-        if data is None:
-            self._warn(folder, name, "cannot be read")
+        except (Refused, OSError) as exc:
+            self._warn(folder, name, f"cannot be read ({exc})")
             return None
+        if data is None:
+            return None  # removed since it was listed (another run keeps only the newest)
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError:
