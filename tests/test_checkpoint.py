@@ -80,7 +80,7 @@ def test_checkpointed_and_full_runs_write_the_same_bytes(runner, tmp_path, way, 
     base.mkdir()
     src, store = base / "session.jsonl", base / "store"
     out = src if way == "output-is-the-session" else base / "out.jsonl"
-    write(src, conversation(turns(8, 30, "t0"), session="s-t0"))  # 56 lines: the format is known early
+    write(src, conversation(turns(8, 30, "t0"), session="s-t0"))
     both_runs(runner, base, src, out, store)
     for k, (what, n, size) in enumerate(steps, 1):
         if what == "grow":

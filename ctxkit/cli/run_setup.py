@@ -93,7 +93,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         # a checkpoint is found by content: the store this transcript names (known once it is read)
         # may be another, and the one looked in here gives the same transcript anyway
         lookup = Path(store) if store is not None else default_store_dir(source)
-        checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint)
+        checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint, fmt=fmt)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line,
                         resume=checkpoints.resume if checkpoints is not None else None)
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)

@@ -56,10 +56,12 @@ class Checkpoints:
     :attr:`outcome` says what the read did, for the report: ``{"resumed": True, "lines": N, "bytes": B}``,
     or ``{"resumed": False, "reason": ...}``."""
 
-    def __init__(self, store: Store, *, enabled: bool = True):
+    def __init__(self, store: Store, *, enabled: bool = True, fmt: str = "auto"):
         self.store = store
-        self.enabled = enabled
+        self.enabled = enabled and fmt in ("auto", claude_code.NAME)
+        self.fmt = fmt
         self.outcome: dict[str, Any] = {"resumed": False, "reason": "disabled (--no-checkpoint)" if not enabled
+                                        else f"not kept for --format {fmt}" if not self.enabled
                                         else "no checkpoint of this transcript in the store"}
         self.warnings: list[str] = []
         self._input_digests: list[str] = []  # digests of the input's whole blocks verified by resume
@@ -80,8 +82,8 @@ class Checkpoints:
                             "checkpoint (an edited file): read in full"}
         for name in names:
             doc = self._load(folder, name)
-            if doc is None or doc["size"] > size:
-                continue
+            if doc is None or doc["size"] > size or (self.fmt == "auto" and not doc["detected_early"]):
+                continue  # (a checkpoint of a run told the format: an auto run might decide another)
             if not _starts_with(f, doc["size"], doc["digests"]):
                 continue
             try:

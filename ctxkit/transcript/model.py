@@ -54,7 +54,7 @@ class ReadInfo:
     """Facts about reading, for reports."""
 
     bad_lines: BadLines
-    #: whether auto-detection chose Claude Code from the first lines (a later run may then resume a read)
+    #: whether auto-detection chose Claude Code (a later run with ``--format auto`` may then resume a read)
     detected_early: bool = False
     #: (lines, bytes) read from a checkpoint instead of the file (:class:`ctxkit.transcript.reader.Resume`)
     resumed: tuple[int, int] | None = None

@@ -27,7 +27,8 @@ class Resume:
     """A prefix of the input already indexed (by an earlier run): its line index (session facts
     included) and its length in bytes. Every line of the prefix ends with a newline and none is
     unreadable; the format is Claude Code. ``detected_early``: auto-detection chose Claude Code from
-    the prefix's first lines, so a run with ``--format auto`` may resume too."""
+    the prefix's lines (then it does for every file that starts with them), so a run with
+    ``--format auto`` may resume too."""
 
     lines: LineIndex
     size: int
@@ -87,7 +88,9 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         """Decide the format from the entries read so far, and index them with it."""
         nonlocal detected_early
         decided = handler(detect([e for _, e in pending]) or "anthropic")
-        detected_early = len(pending) >= _DETECT_WINDOW and decided.name == CLAUDE_CODE
+        # detection takes the first Claude Code-looking entry of the window: whatever follows these
+        # lines, a read of a file starting with them decides the same
+        detected_early = decided.name == CLAUDE_CODE
         for ln, e in pending:
             index(decided, ln, e)
         pending.clear()
