@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ctxkit.cli.main import app
 
-ARGS = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--context-window", "40000", "--report", "json"]
+ARGS = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--report", "json"]
+WINDOW = ["--context-window", "40000"]  # microcompact clears old outputs; at 34,000 autocompact fires every run
 SESSION_KEYS = ("ledger.json", "state.json")
 
 
@@ -35,7 +36,8 @@ def grow(path: Path, n: int, size: int, tag: str) -> None:
 
 
 def compact(runner, src: Path, out: Path, store: Path, *extra: str) -> dict:
-    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS, *extra])
+    window = [] if "--context-window" in extra else WINDOW
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS, *window, *extra])
     assert r.exit_code in (0, 1), r.stderr
     return json.loads(r.stderr[r.stderr.index("{"):])
 
@@ -44,7 +46,7 @@ def decisions(store: Path) -> dict[str, bytes]:
     return {name: (store / name).read_bytes() for name in SESSION_KEYS if (store / name).exists()}
 
 
-def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path) -> dict:
+def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path, *extra: str) -> dict:
     """Compact once with checkpoints and once with --no-checkpoint from the same input and store state
     (same paths: the output names them); asserts the same output bytes and store decisions. Leaves the
     checkpointed run's output and store in place; returns its report."""
@@ -53,7 +55,7 @@ def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path) -> dict
     shutil.rmtree(saved, ignore_errors=True)
     if store.exists():
         shutil.copytree(store, saved)
-    full = compact(runner, src, out, store, "--no-checkpoint")
+    full = compact(runner, src, out, store, "--no-checkpoint", *extra)
     full_bytes, full_decisions = out.read_bytes(), decisions(store)
     # put everything back as it was, and run again with checkpoints
     shutil.rmtree(store, ignore_errors=True)
@@ -62,7 +64,8 @@ def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path) -> dict
     src.write_bytes(before_src)
     if before_out is not None and out != src:
         out.write_bytes(before_out)
-    report = compact(runner, src, out, store)
+    report = compact(runner, src, out, store, *extra)
+    assert [s["action"] for s in report["stages"]] == [s["action"] for s in full["stages"]]
     assert out.read_bytes() == full_bytes
     assert decisions(store) == full_decisions
     assert report["checkpoint"]["resumed"] in (True, False) and full["checkpoint"]["resumed"] is False
@@ -73,19 +76,21 @@ STEP = st.tuples(st.sampled_from(["grow", "grow", "edit"]), st.integers(1, 3), s
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(way=st.sampled_from(["separate-output", "output-is-the-session"]), steps=st.lists(STEP, min_size=1, max_size=4))
-def test_checkpointed_and_full_runs_write_the_same_bytes(runner, tmp_path, way, steps):
-    base = tmp_path / f"run-{abs(hash((way, tuple(steps))))}"
+@given(way=st.sampled_from(["separate-output", "output-is-the-session"]), steps=st.lists(STEP, min_size=1, max_size=4),
+       window=st.sampled_from(["34000", "40000"]))
+def test_checkpointed_and_full_runs_write_the_same_bytes(runner, tmp_path, way, steps, window):
+    base = tmp_path / f"run-{abs(hash((way, tuple(steps), window)))}"
+    extra = ("--context-window", window)
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir()
     src, store = base / "session.jsonl", base / "store"
     out = src if way == "output-is-the-session" else base / "out.jsonl"
     write(src, conversation(turns(8, 30, "t0"), session="s-t0"))
-    both_runs(runner, base, src, out, store)
+    both_runs(runner, base, src, out, store, *extra)
     for k, (what, n, size) in enumerate(steps, 1):
         if what == "grow":
             grow(src, n, size, f"t{k}")
-            resumed = both_runs(runner, base, src, out, store)["checkpoint"]
+            resumed = both_runs(runner, base, src, out, store, *extra)["checkpoint"]
             assert resumed["resumed"] is True, resumed  # the input starts with what the last run read or wrote
         else:  # an edit of an earlier line (a text changed in place), then a new turn
             lines = src.read_bytes().splitlines(keepends=True)
@@ -93,7 +98,7 @@ def test_checkpointed_and_full_runs_write_the_same_bytes(runner, tmp_path, way, 
             lines[i] = lines[i].replace(b"some output", b"SOME OUTPUT").replace(b"step", b"STEP")
             src.write_bytes(b"".join(lines))
             grow(src, 1, size, f"t{k}")
-            both_runs(runner, base, src, out, store)
+            both_runs(runner, base, src, out, store, *extra)
 
 
 def test_a_run_after_new_turns_says_it_resumed_from_a_checkpoint(runner, tmp_path):
