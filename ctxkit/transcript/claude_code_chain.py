@@ -239,7 +239,7 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
     (:func:`_sibling_maps`), so each round costs the size of the view, not of the file; rounds repeat
     until nothing is added (a stitched fragment may bring the tool_use a waiting result answers)."""
     idx, edited = t.lines, metas.edited
-    by_msg, by_parent, by_source = _sibling_maps(idx)
+    by_msg, by_parent, by_source = _sibling_maps(idx, min((i for i in members if i < len(idx)), default=len(idx)))
 
     def lookup(table: dict[str, int | list[int]], key: str | None) -> Iterable[int]:
         found = table.get(key) if key is not None else None
@@ -288,17 +288,25 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
 _Map = dict[str, "int | list[int]"]
 
 
-def _sibling_maps(idx: LineIndex) -> tuple[_Map, _Map, _Map]:
-    """Lines of the index by assistant message id, by parent uuid and by source assistant uuid.
+def _sibling_maps(idx: LineIndex, lo: int) -> tuple[_Map, _Map, _Map]:
+    """Lines from ``lo`` on (the first member) by assistant message id, by parent uuid and by source
+    assistant uuid. A sibling comes after the entry it names (an agent writes a line once the one it
+    points at exists), and the fragments of a message are consecutive lines, so nothing before ``lo``
+    (nor before the run of fragments ``lo`` is part of) can be one.
 
-    Built once per line index (which never changes once read) and shared by every transcript
-    version over it; a key found once maps to its line, one found on several lines to a list (most
-    keys are on one line: this keeps the maps near a dict slot per line)."""
-    maps = idx.memo.get("siblings")
-    if maps is None:
-        maps = (_invert(enumerate(idx.msg_ids)), _invert(enumerate(idx.parents)), _invert(idx.sources.items()))
-        idx.memo["siblings"] = maps
-    return maps
+    Built once per line index (which never changes once read), shared by every transcript version over
+    it, and built again only for an earlier ``lo``; a key found once maps to its line, one found on
+    several lines to a list (most keys are on one line)."""
+    while 0 < lo < len(idx) and idx.msg_ids[lo] is not None and idx.msg_ids[lo - 1] == idx.msg_ids[lo]:
+        lo -= 1
+    built = idx.memo.get("siblings")
+    if built is None or built[0] > lo:
+        n = len(idx)
+        maps = (_invert(zip(range(lo, n), idx.msg_ids[lo:], strict=True)),
+                _invert(zip(range(lo, n), idx.parents[lo:], strict=True)),
+                _invert((i, src) for i, src in idx.sources.items() if i >= lo))
+        built = idx.memo["siblings"] = (lo, maps)
+    return built[1]
 
 
 def _invert(pairs: Iterable[tuple[int, str | None]]) -> _Map:
