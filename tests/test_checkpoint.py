@@ -169,3 +169,17 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     assert [w for w in report["warnings"] if w.startswith("checkpoint ")] == [
         f"checkpoint {tried[0]}: its line index is not of its shape; not used (a cache: the input is read in full)"]
     assert out.read_bytes() == expected
+
+
+def test_a_checkpoint_that_cannot_be_written_is_a_warning_after_the_output(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    store.mkdir()
+    (store / "checkpoints").write_text("not a folder")
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS[:-2], *WINDOW])
+    assert r.exit_code == 0, r.stderr
+    warning = [line for line in r.stderr.splitlines() if line.startswith("ctxkit: warning:")]
+    assert len(warning) == 1 and warning[0].startswith(
+        f"ctxkit: warning: no checkpoint kept: cannot write {store / 'checkpoints'}/")
+    assert warning[0].endswith(": Not a directory")
+    assert out.read_bytes().startswith(src.read_bytes()[:100])

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from .. import load_policy
 from ..clock import parse_instant
-from ..errors import UsageError
+from ..errors import UsageError, WriteError
 from ..fileio import atomic_output
 from ..policy.model import Policy
 from ..quoting import quote
@@ -20,6 +20,7 @@ from ..store.link import find_store, link_store, refuse_output_in_store, write_s
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
+from .app import print_warnings
 
 
 @dataclass
@@ -51,7 +52,10 @@ class Run:
         with atomic_output(output) as out:
             write_transcript(transcript, out, to)
         if self.checkpoints is not None:  # the next run after new turns reads only those
-            self.checkpoints.save(self.transcript, transcript if to is None else None)
+            try:
+                self.checkpoints.save(self.transcript, transcript if to is None else None)
+            except WriteError as exc:  # a cache: the output is written, the next run reads in full
+                print_warnings([f"no checkpoint kept: {exc.message}"])
 
 
 def parse_now(now: str | None) -> Any:
