@@ -72,7 +72,7 @@ def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path, *extra:
     return report
 
 
-STEP = st.tuples(st.sampled_from(["grow", "grow", "edit"]), st.integers(1, 3), st.integers(1, 40))
+STEP = st.tuples(st.sampled_from(["grow", "grow", "edit", "grow-crlf"]), st.integers(1, 3), st.integers(1, 40))
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -88,8 +88,12 @@ def test_checkpointed_and_full_runs_write_the_same_bytes(runner, tmp_path, way, 
     write(src, conversation(turns(8, 30, "t0"), session="s-t0"))
     both_runs(runner, base, src, out, store, *extra)
     for k, (what, n, size) in enumerate(steps, 1):
-        if what == "grow":
+        if what.startswith("grow"):
+            before = src.stat().st_size
             grow(src, n, size, f"t{k}")
+            if what == "grow-crlf":  # a blank line, then the new lines ended by CRLF (a Windows writer)
+                data = src.read_bytes()
+                src.write_bytes(data[:before] + b"\n" + data[before:].replace(b"\n", b"\r\n"))
             resumed = both_runs(runner, base, src, out, store, *extra)["checkpoint"]
             assert resumed["resumed"] is True, resumed  # the input starts with what the last run read or wrote
         else:  # an edit of an earlier line (a text changed in place), then a new turn
