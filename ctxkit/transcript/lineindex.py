@@ -103,12 +103,18 @@ class LineIndex:
 
 
 # -- kept in a checkpoint (ctxkit.store.checkpoint) -----------------------------------------------------
+_SAME = 0  # in a saved ``parents`` list: the uuid of the line before
+
+
 def index_state(idx: LineIndex, n: int) -> dict[str, Any]:
     """The first ``n`` lines of ``idx`` as plain JSON data (the facts are the format's to save)."""
     return {"lines": n, "starts": idx.starts[:n].tobytes().hex(), "end": idx.starts[n] if n < len(idx) else idx.end,
             "types": idx.types[:n].hex(), "type_names": idx.type_names,
             "odd_types": {str(i): name for i, name in idx.odd_types.items() if i < n},
-            "flags": idx.flags[:n].hex(), "uuids": idx.uuids[:n], "parents": idx.parents[:n],
+            "flags": idx.flags[:n].hex(), "uuids": idx.uuids[:n],
+            # a parent that is the line before (nearly every line): _SAME, not the uuid again
+            "parents": [_SAME if p is not None and p is u else p for p, u in zip(idx.parents[:n], [None, *idx.uuids[:n - 1]],
+                                                                                   strict=True)],
             "msg_ids": idx.msg_ids[:n], "sources": {str(i): s for i, s in idx.sources.items() if i < n}}
 
 
@@ -129,11 +135,15 @@ def index_from_state(doc: dict[str, Any]) -> LineIndex:
     idx.type_codes = {name: code for code, name in enumerate(names)}
     idx.odd_types = {int(i): str(name) for i, name in doc["odd_types"].items()}
     uuids, parents, msg_ids = doc["uuids"], doc["parents"], doc["msg_ids"]
+    if not isinstance(parents, list) or len(parents) != n:
+        raise ValueError("parents")
+    # one string object for a parent and the previous line's uuid (see set_routing), and for the
+    # message id of fragments of one message
+    parents = [u if type(p) is int and p == _SAME else p for p, u in zip(parents, [None, *uuids[:-1]], strict=True)]
     if not (_strings(uuids, n) and _strings(parents, n) and _strings(msg_ids, n)):
         raise ValueError("uuids, parents or message ids")
     idx.uuids = uuids
-    # one string object for a parent and the previous line's uuid, for fragments sharing a message id
-    idx.parents = [u if p is not None and p == u else p for p, u in zip(parents, [None, *uuids[:-1]], strict=True)]
+    idx.parents = parents
     idx.msg_ids = [q if m is not None and m == q else m for m, q in zip(msg_ids, [None, *msg_ids[:-1]], strict=True)]
     idx.sources = {int(i): str(s) for i, s in doc["sources"].items()}
     if {len(idx.starts), len(idx.types), len(idx.flags)} != {n} or any(
