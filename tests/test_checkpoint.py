@@ -175,7 +175,7 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     assert out.read_bytes() == expected
 
 
-def test_a_checkpoint_that_cannot_be_written_is_a_warning_after_the_output(runner, tmp_path):
+def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_written(runner, tmp_path):
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     store.mkdir()

@@ -37,7 +37,8 @@ class Run:
         save_token_cache(self.ctx)
 
     def write_output(self, transcript: Transcript, output: Path | None, to: str | None = None) -> None:
-        """Save the store, then write the output (naming its store when it depends on it).
+        """Save the store and this run's checkpoints, then write the output (naming its store when it
+        depends on it).
 
         In this order, a run killed at any moment leaves either the old output or the new one, and
         the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
@@ -49,13 +50,13 @@ class Run:
         to_file = output is not None and str(output) != "-"
         if store.used and to_file and (to is not None or transcript.format != "claude-code"):
             write_sidecar(output, store.root)
+        if self.checkpoints is not None:  # the next run after new turns reads only those
+            try:  # with the store, before the output (a checkpoint of bytes never written is never found)
+                self.checkpoints.save(self.transcript, transcript if to is None else None)
+            except WriteError as exc:  # a cache: the output is still written, the next run reads in full
+                print_warnings([f"no checkpoint kept: {exc.message}"])
         with atomic_output(output) as out:
             write_transcript(transcript, out, to)
-        if self.checkpoints is not None:  # the next run after new turns reads only those
-            try:
-                self.checkpoints.save(self.transcript, transcript if to is None else None)
-            except WriteError as exc:  # a cache: the output is written, the next run reads in full
-                print_warnings([f"no checkpoint kept: {exc.message}"])
 
 
 def parse_now(now: str | None) -> Any:

@@ -2,8 +2,8 @@
 
 ctxkit runs after every agent turn, and a session file only grows: the agent appends to it, and
 either ctxkit writes a separate output each time, or ctxkit's output is what the agent goes on
-appending to (``-o`` onto the input). After writing, ``compact`` keeps two checkpoints in the store:
-one of the bytes it read, one of the bytes it wrote. Each holds the length of that file, a SHA-1 of
+appending to (``-o`` onto the input). With the store, before it writes the output, ``compact`` keeps
+two checkpoints: one of the bytes it read, one of the bytes it writes. Each holds the length of that file, a SHA-1 of
 each MiB of it, and what a read of it produced (the line index and the session facts of
 :mod:`ctxkit.transcript.claude_code_session`)::
 
