@@ -160,12 +160,19 @@ class Checkpoints:
         self._prune(folder)
 
     def _put(self, folder: str, lines: LineIndex, size: int, digests: list[str], detected_early: bool) -> None:
-        doc = {"format": FORMAT, "hash": HASH, "size": size, "digests": digests, "detected_early": detected_early,
-               "index": index_state(lines, len(lines)), "facts": lines.facts.to_json()}
         name = f"{size:016d}-{_digest(''.join(digests).encode())[:16]}.json"
-        path = self.store.root / FOLDER / folder / name
-        if not path.exists():
-            self.store.save_file([FOLDER, folder, name], orjson.dumps(doc))
+        if (self.store.root / FOLDER / folder / name).exists():
+            return
+        head = {"format": FORMAT, "hash": HASH, "size": size, "digests": digests, "detected_early": detected_early,
+                "facts": lines.facts.to_json()}
+
+        def chunks():  # the index one field at a time: a million lines' document is never whole in memory
+            yield orjson.dumps(head)[:-1] + b',"index":{'
+            for k, (key, value) in enumerate(index_state(lines, len(lines)).items()):
+                yield (b"," if k else b"") + orjson.dumps(key) + b":" + orjson.dumps(value)
+            yield b"}}"
+
+        self.store.save_file([FOLDER, folder, name], chunks())
 
     def _prune(self, folder: str) -> None:
         """Keep the :data:`KEEP` most recently written checkpoints of this first line."""

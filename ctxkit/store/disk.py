@@ -56,13 +56,13 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
 from ..confined import BLOB_NAME, Refused, read_under
 from ..errors import CtxkitError, ExitCode, WriteError
-from ..fileio import atomic_write, make_dirs, sweep_stale_temps
+from ..fileio import atomic_output, atomic_write, make_dirs, sweep_stale_temps
 
 try:  # POSIX only; elsewhere flushes are not serialized
     import fcntl
@@ -232,12 +232,15 @@ class Store:
             self._warn(f"{exc.path}: {exc.message.split(': ', 1)[1].split(';')[0]}; ignored (a cache, rebuilt)")
             return {}
 
-    def save_file(self, parts: list[str], data: bytes) -> None:
-        """Write a file of the store under ``root/parts...`` (a checkpoint: :mod:`ctxkit.store.checkpoint`),
-        atomically; nothing in a dry run."""
+    def save_file(self, parts: list[str], chunks: Iterable[bytes]) -> None:
+        """Write a file of the store under ``root/parts...`` (a checkpoint: :mod:`ctxkit.store.checkpoint`)
+        from ``chunks`` (made as they are written: only one is in memory at a time), atomically; nothing
+        in a dry run."""
         if not self.dry_run:
             self._mark()
-            atomic_write(self.root.joinpath(*parts), data)
+            with atomic_output(self.root.joinpath(*parts)) as out:
+                for chunk in chunks:
+                    out.write(chunk)
 
     def save_document(self, name: str, value: dict[str, Any]) -> None:
         if not self.dry_run:
