@@ -187,3 +187,24 @@ def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_writ
         f"ctxkit: warning: no checkpoint kept: cannot write {store / 'checkpoints'}/")
     assert warning[0].endswith(": Not a directory")
     assert out.read_bytes().startswith(src.read_bytes()[:100])
+
+
+def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tmp_path):
+    import hashlib
+
+    from ctxkit.store import checkpoint
+
+    path = tmp_path / "big"
+    data = bytes(range(256)) * (20 * 4096 + 3)  # 20 MiB and a bit: the blocks are hashed by two threads
+    path.write_bytes(data)
+    mib = checkpoint.BLOCK
+    want = [hashlib.sha1(data[k:k + mib]).hexdigest() for k in range(0, len(data), mib)]
+    with open(path, "rb") as f:
+        assert checkpoint._digests(f, len(data), []) == want
+        assert checkpoint._starts_with(f, len(data), want)
+        assert not checkpoint._starts_with(f, len(data) + 1, want)  # longer than the file
+    path.write_bytes(data[:17 * mib + 5] + b"!" + data[17 * mib + 6:])
+    with open(path, "rb") as f:
+        assert not checkpoint._starts_with(f, len(data), want)
+        assert checkpoint._digests(f, len(data), want[:3]) == want[:17] + [
+            hashlib.sha1(path.read_bytes()[17 * mib:18 * mib]).hexdigest()] + want[18:]

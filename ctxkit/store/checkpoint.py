@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -233,27 +234,34 @@ def _head(source: Source) -> str | None:
 
 
 def _read_block(f, offset: int, length: int) -> bytes:
-    f.seek(offset)
-    return f.read(length)
+    return os.pread(f.fileno(), length, offset)
+
+
+def _block_digests(f, size: int, first: int) -> list[str]:
+    """The digests of the file's blocks from block ``first`` to the end of its first ``size`` bytes.
+
+    Two threads when there are many (hashlib and pread let go of the interpreter lock: on a machine
+    with a free core, hashing a 200 MB prefix takes half the time)."""
+    def one(k: int) -> str:
+        start = k * BLOCK
+        return _digest(_read_block(f, start, min(BLOCK, size - start)))
+
+    blocks = range(first, -(-size // BLOCK))
+    if len(blocks) < 16 or (os.cpu_count() or 1) < 2:
+        return [one(k) for k in blocks]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(one, blocks))
 
 
 def _starts_with(f, size: int, digests: list[str]) -> bool:
-    """Whether the file's first ``size`` bytes hash block by block to ``digests``."""
-    for k, want in enumerate(digests):
-        start = k * BLOCK
-        block = _read_block(f, start, min(BLOCK, size - start))
-        if len(block) != min(BLOCK, size - start) or _digest(block) != want:
-            return False
-    return True
+    """Whether the file's first ``size`` bytes hash block by block to ``digests`` (it has that many)."""
+    return os.fstat(f.fileno()).st_size >= size and _block_digests(f, size, 0) == digests
 
 
 def _digests(f, size: int, known: list[str]) -> list[str]:
     """The digests of the file's first ``size`` bytes; ``known``: those of its first whole blocks."""
     out = list(known[:size // BLOCK])
-    for k in range(len(out), -(-size // BLOCK)):
-        start = k * BLOCK
-        out.append(_digest(_read_block(f, start, min(BLOCK, size - start))))
-    return out
+    return out + _block_digests(f, size, len(out))
 
 
 def _written_index(read: Transcript, written: Transcript, read_digests: list[str]) -> tuple[LineIndex, list[str]] | None:
