@@ -208,3 +208,12 @@ def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tm
         assert not checkpoint._starts_with(f, len(data), want)
         assert checkpoint._digests(f, len(data), want[:3]) == want[:17] + [
             hashlib.sha1(path.read_bytes()[17 * mib:18 * mib]).hexdigest()] + want[18:]
+
+
+def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), "--stage", "snip",
+                            "--report", "none"])
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes() == src.read_bytes() and not store.exists()

@@ -17,7 +17,8 @@ the output are the same as a full read gives (``--no-checkpoint`` forces one); a
 start with a checkpoint's bytes (an edited file) is read in full.
 
 Only Claude Code transcripts are checkpointed (a message list is all view: there is nothing to skip),
-and only a prefix of whole lines without unreadable ones. A checkpoint is a cache: one that cannot be
+only a prefix of whole lines without unreadable ones, and only in a store that exists (a run that
+needs no store makes none for its checkpoints). A checkpoint is a cache: one that cannot be
 read or is not of its shape (:func:`check_checkpoint`) is a warning and is not used; at most
 :data:`KEEP` are kept per first line, the oldest removed.
 """
@@ -37,7 +38,7 @@ from ..transcript.lineindex import LineIndex, index_from_state, index_state
 from ..transcript.model import Transcript
 from ..transcript.reader import Resume
 from ..transcript.shapes import problem
-from .disk import Store
+from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
 FORMAT = 1
@@ -146,6 +147,8 @@ class Checkpoints:
         (None: the output was another format, or not written). Nothing in a dry run or when disabled."""
         if not self.enabled or self.store.dry_run or read.format != claude_code.NAME:
             return
+        if not (self.store.used or is_marked_store(self.store.root)):
+            return  # a run that needs no store makes none just for its checkpoints
         if read.info.bad_lines.count or not len(read.lines) or not read.ends_with_newline():
             return  # unreadable lines are reported by every run; a last line without its newline may grow
         folder = _head(read.source)
