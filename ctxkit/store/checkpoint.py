@@ -165,7 +165,12 @@ class Checkpoints:
 
     def _put(self, folder: str, lines: LineIndex, size: int, digests: list[str], detected_early: bool) -> None:
         name = f"{size:016d}-{_digest(''.join(digests).encode())[:16]}.json"
-        if (self.store.root / FOLDER / folder / name).exists():
+        path = self.store.root / FOLDER / folder / name
+        if path.exists():  # the same bytes as an earlier run's: kept, and marked as this run's for _prune
+            try:
+                os.utime(path)
+            except OSError:
+                pass
             return
         head = {"format": FORMAT, "hash": HASH, "size": size, "digests": digests, "detected_early": detected_early,
                 "facts": lines.facts.to_json()}
