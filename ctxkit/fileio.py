@@ -20,6 +20,7 @@ guarantees (user documentation: docs/store.md):
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -128,6 +129,29 @@ class _NamedStream:
         except OSError as exc:
             raise WriteError(self._name, exc) from None
 
+    def copy_from(self, src: BinaryIO, offset: int, length: int) -> None:
+        """Write ``length`` bytes of the file ``src`` from byte ``offset``: copied by the kernel where it
+        can (``os.copy_file_range``, else ``os.sendfile``), through a buffer otherwise (a stream with no
+        file descriptor, a system without either call, a kernel that refuses them for these files)."""
+        self.flush()
+        try:
+            src_fd, dst_fd = src.fileno(), self._f.fileno()
+        except (AttributeError, OSError, ValueError):
+            src_fd = dst_fd = -1
+        if src_fd >= 0:
+            try:
+                done = _kernel_copy(src_fd, dst_fd, offset, length)
+            except OSError as exc:
+                raise WriteError(self._name, exc) from None
+            offset, length = offset + done, length - done
+        while length > 0:
+            src.seek(offset)
+            chunk = src.read(min(length, 1 << 20))
+            if not chunk:
+                raise WriteError(self._name, OSError(errno.EIO, "the input shrank while it was copied"))
+            self.write(chunk)
+            offset, length = offset + len(chunk), length - len(chunk)
+
     def writelines(self, lines) -> None:
         for line in lines:
             self.write(line)
@@ -142,6 +166,35 @@ class _NamedStream:
 
     def __getattr__(self, name: str):
         return getattr(self._f, name)
+
+
+#: what a kernel copy call says when it cannot copy between these two files (another call, or a buffer, can)
+_CANNOT_COPY = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF, errno.ESPIPE,
+                getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)}
+
+
+def _kernel_copy(src_fd: int, dst_fd: int, offset: int, length: int) -> int:
+    """Copy up to ``length`` bytes from ``src_fd`` at ``offset`` to ``dst_fd`` at its position, in the
+    kernel; returns how many were copied (fewer when neither call works here: the caller copies the
+    rest). A refused write (no space...) raises OSError."""
+    done = 0
+    for call in ("copy_file_range", "sendfile"):
+        if not hasattr(os, call):
+            continue
+        try:
+            while done < length:
+                if call == "copy_file_range":
+                    n = os.copy_file_range(src_fd, dst_fd, length - done, offset_src=offset + done)
+                else:
+                    n = os.sendfile(dst_fd, src_fd, offset + done, length - done)
+                if n == 0:
+                    return done  # end of the input: the caller's buffered copy says so
+                done += n
+            return done
+        except OSError as exc:
+            if exc.errno not in _CANNOT_COPY:
+                raise
+    return done
 
 
 def check_output(path: str | os.PathLike | None) -> None:

@@ -273,8 +273,8 @@ def test_a_five_thousand_character_session_id_with_slashes_compacts(runner, tmp_
     state = json.loads((tmp_path / "st" / "state.json").read_text())
     assert LONG_ID in state  # the store keeps the id itself, as a JSON key, never as a path
     # only the store's own names: nothing named after the session id (lines/ holds the input's spaced lines)
-    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [".ctxkit-store", ".lock", "blobs", "ledger.json",
-                                                                   "lines", "state.json"]
+    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [".ctxkit-store", ".lock", "blobs", "checkpoints",
+                                                                   "ledger.json", "lines", "state.json"]
 
 
 @pytest.mark.parametrize("name, expected", [

@@ -109,6 +109,10 @@ def compact(
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
     report_file: ReportFileOpt = None,
+    no_checkpoint: Annotated[bool, typer.Option("--no-checkpoint", help="Read the whole input, and keep no "
+                                                "checkpoint of this run (by default a run whose input starts "
+                                                "with what an earlier run read or wrote reads only the rest; "
+                                                "docs/store.md).")] = False,
 ) -> None:
     """Run the policy's stages and write the compacted transcript.
 
@@ -121,7 +125,8 @@ def compact(
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
-                   summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer())
+                   summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
+                   checkpoint=not no_checkpoint)
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
@@ -142,8 +147,10 @@ def compact(
 
 
 def _sources(run) -> dict:
-    """What a run read its settings from and kept its state in: the policy layers and the store."""
-    return {"policy": list(run.policy.layers), "store": os.path.abspath(run.ctx.store.root)}
+    """What a run read its settings from and kept its state in: the policy layers and the store; and
+    whether its read resumed from a checkpoint (docs/store.md#checkpoints)."""
+    return {"policy": list(run.policy.layers), "store": os.path.abspath(run.ctx.store.root),
+            "checkpoint": run.checkpoints.outcome}
 
 
 def _print_report(result, mode: str, sources: dict) -> None:
@@ -171,6 +178,10 @@ def _print_report(result, mode: str, sources: dict) -> None:
         console.print(redacted, markup=False)
     console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
     console.print(f"policy: {' < '.join(sources['policy'])}; store: {sources['store']}", markup=False)
+    resumed = sources["checkpoint"]
+    if resumed["resumed"]:
+        console.print(f"read: resumed from a checkpoint, {resumed['lines']:,} lines ({resumed['bytes']:,} bytes) "
+                      "not read again", markup=False)
 
 
 @app.command()

@@ -10,17 +10,19 @@ from typing import Any, Callable
 
 from .. import load_policy
 from ..clock import parse_instant
-from ..errors import UsageError
+from ..errors import UsageError, WriteError
 from ..fileio import atomic_output
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
 from ..stages.base import Context
-from ..store.disk import Store
+from ..store.checkpoint import Checkpoints
+from ..store.disk import Store, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
+from .app import print_warnings
 
 
 @dataclass
@@ -28,6 +30,8 @@ class Run:
     policy: Policy
     transcript: Transcript
     ctx: Context
+    #: where the read resumed from, and where this run's checkpoints go (compact only)
+    checkpoints: Checkpoints | None = None
 
     def save(self) -> None:
         """Save the store's decisions and the token counts, durably (before the output is written)."""
@@ -35,7 +39,8 @@ class Run:
         save_token_cache(self.ctx)
 
     def write_output(self, transcript: Transcript, output: Path | None, to: str | None = None) -> None:
-        """Save the store, then write the output (naming its store when it depends on it).
+        """Save the store and this run's checkpoints, then write the output (naming its store when it
+        depends on it).
 
         In this order, a run killed at any moment leaves either the old output or the new one, and
         the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
@@ -47,6 +52,11 @@ class Run:
         to_file = output is not None and str(output) != "-"
         if store.used and to_file and (to is not None or transcript.format != "claude-code"):
             write_sidecar(output, store.root)
+        if self.checkpoints is not None:  # the next run after new turns reads only those
+            try:  # with the store, before the output (a checkpoint of bytes never written is never found)
+                self.checkpoints.save(self.transcript, transcript if to is None else None)
+            except WriteError as exc:  # a cache: the output is still written, the next run reads in full
+                print_warnings([f"no checkpoint kept: {exc.message}"])
         with atomic_output(output) as out:
             write_transcript(transcript, out, to)
 
@@ -96,22 +106,36 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
 
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
-             summarizes: Callable[[Policy], bool] | None = None, **inputs: Any) -> Run:
+             summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
+             **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
     ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
     trusted for the summarizer settings it sets, or the run stops here (exit 2) before anything is done.
+    ``checkpoint``: None, no checkpoints (a command that writes no transcript); True, resume the read
+    from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
     """
     from .trust_cmd import guard_policy
 
     pol = make_policy(policy, sets)
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     instant = parse_now(now)
-    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    checkpoints = None
+    if checkpoint is not None:
+        # a checkpoint is found by content: the store this transcript names (known once it is read)
+        # may be another, and the one looked in here gives the same transcript anyway
+        lookup = Path(store) if store is not None else default_store_dir(source)
+        checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint, fmt=fmt)
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line,
+                        resume=checkpoints.resume if checkpoints is not None else None)
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
                         context_window=context_window, cwd=Path.cwd(),
                         now_has_offset=now is not None and _has_offset(now), **inputs)
     if store_note:
         ctx.warnings.insert(0, store_note)
-    return Run(pol, t, ctx)
+    if checkpoints is not None:
+        for warning in checkpoints.warnings:
+            ctx.warn(warning)
+        checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
+    return Run(pol, t, ctx, checkpoints)

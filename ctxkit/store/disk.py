@@ -16,6 +16,8 @@ Layout::
     STORE/state.json                  session id -> small state (breaker, snip, memory...)
     STORE/.lock                       taken (flock) while ledger.json and state.json are rewritten
     STORE/tokens-*.json               exact token counts kept between runs (a cache)
+    STORE/checkpoints/HEAD/*.json     what earlier runs read and wrote, to resume a read (a cache:
+                                      :mod:`ctxkit.store.checkpoint`, which checks their shape)
     STORE/.ctxkit-store               the marker: ``{"format": 1}``, written with the store's first file
 
 The marker is what makes a folder a store (:func:`is_marked_store`): a transcript names its store
@@ -54,13 +56,13 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
 from ..confined import BLOB_NAME, Refused, read_under
 from ..errors import CtxkitError, ExitCode, WriteError
-from ..fileio import atomic_write, make_dirs, sweep_stale_temps
+from ..fileio import atomic_output, atomic_write, make_dirs, sweep_stale_temps
 
 try:  # POSIX only; elsewhere flushes are not serialized
     import fcntl
@@ -229,6 +231,16 @@ class Store:
         except StoreError as exc:
             self._warn(f"{exc.path}: {exc.message.split(': ', 1)[1].split(';')[0]}; ignored (a cache, rebuilt)")
             return {}
+
+    def save_file(self, parts: list[str], chunks: Iterable[bytes]) -> None:
+        """Write a file of the store under ``root/parts...`` (a checkpoint: :mod:`ctxkit.store.checkpoint`)
+        from ``chunks`` (made as they are written: only one is in memory at a time), atomically; nothing
+        in a dry run."""
+        if not self.dry_run:
+            self._mark()
+            with atomic_output(self.root.joinpath(*parts)) as out:
+                for chunk in chunks:
+                    out.write(chunk)
 
     def save_document(self, name: str, value: dict[str, Any]) -> None:
         if not self.dry_run:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from ..reminders import unwrap
 from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
+from .claude_code_session import SessionFacts
 from .lineindex import LineIndex
 from .model import Transcript
 from .view import (
@@ -64,8 +65,9 @@ _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 # -- indexing -------------------------------------------------------------------------------------
-def index_line(lines: LineIndex, i: int, d: dict) -> None:
-    """Copy the routing fields of an entry into the line index (so the entry itself can be dropped).
+def index_line(lines: LineIndex, i: int, d: dict, facts: bool = True) -> None:
+    """Copy the routing fields of an entry into the line index (so the entry itself can be dropped),
+    and (``facts``) what it tells about the session into the index's :class:`SessionFacts`.
 
     Their types were checked when the line was read (shapes.py): strings, or absent/null."""
     typ = d.get("type")
@@ -76,6 +78,10 @@ def index_line(lines: LineIndex, i: int, d: dict) -> None:
         msg_id = (msg.get("id") if msg else None) or d.get("requestId")
     lines.set_routing(i, d.get("uuid"), d.get("parentUuid"), bool(d.get("isSidechain")), msg_id,
                       d.get("sourceToolAssistantUUID"))
+    if facts:
+        if lines.facts is None:
+            lines.facts = SessionFacts()
+        lines.facts.add(i, d)
 
 
 def looks_like(d: dict) -> bool:

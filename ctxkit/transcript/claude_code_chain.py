@@ -6,10 +6,13 @@ tool calls leave. Reads the routing fields from the line index, so an unedited e
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from .claude_code_records import records
-from .lineindex import BAD, SIDECHAIN
+from .lineindex import BAD, SIDECHAIN, LineIndex
 from .model import Transcript
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
@@ -91,8 +94,47 @@ def content_blocks(d: dict) -> tuple[list[dict], bool]:
 def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     """Indexes of the entries that make up the view, in view order, and facts about the walk.
 
-    Called for every view a run computes, on files of up to millions of lines: the scans below read
-    the line index's arrays directly (an edited or appended entry is read from its Meta instead)."""
+    Computed once per transcript version (kept in ``t.memo``; callers must not mutate it), and carried
+    over from the version an edit was made from when the edit only replaced entries without touching
+    what the walk reads (:func:`_walk_key`): stage edits rewrite content blocks, never the chain."""
+    chain = t.memo.get("chain")
+    if chain is None:
+        chain = _carried_over(t)
+        if chain is None:
+            chain = _active_entries(t)
+        t.memo["chain"] = chain
+    return chain
+
+
+def _carried_over(t: Transcript) -> tuple[list[int], dict[str, Any]] | None:
+    """The parent version's chain, when ``t`` only replaced entries and none of them in a way the walk sees."""
+    parent = t.parent
+    if parent is None or t.replaced is None:
+        return None
+    chain = parent.memo.get("chain")
+    if chain is None:
+        return None
+    for i in t.replaced:
+        if _walk_key(parent.entries[i]) != _walk_key(t.entry(i)):
+            return None
+    return chain
+
+
+def _walk_key(d: dict) -> tuple:
+    """Everything of an entry the chain walk reads: its routing fields and the tool ids it carries;
+    the whole entry for one that is not a conversation message (a boundary, a ctxkit record)."""
+    m = Meta(d)
+    key: tuple = (m.type, m.uuid, m.parent, m.sidechain, m.msg_id, m.source_assistant)
+    if m.type == "assistant":
+        return key + tuple(b.get("id") for b in content_blocks(d)[0] if b.get("type") == "tool_use")
+    if m.type == "user":
+        return key + tuple(b.get("tool_use_id") for b in content_blocks(d)[0] if b.get("type") == "tool_result")
+    if m.type == "attachment":
+        return key
+    return key + (orjson.dumps(d, option=orjson.OPT_SORT_KEYS),)
+
+
+def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     metas = Metas(t)
     if not _has_main_conversation(t, metas):
         # a subagent's own transcript: every entry is on the sidechain, and that is the conversation
@@ -193,8 +235,16 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
     """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b).
 
     A sibling is an assistant fragment of a member's message id, or a user entry whose parent (or
-    source assistant) is a member: the candidates are found by scanning the index's id arrays."""
+    source assistant) is a member. The candidates are looked up in maps of the line index built once
+    (:func:`_sibling_maps`), so each round costs the size of the view, not of the file; rounds repeat
+    until nothing is added (a stitched fragment may bring the tool_use a waiting result answers)."""
     idx, edited = t.lines, metas.edited
+    by_msg, by_parent, by_source = _sibling_maps(idx, min((i for i in members if i < len(idx)), default=len(idx)))
+
+    def lookup(table: dict[str, int | list[int]], key: str | None) -> Iterable[int]:
+        found = table.get(key) if key is not None else None
+        return () if found is None else (found,) if isinstance(found, int) else found
+
     while True:
         uuid_group = {metas.uuid(i): group.get(i, 0) for i in members if metas.uuid(i)}
         msg_group = {metas.msg_id(i): group.get(i, 0) for i in members
@@ -204,10 +254,11 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
             if metas.type(i) == "assistant":
                 tool_ids.update(b["id"] for b in content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
         candidates: set[int] = set(edited)
-        if msg_group:
-            candidates.update(i for i, mid in enumerate(idx.msg_ids) if mid is not None and mid in msg_group)
-        candidates.update(i for i, p in enumerate(idx.parents) if p is not None and p in uuid_group)
-        candidates.update(i for i, src in idx.sources.items() if src in uuid_group)
+        for mid in msg_group:
+            candidates.update(lookup(by_msg, mid))
+        for u in uuid_group:
+            candidates.update(lookup(by_parent, u))
+            candidates.update(lookup(by_source, u))
         added = False
         for i in sorted(candidates):
             if i in members or i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
@@ -233,6 +284,44 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
         if not added:
             return
 
+
+_Map = dict[str, "int | list[int]"]
+
+
+def _sibling_maps(idx: LineIndex, lo: int) -> tuple[_Map, _Map, _Map]:
+    """Lines from ``lo`` on (the first member) by assistant message id, by parent uuid and by source
+    assistant uuid. A sibling comes after the entry it names (an agent writes a line once the one it
+    points at exists), and the fragments of a message are consecutive lines, so nothing before ``lo``
+    (nor before the run of fragments ``lo`` is part of) can be one.
+
+    Built once per line index (which never changes once read), shared by every transcript version over
+    it, and built again only for an earlier ``lo``; a key found once maps to its line, one found on
+    several lines to a list (most keys are on one line)."""
+    while 0 < lo < len(idx) and idx.msg_ids[lo] is not None and idx.msg_ids[lo - 1] == idx.msg_ids[lo]:
+        lo -= 1
+    built = idx.memo.get("siblings")
+    if built is None or built[0] > lo:
+        n = len(idx)
+        maps = (_invert(zip(range(lo, n), idx.msg_ids[lo:], strict=True)),
+                _invert(zip(range(lo, n), idx.parents[lo:], strict=True)),
+                _invert((i, src) for i, src in idx.sources.items() if i >= lo))
+        built = idx.memo["siblings"] = (lo, maps)
+    return built[1]
+
+
+def _invert(pairs: Iterable[tuple[int, str | None]]) -> _Map:
+    out: _Map = {}
+    for i, key in pairs:
+        if key is None:
+            continue
+        found = out.get(key)
+        if found is None:
+            out[key] = i
+        elif isinstance(found, int):
+            out[key] = [found, i]
+        else:
+            found.append(i)
+    return out
 
 
 def leaf_uuid(t: Transcript) -> str | None:

@@ -60,12 +60,12 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
         raise TranscriptError(str(path), 0, "permission denied") from None
 
 
-def iter_lines(source: Source) -> Iterator[tuple[int, int, bytes, bool]]:
-    """Yield ``(line_no, offset, raw_line_without_newline, had_newline)`` for every line."""
+def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterator[tuple[int, int, bytes, bool]]:
+    """Yield ``(line_no, offset, raw_line_without_newline, had_newline)`` for every line from byte
+    ``offset`` on (a line start; ``lines_before`` lines come before it)."""
     f = source.file
-    f.seek(0)
-    offset = 0
-    line_no = 0
+    f.seek(offset)
+    line_no = lines_before
     for raw in f:
         line_no += 1
         had_newline = raw.endswith(b"\n")

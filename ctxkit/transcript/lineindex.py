@@ -11,6 +11,7 @@ and the assistant message id; the entries themselves are parsed again on demand 
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 SIDECHAIN = 1
 BAD = 2  # unreadable or of the wrong shape, kept as-is under --on-bad-line skip
@@ -21,7 +22,7 @@ class LineIndex:
     """Per-line facts of one input file, by line index ``i`` (line number ``i + 1``)."""
 
     __slots__ = ("starts", "end", "types", "type_names", "type_codes", "odd_types", "flags", "uuids", "parents",
-                 "msg_ids", "sources")
+                 "msg_ids", "sources", "memo", "facts")
 
     def __init__(self) -> None:
         self.starts = array("q")  # byte offset where each line starts
@@ -35,6 +36,10 @@ class LineIndex:
         self.parents: list[str | None] = []
         self.msg_ids: list[str | None] = []
         self.sources: dict[int, str] = {}  # sourceToolAssistantUUID, where a line has one (few do)
+        #: maps derived from the arrays above, built on first use (they hold for every transcript version)
+        self.memo: dict[str, object] = {}
+        #: what the format collects about the whole session while indexing (Claude Code: SessionFacts)
+        self.facts: Any = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -95,3 +100,59 @@ class LineIndex:
 
     def mark_bad(self, i: int) -> None:
         self.flags[i] |= BAD
+
+
+# -- kept in a checkpoint (ctxkit.store.checkpoint) -----------------------------------------------------
+_SAME = 0  # in a saved ``parents`` list: the uuid of the line before
+
+
+def index_state(idx: LineIndex, n: int) -> dict[str, Any]:
+    """The first ``n`` lines of ``idx`` as plain JSON data (the facts are the format's to save)."""
+    return {"lines": n, "starts": idx.starts[:n].tobytes().hex(), "end": idx.starts[n] if n < len(idx) else idx.end,
+            "types": idx.types[:n].hex(), "type_names": idx.type_names,
+            "odd_types": {str(i): name for i, name in idx.odd_types.items() if i < n},
+            "flags": idx.flags[:n].hex(), "uuids": idx.uuids[:n],
+            # a parent that is the line before (nearly every line): _SAME, not the uuid again
+            "parents": [_SAME if p is not None and p is u else p for p, u in zip(idx.parents[:n], [None, *idx.uuids[:n - 1]],
+                                                                                   strict=True)],
+            "msg_ids": idx.msg_ids[:n], "sources": {str(i): s for i, s in idx.sources.items() if i < n}}
+
+
+def index_from_state(doc: dict[str, Any]) -> LineIndex:
+    """A line index from :func:`index_state`; raises ValueError, TypeError or KeyError on a document
+    of another shape (a checkpoint is read from the store: input like any other)."""
+    n = doc["lines"]
+    idx = LineIndex()
+    idx.starts = array("q")
+    idx.starts.frombytes(bytes.fromhex(doc["starts"]))
+    idx.end = int(doc["end"])
+    idx.types = bytearray.fromhex(doc["types"])
+    idx.flags = bytearray.fromhex(doc["flags"])
+    names = doc["type_names"]
+    if not isinstance(names, list) or not names or names[0] is not None or not _strings(names[1:], len(names) - 1):
+        raise ValueError("type_names")
+    idx.type_names = names
+    idx.type_codes = {name: code for code, name in enumerate(names)}
+    idx.odd_types = {int(i): str(name) for i, name in doc["odd_types"].items()}
+    uuids, parents, msg_ids = doc["uuids"], doc["parents"], doc["msg_ids"]
+    if not isinstance(parents, list) or len(parents) != n:
+        raise ValueError("parents")
+    # one string object for a parent and the previous line's uuid (see set_routing), and for the
+    # message id of fragments of one message
+    parents = [u if type(p) is int and p == _SAME else p for p, u in zip(parents, [None, *uuids[:-1]], strict=True)]
+    if not (_strings(uuids, n) and _strings(parents, n) and _strings(msg_ids, n)):
+        raise ValueError("uuids, parents or message ids")
+    idx.uuids = uuids
+    idx.parents = parents
+    idx.msg_ids = [q if m is not None and m == q else m for m, q in zip(msg_ids, [None, *msg_ids[:-1]], strict=True)]
+    idx.sources = {int(i): str(s) for i, s in doc["sources"].items()}
+    if {len(idx.starts), len(idx.types), len(idx.flags)} != {n} or any(
+            c >= len(idx.type_names) and c != _ODD_TYPE for c in set(idx.types)):
+        raise ValueError("line counts or type codes")
+    if any(b <= a for a, b in zip(idx.starts, idx.starts[1:], strict=False)) or (n and idx.starts[-1] >= idx.end):
+        raise ValueError("offsets")
+    return idx
+
+
+def _strings(values: Any, n: int) -> bool:
+    return isinstance(values, list) and len(values) == n and all(v is None or type(v) is str for v in values)

@@ -41,11 +41,23 @@ def _with_harness_keys(entry: dict, original: dict) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class _Parent:
+    """The earlier version a transcript was made from by replacing entries (see ``Transcript.parent``)."""
+
+    memo: dict[str, Any]
+    entries: dict[int, dict]  # the replaced entries as they were
+
+
 @dataclass
 class ReadInfo:
     """Facts about reading, for reports."""
 
     bad_lines: BadLines
+    #: whether auto-detection chose Claude Code (a later run with ``--format auto`` may then resume a read)
+    detected_early: bool = False
+    #: (lines, bytes) read from a checkpoint instead of the file (:class:`ctxkit.transcript.reader.Resume`)
+    resumed: tuple[int, int] | None = None
 
 
 class Transcript:
@@ -54,7 +66,8 @@ class Transcript:
     def __init__(self, source: Source, lines: LineIndex, fmt: str, info: ReadInfo, *,
                  cache: dict[int, dict] | None = None, overrides: dict[int, dict] | None = None,
                  appended: tuple[dict, ...] = (), removed: frozenset[int] = frozenset(),
-                 keep_all_parsed: bool = False):
+                 keep_all_parsed: bool = False, parent: Transcript | None = None,
+                 replaced: frozenset[int] | None = None):
         self.source = source
         self.lines = lines
         self.format = fmt
@@ -65,6 +78,15 @@ class Transcript:
         self.removed = removed
         self._keep_all_parsed = keep_all_parsed
         self._view: View | None = None
+        #: what is known of the transcript this one was edited from (its memo, and its entries where this
+        #: edit replaced them: ``replaced``, None when the edit also appended or removed entries), so that
+        #: a projection can be carried over instead of computed again. Not the parent itself: a chain of
+        #: versions must not keep every earlier view alive.
+        self.parent = _Parent(parent.memo, {i: parent.entry(i) for i in replaced}) \
+            if parent is not None and replaced is not None else None
+        self.replaced = replaced if self.parent is not None else None
+        #: what is computed once per transcript version (the active chain, ...): never changes once set
+        self.memo: dict[str, Any] = {}
 
     # -- reading entries ----------------------------------------------------------------------
     @property
@@ -141,9 +163,12 @@ class Transcript:
             else:
                 overrides[i] = value
         appended.extend(append)
+        removed = self.removed | frozenset(remove)
+        only_replaced = len(appended) == len(self.appended) and removed == self.removed
         return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache,
-                          overrides=overrides, appended=tuple(appended), removed=self.removed | frozenset(remove),
-                          keep_all_parsed=self._keep_all_parsed)
+                          overrides=overrides, appended=tuple(appended), removed=removed,
+                          keep_all_parsed=self._keep_all_parsed, parent=self,
+                          replaced=frozenset(replace or ()) if only_replaced else None)
 
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed
@@ -162,9 +187,31 @@ class Transcript:
         """Write the transcript in its own format: unchanged lines byte-for-byte (their line ending
         included), edited ones re-serialized, appended ones last. Every line ends with a newline.
 
+        Runs of unchanged lines are copied as byte ranges of the input: by the kernel when ``out``
+        has a ``copy_from`` (:class:`ctxkit.fileio` streams), else through a buffer.
+
         ``originals``, given the bytes an edited or appended entry serializes to, may return the
         line to write instead, its ending included: the original line an entry was restored to
         (:class:`ctxkit.store.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
+        copy_from = getattr(out, "copy_from", None)
+        for piece in self.write_plan(originals):
+            if len(piece) == 2:
+                out.write(piece[1])
+            elif copy_from is not None:
+                copy_from(self.source.file, piece[2], piece[3])
+            else:
+                offset, left = piece[2], piece[3]
+                while left > 0:
+                    chunk = self.source.read_at(offset, min(left, 1 << 20))
+                    if not chunk:
+                        raise OSError(f"{self.source.name} shrank while it was being read")
+                    out.write(chunk)
+                    offset, left = offset + len(chunk), left - len(chunk)
+
+    def write_plan(self, originals: Callable[[bytes], bytes | None] | None = None) -> list[tuple]:
+        """What :meth:`write` writes, as pieces in order: ``(first, stop, offset, length)`` is input lines
+        ``first`` to ``stop - 1`` copied as they are (``length`` bytes from ``offset``); ``(i, data)`` is
+        entry ``i`` written as ``data`` (its line ending included)."""
         def serialized(entry: dict, ending: bytes) -> bytes:
             data = dumps(entry)
             line = originals(data) if originals is not None else None
@@ -172,25 +219,48 @@ class Transcript:
                 return data + ending
             return line if line.endswith(b"\n") else line + b"\n"
 
-        n = len(self.lines)
-        ending = b"\n"
-        f = self.source.file
-        f.seek(0)
-        for i, raw in enumerate(f):
-            if i >= n or i in self.removed:
-                continue
-            ending = b"\r\n" if raw.endswith(b"\r\n") else b"\n"
-            if i in self.overrides:
+        n, lines = len(self.lines), self.lines
+        pieces: list[tuple] = []
+        first: int | None = None  # the first line of the run of unchanged lines being gathered
+
+        def close_run(stop: int) -> None:
+            nonlocal first
+            if first is not None:
+                offset = lines.starts[first]
+                pieces.append((first, stop, offset, lines.span(stop - 1)[0] + lines.span(stop - 1)[1] - offset))
+                first = None
+
+        last_live = max((i for i in range(n - 1, -1, -1) if i not in self.removed), default=None) \
+            if self.removed else (n - 1 if n else None)
+        for i in range(n):
+            if i in self.removed:
+                close_run(i)
+            elif i in self.overrides:
+                close_run(i)
+                raw = self.source.read_at(*lines.span(i))
                 override = self.overrides[i]
                 if not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
-                    # parse the line in hand: seeking the source here would move this loop's position
                     override = _with_harness_keys(override, orjson.loads(raw))
-                out.write(serialized(override, ending))
-            else:
-                out.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                pieces.append((i, serialized(override, b"\r\n" if raw.endswith(b"\r\n") else b"\n")))
+            elif i == n - 1 and not self.ends_with_newline():
+                close_run(i)
+                pieces.append((i, self.source.read_at(*lines.span(i)) + b"\n"))
+            elif first is None:
+                first = i
+        close_run(n)
+        ending = b"\n"
+        if last_live is not None:
+            start, length = lines.span(last_live)
+            if self.source.read_at(start + length - 2, 2) == b"\r\n" and length >= 2:
+                ending = b"\r\n"
         for k, entry in enumerate(self.appended):
             if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)
-                out.write(serialized(entry, ending))
+                pieces.append((n + k, serialized(entry, ending)))
+        return pieces
+
+    def ends_with_newline(self) -> bool:
+        end = self.lines.end
+        return end == 0 or self.source.read_at(end - 1, 1) == b"\n"
 
     def close(self) -> None:
         self.source.close()

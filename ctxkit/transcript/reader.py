@@ -1,13 +1,20 @@
-"""Reading a transcript: one streaming pass that indexes every line, with clear errors."""
+"""Reading a transcript: one streaming pass that indexes every line, with clear errors.
+
+A read may start after a prefix of the input an earlier run indexed already (a :class:`Resume`, found
+and checked by :mod:`ctxkit.store.checkpoint`): then only the lines after it are read.
+"""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..errors import TranscriptError, UsageError
 from ..quoting import quote
+from .claude_code import NAME as CLAUDE_CODE
 from .formats import FORMATS, detect, handler
-from .jsonl import BAD_LINE_POLICIES, BadLines, open_source, parse_line
+from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source, parse_line
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
 from .shapes import problem
@@ -15,13 +22,29 @@ from .shapes import problem
 _DETECT_WINDOW = 50
 
 
+@dataclass
+class Resume:
+    """A prefix of the input already indexed (by an earlier run): its line index (session facts
+    included) and its length in bytes. Every line of the prefix ends with a newline and none is
+    unreadable; the format is Claude Code. ``detected_early``: auto-detection chose Claude Code from
+    the prefix's lines (then it does for every file that starts with them), so a run with
+    ``--format auto`` may resume too."""
+
+    lines: LineIndex
+    size: int
+    detected_early: bool
+
+
 def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
-                    stdin: BinaryIO | None = None, check_pairing: bool = True) -> Transcript:
+                    stdin: BinaryIO | None = None, check_pairing: bool = True,
+                    resume: Callable[[Source], Resume | None] | None = None) -> Transcript:
     """Read a transcript (a path, or ``-``/None for standard input) in any supported format.
 
     ``on_bad_line``: ``fail`` raises :class:`TranscriptError` naming the first unreadable line;
     ``skip`` keeps such lines in the output untouched, leaves them out of the view, and counts them.
     With ``check_pairing``, a tool_result in the view that answers no tool_use is a bad line too.
+    ``resume``, given the opened input, may return the index of a prefix of it (a :class:`Resume`):
+    then only the bytes after that prefix are read; the transcript is the one a full read gives.
     """
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown format {quote(fmt)}; choose one of auto, {', '.join(FORMATS)}")
@@ -29,20 +52,25 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
         raise UsageError(f"--on-bad-line must be one of {', '.join(BAD_LINE_POLICIES)}, got {quote(on_bad_line)}")
     source = open_source(path, stdin)
     try:
-        return _read(source, fmt, on_bad_line, check_pairing)
+        start = resume(source) if resume is not None and fmt in ("auto", CLAUDE_CODE) else None
+        if start is not None and fmt == "auto" and not start.detected_early:
+            start = None  # a full read would decide the format from lines after the prefix too
+        return _read(source, fmt, on_bad_line, check_pairing, start)
     except BaseException:
         source.close()
         raise
 
 
-def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript:
+def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None) -> Transcript:
     from .jsonl import iter_lines
 
     bad = BadLines()
-    lines = LineIndex()
+    lines = start.lines if start is not None else LineIndex()
     pending: list[tuple[int, dict]] = []  # parsed entries waiting for the format to be known
     cache: dict[int, dict] = {}
-    chosen = None if fmt == "auto" else handler(fmt)
+    chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
+    detected_early = start is not None and start.detected_early
+    resumed = (len(lines), start.size) if start is not None else None
 
     def index(h, i: int, d: dict) -> None:
         wrong = problem(h.name, d)  # every field a reader relies on has its type (shapes.py)
@@ -58,13 +86,18 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
 
     def settle():
         """Decide the format from the entries read so far, and index them with it."""
+        nonlocal detected_early
         decided = handler(detect([e for _, e in pending]) or "anthropic")
+        # detection takes the first Claude Code-looking entry of the window: whatever follows these
+        # lines, a read of a file starting with them decides the same
+        detected_early = decided.name == CLAUDE_CODE
         for ln, e in pending:
             index(decided, ln, e)
         pending.clear()
         return decided
 
-    for line_no, offset, body, had_newline in iter_lines(source):
+    skip_lines, skip_bytes = resumed or (0, 0)
+    for line_no, offset, body, had_newline in iter_lines(source, skip_bytes, skip_lines):
         i = lines.add(offset)
         if not body.strip():
             lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
@@ -87,7 +120,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool) -> Transcript
     lines.end = source.file.tell()
     if chosen is None:
         chosen = settle()
-    t = Transcript(source, lines, chosen.name, ReadInfo(bad), cache=cache,
+    t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed), cache=cache,
                    keep_all_parsed=chosen.keep_parsed)
     if check_pairing:
         view = t.view()

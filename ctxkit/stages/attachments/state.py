@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
-from ...transcript import claude_code, claude_code_chain
+from ...transcript import claude_code, claude_code_chain, claude_code_session
 from ...transcript.view import PROMPT, View
 
 if TYPE_CHECKING:
@@ -305,7 +305,7 @@ def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parse
             queued = load_queued_file(ctx.inputs.queued_file)
         except AttachmentInputError as exc:
             warnings.append(str(exc))
-    session = _session_facts(t)
+    session = claude_code_session.session_facts(t) if t.format == "claude-code" else {"modes": [], "queue_ops": []}
     recorded_root = session.get("cwd")
     root = Path(ctx.inputs.cwd)
     if recorded_root and Path(recorded_root).is_dir():
@@ -313,34 +313,6 @@ def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parse
     system_role = "system" if session.get("system_rendered") else "user"
     return AttachmentState(list(iter_events(t, view, parsers)), env, queued, root, recorded_root, system_role,
                            t.format, session, warnings)
-
-
-def _session_facts(t: Transcript) -> dict[str, Any]:
-    """Facts from the transcript's metadata: cwd, slug, session id, how attachments are rendered."""
-    facts: dict[str, Any] = {"modes": [], "queue_ops": []}
-    if t.format != "claude-code":
-        return facts
-    for i in t.live_indexes():
-        d = t.peek(i)  # every line is read once here: keep none of them parsed (memory follows the view)
-        typ = d.get("type")
-        if d.get("isSidechain"):
-            continue
-        if typ in ("user", "assistant", "attachment"):
-            for key, name in (("cwd", "cwd"), ("slug", "slug"), ("sessionId", "session_id")):
-                if isinstance(d.get(key), str) and d[key]:
-                    facts[name] = d[key]
-        if typ == "attachment" and d.get("renderedRole") == "system":
-            facts["system_rendered"] = True
-        ts = d.get("timestamp")
-        if typ == "user" and isinstance(d.get("permissionMode"), str):
-            facts["modes"].append((i, d["permissionMode"]))
-        elif typ == "permission-mode" and isinstance(d.get("permissionMode"), str):
-            facts["modes"].append((i, d["permissionMode"]))
-        elif typ == "mode" and isinstance(d.get("mode"), str):
-            facts["modes"].append((i, d["mode"]))
-        elif typ == "queue-operation":
-            facts["queue_ops"].append({"operation": d.get("operation"), "content": d.get("content"), "timestamp": ts})
-    return facts
 
 
 # -- input files ------------------------------------------------------------------------------------

@@ -1,0 +1,219 @@
+"""Checkpoints (docs/store.md#checkpoints): a run after new turns reads only the bytes added since the
+last run, in both ways people run ctxkit, and writes exactly the bytes a full read (``--no-checkpoint``)
+writes, with the same decisions in the store; an edited file is read in full."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from builders import Call, Turn, conversation, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxkit.cli.main import app
+
+ARGS = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--report", "json"]
+WINDOW = ["--context-window", "40000"]  # microcompact clears old outputs; at 34,000 autocompact fires every run
+SESSION_KEYS = ("ledger.json", "state.json")
+
+
+def turns(n: int, size: int, tag: str) -> list[Turn]:
+    """``n`` turns of two tool rounds each, with outputs of ``size`` lines (tool ids made unique by ``tag``)."""
+    out = "".join(f"{tag} line {i}: some output of the command\n" for i in range(size))
+    return [Turn(f"{tag}: step {k}", [[Call("Bash", {"command": f"make {tag}{k}"}, out)],
+                                      [Call("Read", {"file_path": f"/work/{tag}{k}.py"}, out)]], f"Done {tag}{k}.")
+            for k in range(n)]
+
+
+def grow(path: Path, n: int, size: int, tag: str) -> None:
+    """Append ``n`` new turns to a Claude Code transcript, chained onto its last entry (like an agent)."""
+    entries = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    chained = [e for e in entries if e.get("type") in ("user", "assistant", "attachment") and not e.get("isSidechain")]
+    new = conversation(turns(n, size, tag), session=f"s-{tag}", after=chained)
+    with open(path, "a") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in new))
+
+
+def compact(runner, src: Path, out: Path, store: Path, *extra: str) -> dict:
+    window = [] if "--context-window" in extra else WINDOW
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS, *window, *extra])
+    assert r.exit_code in (0, 1), r.stderr
+    return json.loads(r.stderr[r.stderr.index("{"):])
+
+
+def decisions(store: Path) -> dict[str, bytes]:
+    return {name: (store / name).read_bytes() for name in SESSION_KEYS if (store / name).exists()}
+
+
+def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path, *extra: str) -> dict:
+    """Compact once with checkpoints and once with --no-checkpoint from the same input and store state
+    (same paths: the output names them); asserts the same output bytes and store decisions. Leaves the
+    checkpointed run's output and store in place; returns its report."""
+    before_src, before_out = src.read_bytes(), out.read_bytes() if out.exists() else None
+    saved = tmp_path / "saved-store"
+    shutil.rmtree(saved, ignore_errors=True)
+    if store.exists():
+        shutil.copytree(store, saved)
+    full = compact(runner, src, out, store, "--no-checkpoint", *extra)
+    full_bytes, full_decisions = out.read_bytes(), decisions(store)
+    # put everything back as it was, and run again with checkpoints
+    shutil.rmtree(store, ignore_errors=True)
+    if saved.exists():
+        shutil.copytree(saved, store)
+    src.write_bytes(before_src)
+    if before_out is not None and out != src:
+        out.write_bytes(before_out)
+    report = compact(runner, src, out, store, *extra)
+    assert [s["action"] for s in report["stages"]] == [s["action"] for s in full["stages"]]
+    assert out.read_bytes() == full_bytes
+    assert decisions(store) == full_decisions
+    assert report["checkpoint"]["resumed"] in (True, False) and full["checkpoint"]["resumed"] is False
+    return report
+
+
+STEP = st.tuples(st.sampled_from(["grow", "grow", "edit", "grow-crlf"]), st.integers(1, 3), st.integers(1, 40))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(way=st.sampled_from(["separate-output", "output-is-the-session"]), steps=st.lists(STEP, min_size=1, max_size=4),
+       window=st.sampled_from(["34000", "40000"]))
+def test_checkpointed_and_full_runs_write_the_same_bytes(runner, tmp_path, way, steps, window):
+    base = tmp_path / f"run-{abs(hash((way, tuple(steps), window)))}"
+    extra = ("--context-window", window)
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir()
+    src, store = base / "session.jsonl", base / "store"
+    out = src if way == "output-is-the-session" else base / "out.jsonl"
+    write(src, conversation(turns(8, 30, "t0"), session="s-t0"))
+    both_runs(runner, base, src, out, store, *extra)
+    for k, (what, n, size) in enumerate(steps, 1):
+        if what.startswith("grow"):
+            before = src.stat().st_size
+            grow(src, n, size, f"t{k}")
+            if what == "grow-crlf":  # a blank line, then the new lines ended by CRLF (a Windows writer)
+                data = src.read_bytes()
+                src.write_bytes(data[:before] + b"\n" + data[before:].replace(b"\n", b"\r\n"))
+            resumed = both_runs(runner, base, src, out, store, *extra)["checkpoint"]
+            assert resumed["resumed"] is True, resumed  # the input starts with what the last run read or wrote
+        else:  # an edit of an earlier line (a text changed in place), then a new turn
+            lines = src.read_bytes().splitlines(keepends=True)
+            i = (n * 7 + size) % 40
+            lines[i] = lines[i].replace(b"some output", b"SOME OUTPUT").replace(b"step", b"STEP")
+            src.write_bytes(b"".join(lines))
+            grow(src, 1, size, f"t{k}")
+            both_runs(runner, base, src, out, store, *extra)
+
+
+def test_a_run_after_new_turns_says_it_resumed_from_a_checkpoint(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    first = compact(runner, src, out, store)
+    assert first["checkpoint"] == {"resumed": False, "reason": "no checkpoint of this transcript in the store"}
+    size, lines = src.stat().st_size, len(src.read_bytes().splitlines())
+    grow(src, 1, 5, "b")
+    second = compact(runner, src, out, store)
+    assert second["checkpoint"] == {"resumed": True, "lines": lines, "bytes": size}
+    # the text report says it too
+    n, resumed_at = len(src.read_bytes().splitlines()), src.stat().st_size
+    grow(src, 1, 5, "c")
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS[:-2]])
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == (f"read: resumed from a checkpoint, {n:,} lines ({resumed_at:,} bytes) "
+                                         "not read again")
+
+
+def test_the_output_the_agent_appends_to_resumes_from_what_the_last_run_wrote(runner, tmp_path):
+    """``-o`` onto the input: the next input is the last output plus a turn; it starts with the bytes written."""
+    src, store = tmp_path / "session.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    compact(runner, src, src, store)
+    written = src.read_bytes()
+    grow(src, 1, 5, "b")
+    report = compact(runner, src, src, store)
+    assert report["checkpoint"] == {"resumed": True, "lines": len(written.splitlines()), "bytes": len(written)}
+
+
+def test_an_edited_file_is_read_in_full(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    compact(runner, src, out, store)
+    data = src.read_bytes()
+    src.write_bytes(data.replace(b"a: step 3", b"a: STEP 3"))  # same length, one byte range changed
+    grow(src, 1, 5, "b")
+    report = compact(runner, src, out, store)
+    assert report["checkpoint"] == {"resumed": False, "reason": "the input does not start with the bytes of any "
+                                    "checkpoint (an edited file): read in full"}
+    assert b'"a: STEP 3"' in out.read_bytes() and b'"a: step 3"' not in out.read_bytes()
+
+
+def test_no_checkpoint_reads_everything_and_keeps_none(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    report = compact(runner, src, out, store, "--no-checkpoint")
+    assert report["checkpoint"] == {"resumed": False, "reason": "disabled (--no-checkpoint)"}
+    assert not (store / "checkpoints").exists()
+
+
+def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    compact(runner, src, out, store)
+    expected = out.read_bytes()
+    damaged = sorted((store / "checkpoints").glob("*/*.json"))
+    assert len(damaged) == 2  # what the run read, and what it wrote
+    for path in damaged:
+        doc = json.loads(path.read_text())
+        doc["index"]["starts"] = "00"  # offsets of another file
+        path.write_text(json.dumps(doc))
+    report = compact(runner, src, out, store)
+    assert report["checkpoint"]["resumed"] is False
+    # the one of what the run read is tried (the one of what it wrote is longer than this input)
+    tried = [p for p in damaged if p.name.startswith(f"{src.stat().st_size:016d}-")]
+    assert [w for w in report["warnings"] if w.startswith("checkpoint ")] == [
+        f"checkpoint {tried[0]}: its line index is not of its shape; not used (a cache: the input is read in full)"]
+    assert out.read_bytes() == expected
+
+
+def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_written(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    store.mkdir()
+    (store / "checkpoints").write_text("not a folder")
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS[:-2], *WINDOW])
+    assert r.exit_code == 0, r.stderr
+    warning = [line for line in r.stderr.splitlines() if line.startswith("ctxkit: warning:")]
+    assert len(warning) == 1 and warning[0].startswith(
+        f"ctxkit: warning: no checkpoint kept: cannot write {store / 'checkpoints'}/")
+    assert warning[0].endswith(": Not a directory")
+    assert out.read_bytes().startswith(src.read_bytes()[:100])
+
+
+def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tmp_path):
+    import hashlib
+
+    from ctxkit.store import checkpoint
+
+    path = tmp_path / "big"
+    data = bytes(range(256)) * (20 * 4096 + 3)  # 20 MiB and a bit: the blocks are hashed by two threads
+    path.write_bytes(data)
+    mib = checkpoint.BLOCK
+    want = [hashlib.sha1(data[k:k + mib]).hexdigest() for k in range(0, len(data), mib)]
+    with open(path, "rb") as f:
+        assert checkpoint._digests(f, len(data), []) == want
+        assert checkpoint._starts_with(f, len(data), want)
+        assert not checkpoint._starts_with(f, len(data) + 1, want)  # longer than the file
+    path.write_bytes(data[:17 * mib + 5] + b"!" + data[17 * mib + 6:])
+    with open(path, "rb") as f:
+        assert not checkpoint._starts_with(f, len(data), want)
+        assert checkpoint._digests(f, len(data), want[:3]) == want[:17] + [
+            hashlib.sha1(path.read_bytes()[17 * mib:18 * mib]).hexdigest()] + want[18:]
+
+
+def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), "--stage", "snip",
+                            "--report", "none"])
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes() == src.read_bytes() and not store.exists()

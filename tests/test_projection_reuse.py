@@ -1,0 +1,97 @@
+"""One projection per transcript version: the active chain is computed once and carried over by edits
+that only rewrite content; the session facts come from the indexing pass; writing copies unchanged
+lines as byte ranges."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from builders import Call, Turn, conversation, write
+from conftest import cc_sessions
+
+from ctxkit.transcript import claude_code_chain, read_transcript
+from ctxkit.transcript.claude_code_session import SessionFacts, session_facts
+from ctxkit.transcript.model import Transcript
+
+TURNS = [Turn(f"step {k}", [[Call("Bash", {"command": f"ls {k}"}, f"out {k}\n" * 20),
+                             Call("Read", {"file_path": f"/w/{k}.py"}, f"line {k}\n" * 20)]], f"Done {k}.")
+         for k in range(4)]
+
+
+def _result_line(t: Transcript) -> int:
+    return next(i for i in t.live_indexes() if t.entry(i).get("type") == "user"
+                and isinstance(t.entry(i)["message"]["content"], list))
+
+
+def test_a_content_edit_carries_the_chain_over_and_a_routing_edit_does_not(tmp_path):
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    order, facts = claude_code_chain.active_entries(t)
+    assert claude_code_chain.active_entries(t)[0] is order  # computed once per version
+    i = _result_line(t)
+    entry = t.entry(i)
+    block = {**entry["message"]["content"][0], "content": "[cleared]"}
+    cleared = t.with_edits(replace={i: {**entry, "message": {**entry["message"], "content": [block]}}})
+    assert claude_code_chain.active_entries(cleared)[0] is order  # carried over, not walked again
+    # an edit of a routing field is walked again, and the walk sees it: the entry is now a root
+    cut = t.with_edits(replace={i: {**entry, "parentUuid": "nowhere"}})
+    new_order, _ = claude_code_chain.active_entries(cut)
+    assert order[0] == 0 and new_order[0] == i
+    # an appended entry is walked again too
+    more = t.with_edits(append=conversation([Turn("and then?")], session="s-2",
+                                            after=[t.entry(j) for j in t.live_indexes()]))
+    assert len(claude_code_chain.active_entries(more)[0]) == len(order) + 2
+
+
+def test_session_facts_are_read_from_the_indexing_pass_not_from_the_lines(tmp_path, monkeypatch):
+    entries = conversation(TURNS)
+    entries.insert(3, {"type": "queue-operation", "operation": "enqueue", "content": "also run tests",
+                       "timestamp": "2026-11-29T09:00:30.000Z", "sessionId": "s-1"})
+    entries.insert(5, {"type": "permission-mode", "permissionMode": "plan", "sessionId": "s-1"})
+    t = read_transcript(write(tmp_path / "t.jsonl", entries))
+    parsed = []
+    monkeypatch.setattr(Transcript, "_parse", lambda self, i: parsed.append(i) or pytest.fail("a line was parsed"))
+    facts = session_facts(t)
+    assert parsed == []
+    assert facts == {"modes": [(5, "plan")], "cwd": "/work", "session_id": "s-1",
+                     "queue_ops": [{"operation": "enqueue", "content": "also run tests",
+                                    "timestamp": "2026-11-29T09:00:30.000Z"}]}
+
+
+@pytest.mark.skipif(not cc_sessions(), reason="shared corpus not found")
+@pytest.mark.parametrize("path", [p / "session.jsonl" for p in cc_sessions()], ids=lambda p: p.parent.name)
+def test_the_indexed_session_facts_are_those_of_every_line_read_again(path):
+    t = read_transcript(path)
+    again = SessionFacts()
+    for i in t.live_indexes():
+        again.add(i, t.peek(i))
+    assert session_facts(t) == again.as_dict()
+
+
+def test_writing_copies_runs_of_unchanged_lines_as_byte_ranges(tmp_path):
+    path = write(tmp_path / "t.jsonl", conversation(TURNS))
+    t = read_transcript(path)
+    size, n = path.stat().st_size, len(t.lines)
+    assert t.write_plan() == [(0, n, 0, size)]  # one range: the whole file
+    i = _result_line(t)
+    entry = t.entry(i)
+    edited = t.with_edits(replace={i: {**entry, "message": {**entry["message"], "content": "x"}}})
+    start, length = t.lines.span(i)
+    plan = edited.write_plan()
+    assert [p[:2] for p in plan] == [(0, i), (i, plan[1][1]), (i + 1, n)]
+    assert plan[0][2:] == (0, start) and plan[2][2:] == (start + length, size - start - length)
+
+    copies = []
+
+    class Out(io.BytesIO):
+        def copy_from(self, src, offset, length):
+            copies.append((offset, length))
+            src.seek(offset)
+            self.write(src.read(length))
+
+    out, plain = Out(), io.BytesIO()
+    edited.write(out)
+    edited.write(plain)  # no copy_from: through a buffer
+    assert copies == [(0, start), (start + length, size - start - length)]
+    assert out.getvalue() == plain.getvalue()
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert out.getvalue() == b"".join(lines[:i]) + plan[1][1] + b"".join(lines[i + 1:])
