@@ -14,7 +14,7 @@ from .policy.hints import did_you_mean
 from .policy.model import Policy, StageSpec
 from .quoting import quote
 from .stages import REGISTRY
-from .stages.base import MEASURED_OVERHEAD, SUPERSEDED_USAGE, Context, Report, Stage
+from .stages.base import SUPERSEDED_USAGE, Context, Report, Stage
 from .store.original_lines import keep_original_lines
 from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
@@ -39,8 +39,6 @@ class Pipeline:
         reports: list[Report] = []
         current = transcript
         start = ctx.view_tokens(current)
-        if start.source == "usage":
-            ctx.measured_overhead = start.measured_overhead
         start_tokens = tokens = start.total
         for stage in self.stages:
             result = stage.run(current, ctx)
@@ -53,13 +51,6 @@ class Pipeline:
             current, tokens = result.transcript, after
         end_tokens = tokens
         _remember_superseded_usage(start, current, ctx)
-        if current is not transcript and start.source == "usage" and start.measured_overhead is not None \
-                and current.format == "claude-code":
-            # the output's view is counted by estimate from now on: against the system prompt and tools
-            # this session's usage measured, as in this run (so compacting the output again decides the same)
-            key = session_key(current)
-            if ctx.store.session_state(key).get(MEASURED_OVERHEAD) != start.measured_overhead:
-                ctx.store.update_session_state(key, **{MEASURED_OVERHEAD: start.measured_overhead})
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)
         return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings),

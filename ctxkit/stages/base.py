@@ -28,8 +28,6 @@ if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
 #: The session-state key under which a run remembers the response whose usage it made stale (see
 #: :mod:`ctxkit.tokens.view_count`): ``{"anchor": uuid, "view": digest of the view it left up to it}``.
 SUPERSEDED_USAGE = "usage_superseded"
-#: session state: the system prompt and tools as the session's reported usage measured them (see view_tokens)
-MEASURED_OVERHEAD = "measured_overhead"
 
 
 @dataclass
@@ -67,9 +65,6 @@ class Context:
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
     redactor: Any = None  # the run's secret redactor (ctxkit.summarize.redact.redactor_for builds it on first use)
     warnings: list[str] = field(default_factory=list)
-    #: the system prompt and tools as the input's reported usage measured them (set by the pipeline when the
-    #: run starts from valid usage); counts of views a stage rewrote use it instead of ``overhead_tokens``
-    measured_overhead: int | None = None
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -81,13 +76,9 @@ class Context:
         from ..store.sessions import session_key
         from ..tokens.view_count import count_view
 
-        state = self.store.session_state(session_key(t)) if t.format == "claude-code" else {}
-        overhead = self.measured_overhead
-        if overhead is None:
-            stored = state.get(MEASURED_OVERHEAD)
-            overhead = stored if isinstance(stored, int) and not isinstance(stored, bool) and stored >= 0 \
-                else self.policy.overhead_tokens
-        return count_view(t, self.tokens, overhead, state.get(SUPERSEDED_USAGE))
+        superseded = self.store.session_state(session_key(t)).get(SUPERSEDED_USAGE) if t.format == "claude-code" \
+            else None
+        return count_view(t, self.tokens, self.policy.overhead_tokens, superseded)
 
     def timestamp(self) -> str:
         """Now, as transcripts write it ("2026-11-29T23:06:25.561Z"), for entries a stage appends."""

@@ -10,10 +10,7 @@ function every threshold decision (``check``, ``stats``, autocompact, collapse, 
 before/after) asks.
 
 When no reported usage describes the view, the count is the estimate of the whole view plus the
-policy's ``overhead_tokens`` (the system prompt and tool definitions the view does not hold) — or,
-once a stage of this run (or the earlier run whose output this is) rewrote a history whose usage was
-valid, plus the overhead *measured* from that usage: what it reported beyond the estimate of the view
-it counted. So a stage's before and after are counted against the same system prompt and tools. That is
+policy's ``overhead_tokens`` (the system prompt and tool definitions the view does not hold). That is
 the case for plain Anthropic / OpenAI message lists (no usage), and for a Claude Code transcript whose
 newest usage no longer describes its view:
 
@@ -67,10 +64,6 @@ class ViewTokens:
     source: str
     why: str | None = None
     anchor: str | None = None  # uuid of the message whose usage was reported (used or not)
-    #: with usage: what it reported beyond the estimate of the view it counted (the system prompt and tools
-    #: as this transcript's own requests carried them); stands in for ``overhead_tokens`` once a stage of
-    #: the run has rewritten that view (:meth:`ctxkit.stages.base.Context.view_tokens`)
-    measured_overhead: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_reported": self.reported, "tokens_estimated": self.estimated,
@@ -161,8 +154,6 @@ def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
         if why is not None:
             break
         estimated = counter.count_messages([*_later_fragments(m), *(x.api() for x in messages[k + 1:])])
-        counted = counter.count_messages(x.api() for x in messages[:k + 1])
-        return ViewTokens(reported + estimated, reported, estimated, 0, "usage", anchor=anchor,
-                          measured_overhead=max(0, reported - counted))
+        return ViewTokens(reported + estimated, reported, estimated, 0, "usage", anchor=anchor)
     estimated = counter.count_messages(x.api() for x in messages)
     return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why, anchor)
