@@ -7,11 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from builders import Call, Turn, conversation, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkit.cli.main import app
+
+pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
 
 ARGS = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--report", "json"]
 WINDOW = ["--context-window", "40000"]  # microcompact clears old outputs; at 34,000 autocompact fires every run

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from ctxkit.cli.main import app
-from ctxkit.policy.lint import CACHE_LIFETIME_MINUTES, OVERHEAD_TOKENS
+from ctxkit.policy.model import Policy
 from ctxkit.resources import builtin_policy_names
 
 COMPACTS_AGAIN = (
     "error: the autocompact threshold ({t}) is at or below what a compaction may leave behind ({left}: the "
-    "{reserve}-token summary reserve, up to {kept} of kept tail and re-injected files and skills, and about 15,000 "
+    "{reserve}-token summary reserve, up to {kept} of kept tail and re-injected files and skills, and about 10,000 "
     "of system prompt and tools): it would compact again every turn (lower the 'autocompact' keep_tail / reinject "
     "budgets or thresholds.summary_reserve, or use a larger context_window)")
 
@@ -24,7 +24,7 @@ def lint(runner, text: str | None, name: str = "policy.yaml", *args: str):
 
 
 def test_the_constants_are_the_ones_the_messages_name():
-    assert (OVERHEAD_TOKENS, CACHE_LIFETIME_MINUTES) == (15_000, 60)
+    assert (Policy.from_mapping({}).overhead_tokens, Policy.from_mapping({}).cache_minutes) == (10_000, 60)
 
 
 @pytest.mark.parametrize("name", builtin_policy_names())
@@ -37,18 +37,18 @@ def test_a_threshold_a_compaction_cannot_get_under(runner):
     code, lines = lint(runner, "model: claude-sonnet-4-5\ncontext_window: 60000\n")
     assert code == 1
     assert lines == [
-        "policy.yaml:2:1: " + COMPACTS_AGAIN.format(t="27,000 tokens", left="48,500 tokens", reserve="20,000",
+        "policy.yaml:2:1: " + COMPACTS_AGAIN.format(t="27,000 tokens", left="43,500 tokens", reserve="20,000",
                                                     kept="13,500"),
         "ctxkit: 1 error, 0 warnings in policy.yaml"]
 
 
 def test_the_threshold_points_at_the_value_this_file_sets_and_counts_the_reinject_budgets(runner):
-    # 100,000 tokens: threshold 67,000; 20,000 + min(20,000 + 50,000 + 25,000, 33,500) + 15,000 = 68,500
-    code, lines = lint(runner, "context_window: 100000\n")
+    # 90,000 tokens: threshold 57,000; 20,000 + min(20,000 + 50,000 + 25,000, 28,500) + 10,000 = 58,500
+    code, lines = lint(runner, "context_window: 90000\n")
     assert code == 1 and lines[0] == "policy.yaml:1:1: " + COMPACTS_AGAIN.format(
-        t="67,000 tokens", left="68,500 tokens", reserve="20,000", kept="33,500")
+        t="57,000 tokens", left="58,500 tokens", reserve="20,000", kept="28,500")
     # smaller re-injection budgets fit: the same window lints clean
-    code, lines = lint(runner, "context_window: 100000\nstages:\n  - id: autocompact\n    options:\n"
+    code, lines = lint(runner, "context_window: 90000\nstages:\n  - id: autocompact\n    options:\n"
                                "      reinject: {files_max_tokens: 10000, skills_max_tokens: 0}\n"
                                "      keep_tail: {max_tokens: 5000}\n")
     assert (code, lines) == (0, ["policy.yaml: ok"])
@@ -57,17 +57,17 @@ def test_the_threshold_points_at_the_value_this_file_sets_and_counts_the_reinjec
     code, lines = lint(runner, "extends: ./base.yaml\nstages:\n  - id: autocompact\n    options:\n"
                                "      reinject: {files_max_tokens: 40000}\n", "top.yaml")
     assert (code, lines[0]) == (1, "top.yaml:5:18: " + COMPACTS_AGAIN.format(
-        t="67,000 tokens", left="68,500 tokens", reserve="20,000", kept="33,500"))
+        t="57,000 tokens", left="58,500 tokens", reserve="20,000", kept="28,500"))
 
 
 def test_a_threshold_below_the_system_prompt_and_tools(runner):
     code, lines = lint(runner, "context_window: 40000\nthresholds:\n  autocompact_buffer: 13000\n"
-                               "  summary_reserve: 15000\n")
+                               "  summary_reserve: 20000\n")
     assert code == 1
     assert lines == [
-        "policy.yaml:1:1: error: the autocompact threshold (12,000 tokens: the 40,000-token window, less 15,000 "
+        "policy.yaml:1:1: error: the autocompact threshold (7,000 tokens: the 40,000-token window, less 20,000 "
         "reserved for output and the 13,000-token autocompact buffer) is below the system prompt and tools (about "
-        "15,000 tokens): every request would be over it (use a larger context_window, or lower "
+        "10,000 tokens): every request would be over it (use a larger context_window, or lower "
         "thresholds.summary_reserve or thresholds.autocompact_buffer)",
         "ctxkit: 1 error, 0 warnings in policy.yaml"]
 
@@ -75,13 +75,13 @@ def test_a_threshold_below_the_system_prompt_and_tools(runner):
 def test_a_collapse_threshold_below_the_overhead_and_an_api_trigger_above_the_window(runner):
     code, lines = lint(runner, "proactive: collapse\nstages:\n  - id: collapse\n    enabled: true\n"
                                "    options: {commit_ratio: 0.05}\n  - id: microcompact\n    options:\n"
-                               "      mode: both\n      api_native:\n        clear_tool_uses: {trigger: 500000}\n")
+                               "      mode: both\n      api_native:\n        clear_tool_uses: {enabled: true, trigger: 500000}\n")
     assert code == 1
     assert lines == [
         "policy.yaml:5:15: error: stage 'collapse' acts at 9,000 tokens (commit_ratio 0.05 of the 180,000-token "
-        "effective window), below the system prompt and tools (about 15,000 tokens): it would act on every request "
+        "effective window), below the system prompt and tools (about 10,000 tokens): it would act on every request "
         "(raise commit_ratio or use a larger context_window)",
-        "policy.yaml:10:27: warning: stage 'microcompact': the clear_tool_uses trigger (500,000 tokens) is above "
+        "policy.yaml:10:42: warning: stage 'microcompact': the clear_tool_uses trigger (500,000 tokens) is above "
         "the context window (200,000 tokens): the API never clears (set it below the window, e.g. at the "
         "autocompact threshold)",
         "ctxkit: 1 error, 1 warning in policy.yaml"]
@@ -170,7 +170,7 @@ def test_set_and_context_window_are_linted_with_the_file(runner):
     result = runner.invoke(app, ["policy", "lint", "default", "--context-window", "40000",
                                  "--set", "thresholds.summary_reserve=5000"])
     assert (result.exit_code, result.stderr.splitlines()) == (1, [
-        "--set:1:1: " + COMPACTS_AGAIN.format(t="22,000 tokens", left="31,000 tokens", reserve="5,000",
+        "--set:1:1: " + COMPACTS_AGAIN.format(t="22,000 tokens", left="26,000 tokens", reserve="5,000",
                                               kept="11,000"),
         "ctxkit: 1 error, 0 warnings in <builtin>/default.yaml"])
     result = runner.invoke(app, ["policy", "lint", "default", "--set", "stages.microcompact.options.gap_minutes=30"])

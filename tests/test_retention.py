@@ -17,6 +17,8 @@ from ctxkit.summarize import AnthropicSummarizer
 from ctxkit.summarize.retention import identifiers, measure, probes
 from ctxkit.transcript import read_transcript
 
+pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
+
 WINDOW = "40000"  # autocompact threshold 7,000 tokens: the session below is over it
 NOW = "2026-11-30T12:00:00Z"
 #: A model summary in the right shape that names none of the user's prompts and none of the files.

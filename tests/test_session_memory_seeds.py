@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from builders import write as write_lines
 from helpers import bash_rounds, never_called
 
@@ -19,7 +20,9 @@ from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.view import SUMMARY
 
-EXTRACTIVE = {"summarizer": {"use": "extractive"}}
+pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
+
+EXTRACTIVE = {"summarizer": {"use": "extractive"}, "overhead_tokens": 0}  # the sessions here stand for whole requests: no system prompt or tools beside them
 NOTES = "# Session notes\n\n## Task\nPort the invoice exporter to CSV; add a header row.\n"
 
 

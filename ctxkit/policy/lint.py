@@ -48,12 +48,6 @@ from .loader import assemble
 from .merge import Origin
 from .model import Policy, StageSpec
 
-#: What a request carries before any message: Claude Code's system prompt and tool definitions, about
-#: this many tokens. The view ctxkit counts holds only the messages; the threshold must leave room for this.
-OVERHEAD_TOKENS = 15_000
-#: The prompt cache's lifetime Claude Code's sessions use (the 1-hour cache); microcompact's default gap.
-CACHE_LIFETIME_MINUTES = 60
-
 
 @dataclass
 class LintResult:
@@ -144,17 +138,17 @@ class Linter:
         out = []
         b, th = self.budget, self.policy.thresholds
         t = b.autocompact_threshold
-        if self.of("autocompact") and t < OVERHEAD_TOKENS:
+        if self.of("autocompact") and t < self.policy.overhead_tokens:
             reserved = b.context_window - b.effective_window
             return [self.problem("error", self.where(self.window_keys()), (
                 f"the autocompact threshold ({t:,} tokens: the {b.context_window:,}-token window, less "
                 f"{reserved:,} reserved for output and the {th.autocompact_buffer:,}-token autocompact buffer) "
-                f"is below the system prompt and tools (about {OVERHEAD_TOKENS:,} tokens): every request "
+                f"is below the system prompt and tools (about {self.policy.overhead_tokens:,} tokens): every request "
                 "would be over it"), "use a larger context_window, or lower thresholds.summary_reserve or "
                                     "thresholds.autocompact_buffer")]
         for spec in self.of("autocompact"):
             kept = self.registry[spec.use].leaves_behind(self.options(spec), t) or 0
-            left = th.summary_reserve + kept + OVERHEAD_TOKENS
+            left = th.summary_reserve + kept + self.policy.overhead_tokens
             if t <= left:
                 prefix = f"stages.{spec.id}.options."
                 keys = [*self.window_keys(), *(k for k in self.origins if k.startswith(prefix + "reinject")
@@ -162,7 +156,7 @@ class Linter:
                 out.append(self.problem("error", self.where(keys, spec), (
                     f"the autocompact threshold ({t:,} tokens) is at or below what a compaction may leave "
                     f"behind ({left:,} tokens: the {th.summary_reserve:,}-token summary reserve, up to {kept:,} of "
-                    f"kept tail and re-injected files and skills, and about {OVERHEAD_TOKENS:,} of system prompt "
+                    f"kept tail and re-injected files and skills, and about {self.policy.overhead_tokens:,} of system prompt "
                     "and tools): it would compact again every turn"),
                     f"lower the {quote(spec.id)} keep_tail / reinject budgets or thresholds.summary_reserve, or use "
                     "a larger context_window"))
@@ -176,12 +170,12 @@ class Linter:
                 opts = self.options(spec)
                 key = min(("commit_ratio", "llm_ratio"), key=lambda k: float(opts[k]))
                 level = int(effective * float(opts[key]))
-                if level < OVERHEAD_TOKENS:
+                if level < self.policy.overhead_tokens:
                     out.append(self.problem("error", self.where(
                         [f"stages.{spec.id}.options.{key}", *self.window_keys()], spec), (
                         f"stage {quote(spec.id)} acts at {level:,} tokens ({key} {opts[key]} of the "
                         f"{effective:,}-token effective window), below the system prompt and tools (about "
-                        f"{OVERHEAD_TOKENS:,} tokens): it would act on every request"),
+                        f"{self.policy.overhead_tokens:,} tokens): it would act on every request"),
                         f"raise {key} or use a larger context_window"))
         for spec in self.of("microcompact"):
             opts = self.options(spec)
@@ -195,10 +189,10 @@ class Linter:
                     f"stage {quote(spec.id)}: the clear_tool_uses trigger ({trigger:,} tokens) is above the context window "
                     f"({self.budget.context_window:,} tokens): the API never clears"),
                     "set it below the window, e.g. at the autocompact threshold"))
-            elif trigger < OVERHEAD_TOKENS:
+            elif trigger < self.policy.overhead_tokens:
                 out.append(self.problem("error", self.where([key], spec), (
                     f"stage {quote(spec.id)}: the clear_tool_uses trigger ({trigger:,} tokens) is below the system prompt and "
-                    f"tools (about {OVERHEAD_TOKENS:,} tokens): the API would clear on every request, and every "
+                    f"tools (about {self.policy.overhead_tokens:,} tokens): the API would clear on every request, and every "
                     "clearing rewrites the cached prefix"), "raise it"))
         return out
 
@@ -210,12 +204,12 @@ class Linter:
             if opts["mode"] == "api-native":
                 continue
             gap = opts["gap_minutes"]
-            if gap < CACHE_LIFETIME_MINUTES:
+            if gap < self.policy.cache_minutes:
                 out.append(self.problem("warning", self.where([f"stages.{spec.id}.options.gap_minutes"], spec), (
                     f"stage {quote(spec.id)}: gap_minutes ({gap:g}) is shorter than the prompt cache's lifetime "
-                    f"({CACHE_LIFETIME_MINUTES} minutes): it would clear tool results while the cache is still "
+                    f"({self.policy.cache_minutes} minutes): it would clear tool results while the cache is still "
                     "warm, and the next request writes the whole prefix to the cache again"),
-                    f"set gap_minutes to {CACHE_LIFETIME_MINUTES} or more; 5 suits an agent that uses the "
+                    f"set gap_minutes to {self.policy.cache_minutes} or more; 5 suits an agent that uses the "
                     "5-minute cache"))
             if opts["keep_recent"] == 0:
                 out.append(self.problem("warning", self.where([f"stages.{spec.id}.options.keep_recent"], spec), (

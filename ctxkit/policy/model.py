@@ -97,6 +97,15 @@ class Policy:
     def enabled_stages(self) -> tuple[StageSpec, ...]:
         return tuple(s for s in self.stages if s.enabled)
 
+    @property
+    def cache_ttl(self) -> str:
+        """The prompt-cache lifetime the agent asks for (``request.cache_ttl``: ``5m`` or ``1h``)."""
+        return str((self.merged.get("request") or {}).get("cache_ttl") or "1h")
+
+    @property
+    def cache_minutes(self) -> int:
+        return 5 if self.cache_ttl == "5m" else 60
+
     def stage(self, use: str) -> StageSpec | None:
         """The first enabled stage that uses ``use``, if any (stages look up each other's options this way)."""
         return next((s for s in self.stages if s.use == use and s.enabled), None)

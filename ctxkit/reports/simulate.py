@@ -145,7 +145,7 @@ def _main_requests(row: Row, points: list[RecordedRequest], segments: list[list[
 
 def cache_ttl(policy: Policy) -> str:
     """The policy's prompt-cache lifetime (``request.cache_ttl``): what the agent asks the provider for."""
-    return str((policy.merged.get("request") or {}).get("cache_ttl") or "1h")
+    return policy.cache_ttl
 
 
 def _thresholds(policy: Policy, context_window: int | None) -> dict[str, int]:
