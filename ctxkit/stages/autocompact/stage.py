@@ -142,8 +142,8 @@ files it read are found and re-injected:
 $ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (summary by extractive): 44,460 -> 12,888 tokens, 69 messages summarized, 1 kept [44,460 -> 12,888 tokens]
-view: 44,460 -> 12,888 tokens
+autocompact: applied: auto compaction (summary by extractive): 44,460 -> 12,882 tokens, 69 messages summarized, 1 kept; retained prompts 4/4, paths 6/6, commands 0/8 [44,460 -> 12,882 tokens]
+view: 44,460 -> 12,882 tokens
 ```
 
 The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
@@ -175,7 +175,7 @@ system:    The following deferred tools are now available via ToolSearch. ...
            Available agent types for the Agent tool: ...
 ```
 
-Running it again on `../compacted.jsonl` changes nothing (12,888 tokens is under the threshold),
+Running it again on `../compacted.jsonl` changes nothing (12,882 tokens is under the threshold),
 so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
 `anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
 `--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
@@ -184,16 +184,17 @@ words.
 
 ## Session memory: `ctxkit memory update`
 
-Keep notes during the session and compact from them without a model call:
+Keep notes and compact from them without a model call (`overhead_tokens=0`: the corpus's stand-in
+API reported usage without a system prompt, so the view after the notes is counted without one too):
 
 ```
 $ ctxkit memory update ../session.jsonl --session-memory notes.md --now 2026-11-29T23:30:00Z
 memory: written notes.md (70 messages, up to e3560dd0-4de6-4401-a984-d23eb919c8bb) by extractive
-$ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted-sm.jsonl
+$ ctxkit compact ../session.jsonl --session-memory notes.md --context-window 60000 --now 2026-11-29T23:30:00Z --set overhead_tokens=0 -o ../compacted-sm.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (session memory): 44,460 -> 18,145 tokens, 45 messages summarized, 25 kept [44,460 -> 18,145 tokens]
-view: 44,460 -> 18,145 tokens
+autocompact: applied: auto compaction (session memory): 44,460 -> 25,317 tokens, 37 messages summarized, 33 kept; retained prompts 3/3, paths 4/4, commands 0/4 [44,460 -> 25,317 tokens]
+view: 44,460 -> 25,317 tokens
 ```
 
 `memory update` writes or refreshes the markdown notes with the policy's summarizer (the earlier
