@@ -53,6 +53,8 @@ from .model import Policy, StageSpec
 OVERHEAD_TOKENS = 15_000
 #: The prompt cache's lifetime Claude Code's sessions use (the 1-hour cache); microcompact's default gap.
 CACHE_LIFETIME_MINUTES = 60
+#: The lifetime of each ``request.cache_ttl`` a policy may ask for (the one ``ctxkit simulate`` models too).
+_TTL_MINUTES = {"5m": 5, "1h": CACHE_LIFETIME_MINUTES}
 
 
 @dataclass
@@ -205,18 +207,21 @@ class Linter:
     # -- the prompt cache -----------------------------------------------------------------------------
     def microcompact_cache(self) -> list[Problem]:
         out = []
+        # the lifetime the policy asks the provider for: a 5-minute cache is cold after 5 minutes
+        ttl = str((self.policy.merged.get("request") or {}).get("cache_ttl") or "1h")
+        lifetime = _TTL_MINUTES.get(ttl, CACHE_LIFETIME_MINUTES)
         for spec in self.of("microcompact"):
             opts = self.options(spec)
             if opts["mode"] == "api-native":
                 continue
             gap = opts["gap_minutes"]
-            if gap < CACHE_LIFETIME_MINUTES:
+            if gap < lifetime:
                 out.append(self.problem("warning", self.where([f"stages.{spec.id}.options.gap_minutes"], spec), (
                     f"stage {quote(spec.id)}: gap_minutes ({gap:g}) is shorter than the prompt cache's lifetime "
-                    f"({CACHE_LIFETIME_MINUTES} minutes): it would clear tool results while the cache is still "
+                    f"({lifetime} minutes): it would clear tool results while the cache is still "
                     "warm, and the next request writes the whole prefix to the cache again"),
-                    f"set gap_minutes to {CACHE_LIFETIME_MINUTES} or more; 5 suits an agent that uses the "
-                    "5-minute cache"))
+                    f"set gap_minutes to {lifetime} or more" + ("; 5 suits an agent that uses the 5-minute cache"
+                                                                if lifetime > 5 else "")))
             if opts["keep_recent"] == 0:
                 out.append(self.problem("warning", self.where([f"stages.{spec.id}.options.keep_recent"], spec), (
                     f"stage {quote(spec.id)}: keep_recent is 0: once the cache is cold it clears every compactable tool "
