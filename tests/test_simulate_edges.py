@@ -1,0 +1,35 @@
+"""Hostile inputs to ``ctxkit simulate``: pricing files of a bad shape, a bad session among good ones."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import ROOT
+
+from ctxkit.cli.main import app
+
+EXAMPLE = ROOT / "examples" / "session.jsonl"
+RATES = {"input": 3, "output": 15, "cache_write_5m": 3.75, "cache_write_1h": 6, "cache_read": 0.3}
+
+
+@pytest.mark.parametrize(("entry", "missing"), [
+    ({**RATES, "input": -3}, "input"),  # a negative price would make a policy look cheaper than free
+    ({**RATES, "input": True, "output": float("nan")}, "input, output"),  # true is not 1 USD; NaN prices nothing
+    ([1], "input, output, cache_write_5m, cache_write_1h, cache_read"),
+])
+def test_a_price_that_is_not_a_number_of_usd_is_refused(runner, tmp_path, entry, missing):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"claude-x": entry}}))
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--pricing", str(table)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"ctxkit: error: --pricing '{table}': model 'claude-x' has no number for {missing}\n"
+
+
+def test_a_long_prompt_block_of_a_bad_shape_is_a_usage_error_not_a_bug(runner, tmp_path):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"claude-x": {**RATES, "long_prompt": 5}}}))
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--pricing", str(table)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"ctxkit: error: --pricing '{table}': model 'claude-x': long_prompt has no number for "
+                             "threshold_tokens, input, output, cache_write_5m, cache_write_1h, cache_read\n")
