@@ -33,3 +33,26 @@ def test_a_long_prompt_block_of_a_bad_shape_is_a_usage_error_not_a_bug(runner, t
     assert result.exit_code == 2
     assert result.stderr == (f"ctxkit: error: --pricing '{table}': model 'claude-x': long_prompt has no number for "
                              "threshold_tokens, input, output, cache_write_5m, cache_write_1h, cache_read\n")
+
+
+def test_one_bad_session_does_not_stop_the_others(runner, tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "a.jsonl")
+    (folder / "b.jsonl").write_text('{"bad\n')
+    (folder / "c.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    shutil.copy(EXAMPLE, folder / "d.jsonl")
+    result = runner.invoke(app, ["simulate", str(folder), "--json"])
+    assert result.exit_code == 3  # the most severe of all: a transcript could not be read
+    assert result.stderr.splitlines() == [
+        f"ctxkit: error: {folder}/b.jsonl:1: not valid JSON: unexpected end of data",
+        f"ctxkit: error: {folder}/c.jsonl: simulate replays a Claude Code transcript (the recorded requests and "
+        "their usage); this one is anthropic messages"]
+    doc = json.loads(result.stdout)
+    assert [s["session"] for s in doc["sessions"]] == [f"{folder}/a.jsonl", f"{folder}/d.jsonl"]
+    assert doc["total"]["sessions"] == 2
+    # only bad ones: the errors, nothing on stdout
+    result = runner.invoke(app, ["simulate", str(folder / "b.jsonl"), str(folder / "c.jsonl")])
+    assert (result.exit_code, result.stdout) == (3, "")
+    result = runner.invoke(app, ["simulate", str(folder / "c.jsonl")])
+    assert (result.exit_code, result.stdout) == (2, "")

@@ -23,8 +23,9 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from ..errors import CtxkitError
 from ..policy.model import Policy
 from ..run_context import build_context
 from ..store.disk import Store
@@ -286,9 +287,21 @@ def cheapest_within_window(rows: list[dict[str, Any]]) -> int | None:
 
 def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: PriceTable, *,
              context_window: int | None = None, cwd: Path | None = None,
-             sweep: tuple[str, list[str]] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Every session under every policy: (the ``--json`` document, the per-session results with rows)."""
-    results = [simulate_session(p, policies, prices, context_window=context_window, cwd=cwd) for p in paths]
+             sweep: tuple[str, list[str]] | None = None,
+             on_error: Callable[[str, CtxkitError], None] | None = None,
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Every session under every policy: (the ``--json`` document, the per-session results with rows).
+
+    A session that cannot be replayed (an unreadable line, not a Claude Code transcript) raises; with
+    ``on_error`` it is handed to it instead and left out, so one bad file does not stop the others."""
+    results = []
+    for p in paths:
+        try:
+            results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd))
+        except CtxkitError as exc:
+            if on_error is None:
+                raise
+            on_error(p, exc)
     sessions = [session_json(r) for r in results]
     total: dict[str, Any] = {
         "sessions": len(sessions),
