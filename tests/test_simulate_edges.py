@@ -56,3 +56,11 @@ def test_one_bad_session_does_not_stop_the_others(runner, tmp_path):
     assert (result.exit_code, result.stdout) == (3, "")
     result = runner.invoke(app, ["simulate", str(folder / "c.jsonl")])
     assert (result.exit_code, result.stdout) == (2, "")
+
+
+def test_an_empty_file_is_named_empty_not_a_message_list(runner, tmp_path):
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    result = runner.invoke(app, ["simulate", str(tmp_path / "empty.jsonl")])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"ctxkit: error: {tmp_path}/empty.jsonl: simulate replays a Claude Code transcript (the "
+                             "recorded requests and their usage); this file is empty\n")

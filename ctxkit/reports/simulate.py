@@ -165,8 +165,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     if t.format != "claude-code":
         from ..errors import UsageError
 
+        what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
-                         f"usage); this one is {t.format} messages")
+                         f"usage); {what}")
     everything = recorded_requests(t)
     points = [r for r in everything if not r.sidechain]
     base = policies[0][1]
