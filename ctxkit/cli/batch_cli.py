@@ -159,6 +159,7 @@ def run_file(source: str, output: str | None, context: tuple[str, dict[str, Any]
              ) -> tuple[int, bytes, str]:
     """Run a command's own function on one local file, as ``ctxkit COMMAND FILE [-o OUTPUT]`` would:
     (exit code, what it wrote on stdout, what it wrote on stderr)."""
+    from .app import interrupts_propagate
     from .run_setup import policies_shared
 
     function, params, output_param, batch_id = context
@@ -167,7 +168,7 @@ def run_file(source: str, output: str | None, context: tuple[str, dict[str, Any]
     kwargs = {**params, "sources": [source]}
     if output_param is not None:
         kwargs[output_param] = output
-    with _captured() as (out, err), policies_shared(batch_id):
+    with _captured() as (out, err), policies_shared(batch_id), interrupts_propagate():
         try:
             fn(**kwargs)
             code = int(ExitCode.OK)
