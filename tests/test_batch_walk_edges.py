@@ -15,7 +15,7 @@ def test_a_fifo_named_jsonl_in_a_folder_is_skipped_not_waited_on(tmp_path):
     session(tmp_path / "d" / "a.jsonl", rounds=1, size=10)
     os.mkfifo(tmp_path / "d" / "pipe.jsonl")
     try:
-        r = subprocess.run([sys.executable, "-c", "from ctxkit.cli.main import run; run()", "check", "d", "--json"],
+        r = subprocess.run([sys.executable, "-c", "from ctxkit.cli.main import run; run()", "check", "d", "--json", "-j", "1"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("the batch waited forever on a FIFO")
