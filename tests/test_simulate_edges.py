@@ -64,3 +64,10 @@ def test_an_empty_file_is_named_empty_not_a_message_list(runner, tmp_path):
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (f"ctxkit: error: {tmp_path}/empty.jsonl: simulate replays a Claude Code transcript (the "
                              "recorded requests and their usage); this file is empty\n")
+
+
+def test_standard_input_is_refused_with_the_reason(runner):
+    result = runner.invoke(app, ["simulate", "-"], input=EXAMPLE.read_text())
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("ctxkit: error: simulate replays transcript files, not standard input; save it to a "
+                             "file first\n")

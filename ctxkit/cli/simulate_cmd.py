@@ -25,6 +25,8 @@ SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claud
 def _session_files(args: list[str]) -> list[str]:
     """The transcripts the arguments name, expanded the way every batch command expands them."""
     from ..batch.inputs import expand_inputs, is_url
+    if "-" in args:  # a replay reads its session more than once: it needs a file
+        raise UsageError("simulate replays transcript files, not standard input; save it to a file first")
     items = expand_inputs(args)
     remote = [i.source for i in items if is_url(i.source)]
     if remote:
