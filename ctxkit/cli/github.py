@@ -37,5 +37,6 @@ def renamed(annotations: str, old: str, new: str) -> str:
 def annotation(level: str, file: str, line: int, col: int, message: str) -> str:
     """One workflow command line (with its newline); ``level`` is error, warning or notice."""
     kind = level if level in ("error", "warning", "notice") else "error"
-    return (f"::{kind} file={escape_property(file)},line={int(line)},col={int(col)}::"
+    # lines and columns count from 1: a problem with the whole file (line 0: missing, unreadable) goes on line 1
+    return (f"::{kind} file={escape_property(file)},line={max(1, int(line))},col={max(1, int(col))}::"
             f"{escape_data(message)}\n")
