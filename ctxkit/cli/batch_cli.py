@@ -148,8 +148,8 @@ def _captured() -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
     _stand_in("stderr")
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-    _streams.stdout, _streams.stderr = out, err
-    try:
+    try:  # set inside the try: a Ctrl-C right after must still give the batch its own stderr back
+        _streams.stdout, _streams.stderr = out, err
         yield out, err
     finally:
         _streams.stdout = _streams.stderr = None
