@@ -242,11 +242,14 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
     tmp = temp_path(target)
     # a new file: 0666 less the umask (the kernel applies it); replacing one: private until given its mode
     mode = 0o666 if st is None else 0o600
+    # registered before it exists: SIGTERM right after os.open returns (before the next statement) must
+    # still find it to remove; removing a name that was never created is harmless
+    _live_temps.add(str(tmp))
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
     except OSError as exc:
+        _live_temps.discard(str(tmp))
         raise WriteError(name, exc) from None
-    _live_temps.add(str(tmp))
     f = os.fdopen(fd, "wb")
     try:
         if st is not None:

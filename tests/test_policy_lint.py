@@ -177,3 +177,16 @@ def test_set_and_context_window_are_linted_with_the_file(runner):
     assert result.exit_code == 0
     assert result.stderr.splitlines()[0].startswith("--set:1:1: warning: stage 'microcompact': gap_minutes (30) is "
                                                     "shorter than the prompt cache's lifetime (60 minutes)")
+
+
+def test_the_microcompact_gap_is_held_to_the_cache_lifetime_the_policy_asks_for(runner):
+    # a 5-minute cache is cold after 5 minutes: a 10-minute gap does not break it
+    code, lines = lint(runner, "request: {cache_ttl: 5m}\nstages:\n  - id: microcompact\n    options: {gap_minutes: 10}\n")
+    assert (code, lines) == (0, ["policy.yaml: ok"])
+    code, lines = lint(runner, "request: {cache_ttl: 5m}\nstages:\n  - id: microcompact\n    options: {gap_minutes: 3}\n")
+    assert code == 0
+    assert lines == [
+        "policy.yaml:4:15: warning: stage 'microcompact': gap_minutes (3) is shorter than the prompt cache's "
+        "lifetime (5 minutes): it would clear tool results while the cache is still warm, and the next request "
+        "writes the whole prefix to the cache again (set gap_minutes to 5 or more)",
+        "ctxkit: 0 errors, 1 warning in policy.yaml"]

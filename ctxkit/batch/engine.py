@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -166,6 +167,38 @@ def failed_task(task: Task, exc: BaseException) -> list[FileResult]:
             for j in task.jobs]
 
 
+def _start_worker() -> None:
+    """A worker process's signals: Ctrl-C goes to the whole process group, and the batch's own process
+    decides (it stops the workers with SIGTERM); SIGTERM between two files ends the worker quietly,
+    and during one unwinds it like the command's own (:func:`ctxkit.fileio.terminate_cleanly`)."""
+    forget_inherited_temps()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _exit_quietly)
+
+
+def _run_task_in_worker(task: Task) -> list[FileResult]:
+    """:func:`run_task` in a worker process: stopped (SIGTERM from the batch's process), the worker ends once
+    the file being written has removed its temporary file, rather than take the next task from its queue."""
+    try:
+        return run_task(task)
+    except KeyboardInterrupt:
+        os._exit(128 + signal.SIGTERM)
+
+
+def _exit_quietly(signum, frame) -> None:
+    os._exit(128 + signum)  # idle: nothing is being written, and a traceback would only alarm the user
+
+
+def _stop_workers(workers: list) -> None:
+    """SIGTERM to each worker process (the pool's own, read from it: no public API before Python 3.14)."""
+    for proc in workers:
+        try:
+            proc.terminate()
+        except (OSError, ValueError):
+            pass  # already gone
+
+
 def _pool_context():
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -185,12 +218,19 @@ def run_local(batch: Batch, jobs: int, on_result: Callable[[FileResult], None],
         return
     # the workers are forked before the caller starts anything threaded (a progress bar)
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context(),
-                             initializer=forget_inherited_temps) as pool:
-        futures = {pool.submit(run_task, t): t for t in tasks}
+                             initializer=_start_worker) as pool:
+        futures = {pool.submit(_run_task_in_worker, t): t for t in tasks}
         if on_started:
             on_started()
         try:
             deliver(as_completed(futures), futures, on_result)
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Ctrl-C, SIGTERM, or a failure here: no new file starts, and the files being written stop
+            # now (each removes its temporary file) rather than when their tasks end
+            for fut in futures:
+                fut.cancel()
+            _stop_workers(list((getattr(pool, "_processes", None) or {}).values()))
+            # then wait for the pool's thread to see its workers gone: left running, it would trip over its
+            # closed pipe at exit (Python 3.11) and print a traceback
+            pool.shutdown(wait=True, cancel_futures=True)
             raise

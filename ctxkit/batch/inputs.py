@@ -89,12 +89,14 @@ def _local(arg: str, skip_under: str | None) -> list[Item]:
 
 
 def _walk(folder: str, keep) -> list[Item]:
-    """Every ``*.jsonl`` below ``folder``, hidden folders skipped, in a stable (sorted) order."""
+    """Every ``*.jsonl`` file below ``folder``, hidden folders skipped, in a stable (sorted) order."""
     found = []
     for here, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             path = os.path.join(here, name)
+            if os.path.exists(path) and not os.path.isfile(path):
+                continue  # a FIFO, socket or device named *.jsonl is no transcript (reading a FIFO would wait forever)
             if name.endswith(SUFFIX) and keep(path):
                 rel = Path(os.path.relpath(path, folder)).as_posix()
                 found.append(Item(rel if os.path.normpath(folder) == "." else path, rel))

@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
@@ -64,6 +66,23 @@ def fail(message: str, code: ExitCode) -> typer.Exit:
     return typer.Exit(int(code))
 
 
+#: Set while a batch runs a command on one of its files (:func:`ctxkit.cli.batch_cli.run_file`): Ctrl-C or
+#: SIGTERM then stops the whole batch instead of being reported as that one file's failure.
+_interrupts_propagate = threading.local()
+
+
+@contextmanager
+def interrupts_propagate() -> Iterator[None]:
+    """While the block runs, a command interrupted by Ctrl-C or SIGTERM re-raises the interruption (its
+    temporary files already removed) instead of exiting 4 with a message."""
+    before = getattr(_interrupts_propagate, "on", False)
+    _interrupts_propagate.on = True
+    try:
+        yield
+    finally:
+        _interrupts_propagate.on = before
+
+
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Map ctxkit's errors to messages and exit codes; never show a traceback to a user."""
 
@@ -98,6 +117,8 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             where = f": {quote(str(exc.filename))}" if getattr(exc, "filename", None) else ""
             raise fail(f"{exc.strerror or exc}{where}", ExitCode.USAGE) from None
         except KeyboardInterrupt as exc:
+            if getattr(_interrupts_propagate, "on", False):
+                raise  # one file of a batch: the batch stops, and says so once
             # every file is either as it was or whole (docs/store.md): the output is replaced last
             how = "terminated" if isinstance(exc, Terminated) else "interrupted"
             raise fail(f"{how}; no file was left half-written", ExitCode.INTERNAL) from None

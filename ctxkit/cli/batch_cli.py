@@ -148,8 +148,8 @@ def _captured() -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
     _stand_in("stderr")
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-    _streams.stdout, _streams.stderr = out, err
-    try:
+    try:  # set inside the try: a Ctrl-C right after must still give the batch its own stderr back
+        _streams.stdout, _streams.stderr = out, err
         yield out, err
     finally:
         _streams.stdout = _streams.stderr = None
@@ -159,6 +159,7 @@ def run_file(source: str, output: str | None, context: tuple[str, dict[str, Any]
              ) -> tuple[int, bytes, str]:
     """Run a command's own function on one local file, as ``ctxkit COMMAND FILE [-o OUTPUT]`` would:
     (exit code, what it wrote on stdout, what it wrote on stderr)."""
+    from .app import interrupts_propagate
     from .run_setup import policies_shared
 
     function, params, output_param, batch_id = context
@@ -167,7 +168,7 @@ def run_file(source: str, output: str | None, context: tuple[str, dict[str, Any]
     kwargs = {**params, "sources": [source]}
     if output_param is not None:
         kwargs[output_param] = output
-    with _captured() as (out, err), policies_shared(batch_id):
+    with _captured() as (out, err), policies_shared(batch_id), interrupts_propagate():
         try:
             fn(**kwargs)
             code = int(ExitCode.OK)

@@ -9,8 +9,10 @@ from typing import Any
 
 from rich.console import Console
 
+from ..batch.inputs import is_url
 from ..batch.results import FileResult
 from .batch_cli import BatchCommand
+from .github import renamed
 
 
 def _json_in(text: str) -> dict[str, Any] | None:
@@ -70,7 +72,12 @@ def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     out = sys.stdout
     for r in results:
         if params.get("output_format") == "github":  # the annotations each run printed, as they are
-            out.write(r.stdout.decode("utf-8"))
+            text = r.stdout.decode("utf-8")
+            if is_url(r.source):  # the run read a local copy of the URL: say which file it is
+                from ..batch.remote import mirror
+
+                text = renamed(text, str(mirror(r.source)), r.source)
+            out.write(text)
             continue
         data = r.figures.get("_check")
         if data is None:

@@ -18,16 +18,25 @@ def last_line(path: str) -> int:
         return max(1, sum(1 for _ in f))
 
 
-def _escape_data(text: str) -> str:
+def escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def renamed(annotations: str, old: str, new: str) -> str:
+    """Annotations that named the file ``old`` (a local copy of a URL) naming ``new`` instead, in the
+    property and in the message, each in its own escaping."""
+    for escape in (escape_property, escape_data):
+        annotations = annotations.replace(escape(old), escape(new))
+    return annotations
 
 
 def annotation(level: str, file: str, line: int, col: int, message: str) -> str:
     """One workflow command line (with its newline); ``level`` is error, warning or notice."""
     kind = level if level in ("error", "warning", "notice") else "error"
-    return (f"::{kind} file={_escape_property(file)},line={int(line)},col={int(col)}::"
-            f"{_escape_data(message)}\n")
+    # lines and columns count from 1: a problem with the whole file (line 0: missing, unreadable) goes on line 1
+    return (f"::{kind} file={escape_property(file)},line={max(1, int(line))},col={max(1, int(col))}::"
+            f"{escape_data(message)}\n")

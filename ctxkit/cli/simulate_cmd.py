@@ -9,12 +9,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import CtxkitError, ExitCode, TranscriptError, UsageError
 from ..fileio import atomic_output, check_output
 from ..pipeline import compile_pipeline
 from ..policy.model import Policy
 from ..quoting import quote
-from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings
+from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
 from .run_setup import make_policy
 from .trust_cmd import guard_policy
 
@@ -25,6 +25,8 @@ SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claud
 def _session_files(args: list[str]) -> list[str]:
     """The transcripts the arguments name, expanded the way every batch command expands them."""
     from ..batch.inputs import expand_inputs, is_url
+    if "-" in args:  # a replay reads its session more than once: it needs a file
+        raise UsageError("simulate replays transcript files, not standard input; save it to a file first")
     items = expand_inputs(args)
     remote = [i.source for i in items if is_url(i.source)]
     if remote:
@@ -85,16 +87,32 @@ def simulate_cmd(
     Example: ctxkit simulate session.jsonl -p default -p no-llm
     """
     # the replay machinery and rich's tables load when this command runs, not with every ctxkit command
-    from rich.console import Console
-
     from ..reports.pricing import load_pricing
     from ..reports.simulate import simulate
 
     rows, parsed = _policies(policy, set_, sweep)
     prices = load_pricing(pricing)
-    doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(), sweep=parsed)
+    failed: list[int] = []
+
+    def skip(path: str, exc: CtxkitError) -> None:  # one bad session does not stop the others (docs/batch.md)
+        stderr_console().print(f"ctxkit: error: {exc.message}", markup=False)
+        failed.append(int(ExitCode.BAD_TRANSCRIPT if isinstance(exc, TranscriptError) else exc.exit_code))
+
+    doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(),
+                      sweep=parsed, on_error=skip)
+    if failed and not doc["sessions"]:
+        raise typer.Exit(max(failed))
     for s in doc["sessions"]:
         print_warnings([f"{s['session']}: {w}" for w in s["warnings"]])
+    _print_simulation(doc, parsed, as_json)
+    if failed:
+        raise typer.Exit(max(failed))
+
+
+def _print_simulation(doc: dict[str, Any], parsed: tuple[str, list[str]] | None, as_json: bool) -> None:
+    """The tables (or the JSON document) on stdout."""
+    from rich.console import Console
+
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return

@@ -199,18 +199,20 @@ class Linter:
     # -- the prompt cache -----------------------------------------------------------------------------
     def microcompact_cache(self) -> list[Problem]:
         out = []
+        # the lifetime the policy asks the provider for: a 5-minute cache is cold after 5 minutes
+        lifetime = self.policy.cache_minutes
         for spec in self.of("microcompact"):
             opts = self.options(spec)
             if opts["mode"] == "api-native":
                 continue
             gap = opts["gap_minutes"]
-            if gap < self.policy.cache_minutes:
+            if gap < lifetime:
                 out.append(self.problem("warning", self.where([f"stages.{spec.id}.options.gap_minutes"], spec), (
                     f"stage {quote(spec.id)}: gap_minutes ({gap:g}) is shorter than the prompt cache's lifetime "
-                    f"({self.policy.cache_minutes} minutes): it would clear tool results while the cache is still "
+                    f"({lifetime} minutes): it would clear tool results while the cache is still "
                     "warm, and the next request writes the whole prefix to the cache again"),
-                    f"set gap_minutes to {self.policy.cache_minutes} or more; 5 suits an agent that uses the "
-                    "5-minute cache"))
+                    f"set gap_minutes to {lifetime} or more" + ("; 5 suits an agent that uses the 5-minute cache"
+                                                                if lifetime > 5 else "")))
             if opts["keep_recent"] == 0:
                 out.append(self.problem("warning", self.where([f"stages.{spec.id}.options.keep_recent"], spec), (
                     f"stage {quote(spec.id)}: keep_recent is 0: once the cache is cold it clears every compactable tool "

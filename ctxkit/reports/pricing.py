@@ -14,6 +14,7 @@ again with a warning. Dated ids (``claude-sonnet-4-5-20250929``), provider prefi
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,15 @@ class PriceTable:
                 + usage.cache_read_input_tokens * r["cache_read"]) / 1_000_000
 
 
+def _bad_rates(entry: Any, extra: tuple[str, ...] = ()) -> list[str]:
+    """The keys of a price entry that are not a finite number >= 0 (true/false, NaN and -1 are no price)."""
+    if not isinstance(entry, dict):
+        return [*extra, *RATE_KEYS]
+    return [k for k in (*extra, *RATE_KEYS)
+            if isinstance(entry.get(k), bool) or not isinstance(entry.get(k), (int, float))
+            or not math.isfinite(entry[k]) or entry[k] < 0]
+
+
 def load_pricing(path: str | Path | None = None) -> PriceTable:
     """The shipped table, or the one in ``path`` (``--pricing FILE``), checked for its shape."""
     target = Path(path) if path is not None else PRICING_FILE
@@ -132,8 +142,14 @@ def load_pricing(path: str | Path | None = None) -> PriceTable:
         raise UsageError(f"--pricing {quote(str(target))}: expected an object with \"models\": {{MODEL: {{"
                          + ", ".join(f'"{k}": USD' for k in RATE_KEYS) + "}}} (per million tokens)")
     for name, entry in models.items():
-        missing = [k for k in RATE_KEYS if not isinstance((entry or {}).get(k), (int, float))]
+        missing = _bad_rates(entry)
         if missing:
             raise UsageError(f"--pricing {quote(str(target))}: model {quote(name)} has no number for "
                              f"{', '.join(missing)}")
+        long = entry.get("long_prompt")
+        if long is not None:
+            missing = _bad_rates(long, ("threshold_tokens",))
+            if missing:
+                raise UsageError(f"--pricing {quote(str(target))}: model {quote(name)}: long_prompt has no number "
+                                 f"for {', '.join(missing)}")
     return PriceTable(doc, where if path is None else quote(str(path)))

@@ -23,8 +23,9 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from ..errors import CtxkitError
 from ..policy.model import Policy
 from ..run_context import build_context
 from ..store.disk import Store
@@ -164,8 +165,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     if t.format != "claude-code":
         from ..errors import UsageError
 
+        what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
-                         f"usage); this one is {t.format} messages")
+                         f"usage); {what}")
     everything = recorded_requests(t)
     points = [r for r in everything if not r.sidechain]
     base = policies[0][1]
@@ -287,9 +289,21 @@ def cheapest_within_window(rows: list[dict[str, Any]]) -> int | None:
 
 def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: PriceTable, *,
              context_window: int | None = None, cwd: Path | None = None,
-             sweep: tuple[str, list[str]] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Every session under every policy: (the ``--json`` document, the per-session results with rows)."""
-    results = [simulate_session(p, policies, prices, context_window=context_window, cwd=cwd) for p in paths]
+             sweep: tuple[str, list[str]] | None = None,
+             on_error: Callable[[str, CtxkitError], None] | None = None,
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Every session under every policy: (the ``--json`` document, the per-session results with rows).
+
+    A session that cannot be replayed (an unreadable line, not a Claude Code transcript) raises; with
+    ``on_error`` it is handed to it instead and left out, so one bad file does not stop the others."""
+    results = []
+    for p in paths:
+        try:
+            results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd))
+        except CtxkitError as exc:
+            if on_error is None:
+                raise
+            on_error(p, exc)
     sessions = [session_json(r) for r in results]
     total: dict[str, Any] = {
         "sessions": len(sessions),

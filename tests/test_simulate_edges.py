@@ -1,0 +1,73 @@
+"""Hostile inputs to ``ctxkit simulate``: pricing files of a bad shape, a bad session among good ones."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import ROOT
+
+from ctxkit.cli.main import app
+
+EXAMPLE = ROOT / "examples" / "session.jsonl"
+RATES = {"input": 3, "output": 15, "cache_write_5m": 3.75, "cache_write_1h": 6, "cache_read": 0.3}
+
+
+@pytest.mark.parametrize(("entry", "missing"), [
+    ({**RATES, "input": -3}, "input"),  # a negative price would make a policy look cheaper than free
+    ({**RATES, "input": True, "output": float("nan")}, "input, output"),  # true is not 1 USD; NaN prices nothing
+    ([1], "input, output, cache_write_5m, cache_write_1h, cache_read"),
+])
+def test_a_price_that_is_not_a_number_of_usd_is_refused(runner, tmp_path, entry, missing):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"claude-x": entry}}))
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--pricing", str(table)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"ctxkit: error: --pricing '{table}': model 'claude-x' has no number for {missing}\n"
+
+
+def test_a_long_prompt_block_of_a_bad_shape_is_a_usage_error_not_a_bug(runner, tmp_path):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"claude-x": {**RATES, "long_prompt": 5}}}))
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--pricing", str(table)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"ctxkit: error: --pricing '{table}': model 'claude-x': long_prompt has no number for "
+                             "threshold_tokens, input, output, cache_write_5m, cache_write_1h, cache_read\n")
+
+
+def test_one_bad_session_does_not_stop_the_others(runner, tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "a.jsonl")
+    (folder / "b.jsonl").write_text('{"bad\n')
+    (folder / "c.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    shutil.copy(EXAMPLE, folder / "d.jsonl")
+    result = runner.invoke(app, ["simulate", str(folder), "--json"])
+    assert result.exit_code == 3  # the most severe of all: a transcript could not be read
+    assert result.stderr.splitlines() == [
+        f"ctxkit: error: {folder}/b.jsonl:1: not valid JSON: unexpected end of data",
+        f"ctxkit: error: {folder}/c.jsonl: simulate replays a Claude Code transcript (the recorded requests and "
+        "their usage); this one is anthropic messages"]
+    doc = json.loads(result.stdout)
+    assert [s["session"] for s in doc["sessions"]] == [f"{folder}/a.jsonl", f"{folder}/d.jsonl"]
+    assert doc["total"]["sessions"] == 2
+    # only bad ones: the errors, nothing on stdout
+    result = runner.invoke(app, ["simulate", str(folder / "b.jsonl"), str(folder / "c.jsonl")])
+    assert (result.exit_code, result.stdout) == (3, "")
+    result = runner.invoke(app, ["simulate", str(folder / "c.jsonl")])
+    assert (result.exit_code, result.stdout) == (2, "")
+
+
+def test_an_empty_file_is_named_empty_not_a_message_list(runner, tmp_path):
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    result = runner.invoke(app, ["simulate", str(tmp_path / "empty.jsonl")])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"ctxkit: error: {tmp_path}/empty.jsonl: simulate replays a Claude Code transcript (the "
+                             "recorded requests and their usage); this file is empty\n")
+
+
+def test_standard_input_is_refused_with_the_reason(runner):
+    result = runner.invoke(app, ["simulate", "-"], input=EXAMPLE.read_text())
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("ctxkit: error: simulate replays transcript files, not standard input; save it to a "
+                             "file first\n")
