@@ -167,6 +167,8 @@ def session_prompts(t: Transcript) -> list[TypedPrompt]:
     entries = [i for i in _session_entries(t) if entry_type(t, i) in ("user", "attachment")]
     out: list[TypedPrompt] = []
     for k, i in enumerate(entries):
+        if _cannot_be_typed(t, i):
+            continue
         d = t.peek(i)
         if d.get("type") == "attachment":
             words = _queued_words(d)
@@ -179,6 +181,18 @@ def session_prompts(t: Transcript) -> list[TypedPrompt]:
         if words:
             out.append(TypedPrompt(i, words))
     return out
+
+
+def _cannot_be_typed(t: Transcript, i: int) -> bool:
+    """Whether entry ``i`` as read is a tool-result carrier or an attachment other than a queued command:
+    most of a session's user and attachment entries, told from their bytes without parsing them (a
+    long session holds thousands; this walk runs on every offline compaction)."""
+    if i >= len(t.lines) or i in t.overrides:
+        return False
+    raw = t.raw_line(i)[0]
+    if entry_type(t, i) == "attachment":
+        return b"queued_command" not in raw
+    return b'"tool_use_id"' in raw and b'"tool_result"' in raw
 
 
 def _prompt_command(t: Transcript, d: dict, after: list[int]) -> str | None:
