@@ -99,44 +99,42 @@ class PolicyReplay:
         #: the answer to it would have reported. Set by the caller after each step's request is modelled.
         self.sent: dict[str, int] | None = None
 
-    def _own_usage(self, line: bytes) -> bytes:
-        """A recorded answer's usage describes the context Claude Code sent, not the one this policy
-        would have sent; thresholds count by usage (:mod:`ctxkit.tokens.view_count`), so the recorded
-        figures would make every step compact again. The answer gets the simulated request's input
-        figures instead, and keeps its recorded output tokens."""
-        if self.sent is None or b'"usage"' not in line:
-            return line
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return line
-        msg = entry.get("message") if isinstance(entry, dict) else None
-        if entry.get("type") != "assistant" or entry.get("isSidechain") or not isinstance(msg, dict) \
-                or not isinstance(msg.get("usage"), dict):
-            return line
-        msg["usage"] = {**msg["usage"], "input_tokens": 0, "cache_creation_input_tokens": self.sent["write"],
-                        "cache_read_input_tokens": self.sent["read"]}
-        return orjson.dumps(entry) + b"\n"
+    def _rewrite(self, line: bytes) -> bytes:
+        """A recorded line as this policy's transcript would hold it.
 
-    def _reparent(self, line: bytes) -> bytes:
-        if not self.alias or b'"parentUuid"' not in line:
+        - Its parent: after a step that moved the leaf, a line naming the old leaf chains onto the new one.
+        - An answer's usage: the recorded figures describe the context Claude Code sent, not the one this
+          policy would have sent; thresholds count by usage (:mod:`ctxkit.tokens.view_count`), so the
+          recorded figures would make every step compact again. The answer gets the simulated request's
+          input figures instead, and keeps its recorded output tokens."""
+        wants_parent = bool(self.alias) and b'"parentUuid"' in line
+        wants_usage = self.sent is not None and b'"usage"' in line
+        if not (wants_parent or wants_usage):
             return line
         try:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             return line
-        parent = entry.get("parentUuid") if isinstance(entry, dict) else None
-        if parent not in self.alias:
+        if not isinstance(entry, dict):
             return line
-        seen = set()
-        while parent in self.alias and parent not in seen:
-            seen.add(parent)
-            parent = self.alias[parent]
-        entry["parentUuid"] = parent
-        return orjson.dumps(entry) + b"\n"
+        changed = False
+        parent = entry.get("parentUuid")
+        if wants_parent and parent in self.alias:
+            seen = set()
+            while parent in self.alias and parent not in seen:
+                seen.add(parent)
+                parent = self.alias[parent]
+            entry["parentUuid"], changed = parent, True
+        msg = entry.get("message")
+        if wants_usage and entry.get("type") == "assistant" and not entry.get("isSidechain") \
+                and isinstance(msg, dict) and isinstance(msg.get("usage"), dict):
+            msg["usage"] = {**msg["usage"], "input_tokens": 0, "cache_creation_input_tokens": self.sent["write"],
+                            "cache_read_input_tokens": self.sent["read"]}
+            changed = True
+        return orjson.dumps(entry) + b"\n" if changed else line
 
     def step(self, new_lines: list[bytes], now: datetime | None) -> Step:
-        data = self.output + b"".join(self._reparent(self._own_usage(line)) for line in new_lines)
+        data = self.output + b"".join(self._rewrite(line) for line in new_lines)
         self.input_path.write_bytes(data)
         t = read_transcript(str(self.input_path), on_bad_line="skip")
         ctx = build_context(self.policy, Store(self.store_dir), now=now, transcript=t,
