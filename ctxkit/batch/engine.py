@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -204,6 +204,19 @@ def _pool_context():
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def _quiet_about_cancelled_futures(previous):
+    """A thread exception hook that drops the pool thread's ``InvalidStateError``: when its workers are
+    stopped, Python 3.11's executor marks every pending future broken, cancelled ones included, and
+    raises on those (fixed in later Pythons); what the user must see is the one "terminated" line."""
+
+    def hook(args):
+        if isinstance(args.exc_value, InvalidStateError):
+            return
+        previous(args)
+
+    return hook
+
+
 def run_local(batch: Batch, jobs: int, on_result: Callable[[FileResult], None],
               on_started: Callable[[], None] | None = None) -> None:
     """Run the batch here (``jobs`` 1, or a single task) or in a pool of ``jobs`` worker processes;
@@ -227,10 +240,15 @@ def run_local(batch: Batch, jobs: int, on_result: Callable[[FileResult], None],
         except BaseException:
             # Ctrl-C, SIGTERM, or a failure here: no new file starts, and the files being written stop
             # now (each removes its temporary file) rather than when their tasks end
-            for fut in futures:
-                fut.cancel()
-            _stop_workers(list((getattr(pool, "_processes", None) or {}).values()))
-            # then wait for the pool's thread to see its workers gone: left running, it would trip over its
-            # closed pipe at exit (Python 3.11) and print a traceback
-            pool.shutdown(wait=True, cancel_futures=True)
+            previous_hook = threading.excepthook
+            threading.excepthook = _quiet_about_cancelled_futures(previous_hook)
+            try:
+                for fut in futures:
+                    fut.cancel()
+                _stop_workers(list((getattr(pool, "_processes", None) or {}).values()))
+                # then wait for the pool's thread to see its workers gone: left running, it would trip over
+                # its closed pipe at exit (Python 3.11) and print a traceback
+                pool.shutdown(wait=True, cancel_futures=True)
+            finally:
+                threading.excepthook = previous_hook
             raise
