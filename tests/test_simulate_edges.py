@@ -71,3 +71,31 @@ def test_standard_input_is_refused_with_the_reason(runner):
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == ("ctxkit: error: simulate replays transcript files, not standard input; save it to a "
                              "file first\n")
+
+
+def test_report_of_a_folder_is_a_usage_error(runner, tmp_path):
+    (tmp_path / "d").mkdir()
+    result = runner.invoke(app, ["report", str(tmp_path / "d"), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert result.stderr == (f"ctxkit: error: '{tmp_path / 'd'}' is a folder: report draws one session "
+                             "(simulate takes folders)\n")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_sweep_value_named_twice_is_one_row(runner):
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--json", "--sweep", "thresholds.autocompact_buffer=13000,13000"])
+    assert result.exit_code == 0, result.stderr
+    assert [p["policy"] for p in json.loads(result.stdout)["sessions"][0]["policies"]] == [
+        "default thresholds.autocompact_buffer=13000"]
+
+
+def test_a_session_without_usage_says_its_recorded_row_is_empty(runner, tmp_path):
+    lines = [json.loads(x) for x in EXAMPLE.read_text().splitlines()]
+    for e in lines:
+        (e.get("message") or {}).pop("usage", None)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    result = runner.invoke(app, ["simulate", str(bare), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == (f"ctxkit: warning: {bare}: the session records no usage on its main chain: the "
+                             "recorded row is empty, and costs 0\n")

@@ -48,7 +48,7 @@ def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None
         parsed = None
     else:
         setting, sep, values = sweep.partition("=")
-        choices = [v.strip() for v in values.split(",") if v.strip()]
+        choices = list(dict.fromkeys(v.strip() for v in values.split(",") if v.strip()))  # each value once
         if not sep or not setting.strip() or not choices:
             raise UsageError(f"--sweep must look like SETTING=V1,V2,... (e.g. thresholds.autocompact_buffer=13000,40000), "
                              f"got {quote(sweep)}")
@@ -182,6 +182,8 @@ def report_cmd(
     from ..reports.simulate import simulate
 
     check_output(output)
+    if Path(session).is_dir():
+        raise UsageError(f"{quote(session)} is a folder: report draws one session (simulate takes folders)")
     rows, _ = _policies(policy, set_, None)
     prices = load_pricing(pricing)
     doc, results = simulate([session], rows, prices, context_window=context_window, cwd=Path.cwd())

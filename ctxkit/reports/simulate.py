@@ -195,6 +195,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         rows = [_policy_row(name, pol, t, points, raw_lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path)
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys(prices.warnings))
+    if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
+        warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
     for row in rows:
         if row.final is not None:
             warnings.extend(w for w in row.final.ctx.warnings if w not in warnings)
