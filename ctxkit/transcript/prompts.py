@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from ..reminders import REMINDER_OPEN
-from .claude_code_chain import active_entries, content_blocks, entry_type, uuid_index
+from .claude_code_chain import Metas, active_entries, content_blocks, entry_type, uuid_index
 from .model import Transcript
 
 #: Text the harness writes in a user message, by how it starts (after leading whitespace).
@@ -128,6 +128,7 @@ def _session_entries(t: Transcript) -> list[int]:
     removed = facts.get("removed") or set()
     boundary = facts.get("boundary")
     by_uuid: dict[str, int] | None = None
+    metas = Metas(t)
     indexed: set[int] = set()
     seen: set[int] = set()
     walked: set[int] = set()
@@ -145,13 +146,13 @@ def _session_entries(t: Transcript) -> list[int]:
         cur = start
         while cur is not None and cur not in walked:  # through the view's preserved tail too
             walked.add(cur)
-            d = t.peek(cur)
-            if d.get("type") == "system" and d.get("subtype") == "compact_boundary":
+            # the routing fields come from the line index: only a system entry is parsed (is it a boundary?)
+            if entry_type(t, cur) == "system" and t.peek(cur).get("subtype") == "compact_boundary":
                 boundary = cur
                 break
-            if _uuid(d.get("uuid")) not in removed:
+            if _uuid(metas.uuid(cur)) not in removed:
                 members.add(cur)
-            cur = by_uuid.get(_uuid(d.get("parentUuid")))
+            cur = by_uuid.get(_uuid(metas.parent(cur)))
     return sorted(members)
 
 
