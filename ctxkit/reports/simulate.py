@@ -39,7 +39,6 @@ from .replay import PolicyReplay, Segment, Step, request_segments
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
-TTL_SECONDS = {"5m": 300, "1h": 3600}
 ROW_KEYS = ("policy", "requests", "peak_context", "compactions", "input_tokens", "cache_creation_input_tokens",
             "cache_read_input_tokens", "output_tokens", "cost_usd", "retention", "failures")
 
@@ -129,24 +128,23 @@ class _CacheModel:
         return read, sum(tokens for _, tokens in segments) - read
 
 
-def _priced(prices: PriceTable, model: str, usage: Usage) -> float:
-    return prices.cost(model, usage)
+def _modelled_request(cache: _CacheModel, point: RecordedRequest, segments: list[Segment], policy: Policy,
+                      prices: PriceTable, window: int) -> Request:
+    """The request sent at ``point`` with these pieces: what the cache model reads and writes, priced, and
+    whether it went over the window. Output tokens are the recorded answer's."""
+    read, write = cache.request(point.timestamp, segments)
+    usage = Usage(cache_creation_input_tokens=write, cache_read_input_tokens=read,
+                  output_tokens=point.usage.output_tokens, cache_write_1h_tokens=write if policy.cache_ttl == "1h" else 0)
+    return Request(point.timestamp, point.model, read + write, usage, prices.cost(point.model, usage),
+                   failed=read + write > window)
 
 
-def _main_requests(row: Row, points: list[RecordedRequest], segments: list[list[Segment]], ttl: str,
+def _main_requests(row: Row, points: list[RecordedRequest], segments: list[list[Segment]], policy: Policy,
                    prices: PriceTable, window: int) -> None:
-    cache = _CacheModel(TTL_SECONDS[ttl])
+    cache = _CacheModel(policy.cache_minutes * 60)
     for point, segs in zip(points, segments, strict=True):
-        read, write = cache.request(point.timestamp, segs)
-        usage = Usage(cache_creation_input_tokens=write, cache_read_input_tokens=read,
-                      output_tokens=point.usage.output_tokens, cache_write_1h_tokens=write if ttl == "1h" else 0)
-        row.requests.append(Request(point.timestamp, point.model, read + write, usage,
-                                    _priced(prices, point.model, usage), failed=read + write > window))
+        row.requests.append(_modelled_request(cache, point, segs, policy, prices, window))
 
-
-def cache_ttl(policy: Policy) -> str:
-    """The policy's prompt-cache lifetime (``request.cache_ttl``): what the agent asks the provider for."""
-    return policy.cache_ttl
 
 
 def _thresholds(policy: Policy, context_window: int | None) -> dict[str, int]:
@@ -186,7 +184,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             prefix_file.write_bytes(b"".join(raw_lines[:point.first_entry]))
             prefix = read_transcript(str(prefix_file), on_bad_line="skip")
             none_segments.append(request_segments(prefix, base, counter, point.timestamp))
-        _main_requests(none, points, none_segments, cache_ttl(base), prices, window)
+        _main_requests(none, points, none_segments, base, prices, window)
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
                                 context_window=context_window)
@@ -200,7 +198,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     for row in rows:
         if row.final is not None:
             warnings.extend(w for w in row.final.ctx.warnings if w not in warnings)
-    return {"session": path, "model": first_model, "context_window": window, "cache_ttl": cache_ttl(base),
+    return {"session": path, "model": first_model, "context_window": window, "cache_ttl": base.cache_ttl,
             "rows": {"recorded": recorded, "sidechain": sidechain, "none": none, "policies": rows},
             "warnings": warnings}
 
@@ -215,7 +213,7 @@ def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable
     row = Row(name)
     for r in requests:
         row.requests.append(Request(r.timestamp, r.model, r.usage.prompt_tokens, r.usage,
-                                    _priced(prices, r.model, r.usage)))
+                                    prices.cost(r.model, r.usage)))
     for b in boundaries:  # marked before the first request after the boundary
         after = next((k for k, r in enumerate(requests) if r.first_entry > b), None)
         row.compactions.append({"request": after, "trigger": "recorded"})
@@ -232,8 +230,7 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
     thresholds = _thresholds(policy, context_window)
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
-    ttl = cache_ttl(policy)
-    cache = _CacheModel(TTL_SECONDS[ttl])
+    cache = _CacheModel(policy.cache_minutes * 60)
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
     done = 0
     for k, point in enumerate(points):
@@ -242,7 +239,7 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
         for call in step.summarizer_calls:
             usage = Usage(input_tokens=call["input_tokens"], output_tokens=call["output_tokens"])
             row.requests.append(Request(point.timestamp, summarizer_model, call["input_tokens"], usage,
-                                        _priced(prices, summarizer_model, usage), kind="summarizer"))
+                                        prices.cost(summarizer_model, usage), kind="summarizer"))
         for r in step.result.reports:
             if r.use == "autocompact" and r.action == "applied":
                 row.compactions.append({"request": k, "tokens_before": r.tokens_before,
@@ -251,12 +248,10 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
         segs = request_segments(step.transcript, policy, counter, point.timestamp)
-        read, write = cache.request(point.timestamp, segs)
-        replay.sent = {"read": read, "write": write}  # what the answer to this request reports (next step)
-        usage = Usage(cache_creation_input_tokens=write, cache_read_input_tokens=read,
-                      output_tokens=point.usage.output_tokens, cache_write_1h_tokens=write if ttl == "1h" else 0)
-        row.requests.append(Request(point.timestamp, point.model, read + write, usage,
-                                    _priced(prices, point.model, usage), failed=read + write > window))
+        request = _modelled_request(cache, point, segs, policy, prices, window)
+        row.requests.append(request)
+        # what the answer to this request reports (next step)
+        replay.sent = {"read": request.usage.cache_read_input_tokens, "write": request.usage.cache_creation_input_tokens}
         row.final = step
     if row.final is not None:
         t_last, ctx = row.final.transcript, row.final.ctx
