@@ -26,11 +26,6 @@ from .transcript.model import Transcript
 class Pipeline:
     stages: list[Stage]
 
-    @staticmethod
-    def _count(t: Transcript, ctx: Context) -> int:
-        """The count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)."""
-        return ctx.view_tokens(t).total
-
     def uses_summarizer(self) -> bool:
         """Whether a stage may call the policy's summarizer."""
         return any(stage.uses_summarizer() for stage in self.stages)
@@ -38,32 +33,31 @@ class Pipeline:
     def run(self, transcript: Transcript, ctx: Context) -> PipelineResult:
         reports: list[Report] = []
         current = transcript
-        start = ctx.view_tokens(current)
-        start_tokens = tokens = start.total
+        # the count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)
+        start = counted = ctx.view_tokens(current)
         for stage in self.stages:
             result = stage.run(current, ctx)
             # a stage that changed nothing hands back its input: its view is counted already
-            after = tokens if result.transcript is current else self._count(result.transcript, ctx)
+            after = counted if result.transcript is current else ctx.view_tokens(result.transcript)
             report = result.report
-            report.tokens_before, report.tokens_after = tokens, after
-            ctx.tokens_freed += max(0, tokens - after)
+            report.tokens_before, report.tokens_after = counted.total, after.total
+            ctx.tokens_freed += max(0, counted.total - after.total)
             reports.append(report)
-            current, tokens = result.transcript, after
-        end_tokens = tokens
-        _remember_superseded_usage(start, current, ctx)
+            current, counted = result.transcript, after
+        _remember_superseded_usage(start, counted, current, ctx)
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)
-        return PipelineResult(current, reports, start_tokens, end_tokens, list(ctx.warnings),
+        return PipelineResult(current, reports, start.total, counted.total, list(ctx.warnings),
                               redaction_summary(ctx))
 
 
-def _remember_superseded_usage(start: ViewTokens, out: Transcript, ctx: Context) -> None:
+def _remember_superseded_usage(start: ViewTokens, end: ViewTokens, out: Transcript, ctx: Context) -> None:
     """When this run rewrote the history the input's reported usage counted (its count went from the usage to
     the estimate), remember that response and the view left up to it, so that the output read back is counted
     as this run counted it (and decides the same way: compacting the output again changes nothing)."""
     if start.source != "usage" or start.anchor is None or out.format != "claude-code":
         return
-    if ctx.view_tokens(out).why != REWRITTEN:  # still the usage, or a boundary/record that says so itself
+    if end.why != REWRITTEN:  # still the usage, or a boundary/record that says so itself
         return
     digest = prefix_digest(out, start.anchor)
     if digest is not None:
