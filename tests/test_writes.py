@@ -131,8 +131,11 @@ def test_sigterm_removes_the_temporary_file_and_leaves_the_input(tmp_path, signu
     shutil.rmtree(tmp_path / ".ctxkit")  # the same run again, rename for rename
     ready = tmp_path / "ready"
     full = {**os.environ, "KT_MODE": "pause", "KT_N": str(n), "KT_READY": str(ready)}
+    # Ctrl-C's default handling, even when the tests themselves run as a background job (whose shell
+    # made them ignore SIGINT: Python would then install no handler for it in the child)
     p = subprocess.Popen([sys.executable, "-c", HOOK, *args], cwd=tmp_path, env=full, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
     deadline = time.monotonic() + 60
     while not ready.exists() and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.05)

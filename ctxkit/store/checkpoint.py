@@ -279,7 +279,9 @@ def _written_index(read: Transcript, written: Transcript, read_digests: list[str
     if written.removed or written.lines is not read.lines:
         return None
     n = len(read.lines)
-    entries = {i: written.full_entry(i) for i in (*written.overrides, *range(n, written.n_entries))}
+    # what a read checks and indexes (shapes, routing fields) leaves the harness-only fields out: the
+    # copies in memory do (no line is parsed again)
+    entries = {i: written.entry(i) for i in (*written.overrides, *range(n, written.n_entries))}
     if any(problem(claude_code.NAME, d) is not None for d in entries.values()):
         return None
     src = read.lines

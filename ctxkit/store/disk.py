@@ -121,12 +121,15 @@ class Store:
         #: whether this run put something in the store or replayed a decision from it: then the output
         #: depends on the store and records where it is (:mod:`ctxkit.store.link`)
         self.used = False
+        self._blobs: Path | None = None  # the blobs folder, symlinks resolved
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
         """Where ``put_blob`` stores these bytes (nothing is written)."""
         digest = hashlib.sha256(data).hexdigest()
-        return (self.root / "blobs" / digest[:2] / f"{digest}{suffix}").resolve()
+        if self._blobs is None:  # resolved once: a run may store thousands of results
+            self._blobs = (self.root / "blobs").resolve()
+        return self._blobs / digest[:2] / f"{digest}{suffix}"
 
     def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
         """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""

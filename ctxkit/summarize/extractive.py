@@ -26,9 +26,9 @@ from .extractive_text import (
     error_quote,
     file_action,
     indented,
+    later_fix,
     path_of,
     remark,
-    same_target,
     shortened,
     split_sections,
     squash,
@@ -266,6 +266,7 @@ class _Extraction:
         lines = []
         failures = [i for i, call in enumerate(self.calls) if call.is_error]
         limit = self.settings.max_errors
+        targets: dict[int, tuple[str, tuple[str, ...]]] = {}  # each call's target, worked out once
         for i in failures[:limit]:
             call = self.calls[i]
             quote = error_quote(call.result or "(no error text)")
@@ -273,9 +274,7 @@ class _Extraction:
                 lines.append(f"- {describe_call(call.name, call.input)} failed:\n{indented(quote)}")
             else:
                 lines.append(f"- {describe_call(call.name, call.input)} failed: {quote}")
-            # its own fix: the same tool on the same file or command, later, succeeding (not any later success)
-            fix = next((later for later in self.calls[i + 1:] if later.name == call.name and later.answered
-                        and not later.is_error and same_target(call.input, later.input)), None)
+            fix = later_fix(self.calls, i, targets)
             if fix is not None:
                 lines.append(f"  then succeeded: {describe_call(fix.name, fix.input)}")
         if len(failures) > limit:

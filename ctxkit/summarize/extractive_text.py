@@ -8,6 +8,8 @@ between lines (never mid-statement), and every cut says how much it left out.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from ..filenames import FILE_PATH_KEYS
 from .prompt import SECTION_TITLES
@@ -120,7 +122,8 @@ def path_of(tool_input: dict) -> str | None:
     return None
 
 
-def _target(tool_input: dict) -> tuple[str, tuple[str, ...]]:
+def call_target(tool_input: dict) -> tuple[str, tuple[str, ...]]:
+    """What a call worked on: ``("path", (path,))``, ``("command", words)`` or ``("input", (its JSON,))``."""
     path = path_of(tool_input)
     if path:
         return "path", (path,)
@@ -139,13 +142,32 @@ def same_target(failed: dict, later: dict) -> bool:
     """Whether a later call retried what a failed call tried: the same file; or the same command, also
     run with something around it (``PYTHONPATH=. pytest -x`` retries ``pytest -x``); else the same input.
     A later success on another file or command did not fix this failure."""
-    kind, words = _target(failed)
-    other_kind, other_words = _target(later)
+    return same_targets(call_target(failed), call_target(later))
+
+
+def same_targets(failed: tuple[str, tuple[str, ...]], later: tuple[str, tuple[str, ...]]) -> bool:
+    """:func:`same_target` on the calls' :func:`call_target` (for a caller that compares one call with many)."""
+    kind, words = failed
+    other_kind, other_words = later
     if kind != other_kind:
         return False
     if kind == "command":
         return _contains(other_words, words) or _contains(words, other_words)
     return words == other_words
+
+
+def later_fix(calls: Sequence[Any], i: int, targets: dict[int, tuple[str, tuple[str, ...]]]) -> Any:
+    """The call that fixed failed call ``calls[i]``: the first later one of the same tool, answered and
+    not an error, on the same target (:func:`same_target`; not any later success). ``targets`` keeps
+    each call's :func:`call_target` across calls of this function (a session has thousands of calls)."""
+    def target(k: int) -> tuple[str, tuple[str, ...]]:
+        if k not in targets:
+            targets[k] = call_target(calls[k].input)
+        return targets[k]
+
+    name = calls[i].name
+    return next((calls[j] for j in range(i + 1, len(calls)) if calls[j].name == name and calls[j].answered
+                 and not calls[j].is_error and same_targets(target(i), target(j))), None)
 
 
 def file_action(name: str, tool_input: dict) -> str:

@@ -3,6 +3,7 @@ placeholders, and the detect-secrets plugins used beside them (loaded only when 
 :mod:`ctxkit.summarize.redact` applies them (its docstring lists what is found, in which order)."""
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable
@@ -62,6 +63,7 @@ _CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self
 _PLACEHOLDER = re.compile(r"""^(?:\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|<[^<>]*>|\[[^\[\]]*\]|(.)\1{2,})$""")
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every key of every tool input: the same few names
 def secret_name(name: str) -> str | None:
     """Whether a variable (or key) named ``name`` holds a secret: ``"strong"`` (``AWS_SECRET_ACCESS_KEY``,
     ``db.password``, ``apiKey``), ``"weak"`` (``KEY``, ``auth``) or None (``MAX_TOKENS``, ``sort_key``,

@@ -26,12 +26,17 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
 from ..reminders import unwrap
 from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
 from .lineindex import LineIndex
-from .model import Transcript
+from .model import Transcript, without_harness_keys
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -183,9 +188,26 @@ def build_messages(t: Transcript, order: list[int]) -> View:
     orphans: list[tuple[int, str]] = []
     open_assistant: int | None = None  # index in msgs of the assistant message still taking fragments
     for i in order:
-        # attachments are read without keeping them parsed: some (prompt snapshots) are large and add
-        # nothing to the view; the few that render are small
-        d = t.peek(i) if entry_type(t, i) == "attachment" else t.entry(i)
+        if entry_type(t, i) == "attachment":
+            # attachments are not kept parsed: some (prompt snapshots) are large and add nothing to the
+            # view; what renders is remembered for the next version's projection (Transcript.extract)
+            a = t.extract(i, attachment_summary)
+            if not a.texts:
+                continue
+            if a.role == "system":
+                content = [{"type": "text", "text": _unwrapped(x)} for x in a.texts]
+                msgs.append(ViewMessage("system", content, SYSTEM, [None] * len(content), [i], a.uuid, a.timestamp))
+            else:
+                content = [{"type": "text", "text": x} for x in a.texts]
+                if open_assistant is not None and len(msgs) > open_assistant + 1 and msgs[-1].kind == TOOL_RESULTS:
+                    msgs[-1].content.extend(content)
+                    msgs[-1].refs.extend([None] * len(content))
+                    msgs[-1].entries.append(i)
+                    continue
+                msgs.append(ViewMessage("user", content, ATTACHMENT, [None] * len(content), [i], a.uuid,
+                                        a.timestamp))
+            continue
+        d = t.entry(i)
         typ = d.get("type")
         if typ == "assistant":
             msg = d.get("message") or {}
@@ -228,29 +250,56 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             open_assistant = None
             msgs.append(ViewMessage("user", list(blocks), _user_kind(d, blocks), refs, [i], d.get("uuid"),
                                     d.get("timestamp"), was_string))
-        elif typ == "attachment":
-            texts = rendered_texts(d)
-            if not texts:
-                continue
-            if d.get("renderedRole") == "system":
-                content = [{"type": "text", "text": _unwrapped(x)} for x in texts]
-                msgs.append(ViewMessage("system", content, SYSTEM, [None] * len(content), [i], d.get("uuid"),
-                                        d.get("timestamp")))
-            else:
-                content = [{"type": "text", "text": x} for x in texts]
-                if open_assistant is not None and len(msgs) > open_assistant + 1 and msgs[-1].kind == TOOL_RESULTS:
-                    msgs[-1].content.extend(content)
-                    msgs[-1].refs.extend([None] * len(content))
-                    msgs[-1].entries.append(i)
-                    continue
-                msgs.append(ViewMessage("user", content, ATTACHMENT, [None] * len(content), [i], d.get("uuid"),
-                                        d.get("timestamp")))
     for m in msgs:
         if m.role == "assistant":
             m.timestamp = t.entry(m.entries[-1]).get("timestamp")
     # Claude Code leaves out a response that showed nothing (it then asks again with an isMeta nudge)
     msgs = [m for m in msgs if m.role != "assistant" or _visible(m.content)]
     return View(normalize(msgs, notes, orphans), notes, orphans)
+
+
+@dataclass(frozen=True)
+class AttachmentSummary:
+    """What ctxkit uses of an attachment entry, kept instead of the entry (see :func:`attachment_summary`)."""
+
+    kind: str | None  # ``attachment.type`` (None: the entry has no typed attachment)
+    texts: tuple[str, ...]  # the rendered texts (what the view shows)
+    role: Any  # ``renderedRole``
+    uuid: Any
+    timestamp: Any
+    data: dict | None  # ``attachment`` when small; None when large (read again from the line if needed)
+
+
+#: an attachment's data up to this many bytes (serialized) is kept in its summary; a larger one (a prompt
+#: snapshot holds the whole system prompt) is read from the line again only when something asks for it
+SMALL_ATTACHMENT = 4096
+
+
+def attachment_summary(d: dict) -> AttachmentSummary:
+    """An attachment entry's :class:`AttachmentSummary`: the projection and the attachment state read these
+    (through :meth:`Transcript.extract`, so each version's projection does not parse the line again)."""
+    a = d.get("attachment")
+    kind = a.get("type") if isinstance(a, dict) and isinstance(a.get("type"), str) else None
+    small = a if kind is not None and len(orjson.dumps(a)) <= SMALL_ATTACHMENT else None
+    return AttachmentSummary(kind, tuple(rendered_texts(d)), d.get("renderedRole"), d.get("uuid"),
+                             d.get("timestamp"), small)
+
+
+def keep_while_reading(i: int, d: dict, kept: dict[int, dict], extracts: dict[tuple, Any]) -> None:
+    """What the reader keeps of entry ``i``, parsed as ``d``, for the first projection: the conversation
+    entries after the newest compact boundary read so far (the view's candidates; the first projection
+    would parse them again otherwise), attachments as their summary. A boundary drops what was kept
+    before it, so memory follows the last segment, not the file."""
+    typ = d.get("type")
+    if d.get("isSidechain"):
+        return
+    if typ in ("user", "assistant"):
+        kept[i] = without_harness_keys(d)
+    elif typ == "attachment":
+        extracts[(attachment_summary, i)] = attachment_summary(d)
+    elif typ == "system" and d.get("subtype") == "compact_boundary":
+        kept.clear()
+        extracts.clear()
 
 
 def _results_message(msgs: list[ViewMessage], assistant_index: int) -> ViewMessage:

@@ -94,9 +94,33 @@ def session_facts(t: Transcript) -> dict[str, Any]:
 
 
 def current_facts(t: Transcript) -> SessionFacts:
-    """The facts of transcript ``t`` as it is now (edits and appended entries included). From the facts
-    the indexing pass collected when no edit changed any of them (the usual case: stages rewrite
-    content, not these fields); else every live line is read again."""
+    """The facts of transcript ``t`` as it is now (edits and appended entries included); do not change
+    them. Computed once per transcript version, and carried over from the version an edit was made from
+    when the edit changed none of them (the usual case: stages rewrite content, not these fields)."""
+    facts = t.memo.get("facts")
+    if facts is None:
+        facts = t.memo["facts"] = _carried_over(t) or _computed(t)
+    return facts
+
+
+def _carried_over(t: Transcript) -> SessionFacts | None:
+    """The facts of the version ``t`` was edited from, when the edit only replaced entries and none of
+    them in a way that changes a fact."""
+    parent = t.parent
+    if parent is None or t.replaced is None:
+        return None
+    facts = parent.memo.get("facts")
+    if facts is None:
+        return None
+    for i in t.replaced:
+        if line_facts(i, parent.entries[i]) != line_facts(i, t.entry(i)):
+            return None
+    return facts
+
+
+def _computed(t: Transcript) -> SessionFacts:
+    """From the facts the indexing pass collected when no edit changed any of them; else every live
+    line is read again."""
     base = t.lines.facts
     n = len(t.lines)
     if not isinstance(base, SessionFacts) or any(i < n for i in t.removed) or any(

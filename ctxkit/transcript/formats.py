@@ -20,10 +20,13 @@ class Handler:
     project: Callable[[Transcript], View]
     content_path: tuple[str, ...]  # where an entry keeps its content list
     keep_parsed: bool  # plain formats are small enough (a context window) to keep parsed
+    #: otherwise, what the reader keeps of a parsed entry: ``(i, entry, kept entries, extracts)``
+    keep_while_reading: Callable[[int, dict, dict, dict], None] | None = None
 
 
 _HANDLERS = {
-    "claude-code": Handler("claude-code", claude_code.index_line, claude_code.project, ("message", "content"), False),
+    "claude-code": Handler("claude-code", claude_code.index_line, claude_code.project, ("message", "content"), False,
+                           claude_code.keep_while_reading),
     "anthropic": Handler("anthropic", plain.index_line, plain.project_anthropic, ("content",), True),
     "openai": Handler("openai", plain.index_line, plain.project_openai, ("content",), True),
 }

@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 HARNESS_ONLY_KEYS = ("toolUseResult",)
 
 
+def without_harness_keys(entry: dict) -> dict:
+    """The copy of an entry kept in memory: without the harness's own copy of a tool's output (not
+    model-visible, often as big as the output itself), so memory follows the view; full_entry() and
+    write() put it back."""
+    if any(k in entry for k in HARNESS_ONLY_KEYS):
+        return {k: v for k, v in entry.items() if k not in HARNESS_ONLY_KEYS}
+    return entry
+
+
 def _with_harness_keys(entry: dict, original: dict) -> dict:
     """``entry`` with the harness-only fields of ``original`` back, in their original place."""
     missing = [k for k in HARNESS_ONLY_KEYS if k in original and k not in entry]
@@ -39,6 +48,13 @@ def _with_harness_keys(entry: dict, original: dict) -> dict:
             out[k] = original[k]
     out.update((k, v) for k, v in entry.items() if k not in out)
     return out
+
+
+def _raw_line(source: Source, lines: LineIndex, i: int) -> tuple[bytes, bool]:
+    raw = source.read_at(*lines.span(i))
+    had_newline = raw.endswith(b"\n")
+    body = raw[:-1] if had_newline else raw
+    return (body[:-1] if body.endswith(b"\r") else body), had_newline
 
 
 @dataclass(frozen=True)
@@ -67,12 +83,13 @@ class Transcript:
                  cache: dict[int, dict] | None = None, overrides: dict[int, dict] | None = None,
                  appended: tuple[dict, ...] = (), removed: frozenset[int] = frozenset(),
                  keep_all_parsed: bool = False, parent: Transcript | None = None,
-                 replaced: frozenset[int] | None = None):
+                 replaced: frozenset[int] | None = None, extracts: dict[tuple, Any] | None = None):
         self.source = source
         self.lines = lines
         self.format = fmt
         self.info = info
         self._cache = cache if cache is not None else {}
+        self._extracts = extracts if extracts is not None else {}  # see extract(); shared by every version
         self.overrides = overrides or {}
         self.appended = appended
         self.removed = removed
@@ -102,10 +119,8 @@ class Transcript:
         cached = self._cache.get(i)
         if cached is None:
             cached = self._parse(i)
-            if not self._keep_all_parsed and any(k in cached for k in HARNESS_ONLY_KEYS):
-                # kept without the harness's own copy of the tool output (not model-visible, often as big
-                # as the output itself): memory follows the view; full_entry() and write() restore it
-                cached = {k: v for k, v in cached.items() if k not in HARNESS_ONLY_KEYS}
+            if not self._keep_all_parsed:
+                cached = without_harness_keys(cached)
             self._cache[i] = cached
         return cached
 
@@ -117,20 +132,23 @@ class Transcript:
 
     def raw_line(self, i: int) -> tuple[bytes, bool]:
         """Input line ``i`` as read (without its line ending), and whether it had one."""
-        raw = self.source.read_at(*self.lines.span(i))
-        had_newline = raw.endswith(b"\n")
-        body = raw[:-1] if had_newline else raw
-        return (body[:-1] if body.endswith(b"\r") else body), had_newline
+        return _raw_line(self.source, self.lines, i)
 
     def _parse(self, i: int) -> dict:
         return parse_line(self.source.name, i + 1, *self.raw_line(i))
 
     def input_entry(self, i: int) -> dict | None:
         """The entry as the input had it, before any edit made to this transcript (None for an
-        appended one): what the model saw before this run."""
+        appended one): what the model saw before this run. Like :meth:`entry`, without the
+        harness-only fields; do not mutate it."""
         if i >= len(self.lines):
             return None
-        return self._parse(i) if i in self.overrides else self.entry(i)
+        if i not in self.overrides:
+            return self.entry(i)
+        kept = self._cache.get(i)  # the parsed copies kept are of the input, never of an edit
+        if kept is None:
+            kept = self._parse(i) if self._keep_all_parsed else without_harness_keys(self._parse(i))
+        return kept
 
     def full_entry(self, i: int) -> dict:
         """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
@@ -138,6 +156,33 @@ class Transcript:
         if i >= len(self.lines) or self._keep_all_parsed:
             return d
         return _with_harness_keys(d, self._parse(i))
+
+    def extract(self, i: int, make: Callable[[dict], Any]) -> Any:
+        """``make(entry)`` for entry ``i``, remembered for every version of this transcript while the entry
+        is as read: what a projection needs of a large entry it does not keep parsed (an attachment's
+        rendered text), so that the next version's projection does not parse the line again. ``make``
+        must depend on the entry alone and its result must not be changed."""
+        if i >= len(self.lines) or i in self.overrides:
+            return make(self.entry(i))
+        key = (make, i)
+        found = self._extracts.get(key)
+        if found is None:
+            found = self._extracts[key] = make(self.peek(i))
+        return found
+
+    def field_reader(self, i: int, key: str) -> Callable[[], Any]:
+        """A function that reads field ``key`` of :meth:`full_entry` ``(i)`` when called: a field that may
+        be large and is rarely needed (``toolUseResult``, an attachment's data) is parsed from the line
+        only then. It holds the input, not this transcript: keeping it keeps no version's view alive."""
+        if i >= len(self.lines) or self._keep_all_parsed:
+            value = self.full_entry(i).get(key)  # every field is in memory already
+            return lambda: value
+        here = self.overrides.get(i) or self._cache.get(i)
+        if here is not None and (key in here or key not in HARNESS_ONLY_KEYS):
+            value = here.get(key)
+            return lambda: value
+        source, lines = self.source, self.lines
+        return lambda: parse_line(source.name, i + 1, *_raw_line(source, lines, i)).get(key)
 
     def line_no(self, i: int) -> int:
         """The input line number of entry ``i`` (0 for an appended entry)."""
@@ -165,7 +210,7 @@ class Transcript:
         appended.extend(append)
         removed = self.removed | frozenset(remove)
         only_replaced = len(appended) == len(self.appended) and removed == self.removed
-        return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache,
+        return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache, extracts=self._extracts,
                           overrides=overrides, appended=tuple(appended), removed=removed,
                           keep_all_parsed=self._keep_all_parsed, parent=self,
                           replaced=frozenset(replace or ()) if only_replaced else None)
@@ -212,6 +257,14 @@ class Transcript:
         """What :meth:`write` writes, as pieces in order: ``(first, stop, offset, length)`` is input lines
         ``first`` to ``stop - 1`` copied as they are (``length`` bytes from ``offset``); ``(i, data)`` is
         entry ``i`` written as ``data`` (its line ending included)."""
+        if originals is None and "write_plan" in self.memo:
+            return self.memo["write_plan"]  # written, then hashed for a checkpoint: planned once
+        pieces = self._write_plan(originals)
+        if originals is None:
+            self.memo["write_plan"] = pieces
+        return pieces
+
+    def _write_plan(self, originals: Callable[[bytes], bytes | None] | None) -> list[tuple]:
         def serialized(entry: dict, ending: bytes) -> bytes:
             data = dumps(entry)
             line = originals(data) if originals is not None else None

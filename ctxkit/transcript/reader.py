@@ -68,6 +68,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     lines = start.lines if start is not None else LineIndex()
     pending: list[tuple[int, dict]] = []  # parsed entries waiting for the format to be known
     cache: dict[int, dict] = {}
+    extracts: dict[tuple, object] = {}  # see Transcript.extract
     chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
     detected_early = start is not None and start.detected_early
     resumed = (len(lines), start.size) if start is not None else None
@@ -83,6 +84,8 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         h.index_line(lines, i, d)
         if h.keep_parsed:
             cache[i] = d
+        elif h.keep_while_reading is not None:
+            h.keep_while_reading(i, d, cache, extracts)
 
     def settle():
         """Decide the format from the entries read so far, and index them with it."""
@@ -121,7 +124,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     if chosen is None:
         chosen = settle()
     t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed), cache=cache,
-                   keep_all_parsed=chosen.keep_parsed)
+                   keep_all_parsed=chosen.keep_parsed, extracts=extracts)
     if check_pairing:
         view = t.view()
         if view.orphans:

@@ -105,9 +105,30 @@ class Event:
     name: str = ""  # tool name, or attachment type
     input: dict = field(default_factory=dict)  # tool input
     result: dict | None = None  # the tool_result block
-    meta: Any = None  # Claude Code's structured ``toolUseResult`` for this result
-    data: dict = field(default_factory=dict)  # attachment data
     text: str = ""  # prompt text, or an attachment's rendered text
+    #: how to read Claude Code's structured ``toolUseResult`` of this result (see :attr:`meta`)
+    load_meta: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    #: the attachment's data, or how to read it (see :attr:`data`)
+    load_data: dict | Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def meta(self) -> Any:
+        """Claude Code's structured ``toolUseResult`` for this result (None when absent). Read from the
+        line when first asked for: only a few tools' records are ever used (Read, Edit), and reading
+        them means parsing the whole line again (the copy kept in memory leaves it out)."""
+        if self.load_meta is not None:
+            self.__dict__["_meta"] = self.load_meta()
+            self.load_meta = None
+        return self.__dict__.get("_meta")
+
+    @property
+    def data(self) -> dict:
+        """The attachment's data (``{}`` for other events). A large one is read from its line when first
+        asked for: most (a prompt snapshot) are never looked at."""
+        if callable(self.load_data):
+            value = self.load_data()
+            self.load_data = value if isinstance(value, dict) else {}
+        return self.load_data if isinstance(self.load_data, dict) else {}
 
     @property
     def is_error(self) -> bool:
@@ -137,10 +158,25 @@ def iter_events(t: Transcript, view: View, parsers: Iterable[Parser] = ()) -> It
 
 
 def _claude_code_events(t: Transcript) -> Iterator[Event]:
+    """The events of a Claude Code transcript's active chain: computed once per transcript version (a
+    compaction asks for them several times; the list must not be changed)."""
+    events = t.memo.get("attachment_events")
+    if events is None:
+        events = t.memo["attachment_events"] = list(_read_claude_code_events(t))
+    return iter(events)
+
+
+def _read_claude_code_events(t: Transcript) -> Iterator[Event]:
     order, _facts = claude_code_chain.active_entries(t)
     uses: dict[str, tuple[str, dict]] = {}
     seen_rounds: set[str] = set()
     for i in order:
+        if claude_code_chain.entry_type(t, i) == "attachment":  # not parsed again for each version
+            a = t.extract(i, claude_code.attachment_summary)
+            if a.kind is not None:
+                data = a.data if a.data is not None else t.field_reader(i, "attachment")
+                yield Event("attachment", parse_time(a.timestamp), a.kind, text="\n".join(a.texts), load_data=data)
+            continue
         d = t.peek(i)  # parsed copies are kept for the view's own entries only
         typ = d.get("type")
         ts = parse_time(d.get("timestamp"))
@@ -162,14 +198,10 @@ def _claude_code_events(t: Transcript) -> Iterator[Event]:
             for b in results:
                 use = uses.get(b.get("tool_use_id", ""))
                 if use is not None:
-                    meta = t.full_entry(i).get("toolUseResult") if len(results) == 1 else None
-                    yield Event("tool", ts, use[0], use[1], result=b, meta=meta)
+                    load = t.field_reader(i, "toolUseResult") if len(results) == 1 else None
+                    yield Event("tool", ts, use[0], use[1], result=b, load_meta=load)
             if not results and _is_prompt(d, blocks):
                 yield Event("prompt", ts, text="\n".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
-        elif typ == "attachment":
-            a = d.get("attachment")
-            if isinstance(a, dict) and isinstance(a.get("type"), str):
-                yield Event("attachment", ts, a["type"], data=a, text="\n".join(claude_code.rendered_texts(d)))
 
 
 def _is_prompt(d: dict, blocks: list[dict]) -> bool:
@@ -201,7 +233,7 @@ def _plain_events(view: View, parsers: list[Parser]) -> Iterator[Event]:
                     for parse in parsers:
                         data = parse(inner)
                         if data is not None:
-                            yield Event("attachment", None, data.get("type", ""), data=data, text=b["text"])
+                            yield Event("attachment", None, data.get("type", ""), text=b["text"], load_data=data)
                             break
                 elif m.kind == PROMPT and not prompted:
                     prompted = True
