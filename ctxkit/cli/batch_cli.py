@@ -208,6 +208,7 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
     from ..batch.engine import Batch, FileJob, run_local
     from ..batch.inputs import check_outputs, expand_inputs, output_for
     from ..batch.results import most_severe, totals
+    from .app import cycle_collector
     from .batch_report import Reporter
 
     _check_options(command, params)
@@ -228,7 +229,9 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
                   os.getcwd())
     scheduler = params.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     start = time.perf_counter()
-    with atomic_output(params["report_file"]) if params.get("report_file") else _no_file() as report_file:
+    # the collector runs for the batch (long, with Dask's machinery); each file's command pauses it
+    with atomic_output(params["report_file"]) if params.get("report_file") else _no_file() as report_file, \
+            cycle_collector(on=True):
         reporter = Reporter(command, params, items, report_file)
         try:
             if scheduler:

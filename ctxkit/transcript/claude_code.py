@@ -169,17 +169,77 @@ def _user_kind(d: dict, blocks: list[dict]) -> str:
 # -- building messages ----------------------------------------------------------------------------
 def project(t: Transcript) -> View:
     order, facts = active_entries(t)
+    carried = _carried_over(t)
+    if carried is not None:
+        return carried
     view = build_messages(t, order)
     by_kind: dict[str, list[dict]] = {}
     start = facts["boundary"] if facts["boundary"] is not None else -1
     for i, rec in records(t):
         if i > start:
             by_kind.setdefault(rec.get("record", ""), []).append(rec)
+    handled = False
     for kind, recs in by_kind.items():
         handler = RECORD_HANDLERS.get(kind)
         if handler is not None:
             view = handler(view, recs, t)
+            handled = True
+    t.memo["view_handled"] = handled
     return view
+
+
+def _carried_over(t: Transcript) -> View | None:
+    """The view of the version ``t`` was edited from, with the tool results the edit replaced put in (a
+    stage that clears or persists results edits nothing else): the projection is not built again. None
+    when that does not hold, or when the earlier view went through a record's handler (a collapse), whose
+    blocks are not the entries' own."""
+    parent = t.parent
+    if (parent is None or t.replaced is None or parent.view is None or parent.memo.get("view_handled", True)
+            or parent.memo.get("chain") is not t.memo.get("chain")):
+        return None
+    new_blocks: dict[BlockRef, dict] = {}
+    for i in t.replaced:
+        changed = _changed_results(parent.entries[i], t.entry(i))
+        if changed is None:
+            return None
+        new_blocks.update((BlockRef(i, k), block) for k, block in changed)
+    msgs = []
+    for m in parent.view.messages:
+        content = [new_blocks.get(ref, b) if ref is not None else b for b, ref in zip(m.content, m.refs, strict=True)] \
+            if m.role == "user" else list(m.content)
+        msgs.append(ViewMessage(m.role, content, m.kind, list(m.refs), list(m.entries), m.uuid, m.timestamp,
+                                m.was_string, m.msg_id))
+    t.memo["view_handled"] = False
+    return View(msgs, list(parent.view.notes), list(parent.view.orphans))
+
+
+def _changed_results(old: dict, new: dict) -> list[tuple[int, dict]] | None:
+    """The blocks of user entry ``new`` that differ from ``old``, as ``(block index, block)``, when they are
+    tool results that differ only in their content (and load no tools); None for any other difference."""
+    if old is new:
+        return []
+    if old.get("type") != "user" or not _same_but(old, new, "message"):
+        return None
+    if not isinstance(old.get("message"), dict) or not isinstance(new.get("message"), dict) \
+            or not _same_but(old["message"], new["message"], "content"):
+        return None
+    (before, was_string), (after, is_string) = content_blocks(old), content_blocks(new)
+    if was_string or is_string or len(before) != len(after):
+        return None
+    out = []
+    for k, (a, b) in enumerate(zip(before, after, strict=True)):
+        if a is b:
+            continue
+        if a.get("type") != "tool_result" or b.get("type") != "tool_result" or not _same_but(a, b, "content") \
+                or _loads_tools(a) or _loads_tools(b):
+            return None
+        out.append((k, b))
+    return out
+
+
+def _same_but(a: dict, b: dict, key: str) -> bool:
+    """Whether two dicts hold the same fields with the same values, ``key`` aside."""
+    return a.keys() == b.keys() and all(a[k] is b[k] or a[k] == b[k] for k in a if k != key)
 
 
 def build_messages(t: Transcript, order: list[int]) -> View:
@@ -296,7 +356,7 @@ def keep_while_reading(i: int, d: dict, kept: dict[int, dict], extracts: dict[tu
     if typ in ("user", "assistant"):
         kept[i] = without_harness_keys(d)
     elif typ == "attachment":
-        extracts[(attachment_summary, i)] = attachment_summary(d)
+        extracts[(attachment_summary, i)] = (None, attachment_summary(d))  # as Transcript.extract keeps it
     elif typ == "system" and d.get("subtype") == "compact_boundary":
         kept.clear()
         extracts.clear()

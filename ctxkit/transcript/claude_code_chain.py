@@ -42,8 +42,17 @@ class Metas:
     def __init__(self, t: Transcript, main: bool = False):
         self.idx = t.lines
         n = len(t.lines)
-        self.edited = {i: Meta(t.entry(i)) for i in (*t.overrides, *range(n, t.n_entries))}
+        self.edited = {i: t.extract(i, Meta) for i in (*t.overrides, *range(n, t.n_entries))}
         self.main = main
+
+    @classmethod
+    def of(cls, t: Transcript, main: bool = False) -> Metas:
+        """The routing fields of transcript ``t``, worked out once per version (kept in ``t.memo``)."""
+        key = "metas-main" if main else "metas"
+        found = t.memo.get(key)
+        if found is None:
+            found = t.memo[key] = cls(t, main)
+        return found
 
     def type(self, i: int) -> str | None:
         m = self.edited.get(i)
@@ -135,25 +144,13 @@ def _walk_key(d: dict) -> tuple:
 
 
 def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
-    metas = Metas(t)
+    metas = Metas.of(t)
     if not _has_main_conversation(t, metas):
         # a subagent's own transcript: every entry is on the sidechain, and that is the conversation
-        metas = Metas(t, main=True)
-    idx, edited, dead = t.lines, metas.edited, t.removed
-    skip = BAD if metas.main else BAD | SIDECHAIN
+        metas = Metas.of(t, main=True)
+    idx, dead = t.lines, t.removed
     flags = idx.flags
-    by_uuid: dict[str, int] = {}
-    for i, u in enumerate(idx.uuids):
-        if i in edited:
-            m = edited[i]
-            if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
-                by_uuid[m.uuid] = i
-        elif u is not None and not flags[i] & skip and u not in by_uuid and i not in dead:
-            by_uuid[u] = i
-    for i in range(len(idx), t.n_entries):
-        m = edited[i]
-        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
-            by_uuid[m.uuid] = i
+    by_uuid = _uuid_map(t, metas)
     removed: set[str] = set()  # uuids snip records removed
     for _i, rec in records(t, "snip"):
         removed.update(rec.get("removedUuids") or [])
@@ -219,6 +216,42 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     return main, facts
 
 
+def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
+    """Live chain entries by uuid (the first line of a uuid wins). The input lines' part is built once per
+    line index and shared by every version whose edits keep each edited line's uuid and side (stage edits
+    rewrite content): then only the appended entries are added to a copy of it."""
+    idx, edited, dead = t.lines, metas.edited, t.removed
+    n = len(idx)
+    skip = BAD if metas.main else BAD | SIDECHAIN
+    flags = idx.flags
+    if not any(i < n for i in dead) and all(
+            m.uuid == idx.uuids[i] and not flags[i] & BAD
+            and (metas.main or m.sidechain == bool(flags[i] & SIDECHAIN)) for i, m in edited.items() if i < n):
+        key = f"uuids-{skip}"
+        base = idx.memo.get(key)
+        if base is None:
+            base = {}
+            for i, u in enumerate(idx.uuids):
+                if u is not None and not flags[i] & skip and u not in base:
+                    base[u] = i
+            idx.memo[key] = base
+        by_uuid = dict(base)
+    else:
+        by_uuid = {}
+        for i, u in enumerate(idx.uuids):
+            if i in edited:
+                m = edited[i]
+                if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+                    by_uuid[m.uuid] = i
+            elif u is not None and not flags[i] & skip and u not in by_uuid and i not in dead:
+                by_uuid[u] = i
+    for i in range(n, t.n_entries):
+        m = edited[i]
+        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
+            by_uuid[m.uuid] = i
+    return by_uuid
+
+
 def _has_main_conversation(t: Transcript, metas: Metas) -> bool:
     """Whether a live user/assistant/attachment entry is off the sidechain (else: a subagent's file)."""
     idx, edited = t.lines, metas.edited
@@ -237,7 +270,9 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
     A sibling is an assistant fragment of a member's message id, or a user entry whose parent (or
     source assistant) is a member. The candidates are looked up in maps of the line index built once
     (:func:`_sibling_maps`), so each round costs the size of the view, not of the file; rounds repeat
-    until nothing is added (a stitched fragment may bring the tool_use a waiting result answers)."""
+    until nothing is added (a stitched fragment may bring the tool_use a waiting result answers). Each
+    round reads only the members the round before added: the uuids, message ids and tool ids of the
+    members are gathered as they join, and a result that waited for a tool id is looked at again."""
     idx, edited = t.lines, metas.edited
     by_msg, by_parent, by_source = _sibling_maps(idx, min((i for i in members if i < len(idx)), default=len(idx)))
 
@@ -245,21 +280,26 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
         found = table.get(key) if key is not None else None
         return () if found is None else (found,) if isinstance(found, int) else found
 
+    uuid_group: dict[str, int] = {}
+    msg_group: dict[str, int] = {}
+    tool_ids: set[str] = set()
+    waiting: set[int] = set()  # user entries next to a member whose results answer a tool id not seen yet
+    joined: Iterable[int] = sorted(members)
     while True:
-        uuid_group = {metas.uuid(i): group.get(i, 0) for i in members if metas.uuid(i)}
-        msg_group = {metas.msg_id(i): group.get(i, 0) for i in members
-                     if metas.type(i) == "assistant" and metas.msg_id(i)}
-        tool_ids: set[str] = set()
-        for i in members:
+        candidates: set[int] = set(edited) | waiting
+        for i in joined:  # what the members added last round bring
+            u, g = metas.uuid(i), group.get(i, 0)
+            if u:
+                uuid_group[u] = g
+                candidates.update(lookup(by_parent, u))
+                candidates.update(lookup(by_source, u))
             if metas.type(i) == "assistant":
+                mid = metas.msg_id(i)
+                if mid:
+                    msg_group[mid] = g
+                    candidates.update(lookup(by_msg, mid))
                 tool_ids.update(b["id"] for b in content_blocks(t.entry(i))[0] if b.get("type") == "tool_use")
-        candidates: set[int] = set(edited)
-        for mid in msg_group:
-            candidates.update(lookup(by_msg, mid))
-        for u in uuid_group:
-            candidates.update(lookup(by_parent, u))
-            candidates.update(lookup(by_source, u))
-        added = False
+        added: list[int] = []
         for i in sorted(candidates):
             if i in members or i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
                 continue
@@ -267,9 +307,8 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
             if typ not in ("assistant", "user") or metas.sidechain(i) or metas.uuid(i) in removed:
                 continue
             if typ == "assistant" and metas.msg_id(i) in msg_group:
-                members.add(i)
+                added.append(i)
                 group[i] = msg_group[metas.msg_id(i)]
-                added = True
             elif typ == "user":
                 parent, source = metas.parent(i), metas.source_assistant(i)
                 if parent not in uuid_group and source not in uuid_group:
@@ -277,12 +316,16 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
                 blocks, _ = content_blocks(t.entry(i))
                 answers = [b for b in blocks if b.get("type") == "tool_result"]
                 if answers and all(b["tool_use_id"] in tool_ids for b in answers):
-                    members.add(i)
+                    added.append(i)
+                    waiting.discard(i)
                     key = parent if parent in uuid_group else source
                     group[i] = uuid_group[key]
-                    added = True
+                elif answers:
+                    waiting.add(i)
         if not added:
             return
+        members.update(added)
+        joined = added
 
 
 _Map = dict[str, "int | list[int]"]
@@ -334,7 +377,7 @@ def leaf_uuid(t: Transcript) -> str | None:
 def uuid_index(t: Transcript) -> dict[str, int]:
     """uuid -> index of the first live, non-sidechain entry carrying it (without parsing every line)."""
     out: dict[str, int] = {}
-    metas = Metas(t)
+    metas = Metas.of(t)
     for i in t.live_indexes():
         u = metas.uuid(i)
         if u and u not in out and not metas.sidechain(i):

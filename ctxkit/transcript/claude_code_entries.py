@@ -34,7 +34,7 @@ def envelope(t: Transcript, parent_uuid: str | None, uuid: str, timestamp: str) 
 
 
 def _newest_conversation_entry(t: Transcript) -> dict | None:
-    metas = Metas(t)
+    metas = Metas.of(t)
     for i in reversed(range(t.n_entries)):
         if (i not in t.removed and not (i < len(t.lines) and t.lines.bad(i))
                 and metas.type(i) in CONVERSATION_TYPES and not metas.sidechain(i)):

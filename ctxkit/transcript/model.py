@@ -63,6 +63,7 @@ class _Parent:
 
     memo: dict[str, Any]
     entries: dict[int, dict]  # the replaced entries as they were
+    view: View | None  # its view, when it had been computed (the projection may carry it over)
 
 
 @dataclass
@@ -95,11 +96,11 @@ class Transcript:
         self.removed = removed
         self._keep_all_parsed = keep_all_parsed
         self._view: View | None = None
-        #: what is known of the transcript this one was edited from (its memo, and its entries where this
-        #: edit replaced them: ``replaced``, None when the edit also appended or removed entries), so that
-        #: a projection can be carried over instead of computed again. Not the parent itself: a chain of
-        #: versions must not keep every earlier view alive.
-        self.parent = _Parent(parent.memo, {i: parent.entry(i) for i in replaced}) \
+        #: what is known of the transcript this one was edited from (its memo, its view if computed, and
+        #: its entries where this edit replaced them: ``replaced``, None when the edit also appended or
+        #: removed entries), so that a projection can be carried over instead of computed again. Not the
+        #: parent itself: a chain of versions must not keep every earlier view alive (one level is kept).
+        self.parent = _Parent(parent.memo, {i: parent.entry(i) for i in replaced}, parent._view) \
             if parent is not None and replaced is not None else None
         self.replaced = replaced if self.parent is not None else None
         #: what is computed once per transcript version (the active chain, ...): never changes once set
@@ -159,16 +160,21 @@ class Transcript:
 
     def extract(self, i: int, make: Callable[[dict], Any]) -> Any:
         """``make(entry)`` for entry ``i``, remembered for every version of this transcript while the entry
-        is as read: what a projection needs of a large entry it does not keep parsed (an attachment's
-        rendered text), so that the next version's projection does not parse the line again. ``make``
-        must depend on the entry alone and its result must not be changed."""
-        if i >= len(self.lines) or i in self.overrides:
-            return make(self.entry(i))
+        is the same: what a projection needs of a large entry it does not keep parsed (an attachment's
+        rendered text), or of an edited one (its routing fields), so that the next version's projection
+        does not work it out again. ``make`` must depend on the entry alone; do not change its result.
+
+        Kept as ``(entry, value)``: the entry object an edited or appended entry had (versions share
+        their entries, so ``is`` tells it is the same one), None for a line as read."""
         key = (make, i)
         found = self._extracts.get(key)
-        if found is None:
-            found = self._extracts[key] = make(self.peek(i))
-        return found
+        if i >= len(self.lines) or i in self.overrides:
+            d = self.entry(i)
+            if found is None or found[0] is not d:
+                found = self._extracts[key] = (d, make(d))
+        elif found is None or found[0] is not None:
+            found = self._extracts[key] = (None, make(self.peek(i)))
+        return found[1]
 
     def field_reader(self, i: int, key: str) -> Callable[[], Any]:
         """A function that reads field ``key`` of :meth:`full_entry` ``(i)`` when called: a field that may

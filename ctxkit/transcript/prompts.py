@@ -128,7 +128,7 @@ def _session_entries(t: Transcript) -> list[int]:
     removed = facts.get("removed") or set()
     boundary = facts.get("boundary")
     by_uuid: dict[str, int] | None = None
-    metas = Metas(t)
+    metas = Metas.of(t)
     indexed: set[int] = set()
     seen: set[int] = set()
     walked: set[int] = set()
