@@ -22,6 +22,7 @@ from ctxkit.tokens import (
     model_info,
 )
 from ctxkit.tokens import tiktoken_counter as tokens
+from ctxkit.tokens.counters import TokenCounter, iter_message_pieces
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
 
@@ -87,8 +88,27 @@ def test_rough_tool_result_string_json_content():
     assert c.count_message(msg) == 6 + MESSAGE_OVERHEAD  # 12 chars of JSON / 2
 
 
-def test_count_messages_sums_and_caches_repeated_messages():
+class WordCounter(TokenCounter):
+    """A counter with the shared per-message cache (what the tiktoken and anthropic counters use)."""
+
+    name = "words"
+
+    def count_text(self, text: str) -> int:
+        return len(text.split())
+
+    def _count_message_uncached(self, msg):
+        return MESSAGE_OVERHEAD + sum(len(str(v).split()) for _, v in iter_message_pieces(msg))
+
+
+def test_the_rough_counter_counts_without_a_cache():
     c = RoughCounter()
+    msg = {"role": "user", "content": "hello there"}
+    assert c.count_messages([msg, msg]) == 2 * c.count_message(msg)
+    assert (c.cache_hits, c.cache_misses, len(c._cache)) == (0, 0, 0)
+
+
+def test_count_messages_sums_and_caches_repeated_messages():
+    c = WordCounter()
     a = {"role": "user", "content": "hello there"}
     b = {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}
     first = c.count_messages([a, b])
@@ -102,7 +122,7 @@ def test_count_messages_sums_and_caches_repeated_messages():
 
 
 def test_cache_is_bounded():
-    c = RoughCounter()
+    c = WordCounter()
     c.cache_size = 3
     for i in range(10):
         c.count_message({"role": "user", "content": f"m{i}"})

@@ -41,7 +41,7 @@ from ..transcript.shapes import problem
 from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
-FORMAT = 1
+FORMAT = 2  # 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED)
 HASH = "sha1/1MiB"
 BLOCK = 1 << 20
 KEEP = 4  # checkpoints kept per first line: this run's two, and the previous run's
@@ -129,6 +129,8 @@ class Checkpoints:
         except orjson.JSONDecodeError:
             self._warn(folder, name, "not JSON")
             return None
+        if isinstance(doc, dict) and isinstance(doc.get("format"), int) and doc["format"] < FORMAT:
+            return None  # kept by an earlier ctxkit (its index lacks what this one reads): not a problem
         wrong = check_checkpoint(doc)
         if wrong is None and _length_of(name) != doc["size"]:
             wrong = f"its name says {_length_of(name)} bytes, it holds {doc['size']}"
@@ -199,7 +201,7 @@ class Checkpoints:
 
 
 def check_checkpoint(doc: Any) -> str | None:
-    """What is wrong with a checkpoint document, None when nothing: ``{"format": 1, "hash": "sha1/1MiB",
+    """What is wrong with a checkpoint document, None when nothing: ``{"format": 2, "hash": "sha1/1MiB",
     "size": bytes, "digests": [one hex SHA-1 per MiB, the last of the part that is left], "detected_early":
     bool, "index": the line index (:func:`ctxkit.transcript.lineindex.index_state`), "facts": the session
     facts}`` (the index itself is checked as it is rebuilt)."""

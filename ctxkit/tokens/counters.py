@@ -240,3 +240,8 @@ class RoughCounter(TokenCounter):
 
     def _count_message_uncached(self, msg: dict[str, Any]) -> int:
         return MESSAGE_OVERHEAD + sum(_rough_piece(k, v) for k, v in iter_message_pieces(msg))
+
+    def count_message(self, msg: dict[str, Any]) -> int:
+        """Counted directly, never cached: a few length checks cost less than the cache key (the message
+        serialized and hashed), a third of the time on a large view."""
+        return self._count_message_uncached(msg)

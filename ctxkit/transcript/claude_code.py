@@ -35,7 +35,7 @@ from ..reminders import unwrap
 from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
-from .lineindex import LineIndex
+from .lineindex import MAYBE_TYPED, LineIndex
 from .model import Transcript, without_harness_keys
 from .view import (
     ASSISTANT,
@@ -83,10 +83,27 @@ def index_line(lines: LineIndex, i: int, d: dict, facts: bool = True) -> None:
         msg_id = (msg.get("id") if msg else None) or d.get("requestId")
     lines.set_routing(i, d.get("uuid"), d.get("parentUuid"), bool(d.get("isSidechain")), msg_id,
                       d.get("sourceToolAssistantUUID"))
+    if may_be_typed(d):
+        lines.flags[i] |= MAYBE_TYPED
     if facts:
         if lines.facts is None:
             lines.facts = SessionFacts()
         lines.facts.add(i, d)
+
+
+def may_be_typed(d: dict) -> bool:
+    """Whether an entry may hold a prompt a person typed: a user entry that carries no tool result, or a
+    ``queued_command`` attachment (what :func:`ctxkit.transcript.prompts.session_prompts` looks at)."""
+    typ = d.get("type")
+    if typ == "user":
+        msg = d.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        return not (isinstance(content, list)
+                    and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+    if typ == "attachment":
+        a = d.get("attachment")
+        return isinstance(a, dict) and a.get("type") == "queued_command"
+    return False
 
 
 def looks_like(d: dict) -> bool:
@@ -335,17 +352,20 @@ class AttachmentSummary:
 SMALL_ATTACHMENT = 4096
 
 
-def attachment_summary(d: dict) -> AttachmentSummary:
+def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSummary:
     """An attachment entry's :class:`AttachmentSummary`: the projection and the attachment state read these
-    (through :meth:`Transcript.extract`, so each version's projection does not parse the line again)."""
+    (through :meth:`Transcript.extract`, so each version's projection does not parse the line again).
+    ``line_size``: the size of the entry's line, when known (then the data's own is not measured: a line
+    over the limit counts as large, its data read again if asked for)."""
     a = d.get("attachment")
     kind = a.get("type") if isinstance(a, dict) and isinstance(a.get("type"), str) else None
-    small = a if kind is not None and len(orjson.dumps(a)) <= SMALL_ATTACHMENT else None
+    size = line_size if line_size is not None else len(orjson.dumps(a)) if kind is not None else 0
+    small = a if kind is not None and size <= SMALL_ATTACHMENT else None
     return AttachmentSummary(kind, tuple(rendered_texts(d)), d.get("renderedRole"), d.get("uuid"),
                              d.get("timestamp"), small)
 
 
-def keep_while_reading(i: int, d: dict, kept: dict[int, dict], extracts: dict[tuple, Any]) -> None:
+def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extracts: dict[tuple, Any]) -> None:
     """What the reader keeps of entry ``i``, parsed as ``d``, for the first projection: the conversation
     entries after the newest compact boundary read so far (the view's candidates; the first projection
     would parse them again otherwise), attachments as their summary. A boundary drops what was kept
@@ -356,7 +376,7 @@ def keep_while_reading(i: int, d: dict, kept: dict[int, dict], extracts: dict[tu
     if typ in ("user", "assistant"):
         kept[i] = without_harness_keys(d)
     elif typ == "attachment":
-        extracts[(attachment_summary, i)] = (None, attachment_summary(d))  # as Transcript.extract keeps it
+        extracts[(attachment_summary, i)] = (None, attachment_summary(d, size))  # as Transcript.extract keeps it
     elif typ == "system" and d.get("subtype") == "compact_boundary":
         kept.clear()
         extracts.clear()

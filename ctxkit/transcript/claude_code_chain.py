@@ -232,7 +232,7 @@ def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
         if base is None:
             base = {}
             for i, u in enumerate(idx.uuids):
-                if u is not None and not flags[i] & skip and u not in base:
+                if u and not flags[i] & skip and u not in base:
                     base[u] = i
             idx.memo[key] = base
         by_uuid = dict(base)
@@ -243,7 +243,7 @@ def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
                 m = edited[i]
                 if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
                     by_uuid[m.uuid] = i
-            elif u is not None and not flags[i] & skip and u not in by_uuid and i not in dead:
+            elif u and not flags[i] & skip and u not in by_uuid and i not in dead:
                 by_uuid[u] = i
     for i in range(n, t.n_entries):
         m = edited[i]
@@ -376,10 +376,4 @@ def leaf_uuid(t: Transcript) -> str | None:
 
 def uuid_index(t: Transcript) -> dict[str, int]:
     """uuid -> index of the first live, non-sidechain entry carrying it (without parsing every line)."""
-    out: dict[str, int] = {}
-    metas = Metas.of(t)
-    for i in t.live_indexes():
-        u = metas.uuid(i)
-        if u and u not in out and not metas.sidechain(i):
-            out[u] = i
-    return out
+    return _uuid_map(t, Metas.of(t))

@@ -20,8 +20,8 @@ class Handler:
     project: Callable[[Transcript], View]
     content_path: tuple[str, ...]  # where an entry keeps its content list
     keep_parsed: bool  # plain formats are small enough (a context window) to keep parsed
-    #: otherwise, what the reader keeps of a parsed entry: ``(i, entry, kept entries, extracts)``
-    keep_while_reading: Callable[[int, dict, dict, dict], None] | None = None
+    #: otherwise, what the reader keeps of a parsed entry: ``(i, entry, line size, kept entries, extracts)``
+    keep_while_reading: Callable[[int, dict, int, dict, dict], None] | None = None
 
 
 _HANDLERS = {

@@ -15,6 +15,9 @@ from typing import Any
 
 SIDECHAIN = 1
 BAD = 2  # unreadable or of the wrong shape, kept as-is under --on-bad-line skip
+#: a line a person may have typed (Claude Code: a user entry carrying no tool result, or a queued command):
+#: the walk for the session's prompts reads only these (ctxkit.transcript.prompts)
+MAYBE_TYPED = 4
 _ODD_TYPE = 255  # a type beyond the 254 the code table holds: looked up in ``odd_types``
 
 

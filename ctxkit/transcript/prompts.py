@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..reminders import REMINDER_OPEN
 from .claude_code_chain import Metas, active_entries, content_blocks, entry_type, uuid_index
+from .lineindex import MAYBE_TYPED
 from .model import Transcript
 
 #: Text the harness writes in a user message, by how it starts (after leading whitespace).
@@ -186,14 +187,11 @@ def session_prompts(t: Transcript) -> list[TypedPrompt]:
 
 def _cannot_be_typed(t: Transcript, i: int) -> bool:
     """Whether entry ``i`` as read is a tool-result carrier or an attachment other than a queued command:
-    most of a session's user and attachment entries, told from their bytes without parsing them (a
+    most of a session's user and attachment entries, told from the line index without reading them (a
     long session holds thousands; this walk runs on every offline compaction)."""
     if i >= len(t.lines) or i in t.overrides:
         return False
-    raw = t.raw_line(i)[0]
-    if entry_type(t, i) == "attachment":
-        return b"queued_command" not in raw
-    return b'"tool_use_id"' in raw and b'"tool_result"' in raw
+    return not t.lines.flags[i] & MAYBE_TYPED
 
 
 def _prompt_command(t: Transcript, d: dict, after: list[int]) -> str | None:

@@ -66,14 +66,14 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
 
     bad = BadLines()
     lines = start.lines if start is not None else LineIndex()
-    pending: list[tuple[int, dict]] = []  # parsed entries waiting for the format to be known
+    pending: list[tuple[int, dict, int]] = []  # parsed entries (and their size) waiting for the format
     cache: dict[int, dict] = {}
     extracts: dict[tuple, object] = {}  # see Transcript.extract
     chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
     detected_early = start is not None and start.detected_early
     resumed = (len(lines), start.size) if start is not None else None
 
-    def index(h, i: int, d: dict) -> None:
+    def index(h, i: int, d: dict, size: int) -> None:
         wrong = problem(h.name, d)  # every field a reader relies on has its type (shapes.py)
         if wrong is not None:
             if on_bad_line == "fail":
@@ -85,17 +85,17 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         if h.keep_parsed:
             cache[i] = d
         elif h.keep_while_reading is not None:
-            h.keep_while_reading(i, d, cache, extracts)
+            h.keep_while_reading(i, d, size, cache, extracts)
 
     def settle():
         """Decide the format from the entries read so far, and index them with it."""
         nonlocal detected_early
-        decided = handler(detect([e for _, e in pending]) or "anthropic")
+        decided = handler(detect([e for _, e, _ in pending]) or "anthropic")
         # detection takes the first Claude Code-looking entry of the window: whatever follows these
         # lines, a read of a file starting with them decides the same
         detected_early = decided.name == CLAUDE_CODE
-        for ln, e in pending:
-            index(decided, ln, e)
+        for ln, e, size in pending:
+            index(decided, ln, e, size)
         pending.clear()
         return decided
 
@@ -114,11 +114,11 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
             lines.mark_bad(i)
             continue
         if chosen is None:
-            pending.append((i, d))
+            pending.append((i, d, len(body)))
             if len(pending) >= _DETECT_WINDOW:
                 chosen = settle()
         else:
-            index(chosen, i, d)
+            index(chosen, i, d, len(body))
     source.file.seek(0, os.SEEK_END)
     lines.end = source.file.tell()
     if chosen is None:
