@@ -21,12 +21,12 @@ from typing import Any
 from ..errors import LLMError
 from ..transcript.prompts import typed_words
 from .extractive_text import (
+    LaterFixes,
     change_snippet,
     describe_call,
     error_quote,
     file_action,
     indented,
-    later_fix,
     path_of,
     remark,
     shortened,
@@ -266,7 +266,7 @@ class _Extraction:
         lines = []
         failures = [i for i, call in enumerate(self.calls) if call.is_error]
         limit = self.settings.max_errors
-        targets: dict[int, tuple[str, tuple[str, ...]]] = {}  # each call's target, worked out once
+        fixes = LaterFixes(self.calls)
         for i in failures[:limit]:
             call = self.calls[i]
             quote = error_quote(call.result or "(no error text)")
@@ -274,7 +274,7 @@ class _Extraction:
                 lines.append(f"- {describe_call(call.name, call.input)} failed:\n{indented(quote)}")
             else:
                 lines.append(f"- {describe_call(call.name, call.input)} failed: {quote}")
-            fix = later_fix(self.calls, i, targets)
+            fix = fixes.fix_of(i)
             if fix is not None:
                 lines.append(f"  then succeeded: {describe_call(fix.name, fix.input)}")
         if len(failures) > limit:

@@ -7,6 +7,7 @@ between lines (never mid-statement), and every cut says how much it left out.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -156,18 +157,31 @@ def same_targets(failed: tuple[str, tuple[str, ...]], later: tuple[str, tuple[st
     return words == other_words
 
 
-def later_fix(calls: Sequence[Any], i: int, targets: dict[int, tuple[str, tuple[str, ...]]]) -> Any:
-    """The call that fixed failed call ``calls[i]``: the first later one of the same tool, answered and
-    not an error, on the same target (:func:`same_target`; not any later success). ``targets`` keeps
-    each call's :func:`call_target` across calls of this function (a session has thousands of calls)."""
-    def target(k: int) -> tuple[str, tuple[str, ...]]:
-        if k not in targets:
-            targets[k] = call_target(calls[k].input)
-        return targets[k]
+class LaterFixes:
+    """Which later call fixed each failed call of a session: the first later one of the same tool,
+    answered and not an error, on the same target (:func:`same_target`; not any later success).
 
-    name = calls[i].name
-    return next((calls[j] for j in range(i + 1, len(calls)) if calls[j].name == name and calls[j].answered
-                 and not calls[j].is_error and same_targets(target(i), target(j))), None)
+    A session has thousands of calls: each call's target is worked out once, and a failure is compared
+    only with the later successes of its own tool."""
+
+    def __init__(self, calls: Sequence[Any]):
+        self.calls = calls
+        self.successes: dict[str, list[int]] = {}  # tool name -> indexes of its answered, successful calls
+        for j, call in enumerate(calls):
+            if call.answered and not call.is_error:
+                self.successes.setdefault(call.name, []).append(j)
+        self.targets: dict[int, tuple[str, tuple[str, ...]]] = {}
+
+    def target(self, k: int) -> tuple[str, tuple[str, ...]]:
+        if k not in self.targets:
+            self.targets[k] = call_target(self.calls[k].input)
+        return self.targets[k]
+
+    def fix_of(self, i: int) -> Any:
+        """The call that fixed ``calls[i]``, or None."""
+        later = self.successes.get(self.calls[i].name, [])
+        return next((self.calls[j] for j in later[bisect.bisect_right(later, i):]
+                     if same_targets(self.target(i), self.target(j))), None)
 
 
 def file_action(name: str, tool_input: dict) -> str:
