@@ -178,6 +178,22 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     assert out.read_bytes() == expected
 
 
+def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(runner, tmp_path):
+    """Format 1 lacked the flags of the lines a person may have typed: its prompts would be missed."""
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    compact(runner, src, out, store)
+    for path in (store / "checkpoints").glob("*/*.json"):
+        doc = json.loads(path.read_text())
+        assert doc["format"] == 2
+        path.write_text(json.dumps({**doc, "format": 1}))
+    grow(src, 1, 5, "b")
+    report = compact(runner, src, out, store)
+    assert report["checkpoint"]["resumed"] is False
+    assert not [w for w in report["warnings"] if w.startswith("checkpoint ")]
+    assert compact(runner, src, out, store)["checkpoint"]["resumed"] is True  # this run kept a new one
+
+
 def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_written(runner, tmp_path):
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))

@@ -95,3 +95,75 @@ def test_writing_copies_runs_of_unchanged_lines_as_byte_ranges(tmp_path):
     assert out.getvalue() == plain.getvalue()
     lines = path.read_bytes().splitlines(keepends=True)
     assert out.getvalue() == b"".join(lines[:i]) + plan[1][1] + b"".join(lines[i + 1:])
+
+
+# -- the view carried over, and what the read pass keeps ------------------------------------------------
+def _fresh(t: Transcript) -> Transcript:
+    """The same entries as ``t``, with no earlier version to carry anything over from."""
+    return Transcript(t.source, t.lines, t.format, t.info, overrides=dict(t.overrides), appended=t.appended,
+                      removed=t.removed)
+
+
+def _shown(view) -> list:
+    return [(m.role, m.kind, m.api(), m.refs, m.entries, m.uuid, m.timestamp) for m in view.messages]
+
+
+def _clear_results(t: Transcript, every: int) -> Transcript:
+    from ctxkit.transcript.edits import replace_blocks
+
+    changes = {}
+    for m in t.view().messages:
+        for b, ref in zip(m.content, m.refs, strict=True):
+            if b.get("type") == "tool_result" and ref is not None and len(changes) % every == 0:
+                changes[ref] = {**b, "content": "[cleared]"}
+            elif b.get("type") == "tool_result" and ref is not None:
+                changes.setdefault(ref, b)
+    return replace_blocks(t, {r: b for r, b in changes.items() if b.get("content") == "[cleared]"})
+
+
+def test_clearing_tool_results_carries_the_view_over_with_the_new_results(tmp_path, monkeypatch):
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    before = t.view()
+    cleared = _clear_results(t, every=2)
+    from ctxkit.transcript import claude_code
+
+    built = []
+    real = claude_code.build_messages
+    monkeypatch.setattr(claude_code, "build_messages", lambda *a: built.append(1) or real(*a))
+    view = cleared.view()
+    assert built == []  # not built again
+    assert _shown(view) == _shown(_fresh(cleared).view())
+    assert "[cleared]" in str([m.api() for m in view.messages])
+    assert "[cleared]" not in str([m.api() for m in before.messages])  # the earlier version's view is as it was
+    # an edit that is not a tool result's content (here: a prompt's text) builds the view again
+    i = next(i for i in t.live_indexes() if t.entry(i).get("type") == "user"
+             and isinstance(t.entry(i)["message"]["content"], str))
+    entry = t.entry(i)
+    t.view()
+    built.clear()
+    retyped = t.with_edits(replace={i: {**entry, "message": {**entry["message"], "content": "other words"}}})
+    assert "other words" in str([m.api() for m in retyped.view().messages]) and built == [1]
+
+
+@pytest.mark.skipif(not cc_sessions(), reason="shared corpus not found")
+@pytest.mark.parametrize("path", [p / "session.jsonl" for p in cc_sessions()], ids=lambda p: p.parent.name)
+def test_a_carried_over_view_is_the_view_built_from_scratch(path):
+    t = read_transcript(path)
+    for every in (1, 3):
+        cleared = _clear_results(t, every)
+        assert _shown(cleared.view()) == _shown(_fresh(cleared).view())
+    # what the read pass kept (entries, attachment summaries) gives the view a read without them gives
+    bare = Transcript(t.source, t.lines, t.format, t.info)
+    assert _shown(t.view()) == _shown(bare.view())
+
+
+def test_what_the_read_pass_keeps_is_dropped_at_each_compact_boundary(tmp_path):
+    first = conversation(TURNS[:2])
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b-1", "parentUuid": None,
+                "logicalParentUuid": first[-1]["uuid"], "isSidechain": False, "content": "Conversation compacted",
+                "timestamp": "2026-11-29T10:00:00.000Z", "sessionId": "s-1"}
+    second = conversation(TURNS[2:], session="s-2", after=[boundary])
+    t = read_transcript(write(tmp_path / "t.jsonl", [*first, boundary, *second]))
+    kept = sorted(t._cache)
+    assert kept and min(kept) >= len(first)  # only the boundary (the walk reads it) and what follows
+    assert all("toolUseResult" not in t._cache[i] for i in kept)

@@ -173,3 +173,41 @@ def test_a_builtin_policy_edited_since_its_form_is_read_from_its_yaml(tmp_path, 
     policy = load_policy("no-llm", cwd=tmp_path, user_config=tmp_path / "none.yaml")
     assert policy.max_output_tokens == 12345
     assert policy.origins["max_output_tokens"] == f"<builtin>/no-llm.yaml:{text.count(chr(10)) + 2}"
+
+
+def test_detect_secrets_loads_without_importing_requests_until_it_is_used():
+    """Its plugins import requests for the verify() calls ctxkit never makes (~0.15 s per redacting run)."""
+    probe = r"""
+import json, sys
+from ctxkit.summarize.redact import Redactor
+found = Redactor().text("key: ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+before = {m: m in sys.modules for m in ("requests", "urllib3")}
+import requests  # the real package, for whoever asks
+import detect_secrets.plugins.base as base
+print(json.dumps({"found": found, "before": before, "real": hasattr(requests, "Session"),
+                  "plugins_see_it": base.requests.Session is requests.Session}))
+"""
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert "[REDACTED:" in out["found"]
+    assert out["before"] == {"requests": False, "urllib3": False}
+    assert out["real"] and out["plugins_see_it"]
+
+
+def test_a_command_runs_without_the_cycle_collector_and_a_batch_with_it():
+    """Parsed transcripts hold no cycles; scanning them again and again cost a fifth of a large run."""
+    import gc
+
+    from ctxkit.cli.app import cycle_collector, handle_errors
+
+    seen = []
+    handle_errors(lambda: seen.append(gc.isenabled()))()
+    with cycle_collector(on=False):
+        with cycle_collector(on=True):  # a batch inside a command: on while it runs
+            seen.append(gc.isenabled())
+            handle_errors(lambda: seen.append(gc.isenabled()))()  # each file's command: off
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    assert seen == [False, True, False, True, False]
+    assert gc.isenabled()

@@ -36,7 +36,7 @@ from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
 from .lineindex import MAYBE_TYPED, LineIndex
-from .model import Transcript, without_harness_keys
+from .model import HARNESS_ONLY_KEYS, Transcript
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -374,7 +374,9 @@ def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extrac
     if d.get("isSidechain"):
         return
     if typ in ("user", "assistant"):
-        kept[i] = without_harness_keys(d)
+        for key in HARNESS_ONLY_KEYS:  # the reader's own copy, read no further: no copy of it is needed
+            d.pop(key, None)
+        kept[i] = d
     elif typ == "attachment":
         extracts[(attachment_summary, i)] = (None, attachment_summary(d, size))  # as Transcript.extract keeps it
     elif typ == "system" and d.get("subtype") == "compact_boundary":
