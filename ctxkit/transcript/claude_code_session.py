@@ -17,15 +17,19 @@ _NAMED = (("cwd", "cwd"), ("slug", "slug"), ("sessionId", "session_id"))
 
 def line_facts(i: int, d: dict) -> tuple:
     """What entry ``i`` tells about the session (empty for a sidechain entry): a tuple of
-    ``(kind, value)`` pairs, compared to tell whether an edit changed any of it."""
+    ``(kind, value)`` pairs, compared to tell whether an edit changed any of it. (Run on every line
+    read: plain loops, no generator.)"""
     if d.get("isSidechain"):
         return ()
     typ = d.get("type")
     out: list[tuple[str, Any]] = []
-    if typ in ("user", "assistant", "attachment"):
-        out.extend((name, d[key]) for key, name in _NAMED if isinstance(d.get(key), str) and d[key])
-    if typ == "attachment" and d.get("renderedRole") == "system":
-        out.append(("system_rendered", True))
+    if typ in _CONVERSATION:
+        for key, name in _NAMED:
+            value = d.get(key)
+            if isinstance(value, str) and value:
+                out.append((name, value))
+        if typ == "attachment" and d.get("renderedRole") == "system":
+            out.append(("system_rendered", True))
     if typ in ("user", "permission-mode") and isinstance(d.get("permissionMode"), str):
         out.append(("mode", d["permissionMode"]))
     elif typ == "mode" and isinstance(d.get("mode"), str):
@@ -34,6 +38,9 @@ def line_facts(i: int, d: dict) -> tuple:
         out.append(("queue_op", {"operation": d.get("operation"), "content": d.get("content"),
                                  "timestamp": d.get("timestamp")}))
     return tuple(out)
+
+
+_CONVERSATION = frozenset(("user", "assistant", "attachment"))
 
 
 class SessionFacts:
