@@ -108,24 +108,11 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     what the walk reads (:func:`_walk_key`): stage edits rewrite content blocks, never the chain."""
     chain = t.memo.get("chain")
     if chain is None:
-        chain = _carried_over(t)
+        # stage edits rewrite content blocks, not what the walk reads (_walk_key): the chain carries over
+        chain = t.carried("chain", lambda i, d: _walk_key(d))
         if chain is None:
             chain = _active_entries(t)
         t.memo["chain"] = chain
-    return chain
-
-
-def _carried_over(t: Transcript) -> tuple[list[int], dict[str, Any]] | None:
-    """The parent version's chain, when ``t`` only replaced entries and none of them in a way the walk sees."""
-    parent = t.parent
-    if parent is None or t.replaced is None:
-        return None
-    chain = parent.memo.get("chain")
-    if chain is None:
-        return None
-    for i in t.replaced:
-        if _walk_key(parent.entries[i]) != _walk_key(t.entry(i)):
-            return None
     return chain
 
 

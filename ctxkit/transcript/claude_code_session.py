@@ -106,22 +106,7 @@ def current_facts(t: Transcript) -> SessionFacts:
     when the edit changed none of them (the usual case: stages rewrite content, not these fields)."""
     facts = t.memo.get("facts")
     if facts is None:
-        facts = t.memo["facts"] = _carried_over(t) or _computed(t)
-    return facts
-
-
-def _carried_over(t: Transcript) -> SessionFacts | None:
-    """The facts of the version ``t`` was edited from, when the edit only replaced entries and none of
-    them in a way that changes a fact."""
-    parent = t.parent
-    if parent is None or t.replaced is None:
-        return None
-    facts = parent.memo.get("facts")
-    if facts is None:
-        return None
-    for i in t.replaced:
-        if line_facts(i, parent.entries[i]) != line_facts(i, t.entry(i)):
-            return None
+        facts = t.memo["facts"] = t.carried("facts", line_facts) or _computed(t)
     return facts
 
 

@@ -158,6 +158,21 @@ class Transcript:
             return d
         return _with_harness_keys(d, self._parse(i))
 
+    def carried(self, name: str, key: Callable[[int, dict], Any]) -> Any:
+        """What the version this one was edited from computed under ``name`` (in its memo), when this edit
+        only replaced entries and ``key(i, entry)`` is the same before and after for each of them (what
+        the computation reads of an entry did not change); None otherwise."""
+        parent = self.parent
+        if parent is None or self.replaced is None:
+            return None
+        value = parent.memo.get(name)
+        if value is None:
+            return None
+        for i in self.replaced:
+            if key(i, parent.entries[i]) != key(i, self.entry(i)):
+                return None
+        return value
+
     def extract(self, i: int, make: Callable[[dict], Any]) -> Any:
         """``make(entry)`` for entry ``i``, remembered for every version of this transcript while the entry
         is the same: what a projection needs of a large entry it does not keep parsed (an attachment's
