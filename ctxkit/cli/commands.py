@@ -15,17 +15,6 @@ import typer
 
 from ..errors import ExitCode, TranscriptError, UsageError
 from ..fileio import atomic_output, check_output
-from ..pipeline import compile_pipeline
-from ..reports.outcome import over_threshold_message
-from ..run_context import model_warnings
-from ..stages.registry import undo_steps
-from ..store.disk import Store
-from ..store.link import find_store, refuse_output_in_store, unlink_store
-from ..store.original_lines import OriginalLines
-from ..summarize.redaction_report import describe as describe_redaction
-from ..tokens import budget_for, require_autocompact_room
-from ..transcript import read_transcript
-from ..transcript.writer import write_messages, write_transcript
 from .app import (
     BadLineOpt,
     FormatOpt,
@@ -58,7 +47,6 @@ from .batch_cli import (
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
 from .conventions import choices_metavar
 from .github import annotation, last_line
-from .run_setup import open_run
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
 _FAILED_ACTIONS = ("failed", "breaker-open")
@@ -120,6 +108,11 @@ def compact(
     """
     if wants_batch(params := dict(locals())):
         return run_many(COMPACT, params)
+    from ..pipeline import compile_pipeline
+    from ..reports.outcome import over_threshold_message
+    from ..store.link import refuse_output_in_store
+    from .run_setup import open_run
+
     source = one_source(sources)
     check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
@@ -154,6 +147,8 @@ def _sources(run) -> dict:
 
 
 def _print_report(result, mode: str, sources: dict) -> None:
+    from ..summarize.redaction_report import describe as describe_redaction
+
     console = stderr_console()
     if mode == "json":
         console.print(json.dumps({**result.to_json(), **sources}, indent=2, ensure_ascii=False), markup=False)
@@ -223,9 +218,12 @@ def view(
     pinned in the store so later requests send them again in the same place.
     """
     from .. import load_policy
+    from ..run_context import model_warnings
     from ..stages.snip import tags_enabled
+    from ..transcript import read_transcript
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
+    from ..transcript.writer import write_messages
     from .run_setup import parse_now
     from .trust_cmd import guard_policy
 
@@ -299,9 +297,10 @@ def stats(
     """
     if wants_batch(params := dict(locals())):
         return run_many(STATS, params)
-    source = one_source(sources)
     from ..reports.stats import view_stats
+    from .run_setup import open_run
 
+    source = one_source(sources)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, dry_run=True)
     print_warnings(run.ctx.warnings)
@@ -374,6 +373,9 @@ def check(
     """Exit 1 when the view's tokens reach a threshold (for CI and hooks); prints the numbers."""
     if wants_batch(params := dict(locals())):
         return run_many(CHECK, params)
+    from ..tokens import budget_for, require_autocompact_room
+    from .run_setup import open_run
+
     source = one_source(sources)
     try:
         run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=None, now=None,
@@ -429,6 +431,13 @@ def expand(
     """
     if wants_batch(params := dict(locals())):
         return run_many(EXPAND, params)
+    from ..stages.registry import undo_steps
+    from ..store.disk import Store
+    from ..store.link import find_store, refuse_output_in_store, unlink_store
+    from ..store.original_lines import OriginalLines
+    from ..transcript import read_transcript
+    from ..transcript.writer import write_transcript
+
     source = one_source(sources)
     from ..store.expand import expand_all as expand_transcript
 

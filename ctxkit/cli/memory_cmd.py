@@ -22,7 +22,6 @@ from .app import (
     stderr_console,
 )
 from .conventions import CtxkitApp, choices_metavar
-from .run_setup import open_run
 
 MemoryReport = Literal["text", "json"]
 
@@ -50,6 +49,7 @@ def memory_update(
     """Write or refresh the session notes (with the policy's summarizer) and record the last message they cover."""
     from ..stages.autocompact.session_memory import update_in_context
     from ..summarize.redaction_report import describe as describe_redaction
+    from .run_setup import open_run
 
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=None, session_memory=session_memory, summarizes=lambda pol: True)

@@ -10,8 +10,6 @@ import typer
 
 from .. import load_policy, policy_schema, validate_policy_file
 from ..errors import ExitCode
-from ..policy import render_policy
-from ..run_context import model_warnings
 from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp, choices_metavar
 from .github import annotation
@@ -80,6 +78,8 @@ def lint(file: Annotated[Optional[str], typer.Argument(
 @handle_errors
 def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     """Print the merged policy and, for each value, which file set it."""
+    from ..policy import render_policy
+    from ..run_context import model_warnings
     from .trust_cmd import guard_policy
 
     loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd())

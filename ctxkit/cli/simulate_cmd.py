@@ -5,18 +5,17 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from ..errors import CtxkitError, ExitCode, TranscriptError, UsageError
 from ..fileio import atomic_output, check_output
-from ..pipeline import compile_pipeline
-from ..policy.model import Policy
 from ..quoting import quote
 from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
-from .run_setup import make_policy
-from .trust_cmd import guard_policy
+
+if TYPE_CHECKING:
+    from ..policy.model import Policy
 
 SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claude Code transcripts to replay: files, "
                                                   "folders (every *.jsonl below, hidden folders skipped) or globs.")]
@@ -42,6 +41,9 @@ PricingOpt = Annotated[Optional[Path], typer.Option("--pricing", metavar="FILE",
 def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None) -> tuple[list[tuple[str, Policy]],
                                                                                        tuple[str, list[str]] | None]:
     """The rows to simulate: each --policy, or one row per --sweep value of the first policy."""
+    from ..pipeline import compile_pipeline
+    from .run_setup import make_policy
+    from .trust_cmd import guard_policy
     names = list(names or [None])  # type: ignore[list-item]
     if sweep is None:
         rows = [(name or _label(make_policy(None, sets)), make_policy(name, sets)) for name in names]

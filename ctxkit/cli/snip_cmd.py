@@ -20,7 +20,6 @@ from .app import (
     print_warnings,
     stderr_console,
 )
-from .run_setup import open_run
 
 
 @app.command()
@@ -39,6 +38,7 @@ def snip(
 ) -> None:
     """Remove whole user turns named by their short ids; the removal is recorded so that a resumed session sees it."""
     from ..pipeline import compile_pipeline
+    from .run_setup import open_run
 
     wanted = tuple(x.strip() for x in ids.split(",") if x.strip())
     if not wanted:

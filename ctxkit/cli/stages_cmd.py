@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
-from ..policy.defaults import default_of
 from ..quoting import quote
 from .app import (
     app,
@@ -44,6 +43,7 @@ def stages_cmd(name: Annotated[str, typer.Argument(metavar="STAGE", help="A stag
 
 
 def _options_text(cls) -> str:
+    from ..policy.defaults import default_of
     lines = []
     for key, spec in cls.options_schema.get("properties", {}).items():
         default = json.dumps(default_of(spec)) if default_of(spec) is not None else "(none)"

@@ -6,29 +6,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from ..policy import find_repo_policy
-from ..policy.model import Policy
-from ..policy.trust import (
-    REPO_FILE_HINT,
-    require_trusted_estimator,
-    require_trusted_summarizer,
-    trust_file_path,
-    trust_policy_file,
-    untrusted_warning,
-)
 from .app import handle_errors, print_warnings, stderr_console
 from .policy_cmd import policy_app
+
+if TYPE_CHECKING:
+    from ..policy.model import Policy
 
 
 def guard_policy(policy: Policy, *, summarizes: bool, counts_tokens: bool = True) -> None:
     """Before a run: refuse (exit 2, nothing done yet) when it would use a setting of a repository policy
     that is not trusted; otherwise say once that such settings are there and not used. Every command that
     reads a transcript counts its tokens (``counts_tokens``), so uses the estimator."""
+    from ..policy.trust import require_trusted_estimator, require_trusted_summarizer, untrusted_warning
+
     if not policy.untrusted:
         return
     if counts_tokens:
@@ -47,6 +42,8 @@ def trust(file: Annotated[Optional[Path], typer.Argument(metavar="FILE",
 
     The files it names with 'extends:' are trusted with it. A changed file must be trusted again.
     """
+    from ..policy import find_repo_policy
+    from ..policy.trust import REPO_FILE_HINT, trust_file_path, trust_policy_file
     cwd = Path.cwd()
     path = file if file is not None else find_repo_policy(cwd)
     if path is None:

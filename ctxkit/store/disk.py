@@ -127,8 +127,8 @@ class Store:
     def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
         """Where ``put_blob`` stores these bytes (nothing is written)."""
         digest = hashlib.sha256(data).hexdigest()
-        if self._blobs is None:  # resolved once: a run may store thousands of results
-            self._blobs = (self.root / "blobs").resolve()
+        if self._blobs is None or not self.root.is_absolute():  # resolved once: a run may store thousands
+            self._blobs = (self.root / "blobs").resolve()    # (a relative root follows the working folder)
         return self._blobs / digest[:2] / f"{digest}{suffix}"
 
     def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
