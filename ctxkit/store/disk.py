@@ -121,15 +121,17 @@ class Store:
         #: whether this run put something in the store or replayed a decision from it: then the output
         #: depends on the store and records where it is (:mod:`ctxkit.store.link`)
         self.used = False
-        self._blobs: Path | None = None  # the blobs folder, symlinks resolved
+        self._blobs: tuple[str | None, Path] | None = None  # (working folder if root is relative, blobs folder)
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
         """Where ``put_blob`` stores these bytes (nothing is written)."""
         digest = hashlib.sha256(data).hexdigest()
-        if self._blobs is None or not self.root.is_absolute():  # resolved once: a run may store thousands
-            self._blobs = (self.root / "blobs").resolve()    # (a relative root follows the working folder)
-        return self._blobs / digest[:2] / f"{digest}{suffix}"
+        # resolved once (a run may store thousands of results), again if a relative root's folder changed
+        here = None if self.root.is_absolute() else os.getcwd()
+        if self._blobs is None or self._blobs[0] != here:
+            self._blobs = (here, (self.root / "blobs").resolve())
+        return self._blobs[1] / digest[:2] / f"{digest}{suffix}"
 
     def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
         """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""

@@ -132,8 +132,11 @@ class Redactor:
         if not self.enabled:
             return [dict(m) for m in messages]
         strings: list[str] = []
-        _walk_messages(messages, lambda s: strings.append(s) or s, self._keyed)
-        mapping = dict(zip(strings, self.texts(strings), strict=True))
+        copied = _walk_messages(messages, lambda s: strings.append(s) or s, self._keyed)
+        redacted = self.texts(strings)
+        if all(a is b for a, b in zip(strings, redacted, strict=True)):
+            return copied  # no text held a secret (the usual case): the copies need no second walk
+        mapping = dict(zip(strings, redacted, strict=True))
         return _walk_messages(messages, lambda s: mapping.get(s, s), self._keyed)
 
     def _keyed(self, key: str, value: str) -> str | None:
