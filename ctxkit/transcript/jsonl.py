@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
 from ..errors import TranscriptError
 
 BAD_LINE_POLICIES = ("fail", "skip")
+_UNKNOWN = object()
 
 
 @dataclass
@@ -32,10 +33,32 @@ class Source:
     file: BinaryIO
     path: Path | None = None  # the real file, when the input was one
     _owned: bool = True
+    fd: Any = field(default=None, init=False, repr=False)  # see _fd()
+
+    def __post_init__(self) -> None:
+        self.fd = _UNKNOWN
 
     def read_at(self, offset: int, length: int) -> bytes:
-        self.file.seek(offset)
-        return self.file.read(length)
+        fd = self._fd()
+        if fd is None:
+            self.file.seek(offset)
+            return self.file.read(length)
+        out = os.pread(fd, length, offset)  # one call, and the stream's own position stays as it was
+        while len(out) < length:  # a short read (a pipe-backed or network file): read on
+            more = os.pread(fd, length - len(out), offset + len(out))
+            if not more:
+                break
+            out += more
+        return out
+
+    def _fd(self) -> int | None:
+        """The file descriptor to read from at an offset, None for a stream without one (in memory)."""
+        if self.fd is _UNKNOWN:
+            try:
+                self.fd = self.file.fileno()
+            except (AttributeError, OSError, ValueError):
+                self.fd = None
+        return self.fd
 
     def close(self) -> None:
         if self._owned:
