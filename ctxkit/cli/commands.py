@@ -1,7 +1,8 @@
 """The transcript commands: compact, view, stats, check, expand.
 
 Over 400 lines because it holds five commands, each with its options declared in its signature (typer's
-way); what they share over many inputs is in batch_cli.py and batch_commands.py.
+way); what they share over many inputs is in batch_cli.py and batch_commands.py. The library is imported
+inside each command, so that ``ctxkit --help`` loads none of it (docs/benchmarks.md).
 """
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def path_of(tool_input: dict) -> str | None:
     return None
 
 
-def call_target(tool_input: dict) -> tuple[str, tuple[str, ...]]:
+def _target(tool_input: dict) -> tuple[str, tuple[str, ...]]:
     """What a call worked on: ``("path", (path,))``, ``("command", words)`` or ``("input", (its JSON,))``."""
     path = path_of(tool_input)
     if path:
@@ -139,15 +139,10 @@ def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
     return any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
 
 
-def same_target(failed: dict, later: dict) -> bool:
-    """Whether a later call retried what a failed call tried: the same file; or the same command, also
-    run with something around it (``PYTHONPATH=. pytest -x`` retries ``pytest -x``); else the same input.
-    A later success on another file or command did not fix this failure."""
-    return same_targets(call_target(failed), call_target(later))
-
-
-def same_targets(failed: tuple[str, tuple[str, ...]], later: tuple[str, tuple[str, ...]]) -> bool:
-    """:func:`same_target` on the calls' :func:`call_target` (for a caller that compares one call with many)."""
+def _retries(failed: tuple[str, tuple[str, ...]], later: tuple[str, tuple[str, ...]]) -> bool:
+    """Whether a later call (its :func:`_target`) retried what a failed call tried: the same file; or the
+    same command, also run with something around it (``PYTHONPATH=. pytest -x`` retries ``pytest -x``);
+    else the same input. A later success on another file or command did not fix this failure."""
     kind, words = failed
     other_kind, other_words = later
     if kind != other_kind:
@@ -159,7 +154,7 @@ def same_targets(failed: tuple[str, tuple[str, ...]], later: tuple[str, tuple[st
 
 class LaterFixes:
     """Which later call fixed each failed call of a session: the first later one of the same tool,
-    answered and not an error, on the same target (:func:`same_target`; not any later success).
+    answered and not an error, on the same target (:func:`_retries`; not any later success).
 
     A session has thousands of calls: each call's target is worked out once, and a failure is compared
     only with the later successes of its own tool."""
@@ -174,14 +169,14 @@ class LaterFixes:
 
     def target(self, k: int) -> tuple[str, tuple[str, ...]]:
         if k not in self.targets:
-            self.targets[k] = call_target(self.calls[k].input)
+            self.targets[k] = _target(self.calls[k].input)
         return self.targets[k]
 
     def fix_of(self, i: int) -> Any:
         """The call that fixed ``calls[i]``, or None."""
         later = self.successes.get(self.calls[i].name, [])
         return next((self.calls[j] for j in later[bisect.bisect_right(later, i):]
-                     if same_targets(self.target(i), self.target(j))), None)
+                     if _retries(self.target(i), self.target(j))), None)
 
 
 def file_action(name: str, tool_input: dict) -> str:

@@ -96,10 +96,7 @@ def may_be_typed(d: dict) -> bool:
     ``queued_command`` attachment (what :func:`ctxkit.transcript.prompts.session_prompts` looks at)."""
     typ = d.get("type")
     if typ == "user":
-        msg = d.get("message")
-        content = msg.get("content") if isinstance(msg, dict) else None
-        return not (isinstance(content, list)
-                    and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+        return not any(b.get("type") == "tool_result" for b in content_blocks(d)[0])
     if typ == "attachment":
         a = d.get("attachment")
         return isinstance(a, dict) and a.get("type") == "queued_command"

@@ -15,14 +15,13 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
 from ..errors import TranscriptError
 
 BAD_LINE_POLICIES = ("fail", "skip")
-_UNKNOWN = object()
 
 
 @dataclass
@@ -33,32 +32,26 @@ class Source:
     file: BinaryIO
     path: Path | None = None  # the real file, when the input was one
     _owned: bool = True
-    fd: Any = field(default=None, init=False, repr=False)  # see _fd()
+    #: the file descriptor reads at an offset use (None: a stream without one, in memory)
+    fd: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.fd = _UNKNOWN
+        try:
+            self.fd = self.file.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.fd = None
 
     def read_at(self, offset: int, length: int) -> bytes:
-        fd = self._fd()
-        if fd is None:
+        if self.fd is None:
             self.file.seek(offset)
             return self.file.read(length)
-        out = os.pread(fd, length, offset)  # one call, and the stream's own position stays as it was
+        out = os.pread(self.fd, length, offset)  # one call, and the stream's own position stays as it was
         while len(out) < length:  # a short read (a pipe-backed or network file): read on
-            more = os.pread(fd, length - len(out), offset + len(out))
+            more = os.pread(self.fd, length - len(out), offset + len(out))
             if not more:
                 break
             out += more
         return out
-
-    def _fd(self) -> int | None:
-        """The file descriptor to read from at an offset, None for a stream without one (in memory)."""
-        if self.fd is _UNKNOWN:
-            try:
-                self.fd = self.file.fileno()
-            except (AttributeError, OSError, ValueError):
-                self.fd = None
-        return self.fd
 
     def close(self) -> None:
         if self._owned:
@@ -87,11 +80,10 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
 def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterator[tuple[int, int, bytes, bool]]:
     """Yield ``(line_no, offset, raw_line_without_newline, had_newline)`` for every line from byte
     ``offset`` on (a line start; ``lines_before`` lines come before it)."""
-    try:  # the file again, with a large buffer: read in 1 MiB pieces, not 8 KiB ones (read_at stays small)
-        f: BinaryIO = open(source.file.fileno(), "rb", buffering=_READ_BUFFER, closefd=False)
-    except (AttributeError, OSError, ValueError):  # not a real file (an in-memory stream)
-        f = source.file
-    with f if f is not source.file else nullcontext(f):
+    # the file again, with a large buffer: read in 1 MiB pieces, not 8 KiB ones (read_at is unbuffered)
+    stream = nullcontext(source.file) if source.fd is None else \
+        open(source.fd, "rb", buffering=_READ_BUFFER, closefd=False)
+    with stream as f:
         f.seek(offset)
         line_no = lines_before
         for raw in f:

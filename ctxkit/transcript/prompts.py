@@ -130,7 +130,6 @@ def _session_entries(t: Transcript) -> list[int]:
     boundary = facts.get("boundary")
     by_uuid: dict[str, int] | None = None
     metas = Metas.of(t)
-    n = len(t.lines)
     indexed: set[int] = set()
     seen: set[int] = set()
     walked: set[int] = set()
@@ -146,20 +145,15 @@ def _session_entries(t: Transcript) -> list[int]:
                           and entry_type(t, i) in ("user", "assistant", "attachment")), None)
         boundary = None
         cur = start
-        # the routing fields come from the line index (the arrays themselves for an unedited line: this
-        # walk covers the whole file): only a system entry is parsed (is it a boundary?)
-        uuids, parents, types, edited = t.lines.uuids, t.lines.parents, t.lines.types, metas.edited
-        system = t.lines.type_codes.get("system", -1)
         while cur is not None and cur not in walked:  # through the view's preserved tail too
             walked.add(cur)
-            plain = cur < n and cur not in edited
-            if (types[cur] == system if plain else entry_type(t, cur) == "system") \
-                    and t.peek(cur).get("subtype") == "compact_boundary":
+            # the routing fields come from the line index: only a system entry is parsed (is it a boundary?)
+            if entry_type(t, cur) == "system" and t.peek(cur).get("subtype") == "compact_boundary":
                 boundary = cur
                 break
-            if _uuid(uuids[cur] if plain else metas.uuid(cur)) not in removed:
+            if _uuid(metas.uuid(cur)) not in removed:
                 members.add(cur)
-            cur = by_uuid.get(_uuid(parents[cur] if plain else metas.parent(cur)))
+            cur = by_uuid.get(_uuid(metas.parent(cur)))
     return sorted(members)
 
 

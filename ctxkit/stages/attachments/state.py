@@ -19,6 +19,7 @@ Replay, per format:
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -111,24 +112,19 @@ class Event:
     #: the attachment's data, or how to read it (see :attr:`data`)
     load_data: dict | Callable[[], Any] | None = field(default=None, repr=False, compare=False)
 
-    @property
+    @functools.cached_property
     def meta(self) -> Any:
         """Claude Code's structured ``toolUseResult`` for this result (None when absent). Read from the
         line when first asked for: only a few tools' records are ever used (Read, Edit), and reading
         them means parsing the whole line again (the copy kept in memory leaves it out)."""
-        if self.load_meta is not None:
-            self.__dict__["_meta"] = self.load_meta()
-            self.load_meta = None
-        return self.__dict__.get("_meta")
+        return self.load_meta() if self.load_meta is not None else None
 
-    @property
+    @functools.cached_property
     def data(self) -> dict:
         """The attachment's data (``{}`` for other events). A large one is read from its line when first
         asked for: most (a prompt snapshot) are never looked at."""
-        if callable(self.load_data):
-            value = self.load_data()
-            self.load_data = value if isinstance(value, dict) else {}
-        return self.load_data if isinstance(self.load_data, dict) else {}
+        value = self.load_data() if callable(self.load_data) else self.load_data
+        return value if isinstance(value, dict) else {}
 
     @property
     def is_error(self) -> bool:
