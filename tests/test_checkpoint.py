@@ -179,14 +179,19 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
 
 
 def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(runner, tmp_path):
-    """Format 1 lacked the flags of the lines a person may have typed: its prompts would be missed."""
+    """Format 1 lacked the flags of the lines a person may have typed (its prompts would be missed);
+    format 2 hashed with SHA-1: both are passed over, quietly."""
+    import hashlib
+
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     compact(runner, src, out, store)
-    for path in (store / "checkpoints").glob("*/*.json"):
+    for k, path in enumerate(sorted((store / "checkpoints").glob("*/*.json"))):
         doc = json.loads(path.read_text())
-        assert doc["format"] == 2
-        path.write_text(json.dumps({**doc, "format": 1}))
+        assert doc["format"] == 3 and doc["hash"] == "crc32/1MiB"
+        old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept
+        digest = hashlib.sha1(old.read_bytes()[:doc["size"]]).hexdigest()
+        path.write_text(json.dumps({**doc, "format": 1 + k % 2, "hash": "sha1/1MiB", "digests": [digest]}))
     grow(src, 1, 5, "b")
     report = compact(runner, src, out, store)
     assert report["checkpoint"]["resumed"] is False
@@ -209,15 +214,15 @@ def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_writ
 
 
 def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tmp_path):
-    import hashlib
+    import zlib
 
     from ctxkit.store import checkpoint
 
     path = tmp_path / "big"
-    data = bytes(range(256)) * (20 * 4096 + 3)  # 20 MiB and a bit: the blocks are hashed by two threads
+    data = bytes(range(256)) * (20 * 4096 + 3)  # 20 MiB and a bit
     path.write_bytes(data)
     mib = checkpoint.BLOCK
-    want = [hashlib.sha1(data[k:k + mib]).hexdigest() for k in range(0, len(data), mib)]
+    want = [f"{zlib.crc32(data[k:k + mib]):08x}" for k in range(0, len(data), mib)]
     with open(path, "rb") as f:
         assert checkpoint._digests(f, len(data), []) == want
         assert checkpoint._starts_with(f, len(data), want)
@@ -226,7 +231,7 @@ def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tm
     with open(path, "rb") as f:
         assert not checkpoint._starts_with(f, len(data), want)
         assert checkpoint._digests(f, len(data), want[:3]) == want[:17] + [
-            hashlib.sha1(path.read_bytes()[17 * mib:18 * mib]).hexdigest()] + want[18:]
+            f"{zlib.crc32(path.read_bytes()[17 * mib:18 * mib]):08x}"] + want[18:]
 
 
 def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_path):
@@ -236,3 +241,74 @@ def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_pa
                             "--report", "none"])
     assert r.exit_code == 0, r.stderr
     assert out.read_bytes() == src.read_bytes() and not store.exists()
+
+
+def _slash_command_turn(session: str, after: list[dict]) -> list[dict]:
+    """A slash command a person typed (its echo, then the prompt it expanded into), chained after ``after``."""
+    parent = after[-1]["uuid"]
+    echo = {"type": "user", "uuid": f"{session}-echo", "parentUuid": parent, "sessionId": session, "cwd": "/work",
+            "timestamp": "2026-11-30T10:00:00.000Z", "isSidechain": False,
+            "message": {"role": "user", "content": "<command-name>/review</command-name>\n"
+                                                   "<command-args>pull 12</command-args>"}}
+    expansion = {**echo, "uuid": f"{session}-expansion", "parentUuid": echo["uuid"], "isMeta": True,
+                 "message": {"role": "user", "content": [{"type": "text", "text": "Review pull request 12."}]}}
+    return [echo, expansion]
+
+
+def test_prompts_typed_before_a_compaction_are_kept_by_the_checkpoint_and_read_as_a_full_read_reads_them(
+        runner, tmp_path):
+    """A session compacted before (Claude Code's or ctxkit's boundary in the input) that grows, output
+    written beside it: the prompts typed before the boundary are found once, kept with the checkpoint,
+    and the next run's summary quotes the same prompts, byte for byte, as a full read's."""
+    from ctxkit.store import checkpoint
+    from ctxkit.transcript import prompts
+    from ctxkit.transcript.reader import read_transcript
+
+    first, src, out, store = tmp_path / "first.jsonl", tmp_path / "session.jsonl", tmp_path / "out.jsonl", \
+        tmp_path / "store"
+    entries = conversation(turns(4, 30, "a"), session="s-a")
+    entries += _slash_command_turn("s-a", entries)
+    entries += conversation(turns(4, 30, "b"), session="s-b", after=entries)
+    write(first, entries)
+    compact(runner, first, src, tmp_path / "first-store", "--context-window", "34000")  # a boundary in the input
+    assert b'"compact_boundary"' in src.read_bytes()
+    before = [p.text for p in prompts.session_prompts(read_transcript(str(src)))]
+    assert "/review pull 12" in before and "a: step 0" in before
+    grow(src, 6, 30, "c")  # enough new turns for the next run to compact again (and to look for the prompts)
+    before = [p.text for p in prompts.session_prompts(read_transcript(str(src)))]
+
+    compact(runner, src, out, store, "--context-window", "34000")
+    kept = [json.loads(p.read_bytes()) for p in (store / "checkpoints").glob("*/*.json")]
+    found = [doc["earlier_prompts"] for doc in kept if doc["size"] == src.stat().st_size]
+    assert found and found[0] is not None and 5 <= len(found[0]["entries"]) < len(before)
+    for k in range(2):
+        grow(src, 1, 5, f"d{k}")
+        report = both_runs(runner, tmp_path, src, out, store, "--context-window", "34000")
+        assert report["checkpoint"]["resumed"] is True
+        summary = out.read_bytes()
+        assert b"/review pull 12" in summary and b"a: step 0" in summary
+
+    # what a resumed read finds is what a full read finds
+    from ctxkit.store.disk import Store
+
+    checkpoints = checkpoint.Checkpoints(Store(store))
+    resumed = read_transcript(str(src), resume=checkpoints.resume)
+    assert checkpoints.outcome["resumed"] is True and isinstance(resumed.lines.memo.get(prompts.EARLIER),
+                                                                 prompts.EarlierPrompts)
+    full = read_transcript(str(src))
+    assert prompts.session_prompts(resumed) == prompts.session_prompts(full)
+    assert [p.text for p in prompts.session_prompts(full)][:len(before)] == before
+
+
+def test_earlier_prompts_of_another_shape_are_a_warning_and_the_input_is_read_in_full(runner, tmp_path):
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    compact(runner, src, out, store)
+    for path in (store / "checkpoints").glob("*/*.json"):
+        doc = json.loads(path.read_text())
+        path.write_text(json.dumps({**doc, "earlier_prompts": {"boundary": 10 ** 9, "entries": [],
+                                                               "commands": [], "dangling": []}}))
+    grow(src, 1, 5, "b")
+    report = compact(runner, src, out, store)
+    assert report["checkpoint"]["resumed"] is False
+    assert any("its earlier prompts are not of their shape" in w for w in report["warnings"])

@@ -121,40 +121,129 @@ def _uuid(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _session_entries(t: Transcript) -> list[int]:
-    """Indexes of the entries of the whole session's conversation, in file order: the view's, and
-    before each compact boundary the chain it continues."""
-    order, facts = active_entries(t)
-    members = set(order)
-    removed = facts.get("removed") or set()
-    boundary = facts.get("boundary")
-    by_uuid: dict[str, int] | None = None
+#: LineIndex.memo key: the prompts walking back from one compact boundary finds (:class:`EarlierPrompts`)
+EARLIER = "earlier-prompts"
+
+
+@dataclass(frozen=True)
+class EarlierPrompts:
+    """The entries with typed prompts that the walk back from compact boundary ``boundary`` finds (every
+    earlier segment of the session), worked out from the lines up to that boundary alone. A session
+    only grows after its newest boundary, so a later run over the same lines (a checkpoint keeps this,
+    :mod:`ctxkit.store.checkpoint`) takes them as they are instead of walking thousands of entries again.
+
+    ``dangling``: the uuids the walk looked up and did not find; a line added later that carries one
+    would change the walk, so then it is walked again. ``commands``: the entries among ``entries`` that
+    are slash commands (their prompt is the command line; the expansion after them was seen).
+    ``kept_tail``: the view's entries before the boundary (the tail a compaction kept in place, which
+    the walk goes through): a view with others is worked out again."""
+
+    boundary: int
+    entries: tuple[int, ...]
+    commands: frozenset[int]
+    dangling: tuple[str, ...]
+    kept_tail: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return {"boundary": self.boundary, "entries": list(self.entries), "commands": sorted(self.commands),
+                "dangling": list(self.dangling), "kept_tail": list(self.kept_tail)}
+
+    @classmethod
+    def from_json(cls, doc: dict, n_lines: int) -> EarlierPrompts:
+        """From :meth:`to_json`; raises ValueError, TypeError or KeyError on another shape (it is read
+        from the store: input like any other)."""
+        boundary, entries, commands = doc["boundary"], doc["entries"], doc["commands"]
+        dangling, kept_tail = doc["dangling"], doc["kept_tail"]
+        if type(boundary) is not int or not 0 <= boundary < n_lines:
+            raise ValueError("boundary")
+        for name, values in (("entries", entries), ("kept_tail", kept_tail)):
+            if not all(type(i) is int for i in values) or values != sorted(set(values)) \
+                    or (values and not 0 <= values[0] <= values[-1] < boundary):
+                raise ValueError(name)
+        if not all(type(i) is int for i in commands) or not set(commands) <= set(entries):
+            raise ValueError("commands")
+        if not all(type(u) is str for u in dangling):
+            raise ValueError("dangling")
+        return cls(boundary, tuple(entries), frozenset(commands), tuple(dangling), tuple(kept_tail))
+
+
+def _walk_back(t: Transcript, boundary: int | None, by_uuid: dict[str, int], removed: set[str],
+               dangling: list[str]) -> tuple[set[int], int | None]:
+    """The entries before compact boundary ``boundary`` that the session's conversation went through,
+    through every earlier boundary (each one's ``logicalParentUuid``, or, when that entry was never
+    written, the last conversation entry before it), and the greatest index the walk read (None: none).
+    The uuids looked up and not found are added to ``dangling``."""
     metas = Metas.of(t)
-    indexed: set[int] = set()
+    members: set[int] = set()
     seen: set[int] = set()
     walked: set[int] = set()
+    indexed: set[int] | None = None
+    top: int | None = None
     while boundary is not None and boundary not in seen:
         seen.add(boundary)
-        if by_uuid is None:
-            by_uuid = uuid_index(t)
-            indexed = set(by_uuid.values())
-        start = by_uuid.get(_uuid(t.entry(boundary).get("logicalParentUuid")))
+        named = _uuid(t.entry(boundary).get("logicalParentUuid"))
+        start = by_uuid.get(named)
+        if start is None and named:
+            dangling.append(named)
         if start is None or start > boundary:
             # the entry it names was never written (seen in real files): the last one before it
+            if indexed is None:
+                indexed = set(by_uuid.values())
             start = next((i for i in range(boundary - 1, -1, -1) if i in indexed
                           and entry_type(t, i) in ("user", "assistant", "attachment")), None)
         boundary = None
         cur = start
         while cur is not None and cur not in walked:  # through the view's preserved tail too
             walked.add(cur)
+            top = cur if top is None or cur > top else top
             # the routing fields come from the line index: only a system entry is parsed (is it a boundary?)
             if entry_type(t, cur) == "system" and t.peek(cur).get("subtype") == "compact_boundary":
                 boundary = cur
                 break
             if _uuid(metas.uuid(cur)) not in removed:
                 members.add(cur)
-            cur = by_uuid.get(_uuid(metas.parent(cur)))
-    return sorted(members)
+            parent = _uuid(metas.parent(cur))
+            cur = by_uuid.get(parent)
+            if cur is None and parent:
+                dangling.append(parent)
+    return members, top
+
+
+def _earlier_prompts(t: Transcript, boundary: int, by_uuid: dict[str, int], removed: set[str],
+                     view: list[int]) -> list[TypedPrompt] | None:
+    """The prompts the walk back from the view's ``boundary`` finds, from the line index's memo (a
+    checkpoint's) when they still hold for ``t``; else worked out, and kept there when they can be. None
+    when they depend on more than the lines before the boundary (then the caller classifies the whole
+    session in one list)."""
+    idx = t.lines
+    n = len(idx)
+    if boundary >= n or any(i <= boundary for i in (*t.overrides, *t.removed)) \
+            or any(by_uuid.get(u, n) < boundary for u in removed):
+        return None  # an edit or a removal before the boundary
+    kept_tail = tuple(sorted(i for i in view if i < boundary))
+    kept = idx.memo.get(EARLIER)
+    if isinstance(kept, EarlierPrompts) and kept.boundary == boundary and kept.kept_tail == kept_tail \
+            and not any(u in by_uuid for u in kept.dangling):
+        out = []
+        for i in kept.entries:
+            d = t.peek(i)
+            words = _command_line(d) if i in kept.commands else _words(d)
+            if not isinstance(words, str) or not words:  # the lines are those the checkpoint was kept of
+                return None
+            out.append(TypedPrompt(i, words))
+        return out
+    dangling: list[str] = []
+    members, top = _walk_back(t, boundary, by_uuid, removed, dangling)
+    if (top is not None and top >= boundary) or not members.issuperset(kept_tail):
+        return None
+    entries = sorted(i for i in members if entry_type(t, i) in ("user", "attachment"))
+    found = _classify(t, entries)
+    if found is None:
+        return None
+    prompts, commands = found
+    idx.memo[EARLIER] = EarlierPrompts(boundary, tuple(p.entry for p in prompts), frozenset(commands),
+                                       tuple(dangling), kept_tail)
+    return prompts
 
 
 def session_prompts(t: Transcript) -> list[TypedPrompt]:
@@ -166,23 +255,65 @@ def session_prompts(t: Transcript) -> list[TypedPrompt]:
     the entry after its echo is the prompt it expands to (a custom command or a skill); a local
     command (``/compact``, ``/model``, ``/mcp``), whose output goes to the user only, never does.
     """
-    entries = [i for i in _session_entries(t) if entry_type(t, i) in ("user", "attachment")]
+    order, facts = active_entries(t)
+    removed = facts.get("removed") or set()
+    boundary = facts.get("boundary")
+    by_uuid = uuid_index(t) if boundary is not None else {}
+    conversation = ("user", "attachment")
+    earlier: list[TypedPrompt] | None = []
+    members = set(order)
+    if boundary is not None:
+        earlier = _earlier_prompts(t, boundary, by_uuid, removed, order)
+        if earlier is not None:  # they cover the view's entries before the boundary (the walk goes through them)
+            members = {i for i in order if i > boundary}
+        else:  # the whole session in one list
+            earlier = []
+            members.update(_walk_back(t, boundary, by_uuid, removed, [])[0])
+    found = _classify(t, [i for i in sorted(members) if entry_type(t, i) in conversation], last=True)
+    assert found is not None  # the last list of the session
+    return earlier + found[0]
+
+
+def _classify(t: Transcript, entries: list[int], last: bool = False) -> tuple[list[TypedPrompt], list[int]] | None:
+    """The typed prompts among ``entries`` (the session's user and attachment entries, in order), and
+    which of them are slash commands. None when a slash-command echo is the last user entry of the list
+    and the list is not the last of the session (``last`` false): whether it expanded into a prompt
+    shows only in what follows."""
     out: list[TypedPrompt] = []
+    commands: list[int] = []
     for k, i in enumerate(entries):
         if _cannot_be_typed(t, i):
             continue
         d = t.peek(i)
-        if d.get("type") == "attachment":
-            words = _queued_words(d)
-        elif d.get("isMeta") or d.get("isCompactSummary") or _origin_kind(d) in _NOT_TYPED_ORIGINS:
-            words = None
-        else:
-            words = _entry_words(d)
-            if words is None:
-                words = _prompt_command(t, d, entries[k + 1:])
+        words = _words(d)
+        if words is _IF_EXPANDED:
+            words = _prompt_command(t, d, entries[k + 1:])
+            if words is _UNKNOWN:
+                if not last:
+                    return None
+                words = None
+            elif words:
+                commands.append(i)
         if words:
             out.append(TypedPrompt(i, words))
-    return out
+    return out, commands
+
+
+def _words(d: dict) -> str | object | None:
+    """The prompt a user or attachment entry holds; None when it holds none; :data:`_IF_EXPANDED` when it
+    is a slash-command echo, which holds one only when it expanded into a prompt (what follows tells)."""
+    if d.get("type") == "attachment":
+        return _queued_words(d)
+    if d.get("isMeta") or d.get("isCompactSummary") or _origin_kind(d) in _NOT_TYPED_ORIGINS:
+        return None
+    words = _entry_words(d)
+    if words is None and _command_line(d) is not None:
+        return _IF_EXPANDED
+    return words
+
+
+_IF_EXPANDED = object()  # see _words
+_UNKNOWN = object()  # see _prompt_command
 
 
 def _cannot_be_typed(t: Transcript, i: int) -> bool:
@@ -194,16 +325,22 @@ def _cannot_be_typed(t: Transcript, i: int) -> bool:
     return not t.lines.flags[i] & MAYBE_TYPED
 
 
-def _prompt_command(t: Transcript, d: dict, after: list[int]) -> str | None:
+def _command_line(d: dict) -> str | None:
+    """The command line of a user entry that is only a slash-command echo, else None."""
+    texts = [str(b.get("text") or "") for b in content_blocks(d)[0] if b.get("type") == "text"]
+    return slash_command(texts[0]) if len(texts) == 1 else None
+
+
+def _prompt_command(t: Transcript, d: dict, after: list[int]) -> str | object | None:
     """The command line of a slash-command echo that expanded into a prompt (the next user entry is
-    the ``isMeta`` expansion), else None."""
-    blocks, _ = content_blocks(d)
-    texts = [str(b.get("text") or "") for b in blocks if b.get("type") == "text"]
-    command = slash_command(texts[0]) if len(texts) == 1 else None
+    the ``isMeta`` expansion), else None; :data:`_UNKNOWN` when no user entry follows in ``after``."""
+    command = _command_line(d)
     if command is None:
         return None
     nxt = next((t.peek(j) for j in after if t.peek(j).get("type") == "user"), None)
-    if nxt is None or not nxt.get("isMeta"):
+    if nxt is None:
+        return _UNKNOWN
+    if not nxt.get("isMeta"):
         return None
     expansion = [str(b.get("text") or "") for b in content_blocks(nxt)[0] if b.get("type") == "text"]
     if not expansion or any(is_harness(x) for x in expansion):

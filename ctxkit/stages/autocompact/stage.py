@@ -242,7 +242,7 @@ policy)`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import LLMError
 from ...policy.defaults import schema_defaults
@@ -251,21 +251,11 @@ from ...tokens import budget_for, require_autocompact_room
 from ...transcript.model import Transcript
 from ...transcript.view import View
 from ..base import Context, Stage, StageResult
-from . import min_retention, reinject
-from .compaction import (
-    Compaction,
-    CompactionError,
-    Written,
-    choose_tail_start,
-    feasible_keep_from,
-    floor_index,
-    write_compaction,
-)
 from .options import OPTIONS_SCHEMA
 
-#: The synthetic first message of a summarizing request whose oldest rounds were dropped.
-from .ptl_retry import summarize_with_retry
-from .session_memory import forget, plan_session_memory
+if TYPE_CHECKING:
+    from .compaction import Compaction, Written
+# the modules that make a compaction are imported when one is made (most runs end under the threshold)
 
 #: The kept tail plus the re-read files and skills may fill at most this share of the threshold.
 POST_COMPACT_SHARE = 0.5
@@ -324,6 +314,9 @@ class Autocompact(Stage):
                          f"{tokens:,} tokens, over the threshold ({threshold:,}). Fix the summarizer, then run "
                          "`ctxkit compact --force`.")
                 return self._result(t, "breaker-open", f"circuit breaker open after {failures} failures", details)
+        from . import min_retention
+        from .compaction import CompactionError, floor_index
+        from .session_memory import forget
         floor = floor_index(t, view)
         if floor >= len(view.messages):
             return self._result(t, "nothing-to-do", "nothing new since the last compaction", details)
@@ -387,6 +380,8 @@ class Autocompact(Stage):
     # -- the two ways ------------------------------------------------------------------------------
     def _session_memory(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
                         trigger: str, details: dict[str, Any]) -> tuple[Written | None, str]:
+        from .compaction import Compaction, choose_tail_start, feasible_keep_from
+        from .session_memory import plan_session_memory
         plan, why = plan_session_memory(t, view, ctx.store, ctx.inputs.session_memory)
         if plan is None:
             return None, why
@@ -419,6 +414,9 @@ class Autocompact(Stage):
 
     def _summarize(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
                    trigger: str, details: dict[str, Any]) -> Written:
+        from . import min_retention
+        from .compaction import Compaction, CompactionError, choose_tail_start, feasible_keep_from
+        from .ptl_retry import summarize_with_retry
         opts = self._opt("keep_tail")
         share = int(max(0, threshold) * POST_COMPACT_SHARE)
         n = len(view.messages)
@@ -473,6 +471,8 @@ class Autocompact(Stage):
 
     def _write(self, t: Transcript, view: View, ctx: Context, c: Compaction, share: int,
                details: dict[str, Any]) -> Written:
+        from . import min_retention, reinject
+        from .compaction import write_compaction
         tail_tokens = ctx.tokens.count_messages([m.api() for m in view.messages[c.keep_from:]])
         last = view.messages[-1] if view.messages else None
         if last is not None and last.role == "assistant" and any(last.tool_uses()):
