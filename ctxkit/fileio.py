@@ -278,6 +278,39 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         raise
 
 
+def release_cached_pages(path: str | os.PathLike | None, unless_same_as: int | None = None) -> None:
+    """Tell the kernel that the cached pages of ``path``, a file about to be replaced by a new output, are
+    of no further use (``posix_fadvise(DONTNEED)``), so that writing the new file reuses them instead of
+    taking more memory. Not when it is the file open as descriptor ``unless_same_as`` (the input, which
+    the output's unchanged bytes are copied from). Advice only: the file itself is untouched, and any
+    error is ignored.
+
+    Why: a run after every turn replaces an output as large as the session. On a virtual machine whose
+    host takes freed memory back (Firecracker, balloon free-page reporting), every page taken anew costs
+    a fault in the host: 190 MB of new page cache cost 0.5-0.9 s of system time on this project's
+    benchmark machine, against 0.1 s when the replaced output's pages are given back first."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None or path is None or str(path) == "-":
+        return
+    try:
+        fd = os.open(os.path.realpath(path), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return
+        if unless_same_as is not None:
+            other = os.fstat(unless_same_as)
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return
+        advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _write_in_place(target: Path, name: str) -> Iterator[BinaryIO]:
     """A device, FIFO or socket: written directly, like a shell redirect (replacing it would destroy it)."""
     try:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from .. import load_policy
 from ..clock import parse_instant
 from ..errors import UsageError, WriteError
-from ..fileio import atomic_output
+from ..fileio import atomic_output, release_cached_pages
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
@@ -57,6 +57,7 @@ class Run:
                 self.checkpoints.save(self.transcript, transcript if to is None else None)
             except WriteError as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
+        release_cached_pages(output, unless_same_as=self.transcript.source.fd)
         with atomic_output(output) as out:
             write_transcript(transcript, out, to)
 

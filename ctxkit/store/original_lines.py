@@ -62,9 +62,12 @@ def _uncompact(t: Transcript, i: int) -> tuple[bytes, bytes] | None:
     body, _ = t.raw_line(i)
     ending = raw[len(body):]
     try:
-        serialized = dumps(orjson.loads(body))
+        parsed = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
+    if isinstance(parsed, dict):
+        t.remember_input_line(i, parsed)  # the writer needs its harness-only fields: not parsed twice
+    serialized = dumps(parsed)
     if serialized == body and ending == b"\n":
         return None
     return serialized, body + ending

@@ -77,9 +77,10 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
         raise TranscriptError(str(path), 0, "permission denied") from None
 
 
-def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterator[tuple[int, int, bytes, bool]]:
-    """Yield ``(line_no, offset, raw_line_without_newline, had_newline)`` for every line from byte
-    ``offset`` on (a line start; ``lines_before`` lines come before it)."""
+def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterator[tuple[int, int, bytes]]:
+    """Yield ``(line_no, offset, raw_line)`` for every line from byte ``offset`` on (a line start;
+    ``lines_before`` lines come before it); ``raw_line`` ends with its line ending (none on a last line
+    without one): see :func:`parse_raw` and :func:`split_ending`."""
     # the file again, with a large buffer: read in 1 MiB pieces, not 8 KiB ones (read_at is unbuffered)
     stream = nullcontext(source.file) if source.fd is None else \
         open(source.fd, "rb", buffering=_READ_BUFFER, closefd=False)
@@ -88,12 +89,32 @@ def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterat
         line_no = lines_before
         for raw in f:
             line_no += 1
-            had_newline = raw.endswith(b"\n")
-            body = raw[:-1] if had_newline else raw
-            if body.endswith(b"\r"):
-                body = body[:-1]
-            yield line_no, offset, body, had_newline
+            yield line_no, offset, raw
             offset += len(raw)
+
+
+def split_ending(raw: bytes) -> tuple[bytes, bool]:
+    """A line as :func:`iter_lines` yields it: its body (without ``\n`` or ``\r\n``), and whether it
+    had a newline."""
+    had_newline = raw.endswith(b"\n")
+    body = raw[:-1] if had_newline else raw
+    return (body[:-1] if body.endswith(b"\r") else body), had_newline
+
+
+def parse_raw(source_name: str, line_no: int, raw: bytes) -> dict | None:
+    """Parse a line as :func:`iter_lines` yields it; None for a blank line. The line ending is
+    whitespace to JSON, so a good line is parsed as it is (no copy of it without its ending); a bad one
+    gets :func:`parse_line`'s error."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = None
+    if type(value) is dict:
+        return value
+    body, had_newline = split_ending(raw)
+    if not body.strip():
+        return None
+    return parse_line(source_name, line_no, body, had_newline)
 
 
 _READ_BUFFER = 1 << 20

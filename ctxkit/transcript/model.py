@@ -191,6 +191,13 @@ class Transcript:
             found = self._extracts[key] = (None, make(self.peek(i)))
         return found[1]
 
+    def remember_input_line(self, i: int, parsed: dict) -> None:
+        """Keep what writing an edit of input line ``i`` needs of the line (its keys in order and its
+        harness-only fields), from a reader that parsed the whole line anyway (the original bytes kept
+        for ``expand``, :mod:`ctxkit.store.original_lines`): the writer then does not parse it again.
+        Shared by every version."""
+        self._extracts[("input-line", i)] = (tuple(parsed), {k: parsed[k] for k in HARNESS_ONLY_KEYS if k in parsed})
+
     def field_reader(self, i: int, key: str) -> Callable[[], Any]:
         """A function that reads field ``key`` of :meth:`full_entry` ``(i)`` when called: a field that may
         be large and is rarely needed (``toolUseResult``, an attachment's data) is parsed from the line
@@ -313,7 +320,12 @@ class Transcript:
                 close_run(i)
                 raw = self.source.read_at(*lines.span(i))
                 override = self.overrides[i]
-                if not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
+                known = self._extracts.get(("input-line", i)) if not self._keep_all_parsed else None
+                if known is not None:  # see remember_input_line
+                    keys, fields = known
+                    if fields:
+                        override = _with_harness_keys(override, {**dict.fromkeys(keys), **fields})
+                elif not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
                     override = _with_harness_keys(override, orjson.loads(raw))
                 pieces.append((i, serialized(override, b"\r\n" if raw.endswith(b"\r\n") else b"\n")))
             elif i == n - 1 and not self.ends_with_newline():

@@ -14,7 +14,7 @@ from ..errors import TranscriptError, UsageError
 from ..quoting import quote
 from .claude_code import NAME as CLAUDE_CODE
 from .formats import FORMATS, detect, handler
-from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source, parse_line
+from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
 from .shapes import problem
@@ -62,7 +62,7 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
 
 
 def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None) -> Transcript:
-    from .jsonl import iter_lines
+    from .jsonl import iter_lines, parse_raw
 
     bad = BadLines()
     lines = start.lines if start is not None else LineIndex()
@@ -100,25 +100,27 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         return decided
 
     skip_lines, skip_bytes = resumed or (0, 0)
-    for line_no, offset, body, had_newline in iter_lines(source, skip_bytes, skip_lines):
+    for line_no, offset, raw in iter_lines(source, skip_bytes, skip_lines):
         i = lines.add(offset)
-        if not body.strip():
-            lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
-            continue
         try:
-            d = parse_line(source.name, line_no, body, had_newline)
+            d = parse_raw(source.name, line_no, raw)
         except TranscriptError as exc:
             if on_bad_line == "fail":
                 raise
             bad.add(exc.message)
             lines.mark_bad(i)
             continue
+        if d is None:
+            lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
+            continue
+        size = len(raw) - raw.endswith(b"\n")  # the line's length without its ending (\n, \r\n)
+        size -= size > 0 and raw[size - 1] == 13
         if chosen is None:
-            pending.append((i, d, len(body)))
+            pending.append((i, d, size))
             if len(pending) >= _DETECT_WINDOW:
                 chosen = settle()
         else:
-            index(chosen, i, d, len(body))
+            index(chosen, i, d, size)
     source.file.seek(0, os.SEEK_END)
     lines.end = source.file.tell()
     if chosen is None:
