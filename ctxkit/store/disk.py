@@ -124,18 +124,19 @@ class Store:
         self._blobs: tuple[str | None, Path] | None = None  # (working folder if root is relative, blobs folder)
 
     # -- blobs ------------------------------------------------------------------------------------
-    def blob_path(self, data: bytes, suffix: str = ".txt") -> Path:
-        """Where ``put_blob`` stores these bytes (nothing is written)."""
-        digest = hashlib.sha256(data).hexdigest()
+    def blob_path(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
+        """Where ``put_blob`` stores these bytes (nothing is written); ``digest``: their SHA-256, when known."""
+        digest = digest or hashlib.sha256(data).hexdigest()
         # resolved once (a run may store thousands of results), again if a relative root's folder changed
         here = None if self.root.is_absolute() else os.getcwd()
         if self._blobs is None or self._blobs[0] != here:
             self._blobs = (here, (self.root / "blobs").resolve())
         return self._blobs[1] / digest[:2] / f"{digest}{suffix}"
 
-    def put_blob(self, data: bytes, suffix: str = ".txt") -> Path:
-        """Store bytes under their hash; returns the absolute path (stable for the same bytes)."""
-        path = self.blob_path(data, suffix)
+    def put_blob(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
+        """Store bytes under their hash (``digest``, when the caller has it); returns the absolute path
+        (stable for the same bytes)."""
+        path = self.blob_path(data, suffix, digest)
         if not self.dry_run:
             self.used = True
             if not path.exists():

@@ -148,14 +148,34 @@ def preview(text: str, limit_bytes: int = PREVIEW_BYTES) -> tuple[str, bool]:
 
 def original_bytes(content: Any) -> tuple[bytes, str, str]:
     """How a tool_result's original content is stored: (bytes, file suffix, "text"|"json")."""
-    if isinstance(content, str):
-        return content.encode("utf-8"), ".txt", "text"
-    return orjson.dumps(content), ".json", "json"
+    suffix, kind = _stored_as(content)
+    return (content.encode("utf-8") if kind == "text" else orjson.dumps(content)), suffix, kind
+
+
+def _stored_as(content: Any) -> tuple[str, str]:
+    return (".txt", "text") if isinstance(content, str) else (".json", "json")
 
 
 def content_digest(content: Any) -> str:
     """A short fingerprint of a tool_result's content (what a decision was made about)."""
-    return hashlib.sha256(original_bytes(content)[0]).hexdigest()[:32]
+    return _sha256_of(content)[0][:32]
+
+
+_recent: list[tuple[Any, str, bytes]] = []  # (content, its SHA-256, its bytes): the last few hashed
+
+
+def _sha256_of(content: Any) -> tuple[str, bytes]:
+    """The SHA-256 (hex) of a content's stored bytes, and the bytes. A stage hashes the same content
+    two or three times in a row (is a decision about it? store it; record what was seen): the last few
+    are remembered by identity (held here, so an identity is never reused while remembered)."""
+    for held, digest, data in _recent:
+        if held is content:
+            return digest, data
+    data = original_bytes(content)[0]
+    digest = hashlib.sha256(data).hexdigest()
+    _recent.insert(0, (content, digest, data))
+    del _recent[4:]
+    return digest, data
 
 
 def decision_applies(record: dict[str, Any] | None, content: Any) -> bool:
@@ -173,8 +193,9 @@ def decision_applies(record: dict[str, Any] | None, content: Any) -> bool:
 
 def store_original(store: Store, content: Any) -> tuple[str, str]:
     """Save a tool_result's original content; returns (blob path, "text"|"json")."""
-    data, suffix, kind = original_bytes(content)
-    return str(store.put_blob(data, suffix)), kind
+    suffix, kind = _stored_as(content)
+    digest, data = _sha256_of(content)
+    return str(store.put_blob(data, suffix, digest=digest)), kind
 
 
 def persisted_message(text: str, blob_path: str, preview_bytes: int = PREVIEW_BYTES) -> str:

@@ -61,12 +61,14 @@ def _uncompact(t: Transcript, i: int) -> tuple[bytes, bytes] | None:
     raw = t.source.read_at(*t.lines.span(i))
     body, _ = t.raw_line(i)
     ending = raw[len(body):]
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(parsed, dict):
-        t.remember_input_line(i, parsed)  # the writer needs its harness-only fields: not parsed twice
+    parsed = t.parsed_input_line(i)  # kept by the reader (most edited lines are in the view)
+    if parsed is None:
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(parsed, dict):
+            t.remember_input_line(i, parsed)  # the writer needs its harness-only fields: not parsed twice
     serialized = dumps(parsed)
     if serialized == body and ending == b"\n":
         return None

@@ -362,6 +362,9 @@ def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSumma
                              d.get("timestamp"), small)
 
 
+_NOTHING_ASIDE: tuple = ((), {})  # a kept entry that had no harness-only field
+
+
 def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extracts: dict[tuple, Any]) -> None:
     """What the reader keeps of entry ``i``, parsed as ``d``, for the first projection: the conversation
     entries after the newest compact boundary read so far (the view's candidates; the first projection
@@ -371,8 +374,13 @@ def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extrac
     if d.get("isSidechain"):
         return
     if typ in ("user", "assistant"):
-        for key in HARNESS_ONLY_KEYS:  # the reader's own copy, read no further: no copy of it is needed
-            d.pop(key, None)
+        # the harness-only fields out of the entry (the projection never reads them), kept beside it:
+        # writing an edit of this line puts them back without parsing it again (Transcript.parsed_input_line)
+        if any(key in d for key in HARNESS_ONLY_KEYS):
+            keys = tuple(d)
+            extracts[("input-line", i)] = (keys, {key: d.pop(key) for key in HARNESS_ONLY_KEYS if key in d})
+        else:
+            extracts[("input-line", i)] = _NOTHING_ASIDE
         kept[i] = d
     elif typ == "attachment":
         extracts[(attachment_summary, i)] = (None, attachment_summary(d, size))  # as Transcript.extract keeps it

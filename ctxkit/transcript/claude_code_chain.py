@@ -44,6 +44,7 @@ class Metas:
         n = len(t.lines)
         self.edited = {i: t.extract(i, Meta) for i in (*t.overrides, *range(n, t.n_entries))}
         self.main = main
+        self._rerouted: set[int] | None = None
 
     @classmethod
     def of(cls, t: Transcript, main: bool = False) -> Metas:
@@ -79,6 +80,20 @@ class Metas:
     def source_assistant(self, i: int) -> str | None:
         m = self.edited.get(i)
         return m.source_assistant if m is not None else self.idx.sources.get(i)
+
+    def rerouted(self) -> set[int]:
+        """The edited entries whose routing fields are not the line's (and the appended ones): the only
+        ones the line index's maps cannot find (:func:`_stitch`). Stage edits keep them: usually none
+        but the appended entries."""
+        found = self._rerouted
+        if found is None:
+            idx, n = self.idx, len(self.idx)
+            found = self._rerouted = {
+                i for i, m in self.edited.items()
+                if i >= n or m.type != idx.type(i) or m.uuid != idx.uuids[i] or m.parent != idx.parents[i]
+                or m.msg_id != idx.msg_ids[i] or m.source_assistant != idx.sources.get(i)
+                or m.sidechain != idx.sidechain(i)}
+        return found
 
 
 
@@ -260,8 +275,9 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
     until nothing is added (a stitched fragment may bring the tool_use a waiting result answers). Each
     round reads only the members the round before added: the uuids, message ids and tool ids of the
     members are gathered as they join, and a result that waited for a tool id is looked at again."""
-    idx, edited = t.lines, metas.edited
+    idx = t.lines
     by_msg, by_parent, by_source = _sibling_maps(idx, min((i for i in members if i < len(idx)), default=len(idx)))
+    rerouted = metas.rerouted()  # an edit that kept an entry's routing fields: the maps find it
 
     def lookup(table: dict[str, int | list[int]], key: str | None) -> Iterable[int]:
         found = table.get(key) if key is not None else None
@@ -273,7 +289,7 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
     waiting: set[int] = set()  # user entries next to a member whose results answer a tool id not seen yet
     joined: Iterable[int] = sorted(members)
     while True:
-        candidates: set[int] = set(edited) | waiting
+        candidates: set[int] = rerouted | waiting
         for i in joined:  # what the members added last round bring
             u, g = metas.uuid(i), group.get(i, 0)
             if u:

@@ -110,13 +110,26 @@ def current_facts(t: Transcript) -> SessionFacts:
     return facts
 
 
+def _facts_of(d: dict) -> tuple:
+    return line_facts(0, d)  # (what line_facts finds does not depend on the index)
+
+
+def _input_facts(t: Transcript, i: int) -> tuple:
+    """The facts of input line ``i`` (kept with the line index: every version asks for its edited lines)."""
+    kept = t.lines.memo.setdefault("input-line-facts", {})
+    found = kept.get(i)
+    if found is None:
+        found = kept[i] = line_facts(i, t.input_entry(i))
+    return found
+
+
 def _computed(t: Transcript) -> SessionFacts:
     """From the facts the indexing pass collected when no edit changed any of them; else every live
     line is read again."""
     base = t.lines.facts
     n = len(t.lines)
     if not isinstance(base, SessionFacts) or any(i < n for i in t.removed) or any(
-            line_facts(i, t.entry(i)) != line_facts(i, t.input_entry(i)) for i in t.overrides):
+            t.extract(i, _facts_of) != _input_facts(t, i) for i in t.overrides):
         facts = SessionFacts()
         for i in t.live_indexes():
             facts.add(i, t.peek(i))  # keep none of them parsed (memory follows the view)

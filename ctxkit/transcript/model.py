@@ -156,7 +156,9 @@ class Transcript:
         d = self.entry(i)
         if i >= len(self.lines) or self._keep_all_parsed:
             return d
-        return _with_harness_keys(d, self._parse(i))
+        known = self._extracts.get(("input-line", i))  # the fields the reader set aside, when it kept the line
+        original = {**dict.fromkeys(known[0]), **known[1]} if known is not None else self._parse(i)
+        return _with_harness_keys(d, original)
 
     def carried(self, name: str, key: Callable[[int, dict], Any]) -> Any:
         """What the version this one was edited from computed under ``name`` (in its memo), when this edit
@@ -191,6 +193,21 @@ class Transcript:
             found = self._extracts[key] = (None, make(self.peek(i)))
         return found[1]
 
+    def parsed_input_line(self, i: int) -> dict | None:
+        """Input line ``i`` as a parse of the whole line gives it, when the reader kept it (the entry and
+        its harness-only fields beside it, :func:`ctxkit.transcript.claude_code.keep_while_reading`);
+        None otherwise. Do not mutate it."""
+        entry = self._cache.get(i)
+        if entry is None:
+            return None
+        if self._keep_all_parsed:
+            return entry
+        known = self._extracts.get(("input-line", i))
+        if known is None:
+            return None  # parsed later, without its harness-only fields: what they were is not known
+        keys, fields = known
+        return _with_harness_keys(entry, {**dict.fromkeys(keys), **fields}) if fields else entry
+
     def remember_input_line(self, i: int, parsed: dict) -> None:
         """Keep what writing an edit of input line ``i`` needs of the line (its keys in order and its
         harness-only fields), from a reader that parsed the whole line anyway (the original bytes kept
@@ -208,6 +225,10 @@ class Transcript:
         here = self.overrides.get(i) or self._cache.get(i)
         if here is not None and (key in here or key not in HARNESS_ONLY_KEYS):
             value = here.get(key)
+            return lambda: value
+        known = self._extracts.get(("input-line", i))
+        if known is not None:  # set aside by the reader
+            value = known[1].get(key)
             return lambda: value
         source, lines = self.source, self.lines
         return lambda: parse_line(source.name, i + 1, *_raw_line(source, lines, i)).get(key)
