@@ -279,21 +279,22 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
 
 
 def release_cached_pages(path: str | os.PathLike | None, unless_same_as: int | None = None) -> None:
-    """Tell the kernel that the cached pages of ``path``, a file about to be replaced by a new output, are
-    of no further use (``posix_fadvise(DONTNEED)``), so that writing the new file reuses them instead of
-    taking more memory. Not when it is the file open as descriptor ``unless_same_as`` (the input, which
-    the output's unchanged bytes are copied from). Advice only: the file itself is untouched, and any
-    error is ignored.
-
-    Why: a run after every turn replaces an output as large as the session. On a virtual machine whose
-    host takes freed memory back (Firecracker, balloon free-page reporting), every page taken anew costs
-    a fault in the host: 190 MB of new page cache cost 0.5-0.9 s of system time on this project's
-    benchmark machine, against 0.1 s when the replaced output's pages are given back first."""
+    """Tell the kernel that the cached pages of ``path``, a regular file about to be replaced by a new
+    output, are of no further use (``posix_fadvise(DONTNEED)``): writing the new file reuses them instead
+    of taking more memory. Not when it is the file open as ``unless_same_as`` (the input the unchanged
+    bytes are copied from). Advice only: the file is untouched, errors are ignored. Why: on a virtual
+    machine whose host takes freed memory back (Firecracker, free-page reporting) each page taken anew
+    faults in the host: 190 MB of new page cache cost 0.5-0.9 s of system time on the benchmark
+    machine, 0.1 s when the replaced output's pages were given back first."""
     advise = getattr(os, "posix_fadvise", None)
     if advise is None or path is None or str(path) == "-":
         return
+    target = os.path.realpath(path)
     try:
-        fd = os.open(os.path.realpath(path), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        if not stat.S_ISREG(os.stat(target).st_mode):
+            return  # a FIFO, a device: never opened here (opening a FIFO to read waits for its writer)
+        # non-blocking all the same: it may have been replaced by a FIFO since
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return
     try:
