@@ -243,6 +243,16 @@ def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_pa
     assert out.read_bytes() == src.read_bytes() and not store.exists()
 
 
+def _local_command_turn(session: str, after: list[dict]) -> list[dict]:
+    """A local slash command (``/model``): its echo and its output, which go to the user only."""
+    echo = {"type": "user", "uuid": f"{session}-local", "parentUuid": after[-1]["uuid"], "sessionId": session,
+            "cwd": "/work", "timestamp": "2026-11-30T10:00:01.000Z", "isSidechain": False,
+            "message": {"role": "user", "content": "<command-name>/model</command-name>\n<command-args></command-args>"}}
+    output = {**echo, "uuid": f"{session}-local-out", "parentUuid": echo["uuid"],
+              "message": {"role": "user", "content": "<local-command-stdout>Set model to opus</local-command-stdout>"}}
+    return [echo, output]
+
+
 def _slash_command_turn(session: str, after: list[dict]) -> list[dict]:
     """A slash command a person typed (its echo, then the prompt it expanded into), chained after ``after``."""
     parent = after[-1]["uuid"]
@@ -312,3 +322,43 @@ def test_earlier_prompts_of_another_shape_are_a_warning_and_the_input_is_read_in
     report = compact(runner, src, out, store)
     assert report["checkpoint"]["resumed"] is False
     assert any("its earlier prompts are not of their shape" in w for w in report["warnings"])
+
+
+@pytest.mark.parametrize("wrong", ["an assistant's words", "a blank line", "a local command"])
+def test_earlier_prompts_that_do_not_hold_what_they_say_are_worked_out_again(runner, tmp_path, wrong):
+    """The checkpoint is read from the store: entries it names that are not prompts (an assistant's words,
+    a blank line, a local command said to have expanded into a prompt) are checked, and the walk is made
+    again: the output is a full read's, and nothing fails."""
+    first, src, out, store = tmp_path / "first.jsonl", tmp_path / "session.jsonl", tmp_path / "out.jsonl", \
+        tmp_path / "store"
+    entries = conversation(turns(4, 30, "a"), session="s-a")
+    entries += _slash_command_turn("s-a", entries)
+    entries += _local_command_turn("s-a", entries)
+    entries += conversation(turns(4, 30, "b"), session="s-b", after=entries)
+    write(first, entries)
+    compact(runner, first, src, tmp_path / "first-store", "--context-window", "34000")
+    data = src.read_bytes()
+    src.write_bytes(data.replace(b"\n", b"\n\n", 1))  # a blank second line (kept, left out of the view)
+    grow(src, 6, 30, "c")
+    compact(runner, src, out, store, "--context-window", "34000")
+    parsed = [json.loads(x) if x.strip() else {} for x in src.read_bytes().splitlines()]
+    assistant = next(k for k, d in enumerate(parsed) if d.get("type") == "assistant" and any(
+        b.get("type") == "text" for b in d["message"]["content"]))
+    local = next(k for k, d in enumerate(parsed) if d.get("uuid") == "s-a-local")
+    crafted = 0
+    for path in (store / "checkpoints").glob("*/*.json"):
+        doc = json.loads(path.read_text())
+        earlier = doc.get("earlier_prompts")
+        if earlier is None:
+            continue
+        extra = {"an assistant's words": assistant, "a blank line": 1, "a local command": local}[wrong]
+        changed = {**earlier, "entries": sorted({*earlier["entries"], extra})}
+        if wrong == "a local command":
+            changed["commands"] = sorted({*earlier["commands"], local})
+        path.write_text(json.dumps({**doc, "earlier_prompts": changed}))
+        crafted += 1
+    assert crafted
+    grow(src, 1, 5, "d")
+    report = both_runs(runner, tmp_path, src, out, store, "--context-window", "34000")
+    assert report["checkpoint"]["resumed"] is True
+    assert b"/review pull 12" in out.read_bytes()

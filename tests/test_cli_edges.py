@@ -84,3 +84,14 @@ def test_a_closed_pipe_is_not_an_error():
                        "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "error" not in p.stderr
+
+
+@pytest.mark.parametrize("data", [b"\n", b"\r\n", b"\n\n", b" \n"])
+def test_a_file_of_blank_lines_is_kept_as_it_is_under_skip(runner, tmp_path, data):
+    """A one-byte file once made the writer read before its start (``ctxkit: error: Invalid argument``)."""
+    src, out = tmp_path / "blank.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--on-bad-line", "skip", "--store",
+                            str(tmp_path / "s")])
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes() == data

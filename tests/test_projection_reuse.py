@@ -167,3 +167,28 @@ def test_what_the_read_pass_keeps_is_dropped_at_each_compact_boundary(tmp_path):
     kept = sorted(t._cache)
     assert kept and min(kept) >= len(first)  # only the boundary (the walk reads it) and what follows
     assert all("toolUseResult" not in t._cache[i] for i in kept)
+
+
+def test_fields_set_aside_for_the_writer_are_only_the_harness_ones(tmp_path):
+    """What is kept beside a line for the writer (its harness-only fields) answers for those fields only:
+    an attachment's data is still read from the line, before and after its bytes were kept for expand."""
+    import json
+
+    from ctxkit.store.original_lines import _uncompact
+
+    envelope = {"isSidechain": False, "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z"}
+    data = {"type": "file", "filename": "f.py", "content": "x" * 10_000}
+    lines = [{**envelope, "type": "user", "uuid": "a", "parentUuid": None, "message": {"role": "user", "content": "hi"}},
+             {**envelope, "type": "attachment", "uuid": "b", "parentUuid": "a", "attachment": data},
+             {**envelope, "type": "user", "uuid": "c", "parentUuid": "b", "toolUseResult": {"stdout": "out"},
+              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "o"}]}}]
+    path = tmp_path / "spaced.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))  # spaced JSON: kept for expand when rewritten
+    t = read_transcript(str(path), check_pairing=False)
+    assert t.field_reader(1, "attachment")() == data
+    assert t.field_reader(2, "toolUseResult")() == {"stdout": "out"} and "toolUseResult" not in t.entry(2)
+    for i in (1, 2):
+        _uncompact(t, i)  # what keeping an edited line's bytes does (it parses the whole line)
+    assert t.field_reader(1, "attachment")() == data
+    assert t.field_reader(2, "toolUseResult")() == {"stdout": "out"}
+    assert t.full_entry(2) == lines[2] and list(t.full_entry(2)) == list(lines[2])

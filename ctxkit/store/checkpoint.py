@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from ..confined import Refused, read_under
-from ..transcript import claude_code, claude_code_session, prompts
+from ..transcript import claude_code, claude_code_session
 from ..transcript.jsonl import Source
 from ..transcript.lineindex import LineIndex, index_from_state, index_state
 from ..transcript.model import Transcript
@@ -110,6 +110,8 @@ class Checkpoints:
                 continue
             try:
                 if doc.get("earlier_prompts") is not None:
+                    from ..transcript import prompts  # (the prompts' module loads when a checkpoint holds some)
+
                     lines.memo[prompts.EARLIER] = prompts.EarlierPrompts.from_json(doc["earlier_prompts"], len(lines))
             except (KeyError, TypeError, ValueError, AttributeError):
                 self._warn(folder, name, "its earlier prompts are not of their shape")
@@ -177,6 +179,8 @@ class Checkpoints:
         if folder is None:
             return
         digests = _digests(read.source.file, read.lines.end, self._input_digests)
+        from ..transcript import prompts
+
         earlier = read.lines.memo.get(prompts.EARLIER)  # what the walk of the session's prompts found
         self._put(folder, read.lines, read.lines.end, digests, read.info.detected_early,
                   earlier.to_json() if isinstance(earlier, prompts.EarlierPrompts) else None)

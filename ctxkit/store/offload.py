@@ -19,7 +19,6 @@ transcript holds it: for an OpenAI ``tool`` message the line's own ``content`` v
 from __future__ import annotations
 
 import hashlib
-from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -130,6 +129,8 @@ def human_size(n_bytes: int) -> str:
             break
         value, unit = value / 1024, bigger
     # JavaScript's toFixed(1): the float's exact value rounded half up (Python's format rounds half to even)
+    from decimal import ROUND_HALF_UP, Decimal  # (only a persisted output's message prints a size)
+
     text = str(Decimal(value).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
     return f"{text[:-2] if text.endswith('.0') else text}{unit}"
 

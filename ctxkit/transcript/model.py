@@ -226,8 +226,8 @@ class Transcript:
         if here is not None and (key in here or key not in HARNESS_ONLY_KEYS):
             value = here.get(key)
             return lambda: value
-        known = self._extracts.get(("input-line", i))
-        if known is not None:  # set aside by the reader
+        known = self._extracts.get(("input-line", i)) if key in HARNESS_ONLY_KEYS else None
+        if known is not None:  # set aside by the reader (what is kept beside a line: its harness-only fields)
             value = known[1].get(key)
             return lambda: value
         source, lines = self.source, self.lines
@@ -358,7 +358,7 @@ class Transcript:
         ending = b"\n"
         if last_live is not None:
             start, length = lines.span(last_live)
-            if self.source.read_at(start + length - 2, 2) == b"\r\n" and length >= 2:
+            if length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n":
                 ending = b"\r\n"
         for k, entry in enumerate(self.appended):
             if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..reminders import REMINDER_OPEN
 from .claude_code_chain import Metas, active_entries, content_blocks, entry_type, uuid_index
-from .lineindex import MAYBE_TYPED
+from .lineindex import BAD, MAYBE_TYPED, SIDECHAIN
 from .model import Transcript
 
 #: Text the harness writes in a user message, by how it starts (after leading whitespace).
@@ -225,11 +225,13 @@ def _earlier_prompts(t: Transcript, boundary: int, by_uuid: dict[str, int], remo
     if isinstance(kept, EarlierPrompts) and kept.boundary == boundary and kept.kept_tail == kept_tail \
             and not any(u in by_uuid for u in kept.dangling):
         out = []
-        for i in kept.entries:
-            d = t.peek(i)
-            words = _command_line(d) if i in kept.commands else _words(d)
-            if not isinstance(words, str) or not words:  # the lines are those the checkpoint was kept of
+        for i in kept.entries:  # read from the store: each entry is checked to hold what it is said to
+            if t.lines.bad(i) or entry_type(t, i) not in ("user", "attachment") or _cannot_be_typed(t, i):
                 return None
+            d = t.peek(i)
+            words = _expanded_command(t, i, d, boundary) if i in kept.commands else _words(d)
+            if not isinstance(words, str) or not words:
+                return None  # not what a walk finds: walked again
             out.append(TypedPrompt(i, words))
         return out
     dangling: list[str] = []
@@ -329,6 +331,17 @@ def _command_line(d: dict) -> str | None:
     """The command line of a user entry that is only a slash-command echo, else None."""
     texts = [str(b.get("text") or "") for b in content_blocks(d)[0] if b.get("type") == "text"]
     return slash_command(texts[0]) if len(texts) == 1 else None
+
+
+def _expanded_command(t: Transcript, i: int, d: dict, boundary: int) -> str | None:
+    """The command line of slash-command echo ``i`` (``d``) when the next user line before ``boundary``
+    is its prompt (:func:`_prompt_command`, with the file's lines for the session's entries: a kept
+    entry is checked, not believed); else None."""
+    flags = t.lines.flags
+    nxt = next((j for j in range(i + 1, min(boundary, len(flags)))
+                if not flags[j] & (BAD | SIDECHAIN) and entry_type(t, j) == "user"), None)
+    found = _prompt_command(t, d, [nxt] if nxt is not None else [])
+    return found if isinstance(found, str) else None
 
 
 def _prompt_command(t: Transcript, d: dict, after: list[int]) -> str | object | None:

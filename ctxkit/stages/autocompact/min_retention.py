@@ -17,15 +17,12 @@ from typing import Any
 
 from ...summarize import retention
 from ...transcript.view import View
+from .options import MIN_RETENTION_SCHEMA
 
 #: The kinds ``min_retention`` holds a model summary to, and what messages call them.
 GUARDED_KINDS = {"user_prompts": "user prompts", "file_paths": "file paths"}
 
-OPTION_SCHEMA: dict[str, Any] = {
-    "type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-    "description": "Reject a summary by a model or command that keeps less than this share of the replaced "
-                   "history's user prompts, or of its file paths; the extractive summary is used instead, and the "
-                   "rejection counts as a failure for the circuit breaker. null: accept any summary."}
+OPTION_SCHEMA: dict[str, Any] = MIN_RETENTION_SCHEMA  # (in .options: see there)
 
 
 def measure(view: View, keep_from: int, after: list[dict], details: dict[str, Any]) -> None:

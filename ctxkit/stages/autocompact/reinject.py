@@ -46,45 +46,20 @@ from ...policy.defaults import schema_defaults
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
 from ...transcript.view import View, ViewMessage
+from .options import REINJECT_SCHEMA
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript
     from ..attachments.state import AttachmentState
     from ..base import Context
 
-#: Tools whose ``file_path`` (or ``notebook_path``) names a file the model has in mind.
-DEFAULT_FILE_TOOLS = ("Read", "Edit", "MultiEdit", "Write", "NotebookEdit")
 SKILL_MARKER = "Base directory for this skill:"
 DELTA_KINDS = ("deferred_tools_delta", "agent_listing_delta", "mcp_instructions_delta")
 _SKILL_CUT_NOTE = "\n\n[... skill text shortened after compaction; Read the skill's file for the rest]"
 _BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".pdf", ".zip", ".gz", ".tar", ".so",
                     ".o", ".a", ".pyc", ".class", ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav"}
 
-OPTIONS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "description": "What is re-injected after a compaction, with its token budgets.",
-    "properties": {
-        "files": {"type": "boolean", "default": True, "description": "Re-read the most recent files from disk."},
-        "max_files": {"type": "integer", "minimum": 0, "default": 5, "description": "At most this many files."},
-        "file_max_tokens": {"type": "integer", "minimum": 0, "default": 5_000,
-                            "description": "A file larger than this is not re-injected (dropped)."},
-        "files_max_tokens": {"type": "integer", "minimum": 0, "default": 50_000,
-                             "description": "All re-read files together."},
-        "file_tools": {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
-                       "default": list(DEFAULT_FILE_TOOLS),
-                       "description": "Tools whose file_path names a file the model worked with."},
-        "plan": {"type": "boolean", "default": True, "description": "Re-inject the plan file."},
-        "plan_mode": {"type": "boolean", "default": True, "description": "Remind the model that plan mode is on."},
-        "skills": {"type": "boolean", "default": True, "description": "Re-inject the invoked skills."},
-        "skill_max_tokens": {"type": "integer", "minimum": 0, "default": 5_000,
-                             "description": "Each skill body is cut to this."},
-        "skills_max_tokens": {"type": "integer", "minimum": 0, "default": 25_000,
-                              "description": "All skills together."},
-        "deltas": {"type": "boolean", "default": True,
-                   "description": "Announce the current deferred tools, agent types and MCP instructions again."},
-    },
-}
+OPTIONS_SCHEMA: dict[str, Any] = REINJECT_SCHEMA  # (in .options: the stage's schema loads without this module)
 
 
 #: The options' defaults: Claude Code's numbers.
