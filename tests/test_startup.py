@@ -31,8 +31,9 @@ sys.__stdout__.write("\n" + json.dumps({"code": code, "modules": sorted(sys.modu
 
 #: Never needed to compact a short transcript under a built-in policy with nothing to do.
 NOT_FOR_A_TINY_COMPACT = (
-    "anthropic", "tiktoken", "jsonschema", "pydantic", "rich.table", "httpx",
+    "anthropic", "tiktoken", "jsonschema", "pydantic", "rich", "httpx",
     "ctxkit.stages.attachments", "ctxkit.stages.snip", "ctxkit.stages.collapse",
+    "ctxkit.stages.autocompact.compaction", "ctxkit.stages.autocompact.reinject", "ctxkit.summarize.retention",
     "ctxkit.summarize.anthropic", "ctxkit.summarize.client", "ctxkit.summarize.command",
     "ctxkit.summarize.redact", "ctxkit.summarize.secret_rules", "ctxkit.store.expand", "ctxkit.reports.stats",
 )
@@ -211,3 +212,20 @@ def test_a_command_runs_without_the_cycle_collector_and_a_batch_with_it():
         seen.append(gc.isenabled())
     assert seen == [False, True, False, True, False]
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("text", ["ctxkit: warning: plain", "a\ttab", "wide 漢字\tthen", "e\u0301\tx", "cr\rand bell\x07",
+                                  "esc \x1b[31mred\x1b[0m", "[red]not markup[/red] :smile:", "two\nlines\twith tab",
+                                  "trailing  ", "", "\x0b\x0c"])
+def test_messages_print_as_riches_console_printed_them(text, capsys):
+    """Messages go to stderr without loading rich: the text each shows is the one rich's console showed."""
+    import io
+
+    from rich.console import Console
+
+    from ctxkit.cli.app import stderr_console
+
+    buf = io.StringIO()
+    Console(file=buf, soft_wrap=True, highlight=False, markup=False, emoji=False).print(text, markup=False)
+    stderr_console().print(text, markup=False)
+    assert capsys.readouterr().err == buf.getvalue()

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
 import typer
-from rich.console import Console
 
 from .. import __version__
 from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
@@ -55,10 +54,52 @@ def _root(version: Annotated[Optional[bool], typer.Option("--version", callback=
     pass
 
 
-def stderr_console() -> Console:
-    """The diagnostics console: stderr, never wrapped at 80 columns (exact-text tests read it), and plain:
-    no markup and no emoji codes, so a message prints the text it holds (``<stdin>:100:`` stays ``:100:``,
-    a ``[red]`` in a value stays ``[red]``)."""
+class PlainConsole:
+    """Where ctxkit's messages go: standard error, plain text, a line per ``print``. Never wrapped at 80
+    columns (exact-text tests read it); no markup and no emoji codes, so a message prints the text it
+    holds (``<stdin>:100:`` stays ``:100:``, a ``[red]`` in a value stays ``[red]``).
+
+    What rich's console, so set up, printed, without loading rich (a tenth of a run's start-up, and
+    most runs print a few lines): the control codes it removes are removed (bell, backspace, vertical
+    tab, form feed, carriage return), tabs are expanded to 8 columns. Progress bars and tables take
+    rich's own console (:func:`rich_stderr_console`)."""
+
+    def print(self, *objects: object, markup: bool = False, sep: str = " ", end: str = "\n") -> None:
+        text = sep.join(map(str, objects)).translate(_REMOVED_CONTROL_CODES)
+        if "\t" in text:
+            text = "\n".join(_expand_tabs(line) for line in text.split("\n"))
+        sys.stderr.write(text + end)
+        sys.stderr.flush()
+
+
+_REMOVED_CONTROL_CODES = dict.fromkeys((7, 8, 11, 12, 13))
+
+
+def _expand_tabs(line: str, size: int = 8) -> str:
+    """Tabs to spaces up to the next stop, counting terminal cells (a wide character takes two)."""
+    import unicodedata
+
+    out, column = [], 0
+    for ch in line:
+        if ch == "\t":
+            pad = size - column % size
+            out.append(" " * pad)
+            column += pad
+            continue
+        out.append(ch)
+        column += 0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+    return "".join(out)
+
+
+def stderr_console() -> PlainConsole:
+    """The diagnostics console (see :class:`PlainConsole`)."""
+    return PlainConsole()
+
+
+def rich_stderr_console() -> Any:
+    """rich's console on standard error, set up as :class:`PlainConsole` prints: for progress and tables."""
+    from rich.console import Console
+
     return Console(file=sys.stderr, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 

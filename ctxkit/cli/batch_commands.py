@@ -7,8 +7,6 @@ import re
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from ..batch.inputs import is_url
 from ..batch.results import FileResult
 from .batch_cli import BatchCommand
@@ -132,6 +130,8 @@ def _table(title: str, rows: dict[str, int], first: str, total: int | None = Non
 
 def render_fleet_stats(agg: dict[str, Any]) -> None:
     """``ctxkit stats`` over many sessions, as tables on stdout (``--json`` prints the document)."""
+    from rich.console import Console  # (rich loads for the tables only)
+
     console = Console(file=sys.stdout, soft_wrap=True, highlight=False, markup=False, emoji=False)
     v = agg["view_tokens"]
     console.print(f"{agg['sessions']} sessions, {agg['messages']:,} messages, {agg['tokens']:,} tokens in their "

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from ..batch.inputs import Item, is_url
 from ..batch.results import FileResult
-from .app import stderr_console
+from .app import rich_stderr_console
 from .batch_cli import BatchCommand, diagnostics
 
 
@@ -52,7 +52,7 @@ class Reporter:
         self.report_file = report_file
         self.items = items
         self.results: list[FileResult] = []
-        self.console = stderr_console()
+        self.console = rich_stderr_console()
         self.warned: dict[str, int] = {}
         self.progress: Progress | None = None
         self._task = None
