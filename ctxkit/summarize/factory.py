@@ -34,8 +34,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import UsageError
-from .anthropic import AnthropicSummarizer
-from .command import CommandSummarizer
 from .extractive import ExtractiveSummarizer, SessionFacts
 from .protocol import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -73,6 +71,8 @@ def make_summarizer(
     config = dict(config or {})
     use = summarizer_kind(config, env=env, client=client)
     if use == "anthropic":
+        from .anthropic import AnthropicSummarizer  # (the SDK's client module loads for a model summary only)
+
         return AnthropicSummarizer(
             model=str(config.get("model") or default_model),
             max_output_tokens=int(config.get("max_output_tokens") or DEFAULT_MAX_OUTPUT_TOKENS),
@@ -88,6 +88,8 @@ def make_summarizer(
         command = config.get("command")
         if not command:
             raise UsageError("summarizer.use is 'command' but summarizer.command is not set")
+        from .command import CommandSummarizer
+
         return CommandSummarizer(
             str(command),
             timeout_seconds=float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS),
