@@ -22,7 +22,7 @@ import orjson
 
 from ..confined import Refused, read_under
 from ..fileio import atomic_write
-from ..transcript.jsonl import dumps
+from ..transcript.jsonl import dumps, split_ending
 from ..transcript.model import Transcript
 from .disk import Store
 
@@ -59,7 +59,7 @@ def _uncompact(t: Transcript, i: int) -> tuple[bytes, bytes] | None:
     """(the entry's compact serialization, the line's bytes with its line ending) when these differ
     from that serialization and ``\n``; None for a line in compact form (or not JSON)."""
     raw = t.source.read_at(*t.lines.span(i))
-    body, _ = t.raw_line(i)
+    body, _ = split_ending(raw)
     ending = raw[len(body):]
     parsed = t.parsed_input_line(i)  # kept by the reader (most edited lines are in the view)
     if parsed is None:

@@ -36,7 +36,7 @@ from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
 from .lineindex import MAYBE_TYPED, LineIndex
-from .model import HARNESS_ONLY_KEYS, Transcript
+from .model import SET_ASIDE, Transcript, set_aside
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -362,9 +362,6 @@ def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSumma
                              d.get("timestamp"), small)
 
 
-_NOTHING_ASIDE: tuple = ((), {})  # a kept entry that had no harness-only field
-
-
 def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extracts: dict[tuple, Any]) -> None:
     """What the reader keeps of entry ``i``, parsed as ``d``, for the first projection: the conversation
     entries after the newest compact boundary read so far (the view's candidates; the first projection
@@ -376,11 +373,7 @@ def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extrac
     if typ in ("user", "assistant"):
         # the harness-only fields out of the entry (the projection never reads them), kept beside it:
         # writing an edit of this line puts them back without parsing it again (Transcript.parsed_input_line)
-        if any(key in d for key in HARNESS_ONLY_KEYS):
-            keys = tuple(d)
-            extracts[("input-line", i)] = (keys, {key: d.pop(key) for key in HARNESS_ONLY_KEYS if key in d})
-        else:
-            extracts[("input-line", i)] = _NOTHING_ASIDE
+        extracts[(SET_ASIDE, i)] = set_aside(d, take=True)
         kept[i] = d
     elif typ == "attachment":
         extracts[(attachment_summary, i)] = (None, attachment_summary(d, size))  # as Transcript.extract keeps it

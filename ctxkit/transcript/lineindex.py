@@ -160,8 +160,8 @@ def index_from_state(doc: dict[str, Any]) -> LineIndex:
     return idx
 
 
+_STRING_TYPES = {str, type(None)}
+
+
 def _strings(values: Any, n: int) -> bool:
     return isinstance(values, list) and len(values) == n and set(map(type, values)) <= _STRING_TYPES
-
-
-_STRING_TYPES = {str, type(None)}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
-from .jsonl import BadLines, Source, dumps, parse_line
+from .jsonl import BadLines, Source, dumps, parse_line, split_ending
 from .lineindex import BAD, LineIndex
 
 if TYPE_CHECKING:
@@ -51,10 +51,21 @@ def _with_harness_keys(entry: dict, original: dict) -> dict:
 
 
 def _raw_line(source: Source, lines: LineIndex, i: int) -> tuple[bytes, bool]:
-    raw = source.read_at(*lines.span(i))
-    had_newline = raw.endswith(b"\n")
-    body = raw[:-1] if had_newline else raw
-    return (body[:-1] if body.endswith(b"\r") else body), had_newline
+    return split_ending(source.read_at(*lines.span(i)))
+
+
+def set_aside(d: dict, *, take: bool = False) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """What writing an edit of an entry needs of its input line: the line's keys in order and its
+    harness-only fields (taken out of ``d`` when ``take``). Kept per line under ``(SET_ASIDE, i)`` in
+    :meth:`Transcript.extract`'s table, shared by every version."""
+    if not any(k in d for k in HARNESS_ONLY_KEYS):
+        return _NOTHING_ASIDE
+    keys = tuple(d)
+    return keys, {k: (d.pop(k) if take else d[k]) for k in HARNESS_ONLY_KEYS if k in d}
+
+
+SET_ASIDE = "input-line"
+_NOTHING_ASIDE: tuple = ((), {})
 
 
 @dataclass(frozen=True)
@@ -156,9 +167,8 @@ class Transcript:
         d = self.entry(i)
         if i >= len(self.lines) or self._keep_all_parsed:
             return d
-        known = self._extracts.get(("input-line", i))  # the fields the reader set aside, when it kept the line
-        original = {**dict.fromkeys(known[0]), **known[1]} if known is not None else self._parse(i)
-        return _with_harness_keys(d, original)
+        original = self._set_aside_shape(i)  # what the reader set aside, when it kept the line
+        return _with_harness_keys(d, original if original is not None else self._parse(i))
 
     def carried(self, name: str, key: Callable[[int, dict], Any]) -> Any:
         """What the version this one was edited from computed under ``name`` (in its memo), when this edit
@@ -202,18 +212,21 @@ class Transcript:
             return None
         if self._keep_all_parsed:
             return entry
-        known = self._extracts.get(("input-line", i))
-        if known is None:
-            return None  # parsed later, without its harness-only fields: what they were is not known
-        keys, fields = known
-        return _with_harness_keys(entry, {**dict.fromkeys(keys), **fields}) if fields else entry
+        original = self._set_aside_shape(i)
+        # None: parsed later, without its harness-only fields, so what they were is not known
+        return _with_harness_keys(entry, original) if original is not None else None
 
     def remember_input_line(self, i: int, parsed: dict) -> None:
-        """Keep what writing an edit of input line ``i`` needs of the line (its keys in order and its
-        harness-only fields), from a reader that parsed the whole line anyway (the original bytes kept
-        for ``expand``, :mod:`ctxkit.store.original_lines`): the writer then does not parse it again.
-        Shared by every version."""
-        self._extracts[("input-line", i)] = (tuple(parsed), {k: parsed[k] for k in HARNESS_ONLY_KEYS if k in parsed})
+        """Keep what writing an edit of input line ``i`` needs of it (:func:`set_aside`), from a reader that
+        parsed the whole line anyway (the bytes kept for ``expand``, :mod:`ctxkit.store.original_lines`):
+        the writer then does not parse it again."""
+        self._extracts[(SET_ASIDE, i)] = set_aside(parsed)
+
+    def _set_aside_shape(self, i: int) -> dict | None:
+        """The input line's keys in order with its harness-only fields (:func:`set_aside`), as an entry
+        :func:`_with_harness_keys` reads them from; None when nothing was set aside for line ``i``."""
+        known = self._extracts.get((SET_ASIDE, i))
+        return {**dict.fromkeys(known[0]), **known[1]} if known is not None else None
 
     def field_reader(self, i: int, key: str) -> Callable[[], Any]:
         """A function that reads field ``key`` of :meth:`full_entry` ``(i)`` when called: a field that may
@@ -226,7 +239,7 @@ class Transcript:
         if here is not None and (key in here or key not in HARNESS_ONLY_KEYS):
             value = here.get(key)
             return lambda: value
-        known = self._extracts.get(("input-line", i)) if key in HARNESS_ONLY_KEYS else None
+        known = self._extracts.get((SET_ASIDE, i)) if key in HARNESS_ONLY_KEYS else None
         if known is not None:  # set aside by the reader (what is kept beside a line: its harness-only fields)
             value = known[1].get(key)
             return lambda: value
@@ -341,11 +354,9 @@ class Transcript:
                 close_run(i)
                 raw = self.source.read_at(*lines.span(i))
                 override = self.overrides[i]
-                known = self._extracts.get(("input-line", i)) if not self._keep_all_parsed else None
-                if known is not None:  # see remember_input_line
-                    keys, fields = known
-                    if fields:
-                        override = _with_harness_keys(override, {**dict.fromkeys(keys), **fields})
+                original = self._set_aside_shape(i) if not self._keep_all_parsed else None
+                if original is not None:  # see set_aside
+                    override = _with_harness_keys(override, original)
                 elif not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
                     override = _with_harness_keys(override, orjson.loads(raw))
                 pieces.append((i, serialized(override, b"\r\n" if raw.endswith(b"\r\n") else b"\n")))

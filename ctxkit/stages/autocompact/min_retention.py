@@ -17,12 +17,11 @@ from typing import Any
 
 from ...summarize import retention
 from ...transcript.view import View
-from .options import MIN_RETENTION_SCHEMA
 
 #: The kinds ``min_retention`` holds a model summary to, and what messages call them.
 GUARDED_KINDS = {"user_prompts": "user prompts", "file_paths": "file paths"}
 
-OPTION_SCHEMA: dict[str, Any] = MIN_RETENTION_SCHEMA  # (in .options: see there)
+# the option's schema: options.MIN_RETENTION_SCHEMA (the stage's schema loads without this module)
 
 
 def measure(view: View, keep_from: int, after: list[dict], details: dict[str, Any]) -> None:

@@ -59,11 +59,11 @@ _SKILL_CUT_NOTE = "\n\n[... skill text shortened after compaction; Read the skil
 _BINARY_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".pdf", ".zip", ".gz", ".tar", ".so",
                     ".o", ".a", ".pyc", ".class", ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav"}
 
-OPTIONS_SCHEMA: dict[str, Any] = REINJECT_SCHEMA  # (in .options: the stage's schema loads without this module)
+# the options' schema: options.REINJECT_SCHEMA (the stage's schema loads without this module)
 
 
 #: The options' defaults: Claude Code's numbers.
-DEFAULTS: dict[str, Any] = schema_defaults(OPTIONS_SCHEMA)
+DEFAULTS: dict[str, Any] = schema_defaults(REINJECT_SCHEMA)
 
 
 @dataclass
