@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ExitCode
-from ..fileio import forget_inherited_temps
+from ..fileio import forget_inherited_temps, interruption
 from .remote import Staging, group_key
 from .results import FileResult
 
@@ -113,6 +113,9 @@ def run_task(task: Task) -> list[FileResult]:
     try:
         with _working_dir(task.batch.cwd):
             for job in task.jobs:
+                stop = interruption()  # a signal whose exception a finalizer swallowed (fileio.interruption)
+                if stop is not None:
+                    raise stop
                 results.append(_run_job(task.batch, job, staging))
     finally:
         try:
@@ -158,6 +161,9 @@ def deliver(done, futures: dict, on_result: Callable[[FileResult], None]) -> Non
             results = failed_task(futures[fut], exc)
         for r in results:
             on_result(r)
+        stop = interruption()
+        if stop is not None:
+            raise stop
 
 
 def failed_task(task: Task, exc: BaseException) -> list[FileResult]:
