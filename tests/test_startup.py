@@ -20,6 +20,8 @@ from ctxkit import resources, validate_policy_file
 #: Runs the CLI in this interpreter, then prints its exit code and the modules it imported.
 _PROBE = r"""
 import json, runpy, sys
+import ctxkit.cli.quick_exit
+ctxkit.cli.quick_exit.enable = lambda: None  # end as usual: the probe prints after the command
 sys.argv = ["ctxkit", *sys.argv[1:]]
 try:
     runpy.run_module("ctxkit.cli.main", run_name="__main__")

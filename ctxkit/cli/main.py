@@ -25,7 +25,16 @@ from .app import app  # noqa: E402
 
 
 def run() -> None:
-    app(prog_name="ctxkit")  # the same name in messages however it was started (python -m, a shim)
+    """The console script: run the command, then end the process without tearing it down
+    (:mod:`ctxkit.cli.quick_exit`)."""
+    from . import quick_exit
+
+    quick_exit.enable()
+    try:
+        app(prog_name="ctxkit")  # the same name in messages however it was started (python -m, a shim)
+    except SystemExit as exc:
+        quick_exit.exit_now(exc.code)
+    quick_exit.exit_now(0)
 
 
 if __name__ == "__main__":

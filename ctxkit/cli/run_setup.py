@@ -16,6 +16,7 @@ from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
 from ..stages.base import Context
+from . import quick_exit
 from ..store.checkpoint import Checkpoints
 from ..store.disk import Store, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
@@ -45,6 +46,7 @@ class Run:
         In this order, a run killed at any moment leaves either the old output or the new one, and
         the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
         store = self.ctx.store
+        quick_exit.keep_until_exit(transcript)  # with every version it was edited from
         refuse_output_in_store(output, store.root)
         if store.used:
             transcript = link_store(transcript, store.root, self.ctx.timestamp())
@@ -139,4 +141,6 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         for warning in checkpoints.warnings:
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
-    return Run(pol, t, ctx, checkpoints)
+    run = Run(pol, t, ctx, checkpoints)
+    quick_exit.keep_until_exit(run)  # the process frees it when it ends (at once, not entry by entry)
+    return run

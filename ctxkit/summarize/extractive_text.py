@@ -156,8 +156,9 @@ class LaterFixes:
     """Which later call fixed each failed call of a session: the first later one of the same tool,
     answered and not an error, on the same target (:func:`_retries`; not any later success).
 
-    A session has thousands of calls: each call's target is worked out once, and a failure is compared
-    only with the later successes of its own tool."""
+    A session has thousands of calls: each call's target is worked out once, a failure is compared
+    only with the later successes of its own tool, and a failure on a file or an input (which only the
+    same file or input retries) looks its fix up among the successes of that tool on that target."""
 
     def __init__(self, calls: Sequence[Any]):
         self.calls = calls
@@ -166,6 +167,7 @@ class LaterFixes:
             if call.answered and not call.is_error:
                 self.successes.setdefault(call.name, []).append(j)
         self.targets: dict[int, tuple[str, tuple[str, ...]]] = {}
+        self._by_target: dict[str, dict[tuple, list[int]]] = {}  # tool name -> target -> its successes
 
     def target(self, k: int) -> tuple[str, tuple[str, ...]]:
         if k not in self.targets:
@@ -174,9 +176,23 @@ class LaterFixes:
 
     def fix_of(self, i: int) -> Any:
         """The call that fixed ``calls[i]``, or None."""
-        later = self.successes.get(self.calls[i].name, [])
+        name = self.calls[i].name
+        later = self.successes.get(name, [])
+        failed = self.target(i)
+        if failed[0] != "command":  # retried only by the same target: an exact lookup
+            same = self._successes_by_target(name).get(failed, [])
+            k = bisect.bisect_right(same, i)
+            return self.calls[same[k]] if k < len(same) else None
         return next((self.calls[j] for j in later[bisect.bisect_right(later, i):]
-                     if _retries(self.target(i), self.target(j))), None)
+                     if _retries(failed, self.target(j))), None)
+
+    def _successes_by_target(self, name: str) -> dict[tuple, list[int]]:
+        found = self._by_target.get(name)
+        if found is None:
+            found = self._by_target[name] = {}
+            for j in self.successes.get(name, []):
+                found.setdefault(self.target(j), []).append(j)
+        return found
 
 
 def file_action(name: str, tool_input: dict) -> str:

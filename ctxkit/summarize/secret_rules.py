@@ -304,17 +304,27 @@ def _plugin_kind(plugin: Any, value: str) -> str:
 
 
 def load_detect_secrets_plugins() -> list[Any]:
-    """Instances of :data:`DETECT_SECRETS_PLUGINS` (imported on first use).
+    """Instances of :data:`DETECT_SECRETS_PLUGINS` (imported on first use), loaded without what only
+    detect-secrets' scanner uses. Two costs are skipped, each about as long as loading the plugins:
 
-    detect-secrets' plugin modules ``import requests`` at their top, for the ``verify`` methods (asking a
-    service whether a key is live) that ctxkit never calls: three quarters of their import time (~0.15 s
-    of every compaction that redacts). While they load, ``requests`` is a stand-in module that imports
-    the real one the first time any of its attributes is used; it is then taken out of ``sys.modules``
-    again, so any other ``import requests`` gets the real package."""
+    * its plugin modules ``import requests`` at their top, for the ``verify`` methods (asking a service
+      whether a key is live) that ctxkit never calls. While they load, ``requests`` is a stand-in module
+      that imports the real one the first time any of its attributes is used.
+    * the package's ``__init__`` imports its scanner (``SecretsCollection``: multiprocessing, logging,
+      filters). While the plugins load, ``detect_secrets`` is a bare package of the same folder.
+
+    Both stand-ins, and the modules loaded under the bare package, are taken out of ``sys.modules``
+    again (the plugins keep what they use), so a later ``import detect_secrets`` or ``import requests``
+    anywhere gets the real, whole package."""
     with _loading:
-        stand_in = None
+        loaded_before = set(sys.modules)
+        stand_in = bare = None
         if "requests" not in sys.modules:
             stand_in = sys.modules["requests"] = _deferred("requests")
+        if "detect_secrets" not in sys.modules:
+            bare = _bare_package("detect_secrets")
+            if bare is not None:
+                sys.modules["detect_secrets"] = bare
         try:
             plugins = []
             for spec in DETECT_SECRETS_PLUGINS:
@@ -324,6 +334,22 @@ def load_detect_secrets_plugins() -> list[Any]:
         finally:
             if stand_in is not None and sys.modules.get("requests") is stand_in:
                 del sys.modules["requests"]
+            if bare is not None:
+                for name in [m for m in sys.modules if m.partition(".")[0] == "detect_secrets" and m not in loaded_before]:
+                    del sys.modules[name]
+
+
+def _bare_package(name: str) -> types.ModuleType | None:
+    """A package module for ``name``'s folder whose ``__init__`` is not run (None when not installed)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    module = types.ModuleType(name)
+    module.__spec__ = spec
+    module.__path__ = list(spec.submodule_search_locations)
+    return module
 
 
 _loading = threading.Lock()

@@ -157,6 +157,7 @@ class TokenCounter:
         self.cache_hits = 0
         self.cache_misses = 0
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._by_object: dict[int, tuple[Any, int]] = {}  # id -> (a view's message, its count): see count_view_messages
 
     @property
     def degraded(self) -> bool:
@@ -184,8 +185,32 @@ class TokenCounter:
         """Tokens of a message list: the sum of its (cached) per-message counts."""
         return sum(self.count_message(m) for m in msgs)
 
+    @property
+    def additive(self) -> bool:
+        """Whether a list counts as the sum of its messages (False: a counter that asks about whole lists)."""
+        return type(self).count_messages is TokenCounter.count_messages
+
+    def count_view_messages(self, messages: Iterable[Any]) -> int:
+        """Tokens of a view's messages (:class:`ctxkit.transcript.view.ViewMessage`, read-only once built).
+
+        A stage's edit shares every message it did not change with the view it was edited from, and
+        a run counts each version's view: each message object's count is remembered (the object held
+        with it, so its id is not reused), and the next version counts only its new messages. A counter
+        that counts a list as a whole (one API request) is asked about the list as before."""
+        if not self.additive:
+            return self.count_messages(m.api() for m in messages)
+        memo = self._by_object
+        total = 0
+        for m in messages:
+            hit = memo.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = memo[id(m)] = (m, self.count_message(m.api()))
+            total += hit[1]
+        return total
+
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._by_object.clear()
 
     def export_cache(self) -> dict[str, int]:
         """The per-message counts (most recently used last), to keep between runs."""

@@ -153,7 +153,9 @@ def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
             why = "an earlier run changed the history the reported usage counted"
         if why is not None:
             break
-        estimated = counter.count_messages([*_later_fragments(m), *(x.api() for x in messages[k + 1:])])
+        fragments, rest = _later_fragments(m), messages[k + 1:]
+        estimated = counter.count_messages(fragments) + counter.count_view_messages(rest) if counter.additive \
+            else counter.count_messages([*fragments, *(x.api() for x in rest)])
         return ViewTokens(reported + estimated, reported, estimated, 0, "usage", anchor=anchor)
-    estimated = counter.count_messages(x.api() for x in messages)
+    estimated = counter.count_view_messages(messages)
     return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why, anchor)

@@ -218,9 +218,12 @@ def _carried_over(t: Transcript) -> View | None:
             return None
         new_blocks.update((BlockRef(i, k), block) for k, block in changed)
     msgs = []
+    replaced = t.replaced
     for m in parent.view.messages:
-        content = [new_blocks.get(ref, b) if ref is not None else b for b, ref in zip(m.content, m.refs, strict=True)] \
-            if m.role == "user" else list(m.content)
+        if m.role != "user" or replaced.isdisjoint(m.entries):
+            msgs.append(m)  # the same message: views are read-only once built (a handler copies what it changes)
+            continue
+        content = [new_blocks.get(ref, b) if ref is not None else b for b, ref in zip(m.content, m.refs, strict=True)]
         msgs.append(ViewMessage(m.role, content, m.kind, list(m.refs), list(m.entries), m.uuid, m.timestamp,
                                 m.was_string, m.msg_id))
     t.memo["view_handled"] = False
