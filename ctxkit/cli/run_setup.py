@@ -16,13 +16,13 @@ from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
 from ..stages.base import Context
-from . import quick_exit
 from ..store.checkpoint import Checkpoints
 from ..store.disk import Store, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
+from . import quick_exit
 from .app import print_warnings
 
 
