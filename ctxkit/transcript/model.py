@@ -352,14 +352,17 @@ class Transcript:
                 close_run(i)
             elif i in self.overrides:
                 close_run(i)
-                raw = self.source.read_at(*lines.span(i))
+                start, length = lines.span(i)
                 override = self.overrides[i]
                 original = self._set_aside_shape(i) if not self._keep_all_parsed else None
                 if original is not None:  # see set_aside
                     override = _with_harness_keys(override, original)
-                elif not self._keep_all_parsed and any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
-                    override = _with_harness_keys(override, orjson.loads(raw))
-                pieces.append((i, serialized(override, b"\r\n" if raw.endswith(b"\r\n") else b"\n")))
+                elif not self._keep_all_parsed:
+                    raw = self.source.read_at(start, length)
+                    if any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
+                        override = _with_harness_keys(override, orjson.loads(raw))
+                crlf = length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n"  # its ending only
+                pieces.append((i, serialized(override, b"\r\n" if crlf else b"\n")))
             elif i == n - 1 and not self.ends_with_newline():
                 close_run(i)
                 pieces.append((i, self.source.read_at(*lines.span(i)) + b"\n"))
