@@ -192,3 +192,50 @@ def test_fields_set_aside_for_the_writer_are_only_the_harness_ones(tmp_path):
     assert t.field_reader(1, "attachment")() == data
     assert t.field_reader(2, "toolUseResult")() == {"stdout": "out"}
     assert t.full_entry(2) == lines[2] and list(t.full_entry(2)) == list(lines[2])
+
+
+def _routing(m):
+    return ({i: (x.type, x.uuid, x.parent, x.sidechain, x.msg_id, x.source_assistant) for i, x in m.edited.items()},
+            m.rerouted(), m.renamed(), m.records)
+
+
+def test_routing_fields_of_an_edited_version_start_from_the_earlier_one_and_equal_a_fresh_reading(tmp_path):
+    """A compaction makes several versions that each keep a thousand edited results: only what an edit
+    changed is read again, and what comes out is what reading every edited entry gives."""
+    from ctxkit.transcript.claude_code_metas import Metas
+
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    cleared = _clear_results(t, every=1)
+    first = Metas.of(cleared)
+    _routing(first)  # the sets worked out on the earlier version, so the next one derives them too
+    i = _result_line(t)
+    record = {"type": "ctxkit-record", "record": "snip", "uuid": "r-1", "removedUuids": []}
+    moved = cleared.with_edits(replace={i: {**cleared.entry(i), "parentUuid": "nowhere", "uuid": "renamed"}},
+                               append=[record])
+    derived = Metas.of(moved)
+    assert derived.edited is not first.edited and derived.edited[i].uuid == "renamed"
+    fresh = Metas(moved)
+    assert _routing(derived) == _routing(fresh)
+    assert i in derived.rerouted() and i in derived.renamed() and moved.n_entries - 1 in derived.records
+    # and back: the line's own routing again leaves the sets
+    back = moved.with_edits(replace={i: t.entry(i)})
+    assert _routing(Metas.of(back)) == _routing(Metas(back)) and i not in Metas.of(back).renamed()
+
+
+def test_a_view_message_shared_by_two_versions_is_counted_once(tmp_path):
+    from ctxkit.tokens.counters import RoughCounter
+
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    cleared = _clear_results(t, every=2)
+    before, after = t.view().messages, cleared.view().messages
+    shared = [m for m in after if any(m is b for b in before)]
+    assert shared and len(shared) < len(after)  # the results' messages are new, the rest the same objects
+    counter, counted = RoughCounter(), []
+    real = counter.count_message
+    counter.count_message = lambda msg: counted.append(msg) or real(msg)
+    total_before = counter.count_view_messages(before)
+    assert len(counted) == len(before)
+    counted.clear()
+    assert counter.count_view_messages(after) == RoughCounter().count_messages(m.api() for m in after)
+    assert len(counted) == len(after) - len(shared)
+    assert total_before == RoughCounter().count_messages(m.api() for m in before)

@@ -11,90 +11,12 @@ from typing import Any
 
 import orjson
 
+from .claude_code_metas import Meta, Metas
 from .claude_code_records import records
 from .lineindex import BAD, SIDECHAIN, LineIndex
 from .model import Transcript
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
-
-
-class Meta:
-    """The routing fields of one entry (an edited or appended one: unedited lines are in the index)."""
-
-    __slots__ = ("type", "uuid", "parent", "sidechain", "msg_id", "source_assistant")
-
-    def __init__(self, d: dict):
-        self.type = d.get("type")
-        self.uuid = d.get("uuid")
-        self.parent = d.get("parentUuid")
-        self.sidechain = bool(d.get("isSidechain"))
-        msg = d.get("message")
-        self.msg_id = ((msg.get("id") if isinstance(msg, dict) else None) or d.get("requestId")
-                       if self.type == "assistant" else None)
-        self.source_assistant = d.get("sourceToolAssistantUUID")
-
-
-class Metas:
-    """Routing fields by entry index: from the line index, or from the entry when it was edited or appended.
-
-    ``main``: treat every entry as on the main chain (a subagent's own transcript, all sidechain)."""
-
-    def __init__(self, t: Transcript, main: bool = False):
-        self.idx = t.lines
-        n = len(t.lines)
-        self.edited = {i: t.extract(i, Meta) for i in (*t.overrides, *range(n, t.n_entries))}
-        self.main = main
-        self._rerouted: set[int] | None = None
-
-    @classmethod
-    def of(cls, t: Transcript, main: bool = False) -> Metas:
-        """The routing fields of transcript ``t``, worked out once per version (kept in ``t.memo``)."""
-        key = "metas-main" if main else "metas"
-        found = t.memo.get(key)
-        if found is None:
-            found = t.memo[key] = cls(t, main)
-        return found
-
-    def type(self, i: int) -> str | None:
-        m = self.edited.get(i)
-        return m.type if m is not None else self.idx.type(i)
-
-    def uuid(self, i: int) -> str | None:
-        m = self.edited.get(i)
-        return m.uuid if m is not None else self.idx.uuids[i]
-
-    def parent(self, i: int) -> str | None:
-        m = self.edited.get(i)
-        return m.parent if m is not None else self.idx.parents[i]
-
-    def sidechain(self, i: int) -> bool:
-        if self.main:
-            return False
-        m = self.edited.get(i)
-        return m.sidechain if m is not None else self.idx.sidechain(i)
-
-    def msg_id(self, i: int) -> str | None:
-        m = self.edited.get(i)
-        return m.msg_id if m is not None else self.idx.msg_ids[i]
-
-    def source_assistant(self, i: int) -> str | None:
-        m = self.edited.get(i)
-        return m.source_assistant if m is not None else self.idx.sources.get(i)
-
-    def rerouted(self) -> set[int]:
-        """The edited entries whose routing fields are not the line's (and the appended ones): the only
-        ones the line index's maps cannot find (:func:`_stitch`). Stage edits keep them: usually none
-        but the appended entries."""
-        found = self._rerouted
-        if found is None:
-            idx, n = self.idx, len(self.idx)
-            found = self._rerouted = {
-                i for i, m in self.edited.items()
-                if i >= n or m.type != idx.type(i) or m.uuid != idx.uuids[i] or m.parent != idx.parents[i]
-                or m.msg_id != idx.msg_ids[i] or m.source_assistant != idx.sources.get(i)
-                or m.sidechain != idx.sidechain(i)}
-        return found
-
 
 
 def entry_type(t: Transcript, i: int) -> str | None:
@@ -226,9 +148,7 @@ def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
     n = len(idx)
     skip = BAD if metas.main else BAD | SIDECHAIN
     flags = idx.flags
-    if not any(i < n for i in dead) and all(
-            m.uuid == idx.uuids[i] and not flags[i] & BAD
-            and (metas.main or m.sidechain == bool(flags[i] & SIDECHAIN)) for i, m in edited.items() if i < n):
+    if not any(i < n for i in dead) and not metas.renamed():
         key = f"uuids-{skip}"
         base = idx.memo.get(key)
         if base is None:

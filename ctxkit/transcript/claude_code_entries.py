@@ -10,7 +10,8 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from .claude_code_chain import CONVERSATION_TYPES, Metas, leaf_uuid
+from .claude_code_chain import CONVERSATION_TYPES, leaf_uuid
+from .claude_code_metas import Metas
 from .claude_code_records import RECORD_TYPE
 from .model import Transcript
 

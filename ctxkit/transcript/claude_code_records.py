@@ -33,8 +33,10 @@ def records(t: Transcript, kind: str | None = None) -> list[tuple[int, dict]]:
         while k >= 0:
             found.append(k)
             k = idx.types.find(marker, k + 1)
-    found = [i for i in found if i not in t.overrides] + [i for i in (*t.overrides, *range(len(idx), t.n_entries))
-                                                         if t.entry(i).get("type") == RECORD_TYPE]  # edited or appended: read the entry
+    from .claude_code_metas import Metas  # (it reads records too)
+
+    # edited or appended entries: their own type (worked out once per version, from the earlier one's)
+    found = [i for i in found if i not in t.overrides] + list(Metas.of(t).records)
     for i in sorted(found):
         if i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
             continue

@@ -5,6 +5,9 @@ A :class:`Transcript` never changes. Stages make new ones with
 and records only what changed (replaced entries, appended entries, and, for
 plain message formats only, removed lines). Unchanged lines are written back
 byte-for-byte from the input.
+
+Over 400 lines: reading, editing and writing a transcript all work on the same overlay (the parse
+cache, the set-aside fields, the write plan); split apart, each part would reach into the others'.
 """
 from __future__ import annotations
 
@@ -95,7 +98,8 @@ class Transcript:
                  cache: dict[int, dict] | None = None, overrides: dict[int, dict] | None = None,
                  appended: tuple[dict, ...] = (), removed: frozenset[int] = frozenset(),
                  keep_all_parsed: bool = False, parent: Transcript | None = None,
-                 replaced: frozenset[int] | None = None, extracts: dict[tuple, Any] | None = None):
+                 replaced: frozenset[int] | None = None, extracts: dict[tuple, Any] | None = None,
+                 changed: frozenset[int] = frozenset()):
         self.source = source
         self.lines = lines
         self.format = fmt
@@ -114,6 +118,11 @@ class Transcript:
         self.parent = _Parent(parent.memo, {i: parent.entry(i) for i in replaced}, parent._view) \
             if parent is not None and replaced is not None else None
         self.replaced = replaced if self.parent is not None else None
+        #: the memo of the version this one was edited from, and the entries the edit replaced or appended:
+        #: what is worked out per version from every edited entry starts from the earlier version's
+        #: (``claude_code_chain.Metas``). One level only, like ``parent``.
+        self.earlier: tuple[dict[str, Any], frozenset[int]] | None = (parent.memo, changed) \
+            if parent is not None else None
         #: what is computed once per transcript version (the active chain, ...): never changes once set
         self.memo: dict[str, Any] = {}
 
@@ -264,6 +273,7 @@ class Transcript:
         """A new transcript with entries replaced, appended or (plain formats) removed."""
         overrides = dict(self.overrides)
         appended = list(self.appended)
+        n = len(self.lines)
         for i, value in (replace or {}).items():
             if i >= len(self.lines):
                 appended[i - len(self.lines)] = value
@@ -275,7 +285,8 @@ class Transcript:
         return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache, extracts=self._extracts,
                           overrides=overrides, appended=tuple(appended), removed=removed,
                           keep_all_parsed=self._keep_all_parsed, parent=self,
-                          replaced=frozenset(replace or ()) if only_replaced else None)
+                          replaced=frozenset(replace or ()) if only_replaced else None,
+                          changed=frozenset(replace or ()) | frozenset(range(self.n_entries, n + len(appended))))
 
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed
