@@ -17,7 +17,7 @@ from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
-from .shapes import problem
+from .shapes import CHECKS, Bad
 
 _DETECT_WINDOW = 50
 
@@ -62,6 +62,8 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
 
 
 def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None) -> Transcript:
+    from orjson import JSONDecodeError, loads
+
     from .jsonl import body_length, iter_lines, parse_raw
 
     bad = BadLines()
@@ -74,11 +76,12 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     resumed = (len(lines), start.size) if start is not None else None
 
     def index(h, i: int, d: dict, size: int) -> None:
-        wrong = problem(h.name, d)  # every field a reader relies on has its type (shapes.py)
-        if wrong is not None:
+        try:
+            CHECKS[h.name](d)  # every field a reader relies on has its type (shapes.py)
+        except Bad as exc:
             if on_bad_line == "fail":
-                raise TranscriptError(source.name, i + 1, wrong)
-            bad.add(f"{source.name}:{i + 1}: {wrong}")
+                raise TranscriptError(source.name, i + 1, exc.describe()) from None
+            bad.add(f"{source.name}:{i + 1}: {exc.describe()}")
             lines.mark_bad(i)
             return
         h.index_line(lines, i, d)
@@ -103,13 +106,18 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     for line_no, offset, raw in iter_lines(source, skip_bytes, skip_lines):
         i = lines.add(offset)
         try:
-            d = parse_raw(source.name, line_no, raw)
-        except TranscriptError as exc:
-            if on_bad_line == "fail":
-                raise
-            bad.add(exc.message)
-            lines.mark_bad(i)
-            continue
+            d = loads(raw)  # a good line parses as it is (its ending is whitespace to JSON)
+        except JSONDecodeError:
+            d = None
+        if type(d) is not dict:
+            try:
+                d = parse_raw(source.name, line_no, raw)  # the blank line, or the error that names it
+            except TranscriptError as exc:
+                if on_bad_line == "fail":
+                    raise
+                bad.add(exc.message)
+                lines.mark_bad(i)
+                continue
         if d is None:
             lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
             continue
