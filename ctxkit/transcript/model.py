@@ -339,6 +339,8 @@ class Transcript:
 
     def _write_plan(self, originals: Callable[[bytes], bytes | None] | None) -> list[tuple]:
         def serialized(entry: dict, ending: bytes) -> bytes:
+            if originals is None and ending == b"\n":
+                return orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)  # dumps(entry) + ending, one copy
             data = dumps(entry)
             line = originals(data) if originals is not None else None
             if line is None:
