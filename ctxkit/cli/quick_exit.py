@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
-_kept: list[Any] = []
+_kept: dict[str, Any] = {}  # what a run keeps, by kind: a batch's next file replaces its predecessor's
 _enabled = False
 
 
@@ -35,10 +35,13 @@ def enable() -> None:
     gc.disable()
 
 
-def keep_until_exit(obj: Any) -> None:
-    """Keep ``obj`` alive to the end of the process (when enabled): the exit frees it with the rest."""
+def keep_until_exit(kind: str, obj: Any) -> None:
+    """Keep ``obj`` alive to the end of the process (when enabled): the exit frees it with the rest.
+
+    One object of each ``kind`` (the last): a batch runs its files' commands in this process one
+    after the other, and must not keep every file's transcript and open input until it ends."""
     if _enabled:
-        _kept.append(obj)
+        _kept[kind] = obj
 
 
 def exit_now(code: Any) -> NoReturn:
@@ -54,9 +57,11 @@ def exit_now(code: Any) -> NoReturn:
         raise SystemExit(status)
     atexit._run_exitfuncs()  # what a normal exit runs first (logging, multiprocessing, tempfile)
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:
+            continue  # started with that descriptor closed: nothing to flush
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             if stream is sys.stdout and status == 0:
                 status = 120  # what Python exits with when its own final flush fails
     os._exit(status)

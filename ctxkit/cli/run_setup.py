@@ -46,7 +46,7 @@ class Run:
         In this order, a run killed at any moment leaves either the old output or the new one, and
         the store holds everything either points at: ``ctxkit expand`` restores it (docs/store.md)."""
         store = self.ctx.store
-        quick_exit.keep_until_exit(transcript)  # with every version it was edited from
+        quick_exit.keep_until_exit("output", transcript)  # with the versions it was edited from
         refuse_output_in_store(output, store.root)
         if store.used:
             transcript = link_store(transcript, store.root, self.ctx.timestamp())
@@ -142,5 +142,5 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
     run = Run(pol, t, ctx, checkpoints)
-    quick_exit.keep_until_exit(run)  # the process frees it when it ends (at once, not entry by entry)
+    quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run

@@ -304,8 +304,15 @@ def _plugin_kind(plugin: Any, value: str) -> str:
 
 
 def load_detect_secrets_plugins() -> list[Any]:
-    """Instances of :data:`DETECT_SECRETS_PLUGINS` (imported on first use), loaded without what only
-    detect-secrets' scanner uses. Two costs are skipped, each about as long as loading the plugins:
+    """Instances of :data:`DETECT_SECRETS_PLUGINS`; their classes are imported on first use, once per
+    process (:func:`_plugin_classes`)."""
+    return [cls() for cls in _plugin_classes()]
+
+
+@functools.lru_cache(maxsize=1)
+def _plugin_classes() -> tuple[type, ...]:
+    """The plugin classes, loaded without what only detect-secrets' scanner uses. Two costs are skipped,
+    each about as long as loading the plugins:
 
     * its plugin modules ``import requests`` at their top, for the ``verify`` methods (asking a service
       whether a key is live) that ctxkit never calls. While they load, ``requests`` is a stand-in module
@@ -314,8 +321,9 @@ def load_detect_secrets_plugins() -> list[Any]:
       filters). While the plugins load, ``detect_secrets`` is a bare package of the same folder.
 
     Both stand-ins, and the modules loaded under the bare package, are taken out of ``sys.modules``
-    again (the plugins keep what they use), so a later ``import detect_secrets`` or ``import requests``
-    anywhere gets the real, whole package."""
+    again (the classes keep what they use), so a later ``import detect_secrets`` or ``import requests``
+    elsewhere in the process gets the real, whole package (whose plugin classes are then other objects
+    than these: ctxkit's plugins are its own)."""
     with _loading:
         loaded_before = set(sys.modules)
         stand_in = bare = None
@@ -326,11 +334,11 @@ def load_detect_secrets_plugins() -> list[Any]:
             if bare is not None:
                 sys.modules["detect_secrets"] = bare
         try:
-            plugins = []
+            classes = []
             for spec in DETECT_SECRETS_PLUGINS:
                 module, cls = spec.split(":")
-                plugins.append(getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)())
-            return plugins
+                classes.append(getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls))
+            return tuple(classes)
         finally:
             if stand_in is not None and sys.modules.get("requests") is stand_in:
                 del sys.modules["requests"]
