@@ -6,7 +6,8 @@ tool calls leave. Reads the routing fields from the line index, so an unedited e
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -140,10 +141,12 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     return main, facts
 
 
-def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
+def _uuid_map(t: Transcript, metas: Metas) -> Mapping[str, int]:
     """Live chain entries by uuid (the first line of a uuid wins). The input lines' part is built once per
     line index and shared by every version whose edits keep each edited line's uuid and side (stage edits
-    rewrite content): then only the appended entries are added to a copy of it."""
+    rewrite content): then only the appended entries are looked up beside it (:class:`_WithAppended`;
+    a compaction makes several versions of a long session, and copying its map for each cost more than
+    the walk)."""
     idx, edited, dead = t.lines, metas.edited, t.removed
     n = len(idx)
     skip = BAD if metas.main else BAD | SIDECHAIN
@@ -157,7 +160,13 @@ def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
                 if u and not flags[i] & skip and u not in base:
                     base[u] = i
             idx.memo[key] = base
-        by_uuid = dict(base)
+        extra: dict[str, int] = {}
+        for i in range(n, t.n_entries):
+            m = edited[i]
+            if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in base \
+                    and m.uuid not in extra:
+                extra[m.uuid] = i
+        return _WithAppended(base, extra) if extra else base
     else:
         by_uuid = {}
         for i, u in enumerate(idx.uuids):
@@ -172,6 +181,35 @@ def _uuid_map(t: Transcript, metas: Metas) -> dict[str, int]:
         if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
             by_uuid[m.uuid] = i
     return by_uuid
+
+
+class _WithAppended(Mapping):
+    """A uuid map (read-only) made of the line index's and the appended entries' (no key in both)."""
+
+    __slots__ = ("base", "extra")
+
+    def __init__(self, base: dict[str, int], extra: dict[str, int]):
+        self.base, self.extra = base, extra
+
+    def __getitem__(self, key: str) -> int:
+        found = self.extra.get(key)
+        return found if found is not None else self.base[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self.extra.get(key)
+        return found if found is not None else self.base.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.extra or key in self.base
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.extra)
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.chain(self.base, self.extra)
+
+    def values(self) -> Any:  # (the view Mapping gives walks the keys and looks each one up)
+        return itertools.chain(self.base.values(), self.extra.values())
 
 
 def _has_main_conversation(t: Transcript, metas: Metas) -> bool:
@@ -297,6 +335,6 @@ def leaf_uuid(t: Transcript) -> str | None:
     return t.entry(leaf).get("uuid") if leaf is not None else None
 
 
-def uuid_index(t: Transcript) -> dict[str, int]:
+def uuid_index(t: Transcript) -> Mapping[str, int]:
     """uuid -> index of the first live, non-sidechain entry carrying it (without parsing every line)."""
     return _uuid_map(t, Metas.of(t))
