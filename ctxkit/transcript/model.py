@@ -349,22 +349,25 @@ class Transcript:
 
         n, lines = len(self.lines), self.lines
         pieces: list[tuple] = []
-        first: int | None = None  # the first line of the run of unchanged lines being gathered
 
-        def close_run(stop: int) -> None:
-            nonlocal first
-            if first is not None:
-                offset = lines.starts[first]
-                pieces.append((first, stop, offset, lines.span(stop - 1)[0] + lines.span(stop - 1)[1] - offset))
-                first = None
+        def run_of(first: int, stop: int) -> tuple:  # lines first..stop-1 as they are: a byte range
+            offset = lines.starts[first]
+            last, length = lines.span(stop - 1)
+            return first, stop, offset, last + length - offset
 
         last_live = max((i for i in range(n - 1, -1, -1) if i not in self.removed), default=None) \
             if self.removed else (n - 1 if n else None)
-        for i in range(n):
+        # only the lines written otherwise than as they are are visited: a long session's runs between
+        # them are one piece each, whatever their number of lines
+        unterminated = {n - 1} if n and not self.ends_with_newline() else set()
+        pos = 0
+        for i in sorted({i for i in (*self.overrides, *self.removed) if i < n} | unterminated):
+            if pos < i:
+                pieces.append(run_of(pos, i))
+            pos = i + 1
             if i in self.removed:
-                close_run(i)
-            elif i in self.overrides:
-                close_run(i)
+                continue
+            if i in self.overrides:
                 start, length = lines.span(i)
                 override = self.overrides[i]
                 original = self._set_aside_shape(i) if not self._keep_all_parsed else None
@@ -376,12 +379,10 @@ class Transcript:
                         override = _with_harness_keys(override, orjson.loads(raw))
                 crlf = length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n"  # its ending only
                 pieces.append((i, serialized(override, b"\r\n" if crlf else b"\n")))
-            elif i == n - 1 and not self.ends_with_newline():
-                close_run(i)
+            else:  # the last line, without its newline
                 pieces.append((i, self.source.read_at(*lines.span(i)) + b"\n"))
-            elif first is None:
-                first = i
-        close_run(n)
+        if pos < n:
+            pieces.append(run_of(pos, n))
         ending = b"\n"
         if last_live is not None:
             start, length = lines.span(last_live)
