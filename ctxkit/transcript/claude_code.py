@@ -208,8 +208,9 @@ def _carried_over(t: Transcript) -> View | None:
     when that does not hold, or when the earlier view went through a record's handler (a collapse), whose
     blocks are not the entries' own."""
     parent = t.parent
-    if (parent is None or t.replaced is None or parent.view is None or parent.memo.get("view_handled", True)
-            or parent.memo.get("chain") is not t.memo.get("chain")):
+    earlier = t.earlier[0] if t.earlier is not None else {}
+    if (parent is None or t.replaced is None or parent.view is None or earlier.get("view_handled", True)
+            or earlier.get("chain") is not t.memo.get("chain")):
         return None
     new_blocks: dict[BlockRef, dict] = {}
     for i in t.replaced:

@@ -151,36 +151,37 @@ def _uuid_map(t: Transcript, metas: Metas) -> Mapping[str, int]:
     n = len(idx)
     skip = BAD if metas.main else BAD | SIDECHAIN
     flags = idx.flags
-    if not any(i < n for i in dead) and not metas.renamed():
+    shared = not any(i < n for i in dead) and not metas.renamed()
+    if shared:
         key = f"uuids-{skip}"
-        base = idx.memo.get(key)
-        if base is None:
-            base = {}
+        lines_map = idx.memo.get(key)
+        if lines_map is None:
+            lines_map = {}
             for i, u in enumerate(idx.uuids):
-                if u and not flags[i] & skip and u not in base:
-                    base[u] = i
-            idx.memo[key] = base
-        extra: dict[str, int] = {}
-        for i in range(n, t.n_entries):
-            m = edited[i]
-            if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in base \
-                    and m.uuid not in extra:
-                extra[m.uuid] = i
-        return _WithAppended(base, extra) if extra else base
+                if u and not flags[i] & skip and u not in lines_map:
+                    lines_map[u] = i
+            idx.memo[key] = lines_map
     else:
-        by_uuid = {}
+        lines_map = {}
         for i, u in enumerate(idx.uuids):
             if i in edited:
                 m = edited[i]
-                if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
-                    by_uuid[m.uuid] = i
-            elif u and not flags[i] & skip and u not in by_uuid and i not in dead:
-                by_uuid[u] = i
+                if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in lines_map:
+                    lines_map[m.uuid] = i
+            elif u and not flags[i] & skip and u not in lines_map and i not in dead:
+                lines_map[u] = i
+    appended: dict[str, int] = {}
     for i in range(n, t.n_entries):
         m = edited[i]
-        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in by_uuid:
-            by_uuid[m.uuid] = i
-    return by_uuid
+        if m.uuid and (metas.main or not m.sidechain) and i not in dead and m.uuid not in lines_map \
+                and m.uuid not in appended:
+            appended[m.uuid] = i
+    if not appended:
+        return lines_map
+    if shared:
+        return _WithAppended(lines_map, appended)
+    lines_map.update(appended)
+    return lines_map
 
 
 class _WithAppended(Mapping):

@@ -53,21 +53,7 @@ class SessionFacts:
         self.queue_ops: list[dict[str, Any]] = []
 
     def add(self, i: int, d: dict) -> None:
-        """``add_facts(i, line_facts(i, d))``, without building the tuple: the indexing pass runs it
-        on every line read."""
-        if d.get("isSidechain"):
-            return
-        typ = d.get("type")
-        if typ in _CONVERSATION:
-            named = self.named
-            for key, name in _NAMED:
-                value = d.get(key)
-                if value and isinstance(value, str):
-                    named[name] = value
-            if typ == "attachment" and d.get("renderedRole") == "system":
-                self.system_rendered = True
-        if typ in ("user", "permission-mode") or typ == "mode" or typ == "queue-operation":
-            self.add_facts(i, line_facts(i, d))
+        self.add_facts(i, line_facts(i, d))
 
     def add_facts(self, i: int, facts: tuple) -> None:
         for kind, value in facts:

@@ -73,9 +73,9 @@ _NOTHING_ASIDE: tuple = ((), {})
 
 @dataclass(frozen=True)
 class _Parent:
-    """The earlier version a transcript was made from by replacing entries (see ``Transcript.parent``)."""
+    """The earlier version a transcript was made from by replacing entries (see ``Transcript.parent``;
+    its memo is ``Transcript.earlier``'s)."""
 
-    memo: dict[str, Any]
     entries: dict[int, dict]  # the replaced entries as they were
     view: View | None  # its view, when it had been computed (the projection may carry it over)
 
@@ -111,16 +111,16 @@ class Transcript:
         self.removed = removed
         self._keep_all_parsed = keep_all_parsed
         self._view: View | None = None
-        #: what is known of the transcript this one was edited from (its memo, its view if computed, and
-        #: its entries where this edit replaced them: ``replaced``, None when the edit also appended or
-        #: removed entries), so that a projection can be carried over instead of computed again. Not the
-        #: parent itself: a chain of versions must not keep every earlier view alive (one level is kept).
-        self.parent = _Parent(parent.memo, {i: parent.entry(i) for i in replaced}, parent._view) \
+        #: what is known of the transcript this one was edited from by replacing entries only (its view if
+        #: computed, and its entries where this edit replaced them: ``replaced``; None when the edit also
+        #: appended or removed entries), so that a projection can be carried over instead of computed
+        #: again. Not the parent itself: a chain of versions must not keep every earlier view alive.
+        self.parent = _Parent({i: parent.entry(i) for i in replaced}, parent._view) \
             if parent is not None and replaced is not None else None
         self.replaced = replaced if self.parent is not None else None
-        #: the memo of the version this one was edited from, and the entries the edit replaced or appended:
-        #: what is worked out per version from every edited entry starts from the earlier version's
-        #: (``claude_code_chain.Metas``). One level only, like ``parent``.
+        #: the memo of the version this one was edited from (any edit), and the entries the edit replaced
+        #: or appended: what is worked out per version starts from the earlier version's (``carried``,
+        #: ``claude_code_metas.Metas``). One level only, like ``parent``.
         self.earlier: tuple[dict[str, Any], frozenset[int]] | None = (parent.memo, changed) \
             if parent is not None else None
         #: what is computed once per transcript version (the active chain, ...): never changes once set
@@ -186,7 +186,7 @@ class Transcript:
         parent = self.parent
         if parent is None or self.replaced is None:
             return None
-        value = parent.memo.get(name)
+        value = self.earlier[0].get(name)
         if value is None:
             return None
         for i in self.replaced:
@@ -275,8 +275,8 @@ class Transcript:
         appended = list(self.appended)
         n = len(self.lines)
         for i, value in (replace or {}).items():
-            if i >= len(self.lines):
-                appended[i - len(self.lines)] = value
+            if i >= n:
+                appended[i - n] = value
             else:
                 overrides[i] = value
         appended.extend(append)

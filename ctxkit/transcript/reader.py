@@ -62,8 +62,6 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
 
 
 def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None) -> Transcript:
-    from orjson import JSONDecodeError, loads
-
     from .jsonl import body_length, iter_lines, parse_raw
 
     bad = BadLines()
@@ -106,18 +104,13 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     for line_no, offset, raw in iter_lines(source, skip_bytes, skip_lines):
         i = lines.add(offset)
         try:
-            d = loads(raw)  # a good line parses as it is (its ending is whitespace to JSON)
-        except JSONDecodeError:
-            d = None
-        if type(d) is not dict:
-            try:
-                d = parse_raw(source.name, line_no, raw)  # the blank line, or the error that names it
-            except TranscriptError as exc:
-                if on_bad_line == "fail":
-                    raise
-                bad.add(exc.message)
-                lines.mark_bad(i)
-                continue
+            d = parse_raw(source.name, line_no, raw)
+        except TranscriptError as exc:
+            if on_bad_line == "fail":
+                raise
+            bad.add(exc.message)
+            lines.mark_bad(i)
+            continue
         if d is None:
             lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
             continue
