@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkit.cli.main import app
+from ctxkit.store import checkpoint
 
 pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
 
@@ -188,7 +190,7 @@ def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(ru
     compact(runner, src, out, store)
     for k, path in enumerate(sorted((store / "checkpoints").glob("*/*.json"))):
         doc = json.loads(path.read_text())
-        assert doc["format"] == 3 and doc["hash"] == "crc32/1MiB"
+        assert doc["format"] == 3 and doc["hash"] == checkpoint.hash_name()
         old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept
         digest = hashlib.sha1(old.read_bytes()[:doc["size"]]).hexdigest()
         path.write_text(json.dumps({**doc, "format": 1 + k % 2, "hash": "sha1/1MiB", "digests": [digest]}))
@@ -213,16 +215,38 @@ def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_writ
     assert out.read_bytes().startswith(src.read_bytes()[:100])
 
 
-def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tmp_path):
+@pytest.fixture(params=["crc32c", "crc32"])
+def crc(request, monkeypatch):
+    """Each CRC a checkpoint may be hashed with: CRC-32C (google-crc32c's C code), and zlib's CRC-32, which
+    an installation without that C code uses. Yields the reference function of one block."""
     import zlib
 
-    from ctxkit.store import checkpoint
+    checkpoint._crc.cache_clear()
+    if request.param == "crc32":
+        monkeypatch.setitem(sys.modules, "google_crc32c", None)  # as if not installed: import fails
+        reference = zlib.crc32
+    else:
+        google_crc32c = pytest.importorskip("google_crc32c")
+        if google_crc32c.implementation != "c":
+            pytest.skip("google-crc32c has only its pure-Python code here")
+        reference = google_crc32c.value
+    assert checkpoint.hash_name() == f"{request.param}/1MiB"
+    yield reference
+    checkpoint._crc.cache_clear()
 
+
+def test_the_crc_is_the_standard_one(crc):
+    """The check values of the CRC catalogue, for the nine digits "123456789"."""
+    assert checkpoint._block_digest(b"123456789") == {"crc32c/1MiB": "e3069283",
+                                                     "crc32/1MiB": "cbf43926"}[checkpoint.hash_name()]
+
+
+def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tmp_path, crc):
     path = tmp_path / "big"
     data = bytes(range(256)) * (20 * 4096 + 3)  # 20 MiB and a bit
     path.write_bytes(data)
     mib = checkpoint.BLOCK
-    want = [f"{zlib.crc32(data[k:k + mib]):08x}" for k in range(0, len(data), mib)]
+    want = [f"{crc(data[k:k + mib]):08x}" for k in range(0, len(data), mib)]
     with open(path, "rb") as f:
         assert checkpoint._digests(f, len(data), []) == want
         assert checkpoint._starts_with(f, len(data), want)
@@ -231,7 +255,28 @@ def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tm
     with open(path, "rb") as f:
         assert not checkpoint._starts_with(f, len(data), want)
         assert checkpoint._digests(f, len(data), want[:3]) == want[:17] + [
-            f"{zlib.crc32(path.read_bytes()[17 * mib:18 * mib]):08x}"] + want[18:]
+            f"{crc(path.read_bytes()[17 * mib:18 * mib]):08x}"] + want[18:]
+
+
+def test_checkpoints_hashed_with_the_other_crc_are_passed_over_without_a_warning(runner, tmp_path, monkeypatch):
+    """A store used by two installations, one without google-crc32c's C code: each passes over the
+    other's checkpoints (the input is read in full, quietly) and resumes from its own."""
+    if checkpoint.hash_name() != "crc32c/1MiB":
+        pytest.skip("google-crc32c's C code is not installed: there is no other CRC to try")
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    assert compact(runner, src, out, store)["checkpoint"]["resumed"] is False  # CRC-32C checkpoints
+    grow(src, 1, 5, "b")
+    checkpoint._crc.cache_clear()
+    monkeypatch.setitem(sys.modules, "google_crc32c", None)  # the other installation: zlib's CRC-32
+    try:
+        report = compact(runner, src, out, store)
+        assert report["checkpoint"]["resumed"] is False
+        assert not [w for w in report["warnings"] if w.startswith("checkpoint ")]
+        grow(src, 1, 5, "c")
+        assert compact(runner, src, out, store)["checkpoint"]["resumed"] is True  # from its own
+    finally:
+        checkpoint._crc.cache_clear()
 
 
 def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_path):

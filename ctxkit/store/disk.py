@@ -121,27 +121,39 @@ class Store:
         #: whether this run put something in the store or replayed a decision from it: then the output
         #: depends on the store and records where it is (:mod:`ctxkit.store.link`)
         self.used = False
-        self._blobs: tuple[str | None, Path] | None = None  # (working folder if root is relative, blobs folder)
+        self._blobs: tuple[str | None, str] | None = None  # (working folder if root is relative, blobs folder)
+        self._present: set[str] = set()  # blob files this run stored or found
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
         """Where ``put_blob`` stores these bytes (nothing is written); ``digest``: their SHA-256, when known."""
-        digest = digest or hashlib.sha256(data).hexdigest()
-        # resolved once (a run may store thousands of results), again if a relative root's folder changed
+        return Path(self._blob_file(digest or hashlib.sha256(data).hexdigest(), suffix))
+
+    def _blob_file(self, digest: str, suffix: str) -> str:
+        """The absolute path of a blob's file, as a string: a run may store thousands of results, so the
+        blobs folder is resolved once (again if a relative root's working folder changed) and the rest
+        is joined as text, not as Path objects."""
         here = None if self.root.is_absolute() else os.getcwd()
         if self._blobs is None or self._blobs[0] != here:
-            self._blobs = (here, (self.root / "blobs").resolve())
-        return self._blobs[1] / digest[:2] / f"{digest}{suffix}"
+            self._blobs = (here, str((self.root / "blobs").resolve()))
+        return f"{self._blobs[1]}{os.sep}{digest[:2]}{os.sep}{digest}{suffix}"
 
     def put_blob(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
         """Store bytes under their hash (``digest``, when the caller has it); returns the absolute path
         (stable for the same bytes)."""
-        path = self.blob_path(data, suffix, digest)
+        return Path(self.put_blob_file(data, suffix, digest))
+
+    def put_blob_file(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> str:
+        """:meth:`put_blob`, the path as a string. A blob this run stored or found already is not looked
+        for again (a session repeats the same result: the same file read twice)."""
+        path = self._blob_file(digest or hashlib.sha256(data).hexdigest(), suffix)
         if not self.dry_run:
             self.used = True
-            if not path.exists():
-                self._mark()
-                atomic_write(path, data)
+            if path not in self._present:
+                if not os.path.exists(path):
+                    self._mark()
+                    atomic_write(path, data)
+                self._present.add(path)
         return path
 
     def put_text(self, text: str, suffix: str = ".txt") -> Path:

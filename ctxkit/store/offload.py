@@ -196,7 +196,7 @@ def store_original(store: Store, content: Any) -> tuple[str, str]:
     """Save a tool_result's original content; returns (blob path, "text"|"json")."""
     suffix, kind = _stored_as(content)
     digest, data = _sha256_of(content)
-    return str(store.put_blob(data, suffix, digest=digest)), kind
+    return store.put_blob_file(data, suffix, digest=digest), kind
 
 
 def persisted_message(text: str, blob_path: str, preview_bytes: int = PREVIEW_BYTES) -> str:
