@@ -100,8 +100,9 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def make_dirs(folder: Path) -> None:
-    """``mkdir -p`` whose new folders survive a crash (each parent fsynced after its child is made)."""
+def make_dirs(folder: Path, unsynced: set[Path] | None = None) -> None:
+    """``mkdir -p`` whose new folders survive a crash (each parent fsynced after its child is made;
+    with ``unsynced``, the parents are added to it instead, for the caller to fsync later)."""
     missing = []
     p = folder
     while not p.exists():
@@ -114,7 +115,10 @@ def make_dirs(folder: Path) -> None:
             d.mkdir(exist_ok=True)
         except OSError as exc:
             raise WriteError(str(d), exc) from None
-        fsync_dir(d.parent)
+        if unsynced is None:
+            fsync_dir(d.parent)
+        else:
+            unsynced.add(d.parent)
 
 
 class _NamedStream:
@@ -216,11 +220,15 @@ def check_output(path: str | os.PathLike | None) -> None:
 
 
 @contextmanager
-def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None) -> Iterator[BinaryIO]:
+def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None, *,
+                  unsynced: set[Path] | None = None) -> Iterator[BinaryIO]:
     """Yield a binary stream for ``path`` (``None`` or ``-``: standard output); see the module docstring.
 
     A regular file is replaced only when the block finishes without error; a device or FIFO is
-    written as the block goes."""
+    written as the block goes. ``unsynced``: the folders whose fsync would make the new name durable
+    are added to it instead of being fsynced here (the store's blobs: fsynced once per folder before
+    anything that names them is written, :meth:`ctxkit.store.disk.Store.sync_folders`); the file's
+    own bytes are always fsynced before its rename, so a name that is there has all its bytes."""
     if path is None or str(path) == "-":
         stream = _NamedStream(stdout if stdout is not None else sys.stdout.buffer, "standard output")
         yield stream
@@ -240,7 +248,7 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         yield from _write_in_place(target, name)
         return
     folder = target.parent
-    make_dirs(folder)
+    make_dirs(folder, unsynced)
     sweep_stale_temps(folder)
     tmp = temp_path(target)
     # a new file: 0666 less the umask (the kernel applies it); replacing one: private until given its mode
@@ -274,7 +282,10 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         except OSError as exc:
             raise WriteError(name, exc) from None
         _live_temps.discard(str(tmp))
-        fsync_dir(folder)
+        if unsynced is None:
+            fsync_dir(folder)
+        else:
+            unsynced.add(folder)
     except BaseException:
         _close_quietly(f)
         _remove_temp(tmp)
@@ -361,9 +372,9 @@ def _remove_temp(tmp: Path) -> None:
         pass
 
 
-def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write(path: str | os.PathLike, data: bytes, *, unsynced: set[Path] | None = None) -> None:
     """Write ``data`` to ``path`` atomically and durably (see :func:`atomic_output`)."""
-    with atomic_output(path) as f:
+    with atomic_output(path, unsynced=unsynced) as f:
         f.write(data)
 
 

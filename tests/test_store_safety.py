@@ -231,3 +231,34 @@ def test_sigterm_while_starting_says_so_and_exits_4(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (4, "ctxkit: error: terminated; no file was left half-written\n")
     assert r.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+
+
+# -- 4. what a run stores is durable before anything names it ----------------------------------------
+def test_every_folder_a_run_stored_into_is_fsynced_once_before_the_ledger_and_the_output(runner, tmp_path,
+                                                                                      monkeypatch):
+    """The blobs' folders are fsynced once each, before the ledger that records the decisions and the
+    output that names the blobs are written (a crash in between loses only files nothing names)."""
+    from ctxkit import fileio
+    from ctxkit.store import disk
+
+    events: list[tuple[str, Path]] = []
+    real_fsync_dir, real_replace = fileio.fsync_dir, fileio.os.replace
+    monkeypatch.setattr(disk, "fsync_dir", lambda folder: (events.append(("sync", Path(folder))),
+                                                            real_fsync_dir(folder))[1])
+    monkeypatch.setattr(fileio, "fsync_dir", lambda folder: (events.append(("sync", Path(folder))),
+                                                              real_fsync_dir(folder))[1])
+    monkeypatch.setattr(fileio.os, "replace", lambda src, dst: (events.append(("name", Path(dst))),
+                                                                 real_replace(src, dst))[1])
+    store, out = tmp_path / "store", tmp_path / "out.jsonl"
+    r = runner.invoke(app, ["compact", str(EXAMPLE), "-o", str(out), "--store", str(store), "--now", NOW,
+                            "--report", "none"])
+    assert r.exit_code == 0, r.stderr
+    blobs = sorted(p for p in (store / "blobs").rglob("*") if p.is_file())
+    assert blobs, "the example stores the outputs it persists and clears"
+    named = [i for i, (kind, path) in enumerate(events) if kind == "name"]
+    first_named_by = min(i for i in named if events[i][1] in (store / "ledger.json", out))
+    synced_before = [path for kind, path in events[:first_named_by] if kind == "sync"]
+    for blob in blobs:
+        assert blob.parent in synced_before and store / "blobs" in synced_before, blob
+    folders = {blob.parent for blob in blobs}
+    assert all(synced_before.count(folder) == 1 for folder in folders)  # once each, not once per blob

@@ -21,7 +21,6 @@ import hashlib
 import orjson
 
 from ..confined import Refused, read_under
-from ..fileio import atomic_write
 from ..transcript.jsonl import dumps, split_ending
 from ..transcript.model import Transcript
 from .disk import Store
@@ -48,9 +47,7 @@ def keep_original_lines(before: Transcript, after: Transcript, store: Store) -> 
         if found is None:
             continue
         serialized, full = found
-        path = store.root.joinpath(*_name(serialized))
-        if not path.exists():
-            atomic_write(path, full)
+        store.put_file(store.root.joinpath(*_name(serialized)), full)
         saved += 1
     return saved
 
