@@ -145,6 +145,22 @@ def test_clearing_tool_results_carries_the_view_over_with_the_new_results(tmp_pa
     assert "other words" in str([m.api() for m in retyped.view().messages]) and built == [1]
 
 
+def test_results_cleared_by_whole_entries_carry_the_view_over_too(tmp_path, monkeypatch):
+    """An edit that replaces whole entries (not through replace_blocks, which says which blocks it
+    replaced) is compared entry by entry: still carried over, still the view built from scratch."""
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    t.view()
+    by_blocks = _clear_results(t, every=2)
+    whole = t.with_edits(replace={i: by_blocks.entry(i) for i in by_blocks.overrides})
+    from ctxkit.transcript import claude_code
+
+    built = []
+    real = claude_code.build_messages
+    monkeypatch.setattr(claude_code, "build_messages", lambda *a: built.append(1) or real(*a))
+    assert _shown(whole.view()) == _shown(by_blocks.view()) == _shown(_fresh(whole).view())
+    assert built == [1]  # only the fresh one was built
+
+
 @pytest.mark.skipif(not cc_sessions(), reason="shared corpus not found")
 @pytest.mark.parametrize("path", [p / "session.jsonl" for p in cc_sessions()], ids=lambda p: p.parent.name)
 def test_a_carried_over_view_is_the_view_built_from_scratch(path):

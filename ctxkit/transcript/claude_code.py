@@ -36,7 +36,7 @@ from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
 from .lineindex import MAYBE_TYPED, LineIndex
-from .model import SET_ASIDE, Transcript, set_aside
+from .model import REPLACED_BLOCKS, SET_ASIDE, Transcript, set_aside
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -212,8 +212,11 @@ def _carried_over(t: Transcript) -> View | None:
     if (parent is None or t.replaced is None or parent.view is None or earlier.get("view_handled", True)
             or earlier.get("chain") is not t.memo.get("chain")):
         return None
-    new_blocks: dict[BlockRef, dict] = {}
-    for i in t.replaced:
+    known = t.memo.get(REPLACED_BLOCKS)
+    new_blocks = _replaced_results(parent.entries, known) if known is not None else {}
+    if new_blocks is None:
+        return None
+    for i in t.replaced if known is None else ():
         changed = _changed_results(parent.entries[i], t.entry(i))
         if changed is None:
             return None
@@ -252,6 +255,24 @@ def _changed_results(old: dict, new: dict) -> list[tuple[int, dict]] | None:
                 or _loads_tools(a) or _loads_tools(b):
             return None
         out.append((k, b))
+    return out
+
+
+def _replaced_results(before: dict[int, dict], replaced: dict[BlockRef, dict]) -> dict[BlockRef, dict] | None:
+    """:func:`_changed_results` for an edit that replaced these blocks in place and changed nothing else
+    (:data:`REPLACED_BLOCKS`): only the blocks are compared, not the entries around them."""
+    out = {}
+    for ref, b in replaced.items():
+        blocks, was_string = content_blocks(before[ref.entry])
+        if was_string or ref.block >= len(blocks):
+            return None
+        a = blocks[ref.block]
+        if a is b:
+            continue
+        if a.get("type") != "tool_result" or b.get("type") != "tool_result" or not _same_but(a, b, "content") \
+                or _loads_tools(a) or _loads_tools(b):
+            return None
+        out[ref] = b
     return out
 
 

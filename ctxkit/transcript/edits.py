@@ -16,7 +16,7 @@ from ..quoting import quote_json as quote
 from ..reminders import as_reminder
 from . import claude_code_chain, claude_code_entries, claude_code_records
 from .formats import handler
-from .model import Transcript, deep_replace
+from .model import REPLACED_BLOCKS, Transcript, deep_replace
 from .shapes import problem
 from .view import BlockRef
 
@@ -46,7 +46,11 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
             edited[ref.entry] = deep_replace(entry, list(h.content_path), [block])
         else:
             edited[ref.entry] = deep_replace(entry, [*h.content_path, ref.block], block)
-    return t.with_edits(replace=edited)
+    out = t.with_edits(replace=edited)
+    if t.format == "claude-code" and all(ref.block >= 0 for ref in changes):
+        # what changed, for the projection (claude_code._carried_over): these blocks, nothing else
+        out.memo[REPLACED_BLOCKS] = dict(changes)
+    return out
 
 
 def _openai_replace(entry: dict, ref: BlockRef, block: dict) -> dict:

@@ -68,6 +68,9 @@ def set_aside(d: dict, *, take: bool = False) -> tuple[tuple[str, ...], dict[str
 
 
 SET_ASIDE = "input-line"
+#: ``memo`` key of a version made by replacing content blocks in place (edits.replace_blocks): the
+#: blocks, by BlockRef; the entries differ from the earlier version's in those blocks only
+REPLACED_BLOCKS = "replaced-blocks"
 _NOTHING_ASIDE: tuple = ((), {})
 
 
