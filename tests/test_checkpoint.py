@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkit.cli.main import app
-from ctxkit.store import checkpoint
+from ctxkit.store import block_crc, checkpoint
 
 pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
 
@@ -190,7 +190,7 @@ def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(ru
     compact(runner, src, out, store)
     for k, path in enumerate(sorted((store / "checkpoints").glob("*/*.json"))):
         doc = json.loads(path.read_text())
-        assert doc["format"] == 3 and doc["hash"] == checkpoint.hash_name()
+        assert doc["format"] == 3 and doc["hash"] == block_crc.name()
         old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept
         digest = hashlib.sha1(old.read_bytes()[:doc["size"]]).hexdigest()
         path.write_text(json.dumps({**doc, "format": 1 + k % 2, "hash": "sha1/1MiB", "digests": [digest]}))
@@ -221,7 +221,7 @@ def crc(request, monkeypatch):
     an installation without that C code uses. Yields the reference function of one block."""
     import zlib
 
-    checkpoint._crc.cache_clear()
+    block_crc.forget_choice()
     if request.param == "crc32":
         monkeypatch.setitem(sys.modules, "google_crc32c", None)  # as if not installed: import fails
         reference = zlib.crc32
@@ -230,15 +230,15 @@ def crc(request, monkeypatch):
         if google_crc32c.implementation != "c":
             pytest.skip("google-crc32c has only its pure-Python code here")
         reference = google_crc32c.value
-    assert checkpoint.hash_name() == f"{request.param}/1MiB"
+    assert block_crc.name() == f"{request.param}/1MiB"
     yield reference
-    checkpoint._crc.cache_clear()
+    block_crc.forget_choice()
 
 
 def test_the_crc_is_the_standard_one(crc):
     """The check values of the CRC catalogue, for the nine digits "123456789"."""
-    assert checkpoint._block_digest(b"123456789") == {"crc32c/1MiB": "e3069283",
-                                                     "crc32/1MiB": "cbf43926"}[checkpoint.hash_name()]
+    assert block_crc.digest(b"123456789") == {"crc32c/1MiB": "e3069283",
+                                                     "crc32/1MiB": "cbf43926"}[block_crc.name()]
 
 
 def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tmp_path, crc):
@@ -261,13 +261,13 @@ def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tm
 def test_checkpoints_hashed_with_the_other_crc_are_passed_over_without_a_warning(runner, tmp_path, monkeypatch):
     """A store used by two installations, one without google-crc32c's C code: each passes over the
     other's checkpoints (the input is read in full, quietly) and resumes from its own."""
-    if checkpoint.hash_name() != "crc32c/1MiB":
+    if block_crc.name() != "crc32c/1MiB":
         pytest.skip("google-crc32c's C code is not installed: there is no other CRC to try")
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     assert compact(runner, src, out, store)["checkpoint"]["resumed"] is False  # CRC-32C checkpoints
     grow(src, 1, 5, "b")
-    checkpoint._crc.cache_clear()
+    block_crc.forget_choice()
     monkeypatch.setitem(sys.modules, "google_crc32c", None)  # the other installation: zlib's CRC-32
     try:
         report = compact(runner, src, out, store)
@@ -276,7 +276,7 @@ def test_checkpoints_hashed_with_the_other_crc_are_passed_over_without_a_warning
         grow(src, 1, 5, "c")
         assert compact(runner, src, out, store)["checkpoint"]["resumed"] is True  # from its own
     finally:
-        checkpoint._crc.cache_clear()
+        block_crc.forget_choice()
 
 
 def test_a_run_that_needs_no_store_makes_none_for_its_checkpoints(runner, tmp_path):

@@ -27,9 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
-import zlib
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -41,6 +38,7 @@ from ..transcript.lineindex import LineIndex, index_from_state, index_state
 from ..transcript.model import Transcript
 from ..transcript.reader import Resume
 from ..transcript.shapes import problem
+from . import block_crc
 from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
@@ -54,52 +52,6 @@ _MAX_FIRST_LINE = 1 << 20  # a first line longer than this: not checkpointed (th
 def _digest(data: bytes) -> str:
     """A name for a small thing (a first line, a list of block digests)."""
     return hashlib.sha1(data, usedforsecurity=False).hexdigest()
-
-
-class _Crc:
-    """The checksum of the blocks: CRC-32C where google-crc32c's C code is installed (it uses the CPU's
-    CRC instruction: 190 MB in 0.01 s of CPU), else zlib's CRC-32 (0.07 s). Every run hashes the whole
-    prefix it resumes from, so this is most of what a resumed run spends on a long session. A checkpoint
-    names its hash: one kept with the other is passed over, and the input read in full.
-
-    A CRC, not a cryptographic hash: what it guards against is an edit of the file since the checkpoint
-    was kept. It sees every change of up to 32 bits in a block, and misses any other with a chance of
-    one in four billion per changed block. A collision someone crafts needs write access to the input,
-    which lets them give ctxkit any input they like anyway."""
-
-    def __init__(self) -> None:
-        try:
-            with warnings.catch_warnings():  # (it warns when it has only its pure-Python code)
-                warnings.simplefilter("ignore")
-                import google_crc32c
-        except ImportError:
-            google_crc32c = None
-        if google_crc32c is not None and google_crc32c.implementation == "c":
-            self.name, self._extend = "crc32c/1MiB", google_crc32c.extend
-        else:  # (its pure-Python fallback would take minutes for a long session)
-            self.name, self._extend = "crc32/1MiB", lambda crc, data: zlib.crc32(data, crc)
-
-    def extend(self, crc: int, data: bytes) -> int:
-        """The checksum of the bytes ``crc`` is the checksum of, followed by ``data`` (0: of nothing)."""
-        return self._extend(crc, data)
-
-
-@lru_cache(maxsize=1)
-def _crc() -> _Crc:
-    return _Crc()
-
-
-_HASHES = ("crc32c/1MiB", "crc32/1MiB")
-
-
-def hash_name() -> str:
-    """What this installation hashes blocks with (a checkpoint's ``hash``): ``crc32c/1MiB`` or ``crc32/1MiB``."""
-    return _crc().name
-
-
-def _block_digest(data: bytes) -> str:
-    """The digest of one MiB block: its checksum, eight hex digits."""
-    return f"{_crc().extend(0, data):08x}"
 
 
 class Checkpoints:
@@ -189,7 +141,7 @@ class Checkpoints:
             return None
         if isinstance(doc, dict) and isinstance(doc.get("format"), int) and doc["format"] < FORMAT:
             return None  # kept by an earlier ctxkit (its index lacks what this one reads): not a problem
-        if isinstance(doc, dict) and doc.get("hash") in _HASHES and doc["hash"] != hash_name():
+        if isinstance(doc, dict) and doc.get("hash") in block_crc.NAMES and doc["hash"] != block_crc.name():
             return None  # kept by an installation that hashes with the other CRC: not a problem either
         wrong = check_checkpoint(doc)
         if wrong is None and _length_of(name) != doc["size"]:
@@ -243,7 +195,7 @@ class Checkpoints:
             except OSError:
                 pass
             return
-        head = {"format": FORMAT, "hash": hash_name(), "size": size, "digests": digests, "detected_early": detected_early,
+        head = {"format": FORMAT, "hash": block_crc.name(), "size": size, "digests": digests, "detected_early": detected_early,
                 "facts": lines.facts.to_json(), "earlier_prompts": earlier}
 
         def chunks():  # the index one field at a time: a million lines' document is never whole in memory
@@ -271,14 +223,14 @@ class Checkpoints:
 
 def check_checkpoint(doc: Any) -> str | None:
     """What is wrong with a checkpoint document, None when nothing: ``{"format": 3, "hash": "crc32c/1MiB"
-    (:func:`hash_name`), "size": bytes, "digests": [one hex CRC per MiB, the last of the part that is left], "detected_early":
+    (:func:`ctxkit.store.block_crc.name`), "size": bytes, "digests": [one hex CRC per MiB, the last of the part that is left], "detected_early":
     bool, "earlier_prompts": null or the entries with prompts before the newest boundary, "index": the line
     index (:func:`ctxkit.transcript.lineindex.index_state`), "facts": the session
     facts}`` (the index itself is checked as it is rebuilt)."""
     if not isinstance(doc, dict):
         return "the document is not an object"
-    if doc.get("format") != FORMAT or doc.get("hash") != hash_name():
-        return f"format {doc.get('format')!r} / hash {doc.get('hash')!r}, not {FORMAT} / {hash_name()}"
+    if doc.get("format") != FORMAT or doc.get("hash") != block_crc.name():
+        return f"format {doc.get('format')!r} / hash {doc.get('hash')!r}, not {FORMAT} / {block_crc.name()}"
     size = doc.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         return "size is not a positive number"
@@ -319,7 +271,7 @@ def _read_block(f, offset: int, length: int) -> bytes:
 
 def _block_digests(f, size: int, first: int) -> list[str]:
     """The digests of the file's blocks from block ``first`` to the end of its first ``size`` bytes."""
-    return [_block_digest(_read_block(f, k * BLOCK, min(BLOCK, size - k * BLOCK)))
+    return [block_crc.digest(_read_block(f, k * BLOCK, min(BLOCK, size - k * BLOCK)))
             for k in range(first, -(-size // BLOCK))]
 
 
@@ -393,7 +345,7 @@ def _hash_from(start: int, chunks: list[tuple[int, Any]], f, end: int) -> list[s
     ``chunks`` (input ranges and written bytes) without reading the output back."""
     out: list[str] = []
     crc, filled = 0, 0
-    extend = _crc().extend
+    extend = block_crc.extend
     for pos, what in chunks:
         if isinstance(what, tuple):
             offset, length = what

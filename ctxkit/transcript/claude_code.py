@@ -1,7 +1,8 @@
 """Claude Code session transcripts: the format, and its projection into a view.
 
 The chain walk (steps 1-5) is :mod:`.claude_code_chain`, ctxkit's records (step 8)
-:mod:`.claude_code_records`, and the entries ctxkit writes :mod:`.claude_code_entries`.
+:mod:`.claude_code_records`, the entries ctxkit writes :mod:`.claude_code_entries`, and the view of a
+version that only replaced tool results, carried over from the earlier one, :mod:`.claude_code_carry`.
 
 The view follows ../shared/TRANSCRIPTS.md section 8 and what Claude Code 2.1.x
 really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
@@ -32,11 +33,12 @@ from typing import Any
 import orjson
 
 from ..reminders import unwrap
+from .claude_code_carry import carried_over, loads_tools
 from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
 from .lineindex import MAYBE_TYPED, LineIndex
-from .model import REPLACED_BLOCKS, SET_ASIDE, Transcript, set_aside
+from .model import SET_ASIDE, Transcript, set_aside
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -145,11 +147,6 @@ def _sent_user_blocks(d: dict, blocks: list[dict]) -> list[dict]:
     return blocks
 
 
-def _loads_tools(result: dict) -> bool:
-    c = result.get("content")
-    return isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "tool_reference" for b in c)
-
-
 def _visible(blocks: list[dict]) -> bool:
     """Whether an assistant message shows anything: a block other than thinking or whitespace text."""
     return any(b.get("type") not in _THINKING_TYPES and not (b.get("type") == "text" and not str(b.get("text", "")).strip())
@@ -183,7 +180,7 @@ def _user_kind(d: dict, blocks: list[dict]) -> str:
 # -- building messages ----------------------------------------------------------------------------
 def project(t: Transcript) -> View:
     order, facts = active_entries(t)
-    carried = _carried_over(t)
+    carried = carried_over(t)
     if carried is not None:
         return carried
     view = build_messages(t, order)
@@ -200,85 +197,6 @@ def project(t: Transcript) -> View:
             handled = True
     t.memo["view_handled"] = handled
     return view
-
-
-def _carried_over(t: Transcript) -> View | None:
-    """The view of the version ``t`` was edited from, with the tool results the edit replaced put in (a
-    stage that clears or persists results edits nothing else): the projection is not built again. None
-    when that does not hold, or when the earlier view went through a record's handler (a collapse), whose
-    blocks are not the entries' own."""
-    parent = t.parent
-    earlier = t.earlier[0] if t.earlier is not None else {}
-    if (parent is None or t.replaced is None or parent.view is None or earlier.get("view_handled", True)
-            or earlier.get("chain") is not t.memo.get("chain")):
-        return None
-    known = t.memo.get(REPLACED_BLOCKS)
-    new_blocks = _replaced_results(parent.entries, known) if known is not None else {}
-    if new_blocks is None:
-        return None
-    for i in t.replaced if known is None else ():
-        changed = _changed_results(parent.entries[i], t.entry(i))
-        if changed is None:
-            return None
-        new_blocks.update((BlockRef(i, k), block) for k, block in changed)
-    msgs = []
-    replaced = t.replaced
-    for m in parent.view.messages:
-        if m.role != "user" or replaced.isdisjoint(m.entries):
-            msgs.append(m)  # the same message: views are read-only once built (a handler copies what it changes)
-            continue
-        content = [new_blocks.get(ref, b) if ref is not None else b for b, ref in zip(m.content, m.refs, strict=True)]
-        msgs.append(ViewMessage(m.role, content, m.kind, list(m.refs), list(m.entries), m.uuid, m.timestamp,
-                                m.was_string, m.msg_id))
-    t.memo["view_handled"] = False
-    return View(msgs, list(parent.view.notes), list(parent.view.orphans))
-
-
-def _changed_results(old: dict, new: dict) -> list[tuple[int, dict]] | None:
-    """The blocks of user entry ``new`` that differ from ``old``, as ``(block index, block)``, when they are
-    tool results that differ only in their content (and load no tools); None for any other difference."""
-    if old is new:
-        return []
-    if old.get("type") != "user" or not _same_but(old, new, "message"):
-        return None
-    if not isinstance(old.get("message"), dict) or not isinstance(new.get("message"), dict) \
-            or not _same_but(old["message"], new["message"], "content"):
-        return None
-    (before, was_string), (after, is_string) = content_blocks(old), content_blocks(new)
-    if was_string or is_string or len(before) != len(after):
-        return None
-    out = []
-    for k, (a, b) in enumerate(zip(before, after, strict=True)):
-        if a is b:
-            continue
-        if a.get("type") != "tool_result" or b.get("type") != "tool_result" or not _same_but(a, b, "content") \
-                or _loads_tools(a) or _loads_tools(b):
-            return None
-        out.append((k, b))
-    return out
-
-
-def _replaced_results(before: dict[int, dict], replaced: dict[BlockRef, dict]) -> dict[BlockRef, dict] | None:
-    """:func:`_changed_results` for an edit that replaced these blocks in place and changed nothing else
-    (:data:`REPLACED_BLOCKS`): only the blocks are compared, not the entries around them."""
-    out = {}
-    for ref, b in replaced.items():
-        blocks, was_string = content_blocks(before[ref.entry])
-        if was_string or ref.block >= len(blocks):
-            return None
-        a = blocks[ref.block]
-        if a is b:
-            continue
-        if a.get("type") != "tool_result" or b.get("type") != "tool_result" or not _same_but(a, b, "content") \
-                or _loads_tools(a) or _loads_tools(b):
-            return None
-        out[ref] = b
-    return out
-
-
-def _same_but(a: dict, b: dict, key: str) -> bool:
-    """Whether two dicts hold the same fields with the same values, ``key`` aside."""
-    return a.keys() == b.keys() and all(a[k] is b[k] or a[k] == b[k] for k in a if k != key)
 
 
 def build_messages(t: Transcript, order: list[int]) -> View:
@@ -329,7 +247,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             refs = [BlockRef(i, -1 if was_string else k) for k in range(len(blocks))]
             results = [(b, r) for b, r in zip(blocks, refs, strict=True) if b.get("type") == "tool_result"]
             others = [(b, r) for b, r in zip(blocks, refs, strict=True) if b.get("type") != "tool_result"]
-            others += [({"type": "text", "text": TOOL_LOADED_TEXT}, None) for b, _ in results if _loads_tools(b)]
+            others += [({"type": "text", "text": TOOL_LOADED_TEXT}, None) for b, _ in results if loads_tools(b)]
             if results and open_assistant is not None:
                 target = _results_message(msgs, open_assistant)
                 lead = sum(1 for b in target.content if b.get("type") == "tool_result")

@@ -48,7 +48,7 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
             edited[ref.entry] = deep_replace(entry, [*h.content_path, ref.block], block)
     out = t.with_edits(replace=edited)
     if t.format == "claude-code" and all(ref.block >= 0 for ref in changes):
-        # what changed, for the projection (claude_code._carried_over): these blocks, nothing else
+        # what changed, for the projection (claude_code_carry.carried_over): these blocks, nothing else
         out.memo[REPLACED_BLOCKS] = dict(changes)
     return out
 

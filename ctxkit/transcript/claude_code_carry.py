@@ -1,0 +1,98 @@
+"""Carrying a view over to a version of a Claude Code transcript that only replaced tool results.
+
+Stages that clear or persist tool results (microcompact, the tool-result budget) make a new version
+whose entries differ from the earlier version's only in those results' content. Its view is the
+earlier view with the new results put in: nothing else is built again (:func:`carried_over`, used
+by :func:`ctxkit.transcript.claude_code.project`).
+"""
+from __future__ import annotations
+
+from .claude_code_chain import content_blocks
+from .model import REPLACED_BLOCKS, Transcript
+from .view import BlockRef, View, ViewMessage
+
+
+def loads_tools(result: dict) -> bool:
+    """Whether a tool result loads deferred tools (``tool_reference`` blocks): Claude Code sends a text
+    after it, so such a result is never swapped in place."""
+    c = result.get("content")
+    return isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "tool_reference" for b in c)
+
+
+def carried_over(t: Transcript) -> View | None:
+    """The view of the version ``t`` was edited from, with the tool results the edit replaced put in (a
+    stage that clears or persists results edits nothing else): the projection is not built again. None
+    when that does not hold, or when the earlier view went through a record's handler (a collapse), whose
+    blocks are not the entries' own."""
+    parent = t.parent
+    earlier = t.earlier[0] if t.earlier is not None else {}
+    if (parent is None or t.replaced is None or parent.view is None or earlier.get("view_handled", True)
+            or earlier.get("chain") is not t.memo.get("chain")):
+        return None
+    known = t.memo.get(REPLACED_BLOCKS)
+    new_blocks = _replaced_results(parent.entries, known) if known is not None else {}
+    if new_blocks is None:
+        return None
+    for i in t.replaced if known is None else ():
+        changed = _changed_results(parent.entries[i], t.entry(i))
+        if changed is None:
+            return None
+        new_blocks.update((BlockRef(i, k), block) for k, block in changed)
+    msgs = []
+    replaced = t.replaced
+    for m in parent.view.messages:
+        if m.role != "user" or replaced.isdisjoint(m.entries):
+            msgs.append(m)  # the same message: views are read-only once built (a handler copies what it changes)
+            continue
+        content = [new_blocks.get(ref, b) if ref is not None else b for b, ref in zip(m.content, m.refs, strict=True)]
+        msgs.append(ViewMessage(m.role, content, m.kind, list(m.refs), list(m.entries), m.uuid, m.timestamp,
+                                m.was_string, m.msg_id))
+    t.memo["view_handled"] = False
+    return View(msgs, list(parent.view.notes), list(parent.view.orphans))
+
+
+def _changed_results(old: dict, new: dict) -> list[tuple[int, dict]] | None:
+    """The blocks of user entry ``new`` that differ from ``old``, as ``(block index, block)``, when they are
+    tool results that differ only in their content (and load no tools); None for any other difference."""
+    if old is new:
+        return []
+    if old.get("type") != "user" or not _same_but(old, new, "message"):
+        return None
+    if not isinstance(old.get("message"), dict) or not isinstance(new.get("message"), dict) \
+            or not _same_but(old["message"], new["message"], "content"):
+        return None
+    (before, was_string), (after, is_string) = content_blocks(old), content_blocks(new)
+    if was_string or is_string or len(before) != len(after):
+        return None
+    out = []
+    for k, (a, b) in enumerate(zip(before, after, strict=True)):
+        if a is b:
+            continue
+        if a.get("type") != "tool_result" or b.get("type") != "tool_result" or not _same_but(a, b, "content") \
+                or loads_tools(a) or loads_tools(b):
+            return None
+        out.append((k, b))
+    return out
+
+
+def _replaced_results(before: dict[int, dict], replaced: dict[BlockRef, dict]) -> dict[BlockRef, dict] | None:
+    """:func:`_changed_results` for an edit that replaced these blocks in place and changed nothing else
+    (:data:`REPLACED_BLOCKS`): only the blocks are compared, not the entries around them."""
+    out = {}
+    for ref, b in replaced.items():
+        blocks, was_string = content_blocks(before[ref.entry])
+        if was_string or ref.block >= len(blocks):
+            return None
+        a = blocks[ref.block]
+        if a is b:
+            continue
+        if a.get("type") != "tool_result" or b.get("type") != "tool_result" or not _same_but(a, b, "content") \
+                or loads_tools(a) or loads_tools(b):
+            return None
+        out[ref] = b
+    return out
+
+
+def _same_but(a: dict, b: dict, key: str) -> bool:
+    """Whether two dicts hold the same fields with the same values, ``key`` aside."""
+    return a.keys() == b.keys() and all(a[k] is b[k] or a[k] == b[k] for k in a if k != key)
