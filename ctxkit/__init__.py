@@ -6,7 +6,9 @@ Embedding it in an agent framework::
 
     policy = load_policy("no-llm")
     transcript = read_transcript("session.jsonl")
-    result = compile_pipeline(policy).run(transcript, make_context(policy, store_dir=".ctxkit"))
+    ctx = make_context(policy, store_dir=".ctxkit")
+    result = compile_pipeline(policy).run(transcript, ctx)
+    ctx.store.flush()  # the store's decisions and blobs, durably, before the output names them
     with open("compacted.jsonl", "wb") as out:
         result.transcript.write(out)
 

@@ -258,18 +258,31 @@ def test_a_long_prefix_is_checked_block_by_block_and_one_changed_byte_is_seen(tm
             f"{crc(path.read_bytes()[17 * mib:18 * mib]):08x}"] + want[18:]
 
 
-def test_checkpoints_hashed_with_the_other_crc_are_passed_over_without_a_warning(runner, tmp_path, monkeypatch):
-    """A store used by two installations, one without google-crc32c's C code: each passes over the
-    other's checkpoints (the input is read in full, quietly) and resumes from its own."""
+@pytest.mark.parametrize("first", ["crc32/1MiB", "crc32c/1MiB"])
+def test_checkpoints_hashed_with_the_other_crc_are_passed_over_without_a_warning(runner, tmp_path, monkeypatch,
+                                                                                 first):
+    """A store used by two installations, one without google-crc32c's C code (or kept before ctxkit
+    used it): each passes over the other's checkpoints (the input is read in full, quietly) and
+    resumes from its own."""
+    block_crc.forget_choice()
     if block_crc.name() != "crc32c/1MiB":
         pytest.skip("google-crc32c's C code is not installed: there is no other CRC to try")
+
+    def installation(name: str) -> None:
+        block_crc.forget_choice()
+        if name == "crc32/1MiB":
+            monkeypatch.setitem(sys.modules, "google_crc32c", None)  # as if not installed: import fails
+        else:
+            monkeypatch.delitem(sys.modules, "google_crc32c", raising=False)
+        assert block_crc.name() == name
+
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
-    assert compact(runner, src, out, store)["checkpoint"]["resumed"] is False  # CRC-32C checkpoints
-    grow(src, 1, 5, "b")
-    block_crc.forget_choice()
-    monkeypatch.setitem(sys.modules, "google_crc32c", None)  # the other installation: zlib's CRC-32
     try:
+        installation(first)
+        assert compact(runner, src, out, store)["checkpoint"]["resumed"] is False
+        grow(src, 1, 5, "b")
+        installation("crc32c/1MiB" if first == "crc32/1MiB" else "crc32/1MiB")
         report = compact(runner, src, out, store)
         assert report["checkpoint"]["resumed"] is False
         assert not [w for w in report["warnings"] if w.startswith("checkpoint ")]

@@ -161,6 +161,40 @@ def test_results_cleared_by_whole_entries_carry_the_view_over_too(tmp_path, monk
     assert built == [1]  # only the fresh one was built
 
 
+def _first_result(t: Transcript):
+    return next((b, ref) for m in t.view().messages for b, ref in zip(m.content, m.refs, strict=True)
+                if b.get("type") == "tool_result" and ref is not None)
+
+
+@pytest.mark.parametrize("change", ["text", "is_error", "loads tools", "was loading tools", "content"])
+def test_replaced_blocks_that_are_more_than_new_results_build_the_view_again(tmp_path, monkeypatch, change):
+    """replace_blocks says which blocks it replaced; the view is carried over only when each is a tool
+    result whose content alone changed and that loads no tools (a result with tool_reference blocks
+    is followed by a "Tool loaded." text): otherwise it is built again, and is the fresh view."""
+    from ctxkit.transcript import claude_code
+    from ctxkit.transcript.edits import replace_blocks
+
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    block, ref = _first_result(t)
+    refs = [{"type": "tool_reference", "tool_name": "WebFetch"}]
+    if change == "was loading tools":
+        t = replace_blocks(t, {ref: {**block, "content": refs}})
+        t.view()
+        block = {**block, "content": refs}
+    new = {"text": {"type": "text", "text": "not a result"}, "is_error": {**block, "is_error": True},
+           "loads tools": {**block, "content": refs}, "was loading tools": {**block, "content": "[cleared]"},
+           "content": {**block, "content": "[cleared]"}}[change]
+    built = []
+    real = claude_code.build_messages
+    monkeypatch.setattr(claude_code, "build_messages", lambda *a: built.append(1) or real(*a))
+    edited = replace_blocks(t, {ref: new})
+    view = edited.view()
+    assert built == ([] if change == "content" else [1])
+    assert _shown(view) == _shown(_fresh(edited).view())
+    if change == "loads tools":
+        assert claude_code.TOOL_LOADED_TEXT in str([m.api() for m in view.messages])
+
+
 @pytest.mark.skipif(not cc_sessions(), reason="shared corpus not found")
 @pytest.mark.parametrize("path", [p / "session.jsonl" for p in cc_sessions()], ids=lambda p: p.parent.name)
 def test_a_carried_over_view_is_the_view_built_from_scratch(path):

@@ -262,3 +262,28 @@ def test_every_folder_a_run_stored_into_is_fsynced_once_before_the_ledger_and_th
         assert blob.parent in synced_before and store / "blobs" in synced_before, blob
     folders = {blob.parent for blob in blobs}
     assert all(synced_before.count(folder) == 1 for folder in folders)  # once each, not once per blob
+
+
+@pytest.mark.parametrize("other_run", ["still running", "killed before its flush"])
+def test_a_blob_found_in_the_store_is_made_durable_before_this_run_names_it(tmp_path, monkeypatch, other_run):
+    """Runs share a store (`ctxkit batch -j 2` on sessions that share history): a blob another run wrote
+    and has not flushed yet is named by this run's ledger only once its folder, and the folders above
+    it up to the store, are fsynced."""
+    from ctxkit.store import disk
+    from ctxkit.store.disk import Store
+
+    root = tmp_path / "store"
+    other = Store(root)
+    blob = Path(other.put_blob_file(b"the same tool output"))
+    if other_run == "killed before its flush":
+        del other
+    synced: list[Path] = []
+    real = disk.fsync_dir
+    monkeypatch.setattr(disk, "fsync_dir", lambda folder: (synced.append(Path(folder)), real(folder))[1])
+    this = Store(root)
+    assert Path(this.put_blob_file(b"the same tool output")) == blob
+    this.record_decision("call_1", {"action": "persisted", "blob": blob.name}, scope="s-1")
+    this.flush()
+    root = root.resolve()
+    assert {blob.parent, root / "blobs", root} <= set(synced)
+    assert synced.index(blob.parent) < synced.index(root / "blobs") < synced.index(root)  # a child first

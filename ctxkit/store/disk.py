@@ -151,26 +151,43 @@ class Store:
         if not self.dry_run:
             self.used = True
             if path not in self._present:
-                if not os.path.exists(path):
-                    self._mark()
-                    atomic_write(path, data, unsynced=self._unsynced)
+                self._put(Path(path), data)
                 self._present.add(path)
         return path
 
     def put_file(self, path: Path, data: bytes) -> None:
         """Write a file of the store that is named by its content (a blob, an original line) unless it
         is there; durable once :meth:`sync_folders` ran (:meth:`flush` runs it)."""
-        if not self.dry_run and not path.exists():
-            self._mark()
-            atomic_write(path, data, unsynced=self._unsynced)
+        if not self.dry_run:
+            self._put(path, data)
+
+    def _put(self, path: Path, data: bytes) -> None:
+        if os.path.exists(path):
+            # found: written by another run sharing the store, or by one killed before its flush;
+            # its folder may not be durable yet, and this run is about to name the file
+            self._unsynced.add(Path(os.path.realpath(path)).parent)
+            return
+        self._mark()
+        atomic_write(path, data, unsynced=self._unsynced)
 
     def sync_folders(self) -> None:
-        """Fsync the folders this run added files to, so that their names survive a crash: once per
-        folder, before anything that names those files is written (:meth:`flush`, which the CLI runs
-        before it writes an output). Each blob's own bytes were fsynced as it was written; a blob
-        folder is often new, and fsyncing it and its parent for each blob was most of what storing a
-        result cost (about 1 ms of CPU per blob)."""
-        for folder in sorted(self._unsynced, key=lambda f: len(f.parts), reverse=True):  # a child before its parent
+        """Fsync the folders this run stored files in or named files of, and their parents up to the
+        store, so that those names survive a crash: once per folder, before anything that names the
+        files is written (:meth:`flush` runs it first; the CLI flushes before it writes an output, and
+        a library caller must too). Each file's own bytes were fsynced before its rename. Why not after
+        every blob, as other files are: a blob folder is often new, and fsyncing it and its parent for
+        each blob was most of what storing a result cost (about 1 ms of CPU per blob)."""
+        if not self._unsynced:
+            return
+        root = self.root.resolve()
+        folders = {root}
+        for folder in self._unsynced:  # (absolute: atomic_output resolves the paths it writes)
+            while folder not in folders:
+                folders.add(folder)
+                if root not in folder.parents:
+                    break
+                folder = folder.parent
+        for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):  # a child before its parent
             fsync_dir(folder)
         self._unsynced.clear()
 
