@@ -140,7 +140,11 @@ class Context:
     # -- measuring --------------------------------------------------------------------------------
     def run(self, cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
         """(CPU seconds, peak RSS in bytes) of ``cmd``; it must exit 0 or 1 (ctxkit's "did its job, a
-        check failed")."""
+        check failed"). The bench's own earlier writes are flushed to disk first (``os.sync``, not
+        timed): the floor writes its copy without an fsync, and the inputs are copied; left pending,
+        their writeback lands in whichever command runs next (ctxkit fsyncs what it writes, and on
+        this machine that once made a 0.4 s run take 0.9 s)."""
+        os.sync()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=self.env)
         err = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)
