@@ -19,7 +19,7 @@ guarantees (user documentation: docs/store.md):
   read-only file system...) raises :class:`ctxkit.errors.WriteError` naming the path.
 
 Over 400 lines: writing, its temporary files and the signals that must not leave one behind are one
-concern (a signal is remembered here so that a batch stops between two files, :func:`interruption`).
+concern (a signal is remembered here so that a batch stops between two files, :func:`raise_interruption`).
 """
 from __future__ import annotations
 
@@ -390,24 +390,23 @@ _signalled: list[int] = []  # SIGINT / SIGTERM received under the outermost term
 _depth = [0]
 
 
-def interruption() -> KeyboardInterrupt | None:
-    """The interruption a signal received under :func:`terminate_cleanly` asked for (None: none came).
+def raise_interruption() -> None:
+    """Raise the interruption a signal received under :func:`terminate_cleanly` asked for, if one came.
 
     The exception a signal handler raises is lost when it lands while Python runs a finalizer (a
     generator closed by the cycle collector: "Exception ignored", printed to a stream a batch captures
-    for one file); a batch asks this between files, so a Ctrl-C always stops it (about one Ctrl-C in
+    for one file); a batch calls this between files, so a Ctrl-C always stops it (about one Ctrl-C in
     two hundred was lost that way)."""
-    if not _signalled:
-        return None
-    signum = _signalled[-1]
-    return Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt()
+    if _signalled:
+        signum = _signalled[-1]
+        raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextmanager
 def terminate_cleanly() -> Iterator[None]:
     """While the block runs, SIGTERM raises :class:`Terminated` (a KeyboardInterrupt) instead of killing
     the process on the spot, so temporary files are removed as for Ctrl-C; both it and Ctrl-C are
-    remembered (:func:`interruption`). For the CLI's commands; a library embedding ctxkit keeps its own
+    remembered (:func:`raise_interruption`). For the CLI's commands; a library embedding ctxkit keeps its own
     signal handling. Only in the main thread (Python's rule)."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ExitCode
-from ..fileio import forget_inherited_temps, interruption
+from ..fileio import forget_inherited_temps, raise_interruption
 from .remote import Staging, group_key
 from .results import FileResult
 
@@ -113,9 +113,7 @@ def run_task(task: Task) -> list[FileResult]:
     try:
         with _working_dir(task.batch.cwd):
             for job in task.jobs:
-                stop = interruption()  # a signal whose exception a finalizer swallowed (fileio.interruption)
-                if stop is not None:
-                    raise stop
+                raise_interruption()  # a signal whose exception a finalizer swallowed
                 results.append(_run_job(task.batch, job, staging))
     finally:
         try:
@@ -161,9 +159,7 @@ def deliver(done, futures: dict, on_result: Callable[[FileResult], None]) -> Non
             results = failed_task(futures[fut], exc)
         for r in results:
             on_result(r)
-        stop = interruption()
-        if stop is not None:
-            raise stop
+        raise_interruption()
 
 
 def failed_task(task: Task, exc: BaseException) -> list[FileResult]:

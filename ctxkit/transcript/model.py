@@ -380,21 +380,22 @@ class Transcript:
                     raw = self.source.read_at(start, length)
                     if any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
                         override = _with_harness_keys(override, orjson.loads(raw))
-                crlf = length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n"  # its ending only
-                pieces.append((i, serialized(override, b"\r\n" if crlf else b"\n")))
+                pieces.append((i, serialized(override, self._ending(i))))
             else:  # the last line, without its newline
                 pieces.append((i, self.source.read_at(*lines.span(i)) + b"\n"))
         if pos < n:
             pieces.append(run_of(pos, n))
-        ending = b"\n"
-        if last_live is not None:
-            start, length = lines.span(last_live)
-            if length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n":
-                ending = b"\r\n"
+        ending = self._ending(last_live) if last_live is not None else b"\n"
         for k, entry in enumerate(self.appended):
             if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)
                 pieces.append((n + k, serialized(entry, ending)))
         return pieces
+
+    def _ending(self, i: int) -> bytes:
+        """Input line ``i``'s line ending as an edit of it is written: ``\r\n`` where it had one, else
+        ``\n`` (its last two bytes are read, not the line)."""
+        start, length = self.lines.span(i)
+        return b"\r\n" if length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n" else b"\n"
 
     def ends_with_newline(self) -> bool:
         end = self.lines.end
