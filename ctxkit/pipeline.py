@@ -19,6 +19,7 @@ from .store.original_lines import keep_original_lines
 from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
 from .tokens.view_count import REWRITTEN, ViewTokens, prefix_digest
+from .transcript.edits import history_as_read
 from .transcript.model import Transcript
 
 
@@ -44,11 +45,13 @@ class Pipeline:
             ctx.tokens_freed += max(0, counted.total - after.total)
             reports.append(report)
             current, counted = result.transcript, after
+        # what a stage edited and a later one took out of the view (a compaction, a snip) is written as read
+        current, kept_as_read = history_as_read(current)
         _remember_superseded_usage(start, counted, current, ctx)
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)
         return PipelineResult(current, reports, start.total, counted.total, list(ctx.warnings),
-                              redaction_summary(ctx))
+                              redaction_summary(ctx), kept_as_read)
 
 
 def _remember_superseded_usage(start: ViewTokens, end: ViewTokens, out: Transcript, ctx: Context) -> None:
@@ -73,6 +76,9 @@ class PipelineResult:
     warnings: list[str] = field(default_factory=list)
     #: secrets kept out of what went to a summarizer and of the summaries: {"enabled", "secrets", "kinds"}
     redacted: dict = field(default_factory=lambda: {"enabled": True, "secrets": 0, "kinds": {}})
+    #: lines a stage edited that a later stage took out of the view (behind a compact boundary, snipped):
+    #: written as read, not edited (:func:`ctxkit.transcript.edits.history_as_read`)
+    lines_kept_as_read: int = 0
 
     def to_json(self) -> dict:
         return {
@@ -81,6 +87,7 @@ class PipelineResult:
             "stages": [r.to_json() for r in self.reports],
             "warnings": self.warnings,
             "redacted": self.redacted,
+            "lines_kept_as_read": self.lines_kept_as_read,
         }
 
 

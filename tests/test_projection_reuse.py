@@ -219,6 +219,42 @@ def test_what_the_read_pass_keeps_is_dropped_at_each_compact_boundary(tmp_path):
     assert all("toolUseResult" not in t._cache[i] for i in kept)
 
 
+def test_edits_behind_a_boundary_are_written_as_read_and_the_view_carried_over(tmp_path, monkeypatch):
+    """What a stage edited and a compaction then put behind its boundary is dropped (edits.history_as_read):
+    the view is the one before, not built again, and equals a fresh projection; the lines are as read."""
+    from ctxkit.transcript import claude_code
+    from ctxkit.transcript.edits import history_as_read, replace_blocks
+
+    first = conversation(TURNS[:2])
+    path = write(tmp_path / "t.jsonl", first)
+    t = read_transcript(path)
+    cleared = _clear_results(t, every=1)
+    behind = set(cleared.overrides)
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b-1", "parentUuid": None,
+                "logicalParentUuid": first[-1]["uuid"], "isSidechain": False, "content": "Conversation compacted",
+                "timestamp": "2026-11-29T10:00:00.000Z", "sessionId": "s-1"}
+    compacted = cleared.with_edits(append=[boundary, *conversation(TURNS[2:], session="s-2", after=[boundary])])
+    block, ref = _first_result(compacted)
+    compacted = replace_blocks(compacted, {ref: {**block, "content": "[cleared]"}})  # in the view: kept
+    assert _first_result(compacted)[0]["content"] == "[cleared]"
+
+    built = []
+    real = claude_code.build_messages
+    monkeypatch.setattr(claude_code, "build_messages", lambda *a: built.append(1) or real(*a))
+    as_read, dropped = history_as_read(compacted)
+    assert dropped == len(behind) > 0
+    assert set(compacted.overrides) == behind and as_read.overrides == {}
+    assert _shown(as_read.view()) == _shown(compacted.view())
+    assert _first_result(as_read)[0]["content"] == "[cleared]"  # the edit in the view stays
+    assert built == []  # carried over
+    assert _shown(as_read.view()) == _shown(_fresh(as_read).view())
+    n = len(first)
+    out = io.BytesIO()
+    as_read.write(out)
+    assert out.getvalue().splitlines(keepends=True)[:n] == path.read_bytes().splitlines(keepends=True)
+    assert history_as_read(as_read) == (as_read, 0)
+
+
 def test_fields_set_aside_for_the_writer_are_only_the_harness_ones(tmp_path):
     """What is kept beside a line for the writer (its harness-only fields) answers for those fields only:
     an attachment's data is still read from the line, before and after its bytes were kept for expand."""

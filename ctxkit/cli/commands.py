@@ -172,6 +172,9 @@ def _print_report(result, mode: str, sources: dict) -> None:
     redacted = describe_redaction(result.redacted)
     if redacted:
         console.print(redacted, markup=False)
+    if result.lines_kept_as_read:
+        console.print(f"history: {result.lines_kept_as_read:,} edited line(s) out of the view (behind a boundary, "
+                      "snipped) written as read", markup=False)
     console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
     console.print(f"policy: {' < '.join(sources['policy'])}; store: {sources['store']}", markup=False)
     resumed = sources["checkpoint"]

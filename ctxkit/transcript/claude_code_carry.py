@@ -21,9 +21,10 @@ def loads_tools(result: dict) -> bool:
 
 def carried_over(t: Transcript) -> View | None:
     """The view of the version ``t`` was edited from, with the tool results the edit replaced put in (a
-    stage that clears or persists results edits nothing else): the projection is not built again. None
-    when that does not hold, or when the earlier view went through a record's handler (a collapse), whose
-    blocks are not the entries' own."""
+    stage that clears or persists results edits nothing else; an entry off the walked chain may have
+    any edit, none of it is in the view): the projection is not built again. None when that does not
+    hold, or when the earlier view went through a record's handler (a collapse), whose blocks are not
+    the entries' own."""
     parent = t.parent
     earlier = t.earlier[0] if t.earlier is not None else {}
     if (parent is None or t.replaced is None or parent.view is None or earlier.get("view_handled", True)
@@ -33,7 +34,10 @@ def carried_over(t: Transcript) -> View | None:
     new_blocks = _replaced_results(parent.entries, known) if known is not None else {}
     if new_blocks is None:
         return None
+    on_chain = set(t.memo["chain"][0]) if known is None else ()  # the same walk for both versions (checked above)
     for i in t.replaced if known is None else ():
+        if i not in on_chain:
+            continue  # an entry the walk leaves out: nothing of it is in either view (edits.history_as_read)
         changed = _changed_results(parent.entries[i], t.entry(i))
         if changed is None:
             return None

@@ -291,6 +291,16 @@ class Transcript:
                           replaced=frozenset(replace or ()) if only_replaced else None,
                           changed=frozenset(replace or ()) | frozenset(range(self.n_entries, n + len(appended))))
 
+    def without_edits(self, indexes: Iterable[int]) -> Transcript:
+        """A new transcript whose input lines ``indexes`` are as read again (their edits dropped)."""
+        drop = frozenset(i for i in indexes if i in self.overrides)
+        if not drop:
+            return self
+        overrides = {i: d for i, d in self.overrides.items() if i not in drop}
+        return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache, extracts=self._extracts,
+                          overrides=overrides, appended=self.appended, removed=self.removed,
+                          keep_all_parsed=self._keep_all_parsed, parent=self, replaced=drop, changed=drop)
+
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed
 

@@ -1,0 +1,83 @@
+"""Lines a stage edited and a later stage of the same run took out of the view are written as read.
+
+Microcompact clears old results on a cold cache; when autocompact then compacts, the cleared entries
+end up behind the new boundary: the model is never sent them again, so the output keeps them as the
+agent wrote them (as Claude Code's own compaction leaves its history), and says so in its report.
+"""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+from builders import T0, Session, iso
+
+from ctxkit import read_transcript
+from ctxkit.cli.main import app
+from ctxkit.transcript import claude_code_chain
+
+CLEARED = "[Old tool result content cleared]"
+LATER = iso(T0 + timedelta(hours=3))  # the cache is cold: microcompact clears
+
+
+def _session(tmp_path: Path) -> Path:
+    s = Session(tmp_path)
+    s.prompt("read every part")
+    for k in range(8):
+        s.tool("Bash", {"command": f"cat part{k}.txt"}, f"part {k}: " + "data " * 300)
+    s.say("All parts read.")
+    s.write(tmp_path / "s.jsonl")
+    return tmp_path / "s.jsonl"
+
+
+def _compact(runner, path: Path, *extra: str, report: str = "json", out: str = "out.jsonl"):
+    r = runner.invoke(app, ["compact", str(path), *extra, "--now", LATER, "--policy", "no-llm", "--report", report,
+                            "-o", out])
+    assert r.exit_code == 0, r.stderr
+    return r
+
+
+def test_results_cleared_then_compacted_stay_as_read_behind_the_boundary(runner, tmp_path):
+    path = _session(tmp_path)
+    r = _compact(runner, path, "--force")
+    report = json.loads(r.stderr)
+    stages = {s["id"]: s for s in report["stages"]}
+    assert stages["microcompact"]["reason"] == "cleared 3 old tool result(s)"
+    assert stages["autocompact"]["action"] == "applied"
+
+    before = path.read_bytes().splitlines(keepends=True)
+    after = (tmp_path / "out.jsonl").read_bytes().splitlines(keepends=True)
+    out = read_transcript(tmp_path / "out.jsonl")
+    in_view = set(claude_code_chain.active_entries(out)[0])
+    rewritten = {i for i, line in enumerate(before) if after[i] != line}
+    assert rewritten <= in_view  # nothing outside the view was rewritten
+    results_behind = [i for i, line in enumerate(before) if i not in in_view and b'"tool_result"' in line]
+    assert len(results_behind) >= 3  # the three cleared results among them
+    assert CLEARED.encode() not in (tmp_path / "out.jsonl").read_bytes()
+    assert report["lines_kept_as_read"] == 3
+
+
+def test_the_text_report_says_how_many_lines_were_kept_as_read(runner, tmp_path):
+    r = _compact(runner, _session(tmp_path), "--force", report="text")
+    assert "history: 3 edited line(s) out of the view (behind a boundary, snipped) written as read\n" in r.stderr
+
+
+def test_cleared_results_still_in_the_view_are_written_cleared(runner, tmp_path):
+    """No compaction: what microcompact cleared is in the view, so the output carries its placeholders."""
+    path = _session(tmp_path)
+    r = _compact(runner, path)
+    report = json.loads(r.stderr)
+    stages = {s["id"]: s for s in report["stages"]}
+    assert stages["microcompact"]["reason"] == "cleared 3 old tool result(s)"
+    assert stages["autocompact"]["action"] == "nothing-to-do"
+    assert report["lines_kept_as_read"] == 0
+    assert (tmp_path / "out.jsonl").read_text().count(CLEARED) == 3
+
+
+def test_expand_after_a_compaction_has_nothing_to_give_back_behind_the_boundary(runner, tmp_path):
+    path = _session(tmp_path)
+    _compact(runner, path, "--force")
+    r = runner.invoke(app, ["expand", "out.jsonl", "-o", "expanded.jsonl"])
+    assert r.exit_code == 0, r.stderr
+    n = len(path.read_bytes().splitlines())
+    assert (tmp_path / "expanded.jsonl").read_bytes().splitlines()[:n] == path.read_bytes().splitlines()
