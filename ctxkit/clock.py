@@ -1,12 +1,11 @@
 """The only place that reads the time, so that tests and ``--now`` can fix it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Clock:
+class Clock(NamedTuple):
     """A clock that is either the system clock or fixed at one instant (``--now``)."""
 
     fixed: datetime | None = None

@@ -14,8 +14,8 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import UsageError
 from ..quoting import quote
@@ -23,8 +23,7 @@ from ..quoting import quote
 SUFFIX = ".jsonl"
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """One transcript of a batch: ``source`` as the user would write it (a path or a URL), and ``rel``,
     its path below the folder or glob root it was found under (``/``-separated)."""
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
 from ..transcript.edits import restore_archived
@@ -167,8 +167,7 @@ def _with_content(container: dict, original: Any, convert=lambda c: c) -> dict:
     return {**container, "content": convert(original)}
 
 
-@dataclass(frozen=True)
-class _Where:
+class _Where(NamedTuple):
     """Where a tool output may be read from: the store, and ``<dir>/<session>/tool-results/`` or
     ``<dir>/tool-results/`` for each of ``dirs`` (the transcript's folder)."""
 

@@ -43,8 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .secret_rules import (
     _AWS_SECRET_NAME,
@@ -64,8 +63,7 @@ from .secret_rules import (
 
 # -- the redactor -----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     start: int
     end: int
     kind: str

@@ -1,7 +1,7 @@
 """The model table: context window and maximum output per model id, and the aliases people type."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..quoting import quote
 
@@ -10,8 +10,7 @@ from ..quoting import quote
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ModelInfo:
+class ModelInfo(NamedTuple):
     context_window: int
     max_output_tokens: int
 

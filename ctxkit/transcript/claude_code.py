@@ -27,8 +27,7 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -275,8 +274,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
     return View(normalize(msgs, notes, orphans), notes, orphans)
 
 
-@dataclass(frozen=True)
-class AttachmentSummary:
+class AttachmentSummary(NamedTuple):
     """What ctxkit uses of an attachment entry, kept instead of the entry (see :func:`attachment_summary`)."""
 
     kind: str | None  # ``attachment.type`` (None: the entry has no typed attachment)

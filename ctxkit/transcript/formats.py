@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import claude_code, plain
 from .lineindex import LineIndex
@@ -13,8 +13,7 @@ FORMATS = ("claude-code", "anthropic", "openai")
 OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 
 
-@dataclass(frozen=True)
-class Handler:
+class Handler(NamedTuple):
     name: str
     index_line: Callable[[LineIndex, int, dict], None]
     project: Callable[[Transcript], View]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
@@ -74,8 +74,7 @@ REPLACED_BLOCKS = "replaced-blocks"
 _NOTHING_ASIDE: tuple = ((), {})
 
 
-@dataclass(frozen=True)
-class _Parent:
+class _Parent(NamedTuple):
     """The earlier version a transcript was made from by replacing entries (see ``Transcript.parent``;
     its memo is ``Transcript.earlier``'s)."""
 

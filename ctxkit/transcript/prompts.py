@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..reminders import REMINDER_OPEN
 from .claude_code_chain import active_entries, content_blocks, entry_type, uuid_index
@@ -44,8 +45,7 @@ _COMMAND_OPENERS = ("<command-name>", "<command-message>")
 _NOT_TYPED_ORIGINS = ("task-notification", "coordinator", "teammate")
 
 
-@dataclass(frozen=True)
-class TypedPrompt:
+class TypedPrompt(NamedTuple):
     """One prompt a person typed: its text as typed, and the index of the entry that holds it."""
 
     entry: int

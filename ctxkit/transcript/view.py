@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # What a view message is, beyond its role: stages treat these differently.
 PROMPT = "prompt"  # a real user message (typed by the user)
@@ -21,10 +21,10 @@ SUMMARY = "summary"  # the compact summary that opens a compacted history
 SYSTEM = "system"  # a mid-conversation system message
 
 
-@dataclass(frozen=True)
-class BlockRef:
+class BlockRef(NamedTuple):
     """Where a view block lives in the transcript: entry index and index in that entry's content list
-    (-1 when the entry's content is a plain string)."""
+    (-1 when the entry's content is a plain string). A named tuple: one is made for every block of
+    every view, and refs are dictionary keys (a tuple is made and hashed in C)."""
 
     entry: int
     block: int
