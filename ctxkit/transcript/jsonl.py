@@ -101,12 +101,6 @@ def split_ending(raw: bytes) -> tuple[bytes, bool]:
     return (body[:-1] if body.endswith(b"\r") else body), had_newline
 
 
-def body_length(raw: bytes) -> int:
-    """``len(split_ending(raw)[0])`` without the copy (the reader asks it of every line)."""
-    n = len(raw) - raw.endswith(b"\n")
-    return n - (n > 0 and raw[n - 1] == 13)
-
-
 def parse_raw(source_name: str, line_no: int, raw: bytes) -> dict | None:
     """Parse a line as :func:`iter_lines` yields it; None for a blank line. The line ending is
     whitespace to JSON, so a good line is parsed as it is (no copy of it without its ending); a bad one

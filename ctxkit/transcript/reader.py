@@ -62,7 +62,7 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
 
 
 def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None) -> Transcript:
-    from .jsonl import body_length, iter_lines, parse_raw
+    from .jsonl import iter_lines, parse_raw
 
     bad = BadLines()
     lines = start.lines if start is not None else LineIndex()
@@ -114,7 +114,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         if d is None:
             lines.mark_bad(i)  # a blank line: nothing to read, nothing to keep
             continue
-        size = body_length(raw)
+        size = len(raw)  # its line ending included: a size for the handler to judge by, not a length to cut at
         if chosen is None:
             pending.append((i, d, size))
             if len(pending) >= _DETECT_WINDOW:
