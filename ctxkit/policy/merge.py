@@ -20,8 +20,7 @@ stage, an id listed twice.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Any, Collection
+from typing import Any, Collection, NamedTuple
 
 from ..errors import Problem
 from ..quoting import quote
@@ -32,8 +31,7 @@ PLACEMENT_KEYS = ("before", "after")
 NOT_MERGED = ("extends",)
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(NamedTuple):
     """Where a value was written; ``rank`` is the layer's place in the stack (higher wins)."""
 
     file: str

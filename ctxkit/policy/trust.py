@@ -38,7 +38,7 @@ import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from .. import resources
 from ..errors import PolicyError, Problem, UsageError
@@ -51,8 +51,7 @@ TRUST_FILE = "trusted.json"
 REPO_FILE_HINT = "name the policy file to trust"
 
 
-@dataclass(frozen=True)
-class TrustMark:
+class TrustMark(NamedTuple):
     """One ``x-requires-trust`` annotation: what the setting does, and which of its values need trust.
 
     The annotation is the text (every value needs trust) or ``{"does": text, "values": [...]}`` when

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..filenames import FILE_PATH_KEYS
 from ..transcript.prompts import typed_words
@@ -62,8 +61,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d[\d_]*(?:[.,]\d+)*(?![\w])")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
 
 
-@dataclass(frozen=True)
-class Retention:
+class Retention(NamedTuple):
     """The probes of one compaction's replaced history, and which of them the view still holds."""
 
     total: dict[str, int]

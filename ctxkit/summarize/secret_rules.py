@@ -10,8 +10,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 MARKER = "[REDACTED:{kind}]"
 #: A marker already in the text (an earlier run's summary): never a secret itself.
@@ -22,8 +21,7 @@ MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 MIN_KNOWN_LENGTH = 8
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One way to find a secret: a regex, the group that holds the secret, an optional check.
 
     ``check(match, text)`` answers the kind, or None when the match is not a secret after all.

@@ -1,8 +1,7 @@
 """Budgets: a policy and the model table turned into the token thresholds Claude Code computes."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError
 from ..policy.model import Policy, Thresholds
@@ -15,8 +14,7 @@ from .models import (
 Level = Literal["ok", "warning", "autocompact", "blocking"]
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):
     """The token thresholds of one context window, as Claude Code computes them:
 
     - ``effective_window`` = window − min(max output, summary reserve): room must stay for

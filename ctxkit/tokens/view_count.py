@@ -32,8 +32,7 @@ The estimator (``--estimator``, the policy's ``estimator``) counts the un-report
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..transcript.claude_code_chain import entry_type
 from ..transcript.claude_code_records import RECORD_HANDLERS, RECORD_TYPE
@@ -48,8 +47,7 @@ REWRITTEN = "a stage changed the history the reported usage counted"
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
 
-@dataclass(frozen=True)
-class ViewTokens:
+class ViewTokens(NamedTuple):
     """A view's token count and its parts: ``total = reported + estimated + overhead``.
 
     ``reported`` is the API's usage of the newest valid assistant message (0 when none),

@@ -18,7 +18,6 @@ as Claude Code leaves them out of the conversation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..reminders import REMINDER_OPEN
@@ -126,8 +125,7 @@ def _uuid(value: object) -> str:
 EARLIER = "earlier-prompts"
 
 
-@dataclass(frozen=True)
-class EarlierPrompts:
+class EarlierPrompts(NamedTuple):
     """The entries with typed prompts that the walk back from compact boundary ``boundary`` finds (every
     earlier segment of the session), worked out from the lines up to that boundary alone. A session
     only grows after its newest boundary, so a later run over the same lines (a checkpoint keeps this,
