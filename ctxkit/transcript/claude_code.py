@@ -37,7 +37,7 @@ from .claude_code_chain import active_entries, content_blocks, entry_type
 from .claude_code_records import RECORD_HANDLERS, records
 from .claude_code_session import SessionFacts
 from .lineindex import MAYBE_TYPED, LineIndex
-from .model import SET_ASIDE, Transcript, set_aside
+from .model import HARNESS_ONLY_KEYS, Transcript
 from .view import (
     ASSISTANT,
     ATTACHMENT,
@@ -312,9 +312,11 @@ def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extrac
     if d.get("isSidechain"):
         return
     if typ in ("user", "assistant"):
-        # the harness-only fields out of the entry (the projection never reads them), kept beside it:
-        # writing an edit of this line puts them back without parsing it again (Transcript.parsed_input_line)
-        extracts[(SET_ASIDE, i)] = set_aside(d, take=True)
+        # without its harness-only fields (the projection never reads them, and they are often as large as
+        # the tool's output): memory follows the view. The few edited lines a run writes, and the few
+        # fields asked for (Transcript.field_reader: a Read's file state), are read from the line again.
+        for key in HARNESS_ONLY_KEYS:
+            d.pop(key, None)
         kept[i] = d
     elif typ == "attachment":
         extracts[(attachment_summary, i)] = (None, attachment_summary(d, size))  # as Transcript.extract keeps it

@@ -57,14 +57,13 @@ def _raw_line(source: Source, lines: LineIndex, i: int) -> tuple[bytes, bool]:
     return split_ending(source.read_at(*lines.span(i)))
 
 
-def set_aside(d: dict, *, take: bool = False) -> tuple[tuple[str, ...], dict[str, Any]]:
+def set_aside(d: dict) -> tuple[tuple[str, ...], dict[str, Any]]:
     """What writing an edit of an entry needs of its input line: the line's keys in order and its
-    harness-only fields (taken out of ``d`` when ``take``). Kept per line under ``(SET_ASIDE, i)`` in
-    :meth:`Transcript.extract`'s table, shared by every version."""
+    harness-only fields. Kept per line under ``(SET_ASIDE, i)`` in :meth:`Transcript.extract`'s table,
+    shared by every version, for a line parsed whole anyway (:meth:`Transcript.remember_input_line`)."""
     if not any(k in d for k in HARNESS_ONLY_KEYS):
         return _NOTHING_ASIDE
-    keys = tuple(d)
-    return keys, {k: (d.pop(k) if take else d[k]) for k in HARNESS_ONLY_KEYS if k in d}
+    return tuple(d), {k: d[k] for k in HARNESS_ONLY_KEYS if k in d}
 
 
 SET_ASIDE = "input-line"
@@ -178,7 +177,7 @@ class Transcript:
         d = self.entry(i)
         if i >= len(self.lines) or self._keep_all_parsed:
             return d
-        original = self._set_aside_shape(i)  # what the reader set aside, when it kept the line
+        original = self._set_aside_shape(i)  # what was set aside, when the line was parsed whole
         return _with_harness_keys(d, original if original is not None else self._parse(i))
 
     def carried(self, name: str, key: Callable[[int, dict], Any]) -> Any:
@@ -215,9 +214,8 @@ class Transcript:
         return found[1]
 
     def parsed_input_line(self, i: int) -> dict | None:
-        """Input line ``i`` as a parse of the whole line gives it, when the reader kept it (the entry and
-        its harness-only fields beside it, :func:`ctxkit.transcript.claude_code.keep_while_reading`);
-        None otherwise. Do not mutate it."""
+        """Input line ``i`` as a parse of the whole line gives it, when both its parsed entry and its
+        harness-only fields are in memory (:meth:`remember_input_line`); None otherwise. Do not mutate it."""
         entry = self._cache.get(i)
         if entry is None:
             return None
@@ -251,7 +249,7 @@ class Transcript:
             value = here.get(key)
             return lambda: value
         known = self._extracts.get((SET_ASIDE, i)) if key in HARNESS_ONLY_KEYS else None
-        if known is not None:  # set aside by the reader (what is kept beside a line: its harness-only fields)
+        if known is not None:  # set aside when the line was parsed whole (remember_input_line)
             value = known[1].get(key)
             return lambda: value
         source, lines = self.source, self.lines
