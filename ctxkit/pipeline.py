@@ -46,7 +46,7 @@ class Pipeline:
             reports.append(report)
             current, counted = result.transcript, after
         # what a stage edited and a later one took out of the view (a compaction, a snip) is written as read
-        current, kept_as_read = history_as_read(current)
+        current, kept_as_read = history_as_read(current, transcript)
         _remember_superseded_usage(start, counted, current, ctx)
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)

@@ -131,6 +131,24 @@ def test_collapsed_runs_come_back_byte_for_byte(runner, tmp_path, make, spaced, 
     assert back == data
 
 
+@SPACING
+def test_lines_a_compaction_put_behind_its_boundary_come_back_byte_for_byte(runner, tmp_path, spaced):
+    """Thinking stripped after a cleared result is archived; a compaction in the same run then puts those
+    entries behind its boundary, where they are written as read: expand leaves their bytes alone."""
+    data = _write(tmp_path / "in.jsonl", _claude_code_lines(), spaced)
+    out, back, store = tmp_path / "out.jsonl", tmp_path / "back.jsonl", tmp_path / "store"
+    r = runner.invoke(app, ["compact", str(tmp_path / "in.jsonl"), "-o", str(out), "--store", str(store), *STAGES,
+                            "--stage", "autocompact", "--policy", "no-llm", "--report", "json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stderr)["lines_kept_as_read"] > 0
+    n = len(data.splitlines())
+    assert out.read_bytes().splitlines(keepends=True)[:n] == data.splitlines(keepends=True)
+    assert b'"archive"' in out.read_bytes()  # the thinking it stripped is in the store all the same
+    r = runner.invoke(app, ["expand", str(out), "-o", str(back), "--store", str(store)])
+    assert r.exit_code == 0, r.stderr
+    assert back.read_bytes().splitlines(keepends=True)[:n] == data.splitlines(keepends=True)
+
+
 CORPUS = [p / "session.jsonl" for p in cc_sessions()] + public_transcripts()
 
 

@@ -253,6 +253,13 @@ def test_edits_behind_a_boundary_are_written_as_read_and_the_view_carried_over(t
     as_read.write(out)
     assert out.getvalue().splitlines(keepends=True)[:n] == path.read_bytes().splitlines(keepends=True)
     assert history_as_read(as_read) == (as_read, 0)
+    # edits the run started with are the caller's, not a stage's: kept
+    assert history_as_read(compacted, before=cleared) == (compacted, 0)
+    # an edit behind the boundary that changed what the walk reads: nothing is dropped (the walk, and the
+    # view, could differ without it)
+    i = min(behind)
+    moved = compacted.with_edits(replace={i: {**compacted.entry(i), "parentUuid": None}})
+    assert history_as_read(moved) == (moved, 0)
 
 
 def test_fields_set_aside_for_the_writer_are_only_the_harness_ones(tmp_path):

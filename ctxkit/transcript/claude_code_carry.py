@@ -1,4 +1,4 @@
-"""Carrying a view over to a version of a Claude Code transcript that only replaced tool results.
+"""Carrying a view over to a Claude Code transcript version that replaced tool results or off-chain entries.
 
 Stages that clear or persist tool results (microcompact, the tool-result budget) make a new version
 whose entries differ from the earlier version's only in those results' content. Its view is the
