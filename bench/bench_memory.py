@@ -18,7 +18,6 @@ one-line file of the same kind (the interpreter and its imports), and the ratios
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -62,16 +61,26 @@ def write_lines(kind: str, n: int, path: Path) -> None:
             parent = uid
 
 
+# Started from a small launcher: Linux counts the memory of the process a command was started from in
+# the command's own peak (ru_maxrss carries over fork and exec), so a command started straight from a
+# big process (a test runner holding 300 MiB) would report at least that much, whatever it used.
+_LAUNCH = ("import os, sys\n"
+           "pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ)\n"
+           "_, status, usage = os.wait4(pid, 0)\n"
+           "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)")
+
+
 def peak_rss(cmd: list[str]) -> tuple[float, int]:
-    """(seconds, peak RSS in bytes) of a command run to its end."""
+    """(seconds, peak RSS in bytes) of a command run to its end (from a small launcher, see _LAUNCH)."""
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.returncode not in (0, 1):
-        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {err}")
-    return time.monotonic() - start, usage.ru_maxrss * 1024  # ru_maxrss is in KiB on Linux
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", _LAUNCH, *cmd], capture_output=True)
+    try:
+        code, maxrss = (int(x) for x in proc.stdout.split())
+    except ValueError:
+        sys.exit(f"{' '.join(cmd)} could not be started: {proc.stderr.decode(errors='replace')}")
+    if code not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} failed ({code}): {proc.stderr.decode(errors='replace')}")
+    return time.monotonic() - start, maxrss * 1024  # ru_maxrss is in KiB on Linux
 
 
 def main() -> None:

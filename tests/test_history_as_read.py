@@ -81,3 +81,24 @@ def test_expand_after_a_compaction_has_nothing_to_give_back_behind_the_boundary(
     assert r.exit_code == 0, r.stderr
     n = len(path.read_bytes().splitlines())
     assert (tmp_path / "expanded.jsonl").read_bytes().splitlines()[:n] == path.read_bytes().splitlines()
+
+
+def test_a_callers_own_edit_behind_the_boundary_is_kept(tmp_path):
+    """An edit the transcript had before the run (a redaction an embedding framework made) is not the run's
+    to drop, even when a compaction puts its line behind the boundary."""
+    from ctxkit import compile_pipeline, load_policy, make_context
+    from ctxkit.transcript.edits import replace_blocks
+    from ctxkit.transcript.view import BlockRef
+
+    t = read_transcript(_session(tmp_path))
+    i = next(i for i in t.live_indexes() if t.entry(i).get("type") == "user"
+             and isinstance(t.entry(i)["message"]["content"], list))  # the first tool result
+    block = t.entry(i)["message"]["content"][0]
+    t = replace_blocks(t, {BlockRef(i, 0): {**block, "content": "[redacted by the caller]"}})
+    policy = load_policy("no-llm")
+    ctx = make_context(policy, store_dir=tmp_path / "store", now=T0 + timedelta(hours=3), force=True)
+    result = compile_pipeline(policy, only=["microcompact", "autocompact"]).run(t, ctx)
+    out = result.transcript
+    assert i not in claude_code_chain.active_entries(out)[0]  # behind the boundary
+    assert out.entry(i)["message"]["content"][0]["content"] == "[redacted by the caller]"
+    assert result.lines_kept_as_read > 0  # the run's own clearings, not the caller's edit

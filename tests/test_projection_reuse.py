@@ -260,6 +260,13 @@ def test_edits_behind_a_boundary_are_written_as_read_and_the_view_carried_over(t
     i = min(behind)
     moved = compacted.with_edits(replace={i: {**compacted.entry(i), "parentUuid": None}})
     assert history_as_read(moved) == (moved, 0)
+    # one that took an entry of the view out of the walk: dropping it would bring the entry back
+    order, _ = claude_code_chain.active_entries(t)
+    mid = order[len(order) // 2]
+    hidden = t.with_edits(replace={mid: {**t.entry(mid), "isSidechain": True}})
+    assert len(hidden.view().messages) < len(t.view().messages)
+    kept, dropped = history_as_read(hidden, t.with_edits())
+    assert (kept, dropped) == (hidden, 0) and _shown(kept.view()) == _shown(hidden.view())
 
 
 def test_fields_set_aside_for_the_writer_are_only_the_harness_ones(tmp_path):

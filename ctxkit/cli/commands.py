@@ -446,7 +446,7 @@ def expand(
     from ..store.expand import expand_all as expand_transcript
 
     check_output(output)
-    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False)
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False, keep=False)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names
     st = Store(store_dir, dry_run=True)  # expand only reads the store
     refuse_output_in_store(output, st.root)

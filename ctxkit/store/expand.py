@@ -43,7 +43,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
 from ..transcript.edits import restore_archived
 from ..transcript.formats import handler
-from ..transcript.model import Transcript, deep_replace, without_harness_keys
+from ..transcript.model import HARNESS_ONLY_KEYS, Transcript, deep_replace
 from .disk import Store
 from .offload import CLEARED_PLACEHOLDER, PERSISTED_OPEN, decision_scope, load_original, to_openai_content
 
@@ -99,9 +99,11 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
         t = step(t, store, left)
     t, report = expand(t, store, search_dirs=search_dirs, scopes=[given])
     # an entry put back exactly as it was read (archived when a run stripped it, then written as read
-    # behind a compaction: edits.history_as_read) keeps its line's bytes
+    # behind a compaction: edits.history_as_read) keeps its line's bytes; one that sets a harness-only
+    # field is an edit of that field, kept
     n = len(t.lines)
-    t = t.without_edits([i for i in t.overrides if i < n and without_harness_keys(t.overrides[i]) == t.input_entry(i)])
+    t = t.without_edits([i for i in t.overrides if i < n and not any(k in t.overrides[i] for k in HARNESS_ONLY_KEYS)
+                         and t.overrides[i] == t.input_entry(i)])
     report.records = [(kind, blob, why or BLOB_GONE) for kind, blob, why in left]
     report.refused[:0] = [(f"{kind} record", blob, why) for kind, blob, why in left if why]
     return t, report

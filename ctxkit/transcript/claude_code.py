@@ -303,6 +303,11 @@ def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSumma
                              d.get("timestamp"), small)
 
 
+#: the entries of one segment (between two compact boundaries) the reader keeps parsed at most: a segment
+#: of more is read until its boundary without holding them all (its view's entries are parsed again)
+KEEP_AT_MOST = 20_000
+
+
 def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extracts: dict[tuple, Any]) -> None:
     """What the reader keeps of entry ``i``, parsed as ``d``, for the first projection: the conversation
     entries after the newest compact boundary read so far (the view's candidates; the first projection
@@ -317,7 +322,8 @@ def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extrac
         # fields asked for (Transcript.field_reader: a Read's file state), are read from the line again.
         for key in HARNESS_ONLY_KEYS:
             d.pop(key, None)
-        kept[i] = d
+        if len(kept) < KEEP_AT_MOST:
+            kept[i] = d
     elif typ == "attachment":
         extracts[(attachment_summary, i)] = (None, attachment_summary(d, size))  # as Transcript.extract keeps it
     elif typ == "system" and d.get("subtype") == "compact_boundary":

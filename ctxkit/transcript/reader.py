@@ -37,7 +37,7 @@ class Resume:
 
 def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
                     stdin: BinaryIO | None = None, check_pairing: bool = True,
-                    resume: Callable[[Source], Resume | None] | None = None) -> Transcript:
+                    resume: Callable[[Source], Resume | None] | None = None, keep: bool = True) -> Transcript:
     """Read a transcript (a path, or ``-``/None for standard input) in any supported format.
 
     ``on_bad_line``: ``fail`` raises :class:`TranscriptError` naming the first unreadable line;
@@ -45,6 +45,8 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
     With ``check_pairing``, a tool_result in the view that answers no tool_use is a bad line too.
     ``resume``, given the opened input, may return the index of a prefix of it (a :class:`Resume`):
     then only the bytes after that prefix are read; the transcript is the one a full read gives.
+    ``keep=False``: nothing is kept parsed for a first projection (a caller that walks every line once
+    and never projects, ``ctxkit expand``: its memory then does not follow the view).
     """
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown format {quote(fmt)}; choose one of auto, {', '.join(FORMATS)}")
@@ -55,13 +57,13 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
         start = resume(source) if resume is not None and fmt in ("auto", CLAUDE_CODE) else None
         if start is not None and fmt == "auto" and not start.detected_early:
             start = None  # a full read would decide the format from lines after the prefix too
-        return _read(source, fmt, on_bad_line, check_pairing, start)
+        return _read(source, fmt, on_bad_line, check_pairing, start, keep)
     except BaseException:
         source.close()
         raise
 
 
-def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None) -> Transcript:
+def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None, keep: bool) -> Transcript:
     from .jsonl import iter_lines, parse_raw
 
     bad = BadLines()
@@ -85,7 +87,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         h.index_line(lines, i, d)
         if h.keep_parsed:
             cache[i] = d
-        elif h.keep_while_reading is not None:
+        elif keep and h.keep_while_reading is not None:
             h.keep_while_reading(i, d, size, cache, extracts)
 
     def settle():
