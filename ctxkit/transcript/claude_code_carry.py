@@ -34,14 +34,15 @@ def carried_over(t: Transcript) -> View | None:
     new_blocks = _replaced_results(parent.entries, known) if known is not None else {}
     if new_blocks is None:
         return None
-    on_chain = set(t.memo["chain"][0]) if known is None else ()  # the same walk for both versions (checked above)
-    for i in t.replaced if known is None else ():
-        if i not in on_chain:
-            continue  # an entry the walk leaves out: nothing of it is in either view (edits.history_as_read)
-        changed = _changed_results(parent.entries[i], t.entry(i))
-        if changed is None:
-            return None
-        new_blocks.update((BlockRef(i, k), block) for k, block in changed)
+    if known is None:
+        on_chain = set(t.memo["chain"][0])  # the same walk for both versions (checked above)
+        for i in t.replaced:
+            if i not in on_chain:
+                continue  # an entry the walk leaves out: nothing of it is in either view (edits.history_as_read)
+            changed = _changed_results(parent.entries[i], t.entry(i))
+            if changed is None:
+                return None
+            new_blocks.update((BlockRef(i, k), block) for k, block in changed)
     msgs = []
     replaced = t.replaced
     for m in parent.view.messages:

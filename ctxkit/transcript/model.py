@@ -282,11 +282,9 @@ class Transcript:
         appended.extend(append)
         removed = self.removed | frozenset(remove)
         only_replaced = len(appended) == len(self.appended) and removed == self.removed
-        return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache, extracts=self._extracts,
-                          overrides=overrides, appended=tuple(appended), removed=removed,
-                          keep_all_parsed=self._keep_all_parsed, parent=self,
-                          replaced=frozenset(replace or ()) if only_replaced else None,
-                          changed=frozenset(replace or ()) | frozenset(range(self.n_entries, n + len(appended))))
+        return self._version(overrides, tuple(appended), removed,
+                             replaced=frozenset(replace or ()) if only_replaced else None,
+                             changed=frozenset(replace or ()) | frozenset(range(self.n_entries, n + len(appended))))
 
     def without_edits(self, indexes: Iterable[int]) -> Transcript:
         """A new transcript whose input lines ``indexes`` are as read again (their edits dropped)."""
@@ -294,9 +292,14 @@ class Transcript:
         if not drop:
             return self
         overrides = {i: d for i, d in self.overrides.items() if i not in drop}
+        return self._version(overrides, self.appended, self.removed, replaced=drop, changed=drop)
+
+    def _version(self, overrides: dict[int, dict], appended: tuple[dict, ...], removed: frozenset[int], *,
+                 replaced: frozenset[int] | None, changed: frozenset[int]) -> Transcript:
+        """The next version: these edits over the same read lines, parse cache and extracts."""
         return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache, extracts=self._extracts,
-                          overrides=overrides, appended=self.appended, removed=self.removed,
-                          keep_all_parsed=self._keep_all_parsed, parent=self, replaced=drop, changed=drop)
+                          overrides=overrides, appended=appended, removed=removed,
+                          keep_all_parsed=self._keep_all_parsed, parent=self, replaced=replaced, changed=changed)
 
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed
