@@ -32,7 +32,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from .errors import WriteError
 
@@ -365,11 +365,11 @@ def _keep_mode_and_owner(fd: int, st: os.stat_result) -> None:
 
 
 def _remove_temp(tmp: Path) -> None:
-    _live_temps.discard(str(tmp))
-    try:
+    try:  # removed, then forgotten: a signal between the two leaves it known, to be removed again
         os.unlink(tmp)
     except OSError:
         pass
+    _live_temps.discard(str(tmp))
 
 
 def atomic_write(path: str | os.PathLike, data: bytes, *, unsynced: set[Path] | None = None) -> None:
@@ -433,11 +433,27 @@ def terminate_cleanly() -> Iterator[None]:
         yield
     finally:
         _depth[0] -= 1
-        signal.signal(signal.SIGTERM, previous)
-        if previous_int is signal.default_int_handler:
-            signal.signal(signal.SIGINT, previous_int)
-        for tmp in list(_live_temps - outer):  # a signal landed between two statements of a cleanup
-            _remove_temp(Path(tmp))
+        late = _finish(outer, previous, previous_int)
+    if late is not None:  # the block had finished: the signal that came during the cleanup stops the caller
+        raise late
+
+
+def _finish(outer: set[str], previous: Any, previous_int: Any) -> KeyboardInterrupt | None:
+    """Remove the temporary files a signal left (it landed between two statements of a cleanup), then
+    give the signals back to their previous handlers; returns the interruption a further signal raised
+    meanwhile. In that order: a batch's worker stopped with SIGTERM twice (its process group's, then
+    the batch's own) exits on the spot under its previous handler, so the files must be gone by then."""
+    late = None
+    while True:
+        try:
+            for tmp in list(_live_temps - outer):
+                _remove_temp(Path(tmp))
+            signal.signal(signal.SIGTERM, previous)
+            if previous_int is signal.default_int_handler:
+                signal.signal(signal.SIGINT, previous_int)
+            return late
+        except KeyboardInterrupt as exc:  # a second signal during the cleanup: finish it first
+            late = exc
 
 
 def forget_inherited_temps() -> None:

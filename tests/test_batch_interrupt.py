@@ -117,3 +117,39 @@ def test_a_ctrl_c_whose_exception_was_lost_still_stops_the_batch(tmp_path):
     assert r.stderr == "ctxkit: error: interrupted; no file was left half-written\n"
     assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3  # the third file finished; none started after
     assert temp_files(tmp_path) == []
+
+
+def test_a_second_sigterm_during_the_cleanup_finds_no_temporary_file_left(tmp_path, monkeypatch):
+    """A batch's worker gets SIGTERM twice (its process group's, then the batch's own): the second lands
+    in the cleanup of the first, and once the worker's own handler is back it exits on the spot. The
+    temporary file must be gone by then."""
+    seen: list[list[Path]] = []
+
+    def workers_own(signum, frame):  # the worker's handler between two files exits on the spot
+        seen.append(sorted(tmp_path.iterdir()))
+
+    previous = signal.signal(signal.SIGTERM, workers_own)
+    real_signal, real_close = fileio.signal.signal, fileio._close_quietly
+
+    def handler_back_then_signal(signum, handler):  # the second SIGTERM arrives as the handler is given back
+        was = real_signal(signum, handler)
+        if handler is workers_own:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return was
+
+    def close_then_signal(f):  # and the cleanup of atomic_output is cut short by another
+        real_close(f)
+        raise fileio.Terminated(signal.SIGTERM)
+
+    try:
+        monkeypatch.setattr(fileio.signal, "signal", handler_back_then_signal)
+        monkeypatch.setattr(fileio, "_close_quietly", close_then_signal)
+        with pytest.raises(fileio.Terminated), fileio.terminate_cleanly():
+            with fileio.atomic_output(tmp_path / "out.jsonl") as f:
+                f.write(b"x")
+                raise fileio.Terminated(signal.SIGTERM)
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == [[]]
+    assert list(tmp_path.iterdir()) == []
