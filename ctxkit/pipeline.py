@@ -47,11 +47,12 @@ class Pipeline:
             current, counted = result.transcript, after
         # what a stage edited and a later one took out of the view (a compaction, a snip) is written as read
         current, kept_as_read = history_as_read(current, transcript)
+        ctx.store.drop_held(kept_as_read)  # the originals their edits stored: nothing names them now
         _remember_superseded_usage(start, counted, current, ctx)
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)
         return PipelineResult(current, reports, start.total, counted.total, list(ctx.warnings),
-                              redaction_summary(ctx), kept_as_read)
+                              redaction_summary(ctx), len(kept_as_read))
 
 
 def _remember_superseded_usage(start: ViewTokens, end: ViewTokens, out: Transcript, ctx: Context) -> None:

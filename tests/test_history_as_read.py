@@ -102,3 +102,70 @@ def test_a_callers_own_edit_behind_the_boundary_is_kept(tmp_path):
     assert i not in claude_code_chain.active_entries(out)[0]  # behind the boundary
     assert out.entry(i)["message"]["content"][0]["content"] == "[redacted by the caller]"
     assert result.lines_kept_as_read > 0  # the run's own clearings, not the caller's edit
+
+
+def _store_files(store: Path) -> tuple[list[Path], dict]:
+    blobs = sorted(p for p in (store / "blobs").rglob("*") if p.is_file()) if (store / "blobs").exists() else []
+    ledger = json.loads((store / "ledger.json").read_text()) if (store / "ledger.json").exists() else {}
+    return blobs, ledger
+
+
+def _cleared_records(ledger: dict) -> list[dict]:
+    return [d for records in ledger.get("sessions", {}).values() for d in records.values()
+            if d.get("state") == "cleared"]
+
+
+def test_the_originals_of_results_put_behind_the_boundary_are_not_stored(runner, tmp_path):
+    """Nothing names them: the output keeps those lines as read. The store gets no blob and no decision
+    for them, rather than a copy of every result a compaction summarized."""
+    _compact(runner, _session(tmp_path), "--force", "--store", "store")
+    blobs, ledger = _store_files(tmp_path / "store")
+    assert _cleared_records(ledger) == []
+    assert not [b for b in blobs if b.read_bytes().startswith(b"part ")]
+
+
+def test_the_originals_of_results_cleared_in_the_view_are_stored_and_expand_gives_them_back(runner, tmp_path):
+    path = _session(tmp_path)
+    _compact(runner, path, "--store", "store")
+    blobs, ledger = _store_files(tmp_path / "store")
+    records = _cleared_records(ledger)
+    assert len(records) == 3 and all(Path(r["blob"]).is_file() for r in records)
+    r = runner.invoke(app, ["expand", "out.jsonl", "-o", "expanded.jsonl", "--store", "store"])
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "expanded.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_a_decision_an_earlier_run_made_stays_when_this_run_puts_its_line_behind_the_boundary(runner, tmp_path):
+    """The first run clears three results and keeps them in the view; the second, on the same input,
+    clears them again and compacts: the first output still needs the first run's records and blobs."""
+    path = _session(tmp_path)
+    _compact(runner, path, "--store", "store", out="first.jsonl")
+    _, before = _store_files(tmp_path / "store")
+    _compact(runner, path, "--force", "--store", "store", out="second.jsonl")
+    blobs, after = _store_files(tmp_path / "store")
+    assert _cleared_records(after) == _cleared_records(before) and len(_cleared_records(after)) == 3
+    r = runner.invoke(app, ["expand", "first.jsonl", "-o", "expanded.jsonl", "--store", "store"])
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "expanded.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_held_writes_are_read_back_in_the_run_and_written_by_the_flush(tmp_path):
+    """A library caller running a stage alone: the store holds the originals until it is saved, reads
+    them back meanwhile, and a dropped line's decision is put back as it was."""
+    from ctxkit.store.disk import Store
+
+    store = Store(tmp_path / "store")
+    store.record_decision("t1", {"state": "kept"}, scope="s")
+    with store.held_for(7):
+        name = store.put_blob_file(b"the original", ".txt")
+        store.record_decision("t1", {"state": "cleared", "blob": name}, scope="s")
+    with store.held_for(8):
+        other = store.put_blob_file(b"another original", ".txt")
+        store.record_decision("t2", {"state": "cleared", "blob": other}, scope="s")
+    assert not Path(name).exists() and store.fetch_blob(name) == b"the original"
+    store.drop_held([7])
+    assert store.decision("t1", scope="s") == {"state": "kept"}
+    store.flush()
+    assert not Path(name).exists() and Path(other).read_bytes() == b"another original"
+    ledger = json.loads((tmp_path / "store" / "ledger.json").read_text())
+    assert ledger["sessions"]["s"] == {"t1": {"state": "kept"}, "t2": {"state": "cleared", "blob": other}}

@@ -62,6 +62,7 @@ def test_the_ledger_keeps_the_original_and_expand_restores_it(tmp_path, make_con
     assert set(record) == {"state", "replacement", "blob", "original", "by", "accepts"}
     assert record["state"] == "cleared" and record["replacement"] == PLACEHOLDER
     assert record["original"] == "text" and record["by"] == "mc"
+    ctx.store.flush()  # the original is held until the store is saved (the CLI saves it before the output)
     assert open(record["blob"]).read() == OUTPUT
     back, report = expand(out.transcript, ctx.store)
     assert sorted(report.restored) == sorted(out.report.details["cleared"])
@@ -76,6 +77,7 @@ def test_list_content_is_stored_as_json(tmp_path, make_context):
     ctx = make_context(now=last_time(entries) + timedelta(hours=2))
     out = Microcompact("mc", {"keep_recent": 1}).run(t, ctx)
     record = ctx.store.decision(out.report.details["cleared"][0], scope=decision_scope(t))
+    ctx.store.flush()
     assert record["original"] == "json" and json.loads(open(record["blob"]).read()) == blocks
 
 

@@ -242,7 +242,7 @@ def test_edits_behind_a_boundary_are_written_as_read_and_the_view_carried_over(t
     real = claude_code.build_messages
     monkeypatch.setattr(claude_code, "build_messages", lambda *a: built.append(1) or real(*a))
     as_read, dropped = history_as_read(compacted)
-    assert dropped == len(behind) > 0
+    assert set(dropped) == behind and dropped
     assert set(compacted.overrides) == behind and as_read.overrides == {}
     assert _shown(as_read.view()) == _shown(compacted.view())
     assert _first_result(as_read)[0]["content"] == "[cleared]"  # the edit in the view stays
@@ -252,21 +252,21 @@ def test_edits_behind_a_boundary_are_written_as_read_and_the_view_carried_over(t
     out = io.BytesIO()
     as_read.write(out)
     assert out.getvalue().splitlines(keepends=True)[:n] == path.read_bytes().splitlines(keepends=True)
-    assert history_as_read(as_read) == (as_read, 0)
+    assert history_as_read(as_read) == (as_read, [])
     # edits the run started with are the caller's, not a stage's: kept
-    assert history_as_read(compacted, before=cleared) == (compacted, 0)
+    assert history_as_read(compacted, before=cleared) == (compacted, [])
     # an edit behind the boundary that changed what the walk reads: nothing is dropped (the walk, and the
     # view, could differ without it)
     i = min(behind)
     moved = compacted.with_edits(replace={i: {**compacted.entry(i), "parentUuid": None}})
-    assert history_as_read(moved) == (moved, 0)
+    assert history_as_read(moved) == (moved, [])
     # one that took an entry of the view out of the walk: dropping it would bring the entry back
     order, _ = claude_code_chain.active_entries(t)
     mid = order[len(order) // 2]
     hidden = t.with_edits(replace={mid: {**t.entry(mid), "isSidechain": True}})
     assert len(hidden.view().messages) < len(t.view().messages)
     kept, dropped = history_as_read(hidden, t.with_edits())
-    assert (kept, dropped) == (hidden, 0) and _shown(kept.view()) == _shown(hidden.view())
+    assert (kept, dropped) == (hidden, []) and _shown(kept.view()) == _shown(hidden.view())
 
 
 def test_fields_set_aside_for_the_writer_are_only_the_harness_ones(tmp_path):

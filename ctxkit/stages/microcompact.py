@@ -423,7 +423,8 @@ class Microcompact(Stage):
                 if content == placeholder or not (has_media(content) or content_size(content) > len(placeholder)):
                     continue
                 tid = block.get("tool_use_id", "")
-                self._record(ctx, scope, tid, original_content(t, ref, block), placeholder, content)
+                with ctx.store.held_for(ref.entry):  # not stored if the line ends up behind a boundary
+                    self._record(ctx, scope, tid, original_content(t, ref, block), placeholder, content)
                 changes[ref] = {**block, "content": placeholder}
                 cleared.append(tid)
                 first = mi if first is None else min(first, mi)

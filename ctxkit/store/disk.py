@@ -6,8 +6,8 @@ file, fsync, rename), blobs are named by the SHA-256 of their bytes, and re-writ
 no-op. The CLI saves the store (:meth:`Store.flush`) *before* the output replaces anything, so a
 run killed at any point leaves an output whose store holds everything it points at (docs/store.md).
 
-Over 400 lines: one class with three files (blobs, ledger, state), and the one description of the
-ledger's and state's shapes checked on load (a store is input too: a damaged one must not crash a run).
+Over 400 lines: one class with three files (blobs, ledger, state), and the writes a stage holds
+until it is known that the output needs them (:meth:`Store.held_for`).
 
 Layout::
 
@@ -25,8 +25,7 @@ by path, and a transcript is data, so a run follows that name to write only into
 itself made a store (:mod:`ctxkit.store.link`). A store from before the marker gets it the first
 time a run writes to it as its default (``.ctxkit/`` beside the input) or ``--store``.
 
-``ledger.json`` and ``state.json`` are checked for shape when loaded (:func:`check_ledger`,
-:func:`check_state`): one that is not JSON or not of that shape is a :class:`StoreError` naming the
+``ledger.json`` and ``state.json`` are checked for shape when loaded (:mod:`ctxkit.store.documents`): one that is not JSON or not of that shape is a :class:`StoreError` naming the
 file (exit 2: the user repairs or removes it); it is never overwritten or reset.
 
 ``ledger.json`` (format 2)::
@@ -63,6 +62,7 @@ import orjson
 from ..confined import BLOB_NAME, Refused, read_under
 from ..errors import CtxkitError, ExitCode, WriteError
 from ..fileio import atomic_output, atomic_write, fsync_dir, make_dirs, sweep_stale_temps
+from .documents import LEDGER_FORMAT, check_ledger, check_object, check_state, parse_ledger
 
 try:  # POSIX only; elsewhere flushes are not serialized
     import fcntl
@@ -73,9 +73,10 @@ DEFAULT_DIRNAME = ".ctxkit"
 LEDGER = "ledger.json"
 STATE = "state.json"
 LOCK = ".lock"
-LEDGER_FORMAT = 2
 MARKER = ".ctxkit-store"
 STORE_FORMAT = 1
+#: the most bytes of blobs :meth:`Store.held_for` keeps in memory until the flush (more are written at once)
+HELD_AT_MOST = 32 * 1024 * 1024
 #: the largest ledger.json / state.json read (they hold small records; anything bigger is not ours)
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
@@ -124,6 +125,11 @@ class Store:
         self._blobs: tuple[str | None, str] | None = None  # (working folder if root is relative, blobs folder)
         self._present: set[str] = set()  # blob files this run stored or found
         self._unsynced: set[Path] = set()  # folders this run added files to, not fsynced yet (sync_folders)
+        self._holding: int | None = None  # the transcript line whose edit the writes are for now (held_for)
+        self._held: dict[int, list[tuple[str, Any]]] = {}  # line -> ("blob", path) / ("decision", undo)
+        self._held_blobs: dict[str, list[Any]] = {}  # path -> [bytes, how many lines hold it]
+        self._held_keys: dict[tuple[str, str], int] = {}  # decision key -> the line whose held record it is
+        self._held_bytes = 0
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
@@ -150,9 +156,18 @@ class Store:
         path = self._blob_file(digest or hashlib.sha256(data).hexdigest(), suffix)
         if not self.dry_run:
             self.used = True
-            if path not in self._present:
-                self._put(Path(path), data)
-                self._present.add(path)
+            if path in self._present:
+                return path
+            if self._holding is not None and (path in self._held_blobs
+                                              or self._held_bytes + len(data) <= HELD_AT_MOST):
+                held = self._held_blobs.setdefault(path, [data, 0])
+                self._held_bytes += len(data) if held[1] == 0 else 0
+                held[1] += 1
+                self._held.setdefault(self._holding, []).append(("blob", path))
+                return path
+            self._put(Path(path), data)
+            self._present.add(path)
+            self._held_blobs.pop(path, None)
         return path
 
     def put_file(self, path: Path, data: bytes) -> None:
@@ -204,7 +219,8 @@ class Store:
         base = _last_component(name)
         if not BLOB_NAME.fullmatch(base):
             raise Refused(name, "not a blob of the store (a blob is named by the SHA-256 of its content)")
-        return read_under(self.root, ["blobs", base[:2], base], shown=name)
+        held = self._held_blobs.get(self._blob_file(base, "")) if self._held_blobs else None
+        return held[0] if held else read_under(self.root, ["blobs", base[:2], base], shown=name)
 
     def read_blob(self, name: str) -> bytes | None:
         """Like :meth:`fetch_blob`, but None for a name it refuses too (stages replaying records:
@@ -219,7 +235,7 @@ class Store:
     def sessions(self) -> dict[str, dict[str, Any]]:
         """``scope -> tool_use_id -> decision`` (loaded on first use)."""
         if self._sessions is None:
-            self._sessions, self._unscoped = _parse_ledger(self._load(LEDGER))
+            self._sessions, self._unscoped = parse_ledger(self._load(LEDGER))
         return self._sessions
 
     @property
@@ -240,8 +256,68 @@ class Store:
         self.used = True
         records = self.sessions.setdefault(scope, {})
         if records.get(tool_use_id) != decision:
+            key = (scope, tool_use_id)
+            if self._holding is not None:  # what to put back if the line's edit is dropped
+                undo = (key, records.get(tool_use_id), key in self._changed_decisions)
+                self._held.setdefault(self._holding, []).append(("decision", undo))
+                self._held_keys[key] = self._holding
+            else:
+                self._held_keys.pop(key, None)  # recorded for good since: no longer the held line's to undo
             records[tool_use_id] = decision
-            self._changed_decisions.add((scope, tool_use_id))
+            self._changed_decisions.add(key)
+
+    # -- writes held for the edit of one line (microcompact's originals) ---------------------------
+    @contextmanager
+    def held_for(self, line: int) -> Iterator[None]:
+        """Hold the blobs stored and the decisions recorded in the block, made for the edit of the
+        transcript's line ``line``: :meth:`flush` writes them, unless :meth:`drop_held` dropped them
+        first. Meanwhile the run sees them as made (a held blob is read from memory).
+
+        Why: the pipeline writes a line a later stage took out of the view (behind a new compact
+        boundary) as it was read (:func:`ctxkit.transcript.edits.history_as_read`). Nothing then names
+        the original microcompact stored for its edit, nor needs its decision; storing them was half
+        of microcompact's time on a session it clears and then summarizes whole. At most
+        :data:`HELD_AT_MOST` bytes of blobs are held; past that they are written at once."""
+        self._holding = line
+        try:
+            yield
+        finally:
+            self._holding = None
+
+    def drop_held(self, lines: Iterable[int]) -> None:
+        """Forget the writes held for the edits of ``lines`` (their edits were dropped): a held blob no
+        other line holds is never written, a held decision is put back as it was before it."""
+        for line in lines:
+            for kind, what in reversed(self._held.pop(line, [])):
+                if kind == "blob":
+                    held = self._held_blobs.get(what)
+                    if held is not None:
+                        held[1] -= 1
+                        if held[1] <= 0:
+                            del self._held_blobs[what]
+                            self._held_bytes -= len(held[0])
+                    continue
+                key, before, was_changed = what
+                if self._held_keys.get(key) != line:
+                    continue  # recorded again since, for good or for another line: that record stands
+                del self._held_keys[key]
+                records = self.sessions[key[0]]
+                if before is None:
+                    records.pop(key[1], None)
+                else:
+                    records[key[1]] = before
+                if not was_changed:
+                    self._changed_decisions.discard(key)
+
+    def _write_held(self) -> None:
+        """Write the blobs still held (their lines' edits are in the output), then hold nothing."""
+        for path, (data, _) in sorted(self._held_blobs.items()):
+            self._put(Path(path), data)
+            self._present.add(path)
+        self._held_blobs.clear()
+        self._held.clear()
+        self._held_keys.clear()
+        self._held_bytes = 0
 
     def decisions_for(self, tool_use_id: str) -> list[tuple[str | None, dict[str, Any]]]:
         """Every record of this tool id: ``(scope, decision)`` by scope name, then the unscoped one
@@ -331,7 +407,7 @@ class Store:
             raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
         except orjson.JSONDecodeError as exc:
             raise StoreError(path, f"not JSON ({exc})") from None
-        problem = {LEDGER: check_ledger, STATE: check_state}.get(name, _check_object)(value)
+        problem = {LEDGER: check_ledger, STATE: check_state}.get(name, check_object)(value)
         if problem:
             raise StoreError(path, problem)
         return value
@@ -347,6 +423,8 @@ class Store:
         Under the store's lock the documents are read again from disk and only the keys this run
         recorded are applied, so runs sharing a store keep each other's decisions.
         """
+        if not self.dry_run:
+            self._write_held()
         self.sync_folders()  # the blobs this run stored: durable before a decision or an output names them
         if not self.dry_run and self.root.is_dir():
             sweep_stale_temps(self.root)  # a killed run's half-written ledger or state
@@ -356,7 +434,7 @@ class Store:
         self._mark()
         with self._locked():
             if self._changed_decisions:
-                sessions, unscoped = _parse_ledger(self._load(LEDGER))
+                sessions, unscoped = parse_ledger(self._load(LEDGER))
                 mine = self.sessions
                 for scope, tid in sorted(self._changed_decisions):
                     sessions.setdefault(scope, {})[tid] = mine[scope][tid]
@@ -393,99 +471,6 @@ class Store:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
-
-
-# -- the shape of ledger.json and state.json (checked when loaded) -----------------------------------
-#: a decision's fields and their JSON types (:mod:`ctxkit.store.offload`); ``replacement``/``empty`` are any JSON
-_DECISION_FIELDS: dict[str, tuple[type, ...]] = {"state": (str,), "blob": (str,), "original": (str,),
-                                                 "by": (str,), "absent": (bool,)}
-#: state.json: ``session -> {key: value}``; the keys ctxkit reads, and the types of their fields
-_STATE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
-    "autocompact": {"consecutive_failures": (int,), "last_error": (str,), "last_failure_at": (str,)},
-    "session_memory": {"last_summarized_id": (str,), "notes": (str,), "notes_sha256": (str,),
-                       "updated_at": (str,), "stale_notes_sha256": (str,)},
-    "cached_microcompact": {"pins": (list,)},
-}
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def _check_fields(value: Any, fields: dict[str, tuple[type, ...]], where: str) -> str | None:
-    if not isinstance(value, dict):
-        return f"{where} is {_type_name(value)}, not an object"
-    for key, types in fields.items():
-        if key in value:
-            v = value[key]
-            ok = isinstance(v, types) and not (bool not in types and isinstance(v, bool))
-            if key == "consecutive_failures" and ok and v < 0:
-                ok = False
-            if not ok:
-                want = "a count" if key == "consecutive_failures" else _type_name(types[0]())
-                return f"{where}.{key} is {_type_name(v)}{' ' + repr(v) if not isinstance(v, (dict, list)) else ''}, not {want}"
-    return None
-
-
-def _check_object(doc: Any) -> str | None:
-    return None if isinstance(doc, dict) else f"the document is {_type_name(doc)}, not an object"
-
-
-def _check_decisions(records: Any, where: str) -> str | None:
-    if not isinstance(records, dict):
-        return f"{where} is {_type_name(records)}, not an object"
-    for tid, decision in records.items():
-        problem = _check_fields(decision, _DECISION_FIELDS, f'{where}["{tid}"]')
-        if problem:
-            return problem
-    return None
-
-
-def check_ledger(doc: Any) -> str | None:
-    """What is wrong with a ledger document, None when nothing: ``{"format": 2, "sessions": {scope:
-    {tool_use_id: decision}}, "unscoped": {tool_use_id: decision}}``, or a format-1 flat
-    ``{tool_use_id: decision}``; a decision is an object whose fields have the types of :mod:`ctxkit.store.offload`."""
-    if not isinstance(doc, dict):
-        return _check_object(doc)
-    if "format" not in doc:  # format 1
-        return _check_decisions(doc, "the ledger")
-    if doc["format"] != LEDGER_FORMAT:
-        return f"format {doc['format']!r}, not {LEDGER_FORMAT} (written by another ctxkit?)"
-    sessions = doc.get("sessions", {})
-    if not isinstance(sessions, dict):
-        return f"sessions is {_type_name(sessions)}, not an object"
-    for scope, records in sessions.items():
-        problem = _check_decisions(records, f'sessions["{scope}"]')
-        if problem:
-            return problem
-    return _check_decisions(doc.get("unscoped", {}), "unscoped")
-
-
-def check_state(doc: Any) -> str | None:
-    """What is wrong with a state document, None when nothing: ``{session: {key: value}}``, where the
-    keys ctxkit reads (``autocompact``, ``session_memory``, ``cached_microcompact``) are objects with
-    fields of known types."""
-    if not isinstance(doc, dict):
-        return _check_object(doc)
-    for session, values in doc.items():
-        if not isinstance(values, dict):
-            return f'["{session}"] is {_type_name(values)}, not an object'
-        for key, fields in _STATE_FIELDS.items():
-            if key in values:
-                problem = _check_fields(values[key], fields, f'["{session}"].{key}')
-                if problem:
-                    return problem
-    return None
-
-
-def _parse_ledger(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """(scoped sessions, unscoped records) of a ledger document (checked by :func:`check_ledger`)."""
-    if "format" in doc:
-        sessions = {scope: dict(records) for scope, records in doc.get("sessions", {}).items()}
-        return sessions, dict(doc.get("unscoped", {}))
-    # format 1: a flat tool_use_id -> decision document
-    return {}, dict(doc)
 
 
 def _last_component(name: str) -> str:

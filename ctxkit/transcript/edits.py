@@ -112,9 +112,9 @@ def replace_plain_range(t: Transcript, entries: list[int], new_line: dict | None
     return t.with_edits(replace={first: new_line}, remove=rest)
 
 
-def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Transcript, int]:
+def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Transcript, list[int]]:
     """``t`` with the edits of conversation entries that are no longer part of its view dropped, and
-    how many were; ``before``: the transcript the run started from (edits it already had are kept).
+    the lines whose edits were; ``before``: the transcript the run started from (edits it already had are kept).
     A later stage of the same run took them out of the view (a compaction put them behind its
     boundary, a snip removed them): the model is never sent them again, so their lines are written as
     read. The history stays as the agent wrote it, as Claude Code's own compaction leaves it; and a
@@ -123,7 +123,7 @@ def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Tr
     indexes it again). Nothing is dropped unless the walk of the chain is the same without those edits
     (a relinked entry behind the boundary keeps every edit): the view is then the same too."""
     if t.format != "claude-code" or not t.overrides:
-        return t, 0
+        return t, []
     order, _ = claude_code_chain.active_entries(t)
     in_view = set(order)
     earlier = before.overrides if before is not None else {}
@@ -131,11 +131,11 @@ def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Tr
     behind = [i for i in t.overrides
               if i < n and i not in in_view and i not in earlier and t.lines.type(i) in types]
     if not behind:
-        return t, 0
+        return t, []
     as_read = t.without_edits(behind)
     if claude_code_chain.active_entries(as_read)[0] is not order:  # carried over: no routing field changed
-        return t, 0
-    return as_read, len(behind)
+        return t, []
+    return as_read, behind
 
 
 # -- thinking after an edit, and the originals of rewritten entries ------------------------------
