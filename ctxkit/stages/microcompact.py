@@ -402,7 +402,7 @@ class Microcompact(Stage):
                     continue
                 tid = block.get("tool_use_id", "")
                 decision = ctx.store.decision(tid, scope=scope) or {}
-                if not decision_applies(decision, block.get("content")):
+                if not decision_applies(decision, block.get("content"), ctx.store.digests):
                     decision = {}  # the same tool id in another conversation: not this result's decision
                 if decision.get("state") == "cleared":
                     if block.get("content") != decision.get("replacement"):
@@ -440,7 +440,7 @@ class Microcompact(Stage):
         else:
             blob, kind = store_original(ctx.store, content)
         # the decision is about the true original and about what the model saw before (a preview)
-        accepts = sorted(set(earlier.get("accepts") or []) | {content_digest(seen)})
+        accepts = sorted(set(earlier.get("accepts") or []) | {content_digest(seen, ctx.store.digests)})
         record = {"state": "cleared", "replacement": placeholder, "blob": blob, "original": kind, "by": self.id,
                   "accepts": accepts}
         if earlier.get("state") == "replaced":

@@ -131,7 +131,7 @@ class ToolResultBudget(Stage):
                 tid = block.get("tool_use_id", "")
                 content = block.get("content")
                 decision = store.decision(tid, scope=scope)
-                if decision and not decision_applies(decision, content):
+                if decision and not decision_applies(decision, content, store.digests):
                     decision = None  # the same tool id in another conversation: this result is fresh
                 own = _own_decision(decision)
                 if own is not None:
@@ -185,8 +185,9 @@ class ToolResultBudget(Stage):
             for k, block in enumerate(msg.content):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
-                    if tid and not decision_applies(store.decision(tid, scope=scope), block.get("content")):
-                        store.record_decision(tid, {"state": "seen", "accepts": [content_digest(block.get("content"))]},
+                    content = block.get("content")
+                    if tid and not decision_applies(store.decision(tid, scope=scope), content, store.digests):
+                        store.record_decision(tid, {"state": "seen", "accepts": [content_digest(content, store.digests)]},
                                               scope=scope)
         new = replace_blocks(t, changes)
         action = "applied" if changes else "nothing-to-do"

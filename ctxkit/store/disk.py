@@ -130,6 +130,8 @@ class Store:
         self._held_blobs: dict[str, list[Any]] = {}  # path -> [bytes, how many lines hold it]
         self._held_keys: dict[tuple[str, str], int] = {}  # decision key -> the line whose held record it is
         self._held_bytes = 0
+        #: the fingerprints of tool results this run took, by identity (:func:`ctxkit.store.offload.content_digest`)
+        self.digests: dict[int, tuple[Any, str]] = {}
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:

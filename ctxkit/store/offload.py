@@ -157,9 +157,18 @@ def _stored_as(content: Any) -> tuple[str, str]:
     return (".txt", "text") if isinstance(content, str) else (".json", "json")
 
 
-def content_digest(content: Any) -> str:
-    """A short fingerprint of a tool_result's content (what a decision was made about)."""
-    return _sha256_of(content)[0][:32]
+def content_digest(content: Any, known: dict[int, tuple[Any, str]] | None = None) -> str:
+    """A short fingerprint of a tool_result's content (what a decision was made about). ``known``: the
+    fingerprints a run already took, by identity (:attr:`ctxkit.store.disk.Store.digests`): the budget
+    fingerprints every result of the view, and microcompact asks again about each."""
+    if known is None:
+        return _sha256_of(content)[0][:32]
+    found = known.get(id(content))
+    if found is not None and found[0] is content:
+        return found[1]
+    digest = _sha256_of(content)[0][:32]
+    known[id(content)] = (content, digest)  # the content is held: its identity is not reused meanwhile
+    return digest
 
 
 _recent: list[tuple[Any, str, bytes]] = []  # (content, its SHA-256, its bytes): the last few hashed
@@ -179,7 +188,8 @@ def _sha256_of(content: Any) -> tuple[str, bytes]:
     return digest, data
 
 
-def decision_applies(record: dict[str, Any] | None, content: Any) -> bool:
+def decision_applies(record: dict[str, Any] | None, content: Any,
+                     known: dict[int, tuple[Any, str]] | None = None) -> bool:
     """Whether a ledger record is about *this* result: its content is the recorded replacement, or one of
     the contents the decision was made on (``accepts``). Tool ids repeat across conversations (``call_0``),
     so a record with the same id but other content is someone else's: never replayed over this one.
@@ -189,7 +199,7 @@ def decision_applies(record: dict[str, Any] | None, content: Any) -> bool:
     if content == record.get("replacement"):
         return True
     accepts = record.get("accepts")
-    return accepts is None or content_digest(content) in accepts
+    return accepts is None or content_digest(content, known) in accepts
 
 
 def store_original(store: Store, content: Any) -> tuple[str, str]:
