@@ -42,6 +42,31 @@ def test_a_content_edit_carries_the_chain_over_and_a_routing_edit_does_not(tmp_p
     assert len(claude_code_chain.active_entries(more)[0]) == len(order) + 2
 
 
+def test_clearing_results_carries_the_chain_without_reading_the_edited_entries_again(tmp_path, monkeypatch):
+    """What replace_blocks records (tool results whose content alone changed) is enough to carry the
+    chain: what the walk reads of each edited entry is not compared again; an edit of a tool_use id is."""
+    from ctxkit.transcript.edits import replace_blocks
+    from ctxkit.transcript.view import BlockRef
+
+    t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
+    order = claude_code_chain.active_entries(t)[0]
+    view = t.view()
+    results = {ref: {**b, "content": "[cleared]"} for m in view.messages for b, ref in zip(m.content, m.refs)
+               if b.get("type") == "tool_result"}
+    read = []
+    real = claude_code_chain._walk_key
+    monkeypatch.setattr(claude_code_chain, "_walk_key", lambda d: read.append(d) or real(d))
+    cleared = replace_blocks(t, results)
+    assert claude_code_chain.active_entries(cleared)[0] is order and read == []
+    assert [b.get("content") for m in cleared.view().messages for b in m.content
+            if b.get("type") == "tool_result"] == ["[cleared]"] * len(results)
+    # a tool_use id is what the walk pairs results by: that edit is compared, and walked again
+    i, k = next((ref.entry, ref.block) for m in view.messages for b, ref in zip(m.content, m.refs)
+                if b.get("type") == "tool_use")
+    renamed = replace_blocks(t, {BlockRef(i, k): {**t.entry(i)["message"]["content"][k], "id": "toolu_other"}})
+    assert claude_code_chain.active_entries(renamed)[0] is not order and read
+
+
 def test_session_facts_are_read_from_the_indexing_pass_not_from_the_lines(tmp_path, monkeypatch):
     entries = conversation(TURNS)
     entries.insert(3, {"type": "queue-operation", "operation": "enqueue", "content": "also run tests",

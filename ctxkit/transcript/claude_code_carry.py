@@ -19,6 +19,25 @@ def loads_tools(result: dict) -> bool:
     return isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "tool_reference" for b in c)
 
 
+def carry_chain(t: Transcript) -> None:
+    """Carry the active chain over to a version that only replaced tool results' content (what
+    :func:`ctxkit.transcript.edits.replace_blocks` records): the walk reads no content, and the blocks
+    it reads (the tool ids) are the same, which :func:`_replaced_results` checks block by block. The
+    general carry (``Transcript.carried``) would compare what the walk reads of each replaced entry,
+    a thousand entries for a microcompact; :func:`carried_over` then reuses the blocks checked here."""
+    if "chain" in t.memo or t.parent is None or t.replaced is None or t.earlier is None:
+        return
+    chain, known = t.earlier[0].get("chain"), t.memo.get(REPLACED_BLOCKS)
+    if chain is None or known is None:
+        return
+    new_blocks = _replaced_results(t.parent.entries, known)
+    if new_blocks is not None and t.replaced == {ref.entry for ref in known}:
+        t.memo["chain"], t.memo[_CHECKED] = chain, new_blocks
+
+
+_CHECKED = "replaced-results"  # t.memo: the results carry_chain found replaced in place
+
+
 def carried_over(t: Transcript) -> View | None:
     """The view of the version ``t`` was edited from, with the tool results the edit replaced put in (a
     stage that clears or persists results edits nothing else; an entry off the walked chain may have
@@ -31,7 +50,8 @@ def carried_over(t: Transcript) -> View | None:
             or earlier.get("chain") is not t.memo.get("chain")):
         return None
     known = t.memo.get(REPLACED_BLOCKS)
-    new_blocks = _replaced_results(parent.entries, known) if known is not None else {}
+    new_blocks = t.memo.get(_CHECKED) if _CHECKED in t.memo else \
+        _replaced_results(parent.entries, known) if known is not None else {}
     if new_blocks is None:
         return None
     if known is None:

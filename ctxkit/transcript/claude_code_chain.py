@@ -45,6 +45,11 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     over from the version an edit was made from when the edit only replaced entries without touching
     what the walk reads (:func:`_walk_key`): stage edits rewrite content blocks, never the chain."""
     chain = t.memo.get("chain")
+    if chain is None and t.replaced is not None:
+        from .claude_code_carry import carry_chain  # (a module that builds on this one)
+
+        carry_chain(t)  # tool results whose content alone changed: nothing of the walk's to compare
+        chain = t.memo.get("chain")
     if chain is None:
         # stage edits rewrite content blocks, not what the walk reads (_walk_key): the chain carries over
         chain = t.carried("chain", lambda i, d: _walk_key(d))

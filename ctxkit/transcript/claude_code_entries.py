@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .claude_code_chain import CONVERSATION_TYPES, leaf_uuid
-from .claude_code_metas import Metas
 from .claude_code_records import RECORD_TYPE
 from .model import Transcript
 
@@ -35,11 +34,20 @@ def envelope(t: Transcript, parent_uuid: str | None, uuid: str, timestamp: str) 
 
 
 def _newest_conversation_entry(t: Transcript) -> dict | None:
-    metas = Metas.of(t)
+    """The last main-chain conversation entry in line order. Read from the end, entry by entry: the
+    routing fields of every edited entry (:class:`~ctxkit.transcript.claude_code_metas.Metas`) are not worked out for a version that needs
+    only this (a compaction asks it of several)."""
+    lines, n = t.lines, len(t.lines)
     for i in reversed(range(t.n_entries)):
-        if (i not in t.removed and not (i < len(t.lines) and t.lines.bad(i))
-                and metas.type(i) in CONVERSATION_TYPES and not metas.sidechain(i)):
-            return t.entry(i)
+        if i in t.removed or (i < n and lines.bad(i)):
+            continue
+        if i < n and i not in t.overrides:
+            if lines.type(i) in CONVERSATION_TYPES and not lines.sidechain(i):
+                return t.entry(i)
+            continue
+        d = t.entry(i)
+        if d.get("type") in CONVERSATION_TYPES and not d.get("isSidechain"):
+            return d
     return None
 
 
