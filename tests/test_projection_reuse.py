@@ -10,7 +10,7 @@ from builders import Call, Turn, conversation, write
 from conftest import cc_sessions
 
 from ctxkit.transcript import claude_code_chain, read_transcript
-from ctxkit.transcript.claude_code_session import SessionFacts, session_facts
+from ctxkit.transcript.claude_code_session import SessionFacts, current_facts, session_facts
 from ctxkit.transcript.model import Transcript
 
 TURNS = [Turn(f"step {k}", [[Call("Bash", {"command": f"ls {k}"}, f"out {k}\n" * 20),
@@ -51,18 +51,19 @@ def test_clearing_results_carries_the_chain_without_reading_the_edited_entries_a
     t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
     order = claude_code_chain.active_entries(t)[0]
     view = t.view()
-    results = {ref: {**b, "content": "[cleared]"} for m in view.messages for b, ref in zip(m.content, m.refs)
-               if b.get("type") == "tool_result"}
+    blocks = [(b, ref) for m in view.messages for b, ref in zip(m.content, m.refs, strict=True)]
+    results = {ref: {**b, "content": "[cleared]"} for b, ref in blocks if b.get("type") == "tool_result"}
     read = []
     real = claude_code_chain._walk_key
     monkeypatch.setattr(claude_code_chain, "_walk_key", lambda d: read.append(d) or real(d))
+    facts = current_facts(t)
     cleared = replace_blocks(t, results)
     assert claude_code_chain.active_entries(cleared)[0] is order and read == []
+    assert current_facts(cleared) is facts  # content blocks are not facts of the session either
     assert [b.get("content") for m in cleared.view().messages for b in m.content
             if b.get("type") == "tool_result"] == ["[cleared]"] * len(results)
     # a tool_use id is what the walk pairs results by: that edit is compared, and walked again
-    i, k = next((ref.entry, ref.block) for m in view.messages for b, ref in zip(m.content, m.refs)
-                if b.get("type") == "tool_use")
+    i, k = next((ref.entry, ref.block) for b, ref in blocks if b.get("type") == "tool_use")
     renamed = replace_blocks(t, {BlockRef(i, k): {**t.entry(i)["message"]["content"][k], "id": "toolu_other"}})
     assert claude_code_chain.active_entries(renamed)[0] is not order and read
 

@@ -135,8 +135,15 @@ def _target(tool_input: dict) -> tuple[str, tuple[str, ...]]:
 
 
 def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    """Whether ``shorter`` is a run of consecutive words of ``longer``. (Asked for thousands of pairs of
+    commands: only the places where its first word is are compared.)"""
     n = len(shorter)
-    return any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
+    if n == 0:
+        return True
+    if n > len(longer):
+        return False
+    first = shorter[0]
+    return any(w == first and longer[i:i + n] == shorter for i, w in enumerate(longer[:len(longer) - n + 1]))
 
 
 def _retries(failed: tuple[str, tuple[str, ...]], later: tuple[str, tuple[str, ...]]) -> bool:

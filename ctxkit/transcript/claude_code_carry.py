@@ -25,13 +25,13 @@ def carry_chain(t: Transcript) -> None:
     it reads (the tool ids) are the same, which :func:`_replaced_results` checks block by block. The
     general carry (``Transcript.carried``) would compare what the walk reads of each replaced entry,
     a thousand entries for a microcompact; :func:`carried_over` then reuses the blocks checked here."""
-    if "chain" in t.memo or t.parent is None or t.replaced is None or t.earlier is None:
+    if "chain" in t.memo or not t.replaced_blocks_only():
         return
-    chain, known = t.earlier[0].get("chain"), t.memo.get(REPLACED_BLOCKS)
-    if chain is None or known is None:
+    chain = t.earlier[0].get("chain") if t.earlier is not None else None
+    if chain is None:
         return
-    new_blocks = _replaced_results(t.parent.entries, known)
-    if new_blocks is not None and t.replaced == {ref.entry for ref in known}:
+    new_blocks = _replaced_results(t.parent.entries, t.memo[REPLACED_BLOCKS])
+    if new_blocks is not None:
         t.memo["chain"], t.memo[_CHECKED] = chain, new_blocks
 
 

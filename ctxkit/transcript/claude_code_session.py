@@ -106,7 +106,9 @@ def current_facts(t: Transcript) -> SessionFacts:
     when the edit changed none of them (the usual case: stages rewrite content, not these fields)."""
     facts = t.memo.get("facts")
     if facts is None:
-        facts = t.memo["facts"] = t.carried("facts", line_facts) or _computed(t)
+        earlier = t.earlier[0].get("facts") if t.earlier is not None and t.replaced_blocks_only() else None
+        # content blocks are not facts: an edit of them alone keeps the earlier version's
+        facts = t.memo["facts"] = earlier or t.carried("facts", line_facts) or _computed(t)
     return facts
 
 

@@ -180,6 +180,13 @@ class Transcript:
         original = self._set_aside_shape(i)  # what was set aside, when the line was parsed whole
         return _with_harness_keys(d, original if original is not None else self._parse(i))
 
+    def replaced_blocks_only(self) -> bool:
+        """Whether this version only replaced content blocks of some entries (what
+        :func:`ctxkit.transcript.edits.replace_blocks` records as :data:`REPLACED_BLOCKS`): whatever is
+        worked out from an entry's other fields is the earlier version's."""
+        known = self.memo.get(REPLACED_BLOCKS)
+        return known is not None and self.replaced is not None and self.replaced == {ref.entry for ref in known}
+
     def carried(self, name: str, key: Callable[[int, dict], Any]) -> Any:
         """What the version this one was edited from computed under ``name`` (in its memo), when this edit
         only replaced entries and ``key(i, entry)`` is the same before and after for each of them (what
