@@ -32,6 +32,7 @@ class Pipeline:
         return any(stage.uses_summarizer() for stage in self.stages)
 
     def run(self, transcript: Transcript, ctx: Context) -> PipelineResult:
+        ctx.store.write_held()  # what an earlier run held (its lines are not this transcript's) is its for good
         reports: list[Report] = []
         current = transcript
         # the count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)

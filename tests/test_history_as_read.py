@@ -169,3 +169,98 @@ def test_held_writes_are_read_back_in_the_run_and_written_by_the_flush(tmp_path)
     assert not Path(name).exists() and Path(other).read_bytes() == b"another original"
     ledger = json.loads((tmp_path / "store" / "ledger.json").read_text())
     assert ledger["sessions"]["s"] == {"t1": {"state": "kept"}, "t2": {"state": "cleared", "blob": other}}
+
+
+def test_a_tool_id_on_two_lines_keeps_the_record_the_line_left_in_the_view_relies_on(tmp_path):
+    """Tool ids may repeat in a session: a decision held for two lines gives way, when one line's edit
+    is dropped, to the other's; when both are dropped, to what the ledger had before; one recorded for
+    good since stands."""
+    from ctxkit.store.disk import Store
+
+    store = Store(tmp_path / "store")
+    store.record_decision("t", {"state": "seen"}, scope="s")
+    cleared = {"state": "cleared", "blob": "b"}
+    for line in (3, 9):
+        with store.held_for(line):
+            store.record_decision("t", cleared, scope="s")  # the same record for the second line
+    store.drop_held([3])
+    assert store.decision("t", scope="s") == cleared  # line 9's placeholder still needs it
+    store.drop_held([9])
+    assert store.decision("t", scope="s") == {"state": "seen"}
+
+    for line in (3, 3):
+        with store.held_for(line):
+            store.record_decision("u", {"state": "cleared", "n": line}, scope="s")
+    store.drop_held([3])
+    assert store.decision("u", scope="s") is None
+    with store.held_for(4):
+        store.record_decision("v", cleared, scope="s")
+    store.record_decision("v", cleared, scope="s")  # recorded for good (not for a line)
+    store.drop_held([4])
+    assert store.decision("v", scope="s") == cleared
+    store.flush()
+    ledger = json.loads((tmp_path / "store" / "ledger.json").read_text())
+    assert ledger["sessions"]["s"] == {"t": {"state": "seen"}, "v": cleared}
+
+
+def test_a_blob_held_then_stored_for_good_no_longer_counts_against_what_may_be_held(tmp_path, monkeypatch):
+    from ctxkit.store import disk
+
+    monkeypatch.setattr(disk, "HELD_AT_MOST", 100)
+    store = disk.Store(tmp_path / "store")
+    with store.held_for(1):
+        first = store.put_blob_file(b"x" * 80)
+    store.put_blob_file(b"x" * 80)  # the same bytes, for good: written now
+    assert Path(first).is_file()
+    with store.held_for(2):
+        second = store.put_blob_file(b"y" * 80)
+    assert not Path(second).exists()  # held: the room the first took is free again
+    store.drop_held([2])
+    store.flush()
+    assert not Path(second).exists()
+
+
+def test_a_repeated_tool_id_cleared_behind_the_boundary_and_in_the_tail_still_expands(runner, tmp_path):
+    """The same tool id, with the same output, early (put behind the boundary) and late (kept in the
+    tail, cleared): the late placeholder's record and original stay in the store."""
+    s = Session(tmp_path)
+    s.prompt("read every part")
+    same = "part: " + "data " * 300
+    for k in range(8):
+        s.tool("Bash", {"command": f"cat part{k}.txt"}, same if k in (0, 6) else f"part {k}: " + "data " * 300)
+        s.say(f"read {k}: " + " ".join(f"w{k}x{j}" for j in range(1500)))
+    s.prompt("thanks")
+    s.say("All parts read.")
+    uses = [e for e in s.entries if e["type"] == "assistant" and e["message"]["content"][0]["type"] == "tool_use"]
+    results = [e for e in s.entries if e["type"] == "user" and isinstance(e["message"]["content"], list)]
+    uses[6]["message"]["content"][0]["id"] = uses[0]["message"]["content"][0]["id"]
+    results[6]["message"]["content"][0]["tool_use_id"] = uses[0]["message"]["content"][0]["id"]
+    s.write(tmp_path / "s.jsonl")
+    r = _compact(runner, tmp_path / "s.jsonl", "--force", "--store", "store",
+                 "--set", "stages.microcompact.options.keep_recent=0",
+                 "--set", "stages.autocompact.options.keep_tail.min_rounds=6")
+    report = json.loads(r.stderr)
+    assert report["lines_kept_as_read"] > 0
+    assert CLEARED in (tmp_path / "out.jsonl").read_text()
+    r = runner.invoke(app, ["expand", "out.jsonl", "-o", "expanded.jsonl", "--store", "store"])
+    assert r.exit_code == 0, r.stderr
+    before = (tmp_path / "s.jsonl").read_bytes().splitlines()
+    assert (tmp_path / "expanded.jsonl").read_bytes().splitlines()[:len(before)] == before
+
+
+def test_a_second_pipeline_run_before_the_flush_keeps_what_the_first_one_held(tmp_path):
+    """A library caller runs two pipelines on one store and saves it once: what the first held is its
+    own for good, whatever lines the second drops (held writes are keyed by line, and lines are the
+    transcript's)."""
+    from ctxkit import compile_pipeline, load_policy, make_context
+    from ctxkit.store.expand import expand
+
+    t = read_transcript(_session(tmp_path))
+    policy = load_policy("no-llm")
+    ctx = make_context(policy, store_dir=tmp_path / "store", now=T0 + timedelta(hours=3), force=True)
+    first = compile_pipeline(policy, only=["microcompact"]).run(t, ctx)
+    second = compile_pipeline(policy, only=["microcompact", "autocompact"]).run(t, ctx)
+    assert second.lines_kept_as_read == 3
+    ctx.store.flush()
+    _, report = expand(first.transcript, ctx.store)
+    assert len(report.restored) == 3 and not report.missing

@@ -126,9 +126,10 @@ class Store:
         self._present: set[str] = set()  # blob files this run stored or found
         self._unsynced: set[Path] = set()  # folders this run added files to, not fsynced yet (sync_folders)
         self._holding: int | None = None  # the transcript line whose edit the writes are for now (held_for)
-        self._held: dict[int, list[tuple[str, Any]]] = {}  # line -> ("blob", path) / ("decision", undo)
+        self._held: dict[int, list[str]] = {}  # line -> the blobs held for its edit
         self._held_blobs: dict[str, list[Any]] = {}  # path -> [bytes, how many lines hold it]
-        self._held_keys: dict[tuple[str, str], int] = {}  # decision key -> the line whose held record it is
+        #: decision key -> (line, record, the record before it, whether this run had changed it), in order
+        self._held_keys: dict[tuple[str, str], list[tuple[int, Any, Any, bool]]] = {}
         self._held_bytes = 0
         #: the fingerprints of tool results this run took, by identity (:func:`ctxkit.store.offload.content_digest`)
         self.digests: dict[int, tuple[Any, str]] = {}
@@ -165,11 +166,12 @@ class Store:
                 held = self._held_blobs.setdefault(path, [data, 0])
                 self._held_bytes += len(data) if held[1] == 0 else 0
                 held[1] += 1
-                self._held.setdefault(self._holding, []).append(("blob", path))
+                self._held.setdefault(self._holding, []).append(path)
                 return path
             self._put(Path(path), data)
             self._present.add(path)
-            self._held_blobs.pop(path, None)
+            if self._held_blobs.pop(path, None) is not None:  # held for a line until now: stored for good
+                self._held_bytes -= len(data)
         return path
 
     def put_file(self, path: Path, data: bytes) -> None:
@@ -257,14 +259,13 @@ class Store:
         scope = scope or "default"
         self.used = True
         records = self.sessions.setdefault(scope, {})
+        key = (scope, tool_use_id)
+        if self._holding is not None:  # the line's edit relies on this record (made now, or the same already)
+            self._held_keys.setdefault(key, []).append(
+                (self._holding, decision, records.get(tool_use_id), key in self._changed_decisions))
+        else:
+            self._held_keys.pop(key, None)  # recorded for good: no held line's to undo
         if records.get(tool_use_id) != decision:
-            key = (scope, tool_use_id)
-            if self._holding is not None:  # what to put back if the line's edit is dropped
-                undo = (key, records.get(tool_use_id), key in self._changed_decisions)
-                self._held.setdefault(self._holding, []).append(("decision", undo))
-                self._held_keys[key] = self._holding
-            else:
-                self._held_keys.pop(key, None)  # recorded for good since: no longer the held line's to undo
             records[tool_use_id] = decision
             self._changed_decisions.add(key)
 
@@ -288,32 +289,41 @@ class Store:
 
     def drop_held(self, lines: Iterable[int]) -> None:
         """Forget the writes held for the edits of ``lines`` (their edits were dropped): a held blob no
-        other line holds is never written, a held decision is put back as it was before it."""
-        for line in lines:
-            for kind, what in reversed(self._held.pop(line, [])):
-                if kind == "blob":
-                    held = self._held_blobs.get(what)
-                    if held is not None:
-                        held[1] -= 1
-                        if held[1] <= 0:
-                            del self._held_blobs[what]
-                            self._held_bytes -= len(held[0])
-                    continue
-                key, before, was_changed = what
-                if self._held_keys.get(key) != line:
-                    continue  # recorded again since, for good or for another line: that record stands
-                del self._held_keys[key]
-                records = self.sessions[key[0]]
-                if before is None:
-                    records.pop(key[1], None)
-                else:
-                    records[key[1]] = before
-                if not was_changed:
-                    self._changed_decisions.discard(key)
+        other line holds is never written; a held decision gives way to the last one a kept line
+        holds (a tool id may be on two lines), else to the record there was before the first."""
+        dropped = set(lines)
+        for key, holds in list(self._held_keys.items()):
+            kept = [h for h in holds if h[0] not in dropped]
+            if len(kept) == len(holds):
+                continue
+            records = self.sessions[key[0]]
+            if kept:
+                if holds[-1][0] in dropped:  # the record in force was a dropped line's
+                    records[key[1]] = kept[-1][1]
+                kept[0] = (*kept[0][:2], *holds[0][2:])  # what there was before any of them, for a later drop
+                self._held_keys[key] = kept
+                continue
+            _, _, before, was_changed = holds[0]
+            del self._held_keys[key]
+            if before is None:
+                records.pop(key[1], None)
+            else:
+                records[key[1]] = before
+            if not was_changed:
+                self._changed_decisions.discard(key)
+        for line in dropped:
+            for path in self._held.pop(line, []):
+                held = self._held_blobs.get(path)
+                if held is not None:
+                    held[1] -= 1
+                    if held[1] <= 0:
+                        del self._held_blobs[path]
+                        self._held_bytes -= len(held[0])
 
-    def _write_held(self) -> None:
-        """Write the blobs still held (their lines' edits are in the output), then hold nothing."""
-        for path, (data, _) in sorted(self._held_blobs.items()):
+    def write_held(self) -> None:
+        """Write the blobs still held (their lines' edits are in the output), then hold nothing: what is
+        held is one run's (:meth:`flush` calls this; so does ``Pipeline.run`` before it starts)."""
+        for path, (data, _) in sorted(self._held_blobs.items()) if not self.dry_run else ():
             self._put(Path(path), data)
             self._present.add(path)
         self._held_blobs.clear()
@@ -425,8 +435,7 @@ class Store:
         Under the store's lock the documents are read again from disk and only the keys this run
         recorded are applied, so runs sharing a store keep each other's decisions.
         """
-        if not self.dry_run:
-            self._write_held()
+        self.write_held()
         self.sync_folders()  # the blobs this run stored: durable before a decision or an output names them
         if not self.dry_run and self.root.is_dir():
             sweep_stale_temps(self.root)  # a killed run's half-written ledger or state
