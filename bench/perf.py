@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every row of ctxkit's performance table, each as a ratio to its baseline measured in the same run.
 
-    python bench/perf.py [--repeat N] [--quick] [--only WORDS] [--keep]
+    python bench/perf.py [--repeat N] [--quick] [--only WORDS] [--keep] [--samples]
 
 Builds its inputs from the recorded sessions (``../shared/corpus``, or ``$CTXKIT_SHARED/corpus``):
 copies of the Claude Code sessions, each copy with fresh uuids, message ids and tool ids, chained
@@ -13,7 +13,8 @@ most its target. Prints a markdown table and exits 1 when a row misses its targe
 Times are CPU seconds (user + system) of the child process, which a busy machine disturbs less than
 wall time; memory is the child's peak RSS. ``--quick`` builds inputs a quarter of the size (for a
 check that the rows run; the targets are set for the full sizes). ``--only`` keeps the rows whose
-name contains one of the comma-separated words.
+name contains one of the comma-separated words. ``--samples`` also prints every sample, and every
+command's user and system time.
 
 Rows come from a registry: :func:`rows` here, plus ``rows(ctx)`` of every module ``bench/perf_*.py``
 (e.g. ``perf_incremental.py``), each returning a list of :class:`Row`. A row is a name, a target and
@@ -113,6 +114,8 @@ class Context:
         script = shutil.which("ctxkit") or str(Path(sys.executable).with_name("ctxkit"))
         self.ctxkit = [script]
         self._built: dict[tuple, Path] = {}
+        #: every command run, in order: (what, user seconds, system seconds, peak RSS), for ``--samples``
+        self.log: list[tuple[str, float, float, int]] = []
         # children compile ctxkit's modules once, as an installed package has them compiled: an
         # environment that forbids bytecode (PYTHONDONTWRITEBYTECODE) would time the compiler instead
         self.env = {**os.environ, "PYTHONPYCACHEPREFIX": str(work / "pycache")}
@@ -151,6 +154,7 @@ class Context:
         code = os.waitstatus_to_exitcode(status)
         if code not in (0, 1):
             sys.exit(f"{' '.join(cmd)} exited {code}: {err.decode(errors='replace')[-600:]}")
+        self.log.append((_label(cmd), usage.ru_utime, usage.ru_stime, usage.ru_maxrss * 1024))
         return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
     def orjson_floor(self, path: Path) -> tuple[float, int]:
@@ -221,6 +225,15 @@ def build_session(target: Path, size: int, boundary_every: int) -> int:
 
 
 # -- the rows -----------------------------------------------------------------------------------------
+def _label(cmd: list[str]) -> str:
+    """A short name for a measured command: ``ctxkit compact session-50mb-b0.jsonl``, ``python -c
+    (import typer, rich.console)``, ``python -c (orjson) session-50mb-b0.jsonl``."""
+    if len(cmd) > 2 and cmd[1] == "-c":
+        script = "import typer, rich.console" if cmd[2] == IMPORT_FLOOR else "orjson"
+        return " ".join([Path(cmd[0]).name, "-c", f"({script})", *(Path(c).name for c in cmd[3:4])])
+    return " ".join(Path(c).name if os.sep in c else c for c in cmd[:3])
+
+
 def _mb(n: float) -> str:
     return f"{n / 2**20:.0f} MiB"
 
@@ -309,6 +322,16 @@ def table(all_rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def samples(all_rows: list[Row], log: list[tuple[str, float, float, int]]) -> str:
+    """Every sample of every row, then every command in the order it ran (user and system CPU seconds,
+    peak RSS): what a median hides (one slow sample, and whether the kernel or Python spent it)."""
+    out = [f"{row.name}: " + ", ".join(f"{s.ratio:.2f}x ({s.shown})" for s in row.samples)
+           for row in all_rows if row.samples]
+    out += ["", "| command | user s | system s | peak RSS |", "| --- | --- | --- | --- |"]
+    out += [f"| {what} | {user:.3f} | {system:.3f} | {_mb(rss)} |" for what, user, system, rss in log]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -316,6 +339,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="inputs a quarter of the size")
     ap.add_argument("--only", default="", help="comma-separated words: keep the rows whose name has one")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
+    ap.add_argument("--samples", action="store_true",
+                    help="also print every sample of every row, and every command's user and system time")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ctxkit-perf-"))
     ctx = Context(work, 0.25 if args.quick else 1.0)
@@ -339,6 +364,8 @@ def main() -> int:
         print(f"{args.repeat} run(s) per row{', quick sizes' if args.quick else ''}; {os.cpu_count()} cores, "
               f"load average {load:.1f}\n")
         print(table(all_rows))
+        if args.samples:
+            print("\n" + samples(all_rows, ctx.log))
         return 0 if all(r.passed for r in all_rows) else 1
     finally:
         if args.keep:

@@ -27,12 +27,12 @@ def rows(ctx):
 '''
 
 
-def _run(tmp_path: Path, only: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, only: str, *extra: str) -> subprocess.CompletedProcess:
     folder = tmp_path / "bench"
     folder.mkdir(exist_ok=True)
     shutil.copy(BENCH / "perf.py", folder / "perf.py")
     (folder / "perf_fake.py").write_text(FAKE)
-    return subprocess.run([sys.executable, str(folder / "perf.py"), "--repeat", "3", "--only", only],
+    return subprocess.run([sys.executable, str(folder / "perf.py"), "--repeat", "3", "--only", only, *extra],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -47,3 +47,14 @@ def test_a_row_over_its_target_fails_the_command(tmp_path):
     r = _run(tmp_path, "fake")
     assert r.returncode == 1
     assert "| fake slow row | 3 MiB for 1 MiB | 3.00x / 3.00x / 3.00x | at most 1x | **missed** |" in r.stdout
+
+
+def test_samples_lists_every_sample_and_every_command_it_ran(tmp_path):
+    """What a median hides: the slow sample, and whether it was user or system time."""
+    r = _run(tmp_path, "fake fine", "--samples")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "fake fine row: 0.50x (0.5 s vs 1.0 s), 0.90x (0.9 s vs 1.0 s), 0.70x (0.7 s vs 1.0 s)" in lines
+    commands = [line for line in lines if line.startswith("| python") or line.startswith("| ctxkit")]
+    assert any("-c (import typer, rich.console)" in line for line in commands)  # the start-up warm-up
+    assert all(len(line.split("|")) == 6 for line in commands)  # command, user, system, peak RSS
