@@ -29,12 +29,12 @@ a function that makes one measurement::
             return Sample(seconds, base_seconds, f"{seconds:.2f} s vs {base_seconds:.2f} s")
         return [Row("second compact ...", "time", 2.0, second_run)]
 
-``Context`` gives the inputs (``session(size_mb, boundary_every=10)``, ``tiny()``), a scratch
-folder (``work``), the command that runs ctxkit (``ctxkit``), ``run(cmd)`` (CPU seconds and peak RSS
-of a command, which must exit 0 or 1), ``compact(path, out, store, *extra)`` (``ctxkit compact
---policy no-llm`` with a clock and a window that make every stage work) and ``orjson_floor(path)``
-(a plain orjson read+write of the file: the baseline of the big rows). ``ctx.scale`` is 1 for the full sizes and 0.25 with ``--quick``:
-``session()`` applies it.
+``Context`` gives the inputs (``session(size_mb, boundary_every=10)``, ``tiny()``), a scratch folder
+(``work``), the command that runs ctxkit (``ctxkit``), ``run(cmd, inputs=...)`` (CPU seconds and peak
+RSS of a command, which must exit 0 or 1; its ``inputs`` read once first, untimed), ``compact(path, out,
+store, *extra)`` (``ctxkit compact --policy no-llm`` with a clock and a window that make every stage
+work) and ``orjson_floor(path)`` (a plain orjson read+write of the file: the baseline of the big rows).
+``ctx.scale`` is 1 for the full sizes and 0.25 with ``--quick``: ``session()`` applies it.
 """
 from __future__ import annotations
 
@@ -141,13 +141,23 @@ class Context:
         return path
 
     # -- measuring --------------------------------------------------------------------------------
-    def run(self, cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
+    def run(self, cmd: list[str], cwd: Path | None = None, inputs: tuple[Path, ...] = ()) -> tuple[float, int]:
         """(CPU seconds, peak RSS in bytes) of ``cmd``; it must exit 0 or 1 (ctxkit's "did its job, a
-        check failed"). The bench's own earlier writes are flushed to disk first (``os.sync``, not
-        timed): the floor writes its copy without an fsync, and the inputs are copied; left pending,
-        their writeback lands in whichever command runs next (ctxkit fsyncs what it writes, and on
-        this machine that once made a 0.4 s run take 0.9 s)."""
+        check failed"). Not timed, first:
+
+        * the bench's own earlier writes are flushed to disk (``os.sync``): the floor writes its copy
+          without an fsync, and the inputs are copied; left pending, their writeback lands in whichever
+          command runs next (ctxkit fsyncs what it writes, and on this machine that once made a 0.4 s
+          run take 0.9 s);
+        * the command's ``inputs`` are read once, so that it reads them from memory, as a baseline run
+          just before it mostly does. This machine's kernel drops file pages a few seconds unused
+          (DAMON ``pageout``), and a sample that read a 190 MB input back from disk spent 1.9 s in the
+          kernel where the others spent 0.2 s."""
         os.sync()
+        for path in inputs:
+            with open(path, "rb") as f:
+                while f.read(1 << 20):
+                    pass
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=self.env)
         err = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)
@@ -159,10 +169,11 @@ class Context:
 
     def orjson_floor(self, path: Path) -> tuple[float, int]:
         """A Python process that parses every line of ``path`` with orjson and writes it back."""
-        return self.run([self.python, "-c", ORJSON_FLOOR, str(path), str(self.work / "floor.out")])
+        return self.run([self.python, "-c", ORJSON_FLOOR, str(path), str(self.work / "floor.out")], inputs=(path,))
 
     def compact(self, path: Path, out: Path, store: Path, *extra: str) -> tuple[float, int]:
-        return self.run([*self.ctxkit, "compact", str(path), "-o", str(out), "--store", str(store), *BUSY, *extra])
+        return self.run([*self.ctxkit, "compact", str(path), "-o", str(out), "--store", str(store), *BUSY, *extra],
+                        inputs=(path,))
 
 
 # -- the inputs ---------------------------------------------------------------------------------------
@@ -274,7 +285,7 @@ def rows(ctx: Context) -> list[Row]:
     def expand_memory() -> Sample:
         *_, compacted, store = runs.get("last") or compact_big()
         _, rss = ctx.run([*ctx.ctxkit, "expand", str(compacted), "-o", str(ctx.work / "expanded.jsonl"),
-                          "--store", str(store)])
+                          "--store", str(store)], inputs=(compacted,))
         size = compacted.stat().st_size
         return Sample(rss, size, f"{_mb(rss)} for {_mb(size)}")
 
