@@ -151,8 +151,8 @@ class Context:
           run take 0.9 s);
         * the command's ``inputs`` are read once, so that it reads them from memory, as a baseline run
           just before it mostly does. This machine's kernel drops file pages a few seconds unused
-          (DAMON ``pageout``), and a sample that read a 190 MB input back from disk spent 1.9 s in the
-          kernel where the others spent 0.2 s."""
+          (DAMON ``pageout``), and a sample that most likely read a 190 MB input back from disk spent
+          1.9 s in the kernel where the others spent 0.2 s."""
         os.sync()
         for path in inputs:
             with open(path, "rb") as f:
