@@ -150,9 +150,8 @@ class Context:
           command runs next (ctxkit fsyncs what it writes, and on this machine that once made a 0.4 s
           run take 0.9 s);
         * the command's ``inputs`` are read once, so that it reads them from memory, as a baseline run
-          just before it mostly does. This machine's kernel drops file pages a few seconds unused
-          (DAMON ``pageout``), and a sample that most likely read a 190 MB input back from disk spent
-          1.9 s in the kernel where the others spent 0.2 s."""
+          just before it mostly does: this machine's kernel drops file pages a few seconds unused
+          (DAMON ``pageout``), and neither side should pay for reading them back from disk."""
         os.sync()
         for path in inputs:
             with open(path, "rb") as f:
