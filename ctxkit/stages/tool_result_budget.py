@@ -187,8 +187,8 @@ class ToolResultBudget(Stage):
                     tid = block.get("tool_use_id", "")
                     content = block.get("content")
                     if tid and not decision_applies(store.decision(tid, scope=scope), content, store.digests):
-                        store.record_decision(tid, {"state": "seen", "accepts": [content_digest(content, store.digests)]},
-                                              scope=scope)
+                        seen = {"state": "seen", "accepts": [content_digest(content, store.digests)]}
+                        store.record_decision(tid, seen, scope=scope)
         new = replace_blocks(t, changes)
         action = "applied" if changes else "nothing-to-do"
         details: dict[str, Any] = {"persisted": persisted, "replayed": replayed, "empty_notes": noted_empty,

@@ -25,8 +25,9 @@ by path, and a transcript is data, so a run follows that name to write only into
 itself made a store (:mod:`ctxkit.store.link`). A store from before the marker gets it the first
 time a run writes to it as its default (``.ctxkit/`` beside the input) or ``--store``.
 
-``ledger.json`` and ``state.json`` are checked for shape when loaded (:mod:`ctxkit.store.documents`): one that is not JSON or not of that shape is a :class:`StoreError` naming the
-file (exit 2: the user repairs or removes it); it is never overwritten or reset.
+``ledger.json`` and ``state.json`` are checked for shape when loaded (:mod:`ctxkit.store.documents`):
+one that is not JSON or not of that shape is a :class:`StoreError` naming the file (exit 2: the user
+repairs or removes it); it is never overwritten or reset.
 
 ``ledger.json`` (format 2)::
 
@@ -163,8 +164,10 @@ class Store:
                 return path
             if self._holding is not None and (path in self._held_blobs
                                               or self._held_bytes + len(data) <= HELD_AT_MOST):
-                held = self._held_blobs.setdefault(path, [data, 0])
-                self._held_bytes += len(data) if held[1] == 0 else 0
+                held = self._held_blobs.get(path)
+                if held is None:
+                    held = self._held_blobs[path] = [data, 0]
+                    self._held_bytes += len(data)
                 held[1] += 1
                 self._held.setdefault(self._holding, []).append(path)
                 return path

@@ -35,8 +35,8 @@ def envelope(t: Transcript, parent_uuid: str | None, uuid: str, timestamp: str) 
 
 def _newest_conversation_entry(t: Transcript) -> dict | None:
     """The last main-chain conversation entry in line order. Read from the end, entry by entry: the
-    routing fields of every edited entry (:class:`~ctxkit.transcript.claude_code_metas.Metas`) are not worked out for a version that needs
-    only this (a compaction asks it of several)."""
+    routing fields of every edited entry (:class:`~ctxkit.transcript.claude_code_metas.Metas`) are not
+    worked out for a version that needs only this (a compaction asks it of several)."""
     lines, n = t.lines, len(t.lines)
     for i in reversed(range(t.n_entries)):
         if i in t.removed or (i < n and lines.bad(i)):
