@@ -57,4 +57,6 @@ def test_samples_lists_every_sample_and_every_command_it_ran(tmp_path):
     assert "fake fine row: 0.50x (0.5 s vs 1.0 s), 0.90x (0.9 s vs 1.0 s), 0.70x (0.7 s vs 1.0 s)" in lines
     commands = [line for line in lines if line.startswith("| python") or line.startswith("| ctxkit")]
     assert any("-c (import typer, rich.console)" in line for line in commands)  # the start-up warm-up
+    # and every ctxkit module compiled before the rows: no first sample times the bytecode compiler
+    assert any("-c (import every ctxkit module)" in line for line in commands)
     assert all(len(line.split("|")) == 6 for line in commands)  # command, user, system, peak RSS

@@ -125,15 +125,16 @@ class Redactor:
         return [done.get(t, t) for t in texts]
 
     def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Copies of API-shaped ``messages`` with the secrets in their text, tool inputs and tool
-        results redacted. Thinking is dropped (no summarizer uses it); images are left as they are."""
+        """API-shaped ``messages`` with the secrets in their text, tool inputs and tool results redacted.
+        Thinking is dropped (no summarizer uses it); images are left as they are. What held no secret is
+        the caller's own object, not a copy (copy on write): read them, do not change them."""
         if not self.enabled:
             return [dict(m) for m in messages]
         strings: list[str] = []
         copied = _walk_messages(messages, lambda s: strings.append(s) or s, self._keyed)
         redacted = self.texts(strings)
         if all(a is b for a, b in zip(strings, redacted, strict=True)):
-            return copied  # no text held a secret (the usual case): the copies need no second walk
+            return copied  # no text held a secret (the usual case): no second walk
         mapping = dict(zip(strings, redacted, strict=True))
         return _walk_messages(messages, lambda s: mapping.get(s, s), self._keyed)
 
@@ -253,17 +254,30 @@ _TOOL_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[[str], str],
                    keyed: Callable[[str, str], str | None]) -> list[dict[str, Any]]:
-    """Copies of ``messages`` with ``fn`` applied to each string a summarizer reads."""
+    """``messages`` with ``fn`` applied to each string a summarizer reads, and thinking dropped.
+
+    Copy on write: a message, block or tool input in which nothing changed is the same object (the
+    summarizers only read them; most of a long session holds no secret, so the walk allocates little)."""
     out = []
     for message in messages:
         content = message.get("content")
-        new = dict(message)
         if isinstance(content, str):
-            new["content"] = fn(content)
+            new_content: Any = fn(content)
         elif isinstance(content, (list, tuple)):
-            new["content"] = [b for b in (_walk_block(b, fn, keyed) for b in content) if b is not None]
-        out.append(new)
+            new_content = _walk_list(content, lambda b: _walk_block(b, fn, keyed))
+        else:
+            new_content = content
+        out.append(message if new_content is content and isinstance(message, dict)
+                   else {**message, "content": new_content} if "content" in message else dict(message))
     return out
+
+
+def _walk_list(items: Sequence[Any], walk: Callable[[Any], Any]) -> Any:
+    """``items`` walked (None: left out), or ``items`` itself when every one came back unchanged."""
+    new = [walk(b) for b in items]
+    if len(new) == len(items) and all(a is b for a, b in zip(new, items)) and isinstance(items, list):
+        return items
+    return [b for b in new if b is not None]
 
 
 def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str], str | None]) -> Any:
@@ -274,32 +288,43 @@ def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str]
     kind = block.get("type")
     if kind in ("thinking", "redacted_thinking"):
         return None
-    new = dict(block)
     if kind == "text" and isinstance(block.get("text"), str):
-        new["text"] = fn(block["text"])
-    elif kind in _TOOL_CALLS:
-        new["input"] = _walk_value(block.get("input"), fn, keyed)
-    elif kind == "tool_result":
+        return _with(block, "text", fn(block["text"]))
+    if kind in _TOOL_CALLS:
+        return _with(block, "input", _walk_value(block.get("input"), fn, keyed))
+    if kind == "tool_result":
         content = block.get("content")
         if isinstance(content, str):
-            new["content"] = fn(content)
-        elif isinstance(content, (list, tuple)):
-            new["content"] = [b for b in (_walk_block(b, fn, keyed) for b in content) if b is not None]
-    return new
+            return _with(block, "content", fn(content))
+        if isinstance(content, (list, tuple)):
+            return _with(block, "content", _walk_list(content, lambda b: _walk_block(b, fn, keyed)))
+    return block if isinstance(block, dict) else dict(block)
+
+
+def _with(block: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``block`` with ``key`` set to ``value``: the block itself when that is what it holds."""
+    if value is block.get(key) and isinstance(block, dict):
+        return block
+    return {**block, key: value}
 
 
 def _walk_value(value: Any, fn: Callable[[str], str], keyed: Callable[[str, str], str | None]) -> Any:
-    """A tool input with ``fn`` applied to its strings; a value under a secret-named key is replaced whole."""
+    """A tool input with ``fn`` applied to its strings; a value under a secret-named key is replaced whole.
+    Unchanged values are returned as they are (copy on write)."""
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, Mapping):
         out = {}
+        changed = not isinstance(value, dict)
         for k, v in value.items():
             marker = keyed(str(k), v) if isinstance(v, str) else None
-            out[k] = marker if marker is not None else _walk_value(v, fn, keyed)
-        return out
+            new = marker if marker is not None else _walk_value(v, fn, keyed)
+            changed = changed or new is not v
+            out[k] = new
+        return out if changed else value
     if isinstance(value, (list, tuple)):
-        return [_walk_value(v, fn, keyed) for v in value]
+        items = [_walk_value(v, fn, keyed) for v in value]
+        return value if isinstance(value, list) and all(a is b for a, b in zip(items, value)) else items
     return value
 
 

@@ -97,7 +97,11 @@ def may_be_typed(d: dict) -> bool:
     ``queued_command`` attachment (what :func:`ctxkit.transcript.prompts.session_prompts` looks at)."""
     typ = d.get("type")
     if typ == "user":
-        return not any(b.get("type") == "tool_result" for b in content_blocks(d)[0])
+        msg = d.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        # (run on every line read: the blocks are looked at in place, not gathered as content_blocks does)
+        return not isinstance(content, list) or not any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
     if typ == "attachment":
         a = d.get("attachment")
         return isinstance(a, dict) and a.get("type") == "queued_command"
@@ -243,26 +247,33 @@ def build_messages(t: Transcript, order: list[int]) -> View:
         elif typ == "user":
             blocks, was_string = content_blocks(d)
             blocks = _sent_user_blocks(d, blocks)
-            refs = [BlockRef(i, -1 if was_string else k) for k in range(len(blocks))]
-            results = [(b, r) for b, r in zip(blocks, refs, strict=True) if b.get("type") == "tool_result"]
-            others = [(b, r) for b, r in zip(blocks, refs, strict=True) if b.get("type") != "tool_result"]
-            others += [({"type": "text", "text": TOOL_LOADED_TEXT}, None) for b, _ in results if loads_tools(b)]
+            # the tool results, and the other blocks (a text after each result that loads tools), with refs
+            results, result_refs, others, other_refs, loaded = [], [], [], [], 0
+            for k, b in enumerate(blocks):
+                if b.get("type") == "tool_result":
+                    results.append(b)
+                    result_refs.append(BlockRef(i, k))
+                    loaded += loads_tools(b)
+                else:
+                    others.append(b)
+                    other_refs.append(BlockRef(i, -1 if was_string else k))
+            others += [{"type": "text", "text": TOOL_LOADED_TEXT} for _ in range(loaded)]
+            other_refs += [None] * loaded
             if results and open_assistant is not None:
                 target = _results_message(msgs, open_assistant)
                 lead = sum(1 for b in target.content if b.get("type") == "tool_result")
-                target.content[lead:lead] = [b for b, _ in results]
-                target.refs[lead:lead] = [r for _, r in results]
-                target.content.extend(b for b, _ in others)
-                target.refs.extend(r for _, r in others)
+                target.content[lead:lead] = results
+                target.refs[lead:lead] = result_refs
+                target.content.extend(others)
+                target.refs.extend(other_refs)
                 target.entries.append(i)
                 continue
             if results:
                 notes.append(f"line {t.line_no(i)}: tool_result with no tool_use before it; left out of the view")
-                orphans.extend((i, b.get("tool_use_id")) for b, _ in results)
-                blocks = [b for b, _ in others]
-                refs = [r for _, r in others]
-                if not blocks:
+                orphans.extend((i, b.get("tool_use_id")) for b in results)
+                if not others:
                     continue
+            blocks, refs = others, other_refs
             open_assistant = None
             msgs.append(ViewMessage("user", list(blocks), _user_kind(d, blocks), refs, [i], d.get("uuid"),
                                     d.get("timestamp"), was_string))

@@ -22,7 +22,7 @@ CONVERSATION_TYPES = ("user", "assistant", "attachment")
 
 def entry_type(t: Transcript, i: int) -> str | None:
     """The ``type`` of entry ``i`` (read from the line index when the entry is unedited: no parsing)."""
-    if i < len(t.lines) and i not in t.overrides:
+    if i < t.n_lines and i not in t.overrides:
         return t.lines.type(i)
     return t.entry(i).get("type")
 

@@ -16,28 +16,12 @@ _NAMED = (("cwd", "cwd"), ("slug", "slug"), ("sessionId", "session_id"))
 
 
 def line_facts(i: int, d: dict) -> tuple:
-    """What entry ``i`` tells about the session (empty for a sidechain entry): a tuple of
-    ``(kind, value)`` pairs, compared to tell whether an edit changed any of it. (Run on every line
-    read: plain loops, no generator.)"""
-    if d.get("isSidechain"):
-        return ()
-    typ = d.get("type")
-    out: list[tuple[str, Any]] = []
-    if typ in _CONVERSATION:
-        for key, name in _NAMED:
-            value = d.get(key)
-            if isinstance(value, str) and value:
-                out.append((name, value))
-        if typ == "attachment" and d.get("renderedRole") == "system":
-            out.append(("system_rendered", True))
-    if typ in ("user", "permission-mode") and isinstance(d.get("permissionMode"), str):
-        out.append(("mode", d["permissionMode"]))
-    elif typ == "mode" and isinstance(d.get("mode"), str):
-        out.append(("mode", d["mode"]))
-    elif typ == "queue-operation":
-        out.append(("queue_op", {"operation": d.get("operation"), "content": d.get("content"),
-                                 "timestamp": d.get("timestamp")}))
-    return tuple(out)
+    """What entry ``i`` tells about the session (empty for a sidechain entry), as a value compared to
+    tell whether an edit changed any of it: what :meth:`SessionFacts.add` collects from it alone."""
+    one = SessionFacts()
+    one.add(i, d)
+    return (tuple(one.named.items()), one.system_rendered, tuple(mode for _, mode in one.modes),
+            tuple(one.queue_ops))
 
 
 _CONVERSATION = frozenset(("user", "assistant", "attachment"))
@@ -53,18 +37,25 @@ class SessionFacts:
         self.queue_ops: list[dict[str, Any]] = []
 
     def add(self, i: int, d: dict) -> None:
-        self.add_facts(i, line_facts(i, d))
-
-    def add_facts(self, i: int, facts: tuple) -> None:
-        for kind, value in facts:
-            if kind == "system_rendered":
+        """Take in what entry ``i`` tells about the session (nothing, for a sidechain entry). Run on every
+        line read: plain statements, no intermediate values."""
+        if d.get("isSidechain"):
+            return
+        typ = d.get("type")
+        if typ in _CONVERSATION:
+            for key, name in _NAMED:
+                value = d.get(key)
+                if isinstance(value, str) and value:
+                    self.named[name] = value
+            if typ == "attachment" and d.get("renderedRole") == "system":
                 self.system_rendered = True
-            elif kind == "mode":
-                self.modes.append((i, value))
-            elif kind == "queue_op":
-                self.queue_ops.append(value)
-            else:
-                self.named[kind] = value
+        if typ in ("user", "permission-mode") and isinstance(d.get("permissionMode"), str):
+            self.modes.append((i, d["permissionMode"]))
+        elif typ == "mode" and isinstance(d.get("mode"), str):
+            self.modes.append((i, d["mode"]))
+        elif typ == "queue-operation":
+            self.queue_ops.append({"operation": d.get("operation"), "content": d.get("content"),
+                                   "timestamp": d.get("timestamp")})
 
     def copy(self) -> SessionFacts:
         new = SessionFacts()

@@ -103,6 +103,8 @@ class Transcript:
                  changed: frozenset[int] = frozenset()):
         self.source = source
         self.lines = lines
+        #: ``len(lines)``, the number of input lines (asked on every entry read: a plain attribute is cheaper)
+        self.n_lines = len(lines)
         self.format = fmt
         self.info = info
         self._cache = cache if cache is not None else {}
@@ -130,12 +132,12 @@ class Transcript:
     # -- reading entries ----------------------------------------------------------------------
     @property
     def n_entries(self) -> int:
-        return len(self.lines) + len(self.appended)
+        return self.n_lines + len(self.appended)
 
     def entry(self, i: int) -> dict:
         """The entry at index ``i`` as it is now (edited, appended or as read). Do not mutate it."""
-        if i >= len(self.lines):
-            return self.appended[i - len(self.lines)]
+        if i >= self.n_lines:
+            return self.appended[i - self.n_lines]
         if i in self.overrides:
             return self.overrides[i]
         cached = self._cache.get(i)
@@ -148,7 +150,7 @@ class Transcript:
 
     def peek(self, i: int) -> dict:
         """Like :meth:`entry`, without keeping a parsed copy (for large entries read once)."""
-        if i >= len(self.lines) or i in self.overrides or i in self._cache:
+        if i >= self.n_lines or i in self.overrides or i in self._cache:
             return self.entry(i)
         return self._parse(i)
 
@@ -163,7 +165,7 @@ class Transcript:
         """The entry as the input had it, before any edit made to this transcript (None for an
         appended one): what the model saw before this run. Like :meth:`entry`, without the
         harness-only fields; do not mutate it."""
-        if i >= len(self.lines):
+        if i >= self.n_lines:
             return None
         if i not in self.overrides:
             return self.entry(i)
@@ -175,7 +177,7 @@ class Transcript:
     def full_entry(self, i: int) -> dict:
         """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
         d = self.entry(i)
-        if i >= len(self.lines) or self._keep_all_parsed:
+        if i >= self.n_lines or self._keep_all_parsed:
             return d
         original = self._set_aside_shape(i)  # what was set aside, when the line was parsed whole
         return _with_harness_keys(d, original if original is not None else self._parse(i))
@@ -212,7 +214,7 @@ class Transcript:
         their entries, so ``is`` tells it is the same one), None for a line as read."""
         key = (make, i)
         found = self._extracts.get(key)
-        if i >= len(self.lines) or i in self.overrides:
+        if i >= self.n_lines or i in self.overrides:
             d = self.entry(i)
             if found is None or found[0] is not d:
                 found = self._extracts[key] = (d, make(d))
@@ -248,7 +250,7 @@ class Transcript:
         """A function that reads field ``key`` of :meth:`full_entry` ``(i)`` when called: a field that may
         be large and is rarely needed (``toolUseResult``, an attachment's data) is parsed from the line
         only then. It holds the input, not this transcript: keeping it keeps no version's view alive."""
-        if i >= len(self.lines) or self._keep_all_parsed:
+        if i >= self.n_lines or self._keep_all_parsed:
             value = self.full_entry(i).get(key)  # every field is in memory already
             return lambda: value
         here = self.overrides.get(i) or self._cache.get(i)
@@ -264,7 +266,7 @@ class Transcript:
 
     def line_no(self, i: int) -> int:
         """The input line number of entry ``i`` (0 for an appended entry)."""
-        return i + 1 if i < len(self.lines) else 0
+        return i + 1 if i < self.n_lines else 0
 
     def live_indexes(self) -> Iterator[int]:
         """Indexes of entries present in the output, in output order."""
@@ -272,7 +274,7 @@ class Transcript:
         for i in range(len(flags)):
             if not flags[i] & BAD and i not in removed:
                 yield i
-        yield from (i for i in range(len(self.lines), self.n_entries) if i not in self.removed)
+        yield from (i for i in range(self.n_lines, self.n_entries) if i not in self.removed)
 
     # -- editing ------------------------------------------------------------------------------
     def with_edits(self, *, replace: dict[int, dict] | None = None, append: Iterable[dict] = (),
@@ -280,7 +282,7 @@ class Transcript:
         """A new transcript with entries replaced, appended or (plain formats) removed."""
         overrides = dict(self.overrides)
         appended = list(self.appended)
-        n = len(self.lines)
+        n = self.n_lines
         for i, value in (replace or {}).items():
             if i >= n:
                 appended[i - n] = value
@@ -367,7 +369,7 @@ class Transcript:
                 return data + ending
             return line if line.endswith(b"\n") else line + b"\n"
 
-        n, lines = len(self.lines), self.lines
+        n, lines = self.n_lines, self.lines
         pieces: list[tuple] = []
 
         def run_of(first: int, stop: int) -> tuple:  # lines first..stop-1 as they are: a byte range

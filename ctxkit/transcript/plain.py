@@ -40,7 +40,7 @@ def looks_like_anthropic(d: dict) -> bool:
 def message_uuid(t: Transcript, i: int) -> str:
     """A stable id for a plain message (they carry none): a hash of its line (for a line a stage wrote,
     of the bytes the writer will write, so the id is the same once the output is read back)."""
-    if i < len(t.lines) and i not in t.overrides:
+    if i < t.n_lines and i not in t.overrides:
         raw = t.raw_line(i)[0]
     else:
         raw = dumps(t.entry(i))

@@ -321,7 +321,7 @@ def _cannot_be_typed(t: Transcript, i: int) -> bool:
     """Whether entry ``i`` as read is a tool-result carrier or an attachment other than a queued command:
     most of a session's user and attachment entries, told from the line index without reading them (a
     long session holds thousands; this walk runs on every offline compaction)."""
-    if i >= len(t.lines) or i in t.overrides:
+    if i >= t.n_lines or i in t.overrides:
         return False
     return not t.lines.flags[i] & MAYBE_TYPED
 

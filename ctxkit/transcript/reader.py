@@ -72,37 +72,48 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     cache: dict[int, dict] = {}
     extracts: dict[tuple, object] = {}  # see Transcript.extract
     chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
+    index: Callable[[int, dict, int], None] | None = None
     detected_early = start is not None and start.detected_early
     resumed = (len(lines), start.size) if start is not None else None
 
-    def index(h, i: int, d: dict, size: int) -> None:
-        try:
-            CHECKS[h.name](d)  # every field a reader relies on has its type (shapes.py)
-        except Bad as exc:
-            if on_bad_line == "fail":
-                raise TranscriptError(source.name, i + 1, exc.describe()) from None
-            bad.add(f"{source.name}:{i + 1}: {exc.describe()}")
-            lines.mark_bad(i)
-            return
-        h.index_line(lines, i, d)
-        if h.keep_parsed:
-            cache[i] = d
-        elif keep and h.keep_while_reading is not None:
-            h.keep_while_reading(i, d, size, cache, extracts)
+    def indexer(h) -> Callable[[int, dict, int], None]:
+        """What is done with each parsed line once the format is known (the read's inner loop: the
+        handler's parts are looked up once, not per line)."""
+        check, index_line, keep_all = CHECKS[h.name], h.index_line, h.keep_parsed
+        keeping = None if keep_all or not keep else h.keep_while_reading
+
+        def index(i: int, d: dict, size: int) -> None:
+            try:
+                check(d)  # every field a reader relies on has its type (shapes.py)
+            except Bad as exc:
+                if on_bad_line == "fail":
+                    raise TranscriptError(source.name, i + 1, exc.describe()) from None
+                bad.add(f"{source.name}:{i + 1}: {exc.describe()}")
+                lines.mark_bad(i)
+                return
+            index_line(lines, i, d)
+            if keep_all:
+                cache[i] = d
+            elif keeping is not None:
+                keeping(i, d, size, cache, extracts)
+        return index
 
     def settle():
         """Decide the format from the entries read so far, and index them with it."""
-        nonlocal detected_early
+        nonlocal detected_early, index
         decided = handler(detect([e for _, e, _ in pending]) or "anthropic")
         # detection takes the first Claude Code-looking entry of the window: whatever follows these
         # lines, a read of a file starting with them decides the same
         detected_early = decided.name == CLAUDE_CODE
+        index = indexer(decided)
         for ln, e, size in pending:
-            index(decided, ln, e, size)
+            index(ln, e, size)
         pending.clear()
         return decided
 
     skip_lines, skip_bytes = resumed or (0, 0)
+    if chosen is not None:
+        index = indexer(chosen)
     for line_no, offset, raw in iter_lines(source, skip_bytes, skip_lines):
         i = lines.add(offset)
         try:
@@ -122,7 +133,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
             if len(pending) >= _DETECT_WINDOW:
                 chosen = settle()
         else:
-            index(chosen, i, d, size)
+            index(i, d, size)
     source.file.seek(0, os.SEEK_END)
     lines.end = source.file.tell()
     if chosen is None:

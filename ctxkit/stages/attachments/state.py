@@ -166,8 +166,9 @@ def _read_claude_code_events(t: Transcript) -> Iterator[Event]:
     order, _facts = claude_code_chain.active_entries(t)
     uses: dict[str, tuple[str, dict]] = {}
     seen_rounds: set[str] = set()
+    entry_type = claude_code_chain.entry_type
     for i in order:
-        if claude_code_chain.entry_type(t, i) == "attachment":  # not parsed again for each version
+        if entry_type(t, i) == "attachment":  # not parsed again for each version
             a = t.extract(i, claude_code.attachment_summary)
             if a.kind is not None:
                 data = a.data if a.data is not None else t.field_reader(i, "attachment")
