@@ -275,7 +275,7 @@ def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[[str], st
 def _walk_list(items: Sequence[Any], walk: Callable[[Any], Any]) -> Any:
     """``items`` walked (None: left out), or ``items`` itself when every one came back unchanged."""
     new = [walk(b) for b in items]
-    if len(new) == len(items) and all(a is b for a, b in zip(new, items)) and isinstance(items, list):
+    if isinstance(items, list) and all(a is b for a, b in zip(new, items, strict=True)):
         return items
     return [b for b in new if b is not None]
 
@@ -324,7 +324,7 @@ def _walk_value(value: Any, fn: Callable[[str], str], keyed: Callable[[str, str]
         return out if changed else value
     if isinstance(value, (list, tuple)):
         items = [_walk_value(v, fn, keyed) for v in value]
-        return value if isinstance(value, list) and all(a is b for a, b in zip(items, value)) else items
+        return value if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 
