@@ -358,13 +358,20 @@ def table(all_rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def samples(all_rows: list[Row], log: list[tuple[str, float, float, int]]) -> str:
-    """Every sample of every row, then every command in the order it ran (user and system CPU seconds,
-    peak RSS): what a median hides (one slow sample, and whether the kernel or Python spent it)."""
-    out = [f"{row.name}: " + ", ".join(f"{s.ratio:.2f}x ({s.shown})" for s in row.samples)
+def samples(all_rows: list[Row], log: list[tuple[str, float, float, int]],
+            warm: dict[str, list[Sample]] | None = None, counted_from: int = 0) -> str:
+    """Every sample of every row (and the warm-up's, which do not count), then every command in the order it
+    ran (user and system CPU seconds, peak RSS; those before ``counted_from`` prepared or warmed up): what a
+    median hides (one slow sample, and whether the kernel or Python spent it)."""
+    def shown(found: list[Sample]) -> str:
+        return ", ".join(f"{s.ratio:.2f}x ({s.shown})" for s in found)
+
+    out = [f"{row.name}: {shown(row.samples)}" + (f"; warm-up, not counted: {shown(warm[row.name])}"
+                                                    if warm and warm.get(row.name) else "")
            for row in all_rows if row.samples]
     out += ["", "| command | user s | system s | peak RSS |", "| --- | --- | --- | --- |"]
-    out += [f"| {what} | {user:.3f} | {system:.3f} | {_mb(rss)} |" for what, user, system, rss in log]
+    out += [f"| {what}{'' if k >= counted_from else ' (not counted)'} | {user:.3f} | {system:.3f} | {_mb(rss)} |"
+            for k, (what, user, system, rss) in enumerate(log)]
     return "\n".join(out)
 
 
@@ -375,6 +382,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="inputs a quarter of the size")
     ap.add_argument("--only", default="", help="comma-separated words: keep the rows whose name has one")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="passes over every row before the measured ones, not counted (default 1)")
     ap.add_argument("--samples", action="store_true",
                     help="also print every sample of every row, and every command's user and system time")
     args = ap.parse_args()
@@ -394,15 +403,23 @@ def main() -> int:
                                        "message": {"role": "user", "content": "warm up"}}) + b"\n")
         ctx.run([*ctx.ctxkit, "compact", str(warm), "-o", str(work / "warm.out"), *BUSY,
                  "--store", str(work / "warm-store")])
+        # a pass over every row that does not count: on a virtual machine the first run of a command that
+        # takes tens of MiB anew pays the host for memory it had taken back (docs/benchmarks.md)
+        warm_samples: dict[str, list[Sample]] = {}
+        for _ in range(max(0, args.warmup)):
+            for row in all_rows:
+                warm_samples.setdefault(row.name, []).append(row.measure())
+        counted_from = len(ctx.log)
         for _ in range(max(1, args.repeat)):
             for row in all_rows:
                 row.samples.append(row.measure())
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        print(f"{args.repeat} run(s) per row{', quick sizes' if args.quick else ''}; {os.cpu_count()} cores, "
+        print(f"{args.repeat} run(s) per row after {args.warmup} not counted{', quick sizes' if args.quick else ''}; "
+              f"{os.cpu_count()} cores, "
               f"load average {load:.1f}\n")
         print(table(all_rows))
         if args.samples:
-            print("\n" + samples(all_rows, ctx.log))
+            print("\n" + samples(all_rows, ctx.log, warm_samples, counted_from))
         return 0 if all(r.passed for r in all_rows) else 1
     finally:
         if args.keep:
