@@ -375,6 +375,24 @@ def test_tool_inputs_under_secret_named_keys_are_redacted_whole_and_thinking_is_
     assert messages[0]["content"][0]["type"] == "thinking"  # the caller's messages are not changed
 
 
+def test_messages_without_secrets_reach_the_summarizer_in_the_same_shape_as_redacted_ones():
+    """Where nothing is redacted the messages are handed on as they are (not copied), with the same
+    normalizing as ever: thinking left out, a tool call without an input given ``"input": None`` (the
+    command summarizer's prompt shows ``null``), a null item of a content list left out."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash"}
+    text = {"type": "text", "text": "please fix the parser"}
+    messages = [{"role": "user", "content": [text, None]},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, call]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [text, None]}]},
+                {"role": "user", "content": "plain words"}]
+    out = Redactor().messages(messages)
+    assert out == [{"role": "user", "content": [text]},
+                   {"role": "assistant", "content": [{**call, "input": None}]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [text]}]},
+                   {"role": "user", "content": "plain words"}]
+    assert out[3] is messages[3]  # nothing to change: the caller's own message
+
+
 @pytest.mark.parametrize("name,strength", [
     ("AWS_SECRET_ACCESS_KEY", "strong"), ("apiKey", "strong"), ("db.password", "strong"), ("DB_PWD", "strong"),
     ("GITHUB_TOKEN", "weak"), ("KEY", "weak"), ("auth", "weak"), ("MAX_TOKENS", None), ("sort_key", None),

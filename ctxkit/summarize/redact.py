@@ -275,7 +275,7 @@ def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[[str], st
 def _walk_list(items: Sequence[Any], walk: Callable[[Any], Any]) -> Any:
     """``items`` walked (None: left out), or ``items`` itself when every one came back unchanged."""
     new = [walk(b) for b in items]
-    if isinstance(items, list) and all(a is b for a, b in zip(new, items, strict=True)):
+    if isinstance(items, list) and all(a is b and a is not None for a, b in zip(new, items, strict=True)):
         return items
     return [b for b in new if b is not None]
 
@@ -290,8 +290,9 @@ def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str]
         return None
     if kind == "text" and isinstance(block.get("text"), str):
         return _with(block, "text", fn(block["text"]))
-    if kind in _TOOL_CALLS:
-        return _with(block, "input", _walk_value(block.get("input"), fn, keyed))
+    if kind in _TOOL_CALLS:  # (a call without an input is given ``"input": None``, as it always was)
+        return _with(block, "input", _walk_value(block.get("input"), fn, keyed)) if "input" in block \
+            else {**block, "input": None}
     if kind == "tool_result":
         content = block.get("content")
         if isinstance(content, str):
