@@ -396,7 +396,8 @@ def main() -> int:
             all_rows = [r for r in all_rows if any(w in r.name.lower() for w in words)]
         # compile the modules once (see Context.env), both sides': no row's first sample times the compiler
         ctx.run([ctx.python, "-c", IMPORT_FLOOR])
-        ctx.run([ctx.ctxkit_python, "-c", IMPORT_ALL])
+        # (from the scratch folder: ``-c`` imports from the current folder first, the script does not)
+        ctx.run([ctx.ctxkit_python, "-c", IMPORT_ALL], cwd=work)
         ctx.run([*ctx.ctxkit, "--version"])
         warm = work / "warm.jsonl"  # one line of our own: the corpus may not be there for every row
         warm.write_bytes(orjson.dumps({"type": "user", "uuid": "warm", "parentUuid": None, "sessionId": "warm",
