@@ -141,7 +141,7 @@ class Context:
         corpus sessions with unique ids; ``boundary_every`` copies a compact boundary (0: none)."""
         key = (size_mb, boundary_every)
         if key not in self._built:
-            path = self.work / f"session-{size_mb:g}mb-b{boundary_every}.jsonl"
+            path = self.work / f"session-{size_mb * self.scale:g}mb-b{boundary_every}.jsonl"
             build_session(path, int(size_mb * self.scale * 1024 * 1024), boundary_every)
             self._built[key] = path
         return self._built[key]
@@ -155,9 +155,13 @@ class Context:
         return path
 
     # -- measuring --------------------------------------------------------------------------------
-    def run(self, cmd: list[str], cwd: Path | None = None, inputs: tuple[Path, ...] = ()) -> tuple[float, int]:
+    def run(self, cmd: list[str], cwd: Path | None = None, inputs: tuple[Path, ...] = (),
+            note: str = "") -> tuple[float, int]:
         """(CPU seconds, peak RSS in bytes) of ``cmd``; it must exit 0 or 1 (ctxkit's "did its job, a
-        check failed"). Not timed, first:
+        check failed"). ``note`` goes after its name in ``--samples`` (``set-up``: a run a row needs
+        before it measures, not a sample). The peak RSS is the kernel's for the child, which counts the
+        bench's own memory at the time it started the command (Linux keeps the high-water mark across
+        ``exec``): no reading is below the bench's own, about 25-30 MiB. Not timed, first:
 
         * the bench's own earlier writes are flushed to disk (``os.sync``): the floor writes its copy
           without an fsync, and the inputs are copied; left pending, their writeback lands in whichever
@@ -177,16 +181,17 @@ class Context:
         code = os.waitstatus_to_exitcode(status)
         if code not in (0, 1):
             sys.exit(f"{' '.join(cmd)} exited {code}: {err.decode(errors='replace')[-600:]}")
-        self.log.append((_label(cmd), usage.ru_utime, usage.ru_stime, usage.ru_maxrss * 1024))
+        self.log.append((_label(cmd) + (f" ({note})" if note else ""), usage.ru_utime, usage.ru_stime,
+                         usage.ru_maxrss * 1024))
         return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
     def orjson_floor(self, path: Path) -> tuple[float, int]:
         """A Python process that parses every line of ``path`` with orjson and writes it back."""
         return self.run([self.python, "-c", ORJSON_FLOOR, str(path), str(self.work / "floor.out")], inputs=(path,))
 
-    def compact(self, path: Path, out: Path, store: Path, *extra: str) -> tuple[float, int]:
+    def compact(self, path: Path, out: Path, store: Path, *extra: str, note: str = "") -> tuple[float, int]:
         return self.run([*self.ctxkit, "compact", str(path), "-o", str(out), "--store", str(store), *BUSY, *extra],
-                        inputs=(path,))
+                        inputs=(path,), note=note)
 
 
 # -- the inputs ---------------------------------------------------------------------------------------
@@ -387,6 +392,8 @@ def main() -> int:
     ap.add_argument("--samples", action="store_true",
                     help="also print every sample of every row, and every command's user and system time")
     args = ap.parse_args()
+    if args.repeat < 1 or args.warmup < 0:
+        ap.error("--repeat must be at least 1 and --warmup at least 0")
     work = Path(tempfile.mkdtemp(prefix="ctxkit-perf-"))
     ctx = Context(work, 0.25 if args.quick else 1.0)
     try:
@@ -394,6 +401,8 @@ def main() -> int:
         words = [w.strip().lower() for w in args.only.split(",") if w.strip()]
         if words:
             all_rows = [r for r in all_rows if any(w in r.name.lower() for w in words)]
+            if not all_rows:
+                ap.error(f"--only {args.only!r}: no row's name has any of these words")
         # compile the modules once (see Context.env), both sides': no row's first sample times the compiler
         ctx.run([ctx.python, "-c", IMPORT_FLOOR])
         # (from the scratch folder: ``-c`` imports from the current folder first, the script does not)
@@ -407,11 +416,11 @@ def main() -> int:
         # a pass over every row that does not count: on a virtual machine the first run of a command that
         # takes tens of MiB anew pays the host for memory it had taken back (docs/benchmarks.md)
         warm_samples: dict[str, list[Sample]] = {}
-        for _ in range(max(0, args.warmup)):
+        for _ in range(args.warmup):
             for row in all_rows:
                 warm_samples.setdefault(row.name, []).append(row.measure())
         counted_from = len(ctx.log)
-        for _ in range(max(1, args.repeat)):
+        for _ in range(args.repeat):
             for row in all_rows:
                 row.samples.append(row.measure())
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -28,3 +28,11 @@ def test_says_what_is_missing_without_valgrind(tmp_path):
                        capture_output=True, text=True, timeout=60, env={"PATH": str(tmp_path)})
     assert r.returncode != 0
     assert "valgrind is not installed" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_a_missing_input_is_named_before_anything_runs(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "instructions.py"), "--input", str(tmp_path / "nope.jsonl")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert f"--input {tmp_path / 'nope.jsonl'}: no such file" in r.stderr

@@ -74,3 +74,15 @@ def test_a_warm_up_pass_runs_first_and_does_not_count(tmp_path):
             "warm-up, not counted: 0.50x (0.5 s vs 1.0 s)") in lines
     assert "3 run(s) per row after 1 not counted" in r.stdout
     assert any(line.startswith("| python") and "(not counted)" in line for line in lines)  # the preparation
+
+
+def test_a_selection_that_matches_no_row_is_an_error_not_a_pass(tmp_path):
+    r = _run(tmp_path, "no-such-row")
+    assert r.returncode == 2
+    assert "no row's name has any of these words" in r.stderr
+
+
+def test_a_repeat_below_one_is_refused(tmp_path):
+    r = _run(tmp_path, "fake fine", "--repeat", "0")
+    assert r.returncode == 2
+    assert "--repeat must be at least 1" in r.stderr
