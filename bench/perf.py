@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Every row of ctxkit's performance table, each as a ratio to its baseline measured in the same run.
 
-    python bench/perf.py [--repeat N] [--quick] [--only WORDS] [--keep] [--samples]
+    python bench/perf.py [--repeat N] [--warmup N] [--quick] [--only WORDS] [--keep] [--samples]
 
 Builds its inputs from the recorded sessions (``../shared/corpus``, or ``$CTXKIT_SHARED/corpus``):
 copies of the Claude Code sessions, each copy with fresh uuids, message ids and tool ids, chained
 onto the one before (a compact boundary every 10 copies, as in a long session; none at all for the
 "whole file is the view" input). Each row runs ``--repeat`` times (default 3), baseline and subject
-alternating, and reports the ratio's min / median / max; a row passes when its median ratio is at
-most its target. Prints a markdown table and exits 1 when a row misses its target.
+alternating, after ``--warmup`` passes over every row that do not count (default 1), and reports the
+ratio's min / median / max; a row passes when its median ratio is at most its target. Prints a
+markdown table and exits 1 when a row misses its target.
 
 Times are CPU seconds (user + system) of the child process, which a busy machine disturbs less than
 wall time; memory is the child's peak RSS. ``--quick`` builds inputs a quarter of the size (for a
@@ -107,6 +108,7 @@ class Row:
     target: float
     measure: Callable[[], Sample]
     samples: list[Sample] = field(default_factory=list)
+    warmup: list[Sample] = field(default_factory=list)  # the warm-up pass's: shown by --samples, not counted
 
     @property
     def ratios(self) -> list[float]:
@@ -363,16 +365,14 @@ def table(all_rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def samples(all_rows: list[Row], log: list[tuple[str, float, float, int]],
-            warm: dict[str, list[Sample]] | None = None, counted_from: int = 0) -> str:
+def samples(all_rows: list[Row], log: list[tuple[str, float, float, int]], counted_from: int = 0) -> str:
     """Every sample of every row (and the warm-up's, which do not count), then every command in the order it
     ran (user and system CPU seconds, peak RSS; those before ``counted_from`` prepared or warmed up): what a
     median hides (one slow sample, and whether the kernel or Python spent it)."""
     def shown(found: list[Sample]) -> str:
         return ", ".join(f"{s.ratio:.2f}x ({s.shown})" for s in found)
 
-    out = [f"{row.name}: {shown(row.samples)}" + (f"; warm-up, not counted: {shown(warm[row.name])}"
-                                                    if warm and warm.get(row.name) else "")
+    out = [f"{row.name}: {shown(row.samples)}" + (f"; warm-up, not counted: {shown(row.warmup)}" if row.warmup else "")
            for row in all_rows if row.samples]
     out += ["", "| command | user s | system s | peak RSS |", "| --- | --- | --- | --- |"]
     out += [f"| {what}{'' if k >= counted_from else ' (not counted)'} | {user:.3f} | {system:.3f} | {_mb(rss)} |"
@@ -413,12 +413,11 @@ def main() -> int:
                                        "message": {"role": "user", "content": "warm up"}}) + b"\n")
         ctx.run([*ctx.ctxkit, "compact", str(warm), "-o", str(work / "warm.out"), *BUSY,
                  "--store", str(work / "warm-store")])
-        # a pass over every row that does not count: on a virtual machine the first run of a command that
-        # takes tens of MiB anew pays the host for memory it had taken back (docs/benchmarks.md)
-        warm_samples: dict[str, list[Sample]] = {}
+        # a pass over every row that does not count: on a virtual machine a command that takes tens of MiB
+        # anew may pay the host for memory it had taken back, often the first time (docs/benchmarks.md)
         for _ in range(args.warmup):
             for row in all_rows:
-                warm_samples.setdefault(row.name, []).append(row.measure())
+                row.warmup.append(row.measure())
         counted_from = len(ctx.log)
         for _ in range(args.repeat):
             for row in all_rows:
@@ -429,7 +428,7 @@ def main() -> int:
               f"load average {load:.1f}\n")
         print(table(all_rows))
         if args.samples:
-            print("\n" + samples(all_rows, ctx.log, warm_samples, counted_from))
+            print("\n" + samples(all_rows, ctx.log, counted_from))
         return 0 if all(r.passed for r in all_rows) else 1
     finally:
         if args.keep:

@@ -174,7 +174,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     recorded = _recorded_row("recorded", points, prices, _boundaries(t))
     sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain], prices, [])
     counter = make_counter(base.estimator, model=base.model)
-    raw_lines = [t.raw_line(i)[0] + b"\n" for i in range(len(t.lines))]
+    raw_lines = [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
     none_segments = []
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:

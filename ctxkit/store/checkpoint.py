@@ -163,7 +163,7 @@ class Checkpoints:
             return
         if not (self.store.used or is_marked_store(self.store.root)):
             return  # a run that needs no store makes none just for its checkpoints
-        if read.info.bad_lines.count or not len(read.lines) or not read.ends_with_newline():
+        if read.info.bad_lines.count or not read.n_lines or not read.ends_with_newline():
             return  # unreadable lines are reported by every run; a last line without its newline may grow
         folder = _head(read.source)
         if folder is None:
@@ -292,7 +292,7 @@ def _written_index(read: Transcript, written: Transcript, read_digests: list[str
     would refuse)."""
     if written.removed or written.lines is not read.lines:
         return None
-    n = len(read.lines)
+    n = read.n_lines
     # what a read checks and indexes (shapes, routing fields) leaves the harness-only fields out: the
     # copies in memory do (no line is parsed again)
     entries = {i: written.entry(i) for i in (*written.overrides, *range(n, written.n_entries))}

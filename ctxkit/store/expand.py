@@ -101,7 +101,7 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     # an entry put back exactly as it was read (archived when a run stripped it, then written as read
     # behind a compaction: edits.history_as_read) keeps its line's bytes; one that sets a harness-only
     # field is an edit of that field, kept
-    n = len(t.lines)
+    n = t.n_lines
     t = t.without_edits([i for i in t.overrides if i < n and not any(k in t.overrides[i] for k in HARNESS_ONLY_KEYS)
                          and t.overrides[i] == t.input_entry(i)])
     report.records = [(kind, blob, why or BLOB_GONE) for kind, blob, why in left]

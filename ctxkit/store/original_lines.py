@@ -105,7 +105,7 @@ class OriginalLines:
 def _uncompact_lines(t: Transcript) -> dict[bytes, bytes]:
     """sha256 of the serialized entry -> the line's bytes, for the lines of ``t`` not in compact form."""
     out: dict[bytes, bytes] = {}
-    for i in range(len(t.lines)):
+    for i in range(t.n_lines):
         found = None if t.lines.bad(i) else _uncompact(t, i)
         if found is not None:
             out[hashlib.sha256(found[0]).digest()] = found[1]

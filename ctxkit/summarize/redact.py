@@ -267,8 +267,10 @@ def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[[str], st
             new_content = _walk_list(content, lambda b: _walk_block(b, fn, keyed))
         else:
             new_content = content
-        out.append(message if new_content is content and isinstance(message, dict)
-                   else {**message, "content": new_content} if "content" in message else dict(message))
+        if "content" in message:
+            out.append(_with(message, "content", new_content))
+        else:
+            out.append(message if isinstance(message, dict) else dict(message))
     return out
 
 
@@ -303,7 +305,7 @@ def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str]
 
 
 def _with(block: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """``block`` with ``key`` set to ``value``: the block itself when that is what it holds."""
+    """``block`` (a message or a block) with ``key`` set to ``value``: itself when that is what it holds."""
     if value is block.get(key) and isinstance(block, dict):
         return block
     return {**block, key: value}

@@ -10,7 +10,7 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from .claude_code_chain import CONVERSATION_TYPES, leaf_uuid
+from .claude_code_chain import CONVERSATION_TYPES, entry_type, leaf_uuid
 from .claude_code_records import RECORD_TYPE
 from .model import Transcript
 
@@ -37,17 +37,13 @@ def _newest_conversation_entry(t: Transcript) -> dict | None:
     """The last main-chain conversation entry in line order. Read from the end, entry by entry: the
     routing fields of every edited entry (:class:`~ctxkit.transcript.claude_code_metas.Metas`) are not
     worked out for a version that needs only this (a compaction asks it of several)."""
-    lines, n = t.lines, len(t.lines)
+    lines, n = t.lines, t.n_lines
     for i in reversed(range(t.n_entries)):
-        if i in t.removed or (i < n and lines.bad(i)):
+        if i in t.removed or (i < n and lines.bad(i)) or entry_type(t, i) not in CONVERSATION_TYPES:
             continue
-        if i < n and i not in t.overrides:
-            if lines.type(i) in CONVERSATION_TYPES and not lines.sidechain(i):
-                return t.entry(i)
-            continue
-        d = t.entry(i)
-        if d.get("type") in CONVERSATION_TYPES and not d.get("isSidechain"):
-            return d
+        as_read = i < n and i not in t.overrides  # (then the index has the flag: no entry is parsed)
+        if not (lines.sidechain(i) if as_read else t.entry(i).get("isSidechain")):
+            return t.entry(i)
     return None
 
 

@@ -43,7 +43,7 @@ class Metas:
         self.idx = t.lines
         self.main = main
         if base is None:
-            n = len(t.lines)
+            n = t.n_lines
             self.edited = {i: t.extract(i, Meta) for i in (*t.overrides, *range(n, t.n_entries))}
             self._rerouted: set[int] | None = None
             self._renamed: set[int] | None = None

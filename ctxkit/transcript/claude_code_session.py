@@ -120,7 +120,7 @@ def _computed(t: Transcript) -> SessionFacts:
     """From the facts the indexing pass collected when no edit changed any of them; else every live
     line is read again."""
     base = t.lines.facts
-    n = len(t.lines)
+    n = t.n_lines
     if not isinstance(base, SessionFacts) or any(i < n for i in t.removed) or any(
             t.extract(i, _facts_of) != _input_facts(t, i) for i in t.overrides):
         facts = SessionFacts()

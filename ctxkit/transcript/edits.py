@@ -127,7 +127,7 @@ def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Tr
     order, _ = claude_code_chain.active_entries(t)
     in_view = set(order)
     earlier = before.overrides if before is not None else {}
-    types, n = claude_code_chain.CONVERSATION_TYPES, len(t.lines)
+    types, n = claude_code_chain.CONVERSATION_TYPES, t.n_lines
     behind = [i for i in t.overrides
               if i < n and i not in in_view and i not in earlier and t.lines.type(i) in types]
     if not behind:
