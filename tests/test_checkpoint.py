@@ -51,6 +51,13 @@ def decisions(store: Path) -> dict[str, bytes]:
     return {name: (store / name).read_bytes() for name in SESSION_KEYS if (store / name).exists()}
 
 
+def rewrite(path: Path, doc: dict) -> None:
+    """Write a checkpoint document with its check, as ctxkit seals one: a test that changes a field then
+    tests what ctxkit makes of that field, not the check."""
+    body = json.dumps({k: v for k, v in doc.items() if k != "check"}).encode()
+    path.write_bytes(b"".join(checkpoint.sealed([body[:-1]])))
+
+
 def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path, *extra: str) -> dict:
     """Compact once with checkpoints and once with --no-checkpoint from the same input and store state
     (same paths: the output names them); asserts the same output bytes and store decisions. Leaves the
@@ -152,6 +159,38 @@ def test_an_edited_file_is_read_in_full(runner, tmp_path):
     assert b'"a: STEP 3"' in out.read_bytes() and b'"a: step 3"' not in out.read_bytes()
 
 
+def test_a_turn_appended_while_the_input_is_read_is_left_to_the_next_run(runner, tmp_path, monkeypatch):
+    """The agent appends while ctxkit runs: the run is about the bytes it read (its output, and the checkpoint
+    it keeps); the turn appended meanwhile is read by the next run, which writes what a full read writes."""
+    from ctxkit.transcript import jsonl
+
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    read = src.read_bytes()
+    compact(runner, src, out, store)
+    expected = out.read_bytes()  # the output of a run on these bytes alone
+    shutil.rmtree(store)
+    out.unlink()
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(read)
+    grow(later, 1, 5, "b")
+    real = jsonl.iter_lines
+
+    def appending(source, offset=0, lines_before=0):  # the turn lands just as the reader reaches the end
+        yield from real(source, offset, lines_before)
+        if src.stat().st_size == len(read):
+            src.write_bytes(later.read_bytes())
+
+    with monkeypatch.context() as patched:
+        patched.setattr(jsonl, "iter_lines", appending)
+        compact(runner, src, out, store)
+    assert src.read_bytes() == later.read_bytes()
+    assert out.read_bytes() == expected
+    grow(src, 1, 5, "c")
+    assert both_runs(runner, tmp_path, src, out, store)["checkpoint"] == {
+        "resumed": True, "lines": len(read.splitlines()), "bytes": len(read)}
+
+
 def test_no_checkpoint_reads_everything_and_keeps_none(runner, tmp_path):
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
@@ -170,7 +209,7 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     for path in damaged:
         doc = json.loads(path.read_text())
         doc["index"]["starts"] = "00"  # offsets of another file
-        path.write_text(json.dumps(doc))
+        rewrite(path, doc)
     report = compact(runner, src, out, store)
     assert report["checkpoint"]["resumed"] is False
     # the one of what the run read is tried (the one of what it wrote is longer than this input)
@@ -180,25 +219,52 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     assert out.read_bytes() == expected
 
 
-def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(runner, tmp_path):
+@pytest.mark.parametrize("old_format", [1, 2, 3])
+def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(runner, tmp_path, old_format):
     """Format 1 lacked the flags of the lines a person may have typed (its prompts would be missed);
-    format 2 hashed with SHA-1: both are passed over, quietly."""
+    format 2 hashed with SHA-1; format 3 had no check of its own bytes: each is passed over, quietly."""
     import hashlib
 
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     compact(runner, src, out, store)
-    for k, path in enumerate(sorted((store / "checkpoints").glob("*/*.json"))):
+    for path in sorted((store / "checkpoints").glob("*/*.json")):
         doc = json.loads(path.read_text())
-        assert doc["format"] == 3 and doc["hash"] == block_crc.name()
-        old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept
-        digest = hashlib.sha1(old.read_bytes()[:doc["size"]]).hexdigest()
-        path.write_text(json.dumps({**doc, "format": 1 + k % 2, "hash": "sha1/1MiB", "digests": [digest]}))
+        assert doc["format"] == checkpoint.FORMAT == 4 and doc["hash"] == block_crc.name()
+        earlier = {k: v for k, v in doc.items() if k != "check"} | {"format": old_format}
+        if old_format < 3:
+            old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept
+            earlier |= {"hash": "sha1/1MiB", "digests": [hashlib.sha1(old.read_bytes()[:doc["size"]]).hexdigest()]}
+        path.write_text(json.dumps(earlier))
     grow(src, 1, 5, "b")
     report = compact(runner, src, out, store)
     assert report["checkpoint"]["resumed"] is False
     assert not [w for w in report["warnings"] if w.startswith("checkpoint ")]
     assert compact(runner, src, out, store)["checkpoint"]["resumed"] is True  # this run kept a new one
+
+
+def test_a_checkpoint_changed_on_disk_is_a_warning_and_the_input_is_read_in_full(runner, tmp_path):
+    """One byte of a checkpoint changed (a bit flipped on disk) that leaves it JSON of its shape: a line
+    marked as a sidechain entry. Trusted, it took that line out of the view of every run resumed from it (a
+    bit elsewhere failed the run on a good transcript); its check finds it out, and the run writes what a
+    full read writes."""
+    src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    compact(runner, src, out, store)
+    path = next(p for p in (store / "checkpoints").glob("*/*.json") if p.name.startswith(f"{src.stat().st_size:016d}-"))
+    data = path.read_bytes()
+    doc = json.loads(data)
+    flags, types = bytes.fromhex(doc["index"]["flags"]), bytes.fromhex(doc["index"]["types"])
+    names = doc["index"]["type_names"]
+    line = max(i for i in range(len(flags)) if names[types[i]] == "assistant" and not flags[i])
+    at = data.index(b'"flags":"') + len(b'"flags":"') + 2 * line + 1
+    path.write_bytes(data[:at] + b"1" + data[at + 1:])  # its flags: 00 -> 01, a sidechain entry
+    grow(src, 1, 5, "b")
+    report = both_runs(runner, tmp_path, src, out, store)
+    assert report["checkpoint"]["resumed"] is False
+    assert [w for w in report["warnings"] if w.startswith("checkpoint ")] == [
+        f"checkpoint {path}: its bytes changed since it was written (its check does not match); not used (a cache: "
+        "the input is read in full)"]
 
 
 def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_written(runner, tmp_path):
@@ -374,8 +440,7 @@ def test_earlier_prompts_of_another_shape_are_a_warning_and_the_input_is_read_in
     compact(runner, src, out, store)
     for path in (store / "checkpoints").glob("*/*.json"):
         doc = json.loads(path.read_text())
-        path.write_text(json.dumps({**doc, "earlier_prompts": {"boundary": 10 ** 9, "entries": [],
-                                                               "commands": [], "dangling": []}}))
+        rewrite(path, {**doc, "earlier_prompts": {"boundary": 10 ** 9, "entries": [], "commands": [], "dangling": []}})
     grow(src, 1, 5, "b")
     report = compact(runner, src, out, store)
     assert report["checkpoint"]["resumed"] is False
@@ -413,7 +478,7 @@ def test_earlier_prompts_that_do_not_hold_what_they_say_are_worked_out_again(run
         changed = {**earlier, "entries": sorted({*earlier["entries"], extra})}
         if wrong == "a local command":
             changed["commands"] = sorted({*earlier["commands"], local})
-        path.write_text(json.dumps({**doc, "earlier_prompts": changed}))
+        rewrite(path, {**doc, "earlier_prompts": changed})
         crafted += 1
     assert crafted
     grow(src, 1, 5, "d")

@@ -20,13 +20,15 @@ start with a checkpoint's bytes (an edited file) is read in full.
 Only Claude Code transcripts are checkpointed (a message list is all view: there is nothing to skip),
 only a prefix of whole lines without unreadable ones, and only in a store that exists (a run that
 needs no store makes none for its checkpoints). A checkpoint is a cache: one that cannot be
-read or is not of its shape (:func:`check_checkpoint`) is a warning and is not used; at most
-:data:`KEEP` are kept per first line, the oldest removed.
+read, whose bytes were changed since it was written (its last field, ``check``, is a CRC of every byte
+before it: :func:`sealed`) or that is not of its shape (:func:`check_checkpoint`) is a warning and is
+not used; at most :data:`KEEP` are kept per first line, the oldest removed.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -42,8 +44,9 @@ from . import block_crc
 from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
-# 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED); 3: CRC blocks
-FORMAT = 3
+# 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED); 3: CRC blocks;
+# 4: the document ends with a check of its own bytes (sealed)
+FORMAT = 4
 BLOCK = 1 << 20
 KEEP = 4  # checkpoints kept per first line: this run's two, and the previous run's
 _MAX_FIRST_LINE = 1 << 20  # a first line longer than this: not checkpointed (the key must be cheap)
@@ -143,7 +146,8 @@ class Checkpoints:
             return None  # kept by an earlier ctxkit (its index lacks what this one reads): not a problem
         if isinstance(doc, dict) and doc.get("hash") in block_crc.NAMES and doc["hash"] != block_crc.name():
             return None  # kept by an installation that hashes with the other CRC: not a problem either
-        wrong = check_checkpoint(doc)
+        wrong = None if _seal_holds(data) else "its bytes changed since it was written (its check does not match)"
+        wrong = wrong or check_checkpoint(doc)
         if wrong is None and _length_of(name) != doc["size"]:
             wrong = f"its name says {_length_of(name)} bytes, it holds {doc['size']}"
         if wrong is not None:
@@ -202,9 +206,9 @@ class Checkpoints:
             yield orjson.dumps(head)[:-1] + b',"index":{'
             for k, (key, value) in enumerate(index_state(lines, len(lines)).items()):
                 yield (b"," if k else b"") + orjson.dumps(key) + b":" + orjson.dumps(value)
-            yield b"}}"
+            yield b"}"
 
-        self.store.save_file([FOLDER, folder, name], chunks())
+        self.store.save_file([FOLDER, folder, name], sealed(chunks()))
 
     def _prune(self, folder: str) -> None:
         """Keep the :data:`KEEP` most recently written checkpoints of this first line."""
@@ -222,11 +226,11 @@ class Checkpoints:
 
 
 def check_checkpoint(doc: Any) -> str | None:
-    """What is wrong with a checkpoint document, None when nothing: ``{"format": 3, "hash": "crc32c/1MiB"
+    """What is wrong with a checkpoint document, None when nothing: ``{"format": 4, "hash": "crc32c/1MiB"
     (:func:`ctxkit.store.block_crc.name`), "size": bytes, "digests": [one hex CRC per MiB, the last of the part that is left], "detected_early":
     bool, "earlier_prompts": null or the entries with prompts before the newest boundary, "index": the line
     index (:func:`ctxkit.transcript.lineindex.index_state`), "facts": the session
-    facts}`` (the index itself is checked as it is rebuilt)."""
+    facts, "check": see :func:`sealed`}`` (the index itself is checked as it is rebuilt)."""
     if not isinstance(doc, dict):
         return "the document is not an object"
     if doc.get("format") != FORMAT or doc.get("hash") != block_crc.name():
@@ -244,6 +248,28 @@ def check_checkpoint(doc: Any) -> str | None:
         if not isinstance(doc.get(key), dict):
             return f"{key} is not an object"
     return None
+
+
+_CHECK = b',"check":"'
+_SEAL = len(_CHECK) + 8 + 2  # ,"check":"<eight hex digits>"}
+
+
+def sealed(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A checkpoint document's bytes: ``chunks`` (a JSON object without its closing brace), then its last
+    field, ``check``: the CRC (:mod:`ctxkit.store.block_crc`) of every byte before it. A checkpoint is
+    trusted for what it says of the input's lines; a byte changed on disk that leaves it JSON of its shape
+    (a line's flag, a type code) would otherwise change the output of every run resumed from it."""
+    crc = 0
+    for chunk in chunks:
+        crc = block_crc.extend(crc, chunk)
+        yield chunk
+    yield _CHECK + f"{crc:08x}".encode() + b'"}'
+
+
+def _seal_holds(data: bytes) -> bool:
+    """Whether a checkpoint document ends with the check :func:`sealed` writes, and the check holds."""
+    return (len(data) > _SEAL and data[-_SEAL:-10] == _CHECK and data.endswith(b'"}')
+            and f"{block_crc.extend(0, data[:-_SEAL]):08x}".encode() == data[-10:-2])
 
 
 def _length_of(name: str) -> int | None:
