@@ -32,7 +32,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from .errors import WriteError
 
@@ -221,14 +221,17 @@ def check_output(path: str | os.PathLike | None) -> None:
 
 @contextmanager
 def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None, *,
-                  unsynced: set[Path] | None = None) -> Iterator[BinaryIO]:
+                  unsynced: set[Path] | None = None,
+                  last: Callable[[BinaryIO], Any] | None = None) -> Iterator[BinaryIO]:
     """Yield a binary stream for ``path`` (``None`` or ``-``: standard output); see the module docstring.
 
     A regular file is replaced only when the block finishes without error; a device or FIFO is
     written as the block goes. ``unsynced``: the folders whose fsync would make the new name durable
     are added to it instead of being fsynced here (the store's blobs: fsynced once per folder before
     anything that names them is written, :meth:`ctxkit.store.disk.Store.sync_folders`); the file's
-    own bytes are always fsynced before its rename, so a name that is there has all its bytes."""
+    own bytes are always fsynced before its rename, so a name that is there has all its bytes.
+    ``last(stream)`` writes what must be written as close to the replacement as can be: after the block's
+    bytes are on disk, just before the rename (what an agent appended to the file being replaced)."""
     if path is None or str(path) == "-":
         stream = _NamedStream(stdout if stdout is not None else sys.stdout.buffer, "standard output")
         yield stream
@@ -273,6 +276,10 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         try:
             f.flush()
             os.fsync(f.fileno())
+            if last is not None:
+                last(f)
+                f.flush()
+                os.fsync(f.fileno())
             f.close()
         except OSError as exc:
             _close_quietly(f)
@@ -290,6 +297,17 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         _close_quietly(f)
         _remove_temp(tmp)
         raise
+
+
+def names_open_file(path: str | os.PathLike | None, fd: int | None) -> bool:
+    """Whether ``path`` (through symlinks) names the file open as ``fd``: an output written onto its input."""
+    if path is None or str(path) == "-" or fd is None:
+        return False
+    try:
+        named, open_ = os.stat(os.path.realpath(path)), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (open_.st_dev, open_.st_ino)
 
 
 def release_cached_pages(path: str | os.PathLike | None, unless_same_as: int | None = None) -> None:

@@ -55,7 +55,7 @@ def rewrite(path: Path, doc: dict) -> None:
     """Write a checkpoint document with its check, as ctxkit seals one: a test that changes a field then
     tests what ctxkit makes of that field, not the check."""
     body = json.dumps({k: v for k, v in doc.items() if k != "check"}).encode()
-    path.write_bytes(b"".join(checkpoint.sealed([body[:-1]])))
+    path.write_bytes(b"".join(block_crc.sealed([body[:-1]])))
 
 
 def both_runs(runner, tmp_path: Path, src: Path, out: Path, store: Path, *extra: str) -> dict:
@@ -191,6 +191,50 @@ def test_a_turn_appended_while_the_input_is_read_is_left_to_the_next_run(runner,
         "resumed": True, "lines": len(read.splitlines()), "bytes": len(read)}
 
 
+@pytest.mark.parametrize("when", ["while it reads", "while its stages run"])
+def test_a_turn_appended_while_ctxkit_writes_onto_the_session_is_kept_after_its_output(runner, tmp_path, monkeypatch,
+                                                                                       when):
+    """``-o`` onto the session: the output replaces the file the agent appends to. A turn appended during the
+    run is copied after the output just before it does (it was lost, or with the old reader taken into the
+    last line read); the next run reads it, and writes what a full read writes."""
+    from ctxkit import pipeline
+    from ctxkit.transcript import jsonl
+
+    src, store = tmp_path / "session.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(src.read_bytes())
+    grow(later, 1, 5, "b")
+    turn = later.read_bytes()[src.stat().st_size:]
+
+    def agent_appends():
+        with open(src, "ab") as f:
+            f.write(turn)
+
+    with monkeypatch.context() as patched:
+        if when == "while it reads":
+            real = jsonl.iter_lines
+
+            def appending(source, offset=0, lines_before=0):
+                yield from real(source, offset, lines_before)
+                agent_appends()
+
+            patched.setattr(jsonl, "iter_lines", appending)
+        else:
+            real_run = pipeline.Pipeline.run
+
+            def run(self, *args, **kwargs):
+                agent_appends()
+                return real_run(self, *args, **kwargs)
+
+            patched.setattr(pipeline.Pipeline, "run", run)
+        report = compact(runner, src, src, store)
+    assert "applied" in [stage["action"] for stage in report["stages"]]  # the output is not the input
+    assert src.read_bytes().endswith(b"}\n" + turn)
+    grow(src, 1, 5, "c")
+    assert both_runs(runner, tmp_path, src, src, store)["checkpoint"]["resumed"] is True
+
+
 def test_no_checkpoint_reads_everything_and_keeps_none(runner, tmp_path):
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
@@ -243,28 +287,34 @@ def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(ru
     assert compact(runner, src, out, store)["checkpoint"]["resumed"] is True  # this run kept a new one
 
 
-def test_a_checkpoint_changed_on_disk_is_a_warning_and_the_input_is_read_in_full(runner, tmp_path):
+@pytest.mark.parametrize("damage", ["a flag changed", "its check taken off"])
+def test_a_checkpoint_changed_on_disk_is_a_warning_and_the_input_is_read_in_full(runner, tmp_path, damage):
     """One byte of a checkpoint changed (a bit flipped on disk) that leaves it JSON of its shape: a line
     marked as a sidechain entry. Trusted, it took that line out of the view of every run resumed from it (a
     bit elsewhere failed the run on a good transcript); its check finds it out, and the run writes what a
-    full read writes."""
+    full read writes. A document without its check (written by hand) is not trusted either."""
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     compact(runner, src, out, store)
     path = next(p for p in (store / "checkpoints").glob("*/*.json") if p.name.startswith(f"{src.stat().st_size:016d}-"))
     data = path.read_bytes()
-    doc = json.loads(data)
-    flags, types = bytes.fromhex(doc["index"]["flags"]), bytes.fromhex(doc["index"]["types"])
-    names = doc["index"]["type_names"]
-    line = max(i for i in range(len(flags)) if names[types[i]] == "assistant" and not flags[i])
-    at = data.index(b'"flags":"') + len(b'"flags":"') + 2 * line + 1
-    path.write_bytes(data[:at] + b"1" + data[at + 1:])  # its flags: 00 -> 01, a sidechain entry
+    if damage == "a flag changed":
+        doc = json.loads(data)
+        flags, types = bytes.fromhex(doc["index"]["flags"]), bytes.fromhex(doc["index"]["types"])
+        names = doc["index"]["type_names"]
+        line = max(i for i in range(len(flags)) if names[types[i]] == "assistant" and not flags[i])
+        at = data.index(b'"flags":"') + len(b'"flags":"') + 2 * line + 1
+        path.write_bytes(data[:at] + b"1" + data[at + 1:])  # its flags: 00 -> 01, a sidechain entry
+        problem = "its bytes changed since it was written (its check does not match)"
+    else:
+        path.write_bytes(data[:-len(b',"check":"01234567"}')] + b"}")
+        problem = "it does not end with a check of its bytes"
     grow(src, 1, 5, "b")
     report = both_runs(runner, tmp_path, src, out, store)
-    assert report["checkpoint"]["resumed"] is False
+    assert report["checkpoint"] == {"resumed": False, "reason": "a checkpoint of this transcript could not be used "
+                                    "(see the warnings), and no other matches it: read in full"}
     assert [w for w in report["warnings"] if w.startswith("checkpoint ")] == [
-        f"checkpoint {path}: its bytes changed since it was written (its check does not match); not used (a cache: "
-        "the input is read in full)"]
+        f"checkpoint {path}: {problem}; not used (a cache: the input is read in full)"]
 
 
 def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_written(runner, tmp_path):

@@ -96,26 +96,3 @@ def test_a_file_of_blank_lines_is_kept_as_it_is_under_skip(runner, tmp_path, dat
     assert r.exit_code == 0, r.stderr
     assert out.read_bytes() == data
 
-
-@pytest.mark.parametrize("extra", [["--stage", "microcompact"], ["--force", "--context-window", "60000"]],
-                         ids=["nothing appended", "a compaction appended"])
-def test_a_line_still_being_written_is_completed_by_the_rest_of_it(runner, tmp_path, extra):
-    """``-o`` onto the session while the agent writes its last line: under ``--on-bad-line skip`` the part
-    written so far is kept as read (no newline added, after anything ctxkit appends), so the rest the agent
-    appends completes it; a newline after it once left two broken lines and the entry lost."""
-    lines = EXAMPLE.read_bytes().splitlines(keepends=True)
-    src = tmp_path / "session.jsonl"
-    src.write_bytes(b"".join(lines[:-1]) + lines[-1][:200])
-    r = runner.invoke(app, ["compact", str(src), "-o", str(src), "--on-bad-line", "skip", "--store",
-                            str(tmp_path / "s"), "--now", "2026-11-20T13:00:00Z", *extra])
-    assert r.exit_code == 0, r.stderr
-    written = src.read_bytes()
-    assert written.endswith(b"\n" + lines[-1][:200])
-    with open(src, "ab") as f:
-        f.write(lines[-1][200:])  # the agent finishes its line
-    after = src.read_bytes().splitlines(keepends=True)
-    assert after[-1] == lines[-1]
-    assert all(json.loads(line) for line in after)
-    r = runner.invoke(app, ["compact", str(src), "-o", str(tmp_path / "out.jsonl"), "--store", str(tmp_path / "s"),
-                            "--now", "2026-11-20T13:00:00Z", *extra])
-    assert r.exit_code == 0, r.stderr

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from .. import load_policy
 from ..clock import parse_instant
 from ..errors import UsageError, WriteError
-from ..fileio import atomic_output, release_cached_pages
+from ..fileio import atomic_output, names_open_file, release_cached_pages
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
@@ -60,7 +60,10 @@ class Run:
             except WriteError as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
         release_cached_pages(output, unless_same_as=self.transcript.source.fd)
-        with atomic_output(output) as out:
+        # onto its own input (-o onto the session): what the agent appended while this run read and worked is
+        # copied after the output, last thing before the output replaces the file (else it would be lost)
+        onto_input = to is None and names_open_file(output, self.transcript.source.fd)
+        with atomic_output(output, last=self.transcript.copy_appended_since_read if onto_input else None) as out:
             write_transcript(transcript, out, to)
 
 

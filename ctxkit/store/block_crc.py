@@ -1,4 +1,5 @@
-"""The checksum of a checkpoint's blocks (:mod:`ctxkit.store.checkpoint`): CRC-32C, or CRC-32.
+"""The checksum of a checkpoint's blocks (:mod:`ctxkit.store.checkpoint`): CRC-32C, or CRC-32; and the
+check a checkpoint document ends with (:func:`sealed`).
 
 Every resumed run hashes the whole prefix it resumes from, so this is most of what a resumed run
 spends on a long session. CRC-32C where google-crc32c's C code is installed (it uses the CPU's CRC
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
 #: every hash a checkpoint of this format may name (one of another is passed over quietly)
@@ -53,3 +54,29 @@ def digest(data: bytes) -> str:
 def forget_choice() -> None:
     """Choose again on next use (tests that hide google-crc32c)."""
     _chosen.cache_clear()
+
+
+# -- the check a checkpoint document ends with --------------------------------------------------------
+_CHECK = b',"check":"'
+_SEAL = len(_CHECK) + 8 + 2  # ,"check":"<eight hex digits>"}
+
+
+def sealed(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A checkpoint document's bytes: ``chunks`` (a JSON object without its closing brace), then its last
+    field, ``check``: the CRC (:func:`extend`) of every byte before it. A checkpoint is
+    trusted for what it says of the input's lines; a byte changed on disk that leaves it JSON of its shape
+    (a line's flag, a type code) would otherwise change the output of every run resumed from it."""
+    crc = 0
+    for chunk in chunks:
+        crc = extend(crc, chunk)
+        yield chunk
+    yield _CHECK + f"{crc:08x}".encode() + b'"}'
+
+
+def seal_problem(data: bytes) -> str | None:
+    """What is wrong with the check a checkpoint document ends with (:func:`sealed`), None when it holds."""
+    if len(data) <= _SEAL or data[-_SEAL:-10] != _CHECK or not data.endswith(b'"}'):
+        return "it does not end with a check of its bytes"
+    if f"{extend(0, data[:-_SEAL]):08x}".encode() != data[-10:-2]:
+        return "its bytes changed since it was written (its check does not match)"
+    return None

@@ -20,15 +20,15 @@ start with a checkpoint's bytes (an edited file) is read in full.
 Only Claude Code transcripts are checkpointed (a message list is all view: there is nothing to skip),
 only a prefix of whole lines without unreadable ones, and only in a store that exists (a run that
 needs no store makes none for its checkpoints). A checkpoint is a cache: one that cannot be
-read, whose bytes were changed since it was written (its last field, ``check``, is a CRC of every byte
-before it: :func:`sealed`) or that is not of its shape (:func:`check_checkpoint`) is a warning and is
-not used; at most :data:`KEEP` are kept per first line, the oldest removed.
+read, whose bytes were changed since it was written (its last field, ``check``, is a CRC of every
+byte before it: :func:`ctxkit.store.block_crc.sealed`) or that is not of its shape
+(:func:`check_checkpoint`) is a warning and is not used; at most :data:`KEEP` are kept per first
+line, the oldest removed.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -87,6 +87,7 @@ class Checkpoints:
         if names:
             self.outcome = {"resumed": False, "reason": "the input does not start with the bytes of any "
                             "checkpoint (an edited file): read in full"}
+        warned = len(self.warnings)
         for name in names:
             doc = self._load(folder, name)
             if doc is None or doc["size"] > size or (self.fmt == "auto" and not doc["detected_early"]):
@@ -113,6 +114,9 @@ class Checkpoints:
             self._input_digests = doc["digests"][:doc["size"] // BLOCK]
             self.outcome = {"resumed": True, "lines": len(lines), "bytes": doc["size"]}
             return Resume(lines, doc["size"], bool(doc["detected_early"]))
+        if len(self.warnings) > warned:
+            self.outcome = {"resumed": False, "reason": "a checkpoint of this transcript could not be used (see "
+                            "the warnings), and no other matches it: read in full"}
         return None
 
     def _candidates(self, folder: str, size: int) -> list[str]:
@@ -146,8 +150,7 @@ class Checkpoints:
             return None  # kept by an earlier ctxkit (its index lacks what this one reads): not a problem
         if isinstance(doc, dict) and doc.get("hash") in block_crc.NAMES and doc["hash"] != block_crc.name():
             return None  # kept by an installation that hashes with the other CRC: not a problem either
-        wrong = None if _seal_holds(data) else "its bytes changed since it was written (its check does not match)"
-        wrong = wrong or check_checkpoint(doc)
+        wrong = block_crc.seal_problem(data) or check_checkpoint(doc)
         if wrong is None and _length_of(name) != doc["size"]:
             wrong = f"its name says {_length_of(name)} bytes, it holds {doc['size']}"
         if wrong is not None:
@@ -208,7 +211,7 @@ class Checkpoints:
                 yield (b"," if k else b"") + orjson.dumps(key) + b":" + orjson.dumps(value)
             yield b"}"
 
-        self.store.save_file([FOLDER, folder, name], sealed(chunks()))
+        self.store.save_file([FOLDER, folder, name], block_crc.sealed(chunks()))
 
     def _prune(self, folder: str) -> None:
         """Keep the :data:`KEEP` most recently written checkpoints of this first line."""
@@ -230,7 +233,7 @@ def check_checkpoint(doc: Any) -> str | None:
     (:func:`ctxkit.store.block_crc.name`), "size": bytes, "digests": [one hex CRC per MiB, the last of the part that is left], "detected_early":
     bool, "earlier_prompts": null or the entries with prompts before the newest boundary, "index": the line
     index (:func:`ctxkit.transcript.lineindex.index_state`), "facts": the session
-    facts, "check": see :func:`sealed`}`` (the index itself is checked as it is rebuilt)."""
+    facts, "check": see :func:`ctxkit.store.block_crc.sealed`}`` (the index itself is checked as it is rebuilt)."""
     if not isinstance(doc, dict):
         return "the document is not an object"
     if doc.get("format") != FORMAT or doc.get("hash") != block_crc.name():
@@ -248,28 +251,6 @@ def check_checkpoint(doc: Any) -> str | None:
         if not isinstance(doc.get(key), dict):
             return f"{key} is not an object"
     return None
-
-
-_CHECK = b',"check":"'
-_SEAL = len(_CHECK) + 8 + 2  # ,"check":"<eight hex digits>"}
-
-
-def sealed(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """A checkpoint document's bytes: ``chunks`` (a JSON object without its closing brace), then its last
-    field, ``check``: the CRC (:mod:`ctxkit.store.block_crc`) of every byte before it. A checkpoint is
-    trusted for what it says of the input's lines; a byte changed on disk that leaves it JSON of its shape
-    (a line's flag, a type code) would otherwise change the output of every run resumed from it."""
-    crc = 0
-    for chunk in chunks:
-        crc = block_crc.extend(crc, chunk)
-        yield chunk
-    yield _CHECK + f"{crc:08x}".encode() + b'"}'
-
-
-def _seal_holds(data: bytes) -> bool:
-    """Whether a checkpoint document ends with the check :func:`sealed` writes, and the check holds."""
-    return (len(data) > _SEAL and data[-_SEAL:-10] == _CHECK and data.endswith(b'"}')
-            and f"{block_crc.extend(0, data[:-_SEAL]):08x}".encode() == data[-10:-2])
 
 
 def _length_of(name: str) -> int | None:

@@ -325,9 +325,7 @@ class Transcript:
     # -- writing --------------------------------------------------------------------------------
     def write(self, out: BinaryIO, originals: Callable[[bytes], bytes | None] | None = None) -> None:
         """Write the transcript in its own format: unchanged lines byte-for-byte (their line ending
-        included), edited ones re-serialized, appended ones last. Every line ends with a newline but an
-        unreadable last line that had none (a line being written, kept under ``--on-bad-line skip``): it
-        is written as read, after the appended ones (see :meth:`_write_plan`).
+        included), edited ones re-serialized, appended ones last. Every line ends with a newline.
 
         Runs of unchanged lines are copied as byte ranges of the input: by the kernel when ``out``
         has a ``copy_from`` (:class:`ctxkit.fileio` streams), else through a buffer.
@@ -353,8 +351,7 @@ class Transcript:
     def write_plan(self, originals: Callable[[bytes], bytes | None] | None = None) -> list[tuple]:
         """What :meth:`write` writes, as pieces in order: ``(first, stop, offset, length)`` is input lines
         ``first`` to ``stop - 1`` copied as they are (``length`` bytes from ``offset``); ``(i, data)`` is
-        entry ``i`` written as ``data`` (its line ending included). Pieces are in input order, appended entries
-        last, but for an unreadable last line without its newline: it comes after them."""
+        entry ``i`` written as ``data`` (its line ending included)."""
         if originals is None and "write_plan" in self.memo:
             return self.memo["write_plan"]  # written, then hashed for a checkpoint: planned once
         pieces = self._write_plan(originals)
@@ -385,16 +382,12 @@ class Transcript:
         # only the lines written otherwise than as they are are visited: a long session's runs between
         # them are one piece each, whatever their number of lines
         unterminated = {n - 1} if n and not self.ends_with_newline() else set()
-        # a last line without its newline that cannot be read (kept under --on-bad-line skip) is most likely
-        # one the agent is still writing: it is written as read, after anything appended, so that the rest
-        # of it, appended to the output later (-o onto the input), completes it instead of starting a line
-        partial = n - 1 if unterminated and lines.bad(n - 1) and n - 1 not in self.removed else None
         pos = 0
         for i in sorted({i for i in (*self.overrides, *self.removed) if i < n} | unterminated):
             if pos < i:
                 pieces.append(run_of(pos, i))
             pos = i + 1
-            if i in self.removed or i == partial:
+            if i in self.removed:
                 continue
             if i in self.overrides:
                 start, length = lines.span(i)
@@ -411,12 +404,10 @@ class Transcript:
                 pieces.append((i, self.source.read_at(*lines.span(i)) + b"\n"))
         if pos < n:
             pieces.append(run_of(pos, n))
-        ending = self._ending(last_live) if last_live is not None and last_live != partial else b"\n"
+        ending = self._ending(last_live) if last_live is not None else b"\n"
         for k, entry in enumerate(self.appended):
             if n + k not in self.removed:  # an appended entry removed again (e.g. a record undone)
                 pieces.append((n + k, serialized(entry, ending)))
-        if partial is not None:
-            pieces.append((partial, self.source.read_at(*lines.span(partial))))
         return pieces
 
     def _ending(self, i: int) -> bytes:
@@ -424,6 +415,16 @@ class Transcript:
         ``\n`` (its last two bytes are read, not the line)."""
         start, length = self.lines.span(i)
         return b"\r\n" if length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n" else b"\n"
+
+    def copy_appended_since_read(self, out: BinaryIO) -> int:
+        """Copy to ``out``, as they are, the bytes the input file gained after it was read (an agent appending
+        while ctxkit ran); their number. For an output that replaces its own input (``-o`` onto the session):
+        written after this transcript just before the new file takes the input's name, they are not lost."""
+        offset = self.lines.end
+        while chunk := self.source.read_at(offset, 1 << 20):
+            out.write(chunk)
+            offset += len(chunk)
+        return offset - self.lines.end
 
     def ends_with_newline(self) -> bool:
         end = self.lines.end
