@@ -276,8 +276,7 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         try:
             f.flush()
             os.fsync(f.fileno())
-            if last is not None:
-                last(f)
+            if last is not None and last(f):  # (it says whether it wrote anything)
                 f.flush()
                 os.fsync(f.fileno())
             f.close()

@@ -235,6 +235,53 @@ def test_a_turn_appended_while_ctxkit_writes_onto_the_session_is_kept_after_its_
     assert both_runs(runner, tmp_path, src, src, store)["checkpoint"]["resumed"] is True
 
 
+@pytest.mark.parametrize("finished", [True, False], ids=["finished meanwhile", "still unfinished"])
+def test_a_line_being_written_when_ctxkit_reads_the_session_it_writes_onto_is_not_split(runner, tmp_path,
+                                                                                        monkeypatch, finished):
+    """``-o`` onto the session, ``--on-bad-line skip``, and the agent's next line half written when ctxkit
+    reads: finished during the run, it is copied whole after the output (it was once kept as a broken line,
+    and its rest copied as a second one); still unfinished, it is ended with a newline (its rest goes to the
+    file the agent holds open, the replaced one), so the agent's next line is not glued onto it."""
+    from ctxkit import pipeline
+
+    src, store = tmp_path / "session.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(src.read_bytes())
+    grow(later, 1, 5, "b")
+    turn = later.read_bytes()[src.stat().st_size:]
+    with open(src, "ab") as f:
+        f.write(turn[:200])
+    real_run = pipeline.Pipeline.run
+
+    def run(self, *args, **kwargs):
+        if finished:
+            with open(src, "ab") as f:
+                f.write(turn[200:])
+        return real_run(self, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pipeline.Pipeline, "run", run)
+        report = compact(runner, src, src, store, "--on-bad-line", "skip")
+    assert "applied" in [stage["action"] for stage in report["stages"]]
+    if finished:
+        assert src.read_bytes().endswith(b"}\n" + turn)
+    else:
+        assert src.read_bytes().endswith(b"}\n" + turn[:200] + b"\n")
+        with open(src, "ab") as f:
+            f.write(turn[turn.index(b"\n") + 1:])  # the agent's next line, by name
+    lines = src.read_bytes().splitlines()
+    assert [line for line in lines if not _parses(line)] == ([] if finished else [turn[:200]])
+    assert lines[-len(turn.splitlines()) + 1:] == turn.splitlines()[1:]  # the agent's next lines, whole
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def test_no_checkpoint_reads_everything_and_keeps_none(runner, tmp_path):
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
@@ -259,7 +306,7 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     # the one of what the run read is tried (the one of what it wrote is longer than this input)
     tried = [p for p in damaged if p.name.startswith(f"{src.stat().st_size:016d}-")]
     assert [w for w in report["warnings"] if w.startswith("checkpoint ")] == [
-        f"checkpoint {tried[0]}: its line index is not of its shape; not used (a cache: the input is read in full)"]
+        f"checkpoint {tried[0]}: its line index is not of its shape; not used (a cache: an older checkpoint, or a full read, serves instead)"]
     assert out.read_bytes() == expected
 
 
@@ -314,7 +361,7 @@ def test_a_checkpoint_changed_on_disk_is_a_warning_and_the_input_is_read_in_full
     assert report["checkpoint"] == {"resumed": False, "reason": "a checkpoint of this transcript could not be used "
                                     "(see the warnings), and no other matches it: read in full"}
     assert [w for w in report["warnings"] if w.startswith("checkpoint ")] == [
-        f"checkpoint {path}: {problem}; not used (a cache: the input is read in full)"]
+        f"checkpoint {path}: {problem}; not used (a cache: an older checkpoint, or a full read, serves instead)"]
 
 
 def test_a_checkpoint_that_cannot_be_written_is_a_warning_and_the_output_is_written(runner, tmp_path):

@@ -160,7 +160,7 @@ class Checkpoints:
 
     def _warn(self, folder: str, name: str, problem_: str) -> None:
         self.warnings.append(f"checkpoint {self.store.root / FOLDER / folder / name}: {problem_}; "
-                             "not used (a cache: the input is read in full)")
+                             "not used (a cache: an older checkpoint, or a full read, serves instead)")
 
     # -- saving -----------------------------------------------------------------------------------
     def save(self, read: Transcript, written: Transcript | None) -> None:

@@ -11,6 +11,7 @@ cache, the set-aside fields, the write plan); split apart, each part would reach
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -416,15 +417,31 @@ class Transcript:
         start, length = self.lines.span(i)
         return b"\r\n" if length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n" else b"\n"
 
-    def copy_appended_since_read(self, out: BinaryIO) -> int:
-        """Copy to ``out``, as they are, the bytes the input file gained after it was read (an agent appending
-        while ctxkit ran); their number. For an output that replaces its own input (``-o`` onto the session):
-        written after this transcript just before the new file takes the input's name, they are not lost."""
-        offset = self.lines.end
+    def partial_last_line(self) -> int | None:
+        """The index of an unreadable last line without its newline (kept under ``--on-bad-line skip``): most
+        likely one the agent was writing when ctxkit read it. None when there is none."""
+        n = self.n_lines
+        return n - 1 if n and self.lines.bad(n - 1) and not self.ends_with_newline() else None
+
+    def copy_appended_since(self, offset: int, out: BinaryIO) -> int:
+        """Copy to ``out`` the input file's bytes from ``offset`` (at most :attr:`LineIndex.end`) to its end
+        now, as they are: what an agent appended while ctxkit ran, for an output that replaces its own input
+        (``-o`` onto the session), written just before the new file takes the input's name. A last line still
+        unfinished then gets a newline: the rest of it goes to the file its writer holds open, the one being
+        replaced, and the agent's next line must not be glued onto it. Their number (0: nothing was added).
+        Raises :class:`TranscriptError` when the file is now shorter than what was read (rewritten meanwhile)."""
+        from ..errors import TranscriptError
+
+        if os.fstat(self.source.fd).st_size < self.lines.end:
+            raise TranscriptError(self.source.name, 0, "the file shrank while ctxkit ran (another program rewrote "
+                                  "it); nothing was written")
+        start, last = offset, b"\n"
         while chunk := self.source.read_at(offset, 1 << 20):
             out.write(chunk)
-            offset += len(chunk)
-        return offset - self.lines.end
+            offset, last = offset + len(chunk), chunk[-1:]
+        if last != b"\n":
+            out.write(b"\n")
+        return offset - start
 
     def ends_with_newline(self) -> bool:
         end = self.lines.end
