@@ -40,6 +40,14 @@ def grow(path: Path, n: int, size: int, tag: str) -> None:
         f.write("".join(json.dumps(e) + "\n" for e in new))
 
 
+def next_turn(src: Path, tmp_path: Path) -> bytes:
+    """The bytes one more turn adds to the session ``src`` (as :func:`grow` appends it), not appended."""
+    later = tmp_path / "later.jsonl"
+    later.write_bytes(src.read_bytes())
+    grow(later, 1, 5, "b")
+    return later.read_bytes()[src.stat().st_size:]
+
+
 def compact(runner, src: Path, out: Path, store: Path, *extra: str) -> dict:
     window = [] if "--context-window" in extra else WINDOW
     r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS, *window, *extra])
@@ -171,20 +179,18 @@ def test_a_turn_appended_while_the_input_is_read_is_left_to_the_next_run(runner,
     expected = out.read_bytes()  # the output of a run on these bytes alone
     shutil.rmtree(store)
     out.unlink()
-    later = tmp_path / "later.jsonl"
-    later.write_bytes(read)
-    grow(later, 1, 5, "b")
+    turn = next_turn(src, tmp_path)
     real = jsonl.iter_lines
 
     def appending(source, offset=0, lines_before=0):  # the turn lands just as the reader reaches the end
         yield from real(source, offset, lines_before)
         if src.stat().st_size == len(read):
-            src.write_bytes(later.read_bytes())
+            src.write_bytes(read + turn)
 
     with monkeypatch.context() as patched:
         patched.setattr(jsonl, "iter_lines", appending)
         compact(runner, src, out, store)
-    assert src.read_bytes() == later.read_bytes()
+    assert src.read_bytes() == read + turn
     assert out.read_bytes() == expected
     grow(src, 1, 5, "c")
     assert both_runs(runner, tmp_path, src, out, store)["checkpoint"] == {
@@ -202,10 +208,7 @@ def test_a_turn_appended_while_ctxkit_writes_onto_the_session_is_kept_after_its_
 
     src, store = tmp_path / "session.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
-    later = tmp_path / "later.jsonl"
-    later.write_bytes(src.read_bytes())
-    grow(later, 1, 5, "b")
-    turn = later.read_bytes()[src.stat().st_size:]
+    turn = next_turn(src, tmp_path)
 
     def agent_appends():
         with open(src, "ab") as f:
@@ -246,10 +249,7 @@ def test_a_line_being_written_when_ctxkit_reads_the_session_it_writes_onto_is_no
 
     src, store = tmp_path / "session.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
-    later = tmp_path / "later.jsonl"
-    later.write_bytes(src.read_bytes())
-    grow(later, 1, 5, "b")
-    turn = later.read_bytes()[src.stat().st_size:]
+    turn = next_turn(src, tmp_path)
     with open(src, "ab") as f:
         f.write(turn[:200])
     real_run = pipeline.Pipeline.run
