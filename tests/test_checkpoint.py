@@ -275,6 +275,30 @@ def test_a_line_being_written_when_ctxkit_reads_the_session_it_writes_onto_is_no
     assert lines[-len(turn.splitlines()) + 1:] == turn.splitlines()[1:]  # the agent's next lines, whole
 
 
+def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_nothing_written(tmp_path):
+    """What is appended is copied only onto the bytes that were read: a file now shorter than them was
+    rewritten by someone else, and one that cannot be read again is not guessed at."""
+    import io
+
+    from ctxkit.errors import TranscriptError
+    from ctxkit.transcript import read_transcript
+
+    src = tmp_path / "session.jsonl"
+    write(src, conversation(turns(2, 3, "a"), session="s-a"))
+    t = read_transcript(str(src))
+    with open(src, "ab") as f:
+        f.write(b'{"type":"user"')  # the agent's line, half written
+    out = io.BytesIO()
+    assert t.copy_appended_since(t.lines.end, out) == len(b'{"type":"user"') and out.getvalue() == \
+        b'{"type":"user"\n'  # ended with a newline: its rest goes to the file its writer holds open
+    src.write_bytes(src.read_bytes()[:100])
+    with pytest.raises(TranscriptError, match="shrank .another program rewrote it. while ctxkit ran; nothing was"):
+        t.copy_appended_since(t.lines.end, io.BytesIO())
+    t.close()
+    with pytest.raises(TranscriptError, match=r"cannot be read again \(Bad file descriptor\) while ctxkit ran"):
+        t.copy_appended_since(t.lines.end, io.BytesIO())
+
+
 def _parses(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)

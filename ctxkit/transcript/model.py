@@ -429,14 +429,28 @@ class Transcript:
         (``-o`` onto the session), written just before the new file takes the input's name. A last line still
         unfinished then gets a newline: the rest of it goes to the file its writer holds open, the one being
         replaced, and the agent's next line must not be glued onto it. Their number (0: nothing was added).
-        Raises :class:`TranscriptError` when the file is now shorter than what was read (rewritten meanwhile)."""
+        Raises :class:`TranscriptError` when the file is now shorter than what was read (rewritten meanwhile),
+        or cannot be read again."""
         from ..errors import TranscriptError
 
-        if os.fstat(self.source.fd).st_size < self.lines.end:
-            raise TranscriptError(self.source.name, 0, "the file shrank while ctxkit ran (another program rewrote "
-                                  "it); nothing was written")
+        def failed(what: str) -> TranscriptError:
+            return TranscriptError(self.source.name, 0, f"{what} while ctxkit ran; nothing was written")
+
+        try:
+            size = os.fstat(self.source.fd).st_size
+        except OSError as exc:
+            raise failed(f"cannot be read again ({exc.strerror})") from None
+        if size < self.lines.end:
+            raise failed("shrank (another program rewrote it)")
+
+        def read(at: int) -> bytes:  # (a write error is the output's, raised as it is)
+            try:
+                return self.source.read_at(at, 1 << 20)
+            except OSError as exc:
+                raise failed(f"cannot be read again ({exc.strerror})") from None
+
         start, last = offset, b"\n"
-        while chunk := self.source.read_at(offset, 1 << 20):
+        while chunk := read(offset):
             out.write(chunk)
             offset, last = offset + len(chunk), chunk[-1:]
         if last != b"\n":
