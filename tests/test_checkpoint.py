@@ -289,14 +289,14 @@ def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_noth
     with open(src, "ab") as f:
         f.write(b'{"type":"user"')  # the agent's line, half written
     out = io.BytesIO()
-    assert t.copy_appended_since(t.lines.end, out) == len(b'{"type":"user"') and out.getvalue() == \
+    assert t.copy_appended_since_read(out) == len(b'{"type":"user"') and out.getvalue() == \
         b'{"type":"user"\n'  # ended with a newline: its rest goes to the file its writer holds open
     src.write_bytes(src.read_bytes()[:100])
     with pytest.raises(TranscriptError, match="shrank .another program rewrote it. while ctxkit ran; nothing was"):
-        t.copy_appended_since(t.lines.end, io.BytesIO())
+        t.copy_appended_since_read(io.BytesIO())
     t.close()
     with pytest.raises(TranscriptError, match=r"cannot be read again \(Bad file descriptor\) while ctxkit ran"):
-        t.copy_appended_since(t.lines.end, io.BytesIO())
+        t.copy_appended_since_read(io.BytesIO())
 
 
 def _parses(line: bytes) -> bool:

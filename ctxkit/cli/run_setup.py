@@ -1,7 +1,6 @@
 """Building what a command needs from its options: policy, transcript, store, clock, Context."""
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from contextlib import contextmanager
@@ -60,18 +59,18 @@ class Run:
                 self.checkpoints.save(self.transcript, transcript if to is None else None)
             except WriteError as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
-        release_cached_pages(output, unless_same_as=self.transcript.source.fd)
+        onto_input = names_open_file(output, self.transcript.source.fd)
+        if not onto_input:
+            release_cached_pages(output)
         last = None
-        if to is None and names_open_file(output, self.transcript.source.fd):
-            # onto its own input (-o onto the session): what the agent appended while this run read and worked
-            # is copied after the output, last thing before the output replaces the file (else it would be
-            # lost); from the start of a line it was still writing when this run read it (left out of the
-            # output: a line finished meanwhile is then copied whole, not as a second broken line)
+        if onto_input and to is None:
+            # (-o onto the session) what the agent appended while this run read and worked is copied after the
+            # output, last thing before the output replaces the file: from the start of a line it was still
+            # writing when this run read it, which is left out of the output
             partial = self.transcript.partial_last_line()
-            start = self.transcript.lines.end if partial is None else self.transcript.lines.starts[partial]
             if partial is not None:
                 transcript = transcript.with_edits(remove=[partial])
-            last = functools.partial(self.transcript.copy_appended_since, start)
+            last = self.transcript.copy_appended_since_read
         with atomic_output(output, last=last) as out:
             write_transcript(transcript, out, to)
 

@@ -423,11 +423,12 @@ class Transcript:
         n = self.n_lines
         return n - 1 if n and self.lines.bad(n - 1) and not self.ends_with_newline() else None
 
-    def copy_appended_since(self, offset: int, out: BinaryIO) -> int:
-        """Copy to ``out`` the input file's bytes from ``offset`` (at most :attr:`LineIndex.end`) to its end
-        now, as they are: what an agent appended while ctxkit ran, for an output that replaces its own input
-        (``-o`` onto the session), written just before the new file takes the input's name. A last line still
-        unfinished then gets a newline: the rest of it goes to the file its writer holds open, the one being
+    def copy_appended_since_read(self, out: BinaryIO) -> int:
+        """Copy to ``out`` the input file's bytes from the end of what was read to its end now, as they are:
+        what an agent appended while ctxkit ran, for an output that replaces its own input (``-o`` onto the
+        session, which leaves out :meth:`partial_last_line`), written just before the new file takes the
+        input's name. They start at that line, when there is one: a line finished meanwhile is copied whole,
+        not as a second broken line. A last line still unfinished then gets a newline: the rest of it goes to the file its writer holds open, the one being
         replaced, and the agent's next line must not be glued onto it. Their number (0: nothing was added).
         Raises :class:`TranscriptError` when the file is now shorter than what was read (rewritten meanwhile),
         or cannot be read again."""
@@ -449,7 +450,9 @@ class Transcript:
             except OSError as exc:
                 raise failed(f"cannot be read again ({exc.strerror})") from None
 
-        start, last = offset, b"\n"
+        partial = self.partial_last_line()
+        offset = start = self.lines.end if partial is None else self.lines.starts[partial]
+        last = b"\n"
         while chunk := read(offset):
             out.write(chunk)
             offset, last = offset + len(chunk), chunk[-1:]

@@ -114,9 +114,8 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     skip_lines, skip_bytes = resumed or (0, 0)
     if chosen is not None:
         index = indexer(chosen)
-    end = skip_bytes  # where reading stopped: the transcript is the bytes read, whatever is appended meanwhile
+    offset, raw = skip_bytes, b""  # (the last line read, after the loop: where reading stopped)
     for line_no, offset, raw in iter_lines(source, skip_bytes, skip_lines):
-        end = offset + len(raw)
         i = lines.add(offset)
         try:
             d = parse_raw(source.name, line_no, raw)
@@ -136,9 +135,9 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
                 chosen = settle()
         else:
             index(i, d, size)
-    # (not the file's size now: an agent may append a line between the last read and this point, and the
-    # last line's span, the output and a checkpoint would then take it in without its being indexed)
-    lines.end = end
+    # where reading stopped, not the file's size now: an agent may append a line between the last read and
+    # this point, and the last line's span, the output and a checkpoint would then take it in unindexed
+    lines.end = offset + len(raw)
     if chosen is None:
         chosen = settle()
     t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed), cache=cache,
