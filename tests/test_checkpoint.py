@@ -276,12 +276,15 @@ def test_a_line_being_written_when_ctxkit_reads_the_session_it_writes_onto_is_no
 
 
 def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_nothing_written(tmp_path):
-    """What is appended is copied only onto the bytes that were read: a file now shorter than them was
-    rewritten by someone else, and one that cannot be read again is not guessed at."""
+    """What is appended is copied only onto the bytes that were read, of the file that was read: a file now
+    shorter than them was rewritten by someone else, a new file in its place was put there by someone else,
+    and one that cannot be read again is not guessed at."""
     import io
+    import os
 
     from ctxkit.errors import TranscriptError
     from ctxkit.transcript import read_transcript
+    from ctxkit.transcript.appended import copy_appended_since_read
 
     src = tmp_path / "session.jsonl"
     write(src, conversation(turns(2, 3, "a"), session="s-a"))
@@ -289,14 +292,145 @@ def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_noth
     with open(src, "ab") as f:
         f.write(b'{"type":"user"')  # the agent's line, half written
     out = io.BytesIO()
-    assert t.copy_appended_since_read(out) == len(b'{"type":"user"') and out.getvalue() == \
+    assert copy_appended_since_read(t, out, src) == len(b'{"type":"user"') and out.getvalue() == \
         b'{"type":"user"\n'  # ended with a newline: its rest goes to the file its writer holds open
-    src.write_bytes(src.read_bytes()[:100])
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(src)
+    assert copy_appended_since_read(t, io.BytesIO(), link)  # the same file, by another name
+    content = src.read_bytes()
+    src.write_bytes(content[:100])
     with pytest.raises(TranscriptError, match="shrank .another program rewrote it. while ctxkit ran; nothing was"):
-        t.copy_appended_since_read(io.BytesIO())
+        copy_appended_since_read(t, io.BytesIO(), src)
+    elsewhere = tmp_path / "new.jsonl"
+    elsewhere.write_bytes(content + b"{}\n")
+    os.replace(elsewhere, src)  # another program's new version, renamed over the session
+    with pytest.raises(TranscriptError, match=r"session.jsonl:0: is no longer the file ctxkit read .another program, "
+                                              r"or another ctxkit run, put a new file in its place or removed it. "
+                                              r"while ctxkit ran; nothing was written"):
+        copy_appended_since_read(t, io.BytesIO(), src)
+    src.unlink()
+    with pytest.raises(TranscriptError, match="is no longer the file ctxkit read"):
+        copy_appended_since_read(t, io.BytesIO(), src)
     t.close()
     with pytest.raises(TranscriptError, match=r"cannot be read again \(Bad file descriptor\) while ctxkit ran"):
-        t.copy_appended_since_read(io.BytesIO())
+        copy_appended_since_read(t, io.BytesIO(), src)
+
+
+@pytest.mark.parametrize("command", ["compact", "expand"])
+def test_a_session_replaced_while_ctxkit_writes_onto_it_is_left_as_the_other_program_wrote_it(runner, tmp_path,
+                                                                                             monkeypatch, command):
+    """``-o`` onto the session, and another program (or a second ctxkit run, from a hook fired twice) puts
+    a new file in the session's place while this run works: the run stops with an error and leaves that
+    file as it is, with whatever the agent appended to it since; replacing it would lose that."""
+    from ctxkit import pipeline
+    from ctxkit.store import expand
+
+    src, store = tmp_path / "session.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    theirs = src.read_bytes() + next_turn(src, tmp_path)
+
+    def other_program_replaces_the_session():
+        (tmp_path / "theirs.jsonl").write_bytes(theirs)
+        (tmp_path / "theirs.jsonl").replace(src)
+
+    if command == "expand":
+        compact(runner, src, src, store)
+        theirs = src.read_bytes() + next_turn(src, tmp_path)
+        real_expand = expand.expand_all
+
+        def expanding(*args, **kwargs):
+            other_program_replaces_the_session()
+            return real_expand(*args, **kwargs)
+
+        monkeypatch.setattr(expand, "expand_all", expanding)
+        args = ["expand", str(src), "-o", str(src), "--store", str(store)]
+    else:
+        real_run = pipeline.Pipeline.run
+
+        def run(self, *args, **kwargs):
+            other_program_replaces_the_session()
+            return real_run(self, *args, **kwargs)
+
+        monkeypatch.setattr(pipeline.Pipeline, "run", run)
+        args = ["compact", str(src), "-o", str(src), "--store", str(store), *ARGS, *WINDOW]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 3, r.stderr
+    assert f"{src}:0: is no longer the file ctxkit read" in r.stderr and "nothing was written" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert src.read_bytes() == theirs
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".session")) == []  # no temporary left
+
+
+def test_expand_onto_the_session_keeps_a_turn_appended_while_it_runs(runner, tmp_path, monkeypatch):
+    """``ctxkit expand -o`` onto the session puts the tool outputs back in the file the agent appends to: a
+    turn appended while it runs is copied after its output, as with ``compact``."""
+    from ctxkit.store import expand
+
+    src, store = tmp_path / "session.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    original = src.read_bytes()
+    compact(runner, src, src, store)
+    assert src.read_bytes() != original
+    turn = next_turn(src, tmp_path)
+    real_expand = expand.expand_all
+
+    def expanding(*args, **kwargs):
+        with open(src, "ab") as f:
+            f.write(turn)
+        return real_expand(*args, **kwargs)
+
+    monkeypatch.setattr(expand, "expand_all", expanding)
+    r = runner.invoke(app, ["expand", str(src), "-o", str(src), "--store", str(store)])
+    assert r.exit_code == 0, r.stderr
+    assert src.read_bytes().endswith(b"}\n" + turn)
+    assert b"some output of the command" in src.read_bytes()[:-len(turn)]  # the outputs are back
+
+
+def test_standard_input_redirected_from_the_session_is_read_in_place(tmp_path):
+    """``ctxkit compact - -o session.jsonl < session.jsonl``: standard input that is a file is read like a
+    file named on the command line (it used to be copied to a temporary file first): the output written
+    onto it keeps a turn the agent appended during the run, and the next run from standard input resumes
+    from a checkpoint and writes what a full read writes."""
+    import subprocess
+
+    src, store = tmp_path / "session.jsonl", tmp_path / "store"
+    write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    turn = next_turn(src, tmp_path)
+    args = ["--store", str(store), *ARGS, *WINDOW]
+    agent_appends_during_the_run = f"""
+import sys
+from ctxkit import pipeline
+from ctxkit.cli.main import run
+real = pipeline.Pipeline.run
+def appending(self, *args, **kwargs):
+    with open({str(src)!r}, "ab") as f:
+        f.write({turn!r})
+    return real(self, *args, **kwargs)
+pipeline.Pipeline.run = appending
+sys.argv = ["ctxkit", "compact", "-", "-o", {str(src)!r}, *{args!r}]
+run()
+"""
+
+    def ctxkit_reading_the_session(*cmd: str) -> subprocess.CompletedProcess:
+        with open(src, "rb") as stdin:
+            done = subprocess.run(cmd, stdin=stdin, capture_output=True, cwd=tmp_path)
+        assert done.returncode in (0, 1), done.stderr.decode()
+        return done
+
+    ctxkit_reading_the_session(sys.executable, "-c", agent_appends_during_the_run)
+    assert src.read_bytes().endswith(b"}\n" + turn)
+    grow(src, 1, 5, "c")
+    shutil.copytree(store, tmp_path / "saved-store")
+    outputs = {}
+    for name, extra in (("full", ["--no-checkpoint"]), ("resumed", [])):
+        shutil.rmtree(store)
+        shutil.copytree(tmp_path / "saved-store", store)  # (the store's path is in the output: the same one)
+        outputs[name] = tmp_path / f"{name}.jsonl"
+        done = ctxkit_reading_the_session(sys.executable, "-m", "ctxkit.cli.main", "compact", "-", "-o",
+                                          str(outputs[name]), *args, *extra)
+    report = json.JSONDecoder().raw_decode(done.stderr[done.stderr.index(b"{"):].decode())[0]
+    assert report["checkpoint"]["resumed"] is True
+    assert outputs["resumed"].read_bytes() == outputs["full"].read_bytes()
 
 
 def _parses(line: bytes) -> bool:

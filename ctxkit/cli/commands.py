@@ -440,6 +440,7 @@ def expand(
     from ..store.link import find_store, refuse_output_in_store, unlink_store
     from ..store.original_lines import OriginalLines
     from ..transcript import read_transcript
+    from ..transcript.appended import write_over
     from ..transcript.writer import write_transcript
 
     source = one_source(sources)
@@ -458,8 +459,8 @@ def expand(
     search = [Path(source).resolve().parent] if source != "-" else []
     new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps())
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
-    with atomic_output(output) as out:
-        write_transcript(new, out, originals=OriginalLines(st, t))  # restored lines: their original bytes
+    # restored lines get their original bytes; onto the session, what the agent appended meanwhile is kept
+    write_over(t, new, output, lambda version, out: write_transcript(version, out, originals=OriginalLines(st, t)))
     warn_bad_lines(t)
     print_warnings(st.warnings)
     console.print(f"restored {len(report.restored)} tool output(s)", markup=False)

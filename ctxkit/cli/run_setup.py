@@ -11,7 +11,6 @@ from typing import Any, Callable
 from .. import load_policy
 from ..clock import parse_instant
 from ..errors import UsageError, WriteError
-from ..fileio import atomic_output, names_open_file, release_cached_pages
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
@@ -20,6 +19,7 @@ from ..store.checkpoint import Checkpoints
 from ..store.disk import Store, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..transcript import read_transcript
+from ..transcript.appended import write_over
 from ..transcript.model import Transcript
 from ..transcript.writer import write_transcript
 from . import quick_exit
@@ -59,20 +59,8 @@ class Run:
                 self.checkpoints.save(self.transcript, transcript if to is None else None)
             except WriteError as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
-        onto_input = names_open_file(output, self.transcript.source.fd)
-        if not onto_input:
-            release_cached_pages(output)
-        last = None
-        if onto_input and to is None:
-            # (-o onto the session) what the agent appended while this run read and worked is copied after the
-            # output, last thing before the output replaces the file: from the start of a line it was still
-            # writing when this run read it, which is left out of the output
-            partial = self.transcript.partial_last_line()
-            if partial is not None:
-                transcript = transcript.with_edits(remove=[partial])
-            last = self.transcript.copy_appended_since_read
-        with atomic_output(output, last=last) as out:
-            write_transcript(transcript, out, to)
+        write_over(self.transcript, transcript, output, lambda t, out: write_transcript(t, out, to),
+                   keep_appended=to is None)
 
 
 def parse_now(now: str | None) -> Any:

@@ -3,12 +3,14 @@
 A transcript can be hundreds of megabytes, so it is never held as text: the
 input is read once to index its lines (offset, length and a few routing
 fields), and entries are parsed again on demand. Standard input is spooled to
-a temporary file first so that it can be read twice.
+a temporary file first so that it can be read twice, unless it is a file already
+(``< session.jsonl``): that file is read in place.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -62,6 +64,9 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
     """Open a transcript file, or spool standard input (``-`` or None) to a temporary file."""
     if path is None or str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
+        redirected = _file_at_its_start(stream)
+        if redirected is not None:
+            return Source(name="<stdin>", file=redirected)
         spool = tempfile.TemporaryFile(prefix="ctxkit-stdin-")
         shutil.copyfileobj(stream, spool, 1 << 20)
         spool.seek(0)
@@ -75,6 +80,22 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
         raise TranscriptError(str(path), 0, "is a directory, not a transcript") from None
     except PermissionError:
         raise TranscriptError(str(path), 0, "permission denied") from None
+
+
+def _file_at_its_start(stream: BinaryIO) -> BinaryIO | None:
+    """Standard input redirected from a regular file not yet read from (``ctxkit compact < session.jsonl``),
+    opened again (a new descriptor sharing its position): read in place like a file named on the command
+    line, not copied first. What that gives: no copy of a long session to read, checkpoints that skip the
+    prefix (docs/store.md), and an output written onto that same file keeps what the agent appended
+    meanwhile (:mod:`ctxkit.transcript.appended`). None for a pipe, a terminal, or a file read part way
+    (its rest is the input: spooled)."""
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
+            return None
+        return os.fdopen(os.dup(fd), "rb")
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterator[tuple[int, int, bytes]]:

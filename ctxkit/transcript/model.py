@@ -11,7 +11,6 @@ cache, the set-aside fields, the write plan); split apart, each part would reach
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -416,49 +415,6 @@ class Transcript:
         ``\n`` (its last two bytes are read, not the line)."""
         start, length = self.lines.span(i)
         return b"\r\n" if length >= 2 and self.source.read_at(start + length - 2, 2) == b"\r\n" else b"\n"
-
-    def partial_last_line(self) -> int | None:
-        """The index of an unreadable last line without its newline (kept under ``--on-bad-line skip``): most
-        likely one the agent was writing when ctxkit read it. None when there is none."""
-        n = self.n_lines
-        return n - 1 if n and self.lines.bad(n - 1) and not self.ends_with_newline() else None
-
-    def copy_appended_since_read(self, out: BinaryIO) -> int:
-        """Copy to ``out`` the input file's bytes from the end of what was read to its end now, as they are:
-        what an agent appended while ctxkit ran, for an output that replaces its own input (``-o`` onto the
-        session, which leaves out :meth:`partial_last_line`), written just before the new file takes the
-        input's name. They start at that line, when there is one: a line finished meanwhile is copied whole,
-        not as a second broken line. A last line still unfinished then gets a newline: the rest of it goes to the file its writer holds open, the one being
-        replaced, and the agent's next line must not be glued onto it. Their number (0: nothing was added).
-        Raises :class:`TranscriptError` when the file is now shorter than what was read (rewritten meanwhile),
-        or cannot be read again."""
-        from ..errors import TranscriptError
-
-        def failed(what: str) -> TranscriptError:
-            return TranscriptError(self.source.name, 0, f"{what} while ctxkit ran; nothing was written")
-
-        try:
-            size = os.fstat(self.source.fd).st_size
-        except OSError as exc:
-            raise failed(f"cannot be read again ({exc.strerror})") from None
-        if size < self.lines.end:
-            raise failed("shrank (another program rewrote it)")
-
-        def read(at: int) -> bytes:  # (a write error is the output's, raised as it is)
-            try:
-                return self.source.read_at(at, 1 << 20)
-            except OSError as exc:
-                raise failed(f"cannot be read again ({exc.strerror})") from None
-
-        partial = self.partial_last_line()
-        offset = start = self.lines.end if partial is None else self.lines.starts[partial]
-        last = b"\n"
-        while chunk := read(offset):
-            out.write(chunk)
-            offset, last = offset + len(chunk), chunk[-1:]
-        if last != b"\n":
-            out.write(b"\n")
-        return offset - start
 
     def ends_with_newline(self) -> bool:
         end = self.lines.end
