@@ -158,10 +158,11 @@ class Context:
 
     # -- measuring --------------------------------------------------------------------------------
     def run(self, cmd: list[str], cwd: Path | None = None, inputs: tuple[Path, ...] = (),
-            note: str = "") -> tuple[float, int]:
+            note: str = "", stdin: Path | None = None) -> tuple[float, int]:
         """(CPU seconds, peak RSS in bytes) of ``cmd``; it must exit 0 or 1 (ctxkit's "did its job, a
         check failed"). ``note`` goes after its name in ``--samples`` (``set-up``: a run a row needs
-        before it measures, not a sample). The peak RSS is the kernel's for the child, which counts the
+        before it measures, not a sample); ``stdin``: a file its standard input is redirected from (it
+        counts among the ``inputs``). The peak RSS is the kernel's for the child, which counts the
         bench's own memory at the time it started the command (Linux keeps the high-water mark across
         ``exec``): no reading is below the bench's own, about 25-30 MiB. Not timed, first:
 
@@ -173,17 +174,20 @@ class Context:
           just before it mostly does: this machine's kernel drops file pages a few seconds unused
           (DAMON ``pageout``), and neither side should pay for reading them back from disk."""
         os.sync()
-        for path in inputs:
+        for path in (*inputs, *([stdin] if stdin else [])):
             with open(path, "rb") as f:
                 while f.read(1 << 20):
                     pass
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=self.env)
-        err = proc.stderr.read() if proc.stderr else b""
-        _, status, usage = os.wait4(proc.pid, 0)
+        with open(stdin or os.devnull, "rb") as given:
+            proc = subprocess.Popen(cmd, stdin=given, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
+                                    env=self.env)
+            err = proc.stderr.read() if proc.stderr else b""
+            _, status, usage = os.wait4(proc.pid, 0)
         code = os.waitstatus_to_exitcode(status)
         if code not in (0, 1):
             sys.exit(f"{' '.join(cmd)} exited {code}: {err.decode(errors='replace')[-600:]}")
-        self.log.append((_label(cmd) + (f" ({note})" if note else ""), usage.ru_utime, usage.ru_stime,
+        self.log.append((_label(cmd) + (f" < {stdin.name}" if stdin else "") + (f" ({note})" if note else ""),
+                         usage.ru_utime, usage.ru_stime,
                          usage.ru_maxrss * 1024))
         return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
@@ -191,9 +195,12 @@ class Context:
         """A Python process that parses every line of ``path`` with orjson and writes it back."""
         return self.run([self.python, "-c", ORJSON_FLOOR, str(path), str(self.work / "floor.out")], inputs=(path,))
 
-    def compact(self, path: Path, out: Path, store: Path, *extra: str, note: str = "") -> tuple[float, int]:
-        return self.run([*self.ctxkit, "compact", str(path), "-o", str(out), "--store", str(store), *BUSY, *extra],
-                        inputs=(path,), note=note)
+    def compact(self, path: Path, out: Path, store: Path, *extra: str, note: str = "",
+                stdin: bool = False) -> tuple[float, int]:
+        """``ctxkit compact PATH -o OUT`` with :data:`BUSY`; with ``stdin``, ``compact - -o OUT < PATH``."""
+        named = "-" if stdin else str(path)
+        return self.run([*self.ctxkit, "compact", named, "-o", str(out), "--store", str(store), *BUSY, *extra],
+                        inputs=(path,), note=note, stdin=path if stdin else None)
 
 
 # -- the inputs ---------------------------------------------------------------------------------------
