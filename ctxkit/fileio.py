@@ -222,7 +222,8 @@ def check_output(path: str | os.PathLike | None) -> None:
 @contextmanager
 def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None, *,
                   unsynced: set[Path] | None = None,
-                  last: Callable[[BinaryIO], Any] | None = None) -> Iterator[BinaryIO]:
+                  last: Callable[[BinaryIO], Any] | None = None,
+                  verify: Callable[[], None] | None = None) -> Iterator[BinaryIO]:
     """Yield a binary stream for ``path`` (``None`` or ``-``: standard output); see the module docstring.
 
     A regular file is replaced only when the block finishes without error; a device or FIFO is
@@ -231,7 +232,8 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
     anything that names them is written, :meth:`ctxkit.store.disk.Store.sync_folders`); the file's
     own bytes are always fsynced before its rename, so a name that is there has all its bytes.
     ``last(stream)`` writes what must be written as close to the replacement as can be: after the block's
-    bytes are on disk, just before the rename (what an agent appended to the file being replaced)."""
+    bytes are on disk, just before the rename (what an agent appended to the file being replaced);
+    ``verify()``, last thing before the rename, may raise to leave the target as it is."""
     if path is None or str(path) == "-":
         stream = _NamedStream(stdout if stdout is not None else sys.stdout.buffer, "standard output")
         yield stream
@@ -283,6 +285,8 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
         except OSError as exc:
             _close_quietly(f)
             raise WriteError(name, exc) from None
+        if verify is not None:
+            verify()
         try:
             os.replace(tmp, target)
         except OSError as exc:

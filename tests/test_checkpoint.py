@@ -4,14 +4,18 @@ writes, with the same decisions in the store; an edited file is read in full."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from builders import Call, Turn, conversation, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from ctxkit.cli.main import app
 from ctxkit.store import block_crc, checkpoint
@@ -284,7 +288,7 @@ def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_noth
 
     from ctxkit.errors import TranscriptError
     from ctxkit.transcript import read_transcript
-    from ctxkit.transcript.appended import copy_appended_since_read
+    from ctxkit.transcript.appended import check_still_named, copy_appended_since_read
 
     src = tmp_path / "session.jsonl"
     write(src, conversation(turns(2, 3, "a"), session="s-a"))
@@ -296,69 +300,94 @@ def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_noth
         b'{"type":"user"\n'  # ended with a newline: its rest goes to the file its writer holds open
     link = tmp_path / "link.jsonl"
     link.symlink_to(src)
-    assert copy_appended_since_read(t, io.BytesIO(), link)  # the same file, by another name
+    check_still_named(t, src)
+    check_still_named(t, link)  # the same file, by another name
     content = src.read_bytes()
     src.write_bytes(content[:100])
-    with pytest.raises(TranscriptError, match="shrank .another program rewrote it. while ctxkit ran; nothing was"):
+    left = r"while ctxkit ran; it was left as it is \(the output was not written\)"
+    with pytest.raises(TranscriptError, match=r"session.jsonl:0: shrank \(another program rewrote it\) " + left):
         copy_appended_since_read(t, io.BytesIO(), src)
     elsewhere = tmp_path / "new.jsonl"
     elsewhere.write_bytes(content + b"{}\n")
     os.replace(elsewhere, src)  # another program's new version, renamed over the session
-    with pytest.raises(TranscriptError, match=r"session.jsonl:0: is no longer the file ctxkit read .another program, "
-                                              r"or another ctxkit run, put a new file in its place or removed it. "
-                                              r"while ctxkit ran; nothing was written"):
-        copy_appended_since_read(t, io.BytesIO(), src)
+    with pytest.raises(TranscriptError, match=r"session.jsonl:0: is no longer the file ctxkit read \(another program, "
+                                              r"or another ctxkit run, put a new file in its place or removed it\) "
+                                              + left):
+        check_still_named(t, src)
     src.unlink()
     with pytest.raises(TranscriptError, match="is no longer the file ctxkit read"):
-        copy_appended_since_read(t, io.BytesIO(), src)
+        check_still_named(t, src)
     t.close()
-    with pytest.raises(TranscriptError, match=r"cannot be read again \(Bad file descriptor\) while ctxkit ran"):
+    with pytest.raises(TranscriptError, match=r"cannot be read again \(Bad file descriptor\) " + left):
         copy_appended_since_read(t, io.BytesIO(), src)
 
 
-@pytest.mark.parametrize("command", ["compact", "expand"])
-def test_a_session_replaced_while_ctxkit_writes_onto_it_is_left_as_the_other_program_wrote_it(runner, tmp_path,
-                                                                                             monkeypatch, command):
-    """``-o`` onto the session, and another program (or a second ctxkit run, from a hook fired twice) puts
-    a new file in the session's place while this run works: the run stops with an error and leaves that
-    file as it is, with whatever the agent appended to it since; replacing it would lose that."""
-    from ctxkit import pipeline
-    from ctxkit.store import expand
+_REPLACING = {  # what runs "meanwhile", patched in a ctxkit process by _ctxkit_while
+    "compact": ("ctxkit.pipeline", "Pipeline", "run"), "snip": ("ctxkit.pipeline", "Pipeline", "run"),
+    "expand": ("ctxkit.store.expand", None, "expand_all")}
 
+
+def _ctxkit_while(meanwhile: str, command: str, args: list[str], stdin: Path | None, cwd: Path):
+    """Run ``ctxkit COMMAND ARGS`` in a process of its own (standard input redirected from ``stdin``), with
+    the Python statements ``meanwhile`` run when the command gets to work (after reading its input)."""
+    import subprocess
+
+    module, owner, name = _REPLACING[command]
+    target = f"importlib.import_module({module!r})" + (f".{owner}" if owner else "")
+    script = f"""
+import importlib, os, sys
+from ctxkit.cli.main import run
+target = {target}
+real = getattr(target, {name!r})
+def meanwhile(*args, **kwargs):
+{textwrap.indent(meanwhile, "    ")}
+    return real(*args, **kwargs)
+setattr(target, {name!r}, meanwhile)
+sys.argv = ["ctxkit", {command!r}, *{args!r}]
+run()
+"""
+    with open(stdin or os.devnull, "rb") as given:
+        return subprocess.run([sys.executable, "-c", script], stdin=given, capture_output=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("command", ["compact", "snip", "expand"])
+@pytest.mark.parametrize("how", ["named", "stdin"])
+def test_a_session_replaced_while_ctxkit_writes_onto_it_is_left_as_the_other_program_wrote_it(tmp_path, command, how):
+    """``-o`` onto the session, and another program (or a second ctxkit run, from a hook fired twice) puts
+    a new file in the session's place, or removes it, while this run works: the run stops with an error
+    and leaves that as it is, with whatever the agent appended to the new file since; replacing it would
+    lose that. The session named on the command line, or on standard input redirected from it."""
     src, store = tmp_path / "session.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
+    if command != "compact":  # snip by an id of the view; expand what a compaction moved out
+        r = CliRunner().invoke(app, ["compact", str(src), "-o", str(src), "--store", str(store), *ARGS, *WINDOW])
+        assert r.exit_code in (0, 1), r.stderr
     theirs = src.read_bytes() + next_turn(src, tmp_path)
+    (tmp_path / "theirs.jsonl").write_bytes(theirs)
+    named = "-" if how == "stdin" else str(src)
+    args = {"compact": [named, "-o", str(src), "--store", str(store), *ARGS, *WINDOW],
+            "snip": [named, "--ids", _an_id(src), "-o", str(src), "--store", str(store), "--now", ARGS[3]],
+            "expand": [named, "-o", str(src), "--store", str(store)]}[command]
+    for meanwhile in (f"os.replace({str(tmp_path / 'theirs.jsonl')!r}, {str(src)!r})", f"os.unlink({str(src)!r})"):
+        done = _ctxkit_while(meanwhile, command, args, src if how == "stdin" else None, tmp_path)
+        err = done.stderr.decode()
+        assert done.returncode == 3, err
+        assert f"{src}:0: is no longer the file ctxkit read" in err and "it was left as it is" in err
+        assert "Traceback" not in err
+        if meanwhile.startswith("os.replace"):
+            assert src.read_bytes() == theirs
+            (tmp_path / "theirs.jsonl").write_bytes(theirs)
+            write(src, conversation(turns(8, 30, "a"), session="s-a"))
+        else:
+            assert not src.exists()
+        assert [p.name for p in tmp_path.iterdir() if "tmp" in p.name] == []  # no temporary file left
 
-    def other_program_replaces_the_session():
-        (tmp_path / "theirs.jsonl").write_bytes(theirs)
-        (tmp_path / "theirs.jsonl").replace(src)
 
-    if command == "expand":
-        compact(runner, src, src, store)
-        theirs = src.read_bytes() + next_turn(src, tmp_path)
-        real_expand = expand.expand_all
-
-        def expanding(*args, **kwargs):
-            other_program_replaces_the_session()
-            return real_expand(*args, **kwargs)
-
-        monkeypatch.setattr(expand, "expand_all", expanding)
-        args = ["expand", str(src), "-o", str(src), "--store", str(store)]
-    else:
-        real_run = pipeline.Pipeline.run
-
-        def run(self, *args, **kwargs):
-            other_program_replaces_the_session()
-            return real_run(self, *args, **kwargs)
-
-        monkeypatch.setattr(pipeline.Pipeline, "run", run)
-        args = ["compact", str(src), "-o", str(src), "--store", str(store), *ARGS, *WINDOW]
-    r = runner.invoke(app, args)
-    assert r.exit_code == 3, r.stderr
-    assert f"{src}:0: is no longer the file ctxkit read" in r.stderr and "nothing was written" in r.stderr
-    assert "Traceback" not in r.stderr
-    assert src.read_bytes() == theirs
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".session")) == []  # no temporary left
+def _an_id(src: Path) -> str:
+    """The snip id of the second message of ``src``'s view (as ``ctxkit view --tag-ids`` shows it; the
+    first, the task, cannot be snipped)."""
+    r = CliRunner().invoke(app, ["view", str(src), "--tag-ids"])
+    return re.findall(r"\[id:(\w+)\]", r.stdout)[1]
 
 
 def test_expand_onto_the_session_keeps_a_turn_appended_while_it_runs(runner, tmp_path, monkeypatch):

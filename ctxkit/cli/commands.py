@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from ..errors import ExitCode, TranscriptError, UsageError
-from ..fileio import atomic_output, check_output
+from ..fileio import atomic_output, check_output, names_open_file
 from .app import (
     BadLineOpt,
     FormatOpt,
@@ -120,7 +120,7 @@ def compact(
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
-                   checkpoint=not no_checkpoint)
+                   checkpoint=not no_checkpoint, output=output)
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
@@ -448,6 +448,7 @@ def expand(
 
     check_output(output)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False, keep=False)
+    onto_input = names_open_file(output, t.source.fd)  # (now: by the time it is written, it may be another)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names
     st = Store(store_dir, dry_run=True)  # expand only reads the store
     refuse_output_in_store(output, st.root)
@@ -460,7 +461,8 @@ def expand(
     new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps())
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     # restored lines get their original bytes; onto the session, what the agent appended meanwhile is kept
-    write_over(t, new, output, lambda version, out: write_transcript(version, out, originals=OriginalLines(st, t)))
+    write_over(t, new, output, lambda version, out: write_transcript(version, out, originals=OriginalLines(st, t)),
+               onto_input=onto_input)
     warn_bad_lines(t)
     print_warnings(st.warnings)
     console.print(f"restored {len(report.restored)} tool output(s)", markup=False)

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from .. import load_policy
 from ..clock import parse_instant
 from ..errors import UsageError, WriteError
+from ..fileio import names_open_file
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
@@ -33,6 +34,8 @@ class Run:
     ctx: Context
     #: where the read resumed from, and where this run's checkpoints go (compact only)
     checkpoints: Checkpoints | None = None
+    #: the output named the input's file when it was read (``-o`` onto the session: see write_output)
+    onto_input: bool = False
 
     def save(self) -> None:
         """Save the store's decisions and the token counts, durably (before the output is written)."""
@@ -60,7 +63,7 @@ class Run:
             except WriteError as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
         write_over(self.transcript, transcript, output, lambda t, out: write_transcript(t, out, to),
-                   keep_appended=to is None)
+                   onto_input=self.onto_input, keep_appended=to is None)
 
 
 def parse_now(now: str | None) -> Any:
@@ -109,13 +112,15 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
-             **inputs: Any) -> Run:
+             output: Path | None = None, **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
     ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
     trusted for the summarizer settings it sets, or the run stops here (exit 2) before anything is done.
     ``checkpoint``: None, no checkpoints (a command that writes no transcript); True, resume the read
     from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
+    ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
+    as it was read (standard input redirected from the session, too).
     """
     from .trust_cmd import guard_policy
 
@@ -140,6 +145,6 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         for warning in checkpoints.warnings:
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
-    run = Run(pol, t, ctx, checkpoints)
+    run = Run(pol, t, ctx, checkpoints, onto_input=names_open_file(output, t.source.fd))
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run

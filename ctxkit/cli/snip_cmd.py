@@ -44,7 +44,7 @@ def snip(
     if not wanted:
         raise UsageError("--ids needs at least one id (the [id:xxxxxx] tags shown by `ctxkit view --tag-ids`)")
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
-                   context_window=None, snip_ids=wanted)
+                   context_window=None, snip_ids=wanted, output=output)
     print_warnings(run.ctx.warnings)
     result = compile_pipeline(run.policy, only=["snip"]).run(run.transcript, run.ctx)
     run.write_output(result.transcript, output)

@@ -11,10 +11,10 @@ when its output is its input, two steps keep that (docs/store.md, "Checkpoints")
 * :func:`copy_appended_since_read`: the bytes from that line (or from the end of what was read) to the
   file's end now are copied after the output, the last thing before the rename.
 
-And two checks before the copy, each stopping the run with nothing written rather than undoing
-someone else's work: the name must still be that of the file that was read (another program, or
-another ctxkit run writing onto the same session, may have put a new file there), and the file must
-not be shorter than what was read (rewritten in place).
+And two checks, each stopping the run with the file left as it is rather than undoing someone else's
+work: the file must not be shorter than what was read (rewritten in place), and, last thing before
+the rename, the name must still be that of the file that was read (:func:`check_still_named`:
+another program, or another ctxkit run writing onto the same session, may have put a new file there).
 """
 from __future__ import annotations
 
@@ -37,38 +37,37 @@ def partial_last_line(t: Transcript) -> int | None:
     return n - 1 if n and t.lines.bad(n - 1) and not t.ends_with_newline() else None
 
 
-def copy_appended_since_read(t: Transcript, out: BinaryIO, still_named: str | os.PathLike) -> int:
+def _failed(t: Transcript, session: str | os.PathLike, what: str) -> TranscriptError:
+    """The error that stops a run writing onto its input: it names the session (its path when it came on
+    standard input) and says that the file was left as another program made it."""
+    name = t.source.name if t.source.path is not None else str(session)
+    return TranscriptError(name, 0, f"{what} while ctxkit ran; it was left as it is (the output was not written)")
+
+
+def copy_appended_since_read(t: Transcript, out: BinaryIO, session: str | os.PathLike) -> int:
     """Copy to ``out`` the bytes of ``t``'s input file from the end of what was read to its end now, as they
-    are: what an agent appended while ctxkit ran, for an output that replaces its own input, named
-    ``still_named`` (which leaves out :func:`partial_last_line`); written just before the new file takes
-    that name. They start at that line, when there is one: a line finished meanwhile is copied whole,
-    not as a second broken line. A last line still unfinished then gets a newline: the rest of it goes to
-    the file its writer holds open, the one being replaced, and the agent's next line must not be glued
+    are: what an agent appended while ctxkit ran, for an output that replaces that file (named
+    ``session``), written just before the new file takes its name. They start at :func:`partial_last_line`
+    when there is one (the output leaves it out): a line finished meanwhile is copied whole, not as a
+    second broken line. A last line still unfinished then gets a newline: the rest of it goes to the
+    file its writer holds open, the one being replaced, and the agent's next line must not be glued
     onto it. Their number (0: nothing was added).
 
-    Raises :class:`TranscriptError` when ``still_named`` no longer names the file that was read (replaced
-    or removed meanwhile), when the file is now shorter than what was read (rewritten), or when it
+    Raises :class:`TranscriptError` when the file is now shorter than what was read (rewritten), or
     cannot be read again."""
     source = t.source
-
-    def failed(what: str, name: str = source.name) -> TranscriptError:
-        return TranscriptError(name, 0, f"{what} while ctxkit ran; nothing was written")
-
     try:
-        size = os.fstat(source.fd).st_size
-    except (OSError, TypeError) as exc:
-        raise failed(f"cannot be read again ({getattr(exc, 'strerror', None) or exc})") from None
-    if not names_open_file(still_named, source.fd):
-        raise failed("is no longer the file ctxkit read (another program, or another ctxkit run, put a new "
-                     "file in its place or removed it)", source.name if source.path is not None else str(still_named))
-    if size < t.lines.end:
-        raise failed("shrank (another program rewrote it)")
+        size = os.fstat(source.fd)
+    except OSError as exc:
+        raise _failed(t, session, f"cannot be read again ({exc.strerror})") from None
+    if size.st_size < t.lines.end:
+        raise _failed(t, session, "shrank (another program rewrote it)")
 
     def read(at: int) -> bytes:  # (a write error is the output's, raised as it is)
         try:
             return source.read_at(at, 1 << 20)
         except OSError as exc:
-            raise failed(f"cannot be read again ({exc.strerror})") from None
+            raise _failed(t, session, f"cannot be read again ({exc.strerror})") from None
 
     partial = partial_last_line(t)
     offset = start = t.lines.end if partial is None else t.lines.starts[partial]
@@ -81,27 +80,42 @@ def copy_appended_since_read(t: Transcript, out: BinaryIO, still_named: str | os
     return offset - start
 
 
-def write_over(read: Transcript, new: Transcript, output: str | os.PathLike | None,
-               write: Callable[[Transcript, BinaryIO], None], *, keep_appended: bool = True) -> None:
-    """Write ``new``, a version of ``read``, to ``output`` (a file replaced atomically, or ``-``) with
+def check_still_named(t: Transcript, session: str | os.PathLike) -> None:
+    """Raise :class:`TranscriptError` unless ``session`` still names the file ``t`` was read from: another
+    program, or a second ctxkit run writing onto the same session (a hook fired twice), put a new file
+    in its place or removed it, and replacing that file would lose what it holds. Run last thing before
+    the output takes the name (a rename in the instant after it is not seen)."""
+    if not names_open_file(session, t.source.fd):
+        raise _failed(t, session, "is no longer the file ctxkit read (another program, or another ctxkit run, "
+                      "put a new file in its place or removed it)")
+
+
+def write_over(original: Transcript, new: Transcript, output: str | os.PathLike | None,
+               write: Callable[[Transcript, BinaryIO], None], *, onto_input: bool = False,
+               keep_appended: bool = True) -> None:
+    """Write ``new``, a version of ``original``, to ``output`` (a file replaced atomically, or ``-``) with
     ``write(new, stream)``.
 
-    When ``output`` is ``read``'s own file and ``keep_appended`` (not when it is written in another format):
-    what the agent appended while this run read and worked is copied after the output, last thing before
-    it replaces the file, from the start of a line it was still writing when this run read it, which is
-    left out of ``new``. Otherwise the cached pages of the file replaced are let go
+    ``onto_input``: ``output`` named ``original``'s file when it was read (the caller checks it then,
+    :func:`ctxkit.fileio.names_open_file`: it may be another file by now); an output that names it now,
+    or by the same path, is onto the input too. Onto the input, and with ``keep_appended`` (not when it
+    is written in another format): what the agent appended while this run read and worked is copied
+    after the output, from the start of a line it was still writing when this run read it (left out of
+    ``new``), and the output replaces the file only if it is still the one that was read
+    (:func:`check_still_named`). Otherwise the cached pages of the file replaced are let go
     (:func:`ctxkit.fileio.release_cached_pages`; onto the input, its bytes are still to be copied)."""
-    path = read.source.path
-    onto_input = names_open_file(output, read.source.fd) or (
-        path is not None and output is not None and str(output) != "-"
-        and os.path.realpath(output) == os.path.realpath(path))  # (a file put in its place: refused on the copy)
+    path = original.source.path
+    to_file = output is not None and str(output) != "-"
+    onto_input = to_file and (onto_input or names_open_file(output, original.source.fd) or (
+        path is not None and os.path.realpath(output) == os.path.realpath(path)))
     if not onto_input:
         release_cached_pages(output)
-    last = None
+    last = verify = None
     if onto_input and keep_appended:
-        partial = partial_last_line(read)
+        partial = partial_last_line(original)
         if partial is not None:
             new = new.with_edits(remove=[partial])
-        last = functools.partial(copy_appended_since_read, read, still_named=output)
-    with atomic_output(output, last=last) as out:
+        last = functools.partial(copy_appended_since_read, original, session=output)
+        verify = functools.partial(check_still_named, original, output)
+    with atomic_output(output, last=last, verify=verify) as out:
         write(new, out)

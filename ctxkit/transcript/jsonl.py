@@ -84,7 +84,8 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
 
 def _file_at_its_start(stream: BinaryIO) -> BinaryIO | None:
     """Standard input redirected from a regular file not yet read from (``ctxkit compact < session.jsonl``),
-    opened again (a new descriptor sharing its position): read in place like a file named on the command
+    as a stream of its own over a second descriptor (``dup``: it shares the position, which ends where
+    reading ended, as when standard input was copied): read in place like a file named on the command
     line, not copied first. What that gives: no copy of a long session to read, checkpoints that skip the
     prefix (docs/store.md), and an output written onto that same file keeps what the agent appended
     meanwhile (:mod:`ctxkit.transcript.appended`). None for a pipe, a terminal, or a file read part way
