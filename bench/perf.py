@@ -200,7 +200,7 @@ class Context:
         """``ctxkit compact PATH -o OUT`` with :data:`BUSY`; with ``stdin``, ``compact - -o OUT < PATH``."""
         named = "-" if stdin else str(path)
         return self.run([*self.ctxkit, "compact", named, "-o", str(out), "--store", str(store), *BUSY, *extra],
-                        inputs=(path,), note=note, stdin=path if stdin else None)
+                        inputs=() if stdin else (path,), note=note, stdin=path if stdin else None)
 
 
 # -- the inputs ---------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark row: the second ``ctxkit compact`` after one new turn, on a 190 MB session and on a 3 MB one.
+"""Benchmark rows: the second ``ctxkit compact`` after one new turn, on a 190 MB session and on a 3 MB one.
 
 ctxkit runs after every agent turn, so the run that matters is the one after the agent appended a
 turn to a session ctxkit has compacted before (same store). Both sessions are the inputs
@@ -13,9 +13,9 @@ turn to a session ctxkit has compacted before (same store). Both sessions are th
 The row is step 3 on 190 MB over step 3 on 3 MB (target: at most 2x): with checkpoints the second
 run reads only the new turn, and copies the unchanged bytes in the kernel. A second row runs the same
 steps on two more copies of the 190 MB session, one named on the command line and one on standard
-input (``compact - -o OUT < SESSION``, the README's pipe form), and compares step 3 of the two (target:
-at most 1.5x): standard input that is a file is read in place, checkpoints and all, not copied to a
-temporary file first (which made it 2.5-3.5x slower). Both are part of the table ``python bench/perf.py``
+input (``compact - -o OUT < SESSION``, the redirect the README opens with), and compares step 3 of the
+two (target: at most 1.5x): standard input that is a file is read in place, not copied to a temporary
+file before each run (which made the row 1.88x). Both are part of the table ``python bench/perf.py``
 prints (``rows`` is its plug-in interface); alone: ``python bench/perf.py --only "second compact"``.
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ def new_turn(path: Path) -> None:
 
 
 def rows(ctx) -> list:
-    """The row, for ``bench/perf.py`` (``ctx`` is its Context: inputs, scratch folder, ``compact``)."""
+    """The two rows, for ``bench/perf.py`` (``ctx`` is its Context: inputs, scratch folder, ``compact``)."""
     from perf import Row, Sample  # bench/ is on sys.path when perf.py runs
 
     prepared: dict[tuple[int, str], tuple[Path, Path, Path]] = {}

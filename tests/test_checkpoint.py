@@ -284,7 +284,6 @@ def test_a_session_rewritten_while_ctxkit_writes_onto_it_stops_the_run_with_noth
     shorter than them was rewritten by someone else, a new file in its place was put there by someone else,
     and one that cannot be read again is not guessed at."""
     import io
-    import os
 
     from ctxkit.errors import TranscriptError
     from ctxkit.transcript import read_transcript
@@ -350,13 +349,16 @@ run()
         return subprocess.run([sys.executable, "-c", script], stdin=given, capture_output=True, cwd=cwd)
 
 
-@pytest.mark.parametrize("command", ["compact", "snip", "expand"])
+@pytest.mark.parametrize("meanwhile", ["replaced", "removed"])
+@pytest.mark.parametrize("command", ["compact", "compact --to openai", "snip", "expand"])
 @pytest.mark.parametrize("how", ["named", "stdin"])
-def test_a_session_replaced_while_ctxkit_writes_onto_it_is_left_as_the_other_program_wrote_it(tmp_path, command, how):
+def test_a_session_replaced_while_ctxkit_writes_onto_it_is_left_as_the_other_program_wrote_it(tmp_path, command, how,
+                                                                                             meanwhile):
     """``-o`` onto the session, and another program (or a second ctxkit run, from a hook fired twice) puts
     a new file in the session's place, or removes it, while this run works: the run stops with an error
     and leaves that as it is, with whatever the agent appended to the new file since; replacing it would
-    lose that. The session named on the command line, or on standard input redirected from it."""
+    lose that. The session named on the command line, or on standard input redirected from it; written
+    in its own format, or in another one (nothing appended is copied then, but the check is the same)."""
     src, store = tmp_path / "session.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     if command != "compact":  # snip by an id of the view; expand what a compaction moved out
@@ -366,21 +368,21 @@ def test_a_session_replaced_while_ctxkit_writes_onto_it_is_left_as_the_other_pro
     (tmp_path / "theirs.jsonl").write_bytes(theirs)
     named = "-" if how == "stdin" else str(src)
     args = {"compact": [named, "-o", str(src), "--store", str(store), *ARGS, *WINDOW],
+            "compact --to openai": [named, "-o", str(src), "--store", str(store), *ARGS, *WINDOW, "--to", "openai"],
             "snip": [named, "--ids", _an_id(src), "-o", str(src), "--store", str(store), "--now", ARGS[3]],
             "expand": [named, "-o", str(src), "--store", str(store)]}[command]
-    for meanwhile in (f"os.replace({str(tmp_path / 'theirs.jsonl')!r}, {str(src)!r})", f"os.unlink({str(src)!r})"):
-        done = _ctxkit_while(meanwhile, command, args, src if how == "stdin" else None, tmp_path)
-        err = done.stderr.decode()
-        assert done.returncode == 3, err
-        assert f"{src}:0: is no longer the file ctxkit read" in err and "it was left as it is" in err
-        assert "Traceback" not in err
-        if meanwhile.startswith("os.replace"):
-            assert src.read_bytes() == theirs
-            (tmp_path / "theirs.jsonl").write_bytes(theirs)
-            write(src, conversation(turns(8, 30, "a"), session="s-a"))
-        else:
-            assert not src.exists()
-        assert [p.name for p in tmp_path.iterdir() if "tmp" in p.name] == []  # no temporary file left
+    statement = {"replaced": f"os.replace({str(tmp_path / 'theirs.jsonl')!r}, {str(src)!r})",
+                 "removed": f"os.unlink({str(src)!r})"}[meanwhile]
+    done = _ctxkit_while(statement, command.split()[0], args, src if how == "stdin" else None, tmp_path)
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert f"{src}:0: is no longer the file ctxkit read" in err and "it was left as it is" in err
+    assert "Traceback" not in err
+    if meanwhile == "replaced":
+        assert src.read_bytes() == theirs
+    else:
+        assert not src.exists()
+    assert [p.name for p in tmp_path.iterdir() if "tmp" in p.name] == []  # no temporary file left
 
 
 def _an_id(src: Path) -> str:
@@ -417,9 +419,10 @@ def test_expand_onto_the_session_keeps_a_turn_appended_while_it_runs(runner, tmp
 
 def test_standard_input_redirected_from_the_session_is_read_in_place(tmp_path):
     """``ctxkit compact - -o session.jsonl < session.jsonl``: standard input that is a file is read like a
-    file named on the command line (it used to be copied to a temporary file first): the output written
-    onto it keeps a turn the agent appended during the run, and the next run from standard input resumes
-    from a checkpoint and writes what a full read writes."""
+    file named on the command line (it used to be copied to a temporary file first), so the output written
+    onto it keeps a turn the agent appended during the run (in a copy, the turn was not there to keep).
+    And the next run from standard input resumes from a checkpoint and writes what a full read writes
+    (as it did from a copy: checkpoints are found by content)."""
     import subprocess
 
     src, store = tmp_path / "session.jsonl", tmp_path / "store"

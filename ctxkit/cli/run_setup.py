@@ -135,6 +135,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint, fmt=fmt)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line,
                         resume=checkpoints.resume if checkpoints is not None else None)
+    onto_input = names_open_file(output, t.source.fd)  # (now: by the time it is written, it may be another)
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
                         context_window=context_window, cwd=Path.cwd(),
@@ -145,6 +146,6 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         for warning in checkpoints.warnings:
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
-    run = Run(pol, t, ctx, checkpoints, onto_input=names_open_file(output, t.source.fd))
+    run = Run(pol, t, ctx, checkpoints, onto_input=onto_input)
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run

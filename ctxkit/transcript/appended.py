@@ -38,8 +38,8 @@ def partial_last_line(t: Transcript) -> int | None:
 
 
 def _failed(t: Transcript, session: str | os.PathLike, what: str) -> TranscriptError:
-    """The error that stops a run writing onto its input: it names the session (its path when it came on
-    standard input) and says that the file was left as another program made it."""
+    """The error that stops a run writing onto its input before the rename: it names the session (its path
+    when it came on standard input) and says that the file was not replaced."""
     name = t.source.name if t.source.path is not None else str(session)
     return TranscriptError(name, 0, f"{what} while ctxkit ran; it was left as it is (the output was not written)")
 
@@ -57,10 +57,10 @@ def copy_appended_since_read(t: Transcript, out: BinaryIO, session: str | os.Pat
     cannot be read again."""
     source = t.source
     try:
-        size = os.fstat(source.fd)
+        size = os.fstat(source.fd).st_size
     except OSError as exc:
         raise _failed(t, session, f"cannot be read again ({exc.strerror})") from None
-    if size.st_size < t.lines.end:
+    if size < t.lines.end:
         raise _failed(t, session, "shrank (another program rewrote it)")
 
     def read(at: int) -> bytes:  # (a write error is the output's, raised as it is)
@@ -91,19 +91,20 @@ def check_still_named(t: Transcript, session: str | os.PathLike) -> None:
 
 
 def write_over(original: Transcript, new: Transcript, output: str | os.PathLike | None,
-               write: Callable[[Transcript, BinaryIO], None], *, onto_input: bool = False,
+               write: Callable[[Transcript, BinaryIO], None], *, onto_input: bool,
                keep_appended: bool = True) -> None:
     """Write ``new``, a version of ``original``, to ``output`` (a file replaced atomically, or ``-``) with
     ``write(new, stream)``.
 
-    ``onto_input``: ``output`` named ``original``'s file when it was read (the caller checks it then,
-    :func:`ctxkit.fileio.names_open_file`: it may be another file by now); an output that names it now,
-    or by the same path, is onto the input too. Onto the input, and with ``keep_appended`` (not when it
-    is written in another format): what the agent appended while this run read and worked is copied
-    after the output, from the start of a line it was still writing when this run read it (left out of
-    ``new``), and the output replaces the file only if it is still the one that was read
-    (:func:`check_still_named`). Otherwise the cached pages of the file replaced are let go
-    (:func:`ctxkit.fileio.release_cached_pages`; onto the input, its bytes are still to be copied)."""
+    ``onto_input``: ``output`` named ``original``'s file when it was read (the caller checks it right
+    then, :func:`ctxkit.fileio.names_open_file`: it may name another file by now, and standard input
+    has no path to compare). An output that names it now, or by the same path as the input's, is onto
+    the input too. Onto the input, the output replaces the file only if it is still the one that was
+    read (:func:`check_still_named`), and with ``keep_appended`` (not when it is written in another
+    format) what the agent appended while this run read and worked is copied after it, from the start
+    of a line it was still writing when this run read it (left out of ``new``). Otherwise the cached
+    pages of the file replaced are let go (:func:`ctxkit.fileio.release_cached_pages`; onto the input,
+    its bytes are still to be copied)."""
     path = original.source.path
     to_file = output is not None and str(output) != "-"
     onto_input = to_file and (onto_input or names_open_file(output, original.source.fd) or (
@@ -111,11 +112,12 @@ def write_over(original: Transcript, new: Transcript, output: str | os.PathLike 
     if not onto_input:
         release_cached_pages(output)
     last = verify = None
+    if onto_input:
+        verify = functools.partial(check_still_named, original, output)
     if onto_input and keep_appended:
         partial = partial_last_line(original)
         if partial is not None:
             new = new.with_edits(remove=[partial])
         last = functools.partial(copy_appended_since_read, original, session=output)
-        verify = functools.partial(check_still_named, original, output)
     with atomic_output(output, last=last, verify=verify) as out:
         write(new, out)

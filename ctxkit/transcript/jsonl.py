@@ -28,11 +28,12 @@ BAD_LINE_POLICIES = ("fail", "skip")
 
 @dataclass
 class Source:
-    """A seekable binary copy of the input and the name to use in messages."""
+    """The input as a seekable binary file (the file itself, or a copy of what came through a pipe) and the
+    name to use in messages."""
 
     name: str
     file: BinaryIO
-    path: Path | None = None  # the real file, when the input was one
+    path: Path | None = None  # the file's path, when it was named (None for standard input)
     _owned: bool = True
     #: the file descriptor reads at an offset use (None: a stream without one, in memory)
     fd: int | None = field(default=None, init=False, repr=False)
@@ -61,7 +62,8 @@ class Source:
 
 
 def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> Source:
-    """Open a transcript file, or spool standard input (``-`` or None) to a temporary file."""
+    """Open a transcript file, or standard input (``-`` or None): the file it is redirected from, read in
+    place, or else a copy of it in a temporary file."""
     if path is None or str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         redirected = _file_at_its_start(stream)
@@ -86,10 +88,10 @@ def _file_at_its_start(stream: BinaryIO) -> BinaryIO | None:
     """Standard input redirected from a regular file not yet read from (``ctxkit compact < session.jsonl``),
     as a stream of its own over a second descriptor (``dup``: it shares the position, which ends where
     reading ended, as when standard input was copied): read in place like a file named on the command
-    line, not copied first. What that gives: no copy of a long session to read, checkpoints that skip the
-    prefix (docs/store.md), and an output written onto that same file keeps what the agent appended
-    meanwhile (:mod:`ctxkit.transcript.appended`). None for a pipe, a terminal, or a file read part way
-    (its rest is the input: spooled)."""
+    line, not copied first. What that gives: no copy of a long session before each run (a resumed run
+    reads only the new bytes of it), and an output written onto that same file keeps what the agent
+    appended meanwhile (:mod:`ctxkit.transcript.appended`). None for a pipe, a terminal, or a file read
+    part way (its rest is the input: spooled)."""
     try:
         fd = stream.fileno()
         if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
