@@ -96,3 +96,15 @@ def test_a_file_of_blank_lines_is_kept_as_it_is_under_skip(runner, tmp_path, dat
     assert r.exit_code == 0, r.stderr
     assert out.read_bytes() == data
 
+
+
+@pytest.mark.parametrize("redirect, error", [
+    ("<&-", "<stdin>:0: standard input is closed: name a transcript file, or give one on it"),
+    ("0>>{tmp}/other.jsonl", "<stdin>:0: cannot be read (Bad file descriptor)"),
+], ids=["closed", "write-only"])
+def test_standard_input_that_cannot_be_read_is_named_not_an_internal_error(tmp_path, redirect, error):
+    """``ctxkit stats`` reading standard input that was closed, or opened for writing only: a bad-input error
+    (exit 3) that names it; it was an internal error (exit 4), or an unnamed one."""
+    p = subprocess.run(f"{sys.executable} -m ctxkit.cli.main stats {redirect.format(tmp=tmp_path)}", shell=True,
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert (p.returncode, p.stderr) == (3, f"ctxkit: error: {error}\n")

@@ -65,12 +65,18 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
     """Open a transcript file, or standard input (``-`` or None): the file it is redirected from, read in
     place, or else a copy of it in a temporary file."""
     if path is None or str(path) == "-":
+        if stdin is None and sys.stdin is None:  # (started with it closed: `ctxkit stats <&-`)
+            raise TranscriptError("<stdin>", 0, "standard input is closed: name a transcript file, or give one on it")
         stream = stdin if stdin is not None else sys.stdin.buffer
         redirected = _file_at_its_start(stream)
         if redirected is not None:
             return Source(name="<stdin>", file=redirected)
         spool = tempfile.TemporaryFile(prefix="ctxkit-stdin-")
-        shutil.copyfileobj(stream, spool, 1 << 20)
+        try:
+            shutil.copyfileobj(stream, spool, 1 << 20)
+        except OSError as exc:  # (open for writing only: `0>>file`)
+            spool.close()
+            raise TranscriptError("<stdin>", 0, f"cannot be read ({exc.strerror or exc})") from None
         spool.seek(0)
         return Source(name="<stdin>", file=spool)
     p = Path(path)
@@ -94,11 +100,20 @@ def _file_at_its_start(stream: BinaryIO) -> BinaryIO | None:
     part way (its rest is the input: spooled)."""
     try:
         fd = stream.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
-            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0 or _write_only(fd):
+            return None  # (one open for writing only is refused when it is copied: the error names it)
         return os.fdopen(os.dup(fd), "rb")
     except (AttributeError, OSError, ValueError):
         return None
+
+
+def _write_only(fd: int) -> bool:
+    """Whether ``fd`` was opened for writing only (standard input given as ``0>>file``)."""
+    try:
+        import fcntl
+    except ImportError:  # (not POSIX: the copy's read says so)
+        return False
+    return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
 
 
 def iter_lines(source: Source, offset: int = 0, lines_before: int = 0) -> Iterator[tuple[int, int, bytes]]:
