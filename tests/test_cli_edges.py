@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -97,14 +98,43 @@ def test_a_file_of_blank_lines_is_kept_as_it_is_under_skip(runner, tmp_path, dat
     assert out.read_bytes() == data
 
 
-
 @pytest.mark.parametrize("redirect, error", [
-    ("<&-", "<stdin>:0: standard input is closed: name a transcript file, or give one on it"),
+    ("<&-", "<stdin>:0: standard input is closed (name a transcript file instead)"),
     ("0>>{tmp}/other.jsonl", "<stdin>:0: cannot be read (Bad file descriptor)"),
 ], ids=["closed", "write-only"])
 def test_standard_input_that_cannot_be_read_is_named_not_an_internal_error(tmp_path, redirect, error):
     """``ctxkit stats`` reading standard input that was closed, or opened for writing only: a bad-input error
     (exit 3) that names it; it was an internal error (exit 4), or an unnamed one."""
-    p = subprocess.run(f"{sys.executable} -m ctxkit.cli.main stats {redirect.format(tmp=tmp_path)}", shell=True,
-                       capture_output=True, text=True, cwd=tmp_path)
+    p = subprocess.run(f"{shlex.quote(sys.executable)} -m ctxkit.cli.main stats {redirect.format(tmp=tmp_path)}",
+                       shell=True, capture_output=True, text=True, cwd=tmp_path)
     assert (p.returncode, p.stderr) == (3, f"ctxkit: error: {error}\n")
+
+
+def test_a_full_disk_while_standard_input_is_copied_is_a_write_error_not_bad_input(tmp_path):
+    """A pipe is copied to a temporary file first: a write that fails there (here a file-size limit) is the
+    copy's error, named (exit 2), not "standard input cannot be read" (exit 3, a bad transcript)."""
+    p = subprocess.run(f"ulimit -f 100; cat {shlex.quote(str(EXAMPLE))} | {shlex.quote(sys.executable)} -m "
+                       "ctxkit.cli.main stats", shell=True, executable="/bin/bash", capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("ctxkit: error: cannot write a temporary copy of standard input (") and \
+        p.stderr.endswith("): File too large\n")
+
+
+def test_a_non_blocking_pipe_is_waited_on_not_read_as_empty(tmp_path):
+    """Standard input a non-blocking pipe (its writer set it so), with the session written a moment after
+    ctxkit starts: ctxkit waits for it; it used to take "nothing yet" for the end and write an empty file."""
+    import os
+    import time
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "ctxkit.cli.main", "compact", "-", "-o", str(out), "--store",
+                             str(tmp_path / "store")], stdin=r, stderr=subprocess.PIPE, cwd=tmp_path)
+    os.close(r)
+    time.sleep(1)
+    with os.fdopen(w, "wb") as writer:
+        writer.write(EXAMPLE.read_bytes())
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    assert out.read_bytes().count(b"\n") >= EXAMPLE.read_bytes().count(b"\n")

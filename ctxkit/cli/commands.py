@@ -448,7 +448,8 @@ def expand(
 
     check_output(output)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False, keep=False)
-    onto_input = names_open_file(output, t.source.fd)  # (now: by the time it is written, it may be another)
+    # whether the output names the input's file now: it may name another by the time the output is written
+    onto_input = names_open_file(output, t.source.fd)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names
     st = Store(store_dir, dry_run=True)  # expand only reads the store
     refuse_output_in_store(output, st.root)

@@ -135,7 +135,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint, fmt=fmt)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line,
                         resume=checkpoints.resume if checkpoints is not None else None)
-    onto_input = names_open_file(output, t.source.fd)  # (now: by the time it is written, it may be another)
+    # whether the output names the input's file now: it may name another by the time the output is written
+    onto_input = names_open_file(output, t.source.fd)
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
                         context_window=context_window, cwd=Path.cwd(),

@@ -15,6 +15,7 @@ And two checks, each stopping the run with the file left as it is rather than un
 work: the file must not be shorter than what was read (rewritten in place), and, last thing before
 the rename, the name must still be that of the file that was read (:func:`check_still_named`:
 another program, or another ctxkit run writing onto the same session, may have put a new file there).
+That last check is made for an output in another format too (``--to``), which copies nothing appended.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ a temporary file first so that it can be read twice, unless it is a file already
 from __future__ import annotations
 
 import os
-import shutil
+import select
 import stat
 import sys
 import tempfile
@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 import orjson
 
-from ..errors import TranscriptError
+from ..errors import TranscriptError, WriteError
 
 BAD_LINE_POLICIES = ("fail", "skip")
 
@@ -66,19 +66,12 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
     place, or else a copy of it in a temporary file."""
     if path is None or str(path) == "-":
         if stdin is None and sys.stdin is None:  # (started with it closed: `ctxkit stats <&-`)
-            raise TranscriptError("<stdin>", 0, "standard input is closed: name a transcript file, or give one on it")
+            raise TranscriptError("<stdin>", 0, "standard input is closed (name a transcript file instead)")
         stream = stdin if stdin is not None else sys.stdin.buffer
         redirected = _file_at_its_start(stream)
         if redirected is not None:
             return Source(name="<stdin>", file=redirected)
-        spool = tempfile.TemporaryFile(prefix="ctxkit-stdin-")
-        try:
-            shutil.copyfileobj(stream, spool, 1 << 20)
-        except OSError as exc:  # (open for writing only: `0>>file`)
-            spool.close()
-            raise TranscriptError("<stdin>", 0, f"cannot be read ({exc.strerror or exc})") from None
-        spool.seek(0)
-        return Source(name="<stdin>", file=spool)
+        return Source(name="<stdin>", file=_spooled(stream))
     p = Path(path)
     try:
         return Source(name=str(path), file=open(p, "rb"), path=p)
@@ -105,6 +98,33 @@ def _file_at_its_start(stream: BinaryIO) -> BinaryIO | None:
         return os.fdopen(os.dup(fd), "rb")
     except (AttributeError, OSError, ValueError):
         return None
+
+
+def _spooled(stream: BinaryIO) -> BinaryIO:
+    """A temporary file holding all of ``stream`` (standard input), at its start. A read error is the
+    input's (a descriptor open for writing only: ``0>>file``), a write error the copy's (a full disk);
+    a non-blocking pipe with nothing in it yet is waited on, not taken for the end."""
+    spool = tempfile.TemporaryFile(prefix="ctxkit-stdin-")
+    try:
+        while True:
+            try:
+                chunk = stream.read(1 << 20)
+            except OSError as exc:
+                raise TranscriptError("<stdin>", 0, f"cannot be read ({exc.strerror or exc})") from None
+            if chunk is None:
+                select.select([stream], [], [])
+                continue
+            if not chunk:
+                break
+            try:
+                spool.write(chunk)
+            except OSError as exc:
+                raise WriteError(f"a temporary copy of standard input ({spool.name})", exc) from None
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
 
 
 def _write_only(fd: int) -> bool:
