@@ -423,33 +423,18 @@ def test_standard_input_redirected_from_the_session_is_read_in_place(tmp_path):
     onto it keeps a turn the agent appended during the run (in a copy, the turn was not there to keep).
     And the next run from standard input resumes from a checkpoint and writes what a full read writes
     (as it did from a copy: checkpoints are found by content)."""
-    import subprocess
-
     src, store = tmp_path / "session.jsonl", tmp_path / "store"
     write(src, conversation(turns(8, 30, "a"), session="s-a"))
     turn = next_turn(src, tmp_path)
     args = ["--store", str(store), *ARGS, *WINDOW]
-    agent_appends_during_the_run = f"""
-import sys
-from ctxkit import pipeline
-from ctxkit.cli.main import run
-real = pipeline.Pipeline.run
-def appending(self, *args, **kwargs):
-    with open({str(src)!r}, "ab") as f:
-        f.write({turn!r})
-    return real(self, *args, **kwargs)
-pipeline.Pipeline.run = appending
-sys.argv = ["ctxkit", "compact", "-", "-o", {str(src)!r}, *{args!r}]
-run()
-"""
 
-    def ctxkit_reading_the_session(*cmd: str) -> subprocess.CompletedProcess:
-        with open(src, "rb") as stdin:
-            done = subprocess.run(cmd, stdin=stdin, capture_output=True, cwd=tmp_path)
+    def ctxkit_reading_the_session(*args: str, meanwhile: str = "pass"):
+        done = _ctxkit_while(meanwhile, "compact", ["-", *args], src, tmp_path)
         assert done.returncode in (0, 1), done.stderr.decode()
         return done
 
-    ctxkit_reading_the_session(sys.executable, "-c", agent_appends_during_the_run)
+    ctxkit_reading_the_session("-o", str(src), *args,
+                               meanwhile=f"with open({str(src)!r}, 'ab') as f:\n    f.write({turn!r})")
     assert src.read_bytes().endswith(b"}\n" + turn)
     grow(src, 1, 5, "c")
     shutil.copytree(store, tmp_path / "saved-store")
@@ -458,8 +443,7 @@ run()
         shutil.rmtree(store)
         shutil.copytree(tmp_path / "saved-store", store)  # (the store's path is in the output: the same one)
         outputs[name] = tmp_path / f"{name}.jsonl"
-        done = ctxkit_reading_the_session(sys.executable, "-m", "ctxkit.cli.main", "compact", "-", "-o",
-                                          str(outputs[name]), *args, *extra)
+        done = ctxkit_reading_the_session("-o", str(outputs[name]), *args, *extra)
     report = json.JSONDecoder().raw_decode(done.stderr[done.stderr.index(b"{"):].decode())[0]
     assert report["checkpoint"]["resumed"] is True
     assert outputs["resumed"].read_bytes() == outputs["full"].read_bytes()

@@ -99,8 +99,8 @@ def write_over(original: Transcript, new: Transcript, output: str | os.PathLike 
 
     ``onto_input``: ``output`` named ``original``'s file when it was read (the caller checks it right
     then, :func:`ctxkit.fileio.names_open_file`: it may name another file by now, and standard input
-    has no path to compare). An output that names it now, or by the same path as the input's, is onto
-    the input too. Onto the input, the output replaces the file only if it is still the one that was
+    has no path to compare). An output by the same path as a named input's is onto the input too (a
+    file put there during the read is refused below). Onto the input, the output replaces the file only if it is still the one that was
     read (:func:`check_still_named`), and with ``keep_appended`` (not when it is written in another
     format) what the agent appended while this run read and worked is copied after it, from the start
     of a line it was still writing when this run read it (left out of ``new``). Otherwise the cached
@@ -108,8 +108,7 @@ def write_over(original: Transcript, new: Transcript, output: str | os.PathLike 
     its bytes are still to be copied)."""
     path = original.source.path
     to_file = output is not None and str(output) != "-"
-    onto_input = to_file and (onto_input or names_open_file(output, original.source.fd) or (
-        path is not None and os.path.realpath(output) == os.path.realpath(path)))
+    onto_input = to_file and (onto_input or (path is not None and os.path.realpath(output) == os.path.realpath(path)))
     if not onto_input:
         release_cached_pages(output)
     last = verify = None
