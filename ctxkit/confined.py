@@ -84,6 +84,39 @@ def read_under(root: Path, parts: Sequence[str], *, shown: str | None = None,
     return _read_parts(root, parts, shown, MAX_READ_BYTES if limit is None else limit)
 
 
+def check_under(root: Path, parts: Sequence[str], *, shown: str | None = None, folder: bool = False) -> bool:
+    """Whether the regular file (with ``folder``: the folder) ``root/parts[0]/.../parts[-1]`` exists
+    (False: it, or a folder on the way, does not exist yet); raises :class:`Refused` when one of
+    ``parts`` is a symbolic link, a folder on the way is not a folder, or what is there is not a
+    regular file (not a folder).
+
+    The writing side of :func:`read_under`'s rule, for a folder ctxkit owns (the store): what a
+    write goes through is what a read would accept, so a link planted in the folder (``ledger.json``
+    pointing at another file, ``blobs/`` at another folder) cannot send a write elsewhere, and nothing
+    is written that could not be read back. ``root`` itself is trusted, as for :func:`read_under`.
+    ``parts`` are ctxkit's own names (``.lock`` included), not a transcript's."""
+    path = Path(root)
+    for k, part in enumerate(parts):
+        if not part or part in (".", "..") or "/" in part or os.sep in part:
+            raise Refused(shown or str(Path(root, *parts)), f"{part!r} is not a file name")
+        path = path / part
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:
+            raise Refused(str(path), f"cannot be examined ({exc.strerror or exc})", NOT_REGULAR) from None
+        if stat.S_ISLNK(info.st_mode):
+            raise Refused(str(path), "is a symbolic link (ctxkit neither reads nor writes through a link in "
+                          "its own folder)", NOT_REGULAR)
+        if k < len(parts) - 1 or folder:
+            if not stat.S_ISDIR(info.st_mode):
+                raise Refused(str(path), "is not a folder", NOT_REGULAR)
+        elif not stat.S_ISREG(info.st_mode):
+            raise Refused(str(path), "is not a regular file", NOT_REGULAR)
+    return bool(parts)
+
+
 _SKIPPED = {OUTSIDE: "outside the session's folder",
             NOT_REGULAR: "that {are} not {a}regular {files} (a device, FIFO, socket, link or system file)",
             TOO_LARGE: "over the size limit",

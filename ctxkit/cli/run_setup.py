@@ -17,7 +17,7 @@ from ..quoting import quote
 from ..run_context import build_context, save_token_cache
 from ..stages.base import Context
 from ..store.checkpoint import Checkpoints
-from ..store.disk import Store, default_store_dir
+from ..store.disk import Store, StoreError, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..transcript import read_transcript
 from ..transcript.appended import write_over
@@ -60,7 +60,7 @@ class Run:
         if self.checkpoints is not None:  # the next run after new turns reads only those
             try:  # with the store, before the output (a checkpoint of bytes never written is never found)
                 self.checkpoints.save(self.transcript, transcript if to is None else None)
-            except WriteError as exc:  # a cache: the output is still written, the next run reads in full
+            except (WriteError, StoreError) as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
         write_over(self.transcript, transcript, output, lambda t, out: write_transcript(t, out, to),
                    onto_input=self.onto_input, keep_appended=to is None)

@@ -196,9 +196,9 @@ class Checkpoints:
              earlier: dict | None = None) -> None:
         name = f"{size:016d}-{_digest(''.join(digests).encode())[:16]}.json"
         path = self.store.root / FOLDER / folder / name
-        if path.exists():  # the same bytes as an earlier run's: kept, and marked as this run's for _prune
-            try:
-                os.utime(path)
+        if self.store.has_file([FOLDER, folder, name]):  # the same bytes as an earlier run's: kept, and
+            try:                                          # marked as this run's for _prune (not through a link)
+                os.utime(path, follow_symlinks=False)
             except OSError:
                 pass
             return

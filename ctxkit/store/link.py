@@ -73,6 +73,7 @@ def find_store(source: str, t: Transcript, given: Path | None, *, writing: bool 
             raise UsageError(f"--store {given}: not a folder (--store names the folder compact used)")
         return Path(given), None
     default = default_store_dir(source)
+    _refuse_linked_default(default, writing)
     named = recorded_store(t, source)
     if named is None or _same_folder(Path(named), default):
         return default, None
@@ -81,6 +82,20 @@ def find_store(source: str, t: Transcript, given: Path | None, *, writing: bool 
         return folder, f"using the store this transcript names, {folder} (not {default} beside the input)"
     return default, (f"the store this transcript names ({named}) is not a ctxkit store (no {MARKER_NAME} "
                      f"marker); using {default}")
+
+
+def _refuse_linked_default(default: Path, writing: bool) -> None:
+    """Raise :class:`UsageError` when the ``.ctxkit/`` beside the input is a symbolic link to a folder
+    that is not a ctxkit store (for reading: nor one from before the marker). It came with the input
+    (a cloned repository can ship ``examples/.ctxkit`` pointing anywhere): the rule for a store a
+    transcript names holds for it too. A store the user wants elsewhere is named with ``--store``."""
+    if not default.is_symlink():
+        return
+    target = Path(os.path.realpath(default))
+    if is_marked_store(target) or (not writing and looks_like_store(target)):
+        return
+    raise UsageError(f"store {default}: a symbolic link to {target}, which is not a ctxkit store (no {MARKER_NAME} "
+                     f"marker); ctxkit does not write through it (name the folder with --store to use it)")
 
 
 def _same_folder(a: Path, b: Path) -> bool:
