@@ -97,3 +97,64 @@ def test_a_recursive_glob_still_finds_every_real_folder_and_follows_links_it_is_
     assert [i.rel for i in expand_inputs(["link/**/*.jsonl"])] == ["top.jsonl", "x/one.jsonl", "x/y/two.jsonl"]
     assert [i.source for i in expand_inputs(["r/*/*.jsonl", "r/**"])] == ["r/x/one.jsonl", "r/top.jsonl",
                                                                           "r/x/y/two.jsonl"]
+
+
+# -- URLs: an object's name is data; nothing is staged outside the scratch folder ----------------------
+def _memory(tmp_path: Path) -> tuple[object, str]:
+    fsspec = pytest.importorskip("fsspec", reason="the dask extra is not installed: pip install 'ctxkit[dask]'")
+    return fsspec.filesystem("memory"), f"/ctxkit-test-{tmp_path.name[-24:]}"
+
+
+def files_outside(tmp_path: Path, scratch: Path) -> list[Path]:
+    return [p for p in tmp_path.rglob("*") if p.is_file() and scratch not in p.parents]
+
+
+def test_an_object_whose_key_climbs_out_is_refused_not_staged(runner, tmp_path, monkeypatch):
+    fs, root = _memory(tmp_path)
+    from ctxkit.cli.main import app
+
+    scratch = tmp_path / "scratch" / "deep" / "er"
+    monkeypatch.setenv("CTXKIT_SCRATCH", str(scratch))
+    fs.pipe_file(f"{root}/in/day/../../../../../../../../escaped.jsonl", b'{"role": "user", "content": "hi"}\n')
+    r = runner.invoke(app, ["check", f"memory://{root}/in"])
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.startswith(f"ctxkit: error: 'memory://{root}/in/day/../../") and "is not read" in r.stderr
+    assert files_outside(tmp_path, scratch) == []
+
+
+def test_a_store_key_that_climbs_out_is_not_downloaded(runner, tmp_path, monkeypatch):
+    """Before, fsspec's own check stopped the download of the whole store ("would be copied outside the
+    destination"), so one planted key failed every file of its folder; now that key alone is left out."""
+    fs, root = _memory(tmp_path)
+    from ctxkit.cli.main import app
+
+    scratch = tmp_path / "scratch" / "deep" / "er"
+    monkeypatch.setenv("CTXKIT_SCRATCH", str(scratch))
+    session(tmp_path / "a.jsonl", rounds=2, size=10)
+    fs.pipe_file(f"{root}/in/a.jsonl", (tmp_path / "a.jsonl").read_bytes())
+    (tmp_path / "a.jsonl").unlink()
+    depth = len(scratch.relative_to(tmp_path).parts) + len(root.strip("/").split("/")) + 3
+    fs.pipe_file(f"{root}/in/.ctxkit/{'../' * depth}escaped.txt", b"planted")
+    fs.pipe_file(f"{root}/in/.ctxkit/state.json", b"{}")
+    r = runner.invoke(app, ["check", f"memory://{root}/in/a.jsonl"])
+    assert r.exit_code == 0, r.stderr
+    assert files_outside(tmp_path, scratch) == []
+
+
+def test_the_default_scratch_folder_must_be_private(tmp_path, monkeypatch):
+    import tempfile
+
+    from ctxkit.batch import remote
+
+    monkeypatch.delenv("CTXKIT_SCRATCH", raising=False)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    made = remote.scratch_root()
+    assert made == tmp_path / "ctxkit-stage" and (made.stat().st_mode & 0o777) == 0o700
+    made.chmod(0o777)  # another user made it first, open to all (in a shared /tmp)
+    with pytest.raises(UsageError, match="not a folder of yours that only you can write"):
+        remote.scratch_root()
+    made.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    made.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="not a folder of yours"):
+        remote.scratch_root()

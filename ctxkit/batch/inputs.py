@@ -158,6 +158,9 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
     fs, path = _url_fs(arg)
 
     def url(p: str) -> str:
+        if any(part in (".", "..") for part in p.split("/")):  # an object store's key is data: 'a/../../x'
+            raise UsageError(f"{quote(fs.unstrip_protocol(p))}: a URL whose path has a '.' or '..' part is not read "
+                             "(it would name a local file outside the scratch folder)")
         return fs.unstrip_protocol(p)
 
     def keep(p: str) -> bool:
