@@ -104,6 +104,8 @@ def check_under(root: Path, parts: Sequence[str], *, shown: str | None = None, f
             info = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
             return False
+        except PermissionError as exc:  # the folder it is in cannot be searched: name that folder
+            raise Refused(str(path.parent), f"cannot be entered ({exc.strerror or exc})", NOT_REGULAR) from None
         except OSError as exc:
             raise Refused(str(path), f"cannot be examined ({exc.strerror or exc})", NOT_REGULAR) from None
         if stat.S_ISLNK(info.st_mode):

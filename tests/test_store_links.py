@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -123,3 +127,28 @@ def test_a_default_store_that_is_a_link_to_a_folder_that_is_no_store_is_refused(
     r = runner.invoke(app, ["expand", "out.jsonl", "-o", "expanded.jsonl"])
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "expanded.jsonl").read_bytes() == EXAMPLE.read_bytes()
+
+
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.mark.skipif(not SETPRIV or not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="runs a child as another user (root and setpriv needed)")
+def test_a_store_another_user_cannot_enter_is_named_as_such(tmp_path):
+    """Failed before: the message named a file inside the folder ("ledger.json: cannot be read"), not the
+    folder the user cannot enter."""
+    shared = Path(tempfile.mkdtemp(prefix="ctxkit-test-"))
+    try:
+        shared.chmod(0o777)
+        (shared / "s.jsonl").write_bytes(EXAMPLE.read_bytes())
+        (shared / "s.jsonl").chmod(0o644)
+        (shared / ".ctxkit").mkdir(mode=0o700)  # root's, private
+        for command in (["stats", "s.jsonl"], ["compact", "s.jsonl", "--now", NOW, "-o", "out.jsonl"]):
+            r = subprocess.run([SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                                "ctxkit.cli.main", *command], cwd=shared, capture_output=True, text=True, timeout=60,
+                               env={"PATH": os.environ["PATH"], "HOME": str(shared), "XDG_CONFIG_HOME": str(shared / "x")})
+            assert (r.returncode, r.stderr) == (2, f"ctxkit: error: store file {shared / '.ctxkit'}: cannot be entered "
+                                                   "(Permission denied); ctxkit leaves it as it is (repair or remove it)\n")
+        assert not (shared / "out.jsonl").exists()
+    finally:
+        shutil.rmtree(shared)
