@@ -109,8 +109,8 @@ def check_under(root: Path, parts: Sequence[str], *, shown: str | None = None, f
         except OSError as exc:
             raise Refused(str(path), f"cannot be examined ({exc.strerror or exc})", NOT_REGULAR) from None
         if stat.S_ISLNK(info.st_mode):
-            raise Refused(str(path), "is a symbolic link (ctxkit neither reads nor writes through a link in "
-                          "its own folder)", NOT_REGULAR)
+            raise Refused(str(path), "is a symbolic link (ctxkit neither reads nor writes its own files "
+                          "through a link)", NOT_REGULAR)
         if k < len(parts) - 1 or folder:
             if not stat.S_ISDIR(info.st_mode):
                 raise Refused(str(path), "is not a folder", NOT_REGULAR)

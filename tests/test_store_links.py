@@ -45,8 +45,8 @@ def session(tmp_path):
 
 def refused(r, path: Path) -> None:
     assert r.exit_code == 2, r.stderr
-    assert r.stderr == (f"ctxkit: error: store file {path}: is a symbolic link (ctxkit neither reads nor writes "
-                        "through a link in its own folder); ctxkit leaves it as it is (repair or remove it)\n")
+    assert r.stderr == (f"ctxkit: error: store file {path}: is a symbolic link (ctxkit neither reads nor writes its "
+                        "own files through a link); ctxkit leaves it as it is (repair or remove it)\n")
 
 
 @pytest.mark.parametrize("name", ["ledger.json", "state.json", ".ctxkit-store", ".lock"])
@@ -152,3 +152,20 @@ def test_a_store_another_user_cannot_enter_is_named_as_such(tmp_path):
         assert not (shared / "out.jsonl").exists()
     finally:
         shutil.rmtree(shared)
+
+
+def test_a_sidecar_that_is_a_link_is_not_written_through(runner, tmp_path, session):
+    """Failed before: a link planted beside the output (``plain.jsonl.ctxkit-store``) had its target
+    replaced by ``{"store": ...}`` (a user's ``~/.bashrc``, say)."""
+    r = runner.invoke(app, ["view", str(EXAMPLE), "-o", "plain.jsonl"])  # an Anthropic message list
+    assert r.exit_code == 0, r.stderr
+    (tmp_path / "o").mkdir()
+    side = tmp_path / "o" / "out.jsonl.ctxkit-store"
+    side.symlink_to(session / "config.json")
+    before = listing(session)
+    r = runner.invoke(app, ["compact", "plain.jsonl", "--now", NOW, "-o", "o/out.jsonl"])
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.endswith("ctxkit: error: sidecar o/out.jsonl.ctxkit-store: is a symbolic link (ctxkit neither "
+                             "reads nor writes its own files through a link); it was not written, nor the output "
+                             "(remove it)\n")
+    assert listing(session) == before and not (tmp_path / "o" / "out.jsonl").exists()

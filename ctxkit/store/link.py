@@ -31,6 +31,7 @@ from pathlib import Path
 
 import orjson
 
+from ..confined import Refused, check_under
 from ..errors import UsageError
 from ..fileio import atomic_write
 from ..transcript import claude_code, claude_code_entries, claude_code_records
@@ -56,10 +57,13 @@ def recorded_store(t: Transcript, source: str | None) -> str | None:
         return path if isinstance(path, str) and path else None
     if not source or source == "-":
         return None
+    side = sidecar_path(source)
     try:
-        doc = orjson.loads(sidecar_path(source).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
+        if not check_under(side.parent, [side.name]):
+            return None
+        doc = orjson.loads(side.read_bytes())
+    except (Refused, OSError, orjson.JSONDecodeError):
+        return None  # a link (or a folder, a FIFO) is not a sidecar ctxkit wrote: not followed
     path = doc.get("store") if isinstance(doc, dict) else None
     return path if isinstance(path, str) and path else None
 
@@ -158,6 +162,10 @@ def write_sidecar(output: str | Path, store_root: Path) -> None:
             return  # a device or FIFO (-o /dev/null): nothing to point back at, nowhere to put a sidecar
     except OSError:
         pass  # a new file
-    if default_store_dir(str(output)).resolve() == root and not side.exists():
+    if default_store_dir(str(output)).resolve() == root and not os.path.lexists(side):
         return
+    try:  # a file of ctxkit's own: never written through a link (one planted beside the output could point anywhere)
+        check_under(side.parent, [side.name])
+    except Refused as exc:
+        raise UsageError(f"sidecar {exc.path}: {exc.reason}; it was not written, nor the output (remove it)") from None
     atomic_write(side, orjson.dumps({"store": str(root)}) + b"\n")
