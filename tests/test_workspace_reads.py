@@ -249,17 +249,20 @@ def test_a_transcript_saying_its_folder_is_the_root_does_not_open_the_users_file
     assert d["files"] == [str(project / "ok.py")] and NORMAL.encode() in out  # the folder it runs from is read
 
 
-@pytest.mark.parametrize("recorded", ["home", "root"])
-def test_run_from_the_home_folder_re_reads_nothing(tmp_path, project, recorded):
-    """Failed before: run from the home folder, a transcript whose cwd is it (or ``/``) had the key re-read."""
+@pytest.mark.parametrize("recorded,run_from", [("home", "home"), ("root", "home"), ("root", "root")])
+def test_run_from_the_home_folder_or_the_root_re_reads_nothing(tmp_path, project, recorded, run_from):
+    """Failed before: run from the home folder (or ``/``), a transcript whose cwd is it (or ``/``) had the
+    key re-read."""
     home = tmp_path / "home"
     key = _private_key(home)
     t = session(home if recorded == "home" else Path("/"), [str(key)], tmp_path / "s.jsonl")
-    p, report, out = compact(tmp_path, home, t, home=home)
+    where = home if run_from == "home" else Path("/")
+    p, report, out = compact(tmp_path, where, t, home=home)
     assert p.returncode == 0, p.stderr.decode()
     assert b"PRIVATE KEY" not in out
     assert reinjected(report)["files_skipped"] == [f"skipped 1 file outside the session's folder: {key}"]
-    assert (f"compact: re-reads no file: the session's folder would be {home}, your home folder; run ctxkit from "
+    why = "your home folder" if run_from == "home" else "the root folder"
+    assert (f"compact: re-reads no file: the session's folder would be {where}, {why}; run ctxkit from "
             "the project's folder") in report["warnings"]
 
 
