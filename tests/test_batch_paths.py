@@ -158,3 +158,13 @@ def test_the_default_scratch_folder_must_be_private(tmp_path, monkeypatch):
     made.symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UsageError, match="not a folder of yours"):
         remote.scratch_root()
+
+
+def test_a_file_url_out_dir_whose_subfolder_links_elsewhere_is_refused(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out" / "d").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="outside --out-dir"):
+        output_for(Item(f"file://{tmp_path}/in/d/f.jsonl", "d/f.jsonl"), f"file://{tmp_path}/out", False)
+    assert output_for(Item(f"file://{tmp_path}/in/e/f.jsonl", "e/f.jsonl"), f"file://{tmp_path}/out", False) \
+        == f"file://{tmp_path}/out/e/f.jsonl"

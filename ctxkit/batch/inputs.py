@@ -219,15 +219,25 @@ def output_for(item: Item, out_dir: str | None, in_place: bool) -> str | None:
     if is_url(out_dir):
         out = out_dir.rstrip("/") + "/" + item.rel
         inside = not any(p == ".." for p in item.rel.split("/")) and not item.rel.startswith("/")
+        if inside and out_dir.startswith(_FILE_URL):  # a local folder all the same: its links count
+            inside = _below_real(out[len(_FILE_URL):], out_dir[len(_FILE_URL):])
     else:
         out = os.path.join(out_dir, *item.rel.split("/"))
-        real, folder = os.path.realpath(out), os.path.realpath(out_dir)
-        inside = real.startswith(folder.rstrip(os.sep) + os.sep)
+        inside = _below_real(out, out_dir)
     if not inside:
         raise UsageError(f"{quote(item.source)} would be written to {quote(out)}, outside --out-dir {quote(out_dir)} "
                          "(a '..' or a symbolic link on the way); nothing was run. Name inputs whose path below "
                          "the glob's or folder's start stays below it")
     return out
+
+
+_FILE_URL = "file://"
+
+
+def _below_real(path: str, folder: str) -> bool:
+    """Whether ``path`` lies below ``folder`` once ``..`` and symbolic links are resolved."""
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def check_outputs(items: list[Item], outputs: list[str | None]) -> None:
