@@ -95,8 +95,13 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     given = decision_scope(t)
     left: list[tuple[str, str, str | None]] = []  # (record kind, blob, why refused or None: not in the store)
     t = restore_archived(t, store, left)
-    for step in undo:
-        t = step(t, store, left)
+    for _ in range(_MAX_CHAIN):  # a step may bring back another's work (a compaction archived a collapse)
+        before, undone = t, []
+        for step in undo:
+            t = step(t, store, undone)
+        if t is before:
+            break
+    left += undone  # what stays undone is what the last round left
     t, report = expand(t, store, search_dirs=search_dirs, scopes=[given])
     # an entry put back exactly as it was read (archived when a run stripped it, then written as read
     # behind a compaction: edits.history_as_read) keeps its line's bytes; one that sets a harness-only

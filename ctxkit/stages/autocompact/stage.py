@@ -271,6 +271,13 @@ class Autocompact(Stage):
     def uses_summarizer(self) -> bool:
         return True
 
+    @staticmethod
+    def undo(t: Transcript, store: Any, left: list) -> Transcript:
+        """For ``ctxkit expand``: a message list's compactions give way to the history they replaced."""
+        from .compaction import uncompact_plain
+
+        return uncompact_plain(t, store, left)
+
     @classmethod
     def leaves_behind(cls, options: dict[str, Any], threshold: int) -> int | None:
         """The kept tail and the re-read files and skills, at their budgets' maximum, within the share of
