@@ -427,11 +427,18 @@ def expand(
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
     report_file: ReportFileOpt = None,
+    inline_agent_outputs: Annotated[bool, typer.Option(
+        "--inline-agent-outputs", help="Also inline the agent's own <persisted-output> previews (Claude Code "
+        "saves large tool outputs in tool-results/ beside the session) from those files. The output is then "
+        "more than ctxkit took, not the transcript compact read; without it, expand gives back exactly what "
+        "ctxkit took.")] = False,
 ) -> None:
     """Put back every tool output a stage moved to the store: nothing was lost.
 
-    Exit 1 when some outputs could not be restored: a placeholder or <persisted-output> whose
-    original is not in the store (e.g. the wrong --store); everything else is restored and written.
+    The output is byte for byte the transcript compact read: the agent's own <persisted-output>
+    previews stay previews (see --inline-agent-outputs). Exit 1 when some outputs could not be
+    restored: a placeholder or <persisted-output> whose original is not in the store (e.g. the wrong
+    --store); everything else is restored and written.
     """
     if wants_batch(params := dict(locals())):
         return run_many(EXPAND, params)
@@ -459,7 +466,7 @@ def expand(
     if not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
-    new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps())
+    new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps(), agent_outputs=inline_agent_outputs)
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     # restored lines get their original bytes; onto the session, what the agent appended meanwhile is kept
     write_over(t, new, output, lambda version, out: write_transcript(version, out, originals=OriginalLines(st, t)),
