@@ -131,6 +131,36 @@ def test_the_report_line_says_what_was_retained(runner):
                         r"\[[\d,]+ -> [\d,]+ tokens\]", line), line
 
 
+# -- redaction: retention measures against what the summarizer was allowed to see -----------------------
+TOKEN = "ghp_R4nd0mT0k3nV4lu3Xy2Wq8Lk5Jh7Gf3Ds1Az9Q"
+
+
+def test_a_prompt_whose_secret_was_redacted_is_retained_not_lost(runner):
+    """The summary quotes the prompt with its token redacted (it must): that prompt is kept, and the
+    token is no identifier the summary should have kept."""
+    lines = [{"role": "user", "content": f"Push the release with the token {TOKEN} and tag it v2.1"},
+             {"role": "assistant", "content": "Working on it. " + "Details of the release steps. " * 400},
+             {"role": "user", "content": "Now update the changelog."},
+             {"role": "assistant", "content": "Done."}]
+    Path("m.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = runner.invoke(app, ["compact", "--force", "m.json", "-o", "c.json"])
+    assert result.exit_code == 0, result.stderr
+    assert TOKEN not in Path("c.json").read_text() and "token [REDACTED:github-token] and tag it" in \
+        Path("c.json").read_text()
+    line = next(x for x in result.stderr.splitlines() if x.startswith("autocompact:"))
+    assert "retained prompts 2/2 [" in line, line
+
+
+def test_retention_probes_the_history_as_redacted_only_when_redaction_is_on():
+    from ctxkit.summarize.redact import Redactor
+
+    history = [user(f"deploy with {TOKEN} now"), {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
+    summary = [user("The user asked: deploy with [REDACTED:github-token] now")]
+    assert measure(history, summary, redactor=Redactor()).kept["user_prompts"] == 1
+    assert measure(history, summary, redactor=Redactor(enabled=False)).kept["user_prompts"] == 0
+    assert measure(history, summary).kept["user_prompts"] == 0
+
+
 # -- min_retention: the real SDK against a local Messages API ---------------------------------------------
 @pytest.fixture
 def api():

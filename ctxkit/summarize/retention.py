@@ -192,12 +192,19 @@ def view_text(messages: Sequence[dict]) -> str:
     return "\n".join(parts)
 
 
-def measure(history: Sequence[dict], after: Sequence[dict]) -> Retention:
+def measure(history: Sequence[dict], after: Sequence[dict], *, redactor: Any = None) -> Retention:
     """How much of ``history`` (the messages a compaction replaced) ``after`` (the view it left) keeps.
+
+    ``redactor`` (:class:`ctxkit.summarize.redact.Redactor`): the run's, when the summary was written
+    from the history with its secrets redacted. The probes are then taken from the history as the
+    summarizer was allowed to see it: a prompt quoted with its secret redacted is kept, not lost (the
+    summary could not have kept the secret, and must not).
 
     Linear in the size of both: each text is scanned a bounded number of times whatever the number of
     probes (a message list of 100,000 one-word prompts has 50,000 prompt probes and as many
     identifiers; one scan of the view per probe took minutes)."""
+    if redactor is not None and redactor.enabled:
+        history = redactor.messages(history)
     found = probes(history)
     raw = view_text(after)
     squashed = _squash(raw)

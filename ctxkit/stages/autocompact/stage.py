@@ -502,6 +502,9 @@ class Autocompact(Stage):
                                            timestamp=ctx.timestamp())
         details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
                        kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
-        min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details)
+        from ...summarize.redact import redactor_for
+
+        min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details,
+                              redactor_for(ctx))
         # decided against the same count as the tokens before: the new view's estimate plus the overhead
         return dataclasses.replace(written, post_tokens=ctx.view_tokens(written.transcript).total)
