@@ -102,6 +102,12 @@ def compact(
                                                 "checkpoint of this run (by default a run whose input starts "
                                                 "with what an earlier run read or wrote reads only the rest; "
                                                 "docs/store.md).")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Decide everything again under the current policy: "
+                                        "put back what earlier runs persisted or cleared (as expand does), set "
+                                        "their frozen decisions aside (they still restore older outputs) and run "
+                                        "on the original content. The bytes the model saw before change, so the "
+                                        "next request misses the provider's prompt cache and pays for the whole "
+                                        "prompt once (docs/policies.md).")] = False,
 ) -> None:
     """Run the policy's stages and write the compacted transcript.
 
@@ -120,8 +126,9 @@ def compact(
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
-                   checkpoint=not no_checkpoint, output=output)
+                   checkpoint=not (no_checkpoint or fresh), output=output)
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
+    start = _afresh(run, source) if fresh else run.transcript
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -130,7 +137,7 @@ def compact(
         run.ctx.warn(f"--session-memory {session_memory}: no such file yet; autocompact summarizes instead "
                      "(`ctxkit memory update` writes it)")
     pipeline = compile_pipeline(run.policy, only=stage)
-    result = pipeline.run(run.transcript, run.ctx)
+    result = pipeline.run(start, run.ctx)
     run.write_output(result.transcript, output, to)
     _print_report(result, report, sources=_sources(run))
     if any(r.action in _FAILED_ACTIONS for r in result.reports):
@@ -138,6 +145,23 @@ def compact(
     too_big = over_threshold_message(result)
     if too_big:
         raise fail(too_big, ExitCode.CHECK_FAILED)
+
+
+def _afresh(run, source: str):
+    """``compact --fresh``: the input as expand gives it back, its store's decisions about it set aside
+    (ctxkit.store.expand.afresh); what could not be put back stays as it is, with a warning."""
+    from ..stages.registry import undo_steps
+    from ..store.expand import afresh
+
+    search = [Path(source).resolve().parent] if source != "-" else []
+    back, restored, aside = afresh(run.transcript, run.ctx.store, search_dirs=search, undo=undo_steps())
+    if aside is not None or restored.restored:
+        run.ctx.warn(f"--fresh: {len(restored.restored)} tool output(s) put back as they were, earlier decisions "
+                     f"set aside (ledger scope {aside}); every decision is made again under this policy")
+    if not restored.complete:
+        run.ctx.warn(f"--fresh: {len(restored.missing) + len(restored.records)} earlier replacement(s) could not be "
+                     "put back (their originals are not in the store) and stay as they are")
+    return back
 
 
 def _sources(run) -> dict:

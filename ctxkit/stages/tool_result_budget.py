@@ -21,7 +21,9 @@ does:
   replayed with exactly the same bytes, so running `compact` again on a grown transcript leaves
   the earlier view byte-identical (the provider's prompt cache stays warm). Only this stage's
   own replacements are replayed here; a later stage's (microcompact's placeholder) is replayed by
-  that stage, so every stage of a second run sees the view it saw the first time.
+  that stage, so every stage of a second run sees the view it saw the first time. A changed
+  limit applies to results not decided yet; `ctxkit compact --fresh` decides every result again
+  under the current policy (one cold prompt cache: docs/policies.md).
 
 ## Before and after
 

@@ -118,6 +118,21 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     return t, report
 
 
+def afresh(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
+           undo: Sequence[Undo] = ()) -> tuple[Transcript, ExpandReport, str | None]:
+    """``t`` as ``ctxkit expand`` gives it back (every replacement a stage made put back), and the
+    store's decisions about it set aside (:meth:`Store.set_aside`), so that a run on the result decides
+    everything again from the original content under the current policy (``compact --fresh``). The
+    decisions set aside still restore an output written under them. Returns (transcript, what was
+    restored, the scope the decisions went to or None)."""
+    scope = decision_scope(t)
+    back, report = expand_all(t, store, search_dirs=search_dirs, undo=undo)
+    aside = store.set_aside(scope)
+    if decision_scope(back) != scope:  # a message list whose first line a compaction had rewritten
+        aside = store.set_aside(decision_scope(back)) or aside
+    return back, report, aside
+
+
 def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
            scopes: list[str] = (), agent_outputs: bool = False) -> tuple[Transcript, ExpandReport]:
     """Restore the tool outputs recorded in the store's ledger (and ``<persisted-output>`` blocks that
