@@ -99,7 +99,8 @@ def _opening(text: str) -> str:
     return _squash(text)[:PROBE_CHARS]
 
 
-def _is_shell(name: str) -> bool:
+def is_shell(name: str) -> bool:
+    """Whether a tool of this name runs shell commands (``Bash``, ``Shell``, ``PowerShell``, ``bash_exec``...)."""
     lowered = name.lower()
     return name in SHELL_TOOLS or "bash" in lowered or "shell" in lowered
 
@@ -121,7 +122,9 @@ def identifiers(prompt: str) -> list[str]:
     return list(dict.fromkeys(x for x in found if x))
 
 
-def _error_lines(text: str, failed: bool) -> list[str]:
+def error_lines(text: str, failed: bool) -> list[str]:
+    """The error lines of a tool result (each its opening, whitespace collapsed): lines naming an
+    error, an exception, a traceback or a failure; the first line of a ``failed`` one when none does."""
     lines = [_opening(line) for line in text.splitlines() if line.strip()]
     hits = [line for line in lines if len(line) >= _MIN_ERROR_LINE and _ERROR_LINE.search(line)]
     if not hits and failed and lines:
@@ -145,7 +148,7 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
                         found["file_paths"].append(tool_input[key].strip())
                         break
                 command = tool_input.get("command")
-                if _is_shell(str(block.get("name") or "")) and isinstance(command, str) and command.strip():
+                if is_shell(str(block.get("name") or "")) and isinstance(command, str) and command.strip():
                     found["commands"].append(_opening(command))
                     shell_calls.add(str(block.get("id")))
             continue
@@ -155,7 +158,7 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
             if block.get("type") == "tool_result":
                 failed = bool(block.get("is_error"))
                 if failed or str(block.get("tool_use_id")) in shell_calls:
-                    found["errors"] += _error_lines(tool_result_text(block), failed)
+                    found["errors"] += error_lines(tool_result_text(block), failed)
         prompt = "\n\n".join(w for b in blocks if b.get("type") == "text"
                                for w in [typed_words(str(b.get("text") or ""))] if w)
         if prompt and not prompt.startswith(CONTINUATION_PREFIX):
