@@ -91,3 +91,16 @@ def test_a_summary_ctxkit_did_not_write_stays(tmp_path):
     back = ctxkit("expand", "m.json", "-o", "r.json", "--store", str(tmp_path / "store"), cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert (tmp_path / "r.json").read_text() == text
+
+
+def test_a_history_blob_gone_from_the_store_leaves_the_summary_and_says_so(tmp_path):
+    (tmp_path / "m.json").write_text(ctxkit("view", "--to", "anthropic", str(EXAMPLE), cwd=tmp_path).stdout)
+    assert ctxkit("compact", "--force", "m.json", "-o", "c.json", cwd=tmp_path).returncode == 0
+    summary = json.loads((tmp_path / "c.json").read_text().splitlines()[0])["content"][0]["text"]
+    blob = Path(summary.split("read the full transcript at: ")[1].split()[0])
+    blob.unlink()
+    back = ctxkit("expand", "c.json", "-o", "r.json", cwd=tmp_path)
+    assert back.returncode == 1
+    assert f"record(s) left in place, their originals not restored (store {tmp_path / '.ctxkit'}): compaction " \
+           f"{blob}: stored original not found in the store" in " ".join(back.stderr.split())
+    assert (tmp_path / "r.json").read_text().splitlines()[0] == (tmp_path / "c.json").read_text().splitlines()[0]

@@ -155,9 +155,11 @@ def _afresh(run, source: str):
 
     search = [Path(source).resolve().parent] if source != "-" else []
     back, restored, aside = afresh(run.transcript, run.ctx.store, search_dirs=search, undo=undo_steps())
-    if aside is not None or restored.restored:
-        run.ctx.warn(f"--fresh: {len(restored.restored)} tool output(s) put back as they were, earlier decisions "
-                     f"set aside (ledger scope {aside}); every decision is made again under this policy")
+    put_back = f"{len(restored.restored)} tool output(s) put back as they were, " if restored.restored else ""
+    if aside is not None or put_back:
+        where = f" (ledger scope {aside})" if aside is not None else ""
+        run.ctx.warn(f"--fresh: {put_back}earlier decisions set aside{where}; every decision is made again under "
+                     "this policy")
     if not restored.complete:
         run.ctx.warn(f"--fresh: {len(restored.missing) + len(restored.records)} earlier replacement(s) could not be "
                      "put back (their originals are not in the store) and stay as they are")
