@@ -29,21 +29,28 @@ def ctxkit(*args: str, cwd) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-@pytest.fixture
-def project(tmp_path):
+def _project(tmp_path, *, preview_first: bool = False):
     """A Claude Code project folder: the session, and its tool-results/ folder holding one output the
-    agent persisted; the session also has results ctxkit will persist and clear."""
+    agent persisted; the session also has results ctxkit will persist and clear (the agent's preview
+    among them when ``preview_first``: it is then old enough for microcompact)."""
+    agents = [[Call("Bash", {"command": "pytest -q"}, PREVIEW)]]
     turns = [Turn("Run the whole test suite and fix what fails.", [
+        *(agents if preview_first else []),
         *[[Call("Read", {"file_path": f"/work/src/m{k}.py"}, f"def f{k}():\n    return {k}\n" * 300)]
           for k in range(8)],  # old: microcompact clears them
         [Call("Bash", {"command": "cat build.log"}, "build line\n" * 6000)],  # over tool-result-budget's limit
-        [Call("Bash", {"command": "pytest -q"}, PREVIEW)],  # recent: left alone by ctxkit
+        *([] if preview_first else agents),  # recent: left alone by ctxkit
     ], answer="All green.")]
     folder = tmp_path / "projects" / "-work"
     (folder / SID / "tool-results").mkdir(parents=True)
     (folder / SID / "tool-results" / "b7x2k9q1.txt").write_text(AGENT_OUTPUT)
     (folder / f"{SID}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in conversation(turns)))
     return folder
+
+
+@pytest.fixture
+def project(tmp_path):
+    return _project(tmp_path)
 
 
 def test_expand_gives_back_the_session_byte_for_byte_leaving_the_agents_own_previews(project):
@@ -66,6 +73,19 @@ def test_inline_agent_outputs_puts_the_agents_own_files_in_on_request(project):
     assert len(changed) == 1  # the line holding the preview, and only it
     assert json.loads(changed[0][1])["message"]["content"][0]["content"] == AGENT_OUTPUT
     assert "<persisted-output>" in changed[0][0]
+
+
+def test_an_agents_preview_ctxkit_cleared_comes_back_as_the_preview_or_inlined_on_request(tmp_path):
+    project = _project(tmp_path, preview_first=True)
+    compacted = ctxkit("compact", f"{SID}.jsonl", "-o", "compacted.jsonl", cwd=project)
+    assert "microcompact: applied: cleared" in compacted.stderr, compacted.stderr
+    assert "b7x2k9q1.txt" not in (project / "compacted.jsonl").read_text()  # the preview, cleared
+    assert ctxkit("expand", "compacted.jsonl", "-o", "restored.jsonl", cwd=project).returncode == 0
+    assert (project / "restored.jsonl").read_bytes() == (project / f"{SID}.jsonl").read_bytes()
+    assert ctxkit("expand", "compacted.jsonl", "-o", "full.jsonl", "--inline-agent-outputs", cwd=project).returncode == 0
+    assert AGENT_OUTPUT in [json.loads(x)["message"]["content"][0].get("content") for x in
+                            (project / "full.jsonl").read_text().splitlines()
+                            if '"tool_result"' in x]
 
 
 @pytest.mark.skipif(not (CC_CORPUS / "big-outputs" / "tool-results").is_dir(), reason="shared corpus not found")

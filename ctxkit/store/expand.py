@@ -232,11 +232,13 @@ def _restore(tid: str, content: Any, own: list[str], where: _Where, report: Expa
             problem = BLOB_GONE
             break
         current, restored = (_ABSENT if record.get("absent") else original), True
-    if not restored:
-        # not in the ledger: a <persisted-output> whose file we may read, or a placeholder nothing explains
-        text = content if isinstance(content, str) else None
-        m = _SAVED_TO.search(text) if text and text.lstrip().startswith(PERSISTED_OPEN) else None
-        if m and not where.agent_outputs and not _is_blob_path(m.group(1)):
+    # not in the ledger: a <persisted-output> whose file we may read, or a placeholder nothing explains;
+    # or, when asked, the agent's own preview a record gave back (ctxkit cleared it after the agent persisted it)
+    text = current if isinstance(current, str) else None
+    m = _SAVED_TO.search(text) if text and text.lstrip().startswith(PERSISTED_OPEN) else None
+    agents = m is not None and not _is_blob_path(m.group(1))
+    if not restored or (agents and where.agent_outputs):
+        if agents and not where.agent_outputs:
             pass  # the agent's own: not ctxkit's to put back unless asked
         elif m:
             try:
