@@ -151,6 +151,27 @@ def test_a_prompt_whose_secret_was_redacted_is_retained_not_lost(runner):
     assert "retained prompts 2/2 [" in line, line
 
 
+def test_probing_the_redacted_history_redacts_only_what_probes_read_with_the_same_probes(monkeypatch):
+    """The summarizer's copy was redacted whole; retention redacts only the blocks probes come from
+    (not every file read again), and finds the same probes, on the corpus sessions."""
+    from ctxkit.summarize import retention
+    from ctxkit.summarize.redact import Redactor
+
+    views = _corpus_views()
+    if not views:
+        pytest.skip("shared corpus not found")
+    for messages in views:
+        redactor = Redactor()
+        whole = redactor.messages(messages)  # what the summarizer was given
+        assert retention.probes(redactor.messages(retention._probed_parts(messages))) == retention.probes(whole)
+    strings: list[int] = []
+    texts = Redactor.texts
+    monkeypatch.setattr(Redactor, "texts", lambda self, items: strings.append(len(items)) or texts(self, items))
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"w{i}"} for i in range(1000)]
+    measure(history, history[500:], redactor=Redactor())
+    assert strings == [500]  # the prompts; not the assistant's words
+
+
 def test_retention_probes_the_history_as_redacted_only_when_redaction_is_on():
     from ctxkit.summarize.redact import Redactor
 

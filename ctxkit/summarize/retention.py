@@ -167,6 +167,32 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
     return {k: list(dict.fromkeys(v)) for k, v in found.items()}
 
 
+def _probed_parts(history: Sequence[dict]) -> list[dict]:
+    """``history`` with only the blocks :func:`probes` reads (the user's text, tool calls, the results of
+    failed and shell calls): what is redacted before probing, not the file contents read meanwhile.
+    The redactor already knows every secret the summarizer's copy held, so a value found in a block
+    left out here is still redacted where a kept one quotes it."""
+    shell_calls = {str(b.get("id")) for m in history if m.get("role") == "assistant"
+                   for b in content_blocks(m.get("content")) if is_shell(str(b.get("name") or ""))}
+    out = []
+    for message in history:
+        content = message.get("content")
+        if message.get("role") not in ("user", "assistant"):
+            continue  # (a system prompt: no probe is taken from it)
+        if isinstance(content, str):
+            if message.get("role") == "user":
+                out.append(message)
+            continue
+        kept = [b for b in content_blocks(content)
+                if (message.get("role") == "assistant" and b.get("type") in ("tool_use", "server_tool_use",
+                                                                             "mcp_tool_use"))
+                or (message.get("role") == "user" and (b.get("type") == "text" or (
+                    b.get("type") == "tool_result"
+                    and (b.get("is_error") or str(b.get("tool_use_id")) in shell_calls))))]
+        out.append({**message, "content": kept})
+    return out
+
+
 # -- what the view holds ----------------------------------------------------------------------------
 def _strings(value: Any) -> Iterable[str]:
     """Every string inside a tool call's input, as it is (not JSON-escaped: a path or command is found)."""
@@ -207,7 +233,7 @@ def measure(history: Sequence[dict], after: Sequence[dict], *, redactor: Any = N
     probes (a message list of 100,000 one-word prompts has 50,000 prompt probes and as many
     identifiers; one scan of the view per probe took minutes)."""
     if redactor is not None and redactor.enabled:
-        history = redactor.messages(history)
+        history = redactor.messages(_probed_parts(history))
     found = probes(history)
     raw = view_text(after)
     squashed = _squash(raw)
