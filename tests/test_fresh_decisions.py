@@ -56,6 +56,25 @@ def test_the_report_says_which_frozen_clearings_the_changed_policy_would_not_mak
     assert "stay cleared" not in same.stderr
 
 
+def test_the_budget_says_which_frozen_previews_and_full_results_the_changed_limits_would_not_make(folder):
+    raised = ctxkit("compact", "session.jsonl", "-o", "c2.jsonl", *NOW, "--set",
+                    "stages.tool-result-budget.options.max_result_chars=400000", "--set",
+                    "stages.tool-result-budget.options.per_tool.Bash=400000", cwd=folder)
+    assert line_of(raised.stderr, "tool-result-budget").startswith(
+        "tool-result-budget: applied: persisted 0 result(s), replayed 2, noted 0 empty; 1 result(s) keep an "
+        "earlier run's decision that this policy would not make (persisted under a lower limit, or seen in full "
+        "under a higher one): decisions are frozen, `compact --fresh` makes them again [")  # the 177 KB test log
+    # a lower limit under which no result seen in full would be persisted (a preview would be longer): no note
+    lowered = ctxkit("compact", "session.jsonl", "-o", "c3.jsonl", *NOW, "--set",
+                     "stages.tool-result-budget.options.max_result_chars=10", cwd=folder)
+    assert "earlier run's decision" not in lowered.stderr
+    fresh = ctxkit("compact", "session.jsonl", "-o", "c4.jsonl", *NOW, "--fresh", "--set",
+                   "stages.tool-result-budget.options.max_result_chars=400000", "--set",
+                   "stages.tool-result-budget.options.per_tool.Bash=400000", cwd=folder)
+    assert line_of(fresh.stderr, "tool-result-budget").startswith(
+        "tool-result-budget: applied: persisted 0 result(s), replayed 0, noted 1 empty [")  # the log in full
+
+
 def test_fresh_decides_again_and_every_output_still_expands(folder):
     fresh = ctxkit("compact", "session.jsonl", "-o", "c2.jsonl", *NOW, *KEEP_10, "--fresh", cwd=folder)
     assert fresh.returncode == 0, fresh.stderr
