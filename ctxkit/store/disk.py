@@ -304,6 +304,25 @@ class Store:
             records[tool_use_id] = decision
             self._changed_decisions.add(key)
 
+    def set_aside(self, scope: str) -> str | None:
+        """Move every decision of ``scope`` to a scope of its own, ``SCOPE~set-aside-N``, where no stage
+        looks (they read their transcript's scope only) and ``ctxkit expand`` still finds them (it
+        matches every scope's records against the content): an output written under those decisions
+        is still restored, while the next run decides afresh (``compact --fresh``). Returns the new
+        scope's name, None when ``scope`` held no decision."""
+        scope = scope or "default"
+        records = self.sessions.get(scope)
+        if not records:
+            return None
+        n = 1
+        while f"{scope}~set-aside-{n}" in self.sessions:
+            n += 1
+        aside = f"{scope}~set-aside-{n}"
+        for tid in list(records):
+            self.record_decision(tid, records.pop(tid), scope=aside)
+            self._changed_decisions.add((scope, tid))  # gone from the scope: flush takes it out on disk
+        return aside
+
     # -- writes held for the edit of one line (microcompact's originals) ---------------------------
     @contextmanager
     def held_for(self, line: int) -> Iterator[None]:
@@ -487,7 +506,12 @@ class Store:
                 sessions, unscoped = parse_ledger(self._load(LEDGER))
                 mine = self.sessions
                 for scope, tid in sorted(self._changed_decisions):
-                    sessions.setdefault(scope, {})[tid] = mine[scope][tid]
+                    if tid in mine.get(scope, {}):
+                        sessions.setdefault(scope, {})[tid] = mine[scope][tid]
+                    elif tid in sessions.get(scope, {}):  # set aside (set_aside)
+                        del sessions[scope][tid]
+                        if not sessions[scope]:
+                            del sessions[scope]
                 doc: dict[str, Any] = {"format": LEDGER_FORMAT, "sessions": sessions}
                 if unscoped:
                     doc["unscoped"] = unscoped

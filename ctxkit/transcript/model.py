@@ -310,6 +310,14 @@ class Transcript:
                           overrides=overrides, appended=appended, removed=removed,
                           keep_all_parsed=self._keep_all_parsed, parent=self, replaced=replaced, changed=changed)
 
+    def as_format(self, fmt: str) -> Transcript:
+        """The same lines and edits read as another format: a compacted OpenAI list whose remaining lines
+        alone read as Anthropic's, once ``ctxkit expand`` has put its history back."""
+        if fmt == self.format:
+            return self
+        return Transcript(self.source, self.lines, fmt, self.info, overrides=self.overrides, appended=self.appended,
+                          removed=self.removed, keep_all_parsed=self._keep_all_parsed)
+
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed
 
