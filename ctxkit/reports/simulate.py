@@ -31,6 +31,7 @@ from ..run_context import build_context
 from ..store.disk import Store
 from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
+from ..tokens.session import session_policy
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from .pricing import PriceTable, Usage
@@ -166,6 +167,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
                          f"usage); {what}")
+    # each policy as it applies to this session: its model, max_tokens and cache lifetime where the policy names none
+    policies = [(name, session_policy(pol, t)) for name, pol in policies]
     everything = recorded_requests(t)
     points = [r for r in everything if not r.sidechain]
     base = policies[0][1]
