@@ -35,6 +35,7 @@ from ..stages.base import Context
 from ..store.disk import Store
 from ..transcript import read_transcript
 from ..transcript.claude_code_chain import leaf_uuid
+from ..transcript.claude_code_requests import without_cache_control
 from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
@@ -51,7 +52,9 @@ def _digest(*parts: Any) -> bytes:
 def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None) -> list[Segment]:
     """The request the view of ``t`` makes (:func:`ctxkit.reports.request.build_request`), in cache order:
     the tools, the system prompt, then every content block of every message."""
-    body = build_request(t, policy, now=now)
+    # the cache matches content, not where a request put its breakpoints: a block marked in one request
+    # and not in the next is the same piece
+    body = without_cache_control(build_request(t, policy, now=now))
     out: list[Segment] = []
     if body.get("tools"):
         out.append((_digest("tools", body["tools"]), counter.count_text(orjson.dumps(body["tools"]).decode())))

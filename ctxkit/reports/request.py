@@ -41,6 +41,7 @@ from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage
 from .cache_edits import apply_cache_edits
+from .claude_code_layout import claude_code_layout, mark_breakpoints, recorded_params, session_header
 from .tool_definitions import snip_tool
 
 SYSTEM_MESSAGE_MODES = ("auto", "keep", "fold")
@@ -147,8 +148,17 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
         tool_list.append(snip_tool(snip["tool_name"]))
     if tool_list:
         body["tools"] = tool_list
-    body["messages"] = api_messages(msgs, keep_system=_keep_system_messages(policy, system_messages))
-    thinking = recorded_thinking(t)
+    keep_system = _keep_system_messages(policy, system_messages)
+    layout = claude_code_layout(t, msgs) if t.format == "claude-code" and keep_system and not offer_snip else None
+    if layout is not None:
+        body["messages"] = layout.messages
+        header = session_header(t, layout.records, msgs, layout.messages) if recorded_system is system else None
+        if header and isinstance(system, list):
+            body["system"] = [{"type": "text", "text": header}, *copy.deepcopy(system)]
+    else:
+        body["messages"] = api_messages(msgs, keep_system=keep_system)
+    params = recorded_params(layout.records, layout.messages) if layout is not None else {}
+    thinking = params.get("thinking") or recorded_thinking(t)
     if thinking is not None:
         body["thinking"] = thinking
     spec = policy.stage(Microcompact.name)
@@ -159,6 +169,10 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if cm:
         body["context_management"] = cm
     body["max_tokens"] = max_tokens or budget_for(policy).max_output
+    if "output_config" in params:  # Claude Code 2.1.3xx: as its newest request
+        body["output_config"] = params["output_config"]
+    if layout is not None:
+        mark_breakpoints(body, layout.records, shifted=1 if body.get("system") is not system else 0)
     if store is not None:
         apply_cache_edits(body, t, policy, store, now=now)  # microcompact mode cached (ctxkit.reports.cache_edits)
     return body
