@@ -15,7 +15,7 @@ from ctxkit.store.disk import Store
 from ctxkit.tokens import budget_for
 from ctxkit.tokens.session import session_policy
 from ctxkit.transcript import read_transcript
-from ctxkit.transcript.session_facts import session_facts
+from ctxkit.transcript.claude_code_session import recorded_settings
 
 
 def _newest_model(path) -> str | None:
@@ -96,7 +96,7 @@ def test_the_model_attachment_before_any_answer_and_the_cache_lifetime(tmp_path)
                       "modelId": "claude-fable-5"}, "text": "You are powered by Fable 5."}}
     before = [prompt, attachment]
     t = read_transcript(write(tmp_path / "b.jsonl", before))
-    facts = session_facts(t)
+    facts = recorded_settings(t)
     assert (facts.model, facts.model_source) == ("claude-fable-5", "model attachment")
     answered = [e for e in entries]
     for e in answered:
@@ -105,7 +105,7 @@ def test_the_model_attachment_before_any_answer_and_the_cache_lifetime(tmp_path)
             e["message"]["usage"] = {"input_tokens": 3, "cache_creation_input_tokens": 900,
                                      "cache_creation": {"ephemeral_5m_input_tokens": 900, "ephemeral_1h_input_tokens": 0}}
     t = read_transcript(write(tmp_path / "a.jsonl", answered))
-    facts = session_facts(t)
+    facts = recorded_settings(t)
     assert (facts.model, facts.cache_ttl) == ("claude-opus-5-5", "5m")
     policy = session_policy(load_policy(cwd=tmp_path), t)
     assert (policy.cache_ttl, policy.cache_minutes) == ("5m", 5)
@@ -116,3 +116,14 @@ def test_message_lists_keep_the_policy(tmp_path):
     t = read_transcript(write(tmp_path / "t.jsonl", conversation([Turn("hi", [], "hello")], "anthropic")))
     policy = load_policy(cwd=tmp_path)
     assert session_policy(policy, t) is policy
+
+
+@needs_corpus
+def test_a_checkpoint_keeps_the_settings(corpus_session):
+    """A run resumed from a checkpoint reads the settings of the lines it did not read again."""
+    from ctxkit.transcript.claude_code_session import SessionFacts
+
+    t = read_transcript(corpus_session("explore-edit"))
+    kept = SessionFacts.from_json(json.loads(json.dumps(t.lines.facts.to_json())))
+    assert kept.settings() == t.lines.facts.settings() == recorded_settings(t)
+    assert kept.settings().model == "claude-opus-5-5" and kept.settings().max_tokens == 128_000

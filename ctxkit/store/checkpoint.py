@@ -45,8 +45,9 @@ from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
 # 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED); 3: CRC blocks;
-# 4: the document ends with a check of its own bytes (sealed)
-FORMAT = 4
+# 4: the document ends with a check of its own bytes (sealed); 5: the session facts hold the settings the
+# session ran with (model, max_tokens: claude_code_session.RecordedSettings)
+FORMAT = 5
 BLOCK = 1 << 20
 KEEP = 4  # checkpoints kept per first line: this run's two, and the previous run's
 _MAX_FIRST_LINE = 1 << 20  # a first line longer than this: not checkpointed (the key must be cheap)
@@ -229,7 +230,7 @@ class Checkpoints:
 
 
 def check_checkpoint(doc: Any) -> str | None:
-    """What is wrong with a checkpoint document, None when nothing: ``{"format": 4, "hash": "crc32c/1MiB"
+    """What is wrong with a checkpoint document, None when nothing: ``{"format": 5, "hash": "crc32c/1MiB"
     (:func:`ctxkit.store.block_crc.name`), "size": bytes, "digests": [one hex CRC per MiB, the last of the part that is left], "detected_early":
     bool, "earlier_prompts": null or the entries with prompts before the newest boundary, "index": the line
     index (:func:`ctxkit.transcript.lineindex.index_state`), "facts": the session
