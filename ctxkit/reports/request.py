@@ -37,6 +37,8 @@ from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, co
 from ..stages.snip import snip_options
 from ..tokens import MODEL_ALIASES, budget_for
 from ..transcript import claude_code_chain
+from ..transcript.claude_code_requests import request_records
+from ..transcript.claude_code_session import recorded_settings
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage
@@ -74,37 +76,25 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
     """
     if t.format != "claude-code":
         return None, None
-    shape: dict | None = None
-    snapshot: Any = None
-    for i in reversed(list(t.live_indexes())):
-        kind = claude_code_chain.entry_type(t, i)
-        if kind == "api-request-shape" and shape is None:
-            shape = t.entry(i).get("shape") or {}
-        elif kind == "attachment" and snapshot is None:
-            att = t.entry(i).get("attachment") or {}
-            if att.get("type") == "prompt_snapshot" and att.get("systemPrompt"):
-                snapshot = att["systemPrompt"]
-        if shape is not None and snapshot is not None:
-            break
-    shape = shape or {}
-    system: Any = None
-    if shape.get("system"):
-        system = [{k: v for k, v in b.items() if k != "cache_control"} for b in shape["system"]]
-    elif snapshot is not None:
-        system = "\n\n".join(snapshot) if isinstance(snapshot, list) else str(snapshot)
-    return system, shape.get("tools")
+    records = request_records(t)
+    shape = records.shapes.get(records.shape_at[-1][1]) if records.shape_at else None
+    if shape:
+        system = [{k: v for k, v in b.items() if k != "cache_control"} for b in shape.get("system") or []]
+        return system or None, shape.get("tools")
+    for i in reversed(claude_code_chain.indexes_of(t, ("attachment",))):
+        att = t.entry(i).get("attachment") or {}
+        if att.get("type") == "prompt_snapshot" and att.get("systemPrompt"):
+            snapshot = att["systemPrompt"]
+            return "\n\n".join(snapshot) if isinstance(snapshot, list) else str(snapshot), None
+    return None, None
 
 
 def recorded_thinking(t: Transcript) -> dict | None:
     """The ``thinking`` settings of Claude Code's newest recorded request (its ``api-request`` entries), if any."""
     if t.format != "claude-code":
         return None
-    for i in reversed(list(t.live_indexes())):
-        if claude_code_chain.entry_type(t, i) == "api-request":
-            thinking = (t.entry(i).get("params") or {}).get("thinking")
-            if isinstance(thinking, dict):
-                return thinking
-    return None
+    thinking = recorded_settings(t).thinking
+    return dict(thinking) if thinking is not None else None
 
 
 def _thinking_on(thinking: dict | None) -> bool:

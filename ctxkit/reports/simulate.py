@@ -36,7 +36,7 @@ from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from .pricing import PriceTable, Usage
 from .removed import removed_items
-from .replay import PolicyReplay, Segment, Step, request_segments
+from .replay import GrowingRead, PolicyReplay, Segment, Step, request_segments
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
@@ -181,11 +181,11 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
     none_segments = []
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:
-        prefix_file = Path(tmp) / "prefix.jsonl"
-        prefix = None
+        growing = GrowingRead(Path(tmp) / "prefix.jsonl")  # each line read once, not once per request
+        prefix, done = None, 0
         for point in points:
-            prefix_file.write_bytes(b"".join(raw_lines[:point.first_entry]))
-            prefix = read_transcript(str(prefix_file), on_bad_line="skip")
+            prefix = growing.add(raw_lines[done:point.first_entry])
+            done = point.first_entry
             none_segments.append(request_segments(prefix, base, counter, point.timestamp))
         _main_requests(none, points, none_segments, base, prices, window)
         if prefix is not None:

@@ -294,10 +294,19 @@ def _digests(f, size: int, known: list[str]) -> list[str]:
     return out + _block_digests(f, size, len(out))
 
 
-def _written_index(read: Transcript, written: Transcript, read_digests: list[str]) -> tuple[LineIndex, list[str]] | None:
-    """The line index a full read of ``written``'s output would give, and the output's digests; None
-    when it cannot be told without reading it (an entry removed, a line ctxkit wrote that a read
-    would refuse)."""
+def output_index(read: Transcript, written: Transcript) -> LineIndex | None:
+    """The line index a full read of ``written`` (a run's output over the input ``read``, in its own
+    format) would give, without reading it; None when it cannot be told (see :func:`_written_index`).
+    ``ctxkit simulate`` resumes each step's read from the previous step's output this way."""
+    out = _written_index(read, written, None)
+    return out[0] if out is not None else None
+
+
+def _written_index(read: Transcript, written: Transcript,
+                   read_digests: list[str] | None) -> tuple[LineIndex, list[str]] | None:
+    """The line index a full read of ``written``'s output would give, and the output's digests (none
+    when ``read_digests`` is None); None when it cannot be told without reading it (an entry removed, a
+    line ctxkit wrote that a read would refuse)."""
     if written.removed or written.lines is not read.lines:
         return None
     n = read.n_lines
@@ -341,7 +350,9 @@ def _written_index(read: Transcript, written: Transcript, read_digests: list[str
             chunks.append((pos, data))
             pos += len(data)
     out.end = pos
-    out.facts = claude_code_session.current_facts(written)
+    out.facts = claude_code_session.current_facts(written).copy()
+    if read_digests is None:
+        return out, []
     same = pos if same is None else same
     digests = read_digests[:same // BLOCK]  # whole blocks the output shares with the input
     digests += _hash_from(len(digests) * BLOCK, chunks, read.source.file, pos)

@@ -35,7 +35,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .claude_code_chain import entry_type
+from .claude_code_chain import entry_type, indexes_of
 from .model import Transcript
 
 RECORD_TYPES = ("api-request-shape", "api-request-blob", "api-request")
@@ -182,10 +182,8 @@ def request_records(t: Transcript) -> RequestRecords:
         return known
     out = RequestRecords()
     if t.format == "claude-code":
-        for i in t.live_indexes():
+        for i in indexes_of(t, RECORD_TYPES):
             kind = entry_type(t, i)
-            if kind not in RECORD_TYPES:
-                continue
             entry = t.entry(i)
             if kind == "api-request-shape" and isinstance(entry.get("shape"), dict):
                 h = str(entry.get("shapeHash") or digest(entry["shape"]))
