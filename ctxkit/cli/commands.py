@@ -250,6 +250,7 @@ def view(
     from .. import load_policy
     from ..run_context import model_warnings
     from ..stages.snip import tags_enabled
+    from ..tokens.session import session_policy
     from ..transcript import read_transcript
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
@@ -258,10 +259,11 @@ def view(
     from .trust_cmd import guard_policy
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
-    print_warnings(model_warnings(pol))
     guard_policy(pol, summarizes=False)
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    pol = session_policy(pol, t)  # the session's own model and max_tokens, unless the policy names them
+    print_warnings(model_warnings(pol))
     with atomic_output(output) as out:
         if to == "anthropic-request":
             from ..reports.cache_edits import store_for_request

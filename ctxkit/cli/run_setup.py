@@ -147,6 +147,6 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         for warning in checkpoints.warnings:
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
-    run = Run(pol, t, ctx, checkpoints, onto_input=onto_input)
+    run = Run(ctx.policy, t, ctx, checkpoints, onto_input=onto_input)  # the policy as it applies to the session
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run

@@ -174,6 +174,12 @@ class Transcript:
             kept = self._parse(i) if self._keep_all_parsed else without_harness_keys(self._parse(i))
         return kept
 
+    def parsed_input_lines(self) -> dict[int, dict]:
+        """The parsed copies of input lines this transcript keeps (of the input, never of an edit; without
+        the harness-only fields): what a read of a longer file with these lines first may start from
+        (:class:`ctxkit.transcript.reader.Resume`). Do not mutate them."""
+        return self._cache
+
     def full_entry(self, i: int) -> dict:
         """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
         d = self.entry(i)

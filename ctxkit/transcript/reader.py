@@ -33,6 +33,9 @@ class Resume:
     lines: LineIndex
     size: int
     detected_early: bool
+    #: parsed copies of lines of the prefix, as :meth:`Transcript.parsed_input_lines` keeps them (the
+    #: same bytes at the same index): not parsed again when the projection asks for them
+    parsed: dict[int, dict] | None = None
 
 
 def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
@@ -69,7 +72,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     bad = BadLines()
     lines = start.lines if start is not None else LineIndex()
     pending: list[tuple[int, dict, int]] = []  # parsed entries (and their size) waiting for the format
-    cache: dict[int, dict] = {}
+    cache: dict[int, dict] = dict(start.parsed) if start is not None and start.parsed else {}
     extracts: dict[tuple, object] = {}  # see Transcript.extract
     chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
     index: Callable[[int, dict, int], None] | None = None
