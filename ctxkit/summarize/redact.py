@@ -59,6 +59,7 @@ from .secret_rules import (
     load_detect_secrets_plugins,
     plausible_secret,
     secret_name,
+    whole_token,
 )
 
 # -- the redactor -----------------------------------------------------------------------------------------
@@ -170,6 +171,13 @@ class Redactor:
             else:
                 regex = rule.regex
             for m in regex.finditer(target):
+                if rule.spans is not None:
+                    for start, end in rule.spans(m, text):
+                        value = text[start:end]
+                        if value and not MARKER_RE.fullmatch(value) and not self._allowed(value):
+                            self._record(value, rule.kind)
+                            spans.append(Span(start, end, rule.kind, rank))
+                    continue
                 group = rule.group(m) if callable(rule.group) else rule.group
                 start, end = m.start(group), m.end(group)
                 value = text[start:end]
@@ -186,17 +194,21 @@ class Redactor:
             triggers = _PLUGIN_TRIGGERS.get(type(plugin).__name__)
             if triggers and not any(word in lowered for word in triggers):
                 continue
-            for value in set(plugin.analyze_string(text)):
+            for found in set(plugin.analyze_string(text)):
                 # some plugins yield a fragment (GitHubTokenDetector yields the "ghp" prefix), or a placeholder
-                # (BasicAuthDetector: the "password" of user:password@host): skip those
-                if not plausible_secret(value, min_length=MIN_KNOWN_LENGTH) or self._allowed(value):
+                # (BasicAuthDetector: the "password" of user:password@host): skip those. A hit is a token,
+                # never an expression: a dotted one (SendGrid's SG.x.y) is not taken for code
+                if not plausible_secret(found, min_length=MIN_KNOWN_LENGTH, literal=True) or self._allowed(found):
                     continue
-                kind = _plugin_kind(plugin, value)
-                self._record(value, kind)
-                start = text.find(value)
+                kind = _plugin_kind(plugin, found)
+                start = text.find(found)
                 while start >= 0:
-                    spans.append(Span(start, start + len(value), kind, rank))
-                    start = text.find(value, start + len(value))
+                    # the whole token, not the prefix a fixed-length regex took (a JWT's signature, the
+                    # tail of a longer Stripe key)
+                    begin, end = whole_token(text, start, start + len(found))
+                    self._record(text[begin:end], kind)
+                    spans.append(Span(begin, end, kind, rank))
+                    start = text.find(found, start + len(found))
         return spans
 
     def _plugins(self) -> list[Any]:

@@ -27,6 +27,8 @@ class Rule(NamedTuple):
     ``check(match, text)`` answers the kind, or None when the match is not a secret after all.
     A ``lowered`` rule runs on the text lowercased (much faster than ``re.IGNORECASE`` for an
     alternation of words); positions are the same, values are read from the original text.
+    ``spans(match, text)``, when given, names several secrets in one match (the values of a
+    ``Cookie:`` header) as ``(start, end)`` pairs, instead of the group.
     """
 
     kind: str
@@ -34,6 +36,7 @@ class Rule(NamedTuple):
     group: int | str | Callable[[re.Match[str]], int | str] = 0  # a callable picks the group per match
     check: Callable[[re.Match[str], str], str | None] | None = None
     lowered: bool = False
+    spans: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
 
 
 # -- telling secrets from code and placeholders ------------------------------------------------------------
@@ -78,18 +81,45 @@ def secret_name(name: str) -> str | None:
     return "weak" if any(p in _WEAK_PARTS for p in parts) else None
 
 
-def plausible_secret(value: str, *, min_length: int = 4) -> bool:
-    """Whether ``value`` may be a secret rather than code, a path, a number or a placeholder."""
+def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) -> bool:
+    """Whether ``value`` may be a secret rather than code, a path, a number or a placeholder.
+
+    A dotted name (``config.password``, ``settings.SECRET_KEY``) is code, unless one of its parts looks
+    random (``Hunter2.Secret99``, ``hvs.CAESIJ4l...``, ``SG.<22>.<43>``) or it is ``literal``: where it
+    stands a value is a string, never an expression (``DB_PASSWORD=a.b`` in a shell, a properties file,
+    a YAML scalar, a detect-secrets hit)."""
     v = value.strip()
     if len(v) < min_length or MARKER_RE.search(v):
         return False
-    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _CODE_VALUE.match(v):
+    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _looks_like_code(v, literal=literal):
         return False
     if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
         return False
     if v.startswith(("/", "~/", "./", "../", "http://", "https://", "file:")) or re.match(r"[A-Za-z]:\\", v):
         return False
     return True
+
+
+_CODE_PREFIX = re.compile(r"(?:self|this|cls|os|process|env)\b")
+
+
+def _looks_like_code(value: str, *, literal: bool = False) -> bool:
+    """Whether ``value`` reads as an expression: ``self.x``, ``os.environ[...]``, or (unless ``literal``)
+    a dotted name none of whose parts looks random."""
+    if not _CODE_VALUE.match(value):
+        return False
+    if _CODE_PREFIX.match(value):
+        return True
+    return not literal and not any(_random_part(part) for part in value.split("."))
+
+
+def _random_part(part: str) -> bool:
+    """A part of a dotted value that no one names a variable: digits among letters of both cases
+    (``Hunter2``, ``CAESIJ4lZ9``), or a long run of both cases (``abcDEFghiJKLmnoPQRstu``)."""
+    lower, upper = any(c.islower() for c in part), any(c.isupper() for c in part)
+    if not (lower and upper):
+        return False
+    return any(c.isdigit() for c in part) or (len(part) >= 20 and sum(c.isupper() for c in part) >= 4)
 
 
 def _distinctive(value: str) -> bool:
@@ -101,6 +131,27 @@ def _distinctive(value: str) -> bool:
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
                any(not c.isalnum() and c not in "_-." for c in value))
     return sum(classes) >= 2
+
+
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def whole_token(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span ``start:end`` of ``text`` widened to the whole token it is part of: over letters, digits,
+    ``_`` and ``-`` on both sides, and over a ``.`` followed by more of them when the token is dotted
+    (a JWT: ``header.payload.signature``), and its ``=`` padding."""
+    dotted = "." in text[start:end]
+    while start > 0 and text[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    n = len(text)
+    while end < n:
+        c = text[end]
+        if not (c in _TOKEN_CHARS or (c == "." and dotted and end + 1 < n and text[end + 1] in _TOKEN_CHARS)):
+            break
+        end += 1
+    while end < n and text[end] == "=":
+        end += 1
+    return start, end
 
 
 def _has_digit_and_letter(value: str) -> bool:
@@ -142,18 +193,23 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     strength = secret_name(name)
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
-    if strength is None or not plausible_secret(value):
+    literal = _literal(m, text, start, name)
+    if strength is None or not plausible_secret(value, literal=literal):
         return None
     if strength == "weak" and not _distinctive(value):
         return None
     if group == "bare":
-        # ``token=token``, ``password=new_password``: code, not a value
-        if re.fullmatch(r"[\w.]+", value) and any(w in value.lower() for w in _NAME_WORDS):
+        # ``token=token``, ``password=new_password``: code, not a value (but ``DB_PASSWORD=Hunter2.Secret99``
+        # in a shell is one)
+        if re.fullmatch(r"[\w.]+", value) and any(w in value.lower() for w in _NAME_WORDS) \
+                and not (literal and any(_random_part(p) for p in value.split("."))):
             return None
         if m.group("sep") != ":":
             # ``util._assertion_pass = saved_hooks``: in code (a name not in capitals, not a --flag) a bare
-            # identifier is a variable; ``DB_PASS=hunter2`` (shell, .env) and ``--password=x`` are values
-            if re.fullmatch(r"[A-Za-z_]\w*", value) and not name.isupper() and not name.startswith("-"):
+            # identifier is a variable; ``DB_PASS=hunter2`` (shell, .env), ``--password=x``, an INI or
+            # properties line, a connection string's ``Password=x;`` and ``Sup3rS3cretPw`` are values
+            if (re.fullmatch(r"[A-Za-z_]\w*", value) and not name.isupper() and not name.startswith("-")
+                    and not literal and not _random_part(value)):
                 return None
         else:
             # ``token: str`` in code or prose: a bare value after a colon counts only on a YAML line that
@@ -167,6 +223,36 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             if not (yaml_line or quoted_key or before.endswith(('"', "'"))):
                 return None
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"
+
+
+_INI_SECTION = re.compile(r"^[ \t]*\[[^\]\n]+\][ \t]*$", re.MULTILINE)
+_CONNECTION_PAIR = re.compile(r"[\w ]=[^;\n]*;[ \t]*$")
+
+
+def _literal(m: re.Match[str], text: str, start: int, name: str) -> bool:
+    """Whether the value of this ``name=value`` stands where a value is a string, never an expression:
+    a shell or ``.env`` assignment (``DB_PASSWORD=a.b``: a name in capitals, no space around ``=``), a
+    ``--flag=value``, a line of an INI or properties file (``password=x`` alone on its line, with no
+    space around ``=``, a dotted name or under a ``[section]``), a YAML ``name: value`` line, or a pair of
+    a connection string (``Server=x;Password=y;``)."""
+    sep, sep_start = m.group("sep"), m.start("sep")
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", m.end())
+    line_end = len(text) if line_end < 0 else line_end
+    before, after = text[line_start:start], text[m.end():line_end]
+    tight = not text[m.end("tail"):sep_start].strip() and sep_start == m.end("tail") \
+        and not text[m.end("sep"):m.end("sep") + 1].isspace()
+    if sep != ":" and name.startswith("-"):
+        return True
+    if sep == "=" and tight and name.lstrip("-").replace(".", "_").isupper():
+        return True
+    whole_line = not before.strip() and (not after.strip() or after.lstrip().startswith(("#", ";")))
+    if sep == ":":
+        return whole_line and not before.strip(" \t-")
+    if whole_line and (tight or "." in name or _INI_SECTION.search(text, 0, line_start)):
+        return True
+    # a connection string: ``...;Password=x;`` or ``Password=x;...`` after another ``key=value;``
+    return before.rstrip().endswith(";") or (after.startswith(";") and bool(_CONNECTION_PAIR.search(before)))
 
 
 def _url_password(m: re.Match[str], text: str) -> str | None:
@@ -229,6 +315,42 @@ def _named(kind: str) -> Callable[[re.Match[str], str], str | None]:
     return check
 
 
+#: Cookie attributes (``Set-Cookie: id=x; Path=/; HttpOnly``): not values.
+_COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "httponly", "secure", "samesite", "priority",
+                      "partitioned", "version", "comment"}
+_COOKIE_PAIR = re.compile(r"[ \t]*(?P<name>[^=;\s\"']+)=(?P<value>[^;\s\"']*)")
+
+
+def _cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
+    """The values in a ``Cookie:`` / ``Set-Cookie:`` header or a ``curl -b`` argument, up to the end of its
+    line or quote: each one that may be a session (secret-named, random-looking or long), not the
+    attributes (``Path=/``) nor a word (``theme=dark``)."""
+    out = []
+    pos, end = m.end(), len(text)
+    for stop in ("\n", "\r", '"', "'", "\\n"):
+        at = text.find(stop, pos, end)
+        end = at if at >= 0 else end
+    while pos < end:
+        pair = _COOKIE_PAIR.match(text, pos, end)
+        if pair is None:
+            break
+        name, value = pair.group("name"), pair.group("value")
+        if name.lower() not in _COOKIE_ATTRIBUTES and plausible_secret(value, literal=True) and (
+                secret_name(name) or _distinctive(value) or _has_digit_and_letter(value) or len(value) >= 16):
+            out.append((pair.start("value"), pair.end("value")))
+        pos = pair.end()
+        if pos < end and text[pos] == ";":
+            pos += 1
+    return out
+
+
+def _cli_password(command: str, flag: str, *, attached: bool = False) -> re.Pattern[str]:
+    """``command ... FLAG VALUE`` on one command line (not past ``|``, ``;`` or ``&``): the value (after a
+    space, or ``attached`` to the flag, ``7z x a.7z -pPASS``), quoted or not, is the secret."""
+    gap = "" if attached else r"(?:[ \t]+|=)?"
+    return re.compile(rf"(?:{command})[ \t](?:[^\n|;&]*?[ \t])?{flag}{gap}['\"]?(?P<secret>[^\s'\"]+)")
+
+
 #: ctxkit's own rules, in order of precedence. Each starts with a literal where it can: a leading
 #: ``\b`` or ``(?i)`` makes Python's ``re`` try every position (40 times slower on a large history).
 RULES: tuple[Rule, ...] = (
@@ -236,6 +358,9 @@ RULES: tuple[Rule, ...] = (
     Rule("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}")),
     Rule("openai-key", re.compile(r"sk-(?:proj-|svcacct-|admin-)?(?P<secret>[A-Za-z0-9_-]{32,})"),
          group=0, check=_random_looking("openai-key", word_start=True)),
+    Rule("stripe-access-key", re.compile(r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,}(?![0-9a-zA-Z])"),
+         check=_word_start("stripe-access-key")),
+    Rule("vault-token", re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_-])"), check=_word_start("vault-token")),
     Rule("aws-access-key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
          check=_word_start("aws-access-key")),
     Rule("github-token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})(?!\w)"),
@@ -254,6 +379,29 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_plausible("password")),
     Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"]+)"),
          group="secret", check=_plausible("password")),
+    Rule("password", _cli_password("sshpass", "-p"), group="secret", check=_plausible("password")),
+    Rule("password", _cli_password(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n|;&]*?login", "-p"),
+         group="secret", check=_plausible("password")),
+    Rule("password", _cli_password("7z|7za|7zz|7zr|rar|unrar", "-p", attached=True), group="secret",
+         check=_plausible("password")),
+    Rule("password", _cli_password("unzip|zip|zipcloak|sqlcmd|bcp|isql", "-P"), group="secret",
+         check=_plausible("password")),
+    Rule("password", _cli_password("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", "-p"),
+         group="secret", check=_plausible("password")),
+    Rule("password", _cli_password("redis-cli", "-a"), group="secret", check=_plausible("password")),
+    Rule("password", _cli_password("ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapwhoami|ldappasswd", "-w"),
+         group="secret", check=_plausible("password")),
+    Rule("password", _cli_password("openssl", r"-pass(?:in|out)?[ \t]+(?:pass|env):", attached=True),
+         group="secret", check=_plausible("password")),
+    # smbclient -U user%password, lftp -u user,password
+    Rule("password", _cli_password("smbclient|rpcclient|smbmap|smbget|smbcacls|crackmapexec|netexec|nxc|net",
+                                   r"(?:-U|--user(?:name)?)(?:[ \t]+|=)?['\"]?[^\s%'\"]*%", attached=True),
+         group="secret", check=_plausible("password")),
+    Rule("password", _cli_password("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True), group="secret",
+         check=_plausible("password")),
+    Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=_cookie_values),
+    Rule("cookie", re.compile(r"curl[ \t][^\n|;&]*?[ \t](?:-b|--cookie)[ \t]+['\"]?"), lowered=True,
+         spans=_cookie_values),
     Rule("secret-assignment", re.compile(r"--(?P<name>[a-z0-9-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9-]*)"
                                          r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
          group="secret", check=_named("secret-assignment"), lowered=True),
