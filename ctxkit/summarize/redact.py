@@ -48,14 +48,17 @@ from typing import Any, NamedTuple
 from .secret_rules import (
     _AWS_SECRET_NAME,
     _PLUGIN_TRIGGERS,
+    BASE64_BLOB,
     MARKER,
     MARKER_RE,
+    MAX_BASE64_DEPTH,
     MIN_KNOWN_LENGTH,
     RULES,
     Rule,
     _distinctive,
     _plugin_kind,
     _slug,
+    decode_base64_text,
     load_detect_secrets_plugins,
     plausible_secret,
     secret_name,
@@ -157,10 +160,15 @@ class Redactor:
     def _record(self, value: str, kind: str) -> None:
         self.found.setdefault(value, kind)
 
-    def _find(self, text: str) -> list[Span]:
+    def _find(self, text: str, depth: int = 0) -> list[Span]:
         spans: list[Span] = []
         lowered: str | None = None
         for rank, rule in enumerate(self._rules):
+            if rule.triggers:
+                if lowered is None:
+                    lowered = text.lower()
+                if not any(word in lowered for word in rule.triggers):
+                    continue
             target = text
             if rule.lowered:
                 if lowered is None:
@@ -209,7 +217,31 @@ class Redactor:
                     self._record(text[begin:end], kind)
                     spans.append(Span(begin, end, kind, rank))
                     start = text.find(found, start + len(found))
+        if depth < MAX_BASE64_DEPTH:
+            spans.extend(self._encoded(text, spans, depth))
         return spans
+
+    def _encoded(self, text: str, spans: list[Span], depth: int) -> list[Span]:
+        """Base64 blobs of ``text`` that decode to text holding a secret (a ``.env`` piped through
+        ``base64``, a Kubernetes Secret's ``data:``, a Docker ``config.json`` auth), each redacted whole
+        as ``base64-secret``. What the decoded text holds is not counted on its own: the blob is the
+        secret the summarizer would have seen."""
+        out = []
+        rank = len(self._rules) + 1
+        for m in BASE64_BLOB.finditer(text):
+            start, end = m.span()
+            if any(s.start <= start and end <= s.end for s in spans):
+                continue  # already inside a secret (a PEM body, a basic-auth value)
+            decoded = decode_base64_text(m.group())
+            if decoded is None:
+                continue
+            found_before = dict(self.found)
+            inner = self._find(decoded, depth + 1)
+            self.found = found_before
+            if inner and not self._allowed(m.group()):
+                self._record(m.group(), "base64-secret")
+                out.append(Span(start, end, "base64-secret", rank))
+        return out
 
     def _plugins(self) -> list[Any]:
         if self._detectors is None:
