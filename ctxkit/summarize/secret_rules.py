@@ -378,6 +378,47 @@ def _cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
     return out
 
 
+_K8S_DATA_YAML = re.compile(r"^([ \t]*-?[ \t]*)(?:data|stringData):[ \t]*$", re.MULTILINE)
+_K8S_ITEM_YAML = re.compile(r"[ \t]*[^\s:#][^:\n]*:[ \t]*(?P<value>\S(?:[^\n]*\S)?)?[ \t]*$")
+_K8S_DATA_JSON = re.compile(r'"(?:data|stringData)"\s*:\s*\{')
+_K8S_ITEM_JSON = re.compile(r'\s*"(?:[^"\\]|\\.)*"\s*:\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*,?')
+
+
+def _kubernetes_secret_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
+    """The values of the ``data:`` and ``stringData:`` of a Kubernetes Secret (``kubectl get secret -o
+    yaml`` or ``-o json``, a manifest): every one is a secret by what holds it, whatever its key and
+    whether or not its base64 decodes to something recognisable. The manifest is the YAML document
+    (between ``---`` lines) around ``kind: Secret``."""
+    begin = text.rfind("\n---", 0, m.start())
+    begin = 0 if begin < 0 else begin + 4
+    end = text.find("\n---", m.end())
+    end = len(text) if end < 0 else end
+    out: list[tuple[int, int]] = []
+    for block in _K8S_DATA_YAML.finditer(text, begin, end):
+        indent = len(block.group(1).expandtabs())
+        pos = block.end() + 1
+        while pos < end:
+            line_end = text.find("\n", pos, end)
+            line_end = end if line_end < 0 else line_end
+            line = text[pos:line_end]
+            if line.strip():
+                if len(line) - len(line.lstrip()) <= indent:
+                    break
+                item = _K8S_ITEM_YAML.fullmatch(line)
+                if item is not None and item.group("value") and item.group("value") not in ("|", ">", "|-", ">-"):
+                    out.append((pos + item.start("value"), pos + item.end("value")))
+                elif item is None:  # a line of a block scalar (``key: |``): all of it
+                    out.append((pos + len(line) - len(line.lstrip()), line_end))
+            pos = line_end + 1
+    for block in _K8S_DATA_JSON.finditer(text, begin, end):
+        pos = block.end()
+        while (item := _K8S_ITEM_JSON.match(text, pos, end)) is not None:
+            if item.group("value"):
+                out.append(item.span("value"))
+            pos = item.end()
+    return [(a, b) for a, b in out if not MARKER_RE.fullmatch(text[a:b])]
+
+
 def _cli_password(command: str, flag: str, *, attached: bool = False) -> re.Pattern[str]:
     """``command ... FLAG VALUE`` on one command line (not past ``|``, ``;`` or ``&``): the value (after a
     space, or ``attached`` to the flag, ``7z x a.7z -pPASS``), quoted or not, is the secret."""
@@ -433,6 +474,8 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_plausible("password"), triggers=("%",)),
     Rule("password", _cli_password("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True), group="secret",
          check=_plausible("password"), triggers=("lftp",)),
+    Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
+         spans=_kubernetes_secret_values),
     Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=_cookie_values),
     Rule("cookie", re.compile(r"curl[ \t][^\n|;&]*?[ \t](?:-b|--cookie)[ \t]+['\"]?"), lowered=True,
          spans=_cookie_values, triggers=("curl",)),
