@@ -48,7 +48,6 @@ from typing import Any, NamedTuple
 from .secret_rules import (
     _AWS_SECRET_NAME,
     _PLUGIN_TRIGGERS,
-    BASE64_BLOB,
     MARKER,
     MARKER_RE,
     MAX_BASE64_DEPTH,
@@ -58,6 +57,7 @@ from .secret_rules import (
     _distinctive,
     _plugin_kind,
     _slug,
+    base64_blobs,
     decode_base64_text,
     load_detect_secrets_plugins,
     plausible_secret,
@@ -228,18 +228,18 @@ class Redactor:
         secret the summarizer would have seen."""
         out = []
         rank = len(self._rules) + 1
-        for m in BASE64_BLOB.finditer(text):
-            start, end = m.span()
+        for start, end in base64_blobs(text):
             if any(s.start <= start and end <= s.end for s in spans):
                 continue  # already inside a secret (a PEM body, a basic-auth value)
-            decoded = decode_base64_text(m.group())
+            blob = text[start:end]
+            decoded = decode_base64_text(blob)
             if decoded is None:
                 continue
             found_before = dict(self.found)
             inner = self._find(decoded, depth + 1)
             self.found = found_before
-            if inner and not self._allowed(m.group()):
-                self._record(m.group(), "base64-secret")
+            if inner and not self._allowed(blob):
+                self._record(blob, "base64-secret")
                 out.append(Span(start, end, "base64-secret", rank))
         return out
 

@@ -157,9 +157,32 @@ def whole_token(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-#: A base64 blob worth decoding: 16 characters or more (12 bytes: ``password=x1``), standard or URL-safe,
-#: and wrapped lines (``base64`` output, 76 to a line) taken together.
-BASE64_BLOB = re.compile(r"[A-Za-z0-9+/_-]{16,}(?:\r?\n[A-Za-z0-9+/_-]{4,})*={0,2}")
+#: A base64 run worth decoding: 16 characters or more (12 bytes: ``password=x1``), standard or URL-safe.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+#: The line lengths at which tools wrap base64 (``base64``: 76; PEM, ``openssl base64``: 64).
+_BASE64_WRAPS = (64, 76)
+
+
+def base64_blobs(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` may hold base64: each run of 16 characters or more, with the lines that continue
+    it when it is wrapped (a line of exactly 64 or 76 characters followed by another run)."""
+    blobs: list[tuple[int, int]] = []
+    for m in _BASE64_RUN.finditer(text):
+        start, end = m.span()
+        if blobs and _continues(text, blobs[-1], start):
+            blobs[-1] = (blobs[-1][0], end)
+        else:
+            blobs.append((start, end))
+    return blobs
+
+
+def _continues(text: str, blob: tuple[int, int], start: int) -> bool:
+    """Whether a run at ``start`` is the next line of the wrapped ``blob``."""
+    gap = text[blob[1]:start]
+    if gap not in ("\n", "\r\n"):
+        return False
+    last_line = blob[1] - max(blob[0], text.rfind("\n", 0, blob[1]) + 1)
+    return last_line in _BASE64_WRAPS and text[blob[1] - 1] != "="
 #: How deep base64 inside base64 is decoded (a Docker ``config.json`` in a Kubernetes Secret holds the
 #: registry's ``auth`` in base64 again: that one is found as a secret-named value).
 MAX_BASE64_DEPTH = 2
@@ -477,7 +500,7 @@ RULES: tuple[Rule, ...] = (
     Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
          spans=_kubernetes_secret_values),
     Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=_cookie_values),
-    Rule("cookie", re.compile(r"curl[ \t][^\n|;&]*?[ \t](?:-b|--cookie)[ \t]+['\"]?"), lowered=True,
+    Rule("cookie", re.compile(r"curl(?:[ \t][^\n|;&]*?)?[ \t](?:-b|--cookie)[ \t]+['\"]?"), lowered=True,
          spans=_cookie_values, triggers=("curl",)),
     Rule("secret-assignment", re.compile(r"--(?P<name>[a-z0-9-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9-]*)"
                                          r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
