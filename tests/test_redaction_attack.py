@@ -246,3 +246,10 @@ def test_an_orphan_tool_results_id_is_quoted_only_when_it_looks_like_an_id(runne
     (tmp_path / "o.jsonl").write_text(json.dumps(lines[0]).replace(f"DB_PASSWORD={PW}", "toolu_01AbCdEf") + "\n")
     r = runner.invoke(app, ["view", str(tmp_path / "o.jsonl")])
     assert "tool_result 'toolu_01AbCdEf' answers no tool_use before it" in r.stderr
+
+
+def test_a_documents_title_reaches_a_summarizer_redacted():
+    """The summarizers show a document as ``[document: its title]``: the title is redacted like any text."""
+    doc = {"type": "document", "title": f"DB_PASSWORD={PW}", "source": {"type": "base64", "data": PNG}}
+    out = Redactor().messages([{"role": "user", "content": [doc]}])
+    assert out[0]["content"][0]["title"] == "DB_PASSWORD=[REDACTED:secret-assignment]"

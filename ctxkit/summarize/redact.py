@@ -130,7 +130,8 @@ class Redactor:
 
     def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """API-shaped ``messages`` with the secrets in their text, tool inputs and tool results redacted.
-        Thinking is dropped (no summarizer uses it); images are left as they are. What held no secret is
+        Thinking is dropped (no summarizer uses it); images are left as they are (the summarizers show
+        them as ``[image]``), a document's title is redacted (they show it). What held no secret is
         the caller's own object, not a copy (copy on write): read them, do not change them."""
         if not self.enabled:
             return [dict(m) for m in messages]
@@ -336,6 +337,8 @@ def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str]
         return None
     if kind == "text" and isinstance(block.get("text"), str):
         return _with(block, "text", fn(block["text"]))
+    if kind == "document" and isinstance(block.get("title"), str):  # a summarizer is shown its title
+        return _with(block, "title", fn(block["title"]))
     if kind in _TOOL_CALLS:  # (a call without an input is given ``"input": None``, as it always was)
         return _with(block, "input", _walk_value(block.get("input"), fn, keyed)) if "input" in block \
             else {**block, "input": None}

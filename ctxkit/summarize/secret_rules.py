@@ -157,8 +157,11 @@ def whole_token(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-#: A base64 run worth decoding: 16 characters or more (12 bytes: ``password=x1``), standard or URL-safe.
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+#: A base64 run worth decoding: 16 characters or more (12 bytes: ``password=x1``). One that is all letters
+#: (``AbstractSingletonProxyFactoryBean``) is skipped: base64 of text nearly always holds a digit, ``+``
+#: or ``/``. (A simple character class: Python's ``re`` scans for it fast; a look-around would be tried at
+#: every position, ten times slower.)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 #: The line lengths at which tools wrap base64 (``base64``: 76; PEM, ``openssl base64``: 64).
 _BASE64_WRAPS = (64, 76)
 
@@ -168,6 +171,8 @@ def base64_blobs(text: str) -> list[tuple[int, int]]:
     it when it is wrapped (a line of exactly 64 or 76 characters followed by another run)."""
     blobs: list[tuple[int, int]] = []
     for m in _BASE64_RUN.finditer(text):
+        if m.group().isalpha():
+            continue
         start, end = m.span()
         if blobs and _continues(text, blobs[-1], start):
             blobs[-1] = (blobs[-1][0], end)
@@ -190,21 +195,15 @@ MAX_BASE64_DEPTH = 2
 
 def decode_base64_text(blob: str) -> str | None:
     """``blob`` decoded, when it is base64 of text (UTF-8, printable but for whitespace); else None
-    (a hash, an identifier, an image: bytes no one reads)."""
+    (a hash, a path, an image: bytes no one reads)."""
     import base64
     import binascii
 
     compact = "".join(blob.split()).rstrip("=")
-    if compact.isalpha() and \
-            (compact.islower() or compact.isupper()):
-        return None  # one word (``abcdefghijklmnopq``), not a blob
-    alphabet = "-_" if ("-" in compact or "_" in compact) else "+/"
-    if alphabet == "-_" and ("+" in compact or "/" in compact):
+    if len(compact) % 4 == 1:
         return None
     try:
-        raw = base64.b64decode(compact + "=" * (-len(compact) % 4), altchars=alphabet.encode(),
-                               validate=True)
-        decoded = raw.decode("utf-8")
+        decoded = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
     printable = sum(c.isprintable() or c in "\n\r\t" for c in decoded)
@@ -443,10 +442,11 @@ def _kubernetes_secret_values(m: re.Match[str], text: str) -> list[tuple[int, in
 
 
 def _cli_password(command: str, flag: str, *, attached: bool = False) -> re.Pattern[str]:
-    """``command ... FLAG VALUE`` on one command line (not past ``|``, ``;`` or ``&``): the value (after a
-    space, or ``attached`` to the flag, ``7z x a.7z -pPASS``), quoted or not, is the secret."""
+    """``command ... FLAG VALUE`` on one command line (not past ``|``, ``;``, ``&``, nor the ``,`` or
+    backtick that end a command quoted in code or prose): the value (after a space, or ``attached`` to the
+    flag, ``7z x a.7z -pPASS``), quoted or not, is the secret."""
     gap = "" if attached else r"(?:[ \t]+|=)?"
-    return re.compile(rf"(?:{command})[ \t](?:[^\n|;&]*?[ \t])?{flag}{gap}['\"]?(?P<secret>[^\s'\"]+)")
+    return re.compile(rf"(?:{command})[ \t](?:[^\n|;&,`]*?[ \t])?{flag}{gap}['\"]?(?P<secret>[^\s'\"`]+)")
 
 
 #: ctxkit's own rules, in order of precedence. Each starts with a literal where it can: a leading
