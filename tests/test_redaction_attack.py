@@ -73,6 +73,11 @@ CASES = [
     (f"redis-cli -h cache -a {PW} ping", "redis-cli -h cache -a [REDACTED:password] ping"),
     (f"ldapsearch -x -D cn=admin -w {PW} -b dc=acme", "ldapsearch -x -D cn=admin -w [REDACTED:password] -b dc=acme"),
     (f"openssl enc -d -aes256 -pass pass:{PW} -in x.enc", "openssl enc -d -aes256 -pass pass:[REDACTED:password] -in x.enc"),
+    (f"htpasswd -bc /etc/nginx/.htpasswd alice {PW}", "htpasswd -bc /etc/nginx/.htpasswd alice [REDACTED:password]"),
+    (f"htpasswd -b -B .htpasswd alice '{PW}'", "htpasswd -b -B .htpasswd alice '[REDACTED:password]'"),
+    (f"machine api.acme.io login alice password {PW}\n", "machine api.acme.io login alice password [REDACTED:password]\n"),
+    (f"machine ftp.acme.io\n  login alice\n  password {PW}\n",
+     "machine ftp.acme.io\n  login alice\n  password [REDACTED:password]\n"),
     ("Set-Cookie: session=3f9a8b7c6d5e4f3a2b1c0d9e; Path=/; HttpOnly; Secure",
      "Set-Cookie: session=[REDACTED:cookie]; Path=/; HttpOnly; Secure"),
     ('curl -H "Cookie: sessionid=3f9a8b7c6d5e4f3a2b1c; theme=dark" https://x',
@@ -99,7 +104,8 @@ NEGATIVES = [
     "spring.datasource.password=${DB_PASSWORD}", "[client]\npassword=\n", "docker run -p 8080:80 nginx",
     "docker run -p ${PORT}:80 nginx", "docker login -u deploy --password-stdin", "7z a -p backup.7z dir",
     "sshpass -p $SSHPASS ssh host", "unzip -P \"$ZIP_PASSWORD\" x.zip", "smbclient -U alice%$PASS //fs/share",
-    "Cookie: theme=dark; lang=en", "Set-Cookie: lang=en; Path=/", "kind: SecretProviderClass\ndata:\n  a: b1c2d3\n",
+    "Cookie: theme=dark; lang=en", "htpasswd -c .htpasswd alice", "htpasswd -bc .htpasswd alice $PASSWORD",
+    "the machine has a password prompt", "Set-Cookie: lang=en; Path=/", "kind: SecretProviderClass\ndata:\n  a: b1c2d3\n",
     "kind: ConfigMap\ndata:\n  color: blue2\n", f"echo {b64('hello there, nothing to see in this text')} | base64 -d",
     "sha256:" + hashlib.sha256(b"x").hexdigest(), "AbstractSingletonProxyFactoryBean", "connection.password.setter",
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
@@ -253,3 +259,17 @@ def test_a_documents_title_reaches_a_summarizer_redacted():
     doc = {"type": "document", "title": f"DB_PASSWORD={PW}", "source": {"type": "base64", "data": PNG}}
     out = Redactor().messages([{"role": "user", "content": [doc]}])
     assert out[0]["content"][0]["title"] == "DB_PASSWORD=[REDACTED:secret-assignment]"
+
+
+def test_a_summarizers_error_that_quotes_its_answer_quotes_no_secret(runner, tmp_path, monkeypatch):
+    """A command that reads the .env itself and prints it instead of a summary: the run fails (no summary
+    is better than a wrong one), and the error that quotes the answer has the secret redacted."""
+    monkeypatch.chdir(tmp_path)
+    session = _session(tmp_path, "nothing secret here")
+    Path(".env").write_text(f"DB_PASSWORD={DOTTED_PASSWORD}\n")
+    command = f"{shlex.quote(sys.executable)} -c \"print(open('.env').read())\""
+    Path("p.yaml").write_text(f"summarizer:\n  use: command\n  command: {json.dumps(command)}\n")
+    r = runner.invoke(app, ["compact", "--force", str(session), "-o", "o.jsonl", "--policy", "p.yaml"])
+    assert r.exit_code == 1
+    assert "malformed summary" in r.stderr and "it reads: 'DB_PASSWORD=[REDACTED:secret-assignment]'" in r.stderr
+    assert DOTTED_PASSWORD not in r.stderr

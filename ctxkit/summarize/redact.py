@@ -42,9 +42,11 @@ a secret. Values the policy's ``redact.allowlist`` matches are kept.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from ..errors import LLMError
 from .secret_rules import (
     _AWS_SECRET_NAME,
     _PLUGIN_TRIGGERS,
@@ -405,12 +407,26 @@ class RedactingSummarizer:
         return getattr(self.inner, "name", type(self.inner).__name__)
 
     def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
-        answer = self.inner.complete(self.redactor.messages(messages), system=system, max_tokens=max_tokens)
+        with self._redacted_errors():
+            answer = self.inner.complete(self.redactor.messages(messages), system=system, max_tokens=max_tokens)
         return self.redactor.text(answer)
 
     def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
         focus = self.redactor.text(instructions) if instructions else instructions
-        return self.redactor.text(self.inner.summarize(self.redactor.messages(messages), instructions=focus))
+        with self._redacted_errors():
+            answer = self.inner.summarize(self.redactor.messages(messages), instructions=focus)
+        return self.redactor.text(answer)
+
+    @contextmanager
+    def _redacted_errors(self) -> Iterator[None]:
+        """A summarizer's error quotes its answer ("malformed summary: ... it reads: '...'") or a command's
+        stderr: redacted like the answer, for it goes to the terminal and CI logs."""
+        try:
+            yield
+        except LLMError as exc:
+            exc.message = self.redactor.text(exc.message)
+            exc.args = (exc.message,)
+            raise
 
 
 def redactor_for(ctx: Any) -> Redactor:

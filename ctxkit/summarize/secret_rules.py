@@ -497,6 +497,12 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_plausible("password"), triggers=("%",)),
     Rule("password", _cli_password("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True), group="secret",
          check=_plausible("password"), triggers=("lftp",)),
+    # htpasswd -b[c] FILE USER PASSWORD; a .netrc's "machine HOST login USER password PASSWORD"
+    Rule("password", re.compile(r"htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*"
+                                r"(?:[ \t]+[^\s-][^\s]*){2}[ \t]+['\"]?(?P<secret>[^\s'\"`]+)"),
+         group="secret", check=_plausible("password"), triggers=("htpasswd",)),
+    Rule("password", re.compile(r"machine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>\S+)"),
+         group="secret", check=_plausible("password"), triggers=("machine",)),
     Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
          spans=_kubernetes_secret_values),
     Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=_cookie_values),
