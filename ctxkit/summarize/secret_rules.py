@@ -473,9 +473,9 @@ RULES: tuple[Rule, ...] = (
     Rule("basic-auth", re.compile(r"basic[ \t]+(?P<secret>[a-z0-9+/]{8,}={0,2})(?![a-z0-9+/=])"), group="secret",
          check=_basic_auth, lowered=True),
     # passwords on command lines: curl -u user:password, mysql -pPASSWORD, --password VALUE, ?token=VALUE
-    Rule("password", re.compile(r"curl[ \t][^\n]*?(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
+    Rule("password", re.compile(r"curl[ \t][^\n]*?(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password")),
-    Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"]+)"),
+    Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password")),
     Rule("password", _cli_password("sshpass", "-p"), group="secret", check=_plausible("password"), triggers=("sshpass",)),
     Rule("password", _cli_password(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n|;&]*?login", "-p"),
@@ -501,7 +501,7 @@ RULES: tuple[Rule, ...] = (
     Rule("password", re.compile(r"htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*"
                                 r"(?:[ \t]+[^\s-][^\s]*){2}[ \t]+['\"]?(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password"), triggers=("htpasswd",)),
-    Rule("password", re.compile(r"machine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>\S+)"),
+    Rule("password", re.compile(r"machine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password"), triggers=("machine",)),
     Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
          spans=_kubernetes_secret_values),
