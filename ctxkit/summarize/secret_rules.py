@@ -1,5 +1,6 @@
-"""What counts as a secret: ctxkit's own rules, the checks that tell a secret from code and
-placeholders, and the detect-secrets plugins used beside them (loaded only when a run redacts).
+"""What counts as a secret: ctxkit's own rules and the detect-secrets plugins used beside them (loaded only
+when a run redacts); the checks that tell a secret from code and placeholders are in
+:mod:`ctxkit.summarize.secret_values`, the formats that hide them in :mod:`ctxkit.summarize.secret_formats`.
 :mod:`ctxkit.summarize.redact` applies them (its docstring lists what is found, in which order)."""
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-MARKER = "[REDACTED:{kind}]"
-#: A marker already in the text (an earlier run's summary): never a secret itself.
-MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-
-#: A value found by one rule is searched for everywhere else only when it is at least this long and
-#: :func:`_distinctive` (others, e.g. a two-letter URL password, are redacted where they were found only).
-MIN_KNOWN_LENGTH = 8
+from .secret_formats import cli_password, cookie_values, kubernetes_secret_values
+from .secret_values import (
+    _NAME_WORDS,
+    _NOT_SECRET_VALUES,
+    _PLACEHOLDER,
+    MARKER_RE,
+    _distinctive,
+    _has_digit_and_letter,
+    _random_part,
+    plausible_secret,
+    secret_name,
+)
 
 
 class Rule(NamedTuple):
@@ -40,178 +46,6 @@ class Rule(NamedTuple):
     lowered: bool = False
     spans: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
     triggers: tuple[str, ...] = ()
-
-
-# -- telling secrets from code and placeholders ------------------------------------------------------------
-
-#: What makes a variable secret-named: a name part (``DB_PWD``) or words in the joined parts
-#: (``apiKey``, ``client_secret``). The weak parts (``key``, ``token``, ``auth``) also name
-#: ordinary things (``key=lambda x: ...``, ``token = "music"`` in a tokenizer), so a value under them
-#: is taken only when it looks random (:func:`_distinctive`).
-_STRONG_PARTS = {"pwd", "creds", "pass"}
-_STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "privatekey", "accesskey",
-                 "accesstoken", "authtoken", "refreshtoken", "sessiontoken", "bearertoken", "authorization")
-_WEAK_PARTS = {"key", "token", "auth"}
-#: Parts that make a secret-sounding name ordinary (a sort key, a public key, a token count...).
-_ORDINARY_PARTS = {"public", "publishable", "primary", "foreign", "sort", "cache", "partition", "hash", "range",
-                   "idempotency", "unique", "lookup", "row", "column", "index", "group", "dedup", "max", "min",
-                   "count", "type", "id", "ids", "name", "names", "path", "file", "dir", "url", "uri", "endpoint",
-                   "env", "var", "field", "prefix", "suffix", "pattern", "length", "size", "len", "format", "method",
-                   "mode", "provider", "header", "scheme", "required", "enabled", "expiry", "expires", "ttl",
-                   "limit", "budget", "usage", "fingerprint", "hint", "label", "arn", "region"}
-_NAME_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_NAME_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth")
-_NOT_SECRET_VALUES = {"true", "false", "none", "null", "nil", "undefined", "yes", "no", "on", "off", "required",
-                      "optional", "str", "string", "int", "bytes", "bool", "any", "secret", "password", "passwd",
-                      "token", "key", "changeme", "example", "empty", "unset", "redacted", "hidden", "dummy",
-                      "placeholder", "your-key", "your_key", "todo", "fixme", "env", "self", "lambda", "bearer", "basic",
-                      "digest"}
-_CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self|this|cls|os|process|env)\b.*)$""")
-_PLACEHOLDER = re.compile(r"""^(?:\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|<[^<>]*>|\[[^\[\]]*\]|(.)\1{2,})$""")
-
-
-@functools.lru_cache(maxsize=4096)  # asked for every key of every tool input: the same few names
-def secret_name(name: str) -> str | None:
-    """Whether a variable (or key) named ``name`` holds a secret: ``"strong"`` (``AWS_SECRET_ACCESS_KEY``,
-    ``db.password``, ``apiKey``), ``"weak"`` (``KEY``, ``auth``) or None (``MAX_TOKENS``, ``sort_key``,
-    ``PUBLIC_KEY``, ``token_type``, ``AUTHOR``)."""
-    parts = [p.lower() for p in _NAME_SPLIT.findall(name)]
-    if not parts or any(p in _ORDINARY_PARTS for p in parts):
-        return None
-    joined = "".join(parts)
-    if any(p in _STRONG_PARTS for p in parts) or any(w in joined for w in _STRONG_WORDS):
-        return "strong"
-    return "weak" if any(p in _WEAK_PARTS for p in parts) else None
-
-
-def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) -> bool:
-    """Whether ``value`` may be a secret rather than code, a path, a number or a placeholder.
-
-    A dotted name (``config.password``, ``settings.SECRET_KEY``) is code, unless one of its parts looks
-    random (``Hunter2.Secret99``, ``hvs.CAESIJ4l...``, ``SG.<22>.<43>``) or it is ``literal``: where it
-    stands a value is a string, never an expression (``DB_PASSWORD=a.b`` in a shell, a properties file,
-    a YAML scalar, a detect-secrets hit)."""
-    v = value.strip()
-    if len(v) < min_length or MARKER_RE.search(v):
-        return False
-    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _looks_like_code(v, literal=literal):
-        return False
-    if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
-        return False
-    if v.startswith(("/", "~/", "./", "../", "http://", "https://", "file:")) or re.match(r"[A-Za-z]:\\", v):
-        return False
-    return True
-
-
-_CODE_PREFIX = re.compile(r"(?:self|this|cls|os|process|env)\b")
-
-
-def _looks_like_code(value: str, *, literal: bool = False) -> bool:
-    """Whether ``value`` reads as an expression: ``self.x``, ``os.environ[...]``, or (unless ``literal``)
-    a dotted name none of whose parts looks random."""
-    if not _CODE_VALUE.match(value):
-        return False
-    if _CODE_PREFIX.match(value):
-        return True
-    return not literal and not any(_random_part(part) for part in value.split("."))
-
-
-def _random_part(part: str) -> bool:
-    """A part of a dotted value that no one names a variable: digits among letters of both cases
-    (``Hunter2``, ``CAESIJ4lZ9``), or a long run of both cases (``abcDEFghiJKLmnoPQRstu``)."""
-    lower, upper = any(c.islower() for c in part), any(c.isupper() for c in part)
-    if not (lower and upper):
-        return False
-    return any(c.isdigit() for c in part) or (len(part) >= 20 and sum(c.isupper() for c in part) >= 4)
-
-
-def _distinctive(value: str) -> bool:
-    """Whether a found value looks random enough to be redacted wherever it occurs: long, one word, and
-    more than letters of one case with ``_-.`` (``production`` found as ``SECRET=production``, or an
-    identifier like ``tool_use_id``, must not vanish from every sentence)."""
-    if len(value) < MIN_KNOWN_LENGTH or any(c.isspace() for c in value):
-        return False
-    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
-               any(not c.isalnum() and c not in "_-." for c in value))
-    return sum(classes) >= 2
-
-
-_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-
-
-def whole_token(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span ``start:end`` of ``text`` widened to the whole token it is part of: over letters, digits,
-    ``_`` and ``-`` on both sides, and over a ``.`` followed by more of them when the token is dotted
-    (a JWT: ``header.payload.signature``), and its ``=`` padding."""
-    dotted = "." in text[start:end]
-    while start > 0 and text[start - 1] in _TOKEN_CHARS:
-        start -= 1
-    n = len(text)
-    while end < n:
-        c = text[end]
-        if not (c in _TOKEN_CHARS or (c == "." and dotted and end + 1 < n and text[end + 1] in _TOKEN_CHARS)):
-            break
-        end += 1
-    while end < n and text[end] == "=":
-        end += 1
-    return start, end
-
-
-#: A base64 run worth decoding: 16 characters or more (12 bytes: ``password=x1``). One that is all letters
-#: (``AbstractSingletonProxyFactoryBean``) is skipped: base64 of text nearly always holds a digit, ``+``
-#: or ``/``. (A simple character class: Python's ``re`` scans for it fast; a look-around would be tried at
-#: every position, ten times slower.)
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
-#: The line lengths at which tools wrap base64 (``base64``: 76; PEM, ``openssl base64``: 64).
-_BASE64_WRAPS = (64, 76)
-
-
-def base64_blobs(text: str) -> list[tuple[int, int]]:
-    """Where ``text`` may hold base64: each run of 16 characters or more, with the lines that continue
-    it when it is wrapped (a line of exactly 64 or 76 characters followed by another run)."""
-    blobs: list[tuple[int, int]] = []
-    for m in _BASE64_RUN.finditer(text):
-        if m.group().isalpha():
-            continue
-        start, end = m.span()
-        if blobs and _continues(text, blobs[-1], start):
-            blobs[-1] = (blobs[-1][0], end)
-        else:
-            blobs.append((start, end))
-    return blobs
-
-
-def _continues(text: str, blob: tuple[int, int], start: int) -> bool:
-    """Whether a run at ``start`` is the next line of the wrapped ``blob``."""
-    gap = text[blob[1]:start]
-    if gap not in ("\n", "\r\n"):
-        return False
-    last_line = blob[1] - max(blob[0], text.rfind("\n", 0, blob[1]) + 1)
-    return last_line in _BASE64_WRAPS and text[blob[1] - 1] != "="
-#: How deep base64 inside base64 is decoded (a Docker ``config.json`` in a Kubernetes Secret holds the
-#: registry's ``auth`` in base64 again: that one is found as a secret-named value).
-MAX_BASE64_DEPTH = 2
-
-
-def decode_base64_text(blob: str) -> str | None:
-    """``blob`` decoded, when it is base64 of text (UTF-8, printable but for whitespace); else None
-    (a hash, a path, an image: bytes no one reads)."""
-    import base64
-    import binascii
-
-    compact = "".join(blob.split()).rstrip("=")
-    if len(compact) % 4 == 1:
-        return None
-    try:
-        decoded = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return None
-    printable = sum(c.isprintable() or c in "\n\r\t" for c in decoded)
-    return decoded if decoded and printable == len(decoded) else None
-
-
-def _has_digit_and_letter(value: str) -> bool:
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
 # -- ctxkit's own rules -----------------------------------------------------------------------------------
@@ -371,84 +205,6 @@ def _named(kind: str) -> Callable[[re.Match[str], str], str | None]:
     return check
 
 
-#: Cookie attributes (``Set-Cookie: id=x; Path=/; HttpOnly``): not values.
-_COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "httponly", "secure", "samesite", "priority",
-                      "partitioned", "version", "comment"}
-_COOKIE_PAIR = re.compile(r"[ \t]*(?P<name>[^=;\s\"']+)=(?P<value>[^;\s\"']*)")
-
-
-def _cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
-    """The values in a ``Cookie:`` / ``Set-Cookie:`` header or a ``curl -b`` argument, up to the end of its
-    line or quote: each one that may be a session (secret-named, random-looking or long), not the
-    attributes (``Path=/``) nor a word (``theme=dark``)."""
-    out = []
-    pos, end = m.end(), len(text)
-    for stop in ("\n", "\r", '"', "'", "\\n"):
-        at = text.find(stop, pos, end)
-        end = at if at >= 0 else end
-    while pos < end:
-        pair = _COOKIE_PAIR.match(text, pos, end)
-        if pair is None:
-            break
-        name, value = pair.group("name"), pair.group("value")
-        if name.lower() not in _COOKIE_ATTRIBUTES and plausible_secret(value, literal=True) and (
-                secret_name(name) or _distinctive(value) or _has_digit_and_letter(value) or len(value) >= 16):
-            out.append((pair.start("value"), pair.end("value")))
-        pos = pair.end()
-        if pos < end and text[pos] == ";":
-            pos += 1
-    return out
-
-
-_K8S_DATA_YAML = re.compile(r"^([ \t]*-?[ \t]*)(?:data|stringData):[ \t]*$", re.MULTILINE)
-_K8S_ITEM_YAML = re.compile(r"[ \t]*[^\s:#][^:\n]*:[ \t]*(?P<value>\S(?:[^\n]*\S)?)?[ \t]*$")
-_K8S_DATA_JSON = re.compile(r'"(?:data|stringData)"\s*:\s*\{')
-_K8S_ITEM_JSON = re.compile(r'\s*"(?:[^"\\]|\\.)*"\s*:\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*,?')
-
-
-def _kubernetes_secret_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
-    """The values of the ``data:`` and ``stringData:`` of a Kubernetes Secret (``kubectl get secret -o
-    yaml`` or ``-o json``, a manifest): every one is a secret by what holds it, whatever its key and
-    whether or not its base64 decodes to something recognisable. The manifest is the YAML document
-    (between ``---`` lines) around ``kind: Secret``."""
-    begin = text.rfind("\n---", 0, m.start())
-    begin = 0 if begin < 0 else begin + 4
-    end = text.find("\n---", m.end())
-    end = len(text) if end < 0 else end
-    out: list[tuple[int, int]] = []
-    for block in _K8S_DATA_YAML.finditer(text, begin, end):
-        indent = len(block.group(1).expandtabs())
-        pos = block.end() + 1
-        while pos < end:
-            line_end = text.find("\n", pos, end)
-            line_end = end if line_end < 0 else line_end
-            line = text[pos:line_end]
-            if line.strip():
-                if len(line) - len(line.lstrip()) <= indent:
-                    break
-                item = _K8S_ITEM_YAML.fullmatch(line)
-                if item is not None and item.group("value") and item.group("value") not in ("|", ">", "|-", ">-"):
-                    out.append((pos + item.start("value"), pos + item.end("value")))
-                elif item is None:  # a line of a block scalar (``key: |``): all of it
-                    out.append((pos + len(line) - len(line.lstrip()), line_end))
-            pos = line_end + 1
-    for block in _K8S_DATA_JSON.finditer(text, begin, end):
-        pos = block.end()
-        while (item := _K8S_ITEM_JSON.match(text, pos, end)) is not None:
-            if item.group("value"):
-                out.append(item.span("value"))
-            pos = item.end()
-    return [(a, b) for a, b in out if not MARKER_RE.fullmatch(text[a:b])]
-
-
-def _cli_password(command: str, flag: str, *, attached: bool = False) -> re.Pattern[str]:
-    """``command ... FLAG VALUE`` on one command line (not past ``|``, ``;``, ``&``, nor the ``,`` or
-    backtick that end a command quoted in code or prose): the value (after a space, or ``attached`` to the
-    flag, ``7z x a.7z -pPASS``), quoted or not, is the secret."""
-    gap = "" if attached else r"(?:[ \t]+|=)?"
-    return re.compile(rf"(?:{command})[ \t](?:[^\n|;&,`]*?[ \t])?{flag}{gap}['\"]?(?P<secret>[^\s'\"`]+)")
-
-
 #: ctxkit's own rules, in order of precedence. Each starts with a literal where it can: a leading
 #: ``\b`` or ``(?i)`` makes Python's ``re`` try every position (40 times slower on a large history).
 RULES: tuple[Rule, ...] = (
@@ -477,25 +233,25 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_plausible("password")),
     Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password")),
-    Rule("password", _cli_password("sshpass", "-p"), group="secret", check=_plausible("password"), triggers=("sshpass",)),
-    Rule("password", _cli_password(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n|;&]*?login", "-p"),
+    Rule("password", cli_password("sshpass", "-p"), group="secret", check=_plausible("password"), triggers=("sshpass",)),
+    Rule("password", cli_password(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n|;&]*?login", "-p"),
          group="secret", check=_plausible("password"), triggers=("login",)),
-    Rule("password", _cli_password("7z|7za|7zz|7zr|rar|unrar", "-p", attached=True), group="secret",
+    Rule("password", cli_password("7z|7za|7zz|7zr|rar|unrar", "-p", attached=True), group="secret",
          check=_plausible("password"), triggers=("7z", "rar")),
-    Rule("password", _cli_password("unzip|zip|zipcloak|sqlcmd|bcp|isql", "-P"), group="secret",
+    Rule("password", cli_password("unzip|zip|zipcloak|sqlcmd|bcp|isql", "-P"), group="secret",
          check=_plausible("password"), triggers=("unzip", "zip -", "zipcloak", "sqlcmd", "bcp ", "isql")),
-    Rule("password", _cli_password("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", "-p"),
+    Rule("password", cli_password("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", "-p"),
          group="secret", check=_plausible("password"), triggers=("mongo",)),
-    Rule("password", _cli_password("redis-cli", "-a"), group="secret", check=_plausible("password"), triggers=("redis-cli",)),
-    Rule("password", _cli_password("ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapwhoami|ldappasswd", "-w"),
+    Rule("password", cli_password("redis-cli", "-a"), group="secret", check=_plausible("password"), triggers=("redis-cli",)),
+    Rule("password", cli_password("ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapwhoami|ldappasswd", "-w"),
          group="secret", check=_plausible("password"), triggers=("ldap",)),
-    Rule("password", _cli_password("openssl", r"-pass(?:in|out)?[ \t]+(?:pass|env):", attached=True),
+    Rule("password", cli_password("openssl", r"-pass(?:in|out)?[ \t]+(?:pass|env):", attached=True),
          group="secret", check=_plausible("password"), triggers=("-pass",)),
     # smbclient -U user%password, lftp -u user,password
-    Rule("password", _cli_password("smbclient|rpcclient|smbmap|smbget|smbcacls|crackmapexec|netexec|nxc|net",
+    Rule("password", cli_password("smbclient|rpcclient|smbmap|smbget|smbcacls|crackmapexec|netexec|nxc|net",
                                    r"(?:-U|--user(?:name)?)(?:[ \t]+|=)?['\"]?[^\s%'\"]*%", attached=True),
          group="secret", check=_plausible("password"), triggers=("%",)),
-    Rule("password", _cli_password("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True), group="secret",
+    Rule("password", cli_password("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True), group="secret",
          check=_plausible("password"), triggers=("lftp",)),
     # htpasswd -b[c] FILE USER PASSWORD; a .netrc's "machine HOST login USER password PASSWORD"
     Rule("password", re.compile(r"htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*"
@@ -504,10 +260,10 @@ RULES: tuple[Rule, ...] = (
     Rule("password", re.compile(r"machine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password"), triggers=("machine",)),
     Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
-         spans=_kubernetes_secret_values),
-    Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=_cookie_values),
+         spans=kubernetes_secret_values),
+    Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=cookie_values),
     Rule("cookie", re.compile(r"curl(?:[ \t][^\n|;&]*?)?[ \t](?:-b|--cookie)[ \t]+['\"]?"), lowered=True,
-         spans=_cookie_values, triggers=("curl",)),
+         spans=cookie_values, triggers=("curl",)),
     Rule("secret-assignment", re.compile(r"--(?P<name>[a-z0-9-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9-]*)"
                                          r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
          group="secret", check=_named("secret-assignment"), lowered=True),
