@@ -273,3 +273,17 @@ def test_a_summarizers_error_that_quotes_its_answer_quotes_no_secret(runner, tmp
     assert r.exit_code == 1
     assert "malformed summary" in r.stderr and "it reads: 'DB_PASSWORD=[REDACTED:secret-assignment]'" in r.stderr
     assert DOTTED_PASSWORD not in r.stderr
+
+
+@pytest.mark.parametrize("text", ["docker login -p x1 " * 5000, "sshpass -p x1 ssh h " * 5000, "curl -b a=b1c2 " * 5000,
+                                  "Cookie: a=b1; " * 5000, "DB_PASSWORD=x1y2 " * 5000, "mysql -px1 " * 5000],
+                         ids=["docker", "sshpass", "curl-cookie", "cookie", "assignment", "mysql"])
+def test_a_long_line_of_repeated_commands_is_redacted_in_bounded_time(text):
+    """Each command-line rule looks back from its flag a bounded distance, and each cookie list or line is read
+    a bounded distance: a one-line text of 5,000 commands is not read 5,000 times over (it took minutes)."""
+    import time
+
+    started = time.perf_counter()
+    out = Redactor().text(text)
+    assert time.perf_counter() - started < 10
+    assert "[REDACTED:" in out

@@ -190,6 +190,8 @@ class Redactor:
                 regex = rule.regex
             for m in regex.finditer(target):
                 if rule.spans is not None:
+                    if rule.check is not None and rule.check(m, text) is None:
+                        continue
                     for start, end in rule.spans(m, text):
                         value = text[start:end]
                         if value and not MARKER_RE.fullmatch(value) and not self._allowed(value):

@@ -63,6 +63,8 @@ def decode_base64_text(blob: str) -> str | None:
 #: Cookie attributes (``Set-Cookie: id=x; Path=/; HttpOnly``): not values.
 _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "httponly", "secure", "samesite", "priority",
                       "partitioned", "version", "comment"}
+#: How far a cookie list is read (browsers keep a header under 8 KB).
+_COOKIE_REACH = 8192
 _COOKIE_PAIR = re.compile(r"[ \t]*(?P<name>[^=;\s\"']+)=(?P<value>[^;\s\"']*)")
 
 
@@ -71,7 +73,8 @@ def cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
     line or quote: each one that may be a session (secret-named, random-looking or long), not the
     attributes (``Path=/``) nor a word (``theme=dark``)."""
     out = []
-    pos, end = m.end(), len(text)
+    pos = m.end()
+    end = min(len(text), pos + _COOKIE_REACH)  # bounded: a text of a thousand headers is read once each
     for stop in ("\n", "\r", '"', "'", "\\n"):
         at = text.find(stop, pos, end)
         end = at if at >= 0 else end
@@ -84,8 +87,9 @@ def cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
                 secret_name(name) or _distinctive(value) or _has_digit_and_letter(value) or len(value) >= 16):
             out.append((pair.start("value"), pair.end("value")))
         pos = pair.end()
-        if pos < end and text[pos] == ";":
-            pos += 1
+        if pos >= end or text[pos] != ";":
+            break  # the list ends where a pair is not followed by ``;``
+        pos += 1
     return out
 
 
@@ -130,11 +134,32 @@ def kubernetes_secret_values(m: re.Match[str], text: str) -> list[tuple[int, int
     return [(a, b) for a, b in out if not MARKER_RE.fullmatch(text[a:b])]
 
 
-def cli_password(command: str, flag: str, *, attached: bool = False) -> re.Pattern[str]:
-    """``command ... FLAG VALUE`` on one command line (not past ``|``, ``;``, ``&``, nor the ``,`` or
-    backtick that end a command quoted in code or prose): the value (after a space, or ``attached`` to the
-    flag, ``7z x a.7z -pPASS``), quoted or not, is the secret."""
+#: How far back from a flag its command is looked for, and what ends a command line before that: a pipe, a
+#: ``;``, ``&``, a backtick or the end of a quoted command in a list (``"docker ps", "7z a -p x.7z"``).
+_COMMAND_REACH = 400
+_COMMAND_ENDS = ("\n", "|", ";", "&", "`", '",', "',")
+
+
+def cli_flag(flag: str, *, attached: bool = False) -> re.Pattern[str]:
+    """``FLAG VALUE`` (after a space or ``=``, or ``attached`` to the flag: ``7z x a.7z -pPASS``), quoted or
+    not; the value is the group ``secret``. The regex starts with the flag, a literal Python's ``re`` finds
+    fast; which command the flag belongs to is :func:`on_command_line`'s to say."""
     gap = "" if attached else r"(?:[ \t]+|=)?"
-    return re.compile(rf"(?:{command})[ \t](?:[^\n|;&,`]*?[ \t])?{flag}{gap}['\"]?(?P<secret>[^\s'\"`]+)")
+    return re.compile(rf"{flag}{gap}['\"]?(?P<secret>[^\s'\"`]+)")
 
 
+def on_command_line(commands: str) -> re.Pattern[str]:
+    """A regex for the start of the command line a flag must be on (``sshpass``, ``docker ... login``):
+    ``commands`` as a word, searched by :func:`command_before` in the text before the flag."""
+    return re.compile(rf"(?:^|[\s/\"'(=])(?:{commands})[ \t]")
+
+
+def command_before(command: re.Pattern[str], text: str, at: int) -> bool:
+    """Whether the flag at ``at`` starts a word and is on a command line that ``command`` starts: looked for
+    back to the line's start, its last ``|``, ``;`` or ``&``, at most :data:`_COMMAND_REACH` characters
+    (bounded, so that a text of a thousand ``docker login`` is not searched a thousand times over)."""
+    if at == 0 or text[at - 1] not in " \t":
+        return False
+    start = max(at - _COMMAND_REACH, 0)
+    start = max([start] + [text.rfind(end, start, at) + len(end) for end in _COMMAND_ENDS if end in text[start:at]])
+    return command.search(text[start:at]) is not None

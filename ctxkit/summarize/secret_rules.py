@@ -13,7 +13,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .secret_formats import cli_password, cookie_values, kubernetes_secret_values
+from .secret_formats import cli_flag, command_before, cookie_values, kubernetes_secret_values, on_command_line
 from .secret_values import (
     _NAME_WORDS,
     _NOT_SECRET_VALUES,
@@ -115,7 +115,19 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"
 
 
-_INI_SECTION = re.compile(r"^[ \t]*\[[^\]\n]+\][ \t]*$", re.MULTILINE)
+_INI_SECTION = re.compile(r"[ \t]*\[[^\]\n]+\][ \t]*")
+_LINE_REACH = 4096
+
+
+def _under_section(text: str, line_start: int) -> bool:
+    """Whether an INI ``[section]`` line comes before the line at ``line_start`` (the nearest line that
+    starts with ``[``, found by a substring search back, not a regex from the text's start)."""
+    at = text.rfind("\n[", 0, line_start)
+    header_start = at + 1 if at >= 0 else (0 if text.startswith("[") else -1)
+    if header_start < 0:
+        return False
+    header_end = text.find("\n", header_start, line_start)
+    return bool(_INI_SECTION.fullmatch(text, header_start, header_end if header_end >= 0 else line_start))
 _CONNECTION_PAIR = re.compile(r"[\w ]=[^;\n]*;[ \t]*$")
 
 
@@ -126,9 +138,12 @@ def _literal(m: re.Match[str], text: str, start: int, name: str) -> bool:
     space around ``=``, a dotted name or under a ``[section]``), a YAML ``name: value`` line, or a pair of
     a connection string (``Server=x;Password=y;``)."""
     sep, sep_start = m.group("sep"), m.start("sep")
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", m.end())
-    line_end = len(text) if line_end < 0 else line_end
+    # the line around it, read no further than _LINE_REACH each way (a line longer than that is no
+    # INI, properties or YAML line; and a text that is one long line is not read again for each match)
+    reach = max(start - _LINE_REACH, 0)
+    line_start = text.rfind("\n", reach, start) + 1 or reach
+    line_end = text.find("\n", m.end(), m.end() + _LINE_REACH)
+    line_end = min(len(text), m.end() + _LINE_REACH) if line_end < 0 else line_end
     before, after = text[line_start:start], text[m.end():line_end]
     tight = not text[m.end("tail"):sep_start].strip() and sep_start == m.end("tail") \
         and not text[m.end("sep"):m.end("sep") + 1].isspace()
@@ -139,7 +154,7 @@ def _literal(m: re.Match[str], text: str, start: int, name: str) -> bool:
     whole_line = not before.strip() and (not after.strip() or after.lstrip().startswith(("#", ";")))
     if sep == ":":
         return whole_line and not before.strip(" \t-")
-    if whole_line and (tight or "." in name or _INI_SECTION.search(text, 0, line_start)):
+    if whole_line and (tight or "." in name or _under_section(text, line_start)):
         return True
     # a connection string: ``...;Password=x;`` or ``Password=x;...`` after another ``key=value;``
     return before.rstrip().endswith(";") or (after.startswith(";") and bool(_CONNECTION_PAIR.search(before)))
@@ -205,6 +220,25 @@ def _named(kind: str) -> Callable[[re.Match[str], str], str | None]:
     return check
 
 
+def _cli(commands: str, flag: str, *, attached: bool = False, triggers: tuple[str, ...] = ()) -> Rule:
+    """The rule for a password given to a command-line tool: ``commands ... flag VALUE``."""
+    return Rule("password", cli_flag(flag, attached=attached), group="secret",
+                check=_after_command("password", commands), triggers=triggers)
+
+
+def _after_command(kind: str, commands: str) -> Callable[[re.Match[str], str], str | None]:
+    """A check: the flag is on a command line of ``commands`` (:func:`command_before`), and its value is
+    plausible (not ``$PASS``, a placeholder, a number: ``docker run -p 8080:80``)."""
+    command = on_command_line(commands)
+
+    def check(m: re.Match[str], text: str) -> str | None:
+        if "secret" in m.re.groupindex and not plausible_secret(text[m.start("secret"):m.end("secret")]):
+            return None
+        return kind if command_before(command, text, m.start()) else None
+
+    return check
+
+
 #: ctxkit's own rules, in order of precedence. Each starts with a literal where it can: a leading
 #: ``\b`` or ``(?i)`` makes Python's ``re`` try every position (40 times slower on a large history).
 RULES: tuple[Rule, ...] = (
@@ -228,31 +262,21 @@ RULES: tuple[Rule, ...] = (
          group="secret"),
     Rule("basic-auth", re.compile(r"basic[ \t]+(?P<secret>[a-z0-9+/]{8,}={0,2})(?![a-z0-9+/=])"), group="secret",
          check=_basic_auth, lowered=True),
-    # passwords on command lines: curl -u user:password, mysql -pPASSWORD, --password VALUE, ?token=VALUE
-    Rule("password", re.compile(r"curl[ \t][^\n]*?(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"`]+)"),
-         group="secret", check=_plausible("password")),
-    Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"`]+)"),
-         group="secret", check=_plausible("password")),
-    Rule("password", cli_password("sshpass", "-p"), group="secret", check=_plausible("password"), triggers=("sshpass",)),
-    Rule("password", cli_password(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n|;&]*?login", "-p"),
-         group="secret", check=_plausible("password"), triggers=("login",)),
-    Rule("password", cli_password("7z|7za|7zz|7zr|rar|unrar", "-p", attached=True), group="secret",
-         check=_plausible("password"), triggers=("7z", "rar")),
-    Rule("password", cli_password("unzip|zip|zipcloak|sqlcmd|bcp|isql", "-P"), group="secret",
-         check=_plausible("password"), triggers=("unzip", "zip -", "zipcloak", "sqlcmd", "bcp ", "isql")),
-    Rule("password", cli_password("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", "-p"),
-         group="secret", check=_plausible("password"), triggers=("mongo",)),
-    Rule("password", cli_password("redis-cli", "-a"), group="secret", check=_plausible("password"), triggers=("redis-cli",)),
-    Rule("password", cli_password("ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapwhoami|ldappasswd", "-w"),
-         group="secret", check=_plausible("password"), triggers=("ldap",)),
-    Rule("password", cli_password("openssl", r"-pass(?:in|out)?[ \t]+(?:pass|env):", attached=True),
-         group="secret", check=_plausible("password"), triggers=("-pass",)),
+    # passwords on command lines: curl -u user:password, mysql -pPASSWORD, sshpass -p PASSWORD...
+    _cli("curl", r"(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:", attached=True, triggers=("curl",)),
+    _cli("mysql|mysqldump|mysqladmin|mariadb", "-p", attached=True, triggers=("mysql", "mariadb")),
+    _cli("sshpass", "-p", triggers=("sshpass",)),
+    _cli(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n]*?login", "-p", triggers=("login",)),
+    _cli("7z|7za|7zz|7zr|rar|unrar", "-p", attached=True, triggers=("7z", "rar")),
+    _cli("unzip|zip|zipcloak|sqlcmd|bcp|isql", "-P", triggers=("zip", "sqlcmd", "bcp", "isql")),
+    _cli("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", "-p", triggers=("mongo",)),
+    _cli("redis-cli", "-a", triggers=("redis-cli",)),
+    _cli("ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapwhoami|ldappasswd", "-w", triggers=("ldap",)),
+    _cli("openssl", r"-pass(?:in|out)?[ \t]+pass:", attached=True, triggers=("openssl",)),
     # smbclient -U user%password, lftp -u user,password
-    Rule("password", cli_password("smbclient|rpcclient|smbmap|smbget|smbcacls|crackmapexec|netexec|nxc|net",
-                                   r"(?:-U|--user(?:name)?)(?:[ \t]+|=)?['\"]?[^\s%'\"]*%", attached=True),
-         group="secret", check=_plausible("password"), triggers=("%",)),
-    Rule("password", cli_password("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True), group="secret",
-         check=_plausible("password"), triggers=("lftp",)),
+    _cli("smbclient|rpcclient|smbmap|smbget|smbcacls|crackmapexec|netexec|nxc|net",
+         r"-(?:U|-user(?:name)?)(?:[ \t]+|=)?['\"]?[^\s%'\"]*%", attached=True, triggers=("%",)),
+    _cli("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True, triggers=("lftp",)),
     # htpasswd -b[c] FILE USER PASSWORD; a .netrc's "machine HOST login USER password PASSWORD"
     Rule("password", re.compile(r"htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*"
                                 r"(?:[ \t]+[^\s-][^\s]*){2}[ \t]+['\"]?(?P<secret>[^\s'\"`]+)"),
@@ -262,7 +286,7 @@ RULES: tuple[Rule, ...] = (
     Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
          spans=kubernetes_secret_values),
     Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=cookie_values),
-    Rule("cookie", re.compile(r"curl(?:[ \t][^\n|;&]*?)?[ \t](?:-b|--cookie)[ \t]+['\"]?"), lowered=True,
+    Rule("cookie", re.compile(r"-(?:b|-cookie)[ \t]+['\"]?"), lowered=True, check=_after_command("cookie", "curl"),
          spans=cookie_values, triggers=("curl",)),
     Rule("secret-assignment", re.compile(r"--(?P<name>[a-z0-9-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9-]*)"
                                          r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
