@@ -143,16 +143,34 @@ def _session(tmp_path: Path, result) -> Path:
 NOTES = "\n".join(text for text, _ in CASES)
 
 
-def test_a_command_summarizer_is_called_with_the_secrets_replaced(runner, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    session = _session(tmp_path, NOTES)
-    Path("summarize.py").write_text("import sys, pathlib\npathlib.Path('received.txt').write_text(sys.stdin.read())\n"
-                                    "print('<summary>\\n1. Primary Request and Intent:\\n   deploy\\n</summary>')\n")
+RECORDER = ("import sys, pathlib\npathlib.Path('received.txt').write_text(sys.stdin.read())\n"
+            "print('<summary>\\n1. Primary Request and Intent:\\n   deploy\\n</summary>')\n")
+
+
+def compact_with_command(runner, session: Path) -> str:
+    """What a ``command`` summarizer reads on its standard input when ``session`` is compacted (in the
+    runner's working directory)."""
+    Path("summarize.py").write_text(RECORDER)
     command = f"{shlex.quote(sys.executable)} summarize.py"
     Path("p.yaml").write_text(f"summarizer:\n  use: command\n  command: {json.dumps(command)}\n")
     r = runner.invoke(app, ["compact", "--force", str(session), "-o", "o.jsonl", "--policy", "p.yaml"])
     assert r.exit_code == 0, r.stderr
-    received = Path("received.txt").read_text()
+    return Path("received.txt").read_text()
+
+
+def compact_with_api(runner, session: Path) -> str:
+    """The one request the Anthropic summarizer sends (to the mock Messages API) when ``session`` is compacted."""
+    Path("a.yaml").write_text("summarizer: {use: anthropic, max_retries: 0}\n")
+    with MockMessagesAPI() as api:
+        r = runner.invoke(app, ["compact", "--force", str(session), "-o", "o.jsonl", "--policy", "a.yaml"],
+                          env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url})
+        assert r.exit_code == 0, r.stderr
+        assert len(api.message_requests) == 1
+        return json.dumps(api.message_requests[0].body, ensure_ascii=False)
+
+
+def test_a_command_summarizer_is_called_with_the_secrets_replaced(runner, tmp_path):
+    received = compact_with_command(runner, _session(tmp_path, NOTES))
     assert "Set up the deploy" in received  # the summarizer was called, with the history
     assert [s for s in SECRETS if s in received] == []
     for _, expected in CASES:
@@ -160,15 +178,7 @@ def test_a_command_summarizer_is_called_with_the_secrets_replaced(runner, tmp_pa
 
 
 def test_the_anthropic_summarizer_is_sent_the_secrets_replaced(runner, tmp_path):
-    session = _session(tmp_path, NOTES)
-    (tmp_path / "p.yaml").write_text("summarizer: {use: anthropic, max_retries: 0}\n")
-    with MockMessagesAPI() as api:
-        r = runner.invoke(app, ["compact", "--force", str(session), "-o", str(tmp_path / "o.jsonl"),
-                                "--policy", str(tmp_path / "p.yaml")],
-                          env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url})
-        assert r.exit_code == 0, r.stderr
-        assert len(api.message_requests) == 1
-        sent = json.dumps(api.message_requests[0].body, ensure_ascii=False)
+    sent = compact_with_api(runner, _session(tmp_path, NOTES))
     assert "Set up the deploy" in sent
     assert [s for s in SECRETS if s in sent] == []
     assert "sshpass -p [REDACTED:password] ssh root@10.0.0.5" in sent
@@ -179,24 +189,11 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + hashlib.shake_256(b"pixels").diges
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
 
 
-def test_an_image_reaches_the_summarizers_as_a_placeholder(runner, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_an_image_reaches_the_summarizers_as_a_placeholder(runner, tmp_path):
     session = _session(tmp_path, [{"type": "text", "text": "screenshot:"}, IMAGE])
-    Path("summarize.py").write_text("import sys, pathlib\npathlib.Path('received.txt').write_text(sys.stdin.read())\n"
-                                    "print('<summary>\\n1. Primary Request and Intent:\\n   deploy\\n</summary>')\n")
-    command = f"{shlex.quote(sys.executable)} summarize.py"
-    Path("p.yaml").write_text(f"summarizer:\n  use: command\n  command: {json.dumps(command)}\n")
-    r = runner.invoke(app, ["compact", "--force", str(session), "-o", "o.jsonl", "--policy", "p.yaml"])
-    assert r.exit_code == 0, r.stderr
-    received = Path("received.txt").read_text()
+    received = compact_with_command(runner, session)
     assert "screenshot:" in received and "[image]" in received and PNG[:40] not in received
-
-    Path("a.yaml").write_text("summarizer: {use: anthropic, max_retries: 0}\n")
-    with MockMessagesAPI() as api:
-        r = runner.invoke(app, ["compact", "--force", str(session), "-o", "o2.jsonl", "--policy", "a.yaml"],
-                          env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url})
-        assert r.exit_code == 0, r.stderr
-        sent = json.dumps(api.message_requests[0].body)
+    sent = compact_with_api(runner, session)
     assert "[image]" in sent and PNG[:40] not in sent and '"image"' not in sent
 
 
@@ -261,10 +258,9 @@ def test_a_documents_title_reaches_a_summarizer_redacted():
     assert out[0]["content"][0]["title"] == "DB_PASSWORD=[REDACTED:secret-assignment]"
 
 
-def test_a_summarizers_error_that_quotes_its_answer_quotes_no_secret(runner, tmp_path, monkeypatch):
+def test_a_summarizers_error_that_quotes_its_answer_quotes_no_secret(runner, tmp_path):
     """A command that reads the .env itself and prints it instead of a summary: the run fails (no summary
     is better than a wrong one), and the error that quotes the answer has the secret redacted."""
-    monkeypatch.chdir(tmp_path)
     session = _session(tmp_path, "nothing secret here")
     Path(".env").write_text(f"DB_PASSWORD={DOTTED_PASSWORD}\n")
     command = f"{shlex.quote(sys.executable)} -c \"print(open('.env').read())\""
