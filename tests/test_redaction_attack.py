@@ -84,6 +84,9 @@ CASES = [
      'curl -H "Cookie: sessionid=[REDACTED:cookie]; theme=dark" https://x'),
     ("curl -b 'sid=Zk3pQ9rT2vX8yW1a' https://x", "curl -b 'sid=[REDACTED:cookie]' https://x"),
     (f"Authorization: Bearer {JWT}", "Authorization: Bearer [REDACTED:bearer-token]"),
+    ("Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "Authorization: Token [REDACTED:authorization]"),
+    ('curl -H "authorization: SSWS 00QCjAl4MlV-WPXM6xVp4kg1fS_0Gh0JB3pGMGa1b7" https://acme.okta.com',
+     'curl -H "authorization: SSWS [REDACTED:authorization]" https://acme.okta.com'),
     (f"Authorization: Basic {b64('alice:' + PW)}", "Authorization: Basic [REDACTED:basic-auth]"),
     # base64 that decodes to a secret: an .env piped through base64, a URL with a password
     (f"echo {b64(ENV)} | base64 -d > .env", "echo [REDACTED:base64-secret] | base64 -d > .env"),
@@ -105,7 +108,7 @@ NEGATIVES = [
     "docker run -p ${PORT}:80 nginx", "docker login -u deploy --password-stdin", "7z a -p backup.7z dir",
     "sshpass -p $SSHPASS ssh host", "unzip -P \"$ZIP_PASSWORD\" x.zip", "smbclient -U alice%$PASS //fs/share",
     "Cookie: theme=dark; lang=en", "htpasswd -c .htpasswd alice", "htpasswd -bc .htpasswd alice $PASSWORD",
-    "the machine has a password prompt", "Set-Cookie: lang=en; Path=/", "kind: SecretProviderClass\ndata:\n  a: b1c2d3\n",
+    "the machine has a password prompt", "Authorization: Token required", "authorization: none given here", "Set-Cookie: lang=en; Path=/", "kind: SecretProviderClass\ndata:\n  a: b1c2d3\n",
     "kind: ConfigMap\ndata:\n  color: blue2\n", f"echo {b64('hello there, nothing to see in this text')} | base64 -d",
     "sha256:" + hashlib.sha256(b"x").hexdigest(), "AbstractSingletonProxyFactoryBean", "connection.password.setter",
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",

@@ -101,6 +101,8 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             if (re.fullmatch(r"[A-Za-z_]\w*", value) and not name.isupper() and not name.startswith("-")
                     and not literal and not _random_part(value)):
                 return None
+        elif name.lower().endswith("authorization") and text[m.end():m.end() + 1] in (" ", "\t"):
+            return None  # ``Authorization: <scheme> <credentials>``: the scheme is no secret (the rules above)
         else:
             # ``token: str`` in code or prose: a bare value after a colon counts only on a YAML line that
             # it ends (``password: hunter2``), after a quoted key (``"password": hunter2``) or in a quoted
@@ -197,6 +199,19 @@ def _basic_auth(m: re.Match[str], text: str) -> str | None:
     except (binascii.Error, ValueError):
         return None
     return "basic-auth" if ":" in decoded and decoded.isprintable() else None
+
+
+#: Schemes with rules of their own (Basic, Bearer), or whose value is a list of named fields (Digest, AWS).
+_SCHEMES_ELSEWHERE = {"basic", "bearer", "digest", "aws4-hmac-sha256"}
+
+
+def _authorization(m: re.Match[str], text: str) -> str | None:
+    """``Authorization: <scheme> <credentials>`` for the schemes no other rule reads: the credentials when
+    they look like a token (random-looking or 16 characters and more), not a word."""
+    if m.group("scheme") in _SCHEMES_ELSEWHERE:
+        return None
+    value = text[m.start("secret"):m.end("secret")]
+    return "authorization" if plausible_secret(value) and (_distinctive(value) or len(value) >= 16) else None
 
 
 def _plausible(kind: str) -> Callable[[re.Match[str], str], str | None]:
@@ -296,6 +311,9 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_named("secret-assignment"), lowered=True),
     Rule("bearer-token", re.compile(r"bearer\s+(?P<secret>[a-z0-9._~+/-]{12,}=*)"), group="secret",
          check=_random_looking("bearer-token"), lowered=True),
+    # ``Authorization: Token <x>`` (GitHub, Django REST framework), ``SSWS``, ``ApiKey``, ``Negotiate``...
+    Rule("authorization", re.compile(r"authorization:[ \t]*(?P<scheme>[a-z][a-z0-9_.-]*)[ \t]+"
+                                     r"(?P<secret>[^\s\"',;]{8,})"), group="secret", check=_authorization, lowered=True),
     Rule("secret-assignment", _ASSIGNMENT, group=_value_group, check=_assignment, lowered=True),
 )
 
