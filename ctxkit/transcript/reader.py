@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..errors import TranscriptError, UsageError
-from ..quoting import quote
+from ..quoting import quote, quote_id
 from .claude_code import NAME as CLAUDE_CODE
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
@@ -149,9 +149,9 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         view = t.view()
         if view.orphans:
             ref = view.orphans[0]
-            msg = f"tool_result {quote(ref[1])} answers no tool_use before it"
+            msg = f"tool_result {quote_id(ref[1])} answers no tool_use before it"
             if on_bad_line == "fail":
                 raise TranscriptError(source.name, t.line_no(ref[0]), msg + " (use --on-bad-line skip to leave it out)")
             for entry, tool_id in view.orphans:
-                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {quote(tool_id)} answers no tool_use before it")
+                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {quote_id(tool_id)} answers no tool_use before it")
     return t
