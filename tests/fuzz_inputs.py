@@ -436,12 +436,37 @@ def run_case(case: Case) -> tuple[int, str]:
         if case.policy is not None:
             policy = work / "policy.yaml"
             policy.write_text(case.policy)
-        with time_limit(CASE_TIMEOUT):
+        with time_limit(CASE_TIMEOUT), unraisable_raised():
             code, _, err = run_cli(_args(case, path, store, policy))
         return code, err
     finally:
         os.chdir(cwd)
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def unraisable_raised():
+    """Run the block, then collect its garbage, raising the first exception a finalizer raised.
+
+    A command runs with the cycle collector off (``ctxkit.cli.app.cycle_collector``), so an object
+    whose finalizer raises would be collected during a *later* case, and Python's default hook would
+    print "Exception ignored in ... Traceback" into that case's stderr: collected here, it is charged
+    to the case that made it, with its own traceback."""
+    import gc
+    import sys
+
+    caught: list = []
+    old = sys.unraisablehook
+    sys.unraisablehook = caught.append
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    if caught:
+        u = caught[0]
+        u.exc_value.add_note(f"raised in a finalizer: {u.err_msg or 'Exception ignored in'} {u.object!r}")
+        raise u.exc_value
 
 
 def problem(case: Case) -> str | None:

@@ -94,13 +94,19 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
     return system, shape.get("tools")
 
 
+def _mapping(value: Any) -> dict:
+    """``value`` when it is an object, else an empty one: what the reader does not check (an ``api-request``'s
+    ``params``) may hold anything."""
+    return value if isinstance(value, dict) else {}
+
+
 def recorded_thinking(t: Transcript) -> dict | None:
     """The ``thinking`` settings of Claude Code's newest recorded request (its ``api-request`` entries), if any."""
     if t.format != "claude-code":
         return None
     for i in reversed(list(t.live_indexes())):
         if claude_code_chain.entry_type(t, i) == "api-request":
-            thinking = (t.entry(i).get("params") or {}).get("thinking")
+            thinking = _mapping(t.entry(i).get("params")).get("thinking")  # a transcript's word: any shape
             if isinstance(thinking, dict):
                 return thinking
     return None
