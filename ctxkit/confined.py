@@ -170,10 +170,31 @@ def _read_parts(root: Path, parts: Sequence[str], shown: str, limit: int) -> byt
         fd = _open_by_fd(root, parts, shown) if _WALK_BY_FD else _open_by_path(root, parts, shown)
     except FileNotFoundError:
         return None
+    return read_open_file(fd, shown, limit)
+
+
+def read_regular(path: str | Path, *, limit: int, shown: str | None = None) -> bytes:
+    """The bytes of ``path``, a file the *user* named (symbolic links followed), read with the same
+    bounds as a file a transcript names: opened non-blocking (a FIFO cannot hang the run), a regular
+    file only (a device such as ``/dev/zero``, a FIFO, a socket or a folder raises :class:`Refused`,
+    kind :data:`NOT_REGULAR`), at most ``limit`` bytes (more raises kind :data:`TOO_LARGE`, having
+    read no more than ``limit + 1``). ``FileNotFoundError`` and other ``OSError`` from opening it
+    propagate: the caller says what a missing file means."""
+    shown = shown or str(path)
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_BINARY", 0))
+    return read_open_file(fd, shown, limit)
+
+
+def read_open_file(fd: int, shown: str, limit: int) -> bytes:
+    """Read the open file ``fd`` (and close it): a regular file of at most ``limit`` bytes, else
+    :class:`Refused`. The size is checked before reading and again while reading (a file that grows,
+    or a pseudo-file whose size says 0, stops at ``limit + 1`` bytes)."""
     try:
         info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise Refused(shown, "a folder, not a file", NOT_REGULAR)
         if not stat.S_ISREG(info.st_mode):
-            raise Refused(shown, "not a regular file", NOT_REGULAR)
+            raise Refused(shown, f"not a regular file ({file_kind(info.st_mode)})", NOT_REGULAR)
         if info.st_size > limit:
             raise Refused(shown, f"larger than {limit} bytes", TOO_LARGE)
         chunks, total = [], 0
@@ -188,6 +209,15 @@ def _read_parts(root: Path, parts: Sequence[str], shown: str, limit: int) -> byt
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _open_by_fd(root: Path, parts: Sequence[str], shown: str) -> int:

@@ -249,6 +249,7 @@ def view(
     """
     from .. import load_policy
     from ..run_context import model_warnings
+    from ..side_files import check_side_file, read_side_text
     from ..stages.snip import tags_enabled
     from ..tokens.session import session_policy
     from ..transcript import read_transcript
@@ -259,6 +260,8 @@ def view(
     from .trust_cmd import guard_policy
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    check_side_file(system, "--system")  # refused before the transcript is read
+    check_side_file(tools, "--tools")
     guard_policy(pol, summarizes=False)
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
@@ -273,7 +276,7 @@ def view(
             print_warnings([note] if note else [])
             body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
                                  tag_ids=tag_ids,
-                                 system=system.read_text(encoding="utf-8") if system else None,
+                                 system=read_side_text(system, "--system") if system else None,
                                  tools=_read_json_list(tools) if tools else None, store=cache_store)
             if cache_store is not None:
                 cache_store.flush()  # the pins, saved before the request is written (docs/store.md's order)
@@ -294,9 +297,11 @@ def view(
 
 
 def _read_json_list(path: Path) -> list:
+    from ..side_files import read_side_text
+
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        value = json.loads(read_side_text(path, "--tools") or "")
+    except ValueError as exc:
         raise UsageError(f"--tools {path}: {exc}") from None
     if not isinstance(value, list):
         raise UsageError(f"--tools {path}: expected a JSON list of tool definitions")

@@ -15,6 +15,7 @@ from ..fileio import names_open_file
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
+from ..side_files import check_side_file
 from ..stages.base import Context
 from ..store.checkpoint import Checkpoints
 from ..store.disk import Store, StoreError, default_store_dir
@@ -109,6 +110,10 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
     return loaded
 
 
+#: the run's inputs that name a side file, and the option that names it (read within its bound by the stages)
+_SIDE_FILE_OPTIONS = {"session_memory": "--session-memory", "state_file": "--state", "queued_file": "--queued"}
+
+
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
@@ -126,6 +131,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
 
     pol = make_policy(policy, sets)
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
+    for name, option in _SIDE_FILE_OPTIONS.items():  # a device or FIFO named by mistake: refused before any work
+        check_side_file(inputs.get(name), option)
     instant = parse_now(now)
     checkpoints = None
     if checkpoint is not None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
+from ...side_files import MISSING, UNREADABLE, SideFileError, read_side_text
 from ...transcript import claude_code, claude_code_chain, claude_code_session
 from ...transcript.view import PROMPT, View
 
@@ -406,11 +407,17 @@ def _too_wide(folder: Path) -> str | None:
 
 # -- input files ------------------------------------------------------------------------------------
 def _read_input(path: str | Path, option: str, consequence: str = "") -> str:
-    """The text of a file named by a command-line option, or an error that names the option and the file."""
+    """The text of a file named by a command-line option, read within its bound (:mod:`ctxkit.side_files`),
+    or an error that names the option and the file."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AttachmentInputError(f"{option} {path}: cannot read it ({exc.strerror or exc}){consequence}") from exc
+        return read_side_text(path, option) or ""
+    except SideFileError as exc:
+        # a file not there (yet) or not readable is worth a warning; a device, FIFO, folder or a file
+        # over the bound is a mistake on the command line: it stops the run (exit 2)
+        if exc.kind not in (MISSING, UNREADABLE):
+            raise
+        why = exc.reason if exc.kind == UNREADABLE else f"cannot read it ({exc.reason})"
+        raise AttachmentInputError(f"{option} {path}: {why}{consequence}") from exc
 
 
 def load_state_file(path: str | Path) -> dict:
