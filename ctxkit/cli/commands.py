@@ -222,6 +222,7 @@ def view(
     pinned in the store so later requests send them again in the same place.
     """
     from .. import load_policy
+    from ..policy.layers import CLI_LABELS
     from ..run_context import model_warnings
     from ..stages.snip import tags_enabled
     from ..transcript import read_transcript
@@ -231,7 +232,7 @@ def view(
     from .run_setup import parse_now
     from .trust_cmd import guard_policy
 
-    pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    pol = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
     print_warnings(model_warnings(pol))
     guard_policy(pol, summarizes=False)
     instant = parse_now(now)

@@ -10,6 +10,7 @@ import typer
 
 from .. import load_policy, policy_schema, validate_policy_file
 from ..errors import ExitCode
+from ..policy.layers import CLI_LABELS
 from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp, choices_metavar
 from .github import annotation
@@ -82,7 +83,7 @@ def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     from ..run_context import model_warnings
     from .trust_cmd import guard_policy
 
-    loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
     print_warnings(model_warnings(loaded))
     guard_policy(loaded, summarizes=False, counts_tokens=False)
     sys.stdout.write(render_policy(loaded))

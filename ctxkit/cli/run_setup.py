@@ -1,7 +1,6 @@
 """Building what a command needs from its options: policy, transcript, store, clock, Context."""
 from __future__ import annotations
 
-import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -9,9 +8,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import load_policy
-from ..clock import parse_instant
+from ..clock import names_offset, parse_instant
 from ..errors import UsageError, WriteError
 from ..fileio import names_open_file
+from ..policy.layers import CLI_LABELS
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
@@ -75,11 +75,6 @@ def parse_now(now: str | None) -> Any:
         raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {quote(now)}") from None
 
 
-def _has_offset(text: str) -> bool:
-    """Whether an ISO instant names its offset (Z or +HH:MM): then it, not TZ, decides the local date."""
-    return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
-
-
 _shared_policies: dict[tuple, Policy] = {}
 _sharing = threading.local()  # .batch: the batch whose files share one loaded policy, in this thread
 
@@ -103,7 +98,7 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
     key = (batch, policy, tuple(sets or []), str(Path.cwd())) if batch else None
     if key in _shared_policies:
         return _shared_policies[key]
-    loaded = load_policy(policy, list(sets or []), cwd=Path.cwd())
+    loaded = load_policy(policy, list(sets or []), cwd=Path.cwd(), labels=CLI_LABELS)
     if key is not None:
         _shared_policies[key] = loaded
     return loaded
@@ -140,7 +135,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
                         context_window=context_window, cwd=Path.cwd(),
-                        now_has_offset=now is not None and _has_offset(now), **inputs)
+                        now_has_offset=now is not None and names_offset(now), **inputs)
     if store_note:
         ctx.warnings.insert(0, store_note)
     if checkpoints is not None:

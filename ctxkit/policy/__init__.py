@@ -31,12 +31,15 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..errors import PolicyError, Problem
-from .layers import LayerReader, find_repo_policy, user_config_path
+from .layers import CLI_LABELS, LIBRARY_LABELS, Labels, LayerReader, find_repo_policy, user_config_path
 from .loader import assemble
 from .model import Policy, StageSpec, Thresholds, ToolSets
 from .schema import effective_schema
 
 __all__ = [
+    "CLI_LABELS",
+    "LIBRARY_LABELS",
+    "Labels",
     "Policy",
     "PolicyError",
     "Problem",
@@ -53,13 +56,14 @@ __all__ = [
 
 
 def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
-                user_config: Path | None = None, *, stages: Mapping[str, Any]) -> Policy:
-    """The policy for a run: built-in base, user file, repository file, ``--policy``, ``--set``s.
+                user_config: Path | None = None, *, stages: Mapping[str, Any], labels: Labels = CLI_LABELS) -> Policy:
+    """The policy for a run: built-in base, user file, repository file, ``policy``, ``sets``.
 
     ``user_config`` None means ``$XDG_CONFIG_HOME/ctxkit/policy.yaml``. Raises :class:`PolicyError`
-    with every problem of every layer.
+    with every problem of every layer; ``labels`` name ``policy`` and ``sets`` in them: the CLI's
+    options by default, the arguments (:data:`LIBRARY_LABELS`) when ``ctxkit.load_policy`` calls.
     """
-    reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
+    reader = LayerReader(Path.cwd() if cwd is None else Path(cwd), labels)
     assembly = assemble(reader.layers(policy, sets, user_config), reader, stages)
     if assembly.problems:
         raise PolicyError(assembly.problems)

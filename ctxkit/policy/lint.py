@@ -43,7 +43,7 @@ from typing import Any
 from ..errors import Problem
 from ..quoting import quote
 from ..tokens.budget import Budget, budget_for
-from .layers import POLICY_LABEL, SET_LABEL, Layer, LayerReader
+from .layers import CLI_LABELS, Layer, LayerReader
 from .loader import assemble
 from .merge import Origin
 from .model import Policy, StageSpec
@@ -77,7 +77,7 @@ def lint_policy(value: str | None, sets: Sequence[str] = (), *, stages: Mapping[
     assembly = assemble([*layers, *(reader.setting(item) for item in sets)], reader, stages)
     label = top.label
     if assembly.problems:  # a FILE that names nothing is reported under its own name, not as --policy
-        problems = [dataclasses.replace(p, file=value) if value is not None and p.file == POLICY_LABEL else p
+        problems = [dataclasses.replace(p, file=value) if value is not None and p.file == reader.labels.policy else p
                     for p in assembly.problems]
         return LintResult(label, problems, [])
     return LintResult(label, [], Linter(assembly.doc, assembly.origins, top, stages, context_window).findings())
@@ -110,7 +110,7 @@ class Linter:
         """Where to point: the first of ``keys`` the linted file (or a ``--set``) sets, else its entry for
         ``stage``, else the layer that set the first of ``keys`` last, else the top of the linted file."""
         given = [self.origins[k] for k in keys if k in self.origins]
-        mine = [o for o in given if o.file in (self.top.label, SET_LABEL)]
+        mine = [o for o in given if o.file in (self.top.label, CLI_LABELS.setting)]
         if mine:
             return mine[0].file, mine[0].line, mine[0].col
         if stage is not None and self.top.document is not None:
