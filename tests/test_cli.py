@@ -18,7 +18,8 @@ def invoke(runner, args, input=None):
 def test_help_documents_exit_codes(runner):
     r = invoke(runner, ["--help"])
     assert r.exit_code == 0
-    assert "2 usage or policy error; 3 bad transcript; 4 internal error" in " ".join(r.stdout.split())
+    assert ("2 usage or policy error, or an input that does not exist or cannot be opened (one input or many); "
+            "3 bad transcript (a file read that is not one); 4 internal error") in " ".join(r.stdout.split())
 
 
 def test_compact_example_with_default_policy_offline(runner, tmp_path):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from .. import __version__
-from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
+from ..errors import CtxkitError, ExitCode, PolicyError, UsageError
 from ..fileio import Terminated, terminate_cleanly
 from ..quoting import clip, quote
 from .conventions import CtxkitApp, CtxkitGroup, choices_metavar
@@ -27,7 +27,8 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), a stage failed, autocompact's circuit breaker "
     "is open or the compacted view is still over the autocompact threshold (ctxkit compact), the summarizer "
     "failed (ctxkit memory update), or ctxkit expand could not restore some output; "
-    "2 usage or policy error; 3 bad transcript; 4 internal error."
+    "2 usage or policy error, or an input that does not exist or cannot be opened (one input or many); "
+    "3 bad transcript (a file read that is not one); 4 internal error."
 )
 
 app = CtxkitApp(
@@ -161,8 +162,6 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             n = len(exc.problems)
             console.print(f"ctxkit: {n} problem{'s' if n != 1 else ''} in the policy", markup=False)
             raise typer.Exit(int(ExitCode.USAGE)) from None
-        except TranscriptError as exc:
-            raise fail(exc.message, ExitCode.BAD_TRANSCRIPT) from None
         except CtxkitError as exc:
             raise fail(exc.message, exc.exit_code) from None
         except BrokenPipeError:

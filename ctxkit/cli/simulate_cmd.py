@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..errors import CtxkitError, ExitCode, TranscriptError, UsageError
+from ..errors import CtxkitError, UsageError
 from ..fileio import atomic_output, check_output
 from ..quoting import quote
 from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
@@ -98,7 +98,7 @@ def simulate_cmd(
 
     def skip(path: str, exc: CtxkitError) -> None:  # one bad session does not stop the others (docs/batch.md)
         stderr_console().print(f"ctxkit: error: {exc.message}", markup=False)
-        failed.append(int(ExitCode.BAD_TRANSCRIPT if isinstance(exc, TranscriptError) else exc.exit_code))
+        failed.append(int(exc.exit_code))
 
     doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(),
                       sweep=parsed, on_error=skip)
