@@ -10,7 +10,7 @@ from typing import Any
 from ..batch.inputs import is_url
 from ..batch.results import FileResult
 from .batch_cli import BatchCommand
-from .github import renamed
+from .github import last_line, renamed, threshold_annotation
 
 
 def _json_in(text: str) -> dict[str, Any] | None:
@@ -69,15 +69,22 @@ def _check_figures(r: FileResult) -> dict[str, Any]:
 def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     out = sys.stdout
     for r in results:
-        if params.get("output_format") == "github":  # the annotations each run printed, as they are
-            text = r.stdout.decode("utf-8")
+        data = r.figures.get("_check")
+        if params.get("output_format") == "github":
+            # each run printed its figures (the summary's tokens) and, when it could not read its transcript,
+            # that error's annotation: the threshold's annotation is made here from the figures
+            local = r.source
             if is_url(r.source):  # the run read a local copy of the URL: say which file it is
                 from ..batch.remote import mirror
 
-                text = renamed(text, str(mirror(r.source)), r.source)
-            out.write(text)
+                local = str(mirror(r.source))
+            if data is None:
+                out.write(renamed(r.stdout.decode("utf-8"), local, r.source) if local != r.source
+                          else r.stdout.decode("utf-8"))
+            elif data["failed"]:
+                out.write(threshold_annotation(r.source, last_line(local), data["tokens"], data["fail_at"],
+                                               data["threshold"], data["level"]))
             continue
-        data = r.figures.get("_check")
         if data is None:
             continue
         if params.get("as_json"):
@@ -88,8 +95,7 @@ def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     out.flush()
 
 
-CHECK = BatchCommand("check", "ctxkit.cli.commands:check", writes=False,
-                     per_file=lambda params: {} if params.get("output_format") == "github" else {"as_json": True},
+CHECK = BatchCommand("check", "ctxkit.cli.commands:check", writes=False, per_file=lambda params: {"as_json": True},
                      figures=_check_figures, render=_check_render)
 
 

@@ -47,7 +47,7 @@ from .batch_cli import (
 )
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
 from .conventions import choices_metavar
-from .github import annotation, last_line
+from .github import annotation, last_line, threshold_annotation
 
 # Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
 _FAILED_ACTIONS = ("failed", "breaker-open")
@@ -406,8 +406,7 @@ def check(
         }) + "\n")
     elif output_format == "github":
         if tokens >= limit:
-            sys.stdout.write(annotation("error", source, last_line(source), 1, f"{tokens} tokens reach the {level} "
-                                        f"threshold {limit} (level {state}); compact this session"))
+            sys.stdout.write(threshold_annotation(source, last_line(source), tokens, level, limit, state))
     else:
         sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
     if tokens >= limit:
