@@ -10,7 +10,7 @@ from typing import Any
 from ..batch.inputs import is_url
 from ..batch.results import FileResult
 from .batch_cli import BatchCommand
-from .github import last_line, renamed, threshold_annotation
+from .github import renamed
 
 
 def _json_in(text: str) -> dict[str, Any] | None:
@@ -71,19 +71,14 @@ def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     for r in results:
         data = r.figures.get("_check")
         if params.get("output_format") == "github":
-            # each run printed its figures (the summary's tokens) and, when it could not read its transcript,
-            # that error's annotation: the threshold's annotation is made here from the figures
-            local = r.source
+            # each run printed its figures (the summary's tokens) with its annotation, or the annotation of
+            # the error that stopped it
+            text = r.stdout.decode("utf-8") if data is None else data.pop("annotation", None) or ""
             if is_url(r.source):  # the run read a local copy of the URL: say which file it is
                 from ..batch.remote import mirror
 
-                local = str(mirror(r.source))
-            if data is None:
-                out.write(renamed(r.stdout.decode("utf-8"), local, r.source) if local != r.source
-                          else r.stdout.decode("utf-8"))
-            elif data["failed"]:
-                out.write(threshold_annotation(r.source, last_line(local), data["tokens"], data["fail_at"],
-                                               data["threshold"], data["level"]))
+                text = renamed(text, str(mirror(r.source)), r.source)
+            out.write(text)
             continue
         if data is None:
             continue

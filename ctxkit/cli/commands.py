@@ -396,17 +396,22 @@ def check(
     limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
              "blocking": budget.blocking_limit}[level]
     state = budget.level(tokens)
+    flagged = threshold_annotation(source, last_line(source), tokens, level, limit, state) \
+        if output_format == "github" and tokens >= limit else None
     if as_json:
-        sys.stdout.write(json.dumps({
+        doc = {
             "tokens": tokens, "level": state, "estimator": run.ctx.tokens.name,
             "fail_at": level, "threshold": limit, "failed": tokens >= limit,
             "thresholds": {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
                            "blocking": budget.blocking_limit},
             "context_window": budget.context_window, "context_window_source": budget.source,
-        }) + "\n")
+        }
+        if output_format == "github":  # (what a batch in that format prints for this file)
+            doc["annotation"] = flagged
+        sys.stdout.write(json.dumps(doc) + "\n")
     elif output_format == "github":
-        if tokens >= limit:
-            sys.stdout.write(threshold_annotation(source, last_line(source), tokens, level, limit, state))
+        if flagged:
+            sys.stdout.write(flagged)
     else:
         sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
     if tokens >= limit:
