@@ -54,7 +54,7 @@ def test_a_200_with_truncated_json_is_a_failure_the_breaker_counts(runner, api):
     first = results[0].stderr
     assert (f"ctxkit: warning: autocompact failed (1 of 3 in a row): malformed response: the API at {api.base_url} "
             "answered the summary request with a body that is not valid JSON (Unterminated string starting at: "
-            "line 1 column 79 (char 78)); the transcript is unchanged\n") in first
+            "line 1 column 79 (char 78)); autocompact changed nothing\n") in first
     assert "Traceback" not in first and "internal error" not in first
     assert "autocompact: breaker-open: circuit breaker open after 3 failures" in results[3].stderr
 
@@ -89,7 +89,7 @@ def test_the_command_summarizer_is_held_to_the_same_structure(runner, tmp_path):
     assert result.stderr.splitlines()[0] == (
         "ctxkit: warning: autocompact failed (1 of 3 in a row): malformed summary: the answer has none of the nine "
         "numbered sections the prompt asks for (e.g. '1. Primary Request and Intent:'); it reads: 'I cannot summarize "
-        "this.'; the transcript is unchanged")
+        "this.'; autocompact changed nothing")
     assert breaker_failures() == [1]
 
 

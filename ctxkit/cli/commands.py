@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
@@ -48,9 +48,6 @@ from .batch_cli import (
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
 from .conventions import choices_metavar
 from .github import annotation, last_line, threshold_annotation
-
-# Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
-_FAILED_ACTIONS = ("failed", "breaker-open")
 
 MessagesFormat = Literal["anthropic", "openai"]
 ViewFormat = Literal["anthropic", "openai", "anthropic-request"]
@@ -110,7 +107,7 @@ def compact(
     if wants_batch(params := dict(locals())):
         return run_many(COMPACT, params)
     from ..pipeline import compile_pipeline
-    from ..reports.outcome import over_threshold_message
+    from ..reports.outcome import failure_message, over_threshold_message
     from ..store.link import refuse_output_in_store
     from .run_setup import open_run
 
@@ -120,7 +117,8 @@ def compact(
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
-                   checkpoint=not no_checkpoint, output=output)
+                   checkpoint=not no_checkpoint, output=output,
+                   fits=lambda pol: _window_fits(pol, context_window, only=stage))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
@@ -133,8 +131,9 @@ def compact(
     result = pipeline.run(run.transcript, run.ctx)
     run.write_output(result.transcript, output, to)
     _print_report(result, report, sources=_sources(run))
-    if any(r.action in _FAILED_ACTIONS for r in result.reports):
-        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+    failure = failure_message(result)
+    if failure:
+        raise fail(failure, ExitCode.CHECK_FAILED)
     too_big = over_threshold_message(result)
     if too_big:
         raise fail(too_big, ExitCode.CHECK_FAILED)
@@ -350,6 +349,18 @@ def _render_stats(data: dict) -> None:
         for s in data["stages"]:
             table.add_row(s["id"], s["action"], f"{s['tokens_before']:,}", f"{s['tokens_after']:,}", s["reason"])
         console.print(table)
+
+
+def _window_fits(pol: Any, context_window: int | None, only: list[str] | None = None) -> None:
+    """``policy lint``'s fit check on the policy a run uses, in the run's window (exit 2 before any work); not
+    asked when ``--stage`` leaves autocompact out (nothing would compact)."""
+    from ..pipeline import compile_pipeline
+    from ..policy.lint import require_window_fit
+    from ..stages.registry import REGISTRY
+
+    if only and not any(s.name == "autocompact" for s in compile_pipeline(pol, only=only).stages):
+        return
+    require_window_fit(pol, REGISTRY, context_window)
 
 
 @app.command()

@@ -107,7 +107,7 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
-             output: Path | None = None, **inputs: Any) -> Run:
+             output: Path | None = None, fits: Callable[[Policy], None] | None = None, **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
     ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
@@ -115,12 +115,16 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     ``checkpoint``: None, no checkpoints (a command that writes no transcript); True, resume the read
     from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
     ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
-    as it was read (standard input redirected from the session, too).
+    as it was read (standard input redirected from the session, too). ``fits(policy)`` raises when the run
+    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked before the transcript
+    is read.
     """
     from .trust_cmd import guard_policy
 
     pol = make_policy(policy, sets)
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
+    if fits is not None:
+        fits(pol)
     instant = parse_now(now)
     checkpoints = None
     if checkpoint is not None:
