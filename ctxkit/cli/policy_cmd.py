@@ -9,8 +9,9 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from .. import load_policy, policy_schema, validate_policy_file
-from ..errors import ExitCode
-from ..policy.layers import CLI_LABELS
+from ..errors import ExitCode, UsageError
+from ..policy.layers import CLI_LABELS, Labels
+from ..quoting import quote
 from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp, choices_metavar
 from .github import annotation
@@ -23,7 +24,8 @@ app.add_typer(policy_app, name="policy")
 
 @policy_app.command("validate")
 @handle_errors
-def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Policy files to check (e.g. .ctxkit.yaml).")],
+def validate(files: Annotated[list[str], typer.Argument(metavar="FILE|NAME", help="Policy files to check (e.g. "
+                                                        ".ctxkit.yaml), or built-in policies' names.")],
              output_format: Annotated[OutputFormat, typer.Option(
                  "--output-format", metavar=choices_metavar(OutputFormat), help="github: also print each problem "
                  "as a GitHub Actions annotation (::error file=,line=,col=::) on stdout.")] = "text") -> None:
@@ -77,13 +79,19 @@ def lint(file: Annotated[Optional[str], typer.Argument(
 
 @policy_app.command("show")
 @handle_errors
-def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
+def show(name: Annotated[Optional[str], typer.Argument(
+        metavar="FILE|NAME", help="A policy file or a built-in policy's name, as --policy takes it.")] = None,
+         policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     """Print the merged policy and, for each value, which file set it."""
     from ..policy import render_policy
     from ..run_context import model_warnings
     from .trust_cmd import guard_policy
 
-    loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
+    if name is not None and policy is not None:
+        raise UsageError(f"name the policy once: {quote(name)} or --policy {quote(policy)}")
+    # the argument is --policy given without the option: the same layers, named by itself in problems
+    labels = CLI_LABELS if name is None else Labels(name, CLI_LABELS.setting)
+    loaded = load_policy(name if name is not None else policy, list(set_ or []), cwd=Path.cwd(), labels=labels)
     print_warnings(model_warnings(loaded))
     guard_policy(loaded, summarizes=False, counts_tokens=False)
     sys.stdout.write(render_policy(loaded))

@@ -81,6 +81,8 @@ def render_policy(policy: Policy) -> str:
 
 def validate_file(path: str | Path, *, stages: Mapping[str, Any]) -> list[Problem]:
     """Every problem of one policy file, checked on its own: on top of what it ``extends`` (or
-    ``default``), without the user's or the repository's files. Empty when it is valid."""
+    ``default``), without the user's or the repository's files. Empty when it is valid. A ``Path`` is a
+    file; a string is a file or a built-in name, as ``--policy`` takes it (``ctxkit policy validate``)."""
     reader = LayerReader(Path.cwd())
-    return assemble([reader.file(Path(path))], reader, stages).problems
+    layer = reader.file(path) if isinstance(path, Path) else reader.named(path)
+    return assemble([layer], reader, stages).problems

@@ -199,6 +199,14 @@ class LayerReader:
             label = self.labels.policy
             return Layer(label, None, [Problem(label, 1, 1, exc.message, exc.hint)])
 
+    def named(self, value: str) -> Layer:
+        """The FILE|NAME argument of a policy subcommand (validate, lint, show, trust): resolved as ``--policy``
+        is, by the one rule of :meth:`_locate`; one that names nothing is reported under its own name."""
+        try:
+            return self._locate(value, self.cwd)
+        except Unresolved as exc:
+            return Layer(value, None, [Problem(value, 1, 1, exc.message, exc.hint)])
+
     def _locate(self, value: str, folder: Path, path_hint: str | None = None) -> Layer:
         """A value that looks like a path (has a slash or a .yaml/.yml suffix) is a file, else a
         built-in name. Raises :class:`Unresolved`; the caller knows where to report it."""

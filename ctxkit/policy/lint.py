@@ -34,7 +34,6 @@ Warnings (the policy works, at a cost; exit 0):
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,16 +69,14 @@ def lint_policy(value: str | None, sets: Sequence[str] = (), *, stages: Mapping[
     ``default`` when there are none); ``sets`` (``--set`` items) go on top, ``context_window`` is
     ``--context-window``. ``stages``: the registry (name -> stage class)."""
     reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
-    layers = [reader.policy_option(value)] if value is not None else reader.layers(None, [], None)
+    layers = [reader.named(value)] if value is not None else reader.layers(None, [], None)
     if not layers:
         layers = [reader.builtin("default")]
     top = layers[-1]
     assembly = assemble([*layers, *(reader.setting(item) for item in sets)], reader, stages)
     label = top.label
-    if assembly.problems:  # a FILE that names nothing is reported under its own name, not as --policy
-        problems = [dataclasses.replace(p, file=value) if value is not None and p.file == reader.labels.policy else p
-                    for p in assembly.problems]
-        return LintResult(label, problems, [])
+    if assembly.problems:
+        return LintResult(label, assembly.problems, [])
     return LintResult(label, [], Linter(assembly.doc, assembly.origins, top, stages, context_window).findings())
 
 
