@@ -21,6 +21,7 @@ from .. import __version__
 from ..errors import CtxkitError, ExitCode, PolicyError, UsageError
 from ..fileio import Terminated, terminate_cleanly
 from ..quoting import clip, quote
+from .completion import complete_policy
 from .conventions import CtxkitApp, CtxkitGroup, choices_metavar
 
 EXIT_CODES_HELP = (
@@ -202,7 +203,8 @@ InputArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, 
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
                                                    help="Write here (atomically) instead of stdout.")]
 PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", metavar="FILE|NAME", help="A policy file, or a "
-                                                  "built-in policy's name (default, no-llm, claude-code-full).")]
+                                                  "built-in policy's name (default, no-llm, claude-code-full).",
+                                                  autocompletion=complete_policy)]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override one policy value "
                                                      "(e.g. thresholds.autocompact_buffer=20000). Repeatable.")]
 FormatOpt = Annotated[InputFormat, typer.Option("--format", "-f", metavar=choices_metavar(InputFormat),

@@ -46,6 +46,7 @@ from .batch_cli import (
     wants_batch,
 )
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
+from .completion import complete_stage
 from .conventions import choices_metavar
 from .github import annotation, last_line, threshold_annotation
 
@@ -73,7 +74,8 @@ def compact(
     now: NowOpt = None,
     context_window: WindowOpt = None,
     stage: Annotated[Optional[list[str]], typer.Option("--stage", metavar="STAGE", help="Run only this stage (id or name; "
-                                                       "repeatable). Stages compose in a pipe.")] = None,
+                                                       "repeatable). Stages compose in a pipe.",
+                                                       autocompletion=complete_stage)] = None,
     force: Annotated[bool, typer.Option("--force", help="Compact now regardless of thresholds (like /compact); "
                                         "also closes an open circuit breaker.")] = False,
     instructions: Annotated[Optional[str], typer.Option("--instructions", metavar="FOCUS",

@@ -13,6 +13,7 @@ from ..errors import CtxkitError, UsageError
 from ..fileio import atomic_output, check_output
 from ..quoting import quote
 from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
+from .completion import complete_policy
 
 if TYPE_CHECKING:
     from ..policy.model import Policy
@@ -33,7 +34,7 @@ def _session_files(args: list[str]) -> list[str]:
     return [i.source for i in items]
 PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy", "-p", metavar="FILE|NAME", help="A policy to simulate (file or built-in name); repeat to compare "
-    "several side by side (default: the policy compact would use).")]
+    "several side by side (default: the policy compact would use).", autocompletion=complete_policy)]
 PricingOpt = Annotated[Optional[Path], typer.Option("--pricing", metavar="FILE", help="A JSON pricing table to use "
                                                     "instead of the shipped one (same shape; see docs/simulate.md).")]
 

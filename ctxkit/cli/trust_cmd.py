@@ -12,6 +12,7 @@ import typer
 
 from ..errors import UsageError
 from .app import handle_errors, print_warnings, stderr_console
+from .completion import complete_policy
 from .policy_cmd import policy_app
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ def guard_policy(policy: Policy, *, summarizes: bool, counts_tokens: bool = True
 @policy_app.command("trust")
 @handle_errors
 def trust(file: Annotated[Optional[str], typer.Argument(metavar="FILE|NAME",
-        help="The policy file to trust (default: the .ctxkit.yaml found from the working directory).")] = None
+        help="The policy file to trust (default: the .ctxkit.yaml found from the working directory).",
+        autocompletion=complete_policy)] = None
           ) -> None:
     """Trust a repository's policy file, as it is now: let it set what runs a program or sends data.
 
