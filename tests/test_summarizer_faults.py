@@ -24,7 +24,9 @@ from ctxkit.summarize.deadline import Deadline
 
 KEY = "sk-ant-test-0123456789abcdef"
 WINDOW = "40000"  # autocompact threshold 7,000 tokens: the session below (~14,000) is over it
-NO_OVERHEAD = ["--set", "overhead_tokens=0"]  # the session stands for a whole request: no system prompt or tools
+NO_OVERHEAD = ["--set", "overhead_tokens=0",  # the session stands for a whole request: no system prompt or tools
+               # the same 7,000-token threshold from a reserve a compaction fits under (compact refuses one it does not)
+               "--set", "thresholds.summary_reserve=3000", "--set", "thresholds.autocompact_buffer=30000"]
 REFUSAL = "I cannot summarize this."
 TRUNCATED = b'{"id": "msg_01", "type": "message", "role": "assistant", "content": [{"type": "te'
 
