@@ -81,8 +81,10 @@ for found in pkgutil.walk_packages(ctxkit.__path__, "ctxkit."):
             pass
 """
 #: a clock a day after the recordings (the prompt cache is cold: microcompact clears) and a window small
-#: enough that autocompact (the extractive summarizer) compacts too: every stage of no-llm works
-BUSY = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--context-window", "50000", "--report", "none"]
+#: enough that autocompact (the extractive summarizer) compacts too: every stage of no-llm works (with a
+#: summary reserve a compaction fits under in that window: compact refuses a window it cannot fit in)
+BUSY = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--context-window", "50000", "--set",
+        "thresholds.summary_reserve=5000", "--report", "none"]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from .pipeline import compile_pipeline
-    from .policy import Policy, Problem
+    from .policy import Labels, Policy, Problem
     from .transcript import read_transcript
 
 __version__ = "0.1.0"
@@ -47,12 +47,16 @@ def __getattr__(name: str) -> Any:
 
 
 def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
-                user_config: Path | None = None) -> Policy:
-    """The policy for a run, checked against ctxkit's stages (see :func:`ctxkit.policy.load_policy`)."""
+                user_config: Path | None = None, *, labels: Labels | None = None) -> Policy:
+    """The policy for a run, checked against ctxkit's stages (see :func:`ctxkit.policy.load_policy`).
+
+    Problems name ``policy`` and ``sets`` as arguments (``policy argument:1:1: error: no built-in policy
+    named ...``); ``labels`` renames them (the CLI names its options, ``--policy`` and ``--set``)."""
     from . import policy as _policy
     from .stages.registry import REGISTRY
 
-    return _policy.load_policy(policy, sets, cwd, user_config, stages=REGISTRY)
+    return _policy.load_policy(policy, sets, cwd, user_config, stages=REGISTRY,
+                               labels=_policy.LIBRARY_LABELS if labels is None else labels)
 
 
 def validate_policy_file(path: str | Path) -> list[Problem]:
@@ -76,12 +80,15 @@ def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, 
     (fixed at ``now`` if given), the store, and the warnings a run starts with (``ctx.warnings``);
     the builder the CLI uses too (:func:`ctxkit.run_context.build_context`).
 
-    Raises :class:`PolicyError` when the estimator would send the transcript on the word of an untrusted
+    ``now`` is a datetime or an ISO-8601 string (``"2026-11-30T12:00:00Z"``, as ``--now`` takes it).
+    Raises :class:`UsageError` naming an argument of the wrong kind (before anything runs), and
+    :class:`PolicyError` when the estimator would send the transcript on the word of an untrusted
     repository policy (``estimator: anthropic``, see ctxkit.policy.trust)."""
     from .policy.trust import require_trusted_estimator
-    from .run_context import build_context
+    from .run_context import build_context, checked_arguments
     from .store.disk import Store
 
+    now, inputs = checked_arguments(policy, store_dir, now, inputs)
     require_trusted_estimator(policy)
     return build_context(policy, Store(Path(store_dir)), now=now, **inputs)
 

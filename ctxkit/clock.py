@@ -1,6 +1,7 @@
 """The only place that reads the time, so that tests and ``--now`` can fix it."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import NamedTuple
 
@@ -22,3 +23,8 @@ def parse_instant(text: str) -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value
+
+
+def names_offset(text: str) -> bool:
+    """Whether an ISO instant names its offset (Z or +HH:MM): then it, not TZ, decides the local date."""
+    return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))

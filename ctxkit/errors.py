@@ -87,6 +87,16 @@ class TranscriptError(CtxkitError):
         super().__init__(f"{source}:{line}: {message}")
 
 
+class InputError(TranscriptError):
+    """A transcript that cannot be opened at all (no such file, a folder, permission denied): the command
+    line names something that is not a readable file. A usage error (exit 2), the same whether it is the
+    only input or one of many (a batch says ``no such file or folder`` before any work); exit 3 is kept for
+    a file that was read and is not a transcript. Still a :class:`TranscriptError` naming the file (line 0:
+    the whole file), so that callers catching those and annotations naming the file see it."""
+
+    exit_code = ExitCode.USAGE
+
+
 class LLMError(CtxkitError):
     """A summarizer failed (network, API error, malformed answer)."""
 

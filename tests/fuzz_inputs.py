@@ -34,7 +34,9 @@ SHARED = Path(os.environ.get("CTXKIT_SHARED", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus"
 NOW = "2026-11-30T12:00:00Z"
 WINDOW = 24  # lines of a seed transcript per case (whole files are slow to run thousands of times)
-WINDOW_TOKENS = "40000"  # small enough that the stages work on a window of lines, large enough to be valid
+WINDOW_TOKENS = "50000"  # small enough that the stages work on a window of lines, large enough to be valid
+#: with a summary reserve a compaction fits under in that window (compact refuses a window its policy cannot fit)
+FITS = ["--set", "thresholds.summary_reserve=5000"]
 CASE_TIMEOUT = int(os.environ.get("CTXKIT_FUZZ_TIMEOUT", "30"))  # seconds before a case counts as a hang
 
 # -- seeds ------------------------------------------------------------------------------------------------
@@ -121,8 +123,8 @@ def _compacted_seed(files: list[Path], work: Path, store: Path) -> list[bytes]:
         return []
     src = work / "seed.jsonl"
     shutil.copyfile(small[0], src)
-    code, out, _ = run_cli(["compact", str(src), "--policy", "no-llm", "--now", NOW, "--context-window", "40000",
-                            "--store", str(store), "--force"])
+    code, out, _ = run_cli(["compact", str(src), "--policy", "no-llm", "--now", NOW, "--context-window", WINDOW_TOKENS,
+                            *FITS, "--store", str(store), "--force"])
     lines = [x for x in out.splitlines() if x.strip()]
     if code not in (0, 1) or not lines:
         return []
@@ -331,13 +333,13 @@ def _args(case: Case, path: Path, store: Path, policy: Path | None) -> list[str]
     if c == "policy-show":
         return ["policy", "show", *p]
     if c == "compact":
-        return ["compact", str(path), *p, *common, "--context-window", WINDOW_TOKENS]
+        return ["compact", str(path), *p, *common, "--context-window", WINDOW_TOKENS, *FITS]
     if c == "compact-force":
         return ["compact", str(path), *p, *common, "--force"]
     if c == "compact-openai":
-        return ["compact", str(path), *p, *common, "--to", "openai", "--context-window", WINDOW_TOKENS]
+        return ["compact", str(path), *p, *common, "--to", "openai", "--context-window", WINDOW_TOKENS, *FITS]
     if c == "compact-skip":
-        return ["compact", str(path), *p, *common, "--on-bad-line", "skip", "--context-window", WINDOW_TOKENS]
+        return ["compact", str(path), *p, *common, "--on-bad-line", "skip", "--context-window", WINDOW_TOKENS, *FITS]
     if c == "view":
         return ["view", str(path), *p, "--now", NOW, "--tag-ids"]
     if c == "view-openai":

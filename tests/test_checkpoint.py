@@ -23,7 +23,12 @@ from ctxkit.store import block_crc, checkpoint
 pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
 
 ARGS = ["--policy", "no-llm", "--now", "2026-12-01T00:00:00Z", "--report", "json"]
-WINDOW = ["--context-window", "40000"]  # microcompact clears old outputs; at 34,000 autocompact fires every run
+#: the thresholds these tests were sized for (7,000 at 40,000 tokens, 1,000 at 34,000), from a summary reserve and
+#: buffer a compaction fits under: compact refuses a window its policy cannot fit in (policy lint's fit check)
+FITS = {"40000": ["--set", "thresholds.summary_reserve=3000", "--set", "thresholds.autocompact_buffer=30000"],
+        "34000": ["--set", "thresholds.summary_reserve=400", "--set", "thresholds.autocompact_buffer=32600"]}
+# microcompact clears old outputs; at 34,000 autocompact fires every run
+WINDOW = ["--context-window", "40000", *FITS["40000"]]
 SESSION_KEYS = ("ledger.json", "state.json")
 
 
@@ -53,7 +58,7 @@ def next_turn(src: Path, tmp_path: Path) -> bytes:
 
 
 def compact(runner, src: Path, out: Path, store: Path, *extra: str) -> dict:
-    window = [] if "--context-window" in extra else WINDOW
+    window = [*FITS.get(extra[extra.index("--context-window") + 1], [])] if "--context-window" in extra else WINDOW
     r = runner.invoke(app, ["compact", str(src), "-o", str(out), "--store", str(store), *ARGS, *window, *extra])
     assert r.exit_code in (0, 1), r.stderr
     return json.loads(r.stderr[r.stderr.index("{"):])

@@ -18,7 +18,8 @@ def invoke(runner, args, input=None):
 def test_help_documents_exit_codes(runner):
     r = invoke(runner, ["--help"])
     assert r.exit_code == 0
-    assert "2 usage or policy error; 3 bad transcript; 4 internal error" in " ".join(r.stdout.split())
+    assert ("2 usage or policy error, or an input that does not exist or cannot be opened (one input or many); "
+            "3 bad transcript (a file read that is not one); 4 internal error") in " ".join(r.stdout.split())
 
 
 def test_compact_example_with_default_policy_offline(runner, tmp_path):
@@ -219,7 +220,8 @@ def test_compacting_the_output_again_changes_nothing(runner, tmp_path, path, pol
     """compact(compact(x)) == compact(x): same store, same clock, nothing new crossed a threshold."""
     common = ["--policy", policy, "--store", str(tmp_path / "st"), "--now", "2026-12-01T00:00:00Z", "--report", "none"]
     if window:  # the recorded sessions' stand-in API left the system prompt and tools out of its usage
-        common += ["--context-window", window, "--set", "overhead_tokens=0"]
+        # (a summary reserve a compaction fits under at this window: policy lint's fit check, which compact asks)
+        common += ["--context-window", window, "--set", "overhead_tokens=0", "--set", "thresholds.summary_reserve=5000"]
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     r = invoke(runner, ["compact", str(path), "-o", str(a), *common])
     assert r.exit_code == 0, r.stderr

@@ -130,7 +130,7 @@ def test_a_choice_is_listed_in_help_and_enforced(runner):
      "ctxkit: error: no such option: --stae (possible options: --stage, --state, --store)\n"
      "Try 'ctxkit compact -h' for help.\n"),
     (["policy", "validate"],
-     "ctxkit: error: missing argument 'FILE'\nTry 'ctxkit policy validate -h' for help.\n"),
+     "ctxkit: error: missing argument 'FILE|NAME'\nTry 'ctxkit policy validate -h' for help.\n"),
     (["compact", "--to", "markdown"],
      "ctxkit: error: invalid value for '--to': 'markdown' is not one of 'anthropic', 'openai'\n"
      "Try 'ctxkit compact -h' for help.\n"),

@@ -18,7 +18,8 @@ def test_compacting_the_same_input_twice_gives_the_same_bytes(runner, tmp_path, 
     out = tmp_path / "out.jsonl"  # one output path: the summary names where the full history is
     args = ["compact", str(path), "-o", str(out), "--policy", policy, "--store", str(tmp_path / "store"),
             "--now", "2026-12-01T00:00:00Z", "--context-window", "40000", "--report", "json",
-            "--set", "overhead_tokens=0"]  # the stand-in API's usage left the system prompt and tools out
+            "--set", "overhead_tokens=0",  # the stand-in API's usage left the system prompt and tools out
+            "--set", "thresholds.summary_reserve=5000"]  # a reserve the compactions fit under in that window
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.stderr
     once = out.read_bytes()

@@ -42,6 +42,8 @@ def test_a_server_trickling_its_answer_is_cut_off_at_the_total_timeout(runner, a
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url}
     started = time.monotonic()
     result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", "40000",
+                                 "--set", "overhead_tokens=0", "--set", "thresholds.summary_reserve=3000",
+                                 "--set", "thresholds.autocompact_buffer=30000",
                                  "--set", "summarizer.total_timeout_seconds=3", "--set", "summarizer.max_retries=1"],
                            env=env)
     elapsed = time.monotonic() - started

@@ -547,7 +547,8 @@ def test_validate_file(repo):
     ]
     write(repo / "ok.yaml", "extends: no-llm\nstages:\n  - id: microcompact\n    options: {keep_recent: 1}\n")
     assert validate_file(repo / "ok.yaml") == []
-    assert [p.render() for p in validate_file("gone.yaml")] == ["gone.yaml:1:1: error: no such file"]
+    assert [p.render() for p in validate_file("gone.yaml")] == ["gone.yaml:1:1: error: policy file 'gone.yaml' not found"]
+    assert [p.render() for p in validate_file(Path("gone.yaml"))] == ["gone.yaml:1:1: error: no such file"]  # a Path is a file
 
 
 def test_render_policy_shows_each_value_and_its_file(repo):

@@ -20,6 +20,8 @@ from ctxkit.transcript import read_transcript
 pytestmark = pytest.mark.usefixtures("no_overhead")  # sized against small windows, before counts had an overhead
 
 WINDOW = "40000"  # autocompact threshold 7,000 tokens: the session below is over it
+#: that threshold from a summary reserve and buffer a compaction fits under (compact refuses a window it cannot fit)
+FITS = ["--set", "thresholds.summary_reserve=3000", "--set", "thresholds.autocompact_buffer=30000"]
 NOW = "2026-11-30T12:00:00Z"
 #: A model summary in the right shape that names none of the user's prompts and none of the files.
 FORGETFUL_SUMMARY = ("<analysis>draft</analysis>\n<summary>\n1. Primary Request and Intent:\n   The user wants "
@@ -105,7 +107,7 @@ def session_file(path: Path) -> Path:
 
 
 def compact_json(runner, *args):
-    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, "--now", NOW,
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *FITS, "--now", NOW,
                                  "--report", "json", *args])
     return result, json.loads(result.stderr[result.stderr.index("{"):])
 
@@ -123,7 +125,7 @@ def test_compact_report_json_gives_the_retention_of_the_compaction(runner):
 
 def test_the_report_line_says_what_was_retained(runner):
     session_file(Path("s.jsonl"))
-    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, "--now", NOW,
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *FITS, "--now", NOW,
                                  "--set", "summarizer.use=extractive"])
     line = next(x for x in result.stderr.splitlines() if x.startswith("autocompact:"))
     assert re.fullmatch(r"autocompact: applied: auto compaction \(summary by extractive\): [\d,]+ -> [\d,]+ tokens, "

@@ -106,7 +106,9 @@ def test_a_streamed_message_counts_once_with_its_last_output_figure(runner, tmp_
 
 
 def test_a_small_window_the_default_policy_fits_and_none_fails(runner):
-    doc = run_json(runner, str(EXAMPLE), "--context-window", "40000", "--set", "thresholds.summary_reserve=5000")
+    # (a reserve and buffer small enough that the policy fits a window this small: simulate refuses one that does not)
+    doc = run_json(runner, str(EXAMPLE), "--context-window", "40000", "--set", "thresholds.summary_reserve=5000",
+                   "--set", "thresholds.autocompact_buffer=3000")
     s = doc["sessions"][0]
     assert s["context_window"] == 40000
     policy, none = s["policies"][0], s["none"]
@@ -183,14 +185,15 @@ def test_a_plain_message_list_is_refused_with_the_reason(runner, tmp_path):
 @needs_corpus
 def test_sweep_marks_the_cheapest_value_that_never_went_over_the_window(runner, corpus_session):
     path = str(corpus_session("multi-prompt"))
-    args = [path, "--context-window", "60000", "--sweep", "thresholds.autocompact_buffer=5000,13000,30000"]
+    args = [path, "--context-window", "60000", "--set", "thresholds.summary_reserve=5000",
+            "--sweep", "thresholds.autocompact_buffer=5000,13000,20000"]
     doc = run_json(runner, *args)
     s = doc["sessions"][0]
     assert [p["policy"] for p in s["policies"]] == [f"default thresholds.autocompact_buffer={v}"
-                                                    for v in (5000, 13000, 30000)]
+                                                    for v in (5000, 13000, 20000)]
     assert len({p["compactions"] for p in s["policies"]}) > 1  # the setting changes what happens
-    fitting = [(p["cost_usd"], v) for p, v in zip(s["policies"], ("5000", "13000", "30000"), strict=True) if p["failures"] == 0]
-    assert s["sweep"] == {"setting": "thresholds.autocompact_buffer", "values": ["5000", "13000", "30000"],
+    fitting = [(p["cost_usd"], v) for p, v in zip(s["policies"], ("5000", "13000", "20000"), strict=True) if p["failures"] == 0]
+    assert s["sweep"] == {"setting": "thresholds.autocompact_buffer", "values": ["5000", "13000", "20000"],
                           "cheapest": min(fitting)[1] if fitting else None}
     table = runner.invoke(app, ["simulate", *args])
     assert table.exit_code == 0
@@ -212,7 +215,7 @@ def test_a_model_summary_is_a_request_of_its_own(runner, corpus_session, monkeyp
     with MockMessagesAPI() as api:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-        args = [str(corpus_session("multi-prompt")), "--context-window", "60000"]
+        args = [str(corpus_session("multi-prompt")), "--context-window", "60000", "--set", "thresholds.summary_reserve=5000"]
         with_key = run_json(runner, *args)["sessions"][0]
         summaries = [r for r in api.requests if r.path.endswith("/v1/messages")]
     monkeypatch.delenv("ANTHROPIC_API_KEY")

@@ -3,10 +3,16 @@
 It says what autocompact would do, with the summarizer compact would choose
 (one choice, :func:`ctxkit.summarize.factory.summarizer_for_run`), and exits 0 whatever the
 level: no model is called, no command is run, nothing is written.
+
+"Nothing is written" is checked on a copy of the example in the test's own folder, never on the
+source tree: the README's Quick start runs ``ctxkit compact examples/session.jsonl`` first, which
+rightly leaves its store in ``examples/.ctxkit`` (the store sits beside the input so that ``ctxkit
+expand compacted.jsonl`` gives everything back), and the tests run after it on the same checkout.
 """
 from __future__ import annotations
 
 import json
+import shutil
 
 from conftest import ROOT
 from mock_messages_api import MockMessagesAPI
@@ -27,11 +33,18 @@ def stats_json(runner, *extra):
 
 
 def test_stats_over_the_threshold_says_what_autocompact_would_do(runner, tmp_path):
-    data, stages = stats_json(runner)
+    copy = tmp_path / "inputs" / "session.jsonl"
+    copy.parent.mkdir()
+    shutil.copyfile(EXAMPLE, copy)
+    r = runner.invoke(app, ["stats", str(copy), *OVER[1:], "--json"])
+    assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+    data = json.loads(r.stdout)
+    stages = {s["id"]: s for s in data["stages"]}
     assert data["level"] == "blocking"
     assert stages["autocompact"]["action"] == "applied"
     assert stages["autocompact"]["reason"].startswith("auto compaction (summary by extractive): 56,139 -> ")
-    assert not (tmp_path / ".ctxkit").exists() and not (ROOT / "examples" / ".ctxkit").exists()
+    # nothing written: no store beside the input nor in the working directory, no other file
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["inputs", "inputs/session.jsonl"]
 
 
 def test_stats_table_over_the_threshold_exits_0(runner):

@@ -24,7 +24,9 @@ from ctxkit.summarize.deadline import Deadline
 
 KEY = "sk-ant-test-0123456789abcdef"
 WINDOW = "40000"  # autocompact threshold 7,000 tokens: the session below (~14,000) is over it
-NO_OVERHEAD = ["--set", "overhead_tokens=0"]  # the session stands for a whole request: no system prompt or tools
+NO_OVERHEAD = ["--set", "overhead_tokens=0",  # the session stands for a whole request: no system prompt or tools
+               # the same 7,000-token threshold from a reserve a compaction fits under (compact refuses one it does not)
+               "--set", "thresholds.summary_reserve=3000", "--set", "thresholds.autocompact_buffer=30000"]
 REFUSAL = "I cannot summarize this."
 TRUNCATED = b'{"id": "msg_01", "type": "message", "role": "assistant", "content": [{"type": "te'
 
@@ -54,7 +56,7 @@ def test_a_200_with_truncated_json_is_a_failure_the_breaker_counts(runner, api):
     first = results[0].stderr
     assert (f"ctxkit: warning: autocompact failed (1 of 3 in a row): malformed response: the API at {api.base_url} "
             "answered the summary request with a body that is not valid JSON (Unterminated string starting at: "
-            "line 1 column 79 (char 78)); the transcript is unchanged\n") in first
+            "line 1 column 79 (char 78)); autocompact changed nothing\n") in first
     assert "Traceback" not in first and "internal error" not in first
     assert "autocompact: breaker-open: circuit breaker open after 3 failures" in results[3].stderr
 
@@ -89,7 +91,7 @@ def test_the_command_summarizer_is_held_to_the_same_structure(runner, tmp_path):
     assert result.stderr.splitlines()[0] == (
         "ctxkit: warning: autocompact failed (1 of 3 in a row): malformed summary: the answer has none of the nine "
         "numbered sections the prompt asks for (e.g. '1. Primary Request and Intent:'); it reads: 'I cannot summarize "
-        "this.'; the transcript is unchanged")
+        "this.'; autocompact changed nothing")
     assert breaker_failures() == [1]
 
 

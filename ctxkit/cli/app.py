@@ -18,16 +18,18 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from .. import __version__
-from ..errors import CtxkitError, ExitCode, PolicyError, TranscriptError, UsageError
+from ..errors import CtxkitError, ExitCode, PolicyError, UsageError
 from ..fileio import Terminated, terminate_cleanly
 from ..quoting import clip, quote
+from .completion import complete_policy
 from .conventions import CtxkitApp, CtxkitGroup, choices_metavar
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), a stage failed, autocompact's circuit breaker "
     "is open or the compacted view is still over the autocompact threshold (ctxkit compact), the summarizer "
     "failed (ctxkit memory update), or ctxkit expand could not restore some output; "
-    "2 usage or policy error; 3 bad transcript; 4 internal error."
+    "2 usage or policy error, or an input that does not exist or cannot be opened (one input or many); "
+    "3 bad transcript (a file read that is not one); 4 internal error."
 )
 
 app = CtxkitApp(
@@ -161,8 +163,6 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             n = len(exc.problems)
             console.print(f"ctxkit: {n} problem{'s' if n != 1 else ''} in the policy", markup=False)
             raise typer.Exit(int(ExitCode.USAGE)) from None
-        except TranscriptError as exc:
-            raise fail(exc.message, ExitCode.BAD_TRANSCRIPT) from None
         except CtxkitError as exc:
             raise fail(exc.message, exc.exit_code) from None
         except BrokenPipeError:
@@ -203,7 +203,8 @@ InputArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, 
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
                                                    help="Write here (atomically) instead of stdout.")]
 PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", metavar="FILE|NAME", help="A policy file, or a "
-                                                  "built-in policy's name (default, no-llm, claude-code-full).")]
+                                                  "built-in policy's name (default, no-llm, claude-code-full).",
+                                                  autocompletion=complete_policy)]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Override one policy value "
                                                      "(e.g. thresholds.autocompact_buffer=20000). Repeatable.")]
 FormatOpt = Annotated[InputFormat, typer.Option("--format", "-f", metavar=choices_metavar(InputFormat),

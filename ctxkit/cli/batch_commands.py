@@ -69,15 +69,17 @@ def _check_figures(r: FileResult) -> dict[str, Any]:
 def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     out = sys.stdout
     for r in results:
-        if params.get("output_format") == "github":  # the annotations each run printed, as they are
-            text = r.stdout.decode("utf-8")
+        data = r.figures.get("_check")
+        if params.get("output_format") == "github":
+            # each run printed its figures (the summary's tokens) with its annotation, or the annotation of
+            # the error that stopped it
+            text = r.stdout.decode("utf-8") if data is None else data.pop("annotation", None) or ""
             if is_url(r.source):  # the run read a local copy of the URL: say which file it is
                 from ..batch.remote import mirror
 
                 text = renamed(text, str(mirror(r.source)), r.source)
             out.write(text)
             continue
-        data = r.figures.get("_check")
         if data is None:
             continue
         if params.get("as_json"):
@@ -88,8 +90,7 @@ def _check_render(results: list[FileResult], params: dict[str, Any]) -> None:
     out.flush()
 
 
-CHECK = BatchCommand("check", "ctxkit.cli.commands:check", writes=False,
-                     per_file=lambda params: {} if params.get("output_format") == "github" else {"as_json": True},
+CHECK = BatchCommand("check", "ctxkit.cli.commands:check", writes=False, per_file=lambda params: {"as_json": True},
                      figures=_check_figures, render=_check_render)
 
 

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
@@ -46,11 +46,9 @@ from .batch_cli import (
     wants_batch,
 )
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
+from .completion import complete_stage
 from .conventions import choices_metavar
-from .github import annotation, last_line
-
-# Stage actions that mean "the pipeline did not do what the policy asked": exit code 1.
-_FAILED_ACTIONS = ("failed", "breaker-open")
+from .github import annotation, last_line, threshold_annotation
 
 MessagesFormat = Literal["anthropic", "openai"]
 ViewFormat = Literal["anthropic", "openai", "anthropic-request"]
@@ -76,7 +74,8 @@ def compact(
     now: NowOpt = None,
     context_window: WindowOpt = None,
     stage: Annotated[Optional[list[str]], typer.Option("--stage", metavar="STAGE", help="Run only this stage (id or name; "
-                                                       "repeatable). Stages compose in a pipe.")] = None,
+                                                       "repeatable). Stages compose in a pipe.",
+                                                       autocompletion=complete_stage)] = None,
     force: Annotated[bool, typer.Option("--force", help="Compact now regardless of thresholds (like /compact); "
                                         "also closes an open circuit breaker.")] = False,
     instructions: Annotated[Optional[str], typer.Option("--instructions", metavar="FOCUS",
@@ -116,7 +115,7 @@ def compact(
     if wants_batch(params := dict(locals())):
         return run_many(COMPACT, params)
     from ..pipeline import compile_pipeline
-    from ..reports.outcome import over_threshold_message
+    from ..reports.outcome import failure_message, over_threshold_message
     from ..store.link import refuse_output_in_store
     from .run_setup import open_run
 
@@ -126,7 +125,8 @@ def compact(
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
-                   checkpoint=not (no_checkpoint or fresh), output=output)
+                   checkpoint=not (no_checkpoint or fresh), output=output,
+                   fits=lambda pol: _window_fits(pol, context_window, only=stage))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     start = _afresh(run, source) if fresh else run.transcript
     # where the full history can be read after compaction (the summary tells the model)
@@ -140,8 +140,9 @@ def compact(
     result = pipeline.run(start, run.ctx)
     run.write_output(result.transcript, output, to)
     _print_report(result, report, sources=_sources(run))
-    if any(r.action in _FAILED_ACTIONS for r in result.reports):
-        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+    failure = failure_message(result)
+    if failure:
+        raise fail(failure, ExitCode.CHECK_FAILED)
     too_big = over_threshold_message(result)
     if too_big:
         raise fail(too_big, ExitCode.CHECK_FAILED)
@@ -248,6 +249,7 @@ def view(
     pinned in the store so later requests send them again in the same place.
     """
     from .. import load_policy
+    from ..policy.layers import CLI_LABELS
     from ..run_context import model_warnings
     from ..side_files import check_side_file, read_side_text
     from ..stages.snip import tags_enabled
@@ -259,7 +261,7 @@ def view(
     from .run_setup import parse_now
     from .trust_cmd import guard_policy
 
-    pol = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    pol = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
     check_side_file(system, "--system")  # refused before the transcript is read
     check_side_file(tools, "--tools")
     guard_policy(pol, summarizes=False)
@@ -384,6 +386,18 @@ def _render_stats(data: dict) -> None:
         console.print(table)
 
 
+def _window_fits(pol: Any, context_window: int | None, only: list[str] | None = None) -> None:
+    """``policy lint``'s fit check on the policy a run uses, in the run's window (exit 2 before any work); not
+    asked when ``--stage`` leaves autocompact out (nothing would compact)."""
+    from ..pipeline import compile_pipeline
+    from ..policy.lint import require_window_fit
+    from ..stages.registry import REGISTRY
+
+    if only and not any(s.name == "autocompact" for s in compile_pipeline(pol, only=only).stages):
+        return
+    require_window_fit(pol, REGISTRY, context_window)
+
+
 @app.command()
 @handle_errors
 def check(
@@ -428,18 +442,22 @@ def check(
     limit = {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
              "blocking": budget.blocking_limit}[level]
     state = budget.level(tokens)
+    flagged = threshold_annotation(source, last_line(source), tokens, level, limit, state) \
+        if output_format == "github" and tokens >= limit else None
     if as_json:
-        sys.stdout.write(json.dumps({
+        doc = {
             "tokens": tokens, "level": state, "estimator": run.ctx.tokens.name,
             "fail_at": level, "threshold": limit, "failed": tokens >= limit,
             "thresholds": {"warning": budget.warning_threshold, "autocompact": budget.autocompact_threshold,
                            "blocking": budget.blocking_limit},
             "context_window": budget.context_window, "context_window_source": budget.source,
-        }) + "\n")
+        }
+        if output_format == "github":  # (what a batch in that format prints for this file)
+            doc["annotation"] = flagged
+        sys.stdout.write(json.dumps(doc) + "\n")
     elif output_format == "github":
-        if tokens >= limit:
-            sys.stdout.write(annotation("error", source, last_line(source), 1, f"{tokens} tokens reach the {level} "
-                                        f"threshold {limit} (level {state}); compact this session"))
+        if flagged:
+            sys.stdout.write(flagged)
     else:
         sys.stdout.write(f"{tokens} tokens; {level} threshold {limit}; level {state}\n")
     if tokens >= limit:

@@ -40,3 +40,10 @@ def annotation(level: str, file: str, line: int, col: int, message: str) -> str:
     # lines and columns count from 1: a problem with the whole file (line 0: missing, unreadable) goes on line 1
     return (f"::{kind} file={escape_property(file)},line={max(1, int(line))},col={max(1, int(col))}::"
             f"{escape_data(message)}\n")
+
+
+def threshold_annotation(file: str, line: int, tokens: int, fail_at: str, threshold: int, level: str) -> str:
+    """``ctxkit check``'s annotation for a transcript whose view reaches the threshold it checks: one
+    text for one file's run and for a batch's (which builds it from the run's JSON figures)."""
+    return annotation("error", file, line, 1, f"{tokens} tokens reach the {fail_at} threshold {threshold} "
+                                              f"(level {level}); compact this session")

@@ -9,8 +9,11 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from .. import load_policy, policy_schema, validate_policy_file
-from ..errors import ExitCode
+from ..errors import ExitCode, UsageError
+from ..policy.layers import CLI_LABELS, Labels
+from ..quoting import quote
 from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
+from .completion import complete_policy
 from .conventions import CtxkitApp, choices_metavar
 from .github import annotation
 
@@ -22,7 +25,9 @@ app.add_typer(policy_app, name="policy")
 
 @policy_app.command("validate")
 @handle_errors
-def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Policy files to check (e.g. .ctxkit.yaml).")],
+def validate(files: Annotated[list[str], typer.Argument(metavar="FILE|NAME", help="Policy files to check (e.g. "
+                                                        ".ctxkit.yaml), or built-in policies' names.",
+                                                        autocompletion=complete_policy)],
              output_format: Annotated[OutputFormat, typer.Option(
                  "--output-format", metavar=choices_metavar(OutputFormat), help="github: also print each problem "
                  "as a GitHub Actions annotation (::error file=,line=,col=::) on stdout.")] = "text") -> None:
@@ -47,8 +52,9 @@ def validate(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="P
 @policy_app.command("lint")
 @handle_errors
 def lint(file: Annotated[Optional[str], typer.Argument(
-        metavar="FILE", help="A policy file or a built-in policy's name; default: the policy files a run here "
-                               "reads (your user policy and the repository's .ctxkit.yaml).")] = None,
+        metavar="FILE|NAME", help="A policy file or a built-in policy's name; default: the policy files a run "
+                                    "here reads (your user policy and the repository's .ctxkit.yaml).",
+        autocompletion=complete_policy)] = None,
          set_: SetOpt = None, context_window: WindowOpt = None) -> None:
     """Find settings that are valid but would not work as meant: a threshold a compaction cannot get under,
     a microcompact that breaks a warm cache, two proactive compactors, stages that undo each other. Each
@@ -76,13 +82,20 @@ def lint(file: Annotated[Optional[str], typer.Argument(
 
 @policy_app.command("show")
 @handle_errors
-def show(policy: PolicyOpt = None, set_: SetOpt = None) -> None:
+def show(name: Annotated[Optional[str], typer.Argument(
+        metavar="FILE|NAME", help="A policy file or a built-in policy's name, as --policy takes it.",
+        autocompletion=complete_policy)] = None,
+         policy: PolicyOpt = None, set_: SetOpt = None) -> None:
     """Print the merged policy and, for each value, which file set it."""
     from ..policy import render_policy
     from ..run_context import model_warnings
     from .trust_cmd import guard_policy
 
-    loaded = load_policy(policy, list(set_ or []), cwd=Path.cwd())
+    if name is not None and policy is not None:
+        raise UsageError(f"name the policy once: {quote(name)} or --policy {quote(policy)}")
+    # the argument is --policy given without the option: the same layers, named by itself in problems
+    labels = CLI_LABELS if name is None else Labels(name, CLI_LABELS.setting)
+    loaded = load_policy(name if name is not None else policy, list(set_ or []), cwd=Path.cwd(), labels=labels)
     print_warnings(model_warnings(loaded))
     guard_policy(loaded, summarizes=False, counts_tokens=False)
     sys.stdout.write(render_policy(loaded))

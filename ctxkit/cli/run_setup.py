@@ -1,7 +1,6 @@
 """Building what a command needs from its options: policy, transcript, store, clock, Context."""
 from __future__ import annotations
 
-import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -9,9 +8,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import load_policy
-from ..clock import parse_instant
+from ..clock import names_offset, parse_instant
 from ..errors import UsageError, WriteError
 from ..fileio import names_open_file
+from ..policy.layers import CLI_LABELS
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
@@ -76,11 +76,6 @@ def parse_now(now: str | None) -> Any:
         raise UsageError(f"--now must be an ISO-8601 instant like 2026-11-29T23:06:25Z, got {quote(now)}") from None
 
 
-def _has_offset(text: str) -> bool:
-    """Whether an ISO instant names its offset (Z or +HH:MM): then it, not TZ, decides the local date."""
-    return bool(re.search(r"(Z|[+-]\d\d:?\d\d)$", text.strip()))
-
-
 _shared_policies: dict[tuple, Policy] = {}
 _sharing = threading.local()  # .batch: the batch whose files share one loaded policy, in this thread
 
@@ -104,7 +99,7 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
     key = (batch, policy, tuple(sets or []), str(Path.cwd())) if batch else None
     if key in _shared_policies:
         return _shared_policies[key]
-    loaded = load_policy(policy, list(sets or []), cwd=Path.cwd())
+    loaded = load_policy(policy, list(sets or []), cwd=Path.cwd(), labels=CLI_LABELS)
     if key is not None:
         _shared_policies[key] = loaded
     return loaded
@@ -117,7 +112,7 @@ _SIDE_FILE_OPTIONS = {"session_memory": "--session-memory", "state_file": "--sta
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
-             output: Path | None = None, **inputs: Any) -> Run:
+             output: Path | None = None, fits: Callable[[Policy], None] | None = None, **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
     ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
@@ -125,7 +120,9 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     ``checkpoint``: None, no checkpoints (a command that writes no transcript); True, resume the read
     from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
     ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
-    as it was read (standard input redirected from the session, too).
+    as it was read (standard input redirected from the session, too). ``fits(policy)`` raises when the run
+    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked before the transcript
+    is read.
     """
     from .trust_cmd import guard_policy
 
@@ -133,6 +130,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     for name, option in _SIDE_FILE_OPTIONS.items():  # a device or FIFO named by mistake: refused before any work
         check_side_file(inputs.get(name), option)
+    if fits is not None:
+        fits(pol)
     instant = parse_now(now)
     checkpoints = None
     if checkpoint is not None:
@@ -147,7 +146,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)
     ctx = build_context(pol, Store(store_dir, dry_run=dry_run), now=instant, transcript=t,
                         context_window=context_window, cwd=Path.cwd(),
-                        now_has_offset=now is not None and _has_offset(now), **inputs)
+                        now_has_offset=now is not None and names_offset(now), **inputs)
     if store_note:
         ctx.warnings.insert(0, store_note)
     if checkpoints is not None:

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..errors import CtxkitError, ExitCode, TranscriptError, UsageError
+from ..errors import CtxkitError, UsageError
 from ..fileio import atomic_output, check_output
 from ..quoting import quote
 from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
+from .completion import complete_policy
 
 if TYPE_CHECKING:
     from ..policy.model import Policy
@@ -33,15 +34,18 @@ def _session_files(args: list[str]) -> list[str]:
     return [i.source for i in items]
 PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy", "-p", metavar="FILE|NAME", help="A policy to simulate (file or built-in name); repeat to compare "
-    "several side by side (default: the policy compact would use).")]
+    "several side by side (default: the policy compact would use).", autocompletion=complete_policy)]
 PricingOpt = Annotated[Optional[Path], typer.Option("--pricing", metavar="FILE", help="A JSON pricing table to use "
                                                     "instead of the shipped one (same shape; see docs/simulate.md).")]
 
 
-def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None) -> tuple[list[tuple[str, Policy]],
-                                                                                       tuple[str, list[str]] | None]:
-    """The rows to simulate: each --policy, or one row per --sweep value of the first policy."""
+def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None, context_window: int | None = None
+              ) -> tuple[list[tuple[str, Policy]], tuple[str, list[str]] | None]:
+    """The rows to simulate: each --policy, or one row per --sweep value of the first policy; each must fit
+    the window (``policy lint``'s fit check: a row that cannot is a usage error before any replay)."""
     from ..pipeline import compile_pipeline
+    from ..policy.lint import require_window_fit
+    from ..stages.registry import REGISTRY
     from .run_setup import make_policy
     from .trust_cmd import guard_policy
     names = list(names or [None])  # type: ignore[list-item]
@@ -59,8 +63,9 @@ def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None
         rows = [(f"{label} {setting.strip()}={v}", make_policy(base, [*(sets or []), f"{setting.strip()}={v}"]))
                 for v in choices]
         parsed = (setting.strip(), choices)
-    for _, pol in rows:
+    for label, pol in rows:
         guard_policy(pol, summarizes=compile_pipeline(pol).uses_summarizer())
+        require_window_fit(pol, REGISTRY, context_window, label=label if len(rows) > 1 else None)
     return rows, parsed
 
 
@@ -92,13 +97,13 @@ def simulate_cmd(
     from ..reports.pricing import load_pricing
     from ..reports.simulate import simulate
 
-    rows, parsed = _policies(policy, set_, sweep)
+    rows, parsed = _policies(policy, set_, sweep, context_window)
     prices = load_pricing(pricing)
     failed: list[int] = []
 
     def skip(path: str, exc: CtxkitError) -> None:  # one bad session does not stop the others (docs/batch.md)
         stderr_console().print(f"ctxkit: error: {exc.message}", markup=False)
-        failed.append(int(ExitCode.BAD_TRANSCRIPT if isinstance(exc, TranscriptError) else exc.exit_code))
+        failed.append(int(exc.exit_code))
 
     doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(),
                       sweep=parsed, on_error=skip)
@@ -186,7 +191,7 @@ def report_cmd(
     check_output(output)
     if Path(session).is_dir():
         raise UsageError(f"{quote(session)} is a folder: report draws one session (simulate takes folders)")
-    rows, _ = _policies(policy, set_, None)
+    rows, _ = _policies(policy, set_, None, context_window)
     prices = load_pricing(pricing)
     doc, results = simulate([session], rows, prices, context_window=context_window, cwd=Path.cwd())
     print_warnings([f"{session}: {w}" for w in doc["sessions"][0]["warnings"]])

@@ -13,11 +13,13 @@ from .app import (
     app,
     handle_errors,
 )
+from .completion import complete_stage
 
 
 @app.command("stages")
 @handle_errors
-def stages_cmd(name: Annotated[str, typer.Argument(metavar="STAGE", help="A stage's name, to print its documentation.")] = "") -> None:
+def stages_cmd(name: Annotated[str, typer.Argument(metavar="STAGE", help="A stage's name, to print its documentation.",
+                                                                  autocompletion=complete_stage)] = "") -> None:
     """List the stages a policy can use, with their options and defaults; or document one stage."""
     import inspect
 

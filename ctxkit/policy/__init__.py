@@ -31,12 +31,15 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..errors import PolicyError, Problem
-from .layers import LayerReader, find_repo_policy, user_config_path
+from .layers import CLI_LABELS, LIBRARY_LABELS, Labels, LayerReader, find_repo_policy, user_config_path
 from .loader import assemble
 from .model import Policy, StageSpec, Thresholds, ToolSets
 from .schema import effective_schema
 
 __all__ = [
+    "CLI_LABELS",
+    "LIBRARY_LABELS",
+    "Labels",
     "Policy",
     "PolicyError",
     "Problem",
@@ -53,13 +56,14 @@ __all__ = [
 
 
 def load_policy(policy: str | None = None, sets: Sequence[str] = (), cwd: Path | None = None,
-                user_config: Path | None = None, *, stages: Mapping[str, Any]) -> Policy:
-    """The policy for a run: built-in base, user file, repository file, ``--policy``, ``--set``s.
+                user_config: Path | None = None, *, stages: Mapping[str, Any], labels: Labels = CLI_LABELS) -> Policy:
+    """The policy for a run: built-in base, user file, repository file, ``policy``, ``sets``.
 
     ``user_config`` None means ``$XDG_CONFIG_HOME/ctxkit/policy.yaml``. Raises :class:`PolicyError`
-    with every problem of every layer.
+    with every problem of every layer; ``labels`` name ``policy`` and ``sets`` in them: the CLI's
+    options by default, the arguments (:data:`LIBRARY_LABELS`) when ``ctxkit.load_policy`` calls.
     """
-    reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
+    reader = LayerReader(Path.cwd() if cwd is None else Path(cwd), labels)
     assembly = assemble(reader.layers(policy, sets, user_config), reader, stages)
     if assembly.problems:
         raise PolicyError(assembly.problems)
@@ -77,6 +81,8 @@ def render_policy(policy: Policy) -> str:
 
 def validate_file(path: str | Path, *, stages: Mapping[str, Any]) -> list[Problem]:
     """Every problem of one policy file, checked on its own: on top of what it ``extends`` (or
-    ``default``), without the user's or the repository's files. Empty when it is valid."""
+    ``default``), without the user's or the repository's files. Empty when it is valid. A ``Path`` is a
+    file; a string is a file or a built-in name, as ``--policy`` takes it (``ctxkit policy validate``)."""
     reader = LayerReader(Path.cwd())
-    return assemble([reader.file(Path(path))], reader, stages).problems
+    layer = reader.file(path) if isinstance(path, Path) else reader.named(path)
+    return assemble([layer], reader, stages).problems

@@ -37,9 +37,22 @@ from .positions import Document, FixedDocument
 
 REPO_FILE = ".ctxkit.yaml"
 DEFAULT_BASE = "default"
-SET_LABEL = "--set"
-POLICY_LABEL = "--policy"
 _SET_KEY = re.compile(r"[\w-]+")
+
+
+@dataclass(frozen=True)
+class Labels:
+    """How the caller's own layers are named in problems and origins: the policy it named (4.) and the
+    settings it gave (5.). The command line names its options; a library caller is told about its
+    arguments, not about options it never typed (``--policy:1:1: error: ...`` from a library call
+    sends its user looking for a command line)."""
+
+    policy: str
+    setting: str
+
+
+CLI_LABELS = Labels("--policy", "--set")
+LIBRARY_LABELS = Labels("policy argument", "setting")
 
 
 @dataclass
@@ -105,8 +118,9 @@ def find_repo_policy(cwd: Path) -> Path | None:
 class LayerReader:
     """Reads layers for one load, relative to one working directory; reads each file once."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, labels: Labels = CLI_LABELS):
         self.cwd = Path(cwd).absolute()
+        self.labels = labels
         self._read: dict[str, Layer] = {}
         self.repo: Layer | None = None  # the repository's .ctxkit.yaml, once layers() found it (see .trust)
 
@@ -182,7 +196,16 @@ class LayerReader:
         try:
             return self._locate(value, self.cwd)
         except Unresolved as exc:
-            return Layer(POLICY_LABEL, None, [Problem(POLICY_LABEL, 1, 1, exc.message, exc.hint)])
+            label = self.labels.policy
+            return Layer(label, None, [Problem(label, 1, 1, exc.message, exc.hint)])
+
+    def named(self, value: str) -> Layer:
+        """The FILE|NAME argument of a policy subcommand (validate, lint, show, trust): resolved as ``--policy``
+        is, by the one rule of :meth:`_locate`; one that names nothing is reported under its own name."""
+        try:
+            return self._locate(value, self.cwd)
+        except Unresolved as exc:
+            return Layer(value, None, [Problem(value, 1, 1, exc.message, exc.hint)])
 
     def _locate(self, value: str, folder: Path, path_hint: str | None = None) -> Layer:
         """A value that looks like a path (has a slash or a .yaml/.yml suffix) is a file, else a
@@ -202,14 +225,15 @@ class LayerReader:
     def setting(self, item: str) -> Layer:
         """One ``--set path=value``: the value is YAML (``5``, ``false``, ``[Read, Grep]``, ``{a: 1}``);
         ``stages.ID.rest`` addresses the stage with that id."""
+        label = self.labels.setting
         try:
-            data = _setting_data(item)
+            data = _setting_data(item, label)
         except ValueError as exc:
-            return Layer(SET_LABEL, None, [Problem(SET_LABEL, 1, 1, f"malformed --set {quote(item)}: {exc}",
-                                                   "expected PATH=VALUE, e.g. thresholds.autocompact_buffer=20000")])
+            return Layer(label, None, [Problem(label, 1, 1, f"malformed {label} {quote(item)}: {exc}",
+                                               "expected PATH=VALUE, e.g. thresholds.autocompact_buffer=20000")])
         except _BadValue as exc:
-            return Layer(SET_LABEL, None, exc.problems)
-        return Layer(SET_LABEL, FixedDocument(SET_LABEL, data))
+            return Layer(label, None, exc.problems)
+        return Layer(label, FixedDocument(label, data))
 
     def label(self, path: Path) -> str:
         """How a file is named in problems and origins (see the module docstring)."""
@@ -289,7 +313,7 @@ class _BadValue(Exception):
         self.problems = problems
 
 
-def _setting_data(item: str) -> dict[str, Any]:
+def _setting_data(item: str, label: str) -> dict[str, Any]:
     """The layer a ``--set`` item stands for; ValueError says what is malformed, :class:`_BadValue`
     what is wrong in its value."""
     dotted, equals, raw = item.partition("=")
@@ -302,7 +326,7 @@ def _setting_data(item: str) -> dict[str, Any]:
     # '--set PATH' and placed in the value
     from . import yamlpos
 
-    value, problems = yamlpos.parse_value(raw, f"{SET_LABEL} {clip(dotted.strip(), QUOTE_LIMIT)}")
+    value, problems = yamlpos.parse_value(raw, f"{label} {clip(dotted.strip(), QUOTE_LIMIT)}")
     if problems:
         raise _BadValue(problems)
     if keys[0] != "stages" or len(keys) == 1:

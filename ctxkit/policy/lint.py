@@ -34,16 +34,15 @@ Warnings (the policy works, at a cost; exit 0):
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Problem
+from ..errors import Problem, UsageError
 from ..quoting import quote
 from ..tokens.budget import Budget, budget_for
-from .layers import POLICY_LABEL, SET_LABEL, Layer, LayerReader
+from .layers import CLI_LABELS, Layer, LayerReader
 from .loader import assemble
 from .merge import Origin
 from .model import Policy, StageSpec
@@ -70,17 +69,77 @@ def lint_policy(value: str | None, sets: Sequence[str] = (), *, stages: Mapping[
     ``default`` when there are none); ``sets`` (``--set`` items) go on top, ``context_window`` is
     ``--context-window``. ``stages``: the registry (name -> stage class)."""
     reader = LayerReader(Path.cwd() if cwd is None else Path(cwd))
-    layers = [reader.policy_option(value)] if value is not None else reader.layers(None, [], None)
+    layers = [reader.named(value)] if value is not None else reader.layers(None, [], None)
     if not layers:
         layers = [reader.builtin("default")]
     top = layers[-1]
     assembly = assemble([*layers, *(reader.setting(item) for item in sets)], reader, stages)
     label = top.label
-    if assembly.problems:  # a FILE that names nothing is reported under its own name, not as --policy
-        problems = [dataclasses.replace(p, file=value) if value is not None and p.file == POLICY_LABEL else p
-                    for p in assembly.problems]
-        return LintResult(label, problems, [])
+    if assembly.problems:
+        return LintResult(label, assembly.problems, [])
     return LintResult(label, [], Linter(assembly.doc, assembly.origins, top, stages, context_window).findings())
+
+
+#: the settings that decide the autocompact threshold: where a window that does not fit is pointed at
+WINDOW_KEYS = ("context_window", "thresholds.autocompact_buffer", "thresholds.summary_reserve", "max_output_tokens",
+               "model")
+
+
+@dataclass(frozen=True)
+class Misfit:
+    """A window the policy cannot work in: what is wrong, what to change, and the autocompact stage whose
+    kept tail and re-injected files make it so (None: the threshold is below the system prompt and tools)."""
+
+    message: str
+    hint: str
+    stage: StageSpec | None = None
+
+    def render(self) -> str:
+        return f"{self.message} ({self.hint})"
+
+
+def window_misfits(policy: Policy, stages: Mapping[str, Any], context_window: int | None = None, *,
+                   budget: Budget | None = None) -> list[Misfit]:
+    """The fit check, one function for ``policy lint`` and for the commands that run a policy (compact,
+    simulate, report ask it before any work): the autocompact threshold of ``policy`` in its window
+    (``context_window``, the run's ``--context-window``, else the policy's and the model table's) must be
+    above the system prompt and tools, and above what a compaction leaves behind (the summary reserve, the
+    kept tail and re-injected files and skills at their budgets, the system prompt and tools), or every
+    request compacts again. Only when an autocompact stage is enabled. ``stages``: the registry."""
+    b = budget_for(policy, context_window) if budget is None else budget
+    th, t = policy.thresholds, b.autocompact_threshold
+    autocompacts = [s for s in policy.enabled_stages() if s.use == "autocompact"]
+    if autocompacts and t < policy.overhead_tokens:
+        reserved = b.context_window - b.effective_window
+        return [Misfit((
+            f"the autocompact threshold ({t:,} tokens: the {b.context_window:,}-token window, less "
+            f"{reserved:,} reserved for output and the {th.autocompact_buffer:,}-token autocompact buffer) "
+            f"is below the system prompt and tools (about {policy.overhead_tokens:,} tokens): every request "
+            "would be over it"), "use a larger context_window, or lower thresholds.summary_reserve or "
+                                 "thresholds.autocompact_buffer")]
+    out = []
+    for spec in autocompacts:
+        kept = stages[spec.use].leaves_behind(_merged(stages[spec.use].defaults(), dict(spec.options)), t) or 0
+        left = th.summary_reserve + kept + policy.overhead_tokens
+        if t <= left:
+            out.append(Misfit((
+                f"the autocompact threshold ({t:,} tokens) is at or below what a compaction may leave "
+                f"behind ({left:,} tokens: the {th.summary_reserve:,}-token summary reserve, up to {kept:,} of "
+                f"kept tail and re-injected files and skills, and about {policy.overhead_tokens:,} of system prompt "
+                "and tools): it would compact again every turn"),
+                f"lower the {quote(spec.id)} keep_tail / reinject budgets or thresholds.summary_reserve, or use "
+                "a larger context_window", spec))
+    return out
+
+
+def require_window_fit(policy: Policy, stages: Mapping[str, Any], context_window: int | None = None,
+                       label: str | None = None) -> None:
+    """Raise :class:`UsageError` (exit 2) with lint's message when :func:`window_misfits` finds the window
+    too small for ``policy`` (``label``: the policy's name, when a command runs several)."""
+    misfits = window_misfits(policy, stages, context_window)
+    if misfits:
+        where = f"policy {quote(label)}: " if label else ""
+        raise UsageError(where + "; ".join(m.render() for m in misfits))
 
 
 class Linter:
@@ -110,7 +169,7 @@ class Linter:
         """Where to point: the first of ``keys`` the linted file (or a ``--set``) sets, else its entry for
         ``stage``, else the layer that set the first of ``keys`` last, else the top of the linted file."""
         given = [self.origins[k] for k in keys if k in self.origins]
-        mine = [o for o in given if o.file in (self.top.label, SET_LABEL)]
+        mine = [o for o in given if o.file in (self.top.label, CLI_LABELS.setting)]
         if mine:
             return mine[0].file, mine[0].line, mine[0].col
         if stage is not None and self.top.document is not None:
@@ -131,35 +190,16 @@ class Linter:
 
     # -- thresholds -----------------------------------------------------------------------------------
     def window_keys(self) -> list[str]:
-        return ["context_window", "thresholds.autocompact_buffer", "thresholds.summary_reserve",
-                "max_output_tokens", "model"]
+        return list(WINDOW_KEYS)
 
     def autocompact_threshold(self) -> list[Problem]:
         out = []
-        b, th = self.budget, self.policy.thresholds
-        t = b.autocompact_threshold
-        if self.of("autocompact") and t < self.policy.overhead_tokens:
-            reserved = b.context_window - b.effective_window
-            return [self.problem("error", self.where(self.window_keys()), (
-                f"the autocompact threshold ({t:,} tokens: the {b.context_window:,}-token window, less "
-                f"{reserved:,} reserved for output and the {th.autocompact_buffer:,}-token autocompact buffer) "
-                f"is below the system prompt and tools (about {self.policy.overhead_tokens:,} tokens): every request "
-                "would be over it"), "use a larger context_window, or lower thresholds.summary_reserve or "
-                                    "thresholds.autocompact_buffer")]
-        for spec in self.of("autocompact"):
-            kept = self.registry[spec.use].leaves_behind(self.options(spec), t) or 0
-            left = th.summary_reserve + kept + self.policy.overhead_tokens
-            if t <= left:
-                prefix = f"stages.{spec.id}.options."
-                keys = [*self.window_keys(), *(k for k in self.origins if k.startswith(prefix + "reinject")
-                                               or k.startswith(prefix + "keep_tail"))]
-                out.append(self.problem("error", self.where(keys, spec), (
-                    f"the autocompact threshold ({t:,} tokens) is at or below what a compaction may leave "
-                    f"behind ({left:,} tokens: the {th.summary_reserve:,}-token summary reserve, up to {kept:,} of "
-                    f"kept tail and re-injected files and skills, and about {self.policy.overhead_tokens:,} of system prompt "
-                    "and tools): it would compact again every turn"),
-                    f"lower the {quote(spec.id)} keep_tail / reinject budgets or thresholds.summary_reserve, or use "
-                    "a larger context_window"))
+        for misfit in window_misfits(self.policy, self.registry, budget=self.budget):
+            keys = list(WINDOW_KEYS)
+            if misfit.stage is not None:  # what the stage leaves behind: its keep_tail / reinject settings
+                prefix = f"stages.{misfit.stage.id}.options."
+                keys += [k for k in self.origins if k.startswith(prefix + "reinject") or k.startswith(prefix + "keep_tail")]
+            out.append(self.problem("error", self.where(keys, misfit.stage), misfit.message, misfit.hint))
         return out
 
     def other_thresholds(self) -> list[Problem]:

@@ -14,6 +14,24 @@ from ..pipeline import PipelineResult
 
 #: Autocompact actions after which the run already fails with its own message (or did not try).
 _NOT_ASSESSED = ("failed", "breaker-open", "skipped")
+#: The stage actions that make ``ctxkit compact`` exit 1 (the output is written all the same).
+FAILED_ACTIONS = ("failed", "breaker-open")
+
+
+def failure_message(result: PipelineResult) -> str | None:
+    """When a stage failed (or its breaker is open): which, and what the output written holds, decided from
+    the transcript written, not from the failed stage (which only knows that it changed nothing: the
+    stages before it may have cleared, persisted or snipped). None when no stage failed."""
+    failed = [r.stage_id for r in result.reports if r.action in FAILED_ACTIONS]
+    if not failed:
+        return None
+    changed = [r.stage_id for r in result.reports if r.action == "applied"]
+    if result.transcript.unchanged() or not changed:
+        written = "the output was written with no change (no stage changed the transcript)"
+    else:
+        written = (f"the output was written with the changes of {', '.join(changed)} "
+                   f"({result.tokens_before:,} -> {result.tokens_after:,} tokens)")
+    return f"{', '.join(failed)} failed; {written}"
 
 
 def over_threshold_message(result: PipelineResult) -> str | None:

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 import orjson
 
-from ..errors import TranscriptError, WriteError
+from ..errors import InputError, TranscriptError, WriteError
 
 BAD_LINE_POLICIES = ("fail", "skip")
 
@@ -76,11 +76,11 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
     try:
         return Source(name=str(path), file=open(p, "rb"), path=p)
     except FileNotFoundError:
-        raise TranscriptError(str(path), 0, "no such file") from None
+        raise InputError(str(path), 0, "no such file") from None
     except IsADirectoryError:
-        raise TranscriptError(str(path), 0, "is a directory, not a transcript") from None
+        raise InputError(str(path), 0, "is a directory, not a transcript") from None
     except PermissionError:
-        raise TranscriptError(str(path), 0, "permission denied") from None
+        raise InputError(str(path), 0, "permission denied") from None
 
 
 def _file_at_its_start(stream: BinaryIO) -> BinaryIO | None:

@@ -214,12 +214,16 @@ autocompact passes the transcript through unchanged, reports `failed`, and `ctxk
 
 ```
 ctxkit: warning: autocompact failed (1 of 3 in a row): the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
-/bin/sh: 1: llm: not found; the transcript is unchanged
+/bin/sh: 1: llm: not found; autocompact changed nothing
 ...
 autocompact: failed: the summarizer command 'llm -m claude-4-sonnet' exited with status 127:
 /bin/sh: 1: llm: not found
 view: 44,460 -> 44,460 tokens
+ctxkit: error: autocompact failed; the output was written with no change (no stage changed the transcript)
 ```
+
+When an earlier stage did change it (microcompact cleared old results, say), that last line says so:
+`the output was written with the changes of tool-result-budget, microcompact (56,139 -> 10,960 tokens)`.
 
 Failures in a row are counted per session in the store (`.ctxkit/state.json`). After
 `max_consecutive_failures` (3) the **circuit breaker** opens: autocompact stops trying (each
@@ -348,8 +352,10 @@ class Autocompact(Stage):
             details["error"] = exc.message
             note = ("; autocompact is now off for this session until a compaction succeeds "
                     "(`ctxkit compact --force` tries again)" if failures >= limit else "")
-            ctx.warn(f"autocompact failed ({failures} of {limit} in a row): {exc.message}; the transcript is "
-                     f"unchanged{note}")
+            # what the stage did, not what is written: earlier stages may have changed the transcript, and
+            # compact says at the end what its output holds (ctxkit.reports.outcome.failure_message)
+            ctx.warn(f"autocompact failed ({failures} of {limit} in a row): {exc.message}; autocompact changed "
+                     f"nothing{note}")
             return self._result(t, "failed", exc.message, details)
         if written.post_tokens >= tokens:
             # e.g. /compact on a conversation of a few short messages: the summary is the longer text
