@@ -1,0 +1,164 @@
+"""``ctxkit doctor``: each breakage named on its line (exit 1), healthy sessions pass (exit 0), the table of
+the API's rules and limits read as data."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import doctor_fixtures as fx
+import pytest
+from conftest import CC_CORPUS, PUBLIC_CORPUS, needs_corpus
+
+from ctxkit.api_rules import MEASURES, limits, rules
+from ctxkit.media import image_size, pdf_pages
+
+
+def ctxkit(args, cwd, timeout=120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "CTXKIT_DEBUG")}
+    env["XDG_CONFIG_HOME"] = str(cwd / "xdg")
+    return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], cwd=cwd, capture_output=True,
+                          timeout=timeout, env=env, text=True)
+
+
+def write_session(tmp_path: Path, name: str, fixture) -> tuple[Path, int]:
+    entries, line = fixture()
+    path = tmp_path / f"{name.strip()}.jsonl"
+    path.write_bytes(fx.lines_of(entries, torn_at=line if fixture is fx.torn_line else None))
+    return path, line
+
+
+# -- the table ---------------------------------------------------------------------------------------
+def test_every_limit_row_measures_a_quantity_doctor_knows():
+    for lim in limits():
+        assert lim.measure in MEASURES, lim.id
+        assert (lim.max is None) != (lim.min is None), lim.id
+        if lim.when is not None:
+            assert lim.when["measure"] in MEASURES, lim.id
+    assert {"orphan-tool-use", "orphan-tool-result", "empty-text", "prompt-too-long"} <= set(rules())
+
+
+def test_a_new_limit_is_a_row_of_the_table(tmp_path, monkeypatch):
+    """A limit the code has never heard of, on a quantity it measures, takes effect from the table alone."""
+    import ctxkit.api_rules as api_rules
+    from ctxkit.reports.doctor import diagnose
+    from ctxkit.transcript import read_transcript
+
+    path, _ = write_session(tmp_path, "wide", fx.pasted_wide_image)  # 9000 x 400
+    table = json.loads((Path(api_rules.__file__).parent / "api_rules.json").read_text())
+    table["limits"] = [{"id": "image-too-tall", "block": "image", "measure": "max_side", "max": 300,
+                        "severity": "error", "problem": "image side {value} px over {max}", "api_error": "too tall",
+                        "fix": "store it", "source": "a test"}]
+    monkeypatch.setattr(api_rules, "_table", lambda: table)
+    api_rules.limits.cache_clear()
+    api_rules.rules.cache_clear()
+    try:
+        found = diagnose(read_transcript(path, check_pairing=False)).findings
+    finally:
+        api_rules.limits.cache_clear()
+        api_rules.rules.cache_clear()
+    assert [(f.rule, f.problem) for f in found if f.rule == "image-too-tall"] == \
+        [("image-too-tall", "image side 9000 px over 300")]
+
+
+def test_image_sizes_and_pdf_pages_are_read_from_the_bytes():
+    assert image_size(fx.png(9000, 10)) == (9000, 10)
+    assert image_size(b"GIF89a" + (640).to_bytes(2, "little") + (480).to_bytes(2, "little")) == (640, 480)
+    jpeg = (b"\xff\xd8" + b"\xff\xe1\x00\x10" + b"Exif\x00\x00" + b"\x00" * 8
+            + b"\xff\xc0\x00\x11\x08" + (1080).to_bytes(2, "big") + (1920).to_bytes(2, "big") + b"\x03" + b"\x00" * 9)
+    assert image_size(jpeg) == (1920, 1080)
+    webp = b"RIFF" + b"\x00" * 4 + b"WEBPVP8X" + b"\x00" * 8 + (2999).to_bytes(3, "little") + (99).to_bytes(3, "little")
+    assert image_size(webp) == (3000, 100)
+    assert pdf_pages(fx.pdf(120)) == 120
+    assert pdf_pages(b"not a pdf") is None
+
+
+# -- each breakage, on its line ----------------------------------------------------------------------
+@pytest.mark.parametrize("problem", sorted(fx.BROKEN))
+def test_doctor_names_each_breakage_on_its_line(tmp_path, problem):
+    path, line = write_session(tmp_path, problem, fx.BROKEN[problem])
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    assert r.returncode == 1, r.stderr
+    findings = json.loads(r.stdout)["findings"]
+    errors = [(f["rule"], f["line"]) for f in findings if f["severity"] == "error"]
+    assert (problem.strip(), line) in errors, findings
+    hit = next(f for f in findings if f["rule"] == problem.strip())
+    assert set(hit) >= {"line", "problem", "api_error", "fix"}
+    assert hit["api_error"] and hit["fix"]
+
+
+def test_an_interrupted_turn_reads_as_the_api_would_answer_it(tmp_path):
+    path, line = write_session(tmp_path, "crash", fx.crash_mid_turn)
+    r = ctxkit(["doctor", str(path)], tmp_path)
+    assert r.returncode == 1
+    tid = json.loads(path.read_text().splitlines()[line - 1])["message"]["content"][0]["id"]
+    assert r.stdout.splitlines()[:3] == [
+        f"{path}:{line}: error: tool_use {tid} has no tool_result after it (a turn cut off before its result was "
+        "written)",
+        f"  api: messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: {tid}. Each "
+        "`tool_use` block must have a corresponding `tool_result` block in the next message.",
+        "  fix: answer it with a tool_result saying the call was interrupted and its outcome is unknown (as Claude "
+        "Code does)",
+    ]
+    assert r.stderr.startswith(f"{path}: 1 error, ")
+
+
+def test_a_session_too_long_to_compact_is_an_error(tmp_path):
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(fx.lines_of(fx.healthy()))
+    ok = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    assert ok.returncode == 0, ok.stdout
+    r = ctxkit(["doctor", str(path), "--json", "--context-window", "1000", "--set", "max_output_tokens=900",
+                "--set", "thresholds.autocompact_buffer=0", "--set", "thresholds.warning_buffer=0",
+                "--set", "thresholds.blocking_buffer=0"], tmp_path)
+    rules_found = [f["rule"] for f in json.loads(r.stdout)["findings"]]
+    assert r.returncode == 1 and "prompt-too-long" in rules_found, r.stderr
+
+
+def test_a_healthy_session_exits_0_and_reports_bloat_as_notes(tmp_path):
+    entries = fx.healthy()
+    entries[2]["toolUseResult"] = {"stdout": "a.py\nb.py" * 100, "stderr": ""}
+    entries.append({"type": "file-history-snapshot", "messageId": "m", "snapshot": {"trackedFileBackups": {}}})
+    path = tmp_path / "ok.jsonl"
+    path.write_bytes(fx.lines_of(entries))
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    assert r.returncode == 0, r.stdout
+    data = json.loads(r.stdout)
+    assert {f["rule"] for f in data["findings"]} == {"bloat-tool-use-result", "bloat-file-history-snapshot"}
+    assert all(f["severity"] == "note" for f in data["findings"])
+    assert data["slim_would_save"] > 1000
+
+
+def test_many_sessions_a_folder_and_jobs(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_session(folder, "crash", fx.crash_mid_turn)
+    (folder / "ok.jsonl").write_bytes(fx.lines_of(fx.healthy()))
+    r = ctxkit(["doctor", str(folder), "-j", "2", "--json"], tmp_path)
+    assert r.returncode == 1, r.stderr
+    by_file = {Path(d["file"]).name: d for d in map(json.loads, r.stdout.splitlines())}
+    assert set(by_file) == {"crash.jsonl", "ok.jsonl"}
+    assert [f["rule"] for f in by_file["ok.jsonl"]["findings"] if f["severity"] == "error"] == []
+    assert "orphan-tool-use" in [f["rule"] for f in by_file["crash.jsonl"]["findings"]]
+
+
+def test_a_missing_file_is_a_transcript_error_as_elsewhere(tmp_path):
+    r = ctxkit(["doctor", str(tmp_path / "nope.jsonl")], tmp_path)
+    assert r.returncode == 3 and r.stderr == f"ctxkit: error: {tmp_path / 'nope.jsonl'}:0: no such file\n"
+
+
+# -- no false alarms ---------------------------------------------------------------------------------
+def _corpus_sessions() -> list[Path]:
+    found = sorted(CC_CORPUS.glob("*/session.jsonl")) if CC_CORPUS.is_dir() else []
+    return found + (sorted(PUBLIC_CORPUS.rglob("*.jsonl")) if PUBLIC_CORPUS.is_dir() else [])
+
+
+@needs_corpus
+def test_every_corpus_session_is_healthy(tmp_path):
+    r = ctxkit(["doctor", *map(str, _corpus_sessions()), "--json", "-j", "2"], tmp_path, timeout=600)
+    errors = {d["file"]: [f for f in d["findings"] if f["severity"] == "error"] for d in map(json.loads, r.stdout.splitlines())}
+    assert len(errors) == len(_corpus_sessions())
+    assert {k: v for k, v in errors.items() if v} == {}
+    assert r.returncode == 0, r.stderr
