@@ -78,4 +78,6 @@ def limits() -> tuple[Rule, ...]:
 
 
 def rule(rule_id: str) -> Rule:
-    return rules()[rule_id]
+    """The row ``rule_id``, a rule or a limit."""
+    found = rules().get(rule_id)
+    return found if found is not None else next(lim for lim in limits() if lim.id == rule_id)
