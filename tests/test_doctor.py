@@ -162,3 +162,79 @@ def test_every_corpus_session_is_healthy(tmp_path):
     assert len(errors) == len(_corpus_sessions())
     assert {k: v for k, v in errors.items() if v} == {}
     assert r.returncode == 0, r.stderr
+
+
+# -- --fix: the smallest repair, undone by expand ------------------------------------------------------
+REPAIRABLE = sorted(k for k in fx.BROKEN if k != "unparseable-line")
+
+
+@pytest.mark.parametrize("problem", REPAIRABLE)
+def test_fix_makes_the_session_healthy_and_expand_gives_the_broken_input_back(tmp_path, problem):
+    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
+    fixed = tmp_path / "fixed.jsonl"
+    r = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "; 0 left" in r.stderr
+    after = ctxkit(["doctor", str(fixed), "--json"], tmp_path)
+    assert after.returncode == 0, after.stdout
+    assert [f for f in json.loads(after.stdout)["findings"] if f["severity"] == "error"] == []
+    back = tmp_path / "back.jsonl"
+    e = ctxkit(["expand", str(fixed), "-o", str(back)], tmp_path)
+    assert e.returncode == 0, e.stderr
+    assert back.read_bytes() == path.read_bytes()
+
+
+def _view(path: Path, cwd: Path) -> list[dict]:
+    r = ctxkit(["view", str(path)], cwd)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(x) for x in r.stdout.splitlines()]
+
+
+def test_an_interrupted_call_is_answered_as_claude_code_answers_it(tmp_path):
+    path, line = write_session(tmp_path, "crash", fx.crash_mid_turn)
+    fixed = tmp_path / "fixed.jsonl"
+    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    msgs = _view(fixed, tmp_path)
+    tid = json.loads(path.read_text().splitlines()[line - 1])["message"]["content"][0]["id"]
+    assert msgs[-1] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": tid, "is_error": True,
+         "content": "[Tool call interrupted: the session ended before its result was recorded, so its outcome is "
+                    "unknown. Check its effects before relying on them.]"},
+        {"type": "text", "text": "Where were we?"}]}
+
+
+def test_an_output_whose_call_was_lost_is_kept_as_text_not_dropped(tmp_path):
+    path, line = write_session(tmp_path, "lost-call", fx.dropped_tool_use)
+    fixed = tmp_path / "fixed.jsonl"
+    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    texts = [b.get("text") for m in _view(fixed, tmp_path) if isinstance(m["content"], list) for b in m["content"]]
+    assert any(t and t.startswith("[The output of tool call ") for t in texts)
+    assert "a.py\nb.py" in texts  # what the model had read
+
+
+def test_fix_in_place_is_atomic_and_undone_by_expand(tmp_path):
+    path, _ = write_session(tmp_path, "crash", fx.crash_mid_turn)
+    before = path.read_bytes()
+    r = ctxkit(["doctor", "--fix", "--in-place", str(path)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert path.read_bytes() != before
+    assert ctxkit(["doctor", str(path)], tmp_path).returncode == 0
+    assert ctxkit(["expand", "--in-place", str(path)], tmp_path).returncode == 0
+    assert path.read_bytes() == before
+
+
+def test_what_fix_cannot_mend_is_named_and_exits_1(tmp_path):
+    path, line = write_session(tmp_path, "torn", fx.torn_line)
+    fixed = tmp_path / "fixed.jsonl"
+    r = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
+    assert r.returncode == 1
+    assert f"{path}:{line}: not repaired: the agent cannot read this line" in r.stderr
+    back = tmp_path / "back.jsonl"
+    assert ctxkit(["expand", "--on-bad-line", "skip", str(fixed), "-o", str(back)], tmp_path).returncode == 0
+    assert back.read_bytes() == path.read_bytes()
+
+
+def test_o_without_fix_is_a_usage_error(tmp_path):
+    path, _ = write_session(tmp_path, "crash", fx.crash_mid_turn)
+    r = ctxkit(["doctor", str(path), "-o", str(tmp_path / "x.jsonl")], tmp_path)
+    assert (r.returncode, r.stderr) == (2, "ctxkit: error: -o writes the repaired session: it goes with --fix\n")

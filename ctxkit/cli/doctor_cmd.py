@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..batch.results import FileResult
-from ..errors import ExitCode
+from ..errors import ExitCode, UsageError
+from ..fileio import check_output
 from .app import (
     FormatOpt,
     OutputOpt,
@@ -41,48 +41,84 @@ from .batch_cli import (
 @handle_errors
 def doctor(
     sources: SourcesArg = None,
-    as_json: Annotated[bool, typer.Option("--json", help='Print {"findings": [...]} on stdout instead of a line '
-                                          "per finding.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what would make the next request fail, and write the "
+                                      "repaired session (stdout, -o FILE, --in-place or --out-dir); every rewritten "
+                                      "entry is archived in the store, so ctxkit expand gives the input back.")] = False,
+    output: OutputOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"findings": [...]} instead of a line per finding '
+                                          "(on stdout; with --fix on stderr, the session going to stdout).")] = False,
     policy: PolicyOpt = None,
     set_: SetOpt = None,
     fmt: FormatOpt = "auto",
     store: StoreOpt = None,
     context_window: WindowOpt = None,
     batch_report: BatchReportOpt = None,
+    out_dir: OutDirOpt = None,
+    in_place: InPlaceOpt = False,
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
     report_file: ReportFileOpt = None,
 ) -> None:
-    """Find what would make the agent's next request fail, or its resume fail or crawl.
+    """Find what would make the agent's next request fail, or its resume fail or crawl; --fix repairs it.
 
     Each finding: FILE:LINE, the problem, what the API would answer, and the fix. Exit 1 when something
-    would break the next request or the resume; bloat and other notes are reported and exit 0.
+    would break the next request or the resume (with --fix: when something is left unrepaired); bloat and
+    other notes are reported and exit 0.
     """
     if wants_batch(params := dict(locals())):
-        return run_many(DOCTOR, params)
+        return run_many(DOCTOR_FIX if fix else DOCTOR, params)
     from ..reports.doctor import diagnose
     from ..tokens import budget_for
     from .run_setup import open_run
 
     source = one_source(sources)
+    if output is not None and not fix:
+        raise UsageError("-o writes the repaired session: it goes with --fix")
+    if fix:
+        check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line="skip", store=store, now=None,
-                   context_window=context_window, dry_run=True, check_pairing=False)
+                   context_window=context_window, dry_run=not fix, check_pairing=False,
+                   output=output if fix else None)
     print_warnings(run.ctx.warnings)
     budget = budget_for(run.policy, context_window)
-    result = diagnose(run.transcript, view_tokens=run.ctx.view_tokens(run.transcript).total,
-                      context_window=budget.context_window, effective_window=budget.effective_window)
+
+    def examine(t):
+        return diagnose(t, view_tokens=run.ctx.view_tokens(t).total, context_window=budget.context_window,
+                        effective_window=budget.effective_window)
+
+    found = examine(run.transcript)
     name = run.transcript.source.name
+    left = found
+    repaired: list = []
+    if fix:
+        from ..pipeline import compile_pipeline
+        from ..store.link import refuse_output_in_store
+
+        refuse_output_in_store(output, run.ctx.store.root)
+        result = compile_pipeline(run.policy, only=["repair"]).run(run.transcript, run.ctx)
+        repaired = [d for r in result.reports for d in r.details.get("repaired", [])]
+        left = examine(result.transcript)
+        run.write_output(result.transcript, output)
+    report = sys.stderr if fix else sys.stdout  # with --fix, stdout may carry the repaired session
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        data = found.to_json()
+        if fix:
+            data.update(repaired=repaired, left=[f.to_json() for f in left.errors])
+        report.write(json.dumps(data, ensure_ascii=False) + "\n")
+        report.flush()
     else:
-        write_findings(name, result.findings)
-    stderr_console().print(summary(name, result), markup=False)
-    if result.errors:
+        write_findings(name, found.findings, report)
+    stderr_console().print(summary(name, found), markup=False)
+    if fix:
+        stderr_console().print(f"{name}: repaired {len(repaired)} problem(s); {len(left.errors)} left"
+                               + "".join(f"\n  {name}:{f.line}: not repaired: {f.problem}" for f in left.errors),
+                               markup=False)
+    if left.errors:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 
-def write_findings(name: str, findings: list) -> None:
-    out = sys.stdout
+def write_findings(name: str, findings: list, out=None) -> None:
+    out = out or sys.stdout
     for f in findings:
         out.write(f"{name}:{f.line}: {f.severity}: {f.problem}\n")
         if f.api_error:
@@ -111,6 +147,13 @@ def _figures(r: FileResult) -> dict[str, Any]:
     return {"_doctor": data} if isinstance(data, dict) else {}
 
 
+def _fix_figures(r: FileResult) -> dict[str, Any]:
+    from .batch_commands import json_in
+
+    data = json_in(r.stderr)
+    return {"_doctor": data} if data is not None else {}
+
+
 def _render(results: list[FileResult], params: dict[str, Any]) -> None:
     from ..reports.doctor import Finding
 
@@ -128,6 +171,5 @@ def _render(results: list[FileResult], params: dict[str, Any]) -> None:
 
 DOCTOR = BatchCommand("doctor", "ctxkit.cli.doctor_cmd:doctor", writes=False, per_file=lambda params: {"as_json": True},
                       figures=_figures, render=_render)
-
-
-_ = (Path, OutputOpt, InPlaceOpt, OutDirOpt)
+DOCTOR_FIX = BatchCommand("doctor", "ctxkit.cli.doctor_cmd:doctor", writes=True,
+                          per_file=lambda params: {"as_json": True}, figures=_fix_figures, render=_render)

@@ -35,6 +35,8 @@ LISTED: tuple[tuple[str, str, str], ...] = (
     ("collapse", "collapse.stage", "Collapse"),
     ("autocompact", "autocompact.stage", "Autocompact"),
     ("attachments", "attachments.stage", "Attachments"),
+    # repairs (ctxkit doctor --fix): in no built-in policy's pipeline; run by name
+    ("repair", "repair.stage", "Repair"),
 )
 
 

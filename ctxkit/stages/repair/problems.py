@@ -20,7 +20,8 @@ from typing import Any
 from ...api_rules import limits, rule
 from ...errors import TranscriptError
 from ...media import decode_base64, image_size, pdf_pages
-from ...transcript.claude_code_chain import CONVERSATION_TYPES, active_entries
+from ...transcript.claude_code_chain import CONVERSATION_TYPES, active_entries, uuid_index
+from ...transcript.claude_code_metas import Metas
 from ...transcript.jsonl import parse_line
 from ...transcript.lineindex import BAD, SIDECHAIN
 from ...transcript.model import Transcript
@@ -124,7 +125,9 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
     for k, m in enumerate(msgs[:-1]):
         ids = [b.get("id") for b in m.content if b.get("type") == "tool_use"]
         if m.role == "assistant" and msgs[k + 1].role == "assistant" and ids:
-            yield Problem("consecutive-assistant", _line(t, None, msgs[k + 1]), {"ids": ", ".join(ids), "message": k})
+            calls = [r for b, r in zip(m.content, m.refs, strict=False) if b.get("type") == "tool_use"]
+            yield Problem("consecutive-assistant", _line(t, None, msgs[k + 1]), {"ids": ", ".join(ids), "message": k},
+                          {"refs": calls})
     # a turn cut off at the very end: the agent answers it as interrupted when it resumes (a note)
     if msgs and msgs[-1].role == "assistant":
         tail = msgs[-1]
@@ -328,10 +331,11 @@ def _chain(t: Transcript) -> Iterator[Problem]:
     idx = t.lines
     flags = idx.flags
     root = path[0]
-    parent = idx.parents[root] if root < t.n_lines else None
+    metas = Metas.of(t)  # an edited line's own routing fields (a repaired link), else the index's
+    parent = metas.parent(root)
     # a subagent's transcript (every line on the sidechain) starts from a line of its parent session's file
-    if parent and idx.type(root) != "system" and not idx.sidechain(root):
-        j = _first_of_uuid(t).get(parent)
+    if parent and metas.type(root) != "system" and not metas.sidechain(root):
+        j = uuid_index(t).get(parent)
         relink = previous_conversation_line(t, root)
         if j is None:
             yield Problem("parent-missing", root + 1, {"parent": parent}, {"entry": root, "relink": relink})
@@ -345,15 +349,6 @@ def _chain(t: Transcript) -> Iterator[Problem]:
               and idx.uuids[i] not in parents and i not in members and _ends_a_rewind(t, i)]
     if leaves:
         yield Problem("forked-chain", leaves[-1] + 1, {"leaves": len(leaves) + 1, "leaf": t.line_no(facts["leaf"])})
-
-
-def _first_of_uuid(t: Transcript) -> dict[str, int]:
-    idx, flags = t.lines, t.lines.flags
-    out: dict[str, int] = {}
-    for i, u in enumerate(idx.uuids):
-        if u and not flags[i] & BAD and u not in out:
-            out[u] = i
-    return out
 
 
 def previous_conversation_line(t: Transcript, i: int) -> str | None:
