@@ -120,7 +120,8 @@ def test_a_session_too_long_to_compact_is_an_error(tmp_path):
 def test_a_healthy_session_exits_0_and_reports_bloat_as_notes(tmp_path):
     entries = fx.healthy()
     entries[2]["toolUseResult"] = {"stdout": "a.py\nb.py" * 100, "stderr": ""}
-    entries.append({"type": "file-history-snapshot", "messageId": "m", "snapshot": {"trackedFileBackups": {}}})
+    entries.append({"type": "file-history-snapshot", "messageId": "m", "snapshot": {
+        "messageId": "m", "trackedFileBackups": {"a.py": {"backupFileName": "abc@v1", "content": "z" * 1000}}}})
     path = tmp_path / "ok.jsonl"
     path.write_bytes(fx.lines_of(entries))
     r = ctxkit(["doctor", str(path), "--json"], tmp_path)
@@ -238,3 +239,79 @@ def test_o_without_fix_is_a_usage_error(tmp_path):
     path, _ = write_session(tmp_path, "crash", fx.crash_mid_turn)
     r = ctxkit(["doctor", str(path), "-o", str(tmp_path / "x.jsonl")], tmp_path)
     assert (r.returncode, r.stderr) == (2, "ctxkit: error: -o writes the repaired session: it goes with --fix\n")
+
+
+# -- --slim --------------------------------------------------------------------------------------------
+def _compacted_session() -> list[dict]:
+    """A session compacted once: history, a compact boundary, a summary, then more turns; outputs with the
+    harness's toolUseResult copy; a file-history-snapshot line per prompt."""
+    before = fx.healthy()
+    for e in before:
+        if e["type"] == "user" and isinstance(e["message"]["content"], list):
+            e["message"]["content"][0]["content"] = "x" * 3000
+            e["toolUseResult"] = {"stdout": "x" * 3000, "stderr": "", "interrupted": False}
+    boundary = {"parentUuid": None, "logicalParentUuid": before[-1]["uuid"], "isSidechain": False, "type": "system",
+                "subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "b-1",
+                "timestamp": "2026-11-30T11:00:00.000Z", "sessionId": "s-1",
+                "compactMetadata": {"trigger": "manual", "preTokens": 5000}}
+    summary = {"parentUuid": "b-1", "isSidechain": False, "type": "user", "isCompactSummary": True,
+               "message": {"role": "user", "content": "This session is being continued: the files were listed."},
+               "uuid": "sum-1", "timestamp": "2026-11-30T11:00:01.000Z", "sessionId": "s-1"}
+    after = fx.healthy()
+    for e in after:
+        e["uuid"] = "n-" + e["uuid"]
+        e["parentUuid"] = "n-" + e["parentUuid"] if e["parentUuid"] else "sum-1"
+        if e["type"] == "user" and isinstance(e["message"]["content"], list):
+            e["toolUseResult"] = {"stdout": "y" * 2000, "stderr": "", "interrupted": False}
+    snapshot = {"type": "file-history-snapshot", "messageId": "m-1", "isSnapshotUpdate": False,
+                "snapshot": {"messageId": "m-1", "timestamp": "2026-11-30T11:00:02.000Z",
+                             "trackedFileBackups": {"a.py": {"backupFileName": "abc@v1", "version": 1,
+                                                             "content": "z" * 2000}}}}
+    return [*before, boundary, summary, snapshot, *after]
+
+
+def test_slim_moves_what_the_agent_never_sends_and_expand_gives_it_back(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(fx.lines_of(_compacted_session()))
+    slim = tmp_path / "slim.jsonl"
+    r = ctxkit(["doctor", "--fix", "--slim", str(path), "-o", str(slim)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert slim.stat().st_size < path.stat().st_size / 2
+    assert _view(slim, tmp_path) == _view(path, tmp_path)  # the model is sent the same bytes
+    after = json.loads(ctxkit(["doctor", str(slim), "--json"], tmp_path).stdout)
+    assert after["findings"] == [] and after["slim_would_save"] == 0
+    back = tmp_path / "back.jsonl"
+    assert ctxkit(["expand", str(slim), "-o", str(back)], tmp_path).returncode == 0
+    assert back.read_bytes() == path.read_bytes()
+
+
+def test_the_slim_estimate_is_what_slim_saves(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(fx.lines_of(_compacted_session()))
+    said = json.loads(ctxkit(["doctor", str(path), "--json"], tmp_path).stdout)["slim_would_save"]
+    slim = tmp_path / "slim.jsonl"
+    assert ctxkit(["doctor", "--fix", "--slim", str(path), "-o", str(slim)], tmp_path).returncode == 0
+    records = sum(len(x) + 1 for x in slim.read_text().splitlines() if '"ctxkit-record"' in x)
+    assert said == path.stat().st_size - (slim.stat().st_size - records)
+
+
+def test_slim_without_fix_is_a_usage_error(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(fx.lines_of(fx.healthy()))
+    r = ctxkit(["doctor", "--slim", str(path)], tmp_path)
+    assert (r.returncode, r.stderr) == (2, "ctxkit: error: --slim rewrites the session: it goes with --fix\n")
+
+
+@needs_corpus
+def test_slim_halves_the_largest_public_session_and_expand_gives_it_back(tmp_path):
+    largest = max(PUBLIC_CORPUS.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    path = tmp_path / largest.name
+    path.write_bytes(largest.read_bytes())
+    slim = tmp_path / "slim.jsonl"
+    r = ctxkit(["doctor", "--fix", "--slim", str(path), "-o", str(slim)], tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert slim.stat().st_size <= path.stat().st_size / 2
+    assert _view(slim, tmp_path) == _view(path, tmp_path)
+    back = tmp_path / "back.jsonl"
+    assert ctxkit(["expand", str(slim), "-o", str(back)], tmp_path, timeout=300).returncode == 0
+    assert back.read_bytes() == largest.read_bytes()

@@ -28,7 +28,7 @@ def test_every_stage_class_is_in_the_registry():
                     if issubclass(cls, Stage) and cls is not Stage and cls.__module__ == module.__name__}
     assert defined == set(all_stages())
     assert list(REGISTRY) == ["tool-result-budget", "snip", "microcompact", "collapse", "autocompact", "attachments",
-                              "repair"]
+                              "repair", "slim"]
 
 
 def test_a_stage_module_that_cannot_be_imported_fails_loudly(monkeypatch):

@@ -44,6 +44,9 @@ def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what would make the next request fail, and write the "
                                       "repaired session (stdout, -o FILE, --in-place or --out-dir); every rewritten "
                                       "entry is archived in the store, so ctxkit expand gives the input back.")] = False,
+    slim: Annotated[bool, typer.Option("--slim", help="With --fix: also move what the agent reads on --resume and "
+                                       "never sends again (toolUseResult copies, file-history-snapshot lines, history "
+                                       "behind the last compact boundary) into the store.")] = False,
     output: OutputOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"findings": [...]} instead of a line per finding '
                                           "(on stdout; with --fix on stderr, the session going to stdout).")] = False,
@@ -74,6 +77,8 @@ def doctor(
     source = one_source(sources)
     if output is not None and not fix:
         raise UsageError("-o writes the repaired session: it goes with --fix")
+    if slim and not fix:
+        raise UsageError("--slim rewrites the session: it goes with --fix")
     if fix:
         check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line="skip", store=store, now=None,
@@ -95,10 +100,11 @@ def doctor(
         from ..store.link import refuse_output_in_store
 
         refuse_output_in_store(output, run.ctx.store.root)
-        result = compile_pipeline(run.policy, only=["repair"]).run(run.transcript, run.ctx)
+        result = compile_pipeline(run.policy, only=["repair", *(["slim"] if slim else [])]).run(run.transcript, run.ctx)
         repaired = [d for r in result.reports for d in r.details.get("repaired", [])]
         left = examine(result.transcript)
         run.write_output(result.transcript, output)
+        slimmed = sum(r.details.get("lines", 0) for r in result.reports if r.use == "slim")
     report = sys.stderr if fix else sys.stdout  # with --fix, stdout may carry the repaired session
     if as_json:
         data = found.to_json()
@@ -111,6 +117,7 @@ def doctor(
     stderr_console().print(summary(name, found), markup=False)
     if fix:
         stderr_console().print(f"{name}: repaired {len(repaired)} problem(s); {len(left.errors)} left"
+                               + (f"; {slimmed:,} line(s) slimmed" if slim else "")
                                + "".join(f"\n  {name}:{f.line}: not repaired: {f.problem}" for f in left.errors),
                                markup=False)
     if left.errors:

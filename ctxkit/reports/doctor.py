@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ..api_rules import Rule, rule
 from ..stages.repair.problems import Problem, find_problems
-from ..transcript.model import HARNESS_ONLY_KEYS, Transcript
+from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View, ViewMessage
 
 
@@ -110,42 +108,33 @@ def _line(t: Transcript, ref: BlockRef | None, m: ViewMessage | None = None) -> 
 
 
 # -- bloat ----------------------------------------------------------------------------------------------
-_TOOL_USE_RESULT = b'"toolUseResult":'
-
-
 def _bloat(t: Transcript, view: View) -> tuple[list[Finding], int]:
-    """Bytes the agent reads on --resume and never sends: the notes, and what --slim would move."""
-    from ..transcript.claude_code_chain import active_entries
+    """Bytes the agent reads on --resume and never sends: the notes, and what --slim would move (what the
+    ``slim`` stage would rewrite, measured)."""
+    from ..stages.repair.slim import BEHIND, COPY, SNAPSHOT, saved_bytes, slim_plan
 
-    idx = t.lines
-    total = max(1, idx.end)
-    copies = 0
-    snapshots, snapshot_lines = 0, 0
-    for i in range(t.n_lines):
-        typ = idx.type(i)
-        if typ == "file-history-snapshot":
-            snapshots += idx.span(i)[1]
-            snapshot_lines += 1
-        elif typ == "user":
-            copies += _harness_bytes(t, i)
-    _, facts = active_entries(t)
-    boundary = facts.get("boundary")
-    behind = 0
-    if boundary is not None:
-        start = idx.starts[boundary] if boundary < t.n_lines else 0
-        behind = start  # every byte before the last boundary the view starts from
+    total = max(1, t.lines.end)
+    saved = {BEHIND: 0, SNAPSHOT: 0, COPY: 0}
+    lines = {BEHIND: 0, SNAPSHOT: 0, COPY: 0}
+    first_behind = None
+    for i, (why, entry) in slim_plan(t).items():
+        saved[why] += saved_bytes(t, i, entry)
+        lines[why] += 1
+        if why == BEHIND and first_behind is None:
+            first_behind = i
     out = []
 
     def share(n: int) -> str:
         return f"{100 * n / total:.0f}%"
 
-    if copies:
-        out.append(_finding(rule("bloat-tool-use-result"), 0, bytes=f"{copies:,}", share=share(copies)))
-    if snapshots:
-        out.append(_finding(rule("bloat-file-history-snapshot"), 0, bytes=f"{snapshots:,}", lines=snapshot_lines,
-                            share=share(snapshots)))
-    if behind:
-        out.append(_finding(rule("bloat-behind-boundary"), boundary + 1, bytes=f"{behind:,}", share=share(behind)))
+    if saved[COPY]:
+        out.append(_finding(rule("bloat-tool-use-result"), 0, bytes=f"{saved[COPY]:,}", share=share(saved[COPY])))
+    if saved[SNAPSHOT]:
+        out.append(_finding(rule("bloat-file-history-snapshot"), 0, bytes=f"{saved[SNAPSHOT]:,}",
+                            lines=lines[SNAPSHOT], share=share(saved[SNAPSHOT])))
+    if saved[BEHIND]:
+        out.append(_finding(rule("bloat-behind-boundary"), first_behind + 1, bytes=f"{saved[BEHIND]:,}",
+                            share=share(saved[BEHIND])))
     big = rule("bloat-oversized-output")
     for m in view.messages:
         for b, ref in zip(m.content, m.refs, strict=False):
@@ -153,17 +142,7 @@ def _bloat(t: Transcript, view: View) -> tuple[list[Finding], int]:
                 chars = _chars(b.get("content"))
                 if big.max is not None and chars > big.max:
                     out.append(_finding(big, _line(t, ref, m), chars=f"{chars:,}"))
-    return out, copies + snapshots + behind
-
-
-def _harness_bytes(t: Transcript, i: int) -> int:
-    """The bytes of line ``i``'s harness-only fields (``toolUseResult``), as written."""
-    start, length = t.lines.span(i)
-    raw = t.source.read_at(start, length)
-    if _TOOL_USE_RESULT not in raw:
-        return 0
-    d = orjson.loads(raw)
-    return sum(len(orjson.dumps(d[k])) + len(k) + 4 for k in HARNESS_ONLY_KEYS if k in d)
+    return out, sum(saved.values())
 
 
 def _chars(content: Any) -> int:

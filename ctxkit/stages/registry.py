@@ -37,6 +37,7 @@ LISTED: tuple[tuple[str, str, str], ...] = (
     ("attachments", "attachments.stage", "Attachments"),
     # repairs (ctxkit doctor --fix): in no built-in policy's pipeline; run by name
     ("repair", "repair.stage", "Repair"),
+    ("slim", "repair.slim", "Slim"),
 )
 
 

@@ -341,10 +341,12 @@ def _chain(t: Transcript) -> Iterator[Problem]:
             yield Problem("parent-missing", root + 1, {"parent": parent}, {"entry": root, "relink": relink})
         elif j in set(path):
             yield Problem("parent-cycle", root + 1, {"loop": j + 1}, {"entry": root, "relink": relink})
-    # branches: conversation lines no line names as its parent, off the view (a rewind leaves one)
+    # branches: conversation lines no line names as its parent, off the view (a rewind leaves one), after the
+    # last compact boundary
     parents = {p for p in idx.parents if p}
     members = set(order)
-    leaves = [i for i in range(t.n_lines)
+    after = (facts.get("boundary") or -1) + 1  # behind the last compact boundary, no branch is resumed
+    leaves = [i for i in range(after, t.n_lines)
               if not flags[i] & (BAD | SIDECHAIN) and idx.type(i) in CONVERSATION_TYPES and idx.uuids[i]
               and idx.uuids[i] not in parents and i not in members and _ends_a_rewind(t, i)]
     if leaves:
