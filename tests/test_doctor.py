@@ -3,6 +3,7 @@ the API's rules and limits read as data."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -315,3 +316,80 @@ def test_slim_halves_the_largest_public_session_and_expand_gives_it_back(tmp_pat
     back = tmp_path / "back.jsonl"
     assert ctxkit(["expand", str(slim), "-o", str(back)], tmp_path, timeout=300).returncode == 0
     assert back.read_bytes() == largest.read_bytes()
+
+
+# -- proof: the next request, sent to a strict stand-in of the API -------------------------------------
+def _post(api, body: dict) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(f"{api.base_url}/v1/messages", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json", "x-api-key": "k",
+                                          "anthropic-version": "2023-06-01"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _next_request(path: Path, cwd: Path, prompt: str | None = "Go on") -> dict:
+    r = ctxkit(["view", str(path), "--to", "anthropic-request", "--store", str(cwd / "view-store")], cwd)
+    assert r.returncode == 0, r.stderr
+    body = json.loads(r.stdout)
+    if prompt is not None:  # what the user types next, as the agent sends it
+        last = body["messages"][-1]
+        if last["role"] == "user":
+            last["content"] = [*({"type": "text", "text": last["content"]} for _ in [0] if isinstance(last["content"], str)),
+                               *(last["content"] if isinstance(last["content"], list) else []),
+                               {"type": "text", "text": prompt}]
+        else:
+            body["messages"].append({"role": "user", "content": prompt})
+    return body
+
+
+#: problems the agent itself sends unchanged (its resume repairs only pairing, by dropping)
+SENT_AS_IS = ["empty-text", "whitespace-text", "image-too-large", "image-too-many-pixels",
+              "image-too-many-pixels-among-many", "pdf-too-many-pages", "thinking-signature-truncated",
+              "duplicate-tool-use-id"]
+
+
+@pytest.mark.parametrize("problem", SENT_AS_IS)
+def test_the_strict_stand_in_refuses_the_broken_session_and_accepts_the_repaired_one(tmp_path, problem):
+    from mock_messages_api import MockMessagesAPI
+
+    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
+    fixed = tmp_path / "fixed.jsonl"
+    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    with MockMessagesAPI(strict=True) as api:
+        status, answer = _post(api, _next_request(path, tmp_path))
+        assert (status, answer["error"]["type"]) == (400, "invalid_request_error")
+        doctor = json.loads(ctxkit(["doctor", str(path), "--json"], tmp_path).stdout)["findings"]
+        said = next(f["api_error"] for f in doctor if f["rule"] == problem)
+        shape = re.sub(r"messages\.\d+(\.content\.\d+)?", "messages.N", said)
+        assert re.sub(r"messages\.\d+(\.content\.\d+)?", "messages.N", answer["error"]["message"]) == shape
+        status, answer = _post(api, _next_request(fixed, tmp_path))
+        assert status == 200, answer
+
+
+@pytest.mark.parametrize("problem", REPAIRABLE)
+def test_every_repaired_session_s_next_request_is_accepted(tmp_path, problem):
+    from mock_messages_api import MockMessagesAPI
+
+    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
+    fixed = tmp_path / "fixed.jsonl"
+    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    with MockMessagesAPI(strict=True) as api:
+        status, answer = _post(api, _next_request(fixed, tmp_path))
+        assert status == 200, answer
+
+
+@needs_corpus
+def test_every_corpus_session_s_next_request_passes_the_strict_stand_in(tmp_path):
+    """Healthy by the independent check too: doctor's exit 0 on the corpus is no false alarm."""
+    from mock_messages_api import MockMessagesAPI
+
+    with MockMessagesAPI(strict=True) as api:
+        for path in _corpus_sessions():
+            status, answer = _post(api, _next_request(path, tmp_path))
+            assert status == 200, (path, answer)
