@@ -89,7 +89,7 @@ def problem(body: Any) -> str | None:
                     return (f"messages.{n - 1}: `tool_use` ids were found without `tool_result` blocks immediately "
                             f"after: {b.get('tool_use_id')}. Each `tool_use` block must have a corresponding "
                             "`tool_result` block in the next message.")
-                for j, inner in enumerate(_blocks(b.get("content"))):
+                for inner in _blocks(b.get("content")):
                     if inner.get("type") == "text" and not str(inner.get("text", "")).strip() and inner.get("text") != "":
                         return "messages: text content blocks must contain non-whitespace text"
                     if inner.get("type") == "image":

@@ -3,8 +3,8 @@ the API's rules and limits read as data."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -343,8 +343,12 @@ def _next_request(path: Path, cwd: Path, prompt: str | None = "Go on") -> dict:
             last["content"] = [*({"type": "text", "text": last["content"]} for _ in [0] if isinstance(last["content"], str)),
                                *(last["content"] if isinstance(last["content"], list) else []),
                                {"type": "text", "text": prompt}]
-        else:
-            body["messages"].append({"role": "user", "content": prompt})
+        else:  # a turn left in progress: the agent answers its calls as interrupted when it resumes
+            calls = [b["id"] for b in last["content"] if isinstance(last["content"], list) and b.get("type") == "tool_use"]
+            body["messages"].append({"role": "user", "content": [
+                *({"type": "tool_result", "tool_use_id": c, "is_error": True,
+                   "content": "[Request interrupted by user for tool use]"} for c in calls),
+                {"type": "text", "text": prompt}]})
     return body
 
 
