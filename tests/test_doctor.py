@@ -397,3 +397,75 @@ def test_every_corpus_session_s_next_request_passes_the_strict_stand_in(tmp_path
         for path in _corpus_sessions():
             status, answer = _post(api, _next_request(path, tmp_path))
             assert status == 200, (path, answer)
+
+
+# -- the genuine Claude Code CLI resumes the repaired session (../shared/tools/cc-harness) ---------------
+HARNESS = Path(__file__).resolve().parent.parent.parent / "shared" / "tools" / "cc-harness"
+CLI = Path(os.environ.get("CC_HARNESS_CACHE", Path.home() / ".cache" / "cc-harness")) / "2.1.328" / "package" / "claude"
+needs_cli = pytest.mark.skipif(not (HARNESS / "run-claude.sh").exists() or not CLI.exists(),
+                               reason="the genuine Claude Code CLI is not fetched (../shared/tools/cc-harness fetches "
+                               "it once with npm; these tests do not download it)")
+
+
+def _resume_with_claude_code(tmp_path: Path, session: Path) -> dict | None:
+    """Put ``session`` where Claude Code keeps its sessions, resume it with the genuine CLI, and return the
+    first request it sent with its tools (the context it rebuilt from the file); None when it sent none
+    (it refuses a session it finds broken before sending: an image over the limit is an ``image_error``)."""
+    import uuid
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir(parents=True)
+    sid = str(uuid.uuid4())
+    lines = []
+    for raw in session.read_text().splitlines():
+        e = json.loads(raw)
+        if "sessionId" in e:
+            e["sessionId"] = sid
+        if "cwd" in e:
+            e["cwd"] = str(work)
+        lines.append(json.dumps(e))
+    slug = re.sub(r"[^A-Za-z0-9]", "-", str(work))
+    folder = out / "home" / ".claude" / "projects" / slug
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_text("".join(x + "\n" for x in lines))
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"steps": [{"blocks": [{"type": "text", "text": "Resumed."}]}]}))
+    r = subprocess.run(["bash", str(HARNESS / "run-claude.sh"), str(scenario), str(work), str(out), "Continue",
+                        "--resume", sid], capture_output=True, text=True, timeout=300, env={**os.environ, "CC_TIMEOUT": "120"})
+    log = out / "requests.jsonl"
+    for raw in (log.read_text().splitlines() if log.exists() else []):
+        body = json.loads(raw)["body"]
+        if body.get("tools"):
+            return body
+    assert r.returncode != 0, r.stdout  # no request, and no failure either: the harness itself went wrong
+    return None
+
+
+@needs_cli
+@pytest.mark.parametrize("problem", ["orphan-tool-use", "image-too-large", "thinking-signature-truncated"])
+def test_claude_code_resumes_the_repaired_session_and_its_request_is_accepted(tmp_path, problem):
+    from strict_messages import problem as refused
+
+    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
+    fixed = tmp_path / "fixed.jsonl"
+    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    body = _resume_with_claude_code(tmp_path / "fixed", fixed)
+    assert body is not None and refused(body) is None
+    if problem != "orphan-tool-use":  # Claude Code sends these as they are (refused), or refuses to send them
+        body = _resume_with_claude_code(tmp_path / "broken", path)
+        assert body is None or refused(body) is not None
+
+
+@needs_cli
+@needs_corpus
+def test_claude_code_resumes_the_slimmed_largest_public_session(tmp_path):
+    from strict_messages import problem as refused
+
+    largest = max(PUBLIC_CORPUS.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    path = tmp_path / largest.name
+    path.write_bytes(largest.read_bytes())
+    slim = tmp_path / "slim.jsonl"
+    assert ctxkit(["doctor", "--fix", "--slim", str(path), "-o", str(slim)], tmp_path, timeout=300).returncode == 0
+    body = _resume_with_claude_code(tmp_path / "cc", slim)
+    assert body is not None and refused(body) is None
+    assert len(body["messages"]) > 100  # the history after the boundary, not a fresh session
