@@ -140,7 +140,7 @@ def summary(name: str, result) -> str:
     line = (f"{name}: {errors} error{'s' if errors != 1 else ''}, {notes} note{'s' if notes != 1 else ''}"
             + ("" if errors else "; the next request and the resume should work"))
     if result.slim_bytes:
-        line += (f"; --slim would move {result.slim_bytes:,} of {result.size:,} bytes to the store "
+        line += (f"; --slim would move about {result.slim_bytes:,} of {result.size:,} bytes to the store "
                  f"({100 * result.slim_bytes / max(1, result.size):.0f}%)")
     return line
 

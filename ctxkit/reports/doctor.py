@@ -109,19 +109,15 @@ def _line(t: Transcript, ref: BlockRef | None, m: ViewMessage | None = None) -> 
 
 # -- bloat ----------------------------------------------------------------------------------------------
 def _bloat(t: Transcript, view: View) -> tuple[list[Finding], int]:
-    """Bytes the agent reads on --resume and never sends: the notes, and what --slim would move (what the
-    ``slim`` stage would rewrite, measured)."""
-    from ..stages.repair.slim import BEHIND, COPY, SNAPSHOT, saved_bytes, slim_plan
+    """Bytes the agent reads on --resume and never sends: the notes, and about what --slim would move (what
+    the ``slim`` stage would rewrite: :func:`ctxkit.stages.repair.slim.slim_estimate`)."""
+    from ..stages.repair.slim import BEHIND, COPY, SNAPSHOT, slim_estimate
 
     total = max(1, t.lines.end)
-    saved = {BEHIND: 0, SNAPSHOT: 0, COPY: 0}
-    lines = {BEHIND: 0, SNAPSHOT: 0, COPY: 0}
-    first_behind = None
-    for i, (why, entry) in slim_plan(t).items():
-        saved[why] += saved_bytes(t, i, entry)
-        lines[why] += 1
-        if why == BEHIND and first_behind is None:
-            first_behind = i
+    found = slim_estimate(t)
+    saved = {why: found.get(why, (0, 0, None))[1] for why in (BEHIND, SNAPSHOT, COPY)}
+    lines = {why: found.get(why, (0, 0, None))[0] for why in (BEHIND, SNAPSHOT, COPY)}
+    first_behind = found[BEHIND][2] if BEHIND in found else None
     out = []
 
     def share(n: int) -> str:

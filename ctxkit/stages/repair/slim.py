@@ -48,35 +48,69 @@ _HARNESS_MARKS = tuple(f'"{k}":'.encode() for k in HARNESS_ONLY_KEYS)
 BEHIND, SNAPSHOT, COPY = "behind-boundary", "file-history-snapshot", "tool-use-result"
 
 
-def slim_plan(t: Transcript, min_bytes: int = 512) -> dict[int, tuple[str, dict]]:
-    """The lines ``slim`` rewrites: entry index -> (why: :data:`BEHIND`, :data:`SNAPSHOT` or :data:`COPY`,
-    the entry as written: harness-only fields set to :data:`~ctxkit.transcript.model.DROPPED` are left
-    out). Claude Code transcripts only."""
+def _selected(t: Transcript, min_bytes: int):
+    """The lines slim rewrites: (entry index, why, the harness-only fields its line holds)."""
     if t.format != "claude-code":
-        return {}
+        return
     order, facts = active_entries(t)
     used = set(order) | set(facts.get("segment") or [])
     boundary = facts.get("boundary")
     idx, flags = t.lines, t.lines.flags
-    out: dict[int, tuple[str, dict]] = {}
     for i in range(t.n_lines):
         if flags[i] & BAD or i in t.overrides:
             continue
         typ = idx.type(i)
-        start, size = idx.span(i)
         if typ not in _BEHIND_TYPES and typ != "file-history-snapshot":
             continue
+        start, size = idx.span(i)
         raw = t.source.read_at(start, size)
-        dropped = {k: DROPPED for k, mark in zip(HARNESS_ONLY_KEYS, _HARNESS_MARKS, strict=True) if mark in raw}
+        harness = tuple(k for k, mark in zip(HARNESS_ONLY_KEYS, _HARNESS_MARKS, strict=True) if mark in raw)
         if boundary is not None and i < boundary and i not in used and typ in _BEHIND_TYPES:
             if size >= min_bytes:
-                out[i] = BEHIND, {**_stub(t.entry(i)), **dropped}
+                yield i, BEHIND, harness
         elif typ == "file-history-snapshot":
             if size >= min_bytes:
-                out[i] = SNAPSHOT, _snapshot_stub(t.entry(i))
-        elif dropped:
-            out[i] = COPY, {**t.entry(i), **dropped}
+                yield i, SNAPSHOT, harness
+        elif harness:
+            yield i, COPY, harness
+
+
+def slim_plan(t: Transcript, min_bytes: int = 512) -> dict[int, tuple[str, dict]]:
+    """The lines ``slim`` rewrites: entry index -> (why: :data:`BEHIND`, :data:`SNAPSHOT` or :data:`COPY`,
+    the entry as written: harness-only fields set to :data:`~ctxkit.transcript.model.DROPPED` are left
+    out). Claude Code transcripts only."""
+    out: dict[int, tuple[str, dict]] = {}
+    for i, why, harness in _selected(t, min_bytes):
+        d = t.peek(i)
+        dropped = dict.fromkeys(harness, DROPPED)
+        out[i] = why, ({**_stub(d), **dropped} if why == BEHIND else _snapshot_stub(d) if why == SNAPSHOT
+                       else {**d, **dropped})
     return out
+
+
+#: about what a line behind the boundary keeps besides its uuid, parent and type (its envelope and a note)
+_STUB_REST = 400
+
+
+def slim_estimate(t: Transcript, min_bytes: int = 512) -> dict[str, tuple[int, int, int | None]]:
+    """What slim would save, without building what it writes for the history behind the boundary (most of
+    a long session: its lines are not parsed, their stubs' size is estimated): why -> (lines, bytes about,
+    first line index)."""
+    idx = t.lines
+    out: dict[str, list] = {}
+    for i, why, harness in _selected(t, min_bytes):
+        size = idx.span(i)[1]
+        if why == BEHIND:
+            kept = len(orjson.dumps({"parentUuid": idx.parents[i], "uuid": idx.uuids[i], "type": idx.type(i)}))
+            saved = max(0, size - kept - _STUB_REST)
+        else:
+            d = t.peek(i)
+            entry = _snapshot_stub(d) if why == SNAPSHOT else {**d, **dict.fromkeys(harness, DROPPED)}
+            saved = saved_bytes(t, i, entry)
+        row = out.setdefault(why, [0, 0, i])
+        row[0] += 1
+        row[1] += saved
+    return {k: (v[0], v[1], v[2]) for k, v in out.items()}
 
 
 def saved_bytes(t: Transcript, i: int, entry: dict) -> int:
