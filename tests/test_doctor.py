@@ -353,6 +353,14 @@ def _next_request(path: Path, cwd: Path, prompt: str | None = "Go on") -> dict:
     return body
 
 
+def repaired(tmp_path: Path, problem: str) -> tuple[Path, Path]:
+    """The broken session made for ``problem``, and its repair by ``doctor --fix``."""
+    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
+    fixed = tmp_path / "fixed.jsonl"
+    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    return path, fixed
+
+
 #: problems the agent itself sends unchanged (its resume repairs only pairing, by dropping)
 SENT_AS_IS = ["empty-text", "whitespace-text", "image-too-large", "image-too-many-pixels",
               "image-too-many-pixels-among-many", "pdf-too-many-pages", "thinking-signature-truncated",
@@ -363,9 +371,7 @@ SENT_AS_IS = ["empty-text", "whitespace-text", "image-too-large", "image-too-man
 def test_the_strict_stand_in_refuses_the_broken_session_and_accepts_the_repaired_one(tmp_path, problem):
     from mock_messages_api import MockMessagesAPI
 
-    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
-    fixed = tmp_path / "fixed.jsonl"
-    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    path, fixed = repaired(tmp_path, problem)
     with MockMessagesAPI(strict=True) as api:
         status, answer = _post(api, _next_request(path, tmp_path))
         assert (status, answer["error"]["type"]) == (400, "invalid_request_error")
@@ -381,9 +387,7 @@ def test_the_strict_stand_in_refuses_the_broken_session_and_accepts_the_repaired
 def test_every_repaired_session_s_next_request_is_accepted(tmp_path, problem):
     from mock_messages_api import MockMessagesAPI
 
-    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
-    fixed = tmp_path / "fixed.jsonl"
-    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    path, fixed = repaired(tmp_path, problem)
     with MockMessagesAPI(strict=True) as api:
         status, answer = _post(api, _next_request(fixed, tmp_path))
         assert status == 200, answer
@@ -447,9 +451,7 @@ def _resume_with_claude_code(tmp_path: Path, session: Path) -> dict | None:
 def test_claude_code_resumes_the_repaired_session_and_its_request_is_accepted(tmp_path, problem):
     from strict_messages import problem as refused
 
-    path, _ = write_session(tmp_path, problem, fx.BROKEN[problem])
-    fixed = tmp_path / "fixed.jsonl"
-    assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
+    path, fixed = repaired(tmp_path, problem)
     body = _resume_with_claude_code(tmp_path / "fixed", fixed)
     assert body is not None and refused(body) is None
     if problem != "orphan-tool-use":  # Claude Code sends these as they are (refused), or refuses to send them

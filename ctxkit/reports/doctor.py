@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api_rules import Rule, rule
-from ..stages.repair.problems import Problem, find_problems
+from ..stages.repair.problems import Problem, find_problems, line_of
 from ..transcript.model import Transcript
-from ..transcript.view import BlockRef, View, ViewMessage
+from ..transcript.view import View
 
 
 @dataclass(frozen=True)
@@ -99,14 +99,6 @@ def _last_line(t: Transcript, view: View) -> int:
     return t.n_lines
 
 
-def _line(t: Transcript, ref: BlockRef | None, m: ViewMessage | None = None) -> int:
-    if ref is not None:
-        return t.line_no(ref.entry)
-    if m is not None and m.entries:
-        return t.line_no(m.entries[0])
-    return 0
-
-
 # -- bloat ----------------------------------------------------------------------------------------------
 def _bloat(t: Transcript, view: View) -> tuple[list[Finding], int]:
     """Bytes the agent reads on --resume and never sends: the notes, and about what --slim would move (what
@@ -137,7 +129,7 @@ def _bloat(t: Transcript, view: View) -> tuple[list[Finding], int]:
             if b.get("type") == "tool_result":
                 chars = _chars(b.get("content"))
                 if big.max is not None and chars > big.max:
-                    out.append(_finding(big, _line(t, ref, m), chars=f"{chars:,}"))
+                    out.append(_finding(big, line_of(t, ref, m), chars=f"{chars:,}"))
     return out, sum(saved.values())
 
 

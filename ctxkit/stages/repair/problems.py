@@ -65,7 +65,8 @@ def convo(view: View) -> list[ViewMessage]:
     return [m for m in view.messages if m.role != "system"]
 
 
-def _line(t: Transcript, ref: BlockRef | None, m: ViewMessage | None = None) -> int:
+def line_of(t: Transcript, ref: BlockRef | None, m: ViewMessage | None = None) -> int:
+    """The 1-based line of a view block (``ref``), else of the first entry of its message ``m`` (0: none)."""
     if ref is not None:
         return t.line_no(ref.entry)
     if m is not None and m.entries:
@@ -102,7 +103,7 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
                 continue
             tid = b.get("id")
             uses.setdefault(tid, (k, ref))
-            line = _line(t, ref, m)
+            line = line_of(t, ref, m)
             if tid in first_line and first_line[tid] != line:
                 result = _result_after(msgs, k, tid)
                 yield Problem("duplicate-tool-use-id", line, {"ids": tid, "first": first_line[tid], "message": k,
@@ -119,14 +120,14 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
                 tid = b["tool_use_id"]
                 at, use_ref = uses[tid]
                 nxt = next((r.entry for r in m.refs if r is not None), None)
-                yield Problem("orphan-tool-use", _line(t, use_ref, msgs[at]), {"ids": tid, "message": at},
+                yield Problem("orphan-tool-use", line_of(t, use_ref, msgs[at]), {"ids": tid, "message": at},
                               {"tool_id": tid, "next": nxt})
     # an assistant message followed by another: its calls are not answered (the API merges the two)
     for k, m in enumerate(msgs[:-1]):
         ids = [b.get("id") for b in m.content if b.get("type") == "tool_use"]
         if m.role == "assistant" and msgs[k + 1].role == "assistant" and ids:
             calls = [r for b, r in zip(m.content, m.refs, strict=False) if b.get("type") == "tool_use"]
-            yield Problem("consecutive-assistant", _line(t, None, msgs[k + 1]), {"ids": ", ".join(ids), "message": k},
+            yield Problem("consecutive-assistant", line_of(t, None, msgs[k + 1]), {"ids": ", ".join(ids), "message": k},
                           {"refs": calls})
     # a turn cut off at the very end: the agent answers it as interrupted when it resumes (a note)
     if msgs and msgs[-1].role == "assistant":
@@ -134,7 +135,7 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
         ids = [b.get("id") for b in tail.tool_uses()]
         if ids:
             ref = next((r for b, r in zip(tail.content, tail.refs, strict=False) if b.get("type") == "tool_use"), None)
-            yield Problem("interrupted-turn", _line(t, ref, tail), {"ids": ", ".join(ids)})
+            yield Problem("interrupted-turn", line_of(t, ref, tail), {"ids": ", ".join(ids)})
     seen: set[tuple[int, str]] = set()
     for entry, tid in view.orphans:
         if (entry, tid) not in seen:
@@ -194,7 +195,7 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
     current = _current_model(t, msgs)
     for k, m in enumerate(msgs):
         for bi, (b, ref) in enumerate(zip(m.content, m.refs, strict=False)):
-            line = _line(t, ref, m)
+            line = line_of(t, ref, m)
             for j, inner in inner_blocks(b):
                 typ = inner.get("type")
                 target = {"ref": ref, "inner": j}
@@ -221,7 +222,7 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
         if last.content and last.content[-1].get("type") == "text":
             text = last.content[-1].get("text")
             if isinstance(text, str) and text != text.rstrip():
-                yield Problem("final-trailing-whitespace", _line(t, last.refs[-1], last), {}, {"ref": last.refs[-1]})
+                yield Problem("final-trailing-whitespace", line_of(t, last.refs[-1], last), {}, {"ref": last.refs[-1]})
 
 
 def _model_of(t: Transcript, ref: BlockRef | None) -> str | None:
@@ -260,7 +261,7 @@ def _measure(t: Transcript, view: View) -> tuple[list[_Measured], dict[str, int]
     images = 0
     for k, m in enumerate(convo(view)):
         for bi, (b, ref) in enumerate(zip(m.content, m.refs, strict=False)):
-            line = _line(t, ref, m)
+            line = line_of(t, ref, m)
             for j, inner in inner_blocks(b):
                 typ = inner.get("type")
                 target = {"ref": ref, "inner": j}
