@@ -102,6 +102,7 @@ def doctor(
         refuse_output_in_store(output, run.ctx.store.root)
         result = compile_pipeline(run.policy, only=["repair", *(["slim"] if slim else [])]).run(run.transcript, run.ctx)
         repaired = [d for r in result.reports for d in r.details.get("repaired", [])]
+        print_warnings([f"{r.stage_id}: {r.reason}" for r in result.reports if r.action == "skipped" and r.reason])
         left = examine(result.transcript)
         run.write_output(result.transcript, output)
         slimmed = sum(r.details.get("lines", 0) for r in result.reports if r.use == "slim")

@@ -127,11 +127,9 @@ def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Tr
     order, _ = claude_code_chain.active_entries(t)
     in_view = set(order)
     earlier = before.overrides if before is not None else {}
-    # only what the run's input had in its view was taken out by a stage (slim edits lines that never were)
-    was = set(claude_code_chain.active_entries(before)[0]) if before is not None else None
     types, n = claude_code_chain.CONVERSATION_TYPES, t.n_lines
-    behind = [i for i in t.overrides if i < n and i not in in_view and i not in earlier
-              and t.lines.type(i) in types and (was is None or i in was)]
+    behind = [i for i in t.overrides
+              if i < n and i not in in_view and i not in earlier and t.lines.type(i) in types]
     if not behind:
         return t, []
     as_read = t.without_edits(behind)
