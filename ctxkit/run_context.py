@@ -16,6 +16,7 @@ from .policy.model import Policy
 from .stages.base import Context, RunInputs
 from .store.disk import Store
 from .tokens import budget_for, make_counter
+from .tokens.session import session_policy
 from .transcript.model import Transcript
 
 
@@ -34,7 +35,10 @@ def model_warnings(policy: Policy, context_window: int | None = None) -> list[st
 def build_context(policy: Policy, store: Store, *, now: Any = None, transcript: Transcript | None = None,
                   **inputs: Any) -> Context:
     """The Context of a run of ``policy`` over ``transcript`` (its unreadable lines are warned about)
-    with ``store``; ``inputs`` are :class:`~ctxkit.stages.base.RunInputs` fields."""
+    with ``store``; ``inputs`` are :class:`~ctxkit.stages.base.RunInputs` fields. The Context's policy
+    is ``policy`` as it applies to the transcript's session: its own model, output limit and cache
+    lifetime where the policy names none (:func:`ctxkit.tokens.session.session_policy`)."""
+    policy = session_policy(policy, transcript)
     ctx = Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
                   store=store, inputs=RunInputs(now=now, **inputs))
     if ctx.tokens.name != "rough":
