@@ -25,6 +25,9 @@ characters of the body's messages (and system) divided by four, or
 ``token_count`` when set. Every request is recorded in :attr:`requests`
 before any scripted delay, so a request the client gave up on still counts.
 
+``strict=True``: a request breaking the Messages API's rules (:mod:`strict_messages`, written apart from
+ctxkit) is answered 400 ``invalid_request_error`` with the API's text.
+
 Cache edits (cached microcompact, the shape the seeds describe): a request
 whose ``cache_reference`` / ``cache_edits`` fields break the rules of
 :func:`cache_edit_problem` is answered 400 ``invalid_request_error``, as the
@@ -146,8 +149,12 @@ class MockMessagesAPI:
     (as ``x-api-key`` or ``Authorization: Bearer``), like the real API.
     """
 
-    def __init__(self, *, default_text: str | None = DEFAULT_SUMMARY, api_key: str | None = None):
+    def __init__(self, *, default_text: str | None = DEFAULT_SUMMARY, api_key: str | None = None,
+                 strict: bool = False):
         self.default_text = default_text
+        #: refuse, as the API does (400 invalid_request_error, its text), a request whose messages break its rules
+        #: (:func:`strict_messages.problem`: pairing, empty text, images and PDFs over the limits...)
+        self.strict = strict
         self.api_key = api_key
         self.token_count: int | None = None
         self.always: Reply | None = None  # the answer when the queue is empty (before default_text)
@@ -382,6 +389,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, error_body("not_found_error", f"no route for POST {path}"))
             return
         problem = cache_edit_problem(body)
+        if problem is None and self.api.strict:
+            from strict_messages import problem as strict_problem
+
+            problem = strict_problem(body)
         if problem:
             self._send(400, error_body("invalid_request_error", problem))
             return

@@ -34,7 +34,7 @@ def test_policy_validate_github_prints_one_annotation_per_problem(runner, tmp_pa
     assert r.stdout.splitlines() == [
         "::error file=BAD.yaml,line=3,col=23::thresholds.autocompact_buffer must be at least 0, got -5",
         "::error file=BAD.yaml,line=6,col=10::unknown stage 'nosuch' in 'use' (known stages: attachments, "
-        "autocompact, collapse, microcompact, snip, tool-result-budget)"]
+        "autocompact, collapse, microcompact, repair, slim, snip, tool-result-budget)"]
     assert r.stderr.splitlines()[-1] == "ctxkit: 2 problems in the policy"  # the usual report, on stderr
 
 

@@ -171,10 +171,10 @@ def test_unknown_stage_has_did_you_mean(runner, tmp_path):
     r = invoke(runner, ["compact", str(EXAMPLE), "--stage", "microcompcat", "--store", str(tmp_path / "st")])
     assert (r.exit_code, r.stdout) == (2, "")
     assert r.stderr == ("ctxkit: error: unknown stage 'microcompcat' (did you mean 'microcompact'?); known: "
-                        "attachments, autocompact, collapse, microcompact, snip, tool-result-budget\n")
+                        "attachments, autocompact, collapse, microcompact, repair, slim, snip, tool-result-budget\n")
     r = invoke(runner, ["stages", "snpi"])
     assert (r.exit_code, r.stderr) == (2, "ctxkit: error: unknown stage 'snpi' (did you mean 'snip'?); known: "
-                                          "attachments, autocompact, collapse, microcompact, snip, "
+                                          "attachments, autocompact, collapse, microcompact, repair, slim, snip, "
                                           "tool-result-budget\n")
 
 

@@ -27,7 +27,8 @@ def test_every_stage_class_is_in_the_registry():
         defined |= {cls for _, cls in inspect.getmembers(module, inspect.isclass)
                     if issubclass(cls, Stage) and cls is not Stage and cls.__module__ == module.__name__}
     assert defined == set(all_stages())
-    assert list(REGISTRY) == ["tool-result-budget", "snip", "microcompact", "collapse", "autocompact", "attachments"]
+    assert list(REGISTRY) == ["tool-result-budget", "snip", "microcompact", "collapse", "autocompact", "attachments",
+                              "repair", "slim"]
 
 
 def test_a_stage_module_that_cannot_be_imported_fails_loudly(monkeypatch):

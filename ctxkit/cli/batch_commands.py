@@ -13,7 +13,7 @@ from .batch_cli import BatchCommand
 from .github import renamed
 
 
-def _json_in(text: str) -> dict[str, Any] | None:
+def json_in(text: str) -> dict[str, Any] | None:
     """The first JSON object a run printed (its report), or None."""
     start = text.find("{")
     while start != -1:
@@ -27,7 +27,7 @@ def _json_in(text: str) -> dict[str, Any] | None:
 
 
 def _compact_figures(r: FileResult) -> dict[str, Any]:
-    report = _json_in(r.stderr)
+    report = json_in(r.stderr)
     if report is None:
         return {}
     # in a file's own run these are `ctxkit: warning:` lines; the JSON report holds them instead

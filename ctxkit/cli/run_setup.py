@@ -112,7 +112,8 @@ _SIDE_FILE_OPTIONS = {"session_memory": "--session-memory", "state_file": "--sta
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
-             output: Path | None = None, fits: Callable[[Policy], None] | None = None, **inputs: Any) -> Run:
+             output: Path | None = None, fits: Callable[[Policy], None] | None = None,
+             check_pairing: bool = True, **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
     ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
@@ -122,7 +123,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
     as it was read (standard input redirected from the session, too). ``fits(policy)`` raises when the run
     cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked before the transcript
-    is read.
+    is read. ``check_pairing=False``: a result answering no tool_use is left for the caller to report
+    (``ctxkit doctor``), not a bad line.
     """
     from .trust_cmd import guard_policy
 
@@ -139,7 +141,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         # may be another, and the one looked in here gives the same transcript anyway
         lookup = Path(store) if store is not None else default_store_dir(source)
         checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint, fmt=fmt)
-    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line,
+    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=check_pairing,
                         resume=checkpoints.resume if checkpoints is not None else None)
     # whether the output names the input's file now: it may name another by the time the output is written
     onto_input = names_open_file(output, t.source.fd)

@@ -35,6 +35,9 @@ LISTED: tuple[tuple[str, str, str], ...] = (
     ("collapse", "collapse.stage", "Collapse"),
     ("autocompact", "autocompact.stage", "Autocompact"),
     ("attachments", "attachments.stage", "Attachments"),
+    # repairs (ctxkit doctor --fix): in no built-in policy's pipeline; run by name
+    ("repair", "repair.stage", "Repair"),
+    ("slim", "repair.slim", "Slim"),
 )
 
 

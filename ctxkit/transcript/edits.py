@@ -182,21 +182,25 @@ def strip_thinking_after(t: Transcript, first_changed: int) -> tuple[Transcript,
 
 
 ARCHIVE_RECORD = "archive"
+#: the key of an archived Claude Code entry that has no uuid: its line number (``line:12``)
+LINE_KEY = "line:"
 
 
 def archive_entries(t: Transcript, store: Any, originals: dict[int, dict], timestamp: str,
-                    reason: str) -> tuple[Transcript, str | None]:
+                    reason: str, by_line: bool = False) -> tuple[Transcript, str | None]:
     """Keep the original of every entry a stage rewrote or removed, so nothing is lost.
 
-    The originals go to the store as one JSON blob (Claude Code entries keyed by uuid, plain
-    lines by input line number). For Claude Code an ``archive`` record pointing at the blob is
+    The originals go to the store as one JSON blob (Claude Code entries keyed by uuid, or by ``line:N``
+    when they have none; plain lines by input line number). For Claude Code an ``archive`` record pointing at the blob is
     appended, and :func:`restore_archived` (``ctxkit expand``) puts the entries back; plain
-    formats have nowhere to write a pointer, so the caller reports the path.
+    formats have nowhere to write a pointer, so the caller reports the path. ``by_line``: key every
+    Claude Code entry by its line number (entries off the chain, whose uuid another line may carry too).
     """
     if not originals:
         return t, None
-    if t.format == "claude-code":
-        payload = {entry["uuid"]: entry for entry in originals.values() if entry.get("uuid")}
+    if t.format == "claude-code":  # by uuid; a line without one (a snapshot) by its line number, ``line:N``
+        payload = {(not by_line and entry.get("uuid")) or f"{LINE_KEY}{t.line_no(i)}": entry
+                   for i, entry in originals.items() if (not by_line and entry.get("uuid")) or t.line_no(i)}
     else:
         payload = {str(t.line_no(i)): entry for i, entry in sorted(originals.items())}
     path = str(store.put_json(payload))
@@ -241,6 +245,8 @@ def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Tra
         for uid, entry in entries.items():
             if uid in by_uuid:
                 edits[by_uuid[uid]] = entry
+            elif uid.startswith(LINE_KEY) and uid[len(LINE_KEY):].isdigit() and 0 < int(uid[len(LINE_KEY):]) <= t.n_lines:
+                edits[int(uid[len(LINE_KEY):]) - 1] = entry
         done.append(r)
     return t.with_edits(replace=edits, remove=done)
 

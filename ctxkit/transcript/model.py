@@ -38,8 +38,23 @@ def without_harness_keys(entry: dict) -> dict:
     return entry
 
 
+class _Dropped:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DROPPED"
+
+
+#: An edited entry's value for a harness-only field it drops (``ctxkit doctor --slim``): the field is left
+#: out when the entry is written, instead of being put back from the input line.
+DROPPED = _Dropped()
+
+
 def _with_harness_keys(entry: dict, original: dict) -> dict:
-    """``entry`` with the harness-only fields of ``original`` back, in their original place."""
+    """``entry`` with the harness-only fields of ``original`` back, in their original place (those ``entry``
+    sets to :data:`DROPPED` left out)."""
+    if any(entry.get(k) is DROPPED for k in HARNESS_ONLY_KEYS):
+        return {k: v for k, v in entry.items() if v is not DROPPED}
     missing = [k for k in HARNESS_ONLY_KEYS if k in original and k not in entry]
     if not missing:
         return entry
