@@ -3,7 +3,8 @@ reads none of ``ctxkit/api_rules.json``): the rules and limits as the API docume
 texts it answers with. :class:`mock_messages_api.MockMessagesAPI` answers with it when ``strict`` is set,
 so a test can send the next request of a session and see it accepted or refused as the API would.
 
-What it cannot check: whether a thinking block's signature verifies (that needs the API's key); it
+Mid-conversation ``system`` messages are accepted; the other rules hold across them (numbers are of the
+user and assistant messages). What it cannot check: whether a thinking block's signature verifies (that needs the API's key); it
 refuses an empty one, and one cut short (base64 under 100 characters: real ones are hundreds long).
 """
 from __future__ import annotations
@@ -48,13 +49,15 @@ def problem(body: Any) -> str | None:
     """The API's 400 text for the first rule ``body`` breaks, or None when it would be accepted."""
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "messages: at least one message is required"
-    msgs = body["messages"]
+    # mid-conversation system messages (a documented API feature) sit between turns: the rules hold across them
+    for n, m in enumerate(body["messages"]):
+        if m.get("role") not in ("user", "assistant", "system"):
+            return f"messages.{n}.role: Input should be 'user', 'assistant' or 'system'"
+    msgs = [m for m in body["messages"] if m.get("role") != "system"]
     images: list[tuple[int, int, dict]] = []
     seen_ids: set[str] = set()
     for n, m in enumerate(msgs):
         role = m.get("role")
-        if role not in ("user", "assistant"):
-            return f"messages.{n}.role: Input should be 'user' or 'assistant'"
         blocks = _blocks(m.get("content"))
         prev = msgs[n - 1] if n else None
         prev_ids = [b.get("id") for b in _blocks(prev.get("content"))
