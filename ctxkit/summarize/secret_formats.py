@@ -93,45 +93,67 @@ def cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
     return out
 
 
-_K8S_DATA_YAML = re.compile(r"^([ \t]*-?[ \t]*)(?:data|stringData):[ \t]*$", re.MULTILINE)
-_K8S_ITEM_YAML = re.compile(r"[ \t]*[^\s:#][^:\n]*:[ \t]*(?P<value>\S(?:[^\n]*\S)?)?[ \t]*$")
+#: Where a Secret's values start: a ``data:`` or ``stringData:`` key (the rule's regex finds ``data``, a
+#: literal; the rest of the shape is checked here), and what says the manifest is a Secret.
+_K8S_DATA_YAML = re.compile(r"([ \t]*-?[ \t]*)(?:data|stringData):[ \t]*")
 _K8S_DATA_JSON = re.compile(r'"(?:data|stringData)"\s*:\s*\{')
+_K8S_ITEM_YAML = re.compile(r"[ \t]*[^\s:#][^:\n]*:[ \t]*(?P<value>\S(?:[^\n]*\S)?)?[ \t]*")
 _K8S_ITEM_JSON = re.compile(r'\s*"(?:[^"\\]|\\.)*"\s*:\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*,?')
+_K8S_KIND_SECRET = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])""")
+#: How far around a ``data:`` its manifest is read for ``kind: Secret`` (bounded: a text of many
+#: manifests is not read whole for each).
+_MANIFEST_REACH = 16384
 
 
 def kubernetes_secret_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
-    """The values of the ``data:`` and ``stringData:`` of a Kubernetes Secret (``kubectl get secret -o
-    yaml`` or ``-o json``, a manifest): every one is a secret by what holds it, whatever its key and
-    whether or not its base64 decodes to something recognisable. The manifest is the YAML document
-    (between ``---`` lines) around ``kind: Secret``."""
-    begin = text.rfind("\n---", 0, m.start())
-    begin = 0 if begin < 0 else begin + 4
-    end = text.find("\n---", m.end())
-    end = len(text) if end < 0 else end
+    """The values of the ``data:`` or ``stringData:`` at ``m`` when it belongs to a Kubernetes Secret
+    (``kubectl get secret -o yaml`` or ``-o json``, a manifest): every one is a secret by what holds it,
+    whatever its key and whether or not its base64 decodes to something recognisable. The manifest is the
+    YAML document (between ``---`` lines) around it, at most :data:`_MANIFEST_REACH` characters each way,
+    and it must say ``kind: Secret``."""
+    found = text.rfind("\n", max(m.start() - _MANIFEST_REACH, 0), m.start())
+    line_start = found + 1 if found >= 0 else max(m.start() - _MANIFEST_REACH, 0)
+    lo, hi = max(line_start - _MANIFEST_REACH, 0), min(m.end() + _MANIFEST_REACH, len(text))
+    begin = text.rfind("\n---", lo, line_start)
+    begin = lo if begin < 0 else begin + 4
+    end = text.find("\n---", m.end(), hi)
+    end = hi if end < 0 else end
+    if not _K8S_KIND_SECRET.search(text[begin:end].lower()):
+        return []
     out: list[tuple[int, int]] = []
-    for block in _K8S_DATA_YAML.finditer(text, begin, end):
-        indent = len(block.group(1).expandtabs())
-        pos = block.end() + 1
-        while pos < end:
-            line_end = text.find("\n", pos, end)
-            line_end = end if line_end < 0 else line_end
-            line = text[pos:line_end]
-            if line.strip():
-                if len(line) - len(line.lstrip()) <= indent:
-                    break
-                item = _K8S_ITEM_YAML.fullmatch(line)
-                if item is not None and item.group("value") and item.group("value") not in ("|", ">", "|-", ">-"):
-                    out.append((pos + item.start("value"), pos + item.end("value")))
-                elif item is None:  # a line of a block scalar (``key: |``): all of it
-                    out.append((pos + len(line) - len(line.lstrip()), line_end))
-            pos = line_end + 1
-    for block in _K8S_DATA_JSON.finditer(text, begin, end):
+    line_end = text.find("\n", m.end(), end)
+    block = _K8S_DATA_YAML.fullmatch(text, line_start, end if line_end < 0 else line_end)
+    if block is not None:
+        out = _yaml_values(text, block, end)
+    elif (block := _K8S_DATA_JSON.match(text, m.start() - 1, end)) is not None:
         pos = block.end()
         while (item := _K8S_ITEM_JSON.match(text, pos, end)) is not None:
             if item.group("value"):
                 out.append(item.span("value"))
             pos = item.end()
     return [(a, b) for a, b in out if not MARKER_RE.fullmatch(text[a:b])]
+
+
+def _yaml_values(text: str, block: re.Match[str], end: int) -> list[tuple[int, int]]:
+    """The values of the YAML mapping under ``block`` (a ``data:`` line): its more indented lines, a
+    ``key: value`` one's value, a line of a block scalar (``key: |``) whole."""
+    out: list[tuple[int, int]] = []
+    indent = len(block.group(1).expandtabs())
+    pos = block.end() + 1
+    while pos < end:
+        line_end = text.find("\n", pos, end)
+        line_end = end if line_end < 0 else line_end
+        line = text[pos:line_end]
+        if line.strip():
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            item = _K8S_ITEM_YAML.fullmatch(line)
+            if item is not None and item.group("value") and item.group("value") not in ("|", ">", "|-", ">-"):
+                out.append((pos + item.start("value"), pos + item.end("value")))
+            elif item is None:
+                out.append((pos + len(line) - len(line.lstrip()), line_end))
+        pos = line_end + 1
+    return out
 
 
 #: How far back from a flag its command is looked for, and what ends a command line before that: a pipe, a
