@@ -1,5 +1,6 @@
 """Where secrets hide in formats whose shape says what is secret: the values of ``Cookie:`` headers and of
-a Kubernetes Secret's ``data:``, passwords given to command-line tools, and base64 that decodes to text.
+a Kubernetes Secret's ``data:``, passwords given to command-line tools, assignments whose value can only be
+a string (shell, ``.env``, INI, properties, YAML, connection strings), and base64 that decodes to text.
 :mod:`ctxkit.summarize.secret_rules` turns them into rules; :mod:`ctxkit.summarize.redact` decodes base64."""
 from __future__ import annotations
 
@@ -58,6 +59,53 @@ def decode_base64_text(blob: str) -> str | None:
         return None
     printable = sum(c.isprintable() or c in "\n\r\t" for c in decoded)
     return decoded if decoded and printable == len(decoded) else None
+
+
+# -- assignments in files whose values are strings: shell, .env, INI, properties, YAML, connection strings
+
+_INI_SECTION = re.compile(r"[ \t]*\[[^\]\n]+\][ \t]*")
+_LINE_REACH = 4096
+
+
+def _under_section(text: str, line_start: int) -> bool:
+    """Whether an INI ``[section]`` line comes before the line at ``line_start`` (the nearest line that
+    starts with ``[``, found by a substring search back, not a regex from the text's start)."""
+    at = text.rfind("\n[", 0, line_start)
+    header_start = at + 1 if at >= 0 else (0 if text.startswith("[") else -1)
+    if header_start < 0:
+        return False
+    header_end = text.find("\n", header_start, line_start)
+    return bool(_INI_SECTION.fullmatch(text, header_start, header_end if header_end >= 0 else line_start))
+_CONNECTION_PAIR = re.compile(r"[\w ]=[^;\n]*;[ \t]*$")
+
+
+def literal_value(m: re.Match[str], text: str, start: int, name: str) -> bool:
+    """Whether the value of this ``name=value`` stands where a value is a string, never an expression:
+    a shell or ``.env`` assignment (``DB_PASSWORD=a.b``: a name in capitals, no space around ``=``), a
+    ``--flag=value``, a line of an INI or properties file (``password=x`` alone on its line, with no
+    space around ``=``, a dotted name or under a ``[section]``), a YAML ``name: value`` line, or a pair of
+    a connection string (``Server=x;Password=y;``)."""
+    sep, sep_start = m.group("sep"), m.start("sep")
+    # the line around it, read no further than _LINE_REACH each way (a line longer than that is no
+    # INI, properties or YAML line; and a text that is one long line is not read again for each match)
+    reach = max(start - _LINE_REACH, 0)
+    line_start = text.rfind("\n", reach, start) + 1 or reach
+    line_end = text.find("\n", m.end(), m.end() + _LINE_REACH)
+    line_end = min(len(text), m.end() + _LINE_REACH) if line_end < 0 else line_end
+    before, after = text[line_start:start], text[m.end():line_end]
+    tight = not text[m.end("tail"):sep_start].strip() and sep_start == m.end("tail") \
+        and not text[m.end("sep"):m.end("sep") + 1].isspace()
+    if sep != ":" and name.startswith("-"):
+        return True
+    if sep == "=" and tight and name.lstrip("-").replace(".", "_").isupper():
+        return True
+    whole_line = not before.strip() and (not after.strip() or after.lstrip().startswith(("#", ";")))
+    if sep == ":":
+        return whole_line and not before.strip(" \t-")
+    if whole_line and (tight or "." in name or _under_section(text, line_start)):
+        return True
+    # a connection string: ``...;Password=x;`` or ``Password=x;...`` after another ``key=value;``
+    return before.rstrip().endswith(";") or (after.startswith(";") and bool(_CONNECTION_PAIR.search(before)))
 
 
 #: Cookie attributes (``Set-Cookie: id=x; Path=/; HttpOnly``): not values.
