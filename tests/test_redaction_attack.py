@@ -275,8 +275,9 @@ def test_a_summarizers_error_that_quotes_its_answer_quotes_no_secret(runner, tmp
 
 
 @pytest.mark.parametrize("text", ["docker login -p x1y2 " * 5000, "sshpass -p x1y2 ssh h " * 5000, "curl -b a=b1c2 " * 5000,
-                                  "Cookie: a=b1c2; " * 5000, "DB_PASSWORD=x1y2 " * 5000, "mysql -px1y2 " * 5000],
-                         ids=["docker", "sshpass", "curl-cookie", "cookie", "assignment", "mysql"])
+                                  "Cookie: a=b1c2; " * 5000, "DB_PASSWORD=x1y2 " * 5000, "mysql -px1y2 " * 5000,
+                                  "kind: Secret\ndata:\n  a: b1c2\n" * 5000, '{"kind": "Secret", "data": {"a": "b1"}} ' * 5000],
+                         ids=["docker", "sshpass", "curl-cookie", "cookie", "assignment", "mysql", "secrets", "json-secrets"])
 def test_a_long_line_of_repeated_commands_is_redacted_in_bounded_time(text):
     """Each command-line rule looks back from its flag a bounded distance, and each cookie list or line is read
     a bounded distance: a one-line text of 5,000 commands is not read 5,000 times over (it took minutes)."""

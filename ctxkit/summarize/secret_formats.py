@@ -1,5 +1,6 @@
 """Where secrets hide in formats whose shape says what is secret: the values of ``Cookie:`` headers and of
-a Kubernetes Secret's ``data:``, passwords given to command-line tools, and base64 that decodes to text.
+a Kubernetes Secret's ``data:``, passwords given to command-line tools, assignments whose value can only be
+a string (shell, ``.env``, INI, properties, YAML, connection strings), and base64 that decodes to text.
 :mod:`ctxkit.summarize.secret_rules` turns them into rules; :mod:`ctxkit.summarize.redact` decodes base64."""
 from __future__ import annotations
 
@@ -60,6 +61,53 @@ def decode_base64_text(blob: str) -> str | None:
     return decoded if decoded and printable == len(decoded) else None
 
 
+# -- assignments in files whose values are strings: shell, .env, INI, properties, YAML, connection strings
+
+_INI_SECTION = re.compile(r"[ \t]*\[[^\]\n]+\][ \t]*")
+_LINE_REACH = 4096
+
+
+def _under_section(text: str, line_start: int) -> bool:
+    """Whether an INI ``[section]`` line comes before the line at ``line_start`` (the nearest line that
+    starts with ``[``, found by a substring search back, not a regex from the text's start)."""
+    at = text.rfind("\n[", 0, line_start)
+    header_start = at + 1 if at >= 0 else (0 if text.startswith("[") else -1)
+    if header_start < 0:
+        return False
+    header_end = text.find("\n", header_start, line_start)
+    return bool(_INI_SECTION.fullmatch(text, header_start, header_end if header_end >= 0 else line_start))
+_CONNECTION_PAIR = re.compile(r"[\w ]=[^;\n]*;[ \t]*$")
+
+
+def literal_value(m: re.Match[str], text: str, start: int, name: str) -> bool:
+    """Whether the value of this ``name=value`` stands where a value is a string, never an expression:
+    a shell or ``.env`` assignment (``DB_PASSWORD=a.b``: a name in capitals, no space around ``=``), a
+    ``--flag=value``, a line of an INI or properties file (``password=x`` alone on its line, with no
+    space around ``=``, a dotted name or under a ``[section]``), a YAML ``name: value`` line, or a pair of
+    a connection string (``Server=x;Password=y;``)."""
+    sep, sep_start = m.group("sep"), m.start("sep")
+    # the line around it, read no further than _LINE_REACH each way (a line longer than that is no
+    # INI, properties or YAML line; and a text that is one long line is not read again for each match)
+    reach = max(start - _LINE_REACH, 0)
+    line_start = text.rfind("\n", reach, start) + 1 or reach
+    line_end = text.find("\n", m.end(), m.end() + _LINE_REACH)
+    line_end = min(len(text), m.end() + _LINE_REACH) if line_end < 0 else line_end
+    before, after = text[line_start:start], text[m.end():line_end]
+    tight = not text[m.end("tail"):sep_start].strip() and sep_start == m.end("tail") \
+        and not text[m.end("sep"):m.end("sep") + 1].isspace()
+    if sep != ":" and name.startswith("-"):
+        return True
+    if sep == "=" and tight and name.lstrip("-").replace(".", "_").isupper():
+        return True
+    whole_line = not before.strip() and (not after.strip() or after.lstrip().startswith(("#", ";")))
+    if sep == ":":
+        return whole_line and not before.strip(" \t-")
+    if whole_line and (tight or "." in name or _under_section(text, line_start)):
+        return True
+    # a connection string: ``...;Password=x;`` or ``Password=x;...`` after another ``key=value;``
+    return before.rstrip().endswith(";") or (after.startswith(";") and bool(_CONNECTION_PAIR.search(before)))
+
+
 #: Cookie attributes (``Set-Cookie: id=x; Path=/; HttpOnly``): not values.
 _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "httponly", "secure", "samesite", "priority",
                       "partitioned", "version", "comment"}
@@ -93,45 +141,67 @@ def cookie_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
     return out
 
 
-_K8S_DATA_YAML = re.compile(r"^([ \t]*-?[ \t]*)(?:data|stringData):[ \t]*$", re.MULTILINE)
-_K8S_ITEM_YAML = re.compile(r"[ \t]*[^\s:#][^:\n]*:[ \t]*(?P<value>\S(?:[^\n]*\S)?)?[ \t]*$")
+#: Where a Secret's values start: a ``data:`` or ``stringData:`` key (the rule's regex finds ``data``, a
+#: literal; the rest of the shape is checked here), and what says the manifest is a Secret.
+_K8S_DATA_YAML = re.compile(r"([ \t]*-?[ \t]*)(?:data|stringData):[ \t]*")
 _K8S_DATA_JSON = re.compile(r'"(?:data|stringData)"\s*:\s*\{')
+_K8S_ITEM_YAML = re.compile(r"[ \t]*[^\s:#][^:\n]*:[ \t]*(?P<value>\S(?:[^\n]*\S)?)?[ \t]*")
 _K8S_ITEM_JSON = re.compile(r'\s*"(?:[^"\\]|\\.)*"\s*:\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*,?')
+_K8S_KIND_SECRET = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])""")
+#: How far around a ``data:`` its manifest is read for ``kind: Secret`` (bounded: a text of many
+#: manifests is not read whole for each).
+_MANIFEST_REACH = 16384
 
 
 def kubernetes_secret_values(m: re.Match[str], text: str) -> list[tuple[int, int]]:
-    """The values of the ``data:`` and ``stringData:`` of a Kubernetes Secret (``kubectl get secret -o
-    yaml`` or ``-o json``, a manifest): every one is a secret by what holds it, whatever its key and
-    whether or not its base64 decodes to something recognisable. The manifest is the YAML document
-    (between ``---`` lines) around ``kind: Secret``."""
-    begin = text.rfind("\n---", 0, m.start())
-    begin = 0 if begin < 0 else begin + 4
-    end = text.find("\n---", m.end())
-    end = len(text) if end < 0 else end
+    """The values of the ``data:`` or ``stringData:`` at ``m`` when it belongs to a Kubernetes Secret
+    (``kubectl get secret -o yaml`` or ``-o json``, a manifest): every one is a secret by what holds it,
+    whatever its key and whether or not its base64 decodes to something recognisable. The manifest is the
+    YAML document (between ``---`` lines) around it, at most :data:`_MANIFEST_REACH` characters each way,
+    and it must say ``kind: Secret``."""
+    found = text.rfind("\n", max(m.start() - _MANIFEST_REACH, 0), m.start())
+    line_start = found + 1 if found >= 0 else max(m.start() - _MANIFEST_REACH, 0)
+    lo, hi = max(line_start - _MANIFEST_REACH, 0), min(m.end() + _MANIFEST_REACH, len(text))
+    begin = text.rfind("\n---", lo, line_start)
+    begin = lo if begin < 0 else begin + 4
+    end = text.find("\n---", m.end(), hi)
+    end = hi if end < 0 else end
+    if not _K8S_KIND_SECRET.search(text[begin:end].lower()):
+        return []
     out: list[tuple[int, int]] = []
-    for block in _K8S_DATA_YAML.finditer(text, begin, end):
-        indent = len(block.group(1).expandtabs())
-        pos = block.end() + 1
-        while pos < end:
-            line_end = text.find("\n", pos, end)
-            line_end = end if line_end < 0 else line_end
-            line = text[pos:line_end]
-            if line.strip():
-                if len(line) - len(line.lstrip()) <= indent:
-                    break
-                item = _K8S_ITEM_YAML.fullmatch(line)
-                if item is not None and item.group("value") and item.group("value") not in ("|", ">", "|-", ">-"):
-                    out.append((pos + item.start("value"), pos + item.end("value")))
-                elif item is None:  # a line of a block scalar (``key: |``): all of it
-                    out.append((pos + len(line) - len(line.lstrip()), line_end))
-            pos = line_end + 1
-    for block in _K8S_DATA_JSON.finditer(text, begin, end):
+    line_end = text.find("\n", m.end(), end)
+    block = _K8S_DATA_YAML.fullmatch(text, line_start, end if line_end < 0 else line_end)
+    if block is not None:
+        out = _yaml_values(text, block, end)
+    elif (block := _K8S_DATA_JSON.match(text, m.start() - 1, end)) is not None:
         pos = block.end()
         while (item := _K8S_ITEM_JSON.match(text, pos, end)) is not None:
             if item.group("value"):
                 out.append(item.span("value"))
             pos = item.end()
     return [(a, b) for a, b in out if not MARKER_RE.fullmatch(text[a:b])]
+
+
+def _yaml_values(text: str, block: re.Match[str], end: int) -> list[tuple[int, int]]:
+    """The values of the YAML mapping under ``block`` (a ``data:`` line): its more indented lines, a
+    ``key: value`` one's value, a line of a block scalar (``key: |``) whole."""
+    out: list[tuple[int, int]] = []
+    indent = len(block.group(1).expandtabs())
+    pos = block.end() + 1
+    while pos < end:
+        line_end = text.find("\n", pos, end)
+        line_end = end if line_end < 0 else line_end
+        line = text[pos:line_end]
+        if line.strip():
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            item = _K8S_ITEM_YAML.fullmatch(line)
+            if item is not None and item.group("value") and item.group("value") not in ("|", ">", "|-", ">-"):
+                out.append((pos + item.start("value"), pos + item.end("value")))
+            elif item is None:
+                out.append((pos + len(line) - len(line.lstrip()), line_end))
+        pos = line_end + 1
+    return out
 
 
 #: How far back from a flag its command is looked for, and what ends a command line before that: a pipe, a

@@ -13,7 +13,14 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .secret_formats import cli_flag, command_before, cookie_values, kubernetes_secret_values, on_command_line
+from .secret_formats import (
+    cli_flag,
+    command_before,
+    cookie_values,
+    kubernetes_secret_values,
+    literal_value,
+    on_command_line,
+)
 from .secret_values import (
     _NAME_WORDS,
     _NOT_SECRET_VALUES,
@@ -83,7 +90,7 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     strength = secret_name(name)
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
-    literal = _literal(m, text, start, name)
+    literal = literal_value(m, text, start, name)
     if strength is None or not plausible_secret(value, literal=literal):
         return None
     if strength == "weak" and not _distinctive(value):
@@ -115,51 +122,6 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             if not (yaml_line or quoted_key or before.endswith(('"', "'"))):
                 return None
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"
-
-
-_INI_SECTION = re.compile(r"[ \t]*\[[^\]\n]+\][ \t]*")
-_LINE_REACH = 4096
-
-
-def _under_section(text: str, line_start: int) -> bool:
-    """Whether an INI ``[section]`` line comes before the line at ``line_start`` (the nearest line that
-    starts with ``[``, found by a substring search back, not a regex from the text's start)."""
-    at = text.rfind("\n[", 0, line_start)
-    header_start = at + 1 if at >= 0 else (0 if text.startswith("[") else -1)
-    if header_start < 0:
-        return False
-    header_end = text.find("\n", header_start, line_start)
-    return bool(_INI_SECTION.fullmatch(text, header_start, header_end if header_end >= 0 else line_start))
-_CONNECTION_PAIR = re.compile(r"[\w ]=[^;\n]*;[ \t]*$")
-
-
-def _literal(m: re.Match[str], text: str, start: int, name: str) -> bool:
-    """Whether the value of this ``name=value`` stands where a value is a string, never an expression:
-    a shell or ``.env`` assignment (``DB_PASSWORD=a.b``: a name in capitals, no space around ``=``), a
-    ``--flag=value``, a line of an INI or properties file (``password=x`` alone on its line, with no
-    space around ``=``, a dotted name or under a ``[section]``), a YAML ``name: value`` line, or a pair of
-    a connection string (``Server=x;Password=y;``)."""
-    sep, sep_start = m.group("sep"), m.start("sep")
-    # the line around it, read no further than _LINE_REACH each way (a line longer than that is no
-    # INI, properties or YAML line; and a text that is one long line is not read again for each match)
-    reach = max(start - _LINE_REACH, 0)
-    line_start = text.rfind("\n", reach, start) + 1 or reach
-    line_end = text.find("\n", m.end(), m.end() + _LINE_REACH)
-    line_end = min(len(text), m.end() + _LINE_REACH) if line_end < 0 else line_end
-    before, after = text[line_start:start], text[m.end():line_end]
-    tight = not text[m.end("tail"):sep_start].strip() and sep_start == m.end("tail") \
-        and not text[m.end("sep"):m.end("sep") + 1].isspace()
-    if sep != ":" and name.startswith("-"):
-        return True
-    if sep == "=" and tight and name.lstrip("-").replace(".", "_").isupper():
-        return True
-    whole_line = not before.strip() and (not after.strip() or after.lstrip().startswith(("#", ";")))
-    if sep == ":":
-        return whole_line and not before.strip(" \t-")
-    if whole_line and (tight or "." in name or _under_section(text, line_start)):
-        return True
-    # a connection string: ``...;Password=x;`` or ``Password=x;...`` after another ``key=value;``
-    return before.rstrip().endswith(";") or (after.startswith(";") and bool(_CONNECTION_PAIR.search(before)))
 
 
 def _url_password(m: re.Match[str], text: str) -> str | None:
@@ -298,8 +260,8 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_plausible("password"), triggers=("htpasswd",)),
     Rule("password", re.compile(r"machine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>[^\s'\"`]+)"),
          group="secret", check=_plausible("password"), triggers=("machine",)),
-    Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
-         spans=kubernetes_secret_values),
+    Rule("kubernetes-secret", re.compile(r"data\"?[ \t]*:"), lowered=True, spans=kubernetes_secret_values,
+         triggers=("secret",)),
     Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=cookie_values),
     Rule("cookie", re.compile(r"-(?:b|-cookie)[ \t]+['\"]?"), lowered=True, check=_after_command("cookie", "curl"),
          spans=cookie_values, triggers=("curl",)),
