@@ -70,7 +70,9 @@ def main() -> int:
         sig = outcome(case)
         if sig is not None:
             found[sig] = found.get(sig, 0) + 1
-            first.setdefault(sig, case)
+            if sig not in first:  # said at once: a long run cut short still tells what it found
+                first[sig] = case
+                print(f"... new after {counts['cases']} cases: {sig}\n{case!r}"[:6000], file=sys.stderr, flush=True)
         if counts["cases"] % 500 == 0:
             print(f"... {counts['cases']} cases, {sum(found.values())} problems, {time.monotonic() - start:.0f} s",
                   file=sys.stderr, flush=True)

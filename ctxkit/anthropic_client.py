@@ -8,7 +8,10 @@ must not import each other, so the rules they share live here, below both:
   file), and is redacted from any text shown to a person (:func:`redact_key`);
 - the base URL is the policy's, else ``ANTHROPIC_BASE_URL``, else the public API; it is
   passed explicitly, so the SDK never consults ``os.environ`` behind an injected ``env``;
-- the SDK's own retries are off: callers that retry count their retries themselves.
+- the SDK's own retries are off: callers that retry count their retries themselves;
+- an answer is read to :data:`MAX_RESPONSE_BYTES` at most (decoded): a server that answers gigabytes
+  (a misconfigured ``base_url``, a hostile one) fails the request with :class:`ResponseTooLarge`
+  instead of being held whole in memory.
 """
 from __future__ import annotations
 
@@ -20,6 +23,22 @@ from typing import Any
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 BASE_URL_VARIABLE = "ANTHROPIC_BASE_URL"
+
+
+#: The most bytes of one answer read (after decompression). A Messages API answer is its text and a
+#: few hundred bytes around it: a summary of 32,000 tokens is about 150 kB of JSON.
+MAX_RESPONSE_BYTES = 16 << 20
+
+
+class ResponseTooLarge(Exception):
+    """An answer longer than :data:`MAX_RESPONSE_BYTES`; it was not read further (the SDK reports it as
+    a connection error whose cause this is)."""
+
+    def __init__(self, limit: int, announced: int | None = None):
+        self.limit = limit
+        self.announced = announced
+        said = f" (it announced {announced:,} bytes)" if announced is not None else ""
+        super().__init__(f"an answer longer than {limit:,} bytes, the most ctxkit reads{said}")
 
 
 class NoAPIKey(Exception):
@@ -50,8 +69,30 @@ def build_client(*, env: Mapping[str, str] | None = None, configured_base_url: s
         raise NoAPIKey(f"no API key (set {KEY_VARIABLE})")
     import anthropic
 
+    http_client = anthropic.DefaultHttpxClient(event_hooks={"response": [bound_response]})
     return anthropic.Anthropic(api_key=key, base_url=base_url(configured_base_url, env),
-                               timeout=timeout_seconds, max_retries=0)
+                               timeout=timeout_seconds, max_retries=0, http_client=http_client)
+
+
+def bound_response(response: Any, limit: int = MAX_RESPONSE_BYTES) -> None:
+    """An httpx response hook (called with the headers, before the body is read): refuse an answer that
+    announces more than ``limit`` bytes, and make reading the body raise :class:`ResponseTooLarge`
+    as soon as more than ``limit`` decoded bytes came (so a compressed answer is bounded too)."""
+    length = response.headers.get("content-length")
+    if length and length.strip().isdigit() and int(length) > limit:
+        response.close()
+        raise ResponseTooLarge(limit, int(length))
+    decoded = response.iter_bytes
+
+    def iter_bytes(chunk_size: int | None = None):
+        total = 0
+        for chunk in decoded(chunk_size):
+            total += len(chunk)
+            if total > limit:  # the response is closed as the generators under this one unwind
+                raise ResponseTooLarge(limit)
+            yield chunk
+
+    response.iter_bytes = iter_bytes  # what read() and every iteration of the body go through
 
 
 def redact_key(text: str, secret: str | None) -> str:

@@ -84,6 +84,41 @@ def read_under(root: Path, parts: Sequence[str], *, shown: str | None = None,
     return _read_parts(root, parts, shown, MAX_READ_BYTES if limit is None else limit)
 
 
+def check_under(root: Path, parts: Sequence[str], *, shown: str | None = None, folder: bool = False) -> bool:
+    """Whether the regular file (with ``folder``: the folder) ``root/parts[0]/.../parts[-1]`` exists
+    (False: it, or a folder on the way, does not exist yet); raises :class:`Refused` when one of
+    ``parts`` is a symbolic link, a folder on the way is not a folder, or what is there is not a
+    regular file (not a folder).
+
+    The writing side of :func:`read_under`'s rule, for a folder ctxkit owns (the store): what a
+    write goes through is what a read would accept, so a link planted in the folder (``ledger.json``
+    pointing at another file, ``blobs/`` at another folder) cannot send a write elsewhere, and nothing
+    is written that could not be read back. ``root`` itself is trusted, as for :func:`read_under`.
+    ``parts`` are ctxkit's own names (``.lock`` included), not a transcript's."""
+    path = Path(root)
+    for k, part in enumerate(parts):
+        if not part or part in (".", "..") or "/" in part or os.sep in part:
+            raise Refused(shown or str(Path(root, *parts)), f"{part!r} is not a file name")
+        path = path / part
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except PermissionError as exc:  # the folder it is in cannot be searched: name that folder
+            raise Refused(str(path.parent), f"cannot be entered ({exc.strerror or exc})", NOT_REGULAR) from None
+        except OSError as exc:
+            raise Refused(str(path), f"cannot be examined ({exc.strerror or exc})", NOT_REGULAR) from None
+        if stat.S_ISLNK(info.st_mode):
+            raise Refused(str(path), "is a symbolic link (ctxkit neither reads nor writes its own files "
+                          "through a link)", NOT_REGULAR)
+        if k < len(parts) - 1 or folder:
+            if not stat.S_ISDIR(info.st_mode):
+                raise Refused(str(path), "is not a folder", NOT_REGULAR)
+        elif not stat.S_ISREG(info.st_mode):
+            raise Refused(str(path), "is not a regular file", NOT_REGULAR)
+    return bool(parts)
+
+
 _SKIPPED = {OUTSIDE: "outside the session's folder",
             NOT_REGULAR: "that {are} not {a}regular {files} (a device, FIFO, socket, link or system file)",
             TOO_LARGE: "over the size limit",
@@ -135,10 +170,31 @@ def _read_parts(root: Path, parts: Sequence[str], shown: str, limit: int) -> byt
         fd = _open_by_fd(root, parts, shown) if _WALK_BY_FD else _open_by_path(root, parts, shown)
     except FileNotFoundError:
         return None
+    return read_open_file(fd, shown, limit)
+
+
+def read_regular(path: str | Path, *, limit: int, shown: str | None = None) -> bytes:
+    """The bytes of ``path``, a file the *user* named (symbolic links followed), read with the same
+    bounds as a file a transcript names: opened non-blocking (a FIFO cannot hang the run), a regular
+    file only (a device such as ``/dev/zero``, a FIFO, a socket or a folder raises :class:`Refused`,
+    kind :data:`NOT_REGULAR`), at most ``limit`` bytes (more raises kind :data:`TOO_LARGE`, having
+    read no more than ``limit + 1``). ``FileNotFoundError`` and other ``OSError`` from opening it
+    propagate: the caller says what a missing file means."""
+    shown = shown or str(path)
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_BINARY", 0))
+    return read_open_file(fd, shown, limit)
+
+
+def read_open_file(fd: int, shown: str, limit: int) -> bytes:
+    """Read the open file ``fd`` (and close it): a regular file of at most ``limit`` bytes, else
+    :class:`Refused`. The size is checked before reading and again while reading (a file that grows,
+    or a pseudo-file whose size says 0, stops at ``limit + 1`` bytes)."""
     try:
         info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise Refused(shown, "a folder, not a file", NOT_REGULAR)
         if not stat.S_ISREG(info.st_mode):
-            raise Refused(shown, "not a regular file", NOT_REGULAR)
+            raise Refused(shown, f"not a regular file ({file_kind(info.st_mode)})", NOT_REGULAR)
         if info.st_size > limit:
             raise Refused(shown, f"larger than {limit} bytes", TOO_LARGE)
         chunks, total = [], 0
@@ -153,6 +209,15 @@ def _read_parts(root: Path, parts: Sequence[str], shown: str, limit: int) -> byt
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _open_by_fd(root: Path, parts: Sequence[str], shown: str) -> int:

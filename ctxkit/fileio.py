@@ -8,7 +8,9 @@ guarantees (user documentation: docs/store.md):
   fsynced, then renamed over the target; the folder is fsynced after the rename (and after creating
   a folder), so once :func:`atomic_output` returns the new bytes survive a power cut.
 * **The target keeps what it is.** An existing regular file keeps its permission bits (and, as
-  root, its owner); a new file gets ``0666`` less the umask, like a shell redirect. A symlink is
+  root, its owner); one this user may not write (read-only for them, another user's) is not
+  replaced, as a shell redirect would not write it; a new file gets ``0666`` less the umask, like a
+  shell redirect. A symlink is
   followed: its target is replaced, the link stays. Anything that is not a regular file (a
   character device such as ``/dev/null``, a FIFO, a socket) is written in place, never replaced.
 * **Nothing left behind.** Temporary files are named ``.NAME.ctxkit-PID-RANDOM.tmp``. They are
@@ -217,6 +219,19 @@ def check_output(path: str | os.PathLike | None) -> None:
         raise WriteError(str(path), exc) from None
     if stat.S_ISDIR(st.st_mode):
         raise WriteError(str(path), IsADirectoryError(21, "Is a directory"))
+    _refuse_unwritable(str(path), path, st)
+
+
+def _refuse_unwritable(name: str, path: str | os.PathLike, st: os.stat_result) -> None:
+    """Raise :class:`WriteError` when the existing regular file ``path`` is not writable by this user
+    (read-only for them, or another user's): a rename would replace it all the same (the folder allows
+    it), but ``> file`` would not, and a read-only mode is the user's word that it must not change."""
+    if not stat.S_ISREG(st.st_mode):
+        return
+    effective = os.access in os.supports_effective_ids
+    if not os.access(path, os.W_OK, effective_ids=effective):
+        raise WriteError(name, PermissionError(errno.EACCES, "Permission denied (the file is not writable by you; "
+                                                             "ctxkit does not replace it)"))
 
 
 @contextmanager
@@ -252,6 +267,8 @@ def atomic_output(path: str | os.PathLike | None, stdout: BinaryIO | None = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         yield from _write_in_place(target, name)
         return
+    if st is not None:
+        _refuse_unwritable(name, target, st)
     folder = target.parent
     make_dirs(folder, unsynced)
     sweep_stale_temps(folder)

@@ -7,6 +7,7 @@ instead of acting on the terminal, and every message quotes values the same way.
 """
 from __future__ import annotations
 
+import re
 import reprlib
 from typing import Any
 
@@ -59,3 +60,46 @@ def quote_json(value: Any, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:max(1, limit - 40)]}... ({len(text):,} characters)"
+
+
+#: A transcript's string that a message may show as it is: a short word of letters (``"robot"``,
+#: ``"tool_reslt"``, ``"USER"``): nothing a secret is made of (no digit, no mix of cases, no symbol).
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z_ -]{0,31}|[A-Z][A-Z_ -]{0,31}")
+#: An id a message may show (a tool call's, an entry's): the shapes agents write, or a short name.
+_PLAIN_ID = re.compile(r"(?:toolu|srvtoolu|mcptoolu|tooluse|call|fc)_[A-Za-z0-9]{4,64}"
+                       r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[A-Za-z][A-Za-z_-]{0,11}[0-9]{0,3}")
+
+
+def describe_content(value: Any) -> str:
+    """A value read from a transcript, for a message about it (exit 3, a skipped-line warning, a CI
+    annotation): the value itself only when it cannot hold a secret (``null``, ``42``, ``"robot"``), else
+    what it is (``a string of 48 characters``, ``an object with 2 keys``). Messages go to terminals and
+    CI logs, where a bad line's value (an ``.env`` a tool read, a pasted token) must not be copied.
+
+    >>> describe_content("robot"), describe_content("sk-ant-api03-xyz"), describe_content([1, 2])
+    ('"robot"', 'a string of 16 characters', 'a list of 2 items')
+    """
+    if value is None or isinstance(value, (bool, int, float)):
+        return quote_json(value)
+    if isinstance(value, str):
+        if value == "" or _PLAIN_WORD.fullmatch(value):
+            return quote_json(value)
+        return f"a string of {_count(len(value), 'character')}"
+    if isinstance(value, (list, tuple)):
+        return "an empty list" if not value else f"a list of {_count(len(value), 'item')}"
+    if isinstance(value, dict):
+        return "an empty object" if not value else f"an object with {_count(len(value), 'key')}"
+    return f"a {type(value).__name__}"
+
+
+def quote_id(value: Any, *, as_json: bool = False) -> str:
+    """An id read from a transcript (a tool call's, an entry's), quoted (by :func:`quote`, or
+    :func:`quote_json`) when it has the shape of one (``'toolu_01Ab...'``, a UUID, ``'t1'``), else
+    described like :func:`describe_content`: a field that should hold an id may hold anything."""
+    if isinstance(value, str) and _PLAIN_ID.fullmatch(value):
+        return quote_json(value) if as_json else quote(value)
+    return describe_content(value)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -22,6 +22,7 @@ from .quoting import quote
 from .stages.base import Context, RunInputs
 from .store.disk import Store
 from .tokens import budget_for, make_counter
+from .tokens.session import session_policy
 from .transcript.model import Transcript
 
 
@@ -97,7 +98,10 @@ def checked_arguments(policy: Any, store_dir: Any, now: Any, inputs: dict[str, A
 def build_context(policy: Policy, store: Store, *, now: Any = None, transcript: Transcript | None = None,
                   **inputs: Any) -> Context:
     """The Context of a run of ``policy`` over ``transcript`` (its unreadable lines are warned about)
-    with ``store``; ``inputs`` are :class:`~ctxkit.stages.base.RunInputs` fields."""
+    with ``store``; ``inputs`` are :class:`~ctxkit.stages.base.RunInputs` fields. The Context's policy
+    is ``policy`` as it applies to the transcript's session: its own model, output limit and cache
+    lifetime where the policy names none (:func:`ctxkit.tokens.session.session_policy`)."""
+    policy = session_policy(policy, transcript)
     ctx = Context(policy=policy, tokens=make_counter(policy.estimator, model=policy.model), clock=Clock(now),
                   store=store, inputs=RunInputs(now=now, **inputs))
     if ctx.tokens.name != "rough":

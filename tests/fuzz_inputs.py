@@ -9,7 +9,8 @@ plain Anthropic / OpenAI message list), one to three *mutations* that keep the
 JSON structure but break a type (a value replaced by null, a list, an object, a
 number, a bool, another or a huge string; a key deleted; an id copied from
 another line; a line duplicated; a ``blob`` pointed at a file that is not JSON),
-and one *command* run in-process with its usual options. What a command may
+and one *command* run in-process with its usual options (some also with a side file, ``--state``,
+``--queued``, ``--session-memory``, ``--system``, ``--tools`` or ``--pricing``, of drawn bytes). What a command may
 do with such input: exit 0 to 3, with a message on stderr when nonzero; never
 exit 4 (an internal error), never raise, never hang.
 """
@@ -259,7 +260,39 @@ def policies(draw) -> str:
 
 # -- commands ---------------------------------------------------------------------------------------------
 COMMANDS = ("compact", "compact-force", "compact-openai", "view", "view-openai", "view-request", "stats", "check",
-            "expand", "snip", "memory", "compact-skip", "policy-validate", "policy-show")
+            "expand", "snip", "memory", "compact-skip", "policy-validate", "policy-show", "simulate", "report",
+            "compact-side-files", "view-request-system", "view-request-tools", "simulate-pricing")
+#: the commands that also read a side file (``Case.side``: --state, --queued, --session-memory, --system,
+#: --tools, --pricing), whose bytes are drawn by :func:`side_files`
+SIDE_FILE_COMMANDS = ("compact-side-files", "view-request-system", "view-request-tools", "simulate-pricing")
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-(2 ** 63), 2 ** 63 - 1) | st.floats(allow_nan=False) | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                     max_leaves=12)
+#: keys the side files are read for, so drawn objects often have the right names with values of the wrong type
+_SIDE_KEYS = ("deferred_tools", "agents", "mcp_servers", "tasks", "prompt", "mode", "origin", "value", "name",
+              "description", "input_schema", "models", "input", "output", "cache_read", "cache_write", "type")
+
+
+@st.composite
+def side_files(draw) -> bytes:
+    """The bytes of a side file: JSON of the shapes the options read with values of the wrong type,
+    any JSON, markdown notes, text, or bytes that are not UTF-8."""
+    kind = draw(st.sampled_from(["object", "list", "json", "text", "bytes", "empty"]))
+    if kind == "object":
+        keys = st.sampled_from(_SIDE_KEYS) | st.text(max_size=8)
+        return orjson.dumps(draw(st.dictionaries(keys, _JSON | st.lists(st.dictionaries(keys, _JSON, max_size=4),
+                                                                          max_size=4), max_size=5)))
+    if kind == "list":
+        return orjson.dumps(draw(st.lists(_JSON | st.dictionaries(st.sampled_from(_SIDE_KEYS), _JSON, max_size=4),
+                                          max_size=6)))
+    if kind == "json":
+        return orjson.dumps(draw(_JSON))
+    if kind == "text":
+        return draw(st.text(max_size=400)).encode("utf-8", "surrogatepass")
+    if kind == "bytes":
+        return draw(st.binary(max_size=200))
+    return b""
 
 
 @dataclass
@@ -268,10 +301,12 @@ class Case:
     lines: list[bytes]
     command: str
     policy: str | None = None
+    side: bytes | None = None  # the side file's bytes (SIDE_FILE_COMMANDS)
 
     def __repr__(self) -> str:  # what a failing example prints: enough to repeat it by hand
         body = b"\n".join(x if len(x) < 2000 else x[:2000] + b"...<cut>" for x in self.lines).decode("utf-8", "replace")
-        return f"Case(seed={self.seed!r}, command={self.command!r}, policy={self.policy!r}, lines=\n{body}\n)"
+        side = f", side={self.side[:2000]!r}" if self.side is not None else ""
+        return f"Case(seed={self.seed!r}, command={self.command!r}, policy={self.policy!r}{side}, lines=\n{body}\n)"
 
 
 @st.composite
@@ -285,7 +320,8 @@ def cases(draw) -> Case:
     policy = draw(policies()) if command.startswith("policy") or draw(st.integers(0, 9)) == 0 else None
     if not command.startswith("policy"):
         lines = draw(mutated_lines(lines, s.not_json))
-    return Case(name, lines, command, policy)
+    side = draw(side_files()) if command in SIDE_FILE_COMMANDS else None
+    return Case(name, lines, command, policy, side)
 
 
 def _args(case: Case, path: Path, store: Path, policy: Path | None) -> list[str]:
@@ -320,6 +356,18 @@ def _args(case: Case, path: Path, store: Path, policy: Path | None) -> list[str]
         return ["snip", str(path), *p, *common, "--ids", "abc123,000000"]
     if c == "memory":
         return ["memory", "update", str(path), *p, *common, "--session-memory", str(path.parent / "notes.md")]
+    if c == "simulate":
+        return ["simulate", str(path), *p, "--json"]
+    if c == "report":
+        return ["report", str(path), *p, "-o", str(path.parent / "report.html")]
+    side = str(path.parent / "side")
+    if c == "compact-side-files":
+        return ["compact", str(path), *p, *common, "--force", "--state", side, "--queued", side,
+                "--session-memory", side]
+    if c in ("view-request-system", "view-request-tools"):
+        return ["view", str(path), *p, "--to", "anthropic-request", "--" + c.rsplit("-", 1)[1], side]
+    if c == "simulate-pricing":
+        return ["simulate", str(path), *p, "--json", "--pricing", side]
     raise ValueError(c)
 
 
@@ -384,16 +432,43 @@ def run_case(case: Case) -> tuple[int, str]:
         s = seeds()
         if s.store.is_dir():
             shutil.copytree(s.store, store)
+        if case.side is not None:
+            (work / "side").write_bytes(case.side)
         policy = None
         if case.policy is not None:
             policy = work / "policy.yaml"
             policy.write_text(case.policy)
-        with time_limit(CASE_TIMEOUT):
+        with time_limit(CASE_TIMEOUT), unraisable_raised():
             code, _, err = run_cli(_args(case, path, store, policy))
         return code, err
     finally:
         os.chdir(cwd)
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def unraisable_raised():
+    """Run the block, then collect its garbage, raising the first exception a finalizer raised.
+
+    A command runs with the cycle collector off (``ctxkit.cli.app.cycle_collector``), so an object
+    whose finalizer raises would be collected during a *later* case, and Python's default hook would
+    print "Exception ignored in ... Traceback" into that case's stderr: collected here, it is charged
+    to the case that made it, with its own traceback."""
+    import gc
+    import sys
+
+    caught: list = []
+    old = sys.unraisablehook
+    sys.unraisablehook = caught.append
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    if caught:
+        u = caught[0]
+        u.exc_value.add_note(f"raised in a finalizer: {u.err_msg or 'Exception ignored in'} {u.object!r}")
+        raise u.exc_value
 
 
 def problem(case: Case) -> str | None:

@@ -16,7 +16,10 @@ the queue is empty the server answers :attr:`always` when set (a fault that
 lasts: ``api.always = Reply(raw=b'{"id": "msg')``), else ``default_text`` (or a
 500 when that is ``None``, for tests that want every request accounted for).
 Faulty servers: :meth:`reply_raw` sends bytes as they are (a 200 whose JSON is
-cut short), :meth:`reply_hang` never answers until the server stops.
+cut short), :meth:`reply_hang` never answers until the server stops, :meth:`reply_trickle`
+sends a byte at a time, :meth:`reply_huge` streams gigabytes (with or without announcing
+them), :meth:`reply_sse` answers an event stream where JSON was asked, :meth:`reply_cut`
+closes the connection mid-answer.
 ``POST /v1/messages/count_tokens`` answers ``{"input_tokens": N}`` with N the
 characters of the body's messages (and system) divided by four, or
 ``token_count`` when set. Every request is recorded in :attr:`requests`
@@ -66,6 +69,10 @@ class Reply:
     usage: dict[str, int] | None = None
     raw: bytes | None = None  # sent as the body as it is (not JSON-encoded), e.g. truncated JSON
     trickle: float = 0.0  # when set: the headers at once, then the body one byte every ``trickle`` seconds
+    content_type: str = "application/json"
+    length: int | None = None  # the content-length announced: None the body's own, -1 none (the body ends at close)
+    filler: int = 0  # after ``raw``: this many more bytes of ``x``, streamed (a huge answer without holding it)
+    tail: bytes = b""  # after the filler
 
 
 #: A reply that never comes: the handler waits until the server stops (a day is "never" for a test).
@@ -240,6 +247,26 @@ class MockMessagesAPI:
         """These bytes as the body, with ``content-type: application/json`` (e.g. JSON cut short)."""
         self.enqueue(Reply(status=status, raw=data))
 
+    def reply_huge(self, size: int, *, announced: bool = True) -> None:
+        """A 200 that starts like a message and goes on for ``size`` bytes of one text block's ``x``s,
+        streamed as it is sent (``announced``: with its content-length; else none, ending at close)."""
+        head = b'{"id": "msg_huge", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "'
+        tail = b'"}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}'
+        self.enqueue(Reply(raw=head, filler=size, tail=tail, length=len(head) + size + len(tail) if announced else -1))
+
+    def reply_sse(self, text: str = DEFAULT_SUMMARY) -> None:
+        """A 200 answered as a server-sent event stream (``content-type: text/event-stream``) where JSON was asked."""
+        message = json.dumps({"type": "message_start", "message": {"id": "msg_sse", "type": "message", "role": "assistant",
+                                                                  "content": [], "usage": {"input_tokens": 1}}})
+        delta = json.dumps({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+        data = (f"event: message_start\ndata: {message}\n\nevent: content_block_delta\ndata: {delta}\n\n"
+                "event: message_stop\ndata: {\"type\": \"message_stop\"}\n\n").encode()
+        self.enqueue(Reply(raw=data, content_type="text/event-stream"))
+
+    def reply_cut(self, data: bytes, announced: int) -> None:
+        """A 200 that announces ``announced`` bytes, sends ``data`` (fewer) and closes: a connection lost mid-answer."""
+        self.enqueue(Reply(raw=data, length=announced))
+
     def reply_hang(self) -> None:
         """Accept the request and never answer (until the server stops): a hung server or gateway."""
         self.enqueue(HANG)
@@ -362,7 +389,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and self.api._stopping.wait(reply.delay):
             return  # the server is stopping: do not answer
         if reply.raw is not None:
-            self._send(reply.status, None, reply.headers, raw=reply.raw)
+            self._send(reply.status, None, reply.headers, raw=reply.raw, content_type=reply.content_type,
+                       length=reply.length, filler=reply.filler, tail=reply.tail)
             return
         payload = reply.body
         if reply.status == 200 and payload is None:
@@ -370,16 +398,29 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(reply.status, payload, reply.headers, trickle=reply.trickle)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, *,
-              raw: bytes | None = None, trickle: float = 0.0) -> None:
+              raw: bytes | None = None, trickle: float = 0.0, content_type: str = "application/json",
+              length: int | None = None, filler: int = 0, tail: bytes = b"") -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
+            self.send_header("content-type", content_type)
+            if length is None:
+                length = len(data) + filler + len(tail)
+            if length >= 0:
+                self.send_header("content-length", str(length))
             self.send_header("request-id", "req_mock")
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
+            if filler:
+                self.wfile.write(data)
+                chunk = b"x" * (1 << 20)
+                for start in range(0, filler, len(chunk)):
+                    if self.api._stopping.is_set():
+                        return
+                    self.wfile.write(chunk[:min(len(chunk), filler - start)])
+                self.wfile.write(tail)
+                return
             if not trickle:
                 self.wfile.write(data)
                 return

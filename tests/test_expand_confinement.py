@@ -97,7 +97,8 @@ def test_expand_reads_nothing_a_transcript_names_outside_the_store_and_tool_resu
     back = tmp_path / "back.jsonl"
     env = {**os.environ, "CTXKIT_TEST_SECRET": SECRET}
     started = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "expand", str(source), "-o", str(back)],
+    p = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "expand", str(source), "-o", str(back),
+                        "--inline-agent-outputs"],
                        capture_output=True, env=env, timeout=60)
     assert time.monotonic() - started < 60
     stderr = " ".join(p.stderr.decode().split())
@@ -130,7 +131,7 @@ def test_a_huge_file_in_tool_results_is_refused_not_loaded(session, runner, tmp_
     source = project / f"{SID}.jsonl"
     _transcript(source, {"call_big": f"/elsewhere/{SID}/tool-results/big.txt",
                          "call_fits": f"/elsewhere/{SID}/tool-results/fits.txt"})
-    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl")])
+    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl"), "--inline-agent-outputs"])
     assert r.exit_code == 1
     stderr = " ".join(r.stderr.split())
     assert f"did not read /elsewhere/{SID}/tool-results/big.txt (named by tool result call_big): larger than " \
@@ -147,7 +148,7 @@ def test_only_this_sessions_tool_results_folder_is_read(session, runner, tmp_pat
     (other / "theirs.txt").write_text("another session's output")
     source = project / f"{SID}.jsonl"
     _transcript(source, {"call_0": f"{other}/theirs.txt"})
-    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl")])
+    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl"), "--inline-agent-outputs"])
     assert r.exit_code == 1
     store = project / ".ctxkit"
     assert r.stderr == (f"ctxkit: warning: store folder {store} does not exist (--store names the folder compact used)\n"
@@ -191,7 +192,8 @@ def test_claude_codes_own_persisted_outputs_are_restored_from_the_sessions_folde
     names the recording machine's path, the file is found by its name in that folder."""
     source = corpus_session("big-outputs")
     persisted = (source.parent / "tool-results" / "baiujkc01.txt").read_text()
-    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl"), "--store", str(tmp_path / "s")])
+    r = runner.invoke(app, ["expand", str(source), "-o", str(tmp_path / "back.jsonl"), "--store", str(tmp_path / "s"),
+                            "--inline-agent-outputs"])
     assert r.exit_code == 0, r.stderr
     assert "restored 1 tool output(s)" in r.stderr
     back = [json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()]

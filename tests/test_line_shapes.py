@@ -49,19 +49,19 @@ CASES = {
     "message is true": (_cc(_user("hi"), {**_assistant([]), "message": True}), 2,
                         "message must be an object or null, got true"),
     "text is a list": (_cc(_user([{"type": "text", "text": ["a", "b"]}])), 1,
-                       'message.content[0].text must be a string, got ["a","b"]'),
+                       'message.content[0].text must be a string, got a list of 2 items'),
     "tool_use id null": (_cc(_user("hi"), _assistant([{**_CALL, "id": None}])), 2,
                          "message.content[0].id must be a string, got null"),
     "tool_use id missing": (_cc(_user("hi"), _assistant([{k: v for k, v in _CALL.items() if k != "id"}])), 2,
                             "message.content[0].id is missing"),
     "tool_use id a list": (_cc(_user("hi"), _assistant([{**_CALL, "id": ["toolu_1"]}])), 2,
-                           'message.content[0].id must be a string, got ["toolu_1"]'),
+                           'message.content[0].id must be a string, got a list of 1 item'),
     "tool_use id an object": (_cc(_user("hi"), _assistant([{**_CALL, "id": {"x": 1}}])), 2,
-                              'message.content[0].id must be a string, got {"x":1}'),
+                              'message.content[0].id must be a string, got an object with 1 key'),
     "tool_use_id a list": (_cc(_user("hi"), _assistant([_CALL]), _result([{**_ANSWER, "tool_use_id": ["toolu_1"]}])),
-                           3, 'message.content[0].tool_use_id must be a string, got ["toolu_1"]'),
+                           3, 'message.content[0].tool_use_id must be a string, got a list of 1 item'),
     "content a number": (_cc(_user(5)), 1, "message.content must be a string or a list of content blocks, got 5"),
-    "sessionId a list": (_cc(_user("hi", sessionId=["s"])), 1, 'sessionId must be a string or null, got ["s"]'),
+    "sessionId a list": (_cc(_user("hi", sessionId=["s"])), 1, 'sessionId must be a string or null, got a list of 1 item'),
     "timestamp a number": (_cc(_user("hi", timestamp=17)), 1, "timestamp must be a string or null, got 17"),
     "rendered a number": (_cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1, "rendered": 3,
                                             "attachment": {"type": "date_change"}}), 2,
@@ -70,7 +70,7 @@ CASES = {
                             'message.content[0] must be a content block (an object with a string type), got "hi"'),
     "uuid a number": (_cc(_user("hi", uuid=7)), 1, "uuid must be a string or null, got 7"),
     "snip record": (_cc(_user("hi"), {"type": "ctxkit-record", "record": "snip", "removedUuids": "u1"}), 2,
-                    'removedUuids must be a list or null, got "u1"'),
+                    'removedUuids must be a list or null, got a string of 2 characters'),
     "archive record": (_cc(_user("hi"), {"type": "ctxkit-record", "record": "archive", "blob": 12}), 2,
                        "blob must be a string, got 12"),
     "collapse record": (_cc(_user("hi"), {"type": "ctxkit-record", "record": "collapse",
@@ -85,11 +85,11 @@ CASES = {
     "delta attachment addedLines an object": (
         _cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
                           "attachment": {"type": "deferred_tools_delta", "addedNames": ["A"], "addedLines": {"x": 1}}}),
-        2, 'attachment.addedLines must be a list or null, got {"x":1}'),
+        2, 'attachment.addedLines must be a list or null, got an object with 1 key'),
     "openai tool_calls id a list": (
         '{"role":"user","content":"hi"}\n{"role":"assistant","content":null,"tool_calls":[{"id":["c1"],'
         '"type":"function","function":{"name":"f","arguments":"{}"}}]}\n', 2,
-        'tool_calls[0].id must be a string, got ["c1"]'),
+        'tool_calls[0].id must be a string, got a list of 1 item'),
     "anthropic tool_result content a number": (
         '{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":5}]}\n', 1,
         "content[0].content must be a string, a list of content blocks or null, got 5"),
@@ -124,8 +124,7 @@ def test_a_huge_value_is_quoted_short(runner, tmp_path):
     r = runner.invoke(app, ["view", str(path)])
     assert r.exit_code == 3
     assert len(r.stderr) < 400
-    assert r.stderr.startswith(f'ctxkit: error: {path}:1: timestamp must be a string or null, got ["xxxx')
-    assert r.stderr.endswith("... (1,000,004 characters)\n")
+    assert r.stderr == f"ctxkit: error: {path}:1: timestamp must be a string or null, got a list of 1 item\n"
 
 
 @pytest.mark.parametrize("path", public_transcripts() + sorted((CORPUS / "claude-code-2.1.328").glob("*/session.jsonl"))

@@ -145,8 +145,8 @@ SHORT = f"'{'x' * 160}'... (1,000,000 characters)"
 def test_a_one_megabyte_value_gives_a_short_transcript_error(runner, tmp_path):
     (tmp_path / "t.jsonl").write_text(json.dumps({"role": MB, "content": "hi"}) + "\n")
     r = invoke(runner, ["compact", "t.jsonl"])
-    assert (r.exit_code, r.stderr) == (3, f"ctxkit: error: t.jsonl:1: role must be one of user, assistant, system, "
-                                          f"got \"{'x' * 159}... (1,000,002 characters)\n")
+    assert (r.exit_code, r.stderr) == (3, "ctxkit: error: t.jsonl:1: role must be one of user, assistant, system, "
+                                          "got a string of 1,000,000 characters\n")
     assert len(r.stderr) < 300
 
 

@@ -339,3 +339,49 @@ def test_a_secret_in_an_earlier_prompt_is_redacted_before_the_prompt_is_cut(runn
     summary, _ = compact_forced(runner, tmp_path / "s.jsonl", tmp_path)
     assert token[:8] not in summary  # cut after 4 characters of it, the output's redaction would miss it
     assert bullets(summary)[0].endswith("a [REDACTED [… 50 more characters omitted]")
+
+
+# -- the room goes to commands and errors, not to repeats (issue 28, item 11) ---------------------------
+def _long_audit() -> list[dict]:
+    """A long audit: 13 distinct shell commands, one identical error met 6 times, and 6 report files
+    written whose content is one boilerplate line repeated 33 times."""
+    messages: list[dict] = [{"role": "user", "content": "Audit the repository: run the checks and write a report "
+                                                         "per module."}]
+    n = 0
+
+    def call(name: str, tool_input: dict, result: str, is_error: bool = False) -> None:
+        nonlocal n
+        n += 1
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{n:02d}", "name": name,
+                                                           "input": tool_input}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:02d}",
+                                                      "content": result, **({"is_error": True} if is_error else {})}]})
+
+    for k in range(6):
+        call("Bash", {"command": f"python -m audit.module_{k} --strict"},
+             "Traceback (most recent call last):\n  File \"<frozen runpy>\", line 189\n"
+             "ModuleNotFoundError: No module named 'audit'", is_error=True)
+    for k, command in enumerate(["git status --porcelain", "git log --oneline -20", "ls -la src",
+                                 "wc -l src/*.py", "grep -rn TODO src", "pip list --outdated", "pytest -q tests"]):
+        call("Bash", {"command": command}, f"output of check {k}\n" * 5)
+    for k in range(6):
+        call("Write", {"file_path": f"/work/reports/module_{k}.txt", "content": "result line\n" * 33}, "File created.")
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": "The reports are written."}]})
+    return messages
+
+
+def test_the_offline_summary_says_a_repeated_error_once_and_boilerplate_once_and_lists_every_command():
+    from ctxkit.summarize.retention import measure
+
+    history = _long_audit()
+    summary = ExtractiveSummarizer().summarize(history)
+    errors = section(summary, 4)
+    assert errors.count("ModuleNotFoundError: No module named 'audit'") == 1
+    assert "failed (6 times)" in errors and "the same error from: Bash `python -m audit.module_0 --strict`" in errors
+    files = section(summary, 3)
+    assert files.count("result line") == 6  # once per file, then counted
+    assert files.count("[… the same line 32 more times]") == 6
+    kept = measure(history, [{"role": "user", "content": summary}])
+    assert (kept.kept["commands"], kept.total["commands"]) == (13, 13)
+    assert kept.kept["errors"] == kept.total["errors"]
+    assert len(summary) < 6_000

@@ -14,6 +14,7 @@ from ctxkit.clock import parse_instant
 from ctxkit.policy.model import Policy
 from ctxkit.reports.request import accepts_system_messages, api_messages, build_request, required_betas
 from ctxkit.transcript import pairing_problems, read_transcript
+from ctxkit.transcript.claude_code_requests import without_cache_control
 from ctxkit.transcript.snip_ids import message_ids
 
 TURNS = [Turn("look at a.py", [[Call("Read", {"file_path": "/w/a.py"}, "a = 1\n")]], "a is 1."),
@@ -126,10 +127,20 @@ def test_a_recorded_claude_code_session(corpus_session):
     t = read_transcript(corpus_session("explore-edit"))
     body = build_request(t, _policy(model="claude-opus-5-5"))
     shape = next(json.loads(x) for x in open(corpus_session("explore-edit")) if '"api-request-shape"' in x)["shape"]
-    assert body["system"] == shape["system"]  # the exact system blocks Claude Code sent
+    # the exact system blocks Claude Code sent: its billing header, then the recorded ones (the first two
+    # marked as cache breakpoints, as Claude Code marks them)
+    assert body["system"][0]["text"] == "x-anthropic-billing-header: cc_version=2.1.328.f96; cc_entrypoint=sdk-cli;"
+    assert without_cache_control(body["system"][1:]) == shape["system"]
+    assert [b.get("cache_control") for b in body["system"]] == [None, {"type": "ephemeral"}, {"type": "ephemeral"}]
     assert body["tools"] == shape["tools"]
-    assert body["messages"] == t.view().api_messages()  # Opus 5.5 takes the mid-conversation system messages
-    assert body["messages"][1]["role"] == "system"
+    # Claude Code's layout: the attribution reminder, then the prompt, in one user message; the environment
+    # as a system message (Opus 5.5 takes mid-conversation system messages); then the answers
+    messages = without_cache_control(body["messages"])
+    assert [m["role"] for m in messages[:3]] == ["user", "system", "assistant"]
+    assert [b["text"][:40] for b in messages[0]["content"]] == [
+        "<system-reminder>\nAttribution for git co", "Add a docstring to Order.total"]
+    assert messages[-1] == t.view().api_messages()[-1]  # the last answer, after the last recorded request
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     # Claude Code's thinking edit, and a deferred-loading tool is listed
     assert required_betas(body) == ["context-management-2025-06-27", "advanced-tool-use-2025-11-20"]
     older = build_request(t, _policy(model="claude-sonnet-4-5"))

@@ -133,6 +133,57 @@ def test_the_report_line_says_what_was_retained(runner):
                         r"\[[\d,]+ -> [\d,]+ tokens\]", line), line
 
 
+# -- redaction: retention measures against what the summarizer was allowed to see -----------------------
+TOKEN = "ghp_R4nd0mT0k3nV4lu3Xy2Wq8Lk5Jh7Gf3Ds1Az9Q"
+
+
+def test_a_prompt_whose_secret_was_redacted_is_retained_not_lost(runner):
+    """The summary quotes the prompt with its token redacted (it must): that prompt is kept, and the
+    token is no identifier the summary should have kept."""
+    lines = [{"role": "user", "content": f"Push the release with the token {TOKEN} and tag it v2.1"},
+             {"role": "assistant", "content": "Working on it. " + "Details of the release steps. " * 400},
+             {"role": "user", "content": "Now update the changelog."},
+             {"role": "assistant", "content": "Done."}]
+    Path("m.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = runner.invoke(app, ["compact", "--force", "m.json", "-o", "c.json"])
+    assert result.exit_code == 0, result.stderr
+    assert TOKEN not in Path("c.json").read_text() and "token [REDACTED:github-token] and tag it" in \
+        Path("c.json").read_text()
+    line = next(x for x in result.stderr.splitlines() if x.startswith("autocompact:"))
+    assert "retained prompts 2/2 [" in line, line
+
+
+def test_probing_the_redacted_history_redacts_only_what_probes_read_with_the_same_probes(monkeypatch):
+    """The summarizer's copy was redacted whole; retention redacts only the blocks probes come from
+    (not every file read again), and finds the same probes, on the corpus sessions."""
+    from ctxkit.summarize import retention
+    from ctxkit.summarize.redact import Redactor
+
+    views = _corpus_views()
+    if not views:
+        pytest.skip("shared corpus not found")
+    for messages in views:
+        redactor = Redactor()
+        whole = redactor.messages(messages)  # what the summarizer was given
+        assert retention.probes(redactor.messages(retention._probed_parts(messages))) == retention.probes(whole)
+    strings: list[int] = []
+    texts = Redactor.texts
+    monkeypatch.setattr(Redactor, "texts", lambda self, items: strings.append(len(items)) or texts(self, items))
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"w{i}"} for i in range(1000)]
+    measure(history, history[500:], redactor=Redactor())
+    assert strings == [500]  # the prompts; not the assistant's words
+
+
+def test_retention_probes_the_history_as_redacted_only_when_redaction_is_on():
+    from ctxkit.summarize.redact import Redactor
+
+    history = [user(f"deploy with {TOKEN} now"), {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
+    summary = [user("The user asked: deploy with [REDACTED:github-token] now")]
+    assert measure(history, summary, redactor=Redactor()).kept["user_prompts"] == 1
+    assert measure(history, summary, redactor=Redactor(enabled=False)).kept["user_prompts"] == 0
+    assert measure(history, summary).kept["user_prompts"] == 0
+
+
 # -- min_retention: the real SDK against a local Messages API ---------------------------------------------
 @pytest.fixture
 def api():
@@ -236,3 +287,106 @@ def test_rejections_in_a_row_open_the_circuit_breaker(tmp_path, make_context, ap
     assert [r.details.get("consecutive_failures") for r in reports] == [1, 2, 2]
     assert reports[2].reason == "circuit breaker open after 2 failures"
     assert len(api.requests) == 2  # the open breaker asks the model no more
+
+
+# -- linear probing: the same answers, a bounded number of scans ------------------------------------
+def _measure_one_scan_per_probe(history, after):
+    """What :func:`measure` answered when it looked for each probe on its own (a regex compiled and run
+    over the whole view per identifier): the reference the linear search must agree with."""
+    from ctxkit.summarize.retention import KINDS, Retention, _squash, view_text
+
+    found = probes(history)
+    raw = view_text(after)
+    squashed = _squash(raw)
+    folded = squashed.casefold()
+    kept = {
+        "user_prompts": sum(1 for p in found["user_prompts"] if p.casefold() in folded),
+        "file_paths": sum(1 for p in found["file_paths"] if p in raw),
+        "commands": sum(1 for c in found["commands"] if c in squashed),
+        "errors": sum(1 for e in found["errors"] if e in squashed),
+        "identifiers": sum(1 for i in found["identifiers"]
+                           if re.search(r"(?<![\w$])" + re.escape(i) + r"(?![\w$])", raw)),
+    }
+    return Retention(total={k: len(found[k]) for k in KINDS}, kept=kept)
+
+
+def _corpus_views():
+    from conftest import cc_sessions, public_transcripts
+
+    paths = [p / "session.jsonl" for p in cc_sessions()] + public_transcripts()[:4]
+    return [read_transcript(p).view().api_messages() for p in paths]
+
+
+def test_linear_probing_gives_what_one_scan_per_probe_gave_on_corpus_sessions(monkeypatch):
+    from ctxkit.summarize import retention
+
+    views = _corpus_views()
+    if not views:
+        pytest.skip("shared corpus not found")
+    for messages in views:
+        for cut in (len(messages) // 3, len(messages) // 2, len(messages) - 2):
+            history, after = messages[:cut], messages[cut // 2:]  # the view after holds part of the history
+            want = _measure_one_scan_per_probe(history, after)
+            assert measure(history, after) == want
+            monkeypatch.setattr(retention, "DIRECT_WORK", 0)  # the indexed search, on the same probes
+            assert measure(history, after) == want
+            monkeypatch.undo()
+
+
+def test_whole_word_and_substring_search_agree_with_regex_and_in_on_awkward_probes():
+    from ctxkit.summarize.retention import held_substrings, held_words
+
+    text = ("call parse_args() then Order.total; $x.y and a::b->c, `--force` or -- x, 3.14 and 1,000 abc $abc "
+            "parse_argsx xparse_args Order.totals foo(bar) ++ é_1 été")
+    words = ["parse_args", "Order.total", "$x.y", "a::b->c", "--force", "--", "3.14", "1,000", "abc", "$abc",
+             "foo(bar)", "++", "é_1", "été", "args", "total", "x.y", "b->c", "Order", "1,0", "14 and", "nope"]
+    want = {w for w in words if re.search(r"(?<![\w$])" + re.escape(w) + r"(?![\w$])", text)}
+    assert held_words(words, text) == want
+    assert {"parse_args", "--force", "--", "été", "total"} <= want and not {"args", "x.y", "1,0", "nope"} & want
+    subs = [*words, "", "e", "s x", "args() th", "t"]
+    assert held_substrings(subs, text, direct_work=0) == {s for s in subs if s in text}
+
+
+class CountingText(str):
+    """A text that counts the whole-text searches made in it (``in``, ``find``, ``index``, ``count``)."""
+
+    scans = 0
+
+    def __contains__(self, item):
+        CountingText.scans += 1
+        return super().__contains__(item)
+
+    def find(self, *args):
+        CountingText.scans += 1
+        return super().find(*args)
+
+    def index(self, *args):
+        CountingText.scans += 1
+        return super().index(*args)
+
+    def count(self, *args):
+        CountingText.scans += 1
+        return super().count(*args)
+
+
+def test_many_probes_do_not_each_search_the_whole_view(monkeypatch):
+    """30,000 one-word messages: 15,000 prompt probes and as many identifiers. The view is searched a
+    bounded number of times, not once per probe (which took 45 s; 100,000 messages took 484 s)."""
+    from ctxkit.summarize import retention
+
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"w{i}"} for i in range(30_000)]
+    history, after = messages, messages[15_000:]
+    view_text, squash = retention.view_text, retention._squash
+    monkeypatch.setattr(retention, "view_text", lambda msgs: CountingText(view_text(msgs)))
+    monkeypatch.setattr(retention, "_squash", lambda text: CountingText(squash(text)))
+    compiled = []
+    real_compile = re.compile
+    monkeypatch.setattr(retention.re, "compile", lambda *a, **k: compiled.append(a) or real_compile(*a, **k))
+    monkeypatch.setattr(retention.re, "search", lambda *a, **k: compiled.append(a) or real_compile(a[0]).search(*a[1:]))
+    CountingText.scans = 0
+    kept = measure(history, after)
+    assert kept.total["user_prompts"] == 15_000 and kept.total["identifiers"] == 14_995
+    assert kept.kept["user_prompts"] == 8_333 and kept.kept["identifiers"] == 7_500  # "w1" is in "w15000"
+    assert CountingText.scans <= 10
+    assert compiled == []  # no pattern per probe
+

@@ -222,3 +222,82 @@ def test_nested_memory_does_not_follow_a_link_out_of_the_project(tmp_path, proje
     assert b"CREDENTIAL_SECRET_VALUE" not in out
     shown = project / "pkg" / "CLAUDE.md"
     assert f"attachments: nested_memory: skipped 1 file outside the session's folder: {shown}" in report["warnings"]
+
+
+# -- the transcript's cwd does not choose the session's folder (issue 33, item 2) -------------------------
+PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+       "QyNTUxOQAAACBQUklWQVRFX0tFWV9CT0RZX01BUktFUl8wMDAwMDAwMDAwMDAwAAAAkA==\n"
+       "-----END OPENSSH PRIVATE KEY-----\n")
+
+
+def _private_key(home: Path) -> Path:
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text(PEM)
+    return key
+
+
+def test_a_transcript_saying_its_folder_is_the_root_does_not_open_the_users_files(tmp_path, project):
+    """Failed before: ``"cwd": "/"`` made ``/`` the session's folder, and the key was written, whole."""
+    key = _private_key(tmp_path / "home")
+    t = session(Path("/"), [str(project / "ok.py"), str(key)], tmp_path / "s.jsonl")
+    p, report, out = compact(tmp_path, project, t)
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"PRIVATE KEY" not in out and b"b3BlbnNzaC1rZXktdjEA" not in out
+    d = reinjected(report)
+    assert d["files_skipped"] == [f"skipped 1 file outside the session's folder: {key}"]
+    assert d["files"] == [str(project / "ok.py")] and NORMAL.encode() in out  # the folder it runs from is read
+
+
+@pytest.mark.parametrize("recorded,run_from", [("home", "home"), ("root", "home"), ("root", "root")])
+def test_run_from_the_home_folder_or_the_root_re_reads_nothing(tmp_path, project, recorded, run_from):
+    """Failed before: run from the home folder (or ``/``), a transcript whose cwd is it (or ``/``) had the
+    key re-read."""
+    home = tmp_path / "home"
+    key = _private_key(home)
+    t = session(home if recorded == "home" else Path("/"), [str(key)], tmp_path / "s.jsonl")
+    where = home if run_from == "home" else Path("/")
+    p, report, out = compact(tmp_path, where, t, home=home)
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"PRIVATE KEY" not in out
+    assert reinjected(report)["files_skipped"] == [f"skipped 1 file outside the session's folder: {key}"]
+    why = "your home folder" if run_from == "home" else "the root folder"
+    assert (f"compact: re-reads no file: the session's folder would be {where}, {why}; run ctxkit from "
+            "the project's folder") in report["warnings"]
+
+
+def test_run_from_the_home_folder_a_session_of_a_project_below_it_is_re_read(tmp_path, project):
+    home = tmp_path / "home"
+    (home / "proj").mkdir()
+    (home / "proj" / "ok.py").write_text(NORMAL + "\n")
+    t = session(home / "proj", [str(home / "proj" / "ok.py")], tmp_path / "s.jsonl")
+    p, report, out = compact(tmp_path, home, t, home=home)
+    assert p.returncode == 0, p.stderr.decode()
+    assert reinjected(report)["files"] == [str(home / "proj" / "ok.py")] and NORMAL.encode() in out
+
+
+def test_what_is_re_injected_is_redacted(tmp_path, project):
+    """Failed before: a project file's secrets were re-injected as they are (the output goes to the provider)."""
+    (project / "deploy.env").write_text(PEM + "AWS_SECRET_ACCESS_KEY=Zq8vT2mK9pLx4Rn7Wc1Yb5Hd3Jf6Gs0Ue2Ai8Ko4\n"
+                                        "REGION=eu-west-1\n")
+    t = session(project, [str(project / "deploy.env")], tmp_path / "s.jsonl")
+    p, report, out = compact(tmp_path, project, t)
+    assert p.returncode == 0, p.stderr.decode()
+    assert reinjected(report)["files"] == [str(project / "deploy.env")]
+    assert b"Zq8vT2mK9pLx4Rn7Wc1Yb5Hd3Jf6Gs0Ue2Ai8Ko4" not in out and b"b3BlbnNzaC1rZXktdjEA" not in out
+    assert b"[REDACTED:private-key]" in out and b"[REDACTED:aws-secret-key]" in out
+    assert b"REGION=eu-west-1" in out  # the rest of the file is there
+
+
+def test_changed_files_and_memory_files_are_redacted(tmp_path, project):
+    secret = "AWS_SECRET_ACCESS_KEY=Zq8vT2mK9pLx4Rn7Wc1Yb5Hd3Jf6Gs0Ue2Ai8Ko4"
+    (project / "pkg").mkdir()
+    (project / "pkg" / "CLAUDE.md").write_text(f"deploy with {secret}\n")
+    (project / "pkg" / "mod.py").write_text(f"# {secret}\nCHANGED = 2\n")
+    t = session(project, [str(project / "pkg" / "mod.py")], tmp_path / "s.jsonl", seen="as seen then\n")
+    policy = tmp_path / "attachments.yaml"
+    policy.write_text(ATTACHMENTS)
+    p, report, out = compact(tmp_path, project, t, extra=("--policy", str(policy)))
+    assert p.returncode == 0, p.stderr.decode()
+    assert b"Zq8vT2mK9pLx4Rn7Wc1Yb5Hd3Jf6Gs0Ue2Ai8Ko4" not in out
+    assert b"+CHANGED = 2" in out and out.count(b"[REDACTED:aws-secret-key]") >= 2

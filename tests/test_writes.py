@@ -269,6 +269,39 @@ def test_a_read_only_folder_names_the_path(runner, tmp_path):
     assert r.stderr == f"ctxkit: error: cannot write {ro / 'out.jsonl'}: Permission denied\n"
 
 
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.mark.skipif(not SETPRIV or os.geteuid() != 0, reason="runs a child as another user (root and setpriv needed)")
+@pytest.mark.parametrize("whose", ["read-only, the user's own", "another user's"])
+def test_a_file_the_user_may_not_write_is_not_replaced(tmp_path, whose):
+    """Failed before: the folder allowed a rename, so a read-only file (or root's file in a shared
+    folder) was replaced, where ``> file`` would have been refused."""
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="ctxkit-test-"))
+    try:
+        shared.chmod(0o777)
+        shutil.copy(EXAMPLE, shared / "s.jsonl")
+        (shared / "s.jsonl").chmod(0o644)
+        target = shared / "kept.jsonl"
+        target.write_text("the user's\n")
+        if whose == "another user's":
+            target.chmod(0o644)  # root's
+        else:
+            os.chown(target, 65534, 65534)
+            target.chmod(0o444)
+        r = subprocess.run([SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                            "ctxkit.cli.main", "compact", "s.jsonl", "--now", NOW, "-o", "kept.jsonl"], cwd=shared,
+                           capture_output=True, text=True, timeout=120,
+                           env={"PATH": os.environ["PATH"], "HOME": str(shared), "XDG_CONFIG_HOME": str(shared / "x")})
+        assert (r.returncode, r.stderr) == (2, "ctxkit: error: cannot write kept.jsonl: Permission denied (the file is "
+                                               "not writable by you; ctxkit does not replace it)\n")
+        assert target.read_text() == "the user's\n" and not (shared / ".ctxkit").exists()  # refused before any work
+    finally:
+        shutil.rmtree(shared)
+
+
 # -- expand finds the store the output names -------------------------------------------------------
 def test_readme_flow_output_in_another_folder_expands_from_anywhere(runner, tmp_path, monkeypatch):
     """compact FILE -o OTHER/compacted.jsonl, then expand OTHER/compacted.jsonl from a third folder."""

@@ -8,9 +8,17 @@ to the folder or glob root it was found under, which is where its output goes be
 Walking a folder skips hidden folders: a store (``.ctxkit/``) is one, and so are ``.git`` and the
 like. A file named on the command line is always taken, hidden or not. Files below the output
 folder are skipped, so that running a batch twice does not read its own outputs.
+
+Paths are taken as the file system has them, not as they are spelled: neither a folder walk nor a
+``**`` in a glob goes down a symbolic link to a folder (a link loop would name one file forty times,
+and two loops an exponential number of times), an input reached by two names is read once (by its
+real path), and an output must land below ``--out-dir`` once ``..`` and links are resolved
+(``'a/*/../../b/*.jsonl' --out-dir out`` would otherwise write over ``b/``): else the run refuses
+before it starts (exit 2).
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import posixpath
@@ -69,7 +77,7 @@ def _local(arg: str, skip_under: str | None) -> list[Item]:
     if glob.has_magic(arg):
         root = _glob_root(arg)
         found: list[Item] = []
-        for path in sorted(glob.glob(arg, recursive=True)):
+        for path in sorted(glob_no_links(arg)):
             if os.path.isdir(path):
                 found.extend(_walk(path, keep))
             elif os.path.isfile(path) and keep(path):
@@ -85,6 +93,50 @@ def _local(arg: str, skip_under: str | None) -> list[Item]:
     if not os.path.exists(arg):
         raise UsageError(f"no such file or folder: {quote(arg)}")
     return [Item(arg, os.path.basename(arg))]
+
+
+def glob_no_links(pattern: str) -> list[str]:
+    """``glob.glob(pattern, recursive=True)``, except that ``**`` never goes down a symbolic link to a
+    folder (Python's does, up to the kernel's 40 links a path, once per loop: exponential with two).
+
+    Each ``**`` stands for the folder it is at and every real folder below it (hidden ones skipped, as
+    glob does); a component with wildcards matches the names of one folder (a hidden name only when
+    the component starts with ``.``); other components, ``..`` included, are taken as written. What is
+    returned exists. Linear in the number of folders and files below the pattern's fixed start."""
+    absolute = os.path.isabs(pattern)
+    parts = [p for p in pattern.split(os.sep) if p]
+    paths = [os.sep if absolute else ""]
+    for k, part in enumerate(parts):
+        last = k == len(parts) - 1
+        found: list[str] = []
+        for base in paths:
+            if part == "**":
+                found.extend(_below(base, files=last))
+            elif glob.has_magic(part):
+                try:
+                    names = sorted(os.listdir(base or os.curdir))
+                except OSError:
+                    continue  # not a folder, or not readable: matches nothing, as for glob
+                found.extend(os.path.join(base, n) for n in fnmatch.filter(names, part)
+                             if part.startswith(".") or not n.startswith("."))
+            else:
+                found.append(os.path.join(base, part))
+        paths = list(dict.fromkeys(found))
+    return [p for p in paths if p and os.path.lexists(p)]
+
+
+def _below(base: str, *, files: bool) -> list[str]:
+    """``base`` and every folder below it that is not a link and not hidden (with ``files``: the files
+    too, as a trailing ``**`` matches them), walked without following links."""
+    out = [base] if base else []
+    for here, dirs, names in os.walk(base or os.curdir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(here, d)))
+        rel = "" if here == (base or os.curdir) else os.path.relpath(here, base or os.curdir)
+        for d in dirs:
+            out.append(os.path.join(base, rel, d))
+        if files:
+            out.extend(os.path.join(base, rel, n) for n in sorted(names) if not n.startswith("."))
+    return out
 
 
 def _walk(folder: str, keep) -> list[Item]:
@@ -106,6 +158,9 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
     fs, path = _url_fs(arg)
 
     def url(p: str) -> str:
+        if any(part in (".", "..") for part in p.split("/")):  # an object store's key is data: 'a/../../x'
+            raise UsageError(f"{quote(fs.unstrip_protocol(p))}: a URL whose path has a '.' or '..' part is not read "
+                             "(it would name a local file outside the scratch folder)")
         return fs.unstrip_protocol(p)
 
     def keep(p: str) -> bool:
@@ -147,7 +202,7 @@ def expand_inputs(args: list[str], out_dir: str | None = None) -> list[Item]:
     seen: set[str] = set()
     for arg in args:
         for item in (_remote(arg, skip) if is_url(arg) else _local(arg, skip)):
-            key = item.source if is_url(item.source) else os.path.abspath(item.source)
+            key = item.source if is_url(item.source) else os.path.realpath(item.source)  # one file, one run
             if key not in seen:
                 seen.add(key)
                 items.append(item)
@@ -162,8 +217,27 @@ def output_for(item: Item, out_dir: str | None, in_place: bool) -> str | None:
     if out_dir is None:
         return None
     if is_url(out_dir):
-        return out_dir.rstrip("/") + "/" + item.rel
-    return os.path.join(out_dir, *item.rel.split("/"))
+        out = out_dir.rstrip("/") + "/" + item.rel
+        inside = not any(p == ".." for p in item.rel.split("/")) and not item.rel.startswith("/")
+        if inside and out_dir.startswith(_FILE_URL):  # a local folder all the same: its links count
+            inside = _below_real(out[len(_FILE_URL):], out_dir[len(_FILE_URL):])
+    else:
+        out = os.path.join(out_dir, *item.rel.split("/"))
+        inside = _below_real(out, out_dir)
+    if not inside:
+        raise UsageError(f"{quote(item.source)} would be written to {quote(out)}, outside --out-dir {quote(out_dir)} "
+                         "(a '..' or a symbolic link on the way); nothing was run. Name inputs whose path below "
+                         "the glob's or folder's start stays below it")
+    return out
+
+
+_FILE_URL = "file://"
+
+
+def _below_real(path: str, folder: str) -> bool:
+    """Whether ``path`` lies below ``folder`` once ``..`` and symbolic links are resolved."""
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def check_outputs(items: list[Item], outputs: list[str | None]) -> None:

@@ -15,15 +15,25 @@ The mirror's paths are the same on every machine and for every engine, so the by
 (an output names its store by path) do not depend on where it ran. Two runs must not write one
 remote store at once (an object store has no lock): :func:`group_key` puts every file of one folder
 in the same task, which runs them one after another.
+
+Nothing is staged outside the scratch folder: an object's name is data (an object store takes
+``day/../../../home/me/.bashrc`` as a key), so a URL whose path has a ``.`` or ``..`` part is refused
+(:func:`mirror`), and a store is downloaded file by file under the same rule. The default scratch
+folder is in the shared temporary folder, where another user could have put it first (with links
+inside, to files of the user running the batch): it is used only when it is a real folder of this
+user that no one else may write (:func:`scratch_root`).
 """
 from __future__ import annotations
 
 import os
 import posixpath
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
+from ..errors import UsageError
+from ..quoting import quote
 from .inputs import is_url
 
 STORE_DIR = ".ctxkit"
@@ -31,7 +41,33 @@ SIDECAR_SUFFIX = ".ctxkit-store"  # ctxkit.store.link.SIDECAR_SUFFIX (the store 
 
 
 def scratch_root() -> Path:
-    return Path(os.environ.get("CTXKIT_SCRATCH") or Path(tempfile.gettempdir()) / "ctxkit-stage")
+    """``$CTXKIT_SCRATCH`` (the user's word), else ``ctxkit-stage`` in the system's temporary folder,
+    made private (mode 0700) when this creates it. Raises :class:`UsageError` when that default folder
+    is a link, is not this user's, or others may write in it."""
+    given = os.environ.get("CTXKIT_SCRATCH")
+    if given:
+        return Path(given)
+    root = Path(tempfile.gettempdir()) / "ctxkit-stage"
+    try:
+        root.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"scratch folder {root}: cannot be made ({exc.strerror or exc}); set CTXKIT_SCRATCH") from None
+    info = os.lstat(root)
+    owner = os.geteuid() if hasattr(os, "geteuid") else info.st_uid
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != owner or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UsageError(f"scratch folder {root}: not a folder of yours that only you can write (another user's, "
+                         "a link, or writable by others); ctxkit stages no file there: remove it, or set CTXKIT_SCRATCH")
+    return root
+
+
+def _plain_path(url: str, path: str) -> str:
+    """``path`` (of ``url``) when no part of it is ``.`` or ``..``; else :class:`UsageError`."""
+    if any(part in (".", "..") for part in path.split("/")):
+        raise UsageError(f"{quote(url)}: a URL whose path has a '.' or '..' part is not staged (it would name a "
+                         "local file outside the scratch folder)")
+    return path
 
 
 def _fs(url: str):
@@ -44,7 +80,7 @@ def mirror(url: str) -> Path:
     """The local path standing for ``url``: ``SCRATCH/PROTOCOL/PATH``."""
     fs, path = _fs(url)
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return scratch_root() / protocol / path.lstrip("/")
+    return scratch_root() / protocol / _plain_path(url, path).lstrip("/")
 
 
 def group_key(source: str) -> str | None:
@@ -106,8 +142,14 @@ class Staging:
         fs, path = _fs(remote)
         if local.exists():
             shutil.rmtree(local)  # a copy left by a run that died: the remote store is the truth
-        if fs.isdir(path):
-            fs.get(path.rstrip("/") + "/", str(local), recursive=True)
+        if fs.isdir(path):  # file by file: a key with '..' in it is not the store's, and is not written
+            base = path.rstrip("/")
+            for key in sorted(fs.find(base)):
+                rel = key[len(base):].lstrip("/") if key.startswith(base + "/") else ""
+                if not rel or any(part in ("", ".", "..") for part in rel.split("/")):
+                    continue
+                (local / rel).parent.mkdir(parents=True, exist_ok=True)
+                fs.get_file(key, str(local / rel))
         self._stores[remote] = (local, _snapshot(local) if local.is_dir() else {})
 
     def close(self) -> None:

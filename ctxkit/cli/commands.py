@@ -101,6 +101,12 @@ def compact(
                                                 "checkpoint of this run (by default a run whose input starts "
                                                 "with what an earlier run read or wrote reads only the rest; "
                                                 "docs/store.md).")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Decide everything again under the current policy: "
+                                        "put back what earlier runs persisted or cleared (as expand does), set "
+                                        "their frozen decisions aside (they still restore older outputs) and run "
+                                        "on the original content. The bytes the model saw before change, so the "
+                                        "next request misses the provider's prompt cache and pays for the whole "
+                                        "prompt once (docs/policies.md).")] = False,
 ) -> None:
     """Run the policy's stages and write the compacted transcript.
 
@@ -119,9 +125,10 @@ def compact(
                    context_window=context_window, force=force, instructions=instructions,
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
-                   checkpoint=not no_checkpoint, output=output,
+                   checkpoint=not (no_checkpoint or fresh), output=output,
                    fits=lambda pol: _window_fits(pol, context_window, only=stage))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
+    start = _afresh(run, source) if fresh else run.transcript
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -130,7 +137,7 @@ def compact(
         run.ctx.warn(f"--session-memory {session_memory}: no such file yet; autocompact summarizes instead "
                      "(`ctxkit memory update` writes it)")
     pipeline = compile_pipeline(run.policy, only=stage)
-    result = pipeline.run(run.transcript, run.ctx)
+    result = pipeline.run(start, run.ctx)
     run.write_output(result.transcript, output, to)
     _print_report(result, report, sources=_sources(run))
     failure = failure_message(result)
@@ -139,6 +146,25 @@ def compact(
     too_big = over_threshold_message(result)
     if too_big:
         raise fail(too_big, ExitCode.CHECK_FAILED)
+
+
+def _afresh(run, source: str):
+    """``compact --fresh``: the input as expand gives it back, its store's decisions about it set aside
+    (ctxkit.store.expand.afresh); what could not be put back stays as it is, with a warning."""
+    from ..stages.registry import undo_steps
+    from ..store.expand import afresh
+
+    search = [Path(source).resolve().parent] if source != "-" else []
+    back, restored, aside = afresh(run.transcript, run.ctx.store, search_dirs=search, undo=undo_steps())
+    put_back = f"{len(restored.restored)} tool output(s) put back as they were, " if restored.restored else ""
+    if aside is not None or put_back:
+        where = f" (ledger scope {aside})" if aside is not None else ""
+        run.ctx.warn(f"--fresh: {put_back}earlier decisions set aside{where}; every decision is made again under "
+                     "this policy")
+    if not restored.complete:
+        run.ctx.warn(f"--fresh: {len(restored.missing) + len(restored.records)} earlier replacement(s) could not be "
+                     "put back (their originals are not in the store) and stay as they are")
+    return back
 
 
 def _sources(run) -> dict:
@@ -225,7 +251,9 @@ def view(
     from .. import load_policy
     from ..policy.layers import CLI_LABELS
     from ..run_context import model_warnings
+    from ..side_files import check_side_file, read_side_text
     from ..stages.snip import tags_enabled
+    from ..tokens.session import session_policy
     from ..transcript import read_transcript
     from ..transcript.plain import to_openai
     from ..transcript.snip_ids import tag_view
@@ -234,10 +262,13 @@ def view(
     from .trust_cmd import guard_policy
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
-    print_warnings(model_warnings(pol))
+    check_side_file(system, "--system")  # refused before the transcript is read
+    check_side_file(tools, "--tools")
     guard_policy(pol, summarizes=False)
     instant = parse_now(now)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    pol = session_policy(pol, t)  # the session's own model and max_tokens, unless the policy names them
+    print_warnings(model_warnings(pol))
     with atomic_output(output) as out:
         if to == "anthropic-request":
             from ..reports.cache_edits import store_for_request
@@ -247,7 +278,7 @@ def view(
             print_warnings([note] if note else [])
             body = build_request(t, pol, max_tokens=max_tokens, now=instant, system_messages=system_messages,
                                  tag_ids=tag_ids,
-                                 system=system.read_text(encoding="utf-8") if system else None,
+                                 system=read_side_text(system, "--system") if system else None,
                                  tools=_read_json_list(tools) if tools else None, store=cache_store)
             if cache_store is not None:
                 cache_store.flush()  # the pins, saved before the request is written (docs/store.md's order)
@@ -268,9 +299,11 @@ def view(
 
 
 def _read_json_list(path: Path) -> list:
+    from ..side_files import read_side_text
+
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        value = json.loads(read_side_text(path, "--tools") or "")
+    except ValueError as exc:
         raise UsageError(f"--tools {path}: {exc}") from None
     if not isinstance(value, list):
         raise UsageError(f"--tools {path}: expected a JSON list of tool definitions")
@@ -445,11 +478,18 @@ def expand(
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
     report_file: ReportFileOpt = None,
+    inline_agent_outputs: Annotated[bool, typer.Option(
+        "--inline-agent-outputs", help="Also inline the agent's own <persisted-output> previews (Claude Code "
+        "saves large tool outputs in tool-results/ beside the session) from those files. The output is then "
+        "more than ctxkit took, not the transcript compact read; without it, expand gives back exactly what "
+        "ctxkit took.")] = False,
 ) -> None:
     """Put back every tool output a stage moved to the store: nothing was lost.
 
-    Exit 1 when some outputs could not be restored: a placeholder or <persisted-output> whose
-    original is not in the store (e.g. the wrong --store); everything else is restored and written.
+    The output is byte for byte the transcript compact read: the agent's own <persisted-output>
+    previews stay previews (see --inline-agent-outputs). Exit 1 when some outputs could not be
+    restored: a placeholder or <persisted-output> whose original is not in the store (e.g. the wrong
+    --store); everything else is restored and written.
     """
     if wants_batch(params := dict(locals())):
         return run_many(EXPAND, params)
@@ -477,7 +517,7 @@ def expand(
     if not st.root.is_dir():
         print_warnings([f"store folder {st.root} does not exist (--store names the folder compact used)"])
     search = [Path(source).resolve().parent] if source != "-" else []
-    new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps())
+    new, report = expand_transcript(t, st, search_dirs=search, undo=undo_steps(), agent_outputs=inline_agent_outputs)
     new = unlink_store(new)  # the transcript as it was: it depends on no store any more
     # restored lines get their original bytes; onto the session, what the agent appended meanwhile is kept
     write_over(t, new, output, lambda version, out: write_transcript(version, out, originals=OriginalLines(st, t)),

@@ -15,9 +15,10 @@ from ..policy.layers import CLI_LABELS
 from ..policy.model import Policy
 from ..quoting import quote
 from ..run_context import build_context, save_token_cache
+from ..side_files import check_side_file
 from ..stages.base import Context
 from ..store.checkpoint import Checkpoints
-from ..store.disk import Store, default_store_dir
+from ..store.disk import Store, StoreError, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
 from ..transcript import read_transcript
 from ..transcript.appended import write_over
@@ -60,7 +61,7 @@ class Run:
         if self.checkpoints is not None:  # the next run after new turns reads only those
             try:  # with the store, before the output (a checkpoint of bytes never written is never found)
                 self.checkpoints.save(self.transcript, transcript if to is None else None)
-            except WriteError as exc:  # a cache: the output is still written, the next run reads in full
+            except (WriteError, StoreError) as exc:  # a cache: the output is still written, the next run reads in full
                 print_warnings([f"no checkpoint kept: {exc.message}"])
         write_over(self.transcript, transcript, output, lambda t, out: write_transcript(t, out, to),
                    onto_input=self.onto_input, keep_appended=to is None)
@@ -104,6 +105,10 @@ def make_policy(policy: str | None, sets: list[str] | None, context_window: int 
     return loaded
 
 
+#: the run's inputs that name a side file, and the option that names it (read within its bound by the stages)
+_SIDE_FILE_OPTIONS = {"session_memory": "--session-memory", "state_file": "--state", "queued_file": "--queued"}
+
+
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
@@ -116,15 +121,16 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
     ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
     as it was read (standard input redirected from the session, too). ``fits(policy)`` raises when the run
-    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked before the transcript
-    is read.
+    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked of the policy as it
+    applies to the session (its recorded model and output limit, :mod:`ctxkit.tokens.session`), before
+    any stage runs or anything is written.
     """
     from .trust_cmd import guard_policy
 
     pol = make_policy(policy, sets)
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
-    if fits is not None:
-        fits(pol)
+    for name, option in _SIDE_FILE_OPTIONS.items():  # a device or FIFO named by mistake: refused before any work
+        check_side_file(inputs.get(name), option)
     instant = parse_now(now)
     checkpoints = None
     if checkpoint is not None:
@@ -146,6 +152,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         for warning in checkpoints.warnings:
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
-    run = Run(pol, t, ctx, checkpoints, onto_input=onto_input)
+    if fits is not None:
+        fits(ctx.policy)
+    run = Run(ctx.policy, t, ctx, checkpoints, onto_input=onto_input)  # the policy as it applies to the session
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run

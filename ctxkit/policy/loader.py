@@ -18,11 +18,12 @@ from .consistency import policy_rules
 from .defaults import schema_defaults
 from .layers import Layer, LayerReader
 from .merge import Merger, Origin
+from .model import SCHEMA_DEFAULT_ORIGIN
 from .positions import FixedDocument
 from .trust import UntrustedSetting, repository_positions, untrusted_settings
 
 #: What ``ctxkit policy show`` names as the source of a value no layer wrote: the schema's ``default``.
-SCHEMA_DEFAULT_LABEL = "schema default"
+SCHEMA_DEFAULT_LABEL = SCHEMA_DEFAULT_ORIGIN
 #: The sections the compiled :class:`~ctxkit.policy.model.Policy` reads whose defaults the merged
 #: document (and ``ctxkit policy show``) carries; the rest (``redact``, ``request``, the stages' and
 #: attachment types' options) take theirs where they are read.

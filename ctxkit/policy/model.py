@@ -15,6 +15,10 @@ from .schema import static_schema
 #: Every default of the policy's own sections, read out of ``schemas/policy.schema.json``: the schema
 #: states each default once, and the fields below take theirs from here (a test forbids literals).
 SCHEMA_DEFAULTS: Mapping[str, Any] = MappingProxyType(schema_defaults(static_schema()))
+#: How the loader names the origin of a value no layer wrote (``ctxkit.policy.loader.SCHEMA_DEFAULT_LABEL``).
+SCHEMA_DEFAULT_ORIGIN = "schema default"
+#: The origin of a value a session's transcript gave (``ctxkit.tokens.session``): no choice of the policy's.
+SESSION_ORIGIN = "session"
 _THRESHOLDS = SCHEMA_DEFAULTS["thresholds"]
 _TOOLS = SCHEMA_DEFAULTS["tools"]
 DEFAULT_COMPACTABLE_TOOLS = tuple(_TOOLS["compactable"])
@@ -105,6 +109,23 @@ class Policy:
     @property
     def cache_minutes(self) -> int:
         return 5 if self.cache_ttl == "5m" else 60
+
+    def explicit(self, key: str) -> bool:
+        """Whether a policy file or ``--set`` gave the dotted ``key``: the schema's default is no choice,
+        nor a value taken from the session (``ctxkit.tokens.session``), so the session's own model, say,
+        wins over them. A policy compiled from a plain mapping (not loaded from layers) sets what its
+        mapping holds."""
+        origin = self.origins.get(key)
+        if origin is not None:
+            return not origin.startswith((SCHEMA_DEFAULT_ORIGIN, SESSION_ORIGIN))
+        if self.layers:
+            return False
+        node: Any = self.merged
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return False
+            node = node[part]
+        return True
 
     def stage(self, use: str) -> StageSpec | None:
         """The first enabled stage that uses ``use``, if any (stages look up each other's options this way)."""

@@ -31,6 +31,7 @@ and one that will not use it prints :func:`untrusted_warning`.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -41,9 +42,10 @@ from pathlib import Path
 from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from .. import resources
+from ..confined import Refused, read_regular
 from ..errors import PolicyError, Problem, UsageError
 from ..fileio import atomic_write
-from .layers import Layer, LayerReader, user_config_path
+from .layers import MAX_POLICY_BYTES, Layer, LayerReader, user_config_path
 from .merge import Origin
 
 TRUST_KEYWORD = "x-requires-trust"
@@ -99,8 +101,25 @@ def trust_file_path() -> Path:
     return user_config_path().parent / TRUST_FILE
 
 
+#: the largest record of trusted files read (one line per trusted file: far more than anyone trusts)
+MAX_RECORD_BYTES = 16 << 20
+
+
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The SHA-256 of a policy file, read as policies are (a regular file of at most
+    :data:`~ctxkit.policy.layers.MAX_POLICY_BYTES`; anything else raises ``OSError``)."""
+    try:
+        return hashlib.sha256(read_regular(path, limit=MAX_POLICY_BYTES)).hexdigest()
+    except Refused as exc:
+        raise OSError(errno.EINVAL, exc.reason, str(path)) from None
+
+
+def _read_record(where: Path) -> Any:
+    """The record of trusted files, parsed (bounded like any file read from outside)."""
+    try:
+        return json.loads(read_regular(where, limit=MAX_RECORD_BYTES))
+    except Refused as exc:
+        raise OSError(errno.EINVAL, exc.reason, str(where)) from None
 
 
 def _identity(path: Path) -> str:
@@ -112,7 +131,7 @@ def trusted_files() -> dict[str, str]:
     (trusting nothing silently would be safe, but would hide why every repository is refused)."""
     where = trust_file_path()
     try:
-        data = json.loads(where.read_text(encoding="utf-8"))
+        data = _read_record(where)
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -136,7 +155,7 @@ def _record_trust(paths: Sequence[Path]) -> dict[Path, str]:
     """Record ``paths`` (with their current content) as trusted; returns each one's digest."""
     where = trust_file_path()
     try:
-        data = json.loads(where.read_text(encoding="utf-8"))
+        data = _read_record(where)
     except FileNotFoundError:
         data = {}
     except (OSError, ValueError):

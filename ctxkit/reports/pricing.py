@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..quoting import quote
+from ..side_files import read_side_text
 
 PRICING_FILE = Path(__file__).resolve().parent / "pricing.json"
 RATE_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
@@ -132,7 +133,8 @@ def load_pricing(path: str | Path | None = None) -> PriceTable:
     target = Path(path) if path is not None else PRICING_FILE
     where = str(path) if path is not None else "the shipped pricing table"
     try:
-        doc = json.loads(target.read_text(encoding="utf-8"))
+        raw = read_side_text(target, "--pricing") if path is not None else target.read_text(encoding="utf-8")
+        doc = json.loads(raw or "")
     except OSError as exc:
         raise UsageError(f"--pricing {quote(str(target))}: {exc.strerror or exc}") from None
     except ValueError as exc:

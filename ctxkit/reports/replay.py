@@ -20,7 +20,6 @@ byte-identical, in order.
 from __future__ import annotations
 
 import hashlib
-import io
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,10 +31,12 @@ from ..pipeline import PipelineResult, compile_pipeline
 from ..policy.model import Policy
 from ..run_context import build_context
 from ..stages.base import Context
+from ..store.checkpoint import output_index
 from ..store.disk import Store
 from ..transcript import read_transcript
 from ..transcript.claude_code_chain import leaf_uuid
 from ..transcript.model import Transcript
+from ..transcript.reader import Resume
 from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
 from .request import build_request
@@ -46,6 +47,14 @@ Segment = tuple[bytes, int]
 
 def _digest(*parts: Any) -> bytes:
     return hashlib.blake2b(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+def _unmarked(block: Any) -> Any:
+    """A block without its ``cache_control``: the cache matches content, not where a request put its
+    breakpoints (a block marked in one request and not in the next is the same piece)."""
+    if isinstance(block, dict) and "cache_control" in block:
+        return {k: v for k, v in block.items() if k != "cache_control"}
+    return block
 
 
 def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None) -> list[Segment]:
@@ -59,14 +68,47 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     if system:
         text = system if isinstance(system, str) else "\n".join(
             b.get("text", "") for b in system if isinstance(b, dict))
-        out.append((_digest("system", system), counter.count_text(text)))
+        out.append((_digest("system", system if isinstance(system, str) else [_unmarked(b) for b in system]),
+                    counter.count_text(text)))
     for mi, msg in enumerate(body["messages"]):
         content = msg["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [_unmarked(b) for b in content]
         for bi, block in enumerate(blocks):
             out.append((_digest(mi, bi, msg["role"], block), counter.count_message({"role": msg["role"],
                                                                                     "content": [block]})))
     return out
+
+
+class GrowingRead:
+    """A file that grows by whole lines and is read after each growth, reading only the lines added:
+    the previous read's line index is where the next one resumes (as a run resumes from one of
+    compact's checkpoints), so a replay of N requests reads each line once, not N times.
+
+    Every line added ends with a newline; a read that met an unreadable line (or did not decide on
+    Claude Code's format from its first lines) is not resumed from: the next one reads in full."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.previous: Transcript | None = None
+        path.write_bytes(b"")
+
+    def add(self, lines: list[bytes]) -> Transcript:
+        """The transcript once ``lines`` are added (an earlier transcript's line index grows with it: read
+        only the newest)."""
+        with open(self.path, "ab") as f:
+            f.write(b"".join(lines))
+        start = self._resume()
+        t = read_transcript(str(self.path), on_bad_line="skip", resume=lambda source: start)
+        self.previous = t
+        return t
+
+    def _resume(self) -> Resume | None:
+        t = self.previous
+        if t is None or t.format != "claude-code" or t.info.bad_lines.count or not t.info.detected_early \
+                or not t.n_lines or not t.ends_with_newline():
+            return None
+        t.lines.memo = {}  # maps over the lines read so far: built again for the longer file
+        return Resume(t.lines, t.lines.end, True, parsed=t.parsed_input_lines())
 
 
 @dataclass
@@ -88,13 +130,18 @@ class PolicyReplay:
         self.pipeline = compile_pipeline(policy)
         self.workdir = workdir
         self.store_dir = workdir / "store"
-        self.input_path = workdir / "step.jsonl"
+        #: each step reads one of these and writes its output to the other (the output's unchanged lines
+        #: are copied from the file read, so that one is not written over)
+        self.files = (workdir / "step-a.jsonl", workdir / "step-b.jsonl")
+        self.files[0].write_bytes(b"")
+        self.turn = 0
         self.context_window = context_window
         self.cwd = cwd
         self.transcript_path = transcript_path
         self.counter = counter
-        self.output = b""
+        self.output_size = 0  # the bytes of the previous step's output, at the start of the file read next
         self.alias: dict[str, str] = {}  # recorded leaf uuid -> the leaf new lines chain onto instead
+        self.resume: Resume | None = None  # the line index of ``output``, where the next read resumes
         #: what the simulated previous request held (``cache_read`` / ``cache_creation`` tokens): the usage
         #: the answer to it would have reported. Set by the caller after each step's request is modelled.
         self.sent: dict[str, int] | None = None
@@ -134,9 +181,11 @@ class PolicyReplay:
         return orjson.dumps(entry) + b"\n" if changed else line
 
     def step(self, new_lines: list[bytes], now: datetime | None) -> Step:
-        data = self.output + b"".join(self._rewrite(line) for line in new_lines)
-        self.input_path.write_bytes(data)
-        t = read_transcript(str(self.input_path), on_bad_line="skip")
+        path = self.files[self.turn]  # the previous step's output: the new lines go after it
+        with open(path, "ab") as f:
+            f.write(b"".join(self._rewrite(line) for line in new_lines))
+        start = self.resume  # the previous output's lines are not read again
+        t = read_transcript(str(path), on_bad_line="skip", resume=lambda source: start)
         ctx = build_context(self.policy, Store(self.store_dir), now=now, transcript=t,
                             context_window=self.context_window, cwd=self.cwd, transcript_path=self.transcript_path)
         ctx.tokens = self.counter  # one counter for the whole replay: its cache makes each step cheap
@@ -147,12 +196,30 @@ class PolicyReplay:
             before, after = leaf_uuid(t), leaf_uuid(out)
             if before and after and before != after:
                 self.alias[before] = after
-        buf = io.BytesIO()
-        write_transcript(out, buf)
-        self.output = buf.getvalue()
-        if self.output and not self.output.endswith(b"\n"):
-            self.output += b"\n"
+        self.turn = 1 - self.turn
+        with open(self.files[self.turn], "w+b") as f:
+            write_transcript(out, f)
+            self.output_size = f.tell()
+            if self.output_size:
+                f.seek(self.output_size - 1)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
+                    self.output_size += 1
+        self.resume = self._output_resume(t, out)
         return Step(out, result, ctx, self._summarizer_calls(result, out))
+
+    def _output_resume(self, read: Transcript, out: Transcript) -> Resume | None:
+        """Where the next step's read resumes: the line index of this step's output, told from the edits
+        without reading it back (None: the next step reads in full)."""
+        if read.format != "claude-code" or read.info.bad_lines.count or not read.info.detected_early \
+                or not read.n_lines or not read.ends_with_newline():
+            return None
+        lines = output_index(read, out)
+        if lines is None or lines.end != self.output_size:
+            return None
+        # the lines no stage edited are the input's, parsed already
+        parsed = {i: d for i, d in out.parsed_input_lines().items() if i not in out.overrides}
+        return Resume(lines, lines.end, True, parsed=parsed)
 
     def _summarizer_calls(self, result: PipelineResult, out: Transcript) -> list[dict[str, Any]]:
         """The model requests a compaction made: the history it summarized in, the summary out.

@@ -37,10 +37,13 @@ from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, co
 from ..stages.snip import snip_options
 from ..tokens import MODEL_ALIASES, budget_for
 from ..transcript import claude_code_chain
+from ..transcript.claude_code_requests import request_records
+from ..transcript.claude_code_session import recorded_settings
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage
 from .cache_edits import apply_cache_edits
+from .claude_code_layout import claude_code_layout, mark_breakpoints, recorded_params, session_header
 from .tool_definitions import snip_tool
 
 SYSTEM_MESSAGE_MODES = ("auto", "keep", "fold")
@@ -73,37 +76,25 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
     """
     if t.format != "claude-code":
         return None, None
-    shape: dict | None = None
-    snapshot: Any = None
-    for i in reversed(list(t.live_indexes())):
-        kind = claude_code_chain.entry_type(t, i)
-        if kind == "api-request-shape" and shape is None:
-            shape = t.entry(i).get("shape") or {}
-        elif kind == "attachment" and snapshot is None:
-            att = t.entry(i).get("attachment") or {}
-            if att.get("type") == "prompt_snapshot" and att.get("systemPrompt"):
-                snapshot = att["systemPrompt"]
-        if shape is not None and snapshot is not None:
-            break
-    shape = shape or {}
-    system: Any = None
-    if shape.get("system"):
-        system = [{k: v for k, v in b.items() if k != "cache_control"} for b in shape["system"]]
-    elif snapshot is not None:
-        system = "\n\n".join(snapshot) if isinstance(snapshot, list) else str(snapshot)
-    return system, shape.get("tools")
+    records = request_records(t)
+    shape = records.shapes.get(records.shape_at[-1][1]) if records.shape_at else None
+    if shape:
+        system = [{k: v for k, v in b.items() if k != "cache_control"} for b in shape.get("system") or []]
+        return system or None, shape.get("tools")
+    for i in reversed(claude_code_chain.indexes_of(t, ("attachment",))):
+        att = t.entry(i).get("attachment") or {}
+        if att.get("type") == "prompt_snapshot" and att.get("systemPrompt"):
+            snapshot = att["systemPrompt"]
+            return "\n\n".join(snapshot) if isinstance(snapshot, list) else str(snapshot), None
+    return None, None
 
 
 def recorded_thinking(t: Transcript) -> dict | None:
     """The ``thinking`` settings of Claude Code's newest recorded request (its ``api-request`` entries), if any."""
     if t.format != "claude-code":
         return None
-    for i in reversed(list(t.live_indexes())):
-        if claude_code_chain.entry_type(t, i) == "api-request":
-            thinking = (t.entry(i).get("params") or {}).get("thinking")
-            if isinstance(thinking, dict):
-                return thinking
-    return None
+    thinking = recorded_settings(t).thinking
+    return dict(thinking) if thinking is not None else None
 
 
 def _thinking_on(thinking: dict | None) -> bool:
@@ -147,8 +138,17 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
         tool_list.append(snip_tool(snip["tool_name"]))
     if tool_list:
         body["tools"] = tool_list
-    body["messages"] = api_messages(msgs, keep_system=_keep_system_messages(policy, system_messages))
-    thinking = recorded_thinking(t)
+    keep_system = _keep_system_messages(policy, system_messages)
+    layout = claude_code_layout(t, msgs) if t.format == "claude-code" and keep_system and not offer_snip else None
+    if layout is not None:
+        body["messages"] = layout.messages
+        header = session_header(t, layout.records, msgs, layout.messages) if recorded_system is system else None
+        if header and isinstance(system, list):
+            body["system"] = [{"type": "text", "text": header}, *copy.deepcopy(system)]
+    else:
+        body["messages"] = api_messages(msgs, keep_system=keep_system)
+    params = recorded_params(layout.records, layout.messages) if layout is not None else {}
+    thinking = params.get("thinking") or recorded_thinking(t)
     if thinking is not None:
         body["thinking"] = thinking
     spec = policy.stage(Microcompact.name)
@@ -159,6 +159,10 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if cm:
         body["context_management"] = cm
     body["max_tokens"] = max_tokens or budget_for(policy).max_output
+    if "output_config" in params:  # Claude Code 2.1.3xx: as its newest request
+        body["output_config"] = params["output_config"]
+    if layout is not None:
+        mark_breakpoints(body, layout.records, shifted=1 if body.get("system") is not system else 0)
     if store is not None:
         apply_cache_edits(body, t, policy, store, now=now)  # microcompact mode cached (ctxkit.reports.cache_edits)
     return body

@@ -31,11 +31,12 @@ from ..run_context import build_context
 from ..store.disk import Store
 from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
+from ..tokens.session import session_policy
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from .pricing import PriceTable, Usage
 from .removed import removed_items
-from .replay import PolicyReplay, Segment, Step, request_segments
+from .replay import GrowingRead, PolicyReplay, Segment, Step, request_segments
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
@@ -166,6 +167,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
                          f"usage); {what}")
+    # each policy as it applies to this session: its model, max_tokens and cache lifetime where the policy names none
+    policies = [(name, session_policy(pol, t)) for name, pol in policies]
     everything = recorded_requests(t)
     points = [r for r in everything if not r.sidechain]
     base = policies[0][1]
@@ -178,11 +181,11 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
     none_segments = []
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:
-        prefix_file = Path(tmp) / "prefix.jsonl"
-        prefix = None
+        growing = GrowingRead(Path(tmp) / "prefix.jsonl")  # each line read once, not once per request
+        prefix, done = None, 0
         for point in points:
-            prefix_file.write_bytes(b"".join(raw_lines[:point.first_entry]))
-            prefix = read_transcript(str(prefix_file), on_bad_line="skip")
+            prefix = growing.add(raw_lines[done:point.first_entry])
+            done = point.first_entry
             none_segments.append(request_segments(prefix, base, counter, point.timestamp))
         _main_requests(none, points, none_segments, base, prices, window)
         if prefix is not None:

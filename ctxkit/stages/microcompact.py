@@ -34,6 +34,12 @@ run on the same input shows every stage the view it saw the first time and gives
 the thinking dropped after a result this run clears is dropped again. While the cache is warm
 and nothing was cleared before, the stage does not touch a single byte.
 
+A policy change does not undo a clearing: with `keep_recent` raised from 5 to 40, the results
+cleared before stay cleared, and the report says so (`4 result(s) stay cleared by an earlier run
+that this policy would keep (keep_recent 40): decisions are frozen, ...`; `--report json`:
+`frozen_unlike_policy`). `ctxkit compact --fresh` decides everything again from the original
+content, at the price of one cold prompt cache (docs/policies.md).
+
 Thinking blocks of the assistant turns from the first cleared result on are dropped (their
 signatures covered the bytes that changed) and, on Claude Code transcripts, archived in the store
 behind an `archive` record, so `ctxkit expand` restores them too.
@@ -347,7 +353,9 @@ class Microcompact(Stage):
             body = context_management(self.options, cold=cold)
             if body:
                 details["context_management"] = body
-        changes, cleared, replayed, first = self._plan(t, view, ctx, cold and self.options["mode"] != "api-native")
+        changes, cleared, replayed, first, unlike = self._plan(t, view, ctx,
+                                                                cold and self.options["mode"] != "api-native")
+        frozen = self._unlike_note(unlike, details)
         if first is None:
             if self.options["mode"] == "api-native":
                 return StageResult(t, self.report(action="nothing-to-do", reason="api-native: the API clears "
@@ -361,12 +369,12 @@ class Microcompact(Stage):
                 reason = "the prompt cache is warm"
             else:
                 reason = "nothing old enough to clear"
-            return StageResult(t, self.report(action="nothing-to-do", reason=reason, details=details))
+            return StageResult(t, self.report(action="nothing-to-do", reason=reason + frozen, details=details))
         new = replace_blocks(t, changes)
         new, thinking = strip_thinking_after(new, first)
         if not changes and not thinking:  # an earlier stage replayed the clearing; no thinking after it
-            return StageResult(t, self.report(action="nothing-to-do", reason="earlier clearing already replayed",
-                                              details=details))
+            return StageResult(t, self.report(action="nothing-to-do", reason="earlier clearing already replayed"
+                                              + frozen, details=details))
         new, archive = archive_entries(new, ctx.store, thinking, ctx.timestamp(), "microcompact: thinking after "
                                        "cleared tool results")
         details.update(cleared=cleared, replayed=replayed, thinking_stripped=len(thinking), store=str(ctx.store.root))
@@ -377,12 +385,24 @@ class Microcompact(Stage):
         reason = f"cleared {len(cleared)} old tool result(s)" if cleared else "replayed earlier clearing"
         if replayed and cleared:
             reason += f", replayed {len(replayed)}"
-        return StageResult(new, self.report(action="applied", reason=reason, details=details))
+        return StageResult(new, self.report(action="applied", reason=reason + frozen, details=details))
+
+    def _unlike_note(self, unlike: list[str], details: dict[str, Any]) -> str:
+        """The report's note on clearings frozen by earlier runs that this policy would not make (a
+        larger ``keep_recent``, a tool no longer compactable): they stay, and ``--fresh`` is the way out."""
+        if not unlike:
+            return ""
+        details["frozen_unlike_policy"] = unlike
+        return (f"; {len(unlike)} result(s) stay cleared by an earlier run that this policy would keep "
+                f"(keep_recent {self.options['keep_recent']}): decisions are frozen, `compact --fresh` makes "
+                "them again")
 
     def _plan(self, t: Transcript, view: View, ctx: Context, clear_now: bool):
-        """Which results to clear now and which earlier clearings to replay: (changes, cleared, replayed, first),
-        ``first`` the view index of the first message whose result this run clears or replays (None: none),
-        from which on thinking is dropped.
+        """Which results to clear now and which earlier clearings to replay: (changes, cleared, replayed, first,
+        unlike), ``first`` the view index of the first message whose result this run clears or replays (None:
+        none), from which on thinking is dropped; ``unlike`` the results an earlier run cleared (replayed or
+        shown cleared in the input) that this policy would keep: among the ``keep_recent`` most recent
+        compactable results, or of a tool that is not compactable.
 
         What counts is the input of the run, not of this stage: a result the input showed in full is
         cleared by this run even when an earlier stage already put the placeholder back, so a second run
@@ -396,6 +416,8 @@ class Microcompact(Stage):
         cleared: list[str] = []
         replayed: list[str] = []
         first: int | None = None
+        order: list[str] = []  # the compactable results in view order, cleared before or not
+        frozen: list[tuple[str, bool]] = []  # (tool id, compactable) of each result an earlier run cleared
         for mi, m in enumerate(view.messages):
             for block, ref in zip(m.content, m.refs, strict=True):
                 if block.get("type") != "tool_result" or ref is None:
@@ -405,6 +427,9 @@ class Microcompact(Stage):
                 if not decision_applies(decision, block.get("content"), ctx.store.digests):
                     decision = {}  # the same tool id in another conversation: not this result's decision
                 if decision.get("state") == "cleared":
+                    frozen.append((tid, names.get(tid) in compactable))
+                    if frozen[-1][1]:
+                        order.append(tid)
                     if block.get("content") != decision.get("replacement"):
                         changes[ref] = {**block, "content": decision["replacement"]}
                     elif _shown_in_input(t, ref, block, decision.get("replacement")):
@@ -416,6 +441,7 @@ class Microcompact(Stage):
                     continue
                 if names.get(tid) in compactable:
                     candidates.append((mi, ref, block))
+                    order.append(tid)
         if clear_now:
             old = candidates[:max(0, len(candidates) - self.options["keep_recent"])]
             for mi, ref, block in old:
@@ -428,7 +454,9 @@ class Microcompact(Stage):
                 changes[ref] = {**block, "content": placeholder}
                 cleared.append(tid)
                 first = mi if first is None else min(first, mi)
-        return changes, cleared, replayed, first
+        recent = set(order[len(order) - self.options["keep_recent"]:]) if self.options["keep_recent"] else set()
+        unlike = [tid for tid, can in frozen if not can or tid in recent]
+        return changes, cleared, replayed, first, unlike
 
     def _record(self, ctx: Context, scope: str, tid: str, content: Any, placeholder: str, seen: Any) -> None:
         """Save the original to the store and freeze the decision in the ledger (``ctxkit expand`` reads it)."""

@@ -21,7 +21,11 @@ does:
   replayed with exactly the same bytes, so running `compact` again on a grown transcript leaves
   the earlier view byte-identical (the provider's prompt cache stays warm). Only this stage's
   own replacements are replayed here; a later stage's (microcompact's placeholder) is replayed by
-  that stage, so every stage of a second run sees the view it saw the first time.
+  that stage, so every stage of a second run sees the view it saw the first time. A changed
+  limit applies to results not decided yet, and the report says which earlier decisions it would
+  not make (`1 result(s) keep an earlier run's decision that this policy would not make ...`;
+  `frozen_unlike_policy` in `--report json`); `ctxkit compact --fresh` decides every result again
+  under the current policy (one cold prompt cache: docs/policies.md).
 
 ## Before and after
 
@@ -117,6 +121,7 @@ class ToolResultBudget(Stage):
         persisted: list[str] = []
         replayed: list[str] = []
         noted_empty: list[str] = []
+        unlike: list[str] = []  # earlier decisions replayed here that this policy would not make
         store = ctx.store
         scope = decision_scope(t)
         for msg in view.messages:
@@ -140,11 +145,16 @@ class ToolResultBudget(Stage):
                     if ref is not None and content != shown:
                         changes[ref] = {**block, "content": shown}
                         replayed.append(tid)
+                        if own.get("blob") and not self._would_persist(names.get(tid, ""), content, store):
+                            unlike.append(tid)  # the input shows the original: this policy would keep it
                     total += content_size(shown)
                     continue
                 size = content_size(content)
                 total += size
                 if decision or ref is None:
+                    if decision and decision.get("state") == "seen" and self._would_persist(names.get(tid, ""),
+                                                                                             content, store):
+                        unlike.append(tid)  # seen in full before a lower limit: frozen all the same
                     continue  # seen in full before: frozen
                 tool = names.get(tid, "")
                 if is_empty(content) and not has_media(content):
@@ -195,7 +205,22 @@ class ToolResultBudget(Stage):
                                    "store": str(store.root), "scope": scope}
         reason = (f"persisted {len(persisted)} result(s), replayed {len(replayed)}, noted {len(noted_empty)} empty"
                   if changes else "every tool result is within budget")
+        if unlike:
+            details["frozen_unlike_policy"] = unlike
+            reason += (f"; {len(unlike)} result(s) keep an earlier run's decision that this policy would not make "
+                       "(persisted under a lower limit, or seen in full under a higher one): decisions are frozen, "
+                       "`compact --fresh` makes them again")
         return StageResult(new, self.report(action=action, reason=reason, details=details))
+
+    def _would_persist(self, tool: str, content: Any, store) -> bool:
+        """Whether this policy would persist a result of ``tool`` with this content on its own (the
+        per-message budget aside): over the tool's limit, neither media nor of an exempt tool, and
+        longer than its preview would be (as :meth:`_persist` decides)."""
+        if has_media(content) or tool in self.options["exempt_tools"] or content_size(content) <= self._limit(tool):
+            return False
+        text = content_text(content)
+        data, suffix, _ = original_bytes(content)
+        return len(persisted_message(text, str(store.blob_path(data, suffix)), self.options["preview_bytes"])) < len(text)
 
     def _limit(self, tool: str) -> int:
         """The tool's own limit (the defaults, then ``per_tool``), capped at the global ``max_result_chars``."""

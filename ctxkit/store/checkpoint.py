@@ -45,8 +45,9 @@ from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
 # 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED); 3: CRC blocks;
-# 4: the document ends with a check of its own bytes (sealed)
-FORMAT = 4
+# 4: the document ends with a check of its own bytes (sealed); 5: the session facts hold the settings the
+# session ran with (model, max_tokens: claude_code_session.RecordedSettings)
+FORMAT = 5
 BLOCK = 1 << 20
 KEEP = 4  # checkpoints kept per first line: this run's two, and the previous run's
 _MAX_FIRST_LINE = 1 << 20  # a first line longer than this: not checkpointed (the key must be cheap)
@@ -196,9 +197,9 @@ class Checkpoints:
              earlier: dict | None = None) -> None:
         name = f"{size:016d}-{_digest(''.join(digests).encode())[:16]}.json"
         path = self.store.root / FOLDER / folder / name
-        if path.exists():  # the same bytes as an earlier run's: kept, and marked as this run's for _prune
-            try:
-                os.utime(path)
+        if self.store.has_file([FOLDER, folder, name]):  # the same bytes as an earlier run's: kept, and
+            try:                                          # marked as this run's for _prune (not through a link)
+                os.utime(path, follow_symlinks=False)
             except OSError:
                 pass
             return
@@ -229,7 +230,7 @@ class Checkpoints:
 
 
 def check_checkpoint(doc: Any) -> str | None:
-    """What is wrong with a checkpoint document, None when nothing: ``{"format": 4, "hash": "crc32c/1MiB"
+    """What is wrong with a checkpoint document, None when nothing: ``{"format": 5, "hash": "crc32c/1MiB"
     (:func:`ctxkit.store.block_crc.name`), "size": bytes, "digests": [one hex CRC per MiB, the last of the part that is left], "detected_early":
     bool, "earlier_prompts": null or the entries with prompts before the newest boundary, "index": the line
     index (:func:`ctxkit.transcript.lineindex.index_state`), "facts": the session
@@ -293,10 +294,19 @@ def _digests(f, size: int, known: list[str]) -> list[str]:
     return out + _block_digests(f, size, len(out))
 
 
-def _written_index(read: Transcript, written: Transcript, read_digests: list[str]) -> tuple[LineIndex, list[str]] | None:
-    """The line index a full read of ``written``'s output would give, and the output's digests; None
-    when it cannot be told without reading it (an entry removed, a line ctxkit wrote that a read
-    would refuse)."""
+def output_index(read: Transcript, written: Transcript) -> LineIndex | None:
+    """The line index a full read of ``written`` (a run's output over the input ``read``, in its own
+    format) would give, without reading it; None when it cannot be told (see :func:`_written_index`).
+    ``ctxkit simulate`` resumes each step's read from the previous step's output this way."""
+    out = _written_index(read, written, None)
+    return out[0] if out is not None else None
+
+
+def _written_index(read: Transcript, written: Transcript,
+                   read_digests: list[str] | None) -> tuple[LineIndex, list[str]] | None:
+    """The line index a full read of ``written``'s output would give, and the output's digests (none
+    when ``read_digests`` is None); None when it cannot be told without reading it (an entry removed, a
+    line ctxkit wrote that a read would refuse)."""
     if written.removed or written.lines is not read.lines:
         return None
     n = read.n_lines
@@ -340,7 +350,9 @@ def _written_index(read: Transcript, written: Transcript, read_digests: list[str
             chunks.append((pos, data))
             pos += len(data)
     out.end = pos
-    out.facts = claude_code_session.current_facts(written)
+    out.facts = claude_code_session.current_facts(written).copy()
+    if read_digests is None:
+        return out, []
     same = pos if same is None else same
     digests = read_digests[:same // BLOCK]  # whole blocks the output shares with the input
     digests += _hash_from(len(digests) * BLOCK, chunks, read.source.file, pos)

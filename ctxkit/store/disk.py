@@ -56,11 +56,11 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import orjson
 
-from ..confined import BLOB_NAME, Refused, read_under
+from ..confined import BLOB_NAME, TOO_LARGE, Refused, check_under, read_under
 from ..errors import CtxkitError, ExitCode, WriteError
 from ..fileio import atomic_output, atomic_write, fsync_dir, make_dirs, sweep_stale_temps
 from .documents import LEDGER_FORMAT, check_ledger, check_object, check_state, parse_ledger
@@ -75,6 +75,10 @@ LEDGER = "ledger.json"
 STATE = "state.json"
 LOCK = ".lock"
 MARKER = ".ctxkit-store"
+BLOBS = "blobs"
+#: what the top of a store holds (folder or file), checked before the store is first read or written
+#: (``checkpoints/`` is a cache: checked when one is written, a warning then, :mod:`ctxkit.store.checkpoint`)
+_LAYOUT = ((BLOBS, True), ("lines", True), (LEDGER, False), (STATE, False), (LOCK, False), (MARKER, False))
 STORE_FORMAT = 1
 #: the most bytes of blobs :meth:`Store.held_for` keeps in memory until the flush (more are written at once)
 HELD_AT_MOST = 32 * 1024 * 1024
@@ -132,8 +136,31 @@ class Store:
         #: decision key -> (line, record, the record before it, whether this run had changed it), in order
         self._held_keys: dict[tuple[str, str], list[tuple[int, Any, Any, bool]]] = {}
         self._held_bytes = 0
+        self._layout_checked = False
         #: the fingerprints of tool results this run took, by identity (:func:`ctxkit.store.offload.content_digest`)
         self.digests: dict[int, tuple[Any, str]] = {}
+
+    # -- the one rule for every path of the store ----------------------------------------------------
+    def has_file(self, parts: Sequence[str], *, folder: bool = False) -> bool:
+        """Whether the store holds the regular file (with ``folder``: the folder) ``root/parts...``;
+        raises :class:`StoreError` (exit 2) when one of ``parts`` is a symbolic link or not what the
+        store puts there. Every file the store reads or writes is looked at through this first (reads
+        also open it without following links, :func:`ctxkit.confined.read_under`), so a link planted in
+        a store (``ledger.json`` pointing at another file, ``blobs/`` at another folder) never sends a
+        write elsewhere, and what is written can be read back. The store's own folder may be a link
+        (``--store`` is the user's word; a default ``.ctxkit/`` that is a link: :func:`ctxkit.store.link.find_store`)."""
+        if not self._layout_checked:
+            self._layout_checked = True  # (first: the checks below come back here)
+            try:
+                for name, is_folder in _LAYOUT:
+                    self.has_file([name], folder=is_folder)
+            except StoreError:
+                self._layout_checked = False
+                raise
+        try:
+            return check_under(self.root, parts, folder=folder)
+        except Refused as exc:
+            raise StoreError(exc.path, exc.reason) from None
 
     # -- blobs ------------------------------------------------------------------------------------
     def blob_path(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
@@ -146,7 +173,8 @@ class Store:
         is joined as text, not as Path objects."""
         here = None if self.root.is_absolute() else os.getcwd()
         if self._blobs is None or self._blobs[0] != here:
-            self._blobs = (here, str((self.root / "blobs").resolve()))
+            self.has_file([BLOBS], folder=True)  # not a link: the blobs are where the store's folder is
+            self._blobs = (here, os.path.join(os.path.realpath(self.root), BLOBS))
         return f"{self._blobs[1]}{os.sep}{digest[:2]}{os.sep}{digest}{suffix}"
 
     def put_blob(self, data: bytes, suffix: str = ".txt", digest: str | None = None) -> Path:
@@ -171,20 +199,21 @@ class Store:
                 held[1] += 1
                 self._held.setdefault(self._holding, []).append(path)
                 return path
-            self._put(Path(path), data)
+            self._put(path, data)
             self._present.add(path)
             if self._held_blobs.pop(path, None) is not None:  # held for a line until now: stored for good
                 self._held_bytes -= len(data)
         return path
 
-    def put_file(self, path: Path, data: bytes) -> None:
-        """Write a file of the store that is named by its content (a blob, an original line) unless it
-        is there; durable once :meth:`sync_folders` ran (:meth:`flush` runs it)."""
+    def put_file(self, parts: Sequence[str], data: bytes) -> None:
+        """Write the file ``root/parts...`` of the store, named by its content (an original line),
+        unless it is there; durable once :meth:`sync_folders` ran (:meth:`flush` runs it)."""
         if not self.dry_run:
-            self._put(path, data)
+            self._put(str(self.root.joinpath(*parts)), data, parts)
 
-    def _put(self, path: Path, data: bytes) -> None:
-        if os.path.exists(path):
+    def _put(self, path: str, data: bytes, parts: Sequence[str] | None = None) -> None:
+        """Write a file named by its content at ``path`` (a blob's: ``.../blobs/ab/NAME``; else ``root/parts``)."""
+        if self.has_file(parts or path.rsplit(os.sep, 3)[-3:]):
             # found: written by another run sharing the store, or by one killed before its flush;
             # its folder may not be durable yet, and this run is about to name the file
             self._unsynced.add(Path(os.path.realpath(path)).parent)
@@ -227,7 +256,10 @@ class Store:
         if not BLOB_NAME.fullmatch(base):
             raise Refused(name, "not a blob of the store (a blob is named by the SHA-256 of its content)")
         held = self._held_blobs.get(self._blob_file(base, "")) if self._held_blobs else None
-        return held[0] if held else read_under(self.root, ["blobs", base[:2], base], shown=name)
+        if held:
+            return held[0]
+        self.has_file([BLOBS], folder=True)  # a store whose blobs/ is a link is refused, not read piecemeal
+        return read_under(self.root, [BLOBS, base[:2], base], shown=name)
 
     def read_blob(self, name: str) -> bytes | None:
         """Like :meth:`fetch_blob`, but None for a name it refuses too (stages replaying records:
@@ -271,6 +303,25 @@ class Store:
         if records.get(tool_use_id) != decision:
             records[tool_use_id] = decision
             self._changed_decisions.add(key)
+
+    def set_aside(self, scope: str) -> str | None:
+        """Move every decision of ``scope`` to a scope of its own, ``SCOPE~set-aside-N``, where no stage
+        looks (they read their transcript's scope only) and ``ctxkit expand`` still finds them (it
+        matches every scope's records against the content): an output written under those decisions
+        is still restored, while the next run decides afresh (``compact --fresh``). Returns the new
+        scope's name, None when ``scope`` held no decision."""
+        scope = scope or "default"
+        records = self.sessions.get(scope)
+        if not records:
+            return None
+        n = 1
+        while f"{scope}~set-aside-{n}" in self.sessions:
+            n += 1
+        aside = f"{scope}~set-aside-{n}"
+        for tid in list(records):
+            self.record_decision(tid, records.pop(tid), scope=aside)
+            self._changed_decisions.add((scope, tid))  # gone from the scope: flush takes it out on disk
+        return aside
 
     # -- writes held for the edit of one line (microcompact's originals) ---------------------------
     @contextmanager
@@ -327,7 +378,7 @@ class Store:
         """Write the blobs still held (their lines' edits are in the output), then hold nothing: what is
         held is one run's (:meth:`flush` calls this; so does ``Pipeline.run`` before it starts)."""
         for path, (data, _) in sorted(self._held_blobs.items()) if not self.dry_run else ():
-            self._put(Path(path), data)
+            self._put(path, data)
             self._present.add(path)
         self._held_blobs.clear()
         self._held.clear()
@@ -381,6 +432,7 @@ class Store:
         from ``chunks`` (made as they are written: only one is in memory at a time), atomically; nothing
         in a dry run."""
         if not self.dry_run:
+            self.has_file(parts)
             self._mark()
             with atomic_output(self.root.joinpath(*parts)) as out:
                 for chunk in chunks:
@@ -388,38 +440,41 @@ class Store:
 
     def save_document(self, name: str, value: dict[str, Any]) -> None:
         if not self.dry_run:
+            self.has_file([name])
             self._mark()
             atomic_write(self.root / name, orjson.dumps(value))
 
     # -- persistence ------------------------------------------------------------------------------
     def check(self) -> list[str]:
-        """Load the ledger and the state now; returns :attr:`warnings` (e.g. a damaged document)."""
+        """Check the store's layout (:meth:`has_file`), load the ledger and the state now; returns
+        :attr:`warnings` (e.g. a damaged document)."""
+        self.has_file([])
         _ = self.sessions, self.state
         return list(self.warnings)
 
     def _mark(self) -> None:
         """Write the marker that makes this folder a store, before the store's first file (once)."""
-        if not is_marked_store(self.root):
+        if not self.has_file([MARKER]):
             atomic_write(self.root / MARKER, orjson.dumps({"format": STORE_FORMAT}) + b"\n")
 
     def _load(self, name: str) -> dict[str, Any]:
         """A JSON document of the store, ``{}`` when absent; raises :class:`StoreError` when it cannot
         be read or is not JSON, and (ledger, state) when it is not of its shape."""
         path = self.root / name
-        try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
+        if not self.has_file([name]):
             return {}  # no store yet (a folder that cannot be one is named when the run writes)
-        except OSError as exc:
-            raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise StoreError(path, "not a regular file")
-        if st.st_size > MAX_DOCUMENT_BYTES:
-            raise StoreError(path, f"{st.st_size} bytes, more than the {MAX_DOCUMENT_BYTES} a store document may hold")
         try:
-            value = orjson.loads(path.read_bytes())
+            data = read_under(self.root, [name], shown=str(path), limit=MAX_DOCUMENT_BYTES)
+        except Refused as exc:
+            if exc.kind == TOO_LARGE:
+                raise StoreError(path, f"more than the {MAX_DOCUMENT_BYTES} bytes a store document may hold") from None
+            raise StoreError(path, exc.reason) from None
         except OSError as exc:
             raise StoreError(path, f"cannot be read ({exc.strerror or exc})") from None
+        if data is None:
+            return {}  # removed since
+        try:
+            value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise StoreError(path, f"not JSON ({exc})") from None
         problem = {LEDGER: check_ledger, STATE: check_state}.get(name, check_object)(value)
@@ -451,7 +506,12 @@ class Store:
                 sessions, unscoped = parse_ledger(self._load(LEDGER))
                 mine = self.sessions
                 for scope, tid in sorted(self._changed_decisions):
-                    sessions.setdefault(scope, {})[tid] = mine[scope][tid]
+                    if tid in mine.get(scope, {}):
+                        sessions.setdefault(scope, {})[tid] = mine[scope][tid]
+                    elif tid in sessions.get(scope, {}):  # set aside (set_aside)
+                        del sessions[scope][tid]
+                        if not sessions[scope]:
+                            del sessions[scope]
                 doc: dict[str, Any] = {"format": LEDGER_FORMAT, "sessions": sessions}
                 if unscoped:
                     doc["unscoped"] = unscoped
@@ -473,8 +533,9 @@ class Store:
         if fcntl is None:  # pragma: no cover - Windows
             yield
             return
-        try:
-            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        self.has_file([LOCK])
+        try:  # not through a link put there since (O_NOFOLLOW)
+            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
             raise WriteError(str(self.root / LOCK), exc) from None
         try:

@@ -4,8 +4,12 @@ Walks every entry of the transcript (not just the view: output behind a
 compaction boundary counts too) and restores each tool_result whose content is
 a replacement ctxkit recorded in the store's ledger (persisted previews,
 microcompact placeholders, empty-output notes). A ``<persisted-output>``
-block is restored even without a ledger from the store blob it names, or, for
-Claude Code's own, from the file of that name in the session's ``tool-results/``
+block is restored even without a ledger from the store blob it names. Claude
+Code's own ``<persisted-output>`` previews (the agent, not ctxkit, moved those
+outputs to the session's ``tool-results/`` folder) stay as they are: expand gives
+back what ctxkit took, so its output is byte for byte the transcript compact
+read. Asked to (``agent_outputs``, ``ctxkit expand --inline-agent-outputs``), it
+inlines them too, from the file of that name in the session's ``tool-results/``
 folder next to the transcript.
 
 What expand reads is confined (:mod:`ctxkit.confined`): blobs of the store,
@@ -87,17 +91,22 @@ class ExpandReport:
 
 
 def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
-               undo: Sequence[Undo] = ()) -> tuple[Transcript, ExpandReport]:
+               undo: Sequence[Undo] = (), agent_outputs: bool = False) -> tuple[Transcript, ExpandReport]:
     """Undo every stage's removals: entries archived before a rewrite (e.g. thinking stripped), then
     each stage's own records (``undo``: the stages' :meth:`~ctxkit.stages.base.Stage.undo` steps, in
     stage order, which the caller passes in: the store knows no stages), then the tool outputs
-    (``expand``). Each step is idempotent."""
+    (``expand``). Each step is idempotent. ``agent_outputs``: see :func:`expand`."""
     given = decision_scope(t)
     left: list[tuple[str, str, str | None]] = []  # (record kind, blob, why refused or None: not in the store)
     t = restore_archived(t, store, left)
-    for step in undo:
-        t = step(t, store, left)
-    t, report = expand(t, store, search_dirs=search_dirs, scopes=[given])
+    for _ in range(_MAX_CHAIN):  # a step may bring back another's work (a compaction archived a collapse)
+        before, undone = t, []
+        for step in undo:
+            t = step(t, store, undone)
+        if t is before:
+            break
+    left += undone  # what stays undone is what the last round left
+    t, report = expand(t, store, search_dirs=search_dirs, scopes=[given], agent_outputs=agent_outputs)
     # an entry put back exactly as it was read (archived when a run stripped it, then written as read
     # behind a compaction: edits.history_as_read) keeps its line's bytes; one that sets a harness-only
     # field is an edit of that field, kept
@@ -109,11 +118,30 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     return t, report
 
 
+def afresh(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
+           undo: Sequence[Undo] = ()) -> tuple[Transcript, ExpandReport, str | None]:
+    """``t`` as ``ctxkit expand`` gives it back (every replacement a stage made put back), and the
+    store's decisions about it set aside (:meth:`Store.set_aside`), so that a run on the result decides
+    everything again from the original content under the current policy (``compact --fresh``). The
+    decisions set aside still restore an output written under them. Returns (transcript, what was
+    restored, the scope the decisions went to or None)."""
+    scope = decision_scope(t)
+    back, report = expand_all(t, store, search_dirs=search_dirs, undo=undo)
+    aside = store.set_aside(scope)
+    if decision_scope(back) != scope:  # a message list whose first line a compaction had rewritten
+        aside = store.set_aside(decision_scope(back)) or aside
+    return back, report, aside
+
+
 def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
-           scopes: list[str] = ()) -> tuple[Transcript, ExpandReport]:
-    """Restore the tool outputs recorded in the store's ledger (and ``<persisted-output>`` files found
-    in the store or in the session's ``tool-results/`` folder under one of ``search_dirs``, the
-    transcript's folder).
+           scopes: list[str] = (), agent_outputs: bool = False) -> tuple[Transcript, ExpandReport]:
+    """Restore the tool outputs recorded in the store's ledger (and ``<persisted-output>`` blocks that
+    name a blob of the store).
+
+    ``agent_outputs``: also inline the agent's own ``<persisted-output>`` previews, from the files of
+    the session's ``tool-results/`` folder under one of ``search_dirs`` (the transcript's folder). Off,
+    they stay as the agent wrote them: ctxkit did not take them out, so giving back what ctxkit took
+    leaves them alone (the output is byte for byte the transcript compact read).
 
     ``scopes``: ledger scopes to prefer after the transcript's own (e.g. the scope of the transcript
     as it was before archived lines were put back)."""
@@ -128,7 +156,7 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
         entry = t.peek(i)
         if t.format == "openai":
             if entry.get("role") == "tool":
-                where = _Where(store, search_dirs, ())
+                where = _Where(store, search_dirs, (), agent_outputs)
                 restored = _restore(entry.get("tool_call_id", ""), entry.get("content"), own, where, report)
                 if restored is not _GONE:
                     edits[i] = _with_content(entry, restored, to_openai_content)
@@ -140,7 +168,8 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
             continue
         # Claude Code keeps a session's persisted outputs in <its id>/tool-results/ beside the transcript
         where = _Where(store, search_dirs, tuple(dict.fromkeys(
-            s for s in (entry.get("sessionId"), first_session) if isinstance(s, str) and is_plain_name(s))))
+            s for s in (entry.get("sessionId"), first_session) if isinstance(s, str) and is_plain_name(s))),
+            agent_outputs)
         new_entry = entry
         for k, block in enumerate(container):
             if not isinstance(block, dict) or block.get("type") != "tool_result":
@@ -158,9 +187,9 @@ def original_of(store: Store, tool_use_id: str, content: Any, *, scopes: Sequenc
     """The original of one tool result whose ``content`` is a replacement (a microcompact placeholder,
     a ``<persisted-output>`` preview), found as ``ctxkit expand`` finds it; None when ``content`` is
     not one or its original is gone. For readers that want the words the model no longer sees (the
-    offline summary quotes a cleared error from here)."""
+    offline summary quotes a cleared error from here: the agent's own persisted outputs included)."""
     report = ExpandReport()
-    where = _Where(store, list(search_dirs), tuple(s for s in sessions if is_plain_name(s)))
+    where = _Where(store, list(search_dirs), tuple(s for s in sessions if is_plain_name(s)), True)
     restored = _restore(tool_use_id, content, list(scopes), where, report)
     return None if restored is _GONE or restored is _ABSENT else restored
 
@@ -180,6 +209,8 @@ class _Where(NamedTuple):
     store: Store
     dirs: list[Path] | tuple[Path, ...]
     sessions: tuple[str, ...]
+    #: whether the agent's own persisted outputs (``tool-results/``) are read, or left as previews
+    agent_outputs: bool = False
 
 
 def _restore(tid: str, content: Any, own: list[str], where: _Where, report: ExpandReport) -> Any:
@@ -201,10 +232,15 @@ def _restore(tid: str, content: Any, own: list[str], where: _Where, report: Expa
             problem = BLOB_GONE
             break
         current, restored = (_ABSENT if record.get("absent") else original), True
-    if not restored:
-        # not in the ledger: a <persisted-output> whose file we may read, or a placeholder nothing explains
-        text = content if isinstance(content, str) else None
-        if text and text.lstrip().startswith(PERSISTED_OPEN) and (m := _SAVED_TO.search(text)):
+    # not in the ledger: a <persisted-output> whose file we may read, or a placeholder nothing explains;
+    # or, when asked, the agent's own preview a record gave back (ctxkit cleared it after the agent persisted it)
+    text = current if isinstance(current, str) else None
+    m = _SAVED_TO.search(text) if text and text.lstrip().startswith(PERSISTED_OPEN) else None
+    agents = m is not None and not _is_blob_path(m.group(1))
+    if not restored or (agents and where.agent_outputs):
+        if agents and not where.agent_outputs:
+            pass  # the agent's own: not ctxkit's to put back unless asked
+        elif m:
             try:
                 data = _read_persisted(m.group(1), where)
             except Refused as exc:
@@ -223,6 +259,10 @@ def _restore(tid: str, content: Any, own: list[str], where: _Where, report: Expa
         return _GONE
     report.restored.append(tid)
     return current
+
+
+def _is_blob_path(path_text: str) -> bool:
+    return bool(BLOB_NAME.fullmatch(path_text.replace("\\", "/").split("/")[-1]))
 
 
 def _read_persisted(path_text: str, where: _Where) -> bytes | None:

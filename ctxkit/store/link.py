@@ -31,6 +31,7 @@ from pathlib import Path
 
 import orjson
 
+from ..confined import Refused, check_under
 from ..errors import UsageError
 from ..fileio import atomic_write
 from ..transcript import claude_code, claude_code_entries, claude_code_records
@@ -56,10 +57,13 @@ def recorded_store(t: Transcript, source: str | None) -> str | None:
         return path if isinstance(path, str) and path else None
     if not source or source == "-":
         return None
+    side = sidecar_path(source)
     try:
-        doc = orjson.loads(sidecar_path(source).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
+        if not check_under(side.parent, [side.name]):
+            return None
+        doc = orjson.loads(side.read_bytes())
+    except (Refused, OSError, orjson.JSONDecodeError):
+        return None  # a link (or a folder, a FIFO) is not a sidecar ctxkit wrote: not followed
     path = doc.get("store") if isinstance(doc, dict) else None
     return path if isinstance(path, str) and path else None
 
@@ -73,6 +77,7 @@ def find_store(source: str, t: Transcript, given: Path | None, *, writing: bool 
             raise UsageError(f"--store {given}: not a folder (--store names the folder compact used)")
         return Path(given), None
     default = default_store_dir(source)
+    _refuse_linked_default(default, writing)
     named = recorded_store(t, source)
     if named is None or _same_folder(Path(named), default):
         return default, None
@@ -81,6 +86,20 @@ def find_store(source: str, t: Transcript, given: Path | None, *, writing: bool 
         return folder, f"using the store this transcript names, {folder} (not {default} beside the input)"
     return default, (f"the store this transcript names ({named}) is not a ctxkit store (no {MARKER_NAME} "
                      f"marker); using {default}")
+
+
+def _refuse_linked_default(default: Path, writing: bool) -> None:
+    """Raise :class:`UsageError` when the ``.ctxkit/`` beside the input is a symbolic link to a folder
+    that is not a ctxkit store (for reading: nor one from before the marker). It came with the input
+    (a cloned repository can ship ``examples/.ctxkit`` pointing anywhere): the rule for a store a
+    transcript names holds for it too. A store the user wants elsewhere is named with ``--store``."""
+    if not default.is_symlink():
+        return
+    target = Path(os.path.realpath(default))
+    if is_marked_store(target) or (not writing and looks_like_store(target)):
+        return
+    raise UsageError(f"store {default}: a symbolic link to {target}, which is not a ctxkit store (no {MARKER_NAME} "
+                     f"marker); ctxkit does not write through it (name the folder with --store to use it)")
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -143,6 +162,10 @@ def write_sidecar(output: str | Path, store_root: Path) -> None:
             return  # a device or FIFO (-o /dev/null): nothing to point back at, nowhere to put a sidecar
     except OSError:
         pass  # a new file
-    if default_store_dir(str(output)).resolve() == root and not side.exists():
+    if default_store_dir(str(output)).resolve() == root and not os.path.lexists(side):
         return
+    try:  # a file of ctxkit's own: never written through a link (one planted beside the output could point anywhere)
+        check_under(side.parent, [side.name])
+    except Refused as exc:
+        raise UsageError(f"sidecar {exc.path}: {exc.reason}; it was not written, nor the output (remove it)") from None
     atomic_write(side, orjson.dumps({"store": str(root)}) + b"\n")

@@ -47,7 +47,7 @@ def keep_original_lines(before: Transcript, after: Transcript, store: Store) -> 
         if found is None:
             continue
         serialized, full = found
-        store.put_file(store.root.joinpath(*_name(serialized)), full)
+        store.put_file(_name(serialized), full)
         saved += 1
     return saved
 

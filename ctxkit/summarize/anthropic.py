@@ -12,6 +12,7 @@ from .client import (
     _AnthropicAPI,
 )
 from .protocol import (
+    DEFAULT_BASE_URL,
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MAX_RETRIES,
     DEFAULT_MODEL,
@@ -83,6 +84,13 @@ class AnthropicSummarizer(_AnthropicAPI, _PromptedSummarizer):
             "the summary request",
             lambda client, timeout: client.messages.create(**params, timeout=timeout),
         )
+        kind = getattr(response, "type", None)
+        if kind != "message":
+            # a 200 that is not a Messages API answer: an event stream where JSON was asked, another API's
+            # JSON, a proxy's page parsed as text. Said as such (not as a model that wrote nothing).
+            what = f'"type": {kind!r}' if isinstance(kind, str) else f"{type(response).__name__}, no \"type\""
+            raise LLMError(f"malformed response: the API at {self.base_url or DEFAULT_BASE_URL} answered the summary "
+                           f"request with something that is not a Messages API message ({what})")
         usage = getattr(response, "usage", None)
         self.stats.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
         self.stats.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)

@@ -253,9 +253,14 @@ class _AnthropicAPI:
                 cause = exc
             except anthropic.APIConnectionError as exc:
                 where = self.base_url or DEFAULT_BASE_URL
-                error = LLMError(
-                    _redact(f"could not reach the Anthropic API at {where}: {exc}", self._secret), retryable=True
-                )
+                if isinstance(exc.__cause__, anthropic_client.ResponseTooLarge):
+                    # the same server would send it again: not retried
+                    error = LLMError(_redact(f"malformed response: the API at {where} answered {what} with "
+                                             f"{exc.__cause__}", self._secret))
+                else:  # refused, reset, closed mid-answer: the SDK's "Connection error." and what caused it
+                    why = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
+                    error = LLMError(_redact(f"could not reach the Anthropic API at {where}: {exc}{why}",
+                                             self._secret), retryable=True)
                 cause = exc
             except anthropic.AnthropicError as exc:
                 error = LLMError(_redact(f"{what} failed: {exc}", self._secret))

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from ..errors import LLMError, UsageError
+from .bounded_io import FLOODED, TIMED_OUT, exchange
 from .client import (
     _redact,
     _seconds,
@@ -93,25 +94,54 @@ class CommandSummarizer(_PromptedSummarizer):
         except OSError as exc:
             raise LLMError(f"could not start the summarizer command {self._describe()!r}: {exc}") from None
         try:
-            out, err = proc.communicate(prompt.encode("utf-8"), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.communicate()
+            got = exchange(proc, prompt.encode("utf-8"), timeout=timeout,
+                           out_limit=summary_bytes_limit(max_tokens))
+        finally:
+            _kill_group(proc)  # whatever it left behind (a child holding its stdout) goes with it
+            _reap(proc)
+        if got.ending == TIMED_OUT:
             limit = f" ({TOTAL_TIMEOUT_KEY}: {self.deadline.total:g}s)" if timeout < self.timeout_seconds else ""
-            raise LLMError(f"{what} timed out after {_seconds(timeout)}s{limit}", retryable=True) from None
-        if proc.returncode != 0:
+            raise LLMError(f"{what} timed out after {_seconds(timeout)}s{limit}", retryable=True)
+        if got.ending == FLOODED:
+            raise LLMError(f"{what} printed more than {len(got.out):,} bytes, more than a summary of "
+                           f"{int(max_tokens):,} tokens can be; it was stopped (a summary is read up to "
+                           f"{SUMMARY_BYTES_PER_TOKEN} bytes per token of max_output_tokens, at least "
+                           f"{MIN_SUMMARY_BYTES // (1 << 20)} MiB)")
+        out, err = got.out, got.err_tail
+        if got.returncode != 0:
             tail = _redact(_tail(err), secret)
             raise LLMError(
-                f"the summarizer command {self._describe()!r} exited with status {proc.returncode}"
+                f"the summarizer command {self._describe()!r} exited with status {got.returncode}"
                 + (f":\n{tail}" if tail else " (no stderr)"),
                 prompt_too_long=is_prompt_too_long(tail),
                 overflow_tokens=prompt_overflow_tokens(tail),
             )
+        # exit 0 with a child still holding stdout (``echo summary; sleep 600 &``): what it printed
+        # before it exited and went quiet is the summary (the child was killed with the group)
         text = out.decode("utf-8", "replace")
         if not text.strip():
             raise LLMError(f"malformed summary: the summarizer command {self._describe()!r} printed nothing")
         return text
 
+
+
+#: a summary is read up to this many bytes per token of ``max_tokens`` (no tokenizer's tokens are
+#: longer), and at least :data:`MIN_SUMMARY_BYTES`; a command that prints more is stopped
+SUMMARY_BYTES_PER_TOKEN = 16
+MIN_SUMMARY_BYTES = 8 << 20
+
+
+def summary_bytes_limit(max_tokens: int) -> int:
+    """The most bytes of stdout read from a summarizer command asked for ``max_tokens`` tokens."""
+    return max(MIN_SUMMARY_BYTES, SUMMARY_BYTES_PER_TOKEN * int(max_tokens))
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Collect the killed command's status; never wait long (it was killed with its group)."""
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered yet
+        pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -27,15 +27,18 @@ from .extractive_text import (
     error_quote,
     file_action,
     indented,
+    opening,
     path_of,
     remark,
     shortened,
     split_sections,
     squash,
     whole_lines,
+    without_repeats,
 )
 from .prompt import CONTINUATION_PREFIX, section_heading
 from .render import content_blocks, tool_result_text
+from .retention import error_lines, is_shell
 
 _FENCE_LANG = re.compile(r"^```([A-Za-z0-9_+#-]+)", re.MULTILINE)
 _TODO_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\[[ xX]\]\s*)?(TODO\b.*)$", re.MULTILINE)
@@ -61,8 +64,9 @@ class SessionFacts:
     ``prompts``: every prompt the user typed in the session up to the kept tail, oldest first, from
     the transcript (:func:`ctxkit.transcript.prompts.session_prompts`), earlier compactions included;
     None when the transcript cannot say (plain message lists), and the prompts are then read off the
-    messages. ``originals``: tool_use id -> the original text of a failed call's result that the view
-    shows replaced (cleared by microcompact, persisted by the budget), from the store.
+    messages. ``originals``: tool_use id -> the original text of a failed call's result or of a shell
+    command's output that the view shows replaced (cleared by microcompact, persisted by the budget),
+    from the store: the summary quotes their error lines.
     """
 
     prompts: tuple[str, ...] | None = None
@@ -87,10 +91,15 @@ class ExtractiveSummarizer:
     It fills the same nine sections a model would, from facts it can read off
     the transcript: every prompt the user typed in the session verbatim (each up
     to at least 2,000 characters, then cut with a marker; harness messages and
-    local commands are not prompts), the tools used, the files touched (edited
-    first, with the last change made, in whole lines), failed calls with their
-    error quoted and the later call that retried the same thing successfully,
-    the assistant's remarks shortened, the to-do list, and where the work stopped.
+    local commands are not prompts), the tools used and every shell command run
+    (each once, quoted by its first 200 characters; the most recent ones when
+    they do not all fit), the files touched (edited first, with the last change
+    made, in whole lines), each distinct error once (the calls that met it again
+    counted and named) with its telling lines and the later call that retried the
+    same thing successfully, the error lines of commands that ran, the assistant's
+    remarks shortened, the to-do list, and where the work stopped. A line repeated
+    three times or more in a quote is quoted once and counted: the room goes to
+    commands and errors, not to boilerplate.
     Each section except the user messages is capped at ``section_chars``.
     The same messages always give the same bytes.
 
@@ -230,7 +239,28 @@ class _Extraction:
         if self.fence_langs:
             ranked = sorted(self.fence_langs.items(), key=lambda item: (-item[1], item[0]))
             lines.append("- Code blocks in replies: " + ", ".join(lang for lang, _ in ranked))
+        lines.extend(self.commands(self.settings.section_chars - sum(len(x) + 1 for x in lines)))
         return "\n".join(lines) or "None recorded."
+
+    def commands(self, room: int) -> list[str]:
+        """The shell commands run, each once, quoted by their opening; when they do not all fit in
+        ``room`` characters, the most recent ones (what the work was doing last), saying how many
+        earlier ones were left out."""
+        seen = list(dict.fromkeys(opening(str(call.input["command"])) for call in self.calls
+                                  if is_shell(call.name) and isinstance(call.input.get("command"), str)
+                                  and call.input["command"].strip()))
+        if not seen:
+            return []
+        kept: list[str] = []
+        used = 80  # the heading line and the note on what was left out
+        for command in reversed(seen):
+            if kept and used + len(command) + 7 > room:
+                break
+            kept.insert(0, f"  - `{command}`")
+            used += len(kept[0]) + 1
+        left = len(seen) - len(kept)
+        return [f"- Shell commands run ({len(seen)}, each once, oldest first):",
+                *([f"  - … {left} earlier command(s) not listed"] if left else []), *kept]
 
     def files(self) -> str:
         files: dict[str, dict[str, Any]] = {}
@@ -257,29 +287,63 @@ class _Extraction:
             lines.append(f"- {path} ({_ACTION_ORDER[entry['rank']]}; {tools})")
             if entry["change"]:
                 name, snippet = entry["change"]
-                lines.append(f"  last change ({name}):\n{indented(whole_lines(snippet.rstrip(), 400))}")
+                lines.append(f"  last change ({name}):\n"
+                             f"{indented(whole_lines(without_repeats(snippet.rstrip()), 400))}")
         if len(ordered) > limit:
             lines.append(f"- … and {len(ordered) - limit} more files")
         return "\n".join(lines)
 
     def errors(self) -> str:
+        """Each distinct failure once (the same error again is counted, with the calls that met it),
+        then the error lines of shell commands that did not fail (a test run's ``FAILED`` lines)."""
         lines = []
         failures = [i for i, call in enumerate(self.calls) if call.is_error]
+        same: dict[str, list[int]] = {}  # the error as quoted -> the failed calls that met it
+        for i in failures:
+            same.setdefault(error_quote(without_repeats(self.calls[i].result or "(no error text)")), []).append(i)
         limit = self.settings.max_errors
         fixes = LaterFixes(self.calls)
-        for i in failures[:limit]:
+        for quote, calls in list(same.items())[:limit]:
+            i = calls[-1]  # the latest call that met it, and what fixed it after
             call = self.calls[i]
-            quote = error_quote(call.result or "(no error text)")
+            times = f" ({len(calls)} times)" if len(calls) > 1 else ""
             if "\n" in quote:
-                lines.append(f"- {describe_call(call.name, call.input)} failed:\n{indented(quote)}")
+                lines.append(f"- {describe_call(call.name, call.input)} failed{times}:\n{indented(quote)}")
             else:
-                lines.append(f"- {describe_call(call.name, call.input)} failed: {quote}")
+                lines.append(f"- {describe_call(call.name, call.input)} failed{times}: {quote}")
+            quoted = " ".join(quote.split())
+            missed = [x for x in error_lines(call.result or "", True) if x not in quoted][:8]
+            lines.extend(f"    {x}" for x in missed)  # its telling lines the quote's head and tail leave out
+            others = list(dict.fromkeys(describe_call(self.calls[j].name, self.calls[j].input) for j in calls[:-1]))
+            others = [x for x in others if x != describe_call(call.name, call.input)]
+            if others:
+                lines.append("  the same error from: " + "; ".join(others[:5])
+                             + (f"; and {len(others) - 5} more" if len(others) > 5 else ""))
             fix = fixes.fix_of(i)
             if fix is not None:
                 lines.append(f"  then succeeded: {describe_call(fix.name, fix.input)}")
-        if len(failures) > limit:
-            lines.append(f"- … and {len(failures) - limit} more failed calls")
+        if len(same) > limit:
+            lines.append(f"- … and {len(same) - limit} more distinct errors")
+        lines.extend(self.output_errors())
         return "\n".join(lines) or "No tool errors were recorded."
+
+    def output_errors(self) -> list[str]:
+        """The error lines in the output of shell commands that did not fail, each once, newest last
+        (at most ``max_errors``)."""
+        found: dict[str, str] = {}  # error line -> the command that printed it
+        for call in self.calls:
+            if call.is_error or not call.result or not is_shell(call.name):
+                continue
+            for line in error_lines(call.result, False):
+                found.setdefault(line, describe_call(call.name, call.input, 80))
+        if not found:
+            return []
+        shown = list(found.items())[-self.settings.max_errors:]
+        lines = ["- Error lines in the output of commands that ran:"]
+        lines += [f"  - {line}  (from {where})" for line, where in shown]
+        if len(found) > len(shown):
+            lines.insert(1, f"  - … {len(found) - len(shown)} earlier error line(s) not listed")
+        return lines
 
     def problem_solving(self) -> str:
         remarks = self.remarks[:-1]  # the last one is the current work (section 8)

@@ -74,6 +74,33 @@ def whole_lines(text: str, limit: int) -> str:
     return "\n".join(kept)
 
 
+def without_repeats(text: str, at_least: int = 3) -> str:
+    """``text`` with each run of ``at_least`` or more identical lines quoted once and counted
+    (``[… the same line 32 more times]``): boilerplate output (``result line`` x33) costs one line,
+    and the room goes to what differs."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
+            j += 1
+        out.append(lines[i])
+        if j - i + 1 >= at_least:
+            out.append(f"[… the same line {_plural(j - i, 'more time')}]")
+        else:
+            out.extend(lines[i + 1:j + 1])
+        i = j + 1
+    return "\n".join(out)
+
+
+def opening(text: str, limit: int = 200) -> str:
+    """A command quoted by its first ``limit`` characters, whitespace collapsed, marked ``…`` when cut:
+    the form a reader (and the retention probes, :mod:`ctxkit.summarize.retention`) looks it up by."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def shortened(text: str, limit: int) -> str:
     """A user's message verbatim up to ``limit`` characters, then a marker saying how much more there was."""
     if len(text) <= limit:

@@ -21,19 +21,25 @@ What is found, in this order (earlier kinds win where matches overlap):
 
 * ctxkit's own rules (:data:`RULES`): whole PEM private-key blocks, across
   lines (an unterminated one up to the end of its base64 body); Anthropic,
-  OpenAI, AWS access key ids and GitHub keys; passwords in URLs
-  (``scheme://user:password@host``, the user is kept); bearer tokens; and
+  OpenAI, AWS access key ids, GitHub, Stripe and Vault keys; passwords in URLs
+  (``scheme://user:password@host``, the user is kept) and on command lines
+  (``sshpass -p``, ``docker login -p``, ``7z -p``, ``smbclient -U user%pw``...);
+  bearer tokens; session cookies; the values of a Kubernetes Secret; and
   the values of secret-named variables (a name with a part such as key,
   token, secret, password, passwd, pwd, credential, auth; AWS secret keys
   are found this way) in ``NAME=value``, ``export NAME="value"``,
-  ``"name": "value"`` and YAML ``name: value`` forms, quoted or not, and in
-  tool inputs (``{"api_key": ...}``) — unless the value looks like code, a
-  path, a number or a placeholder (``$VAR``, ``<your-key>``, ``****``);
+  ``"name": "value"``, YAML ``name: value``, INI, properties and
+  connection-string forms, quoted or not, and in tool inputs
+  (``{"api_key": ...}``) — unless the value looks like code, a path, a
+  number or a placeholder (``$VAR``, ``<your-key>``, ``****``);
 * the policy's extra ``redact.patterns``;
 * the regex plugins of `detect-secrets <https://github.com/Yelp/detect-secrets>`_
   (:data:`DETECT_SECRETS_PLUGINS`: Slack, Stripe, JWT, GitLab, npm, PyPI,
-  SendGrid, Twilio... tokens), run over each text; its high-entropy and
-  keyword plugins are left out (they flag commit hashes and ordinary code).
+  SendGrid, Twilio... tokens), run over each text, each hit widened to the
+  whole token; its high-entropy and keyword plugins are left out (they flag
+  commit hashes and ordinary code);
+* base64 blobs that decode to text in which any of the above is found
+  (redacted whole, ``base64-secret``).
 
 A value found once is redacted wherever it occurs in the same batch of text
 and in every later text of the run, even where nothing around it says it is
@@ -42,24 +48,31 @@ a secret. Values the policy's ``redact.allowlist`` matches are kept.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from ..errors import LLMError
+from .secret_formats import MAX_BASE64_DEPTH, base64_blobs, decode_base64_text
 from .secret_rules import (
     _AWS_SECRET_NAME,
     _PLUGIN_TRIGGERS,
-    MARKER,
-    MARKER_RE,
-    MIN_KNOWN_LENGTH,
     RULES,
     Rule,
-    _distinctive,
     _plugin_kind,
     _slug,
     load_detect_secrets_plugins,
+)
+from .secret_values import (
+    MARKER,
+    MARKER_RE,
+    MIN_KNOWN_LENGTH,
+    _distinctive,
     plausible_secret,
     secret_name,
+    whole_token,
 )
+from .summarizer_input import walk_messages
 
 # -- the redactor -----------------------------------------------------------------------------------------
 
@@ -126,17 +139,18 @@ class Redactor:
 
     def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """API-shaped ``messages`` with the secrets in their text, tool inputs and tool results redacted.
-        Thinking is dropped (no summarizer uses it); images are left as they are. What held no secret is
+        Thinking is dropped (no summarizer uses it); images are left as they are (the summarizers show
+        them as ``[image]``), a document's title is redacted (they show it). What held no secret is
         the caller's own object, not a copy (copy on write): read them, do not change them."""
         if not self.enabled:
             return [dict(m) for m in messages]
         strings: list[str] = []
-        copied = _walk_messages(messages, lambda s: strings.append(s) or s, self._keyed)
+        copied = walk_messages(messages, lambda s: strings.append(s) or s, self._keyed)
         redacted = self.texts(strings)
         if all(a is b for a, b in zip(strings, redacted, strict=True)):
             return copied  # no text held a secret (the usual case): no second walk
         mapping = dict(zip(strings, redacted, strict=True))
-        return _walk_messages(messages, lambda s: mapping.get(s, s), self._keyed)
+        return walk_messages(messages, lambda s: mapping.get(s, s), self._keyed)
 
     def _keyed(self, key: str, value: str) -> str | None:
         """A tool input's value under a secret-named key (``{"api_key": "..."}``): its marker, or None."""
@@ -156,10 +170,15 @@ class Redactor:
     def _record(self, value: str, kind: str) -> None:
         self.found.setdefault(value, kind)
 
-    def _find(self, text: str) -> list[Span]:
+    def _find(self, text: str, depth: int = 0) -> list[Span]:
         spans: list[Span] = []
         lowered: str | None = None
         for rank, rule in enumerate(self._rules):
+            if rule.triggers:
+                if lowered is None:
+                    lowered = text.lower()
+                if not any(word in lowered for word in rule.triggers):
+                    continue
             target = text
             if rule.lowered:
                 if lowered is None:
@@ -170,6 +189,15 @@ class Redactor:
             else:
                 regex = rule.regex
             for m in regex.finditer(target):
+                if rule.spans is not None:
+                    if rule.check is not None and rule.check(m, text) is None:
+                        continue
+                    for start, end in rule.spans(m, text):
+                        value = text[start:end]
+                        if value and not MARKER_RE.fullmatch(value) and not self._allowed(value):
+                            self._record(value, rule.kind)
+                            spans.append(Span(start, end, rule.kind, rank))
+                    continue
                 group = rule.group(m) if callable(rule.group) else rule.group
                 start, end = m.start(group), m.end(group)
                 value = text[start:end]
@@ -186,18 +214,46 @@ class Redactor:
             triggers = _PLUGIN_TRIGGERS.get(type(plugin).__name__)
             if triggers and not any(word in lowered for word in triggers):
                 continue
-            for value in set(plugin.analyze_string(text)):
+            for found in set(plugin.analyze_string(text)):
                 # some plugins yield a fragment (GitHubTokenDetector yields the "ghp" prefix), or a placeholder
-                # (BasicAuthDetector: the "password" of user:password@host): skip those
-                if not plausible_secret(value, min_length=MIN_KNOWN_LENGTH) or self._allowed(value):
+                # (BasicAuthDetector: the "password" of user:password@host): skip those. A hit is a token,
+                # never an expression: a dotted one (SendGrid's SG.x.y) is not taken for code
+                if not plausible_secret(found, min_length=MIN_KNOWN_LENGTH, literal=True) or self._allowed(found):
                     continue
-                kind = _plugin_kind(plugin, value)
-                self._record(value, kind)
-                start = text.find(value)
+                kind = _plugin_kind(plugin, found)
+                start = text.find(found)
                 while start >= 0:
-                    spans.append(Span(start, start + len(value), kind, rank))
-                    start = text.find(value, start + len(value))
+                    # the whole token, not the prefix a fixed-length regex took (a JWT's signature, the
+                    # tail of a longer Stripe key)
+                    begin, end = whole_token(text, start, start + len(found))
+                    self._record(text[begin:end], kind)
+                    spans.append(Span(begin, end, kind, rank))
+                    start = text.find(found, start + len(found))
+        if depth < MAX_BASE64_DEPTH:
+            spans.extend(self._encoded(text, spans, depth))
         return spans
+
+    def _encoded(self, text: str, spans: list[Span], depth: int) -> list[Span]:
+        """Base64 blobs of ``text`` that decode to text holding a secret (a ``.env`` piped through
+        ``base64``, a Kubernetes Secret's ``data:``, a Docker ``config.json`` auth), each redacted whole
+        as ``base64-secret``. What the decoded text holds is not counted on its own: the blob is the
+        secret the summarizer would have seen."""
+        out = []
+        rank = len(self._rules) + 1
+        for start, end in base64_blobs(text):
+            if any(s.start <= start and end <= s.end for s in spans):
+                continue  # already inside a secret (a PEM body, a basic-auth value)
+            blob = text[start:end]
+            decoded = decode_base64_text(blob)
+            if decoded is None:
+                continue
+            found_before = dict(self.found)
+            inner = self._find(decoded, depth + 1)
+            self.found = found_before
+            if inner and not self._allowed(blob):
+                self._record(blob, "base64-secret")
+                out.append(Span(start, end, "base64-secret", rank))
+        return out
 
     def _plugins(self) -> list[Any]:
         if self._detectors is None:
@@ -247,90 +303,6 @@ def _merge(spans: Iterable[Span]) -> list[Span]:
     return merged
 
 
-# -- messages ---------------------------------------------------------------------------------------------
-
-_TOOL_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
-
-
-def _walk_messages(messages: Sequence[Mapping[str, Any]], fn: Callable[[str], str],
-                   keyed: Callable[[str, str], str | None]) -> list[dict[str, Any]]:
-    """``messages`` with ``fn`` applied to each string a summarizer reads, and thinking dropped.
-
-    Copy on write: a message, block or tool input in which nothing changed is the same object (the
-    summarizers only read them; most of a long session holds no secret, so the walk allocates little)."""
-    out = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            new_content: Any = fn(content)
-        elif isinstance(content, (list, tuple)):
-            new_content = _walk_list(content, lambda b: _walk_block(b, fn, keyed))
-        else:
-            new_content = content
-        if "content" in message:
-            out.append(_with(message, "content", new_content))
-        else:
-            out.append(message if isinstance(message, dict) else dict(message))
-    return out
-
-
-def _walk_list(items: Sequence[Any], walk: Callable[[Any], Any]) -> Any:
-    """``items`` walked (None: left out), or ``items`` itself when every one came back unchanged."""
-    new = [walk(b) for b in items]
-    if isinstance(items, list) and all(a is b and a is not None for a, b in zip(new, items, strict=True)):
-        return items
-    return [b for b in new if b is not None]
-
-
-def _walk_block(block: Any, fn: Callable[[str], str], keyed: Callable[[str, str], str | None]) -> Any:
-    if isinstance(block, str):
-        return fn(block)
-    if not isinstance(block, Mapping):
-        return block
-    kind = block.get("type")
-    if kind in ("thinking", "redacted_thinking"):
-        return None
-    if kind == "text" and isinstance(block.get("text"), str):
-        return _with(block, "text", fn(block["text"]))
-    if kind in _TOOL_CALLS:  # (a call without an input is given ``"input": None``, as it always was)
-        return _with(block, "input", _walk_value(block.get("input"), fn, keyed)) if "input" in block \
-            else {**block, "input": None}
-    if kind == "tool_result":
-        content = block.get("content")
-        if isinstance(content, str):
-            return _with(block, "content", fn(content))
-        if isinstance(content, (list, tuple)):
-            return _with(block, "content", _walk_list(content, lambda b: _walk_block(b, fn, keyed)))
-    return block if isinstance(block, dict) else dict(block)
-
-
-def _with(block: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """``block`` (a message or a block) with ``key`` set to ``value``: itself when that is what it holds."""
-    if value is block.get(key) and isinstance(block, dict):
-        return block
-    return {**block, key: value}
-
-
-def _walk_value(value: Any, fn: Callable[[str], str], keyed: Callable[[str, str], str | None]) -> Any:
-    """A tool input with ``fn`` applied to its strings; a value under a secret-named key is replaced whole.
-    Unchanged values are returned as they are (copy on write)."""
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, Mapping):
-        out = {}
-        changed = not isinstance(value, dict)
-        for k, v in value.items():
-            marker = keyed(str(k), v) if isinstance(v, str) else None
-            new = marker if marker is not None else _walk_value(v, fn, keyed)
-            changed = changed or new is not v
-            out[k] = new
-        return out if changed else value
-    if isinstance(value, (list, tuple)):
-        items = [_walk_value(v, fn, keyed) for v in value]
-        return value if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)) else items
-    return value
-
-
 # -- summarizers ------------------------------------------------------------------------------------------
 
 class RedactingSummarizer:
@@ -358,12 +330,26 @@ class RedactingSummarizer:
         return getattr(self.inner, "name", type(self.inner).__name__)
 
     def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
-        answer = self.inner.complete(self.redactor.messages(messages), system=system, max_tokens=max_tokens)
+        with self._redacted_errors():
+            answer = self.inner.complete(self.redactor.messages(messages), system=system, max_tokens=max_tokens)
         return self.redactor.text(answer)
 
     def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
         focus = self.redactor.text(instructions) if instructions else instructions
-        return self.redactor.text(self.inner.summarize(self.redactor.messages(messages), instructions=focus))
+        with self._redacted_errors():
+            answer = self.inner.summarize(self.redactor.messages(messages), instructions=focus)
+        return self.redactor.text(answer)
+
+    @contextmanager
+    def _redacted_errors(self) -> Iterator[None]:
+        """A summarizer's error quotes its answer ("malformed summary: ... it reads: '...'") or a command's
+        stderr: redacted like the answer, for it goes to the terminal and CI logs."""
+        try:
+            yield
+        except LLMError as exc:
+            exc.message = self.redactor.text(exc.message)
+            exc.args = (exc.message,)
+            raise
 
 
 def redactor_for(ctx: Any) -> Redactor:

@@ -99,7 +99,8 @@ def _opening(text: str) -> str:
     return _squash(text)[:PROBE_CHARS]
 
 
-def _is_shell(name: str) -> bool:
+def is_shell(name: str) -> bool:
+    """Whether a tool of this name runs shell commands (``Bash``, ``Shell``, ``PowerShell``, ``bash_exec``...)."""
     lowered = name.lower()
     return name in SHELL_TOOLS or "bash" in lowered or "shell" in lowered
 
@@ -121,7 +122,9 @@ def identifiers(prompt: str) -> list[str]:
     return list(dict.fromkeys(x for x in found if x))
 
 
-def _error_lines(text: str, failed: bool) -> list[str]:
+def error_lines(text: str, failed: bool) -> list[str]:
+    """The error lines of a tool result (each its opening, whitespace collapsed): lines naming an
+    error, an exception, a traceback or a failure; the first line of a ``failed`` one when none does."""
     lines = [_opening(line) for line in text.splitlines() if line.strip()]
     hits = [line for line in lines if len(line) >= _MIN_ERROR_LINE and _ERROR_LINE.search(line)]
     if not hits and failed and lines:
@@ -145,7 +148,7 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
                         found["file_paths"].append(tool_input[key].strip())
                         break
                 command = tool_input.get("command")
-                if _is_shell(str(block.get("name") or "")) and isinstance(command, str) and command.strip():
+                if is_shell(str(block.get("name") or "")) and isinstance(command, str) and command.strip():
                     found["commands"].append(_opening(command))
                     shell_calls.add(str(block.get("id")))
             continue
@@ -155,13 +158,39 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
             if block.get("type") == "tool_result":
                 failed = bool(block.get("is_error"))
                 if failed or str(block.get("tool_use_id")) in shell_calls:
-                    found["errors"] += _error_lines(tool_result_text(block), failed)
+                    found["errors"] += error_lines(tool_result_text(block), failed)
         prompt = "\n\n".join(w for b in blocks if b.get("type") == "text"
                                for w in [typed_words(str(b.get("text") or ""))] if w)
         if prompt and not prompt.startswith(CONTINUATION_PREFIX):
             found["user_prompts"].append(_opening(prompt))
             found["identifiers"] += identifiers(prompt)
     return {k: list(dict.fromkeys(v)) for k, v in found.items()}
+
+
+def _probed_parts(history: Sequence[dict]) -> list[dict]:
+    """``history`` with only the blocks :func:`probes` reads (the user's text, tool calls, the results of
+    failed and shell calls): what is redacted before probing, not the file contents read meanwhile.
+    The redactor already knows every secret the summarizer's copy held, so a value found in a block
+    left out here is still redacted where a kept one quotes it."""
+    shell_calls = {str(b.get("id")) for m in history if m.get("role") == "assistant"
+                   for b in content_blocks(m.get("content")) if is_shell(str(b.get("name") or ""))}
+    out = []
+    for message in history:
+        content = message.get("content")
+        if message.get("role") not in ("user", "assistant"):
+            continue  # (a system prompt: no probe is taken from it)
+        if isinstance(content, str):
+            if message.get("role") == "user":
+                out.append(message)
+            continue
+        kept = [b for b in content_blocks(content)
+                if (message.get("role") == "assistant" and b.get("type") in ("tool_use", "server_tool_use",
+                                                                             "mcp_tool_use"))
+                or (message.get("role") == "user" and (b.get("type") == "text" or (
+                    b.get("type") == "tool_result"
+                    and (b.get("is_error") or str(b.get("tool_use_id")) in shell_calls))))]
+        out.append({**message, "content": kept})
+    return out
 
 
 # -- what the view holds ----------------------------------------------------------------------------
@@ -192,18 +221,119 @@ def view_text(messages: Sequence[dict]) -> str:
     return "\n".join(parts)
 
 
-def measure(history: Sequence[dict], after: Sequence[dict]) -> Retention:
-    """How much of ``history`` (the messages a compaction replaced) ``after`` (the view it left) keeps."""
+def measure(history: Sequence[dict], after: Sequence[dict], *, redactor: Any = None) -> Retention:
+    """How much of ``history`` (the messages a compaction replaced) ``after`` (the view it left) keeps.
+
+    ``redactor`` (:class:`ctxkit.summarize.redact.Redactor`): the run's, when the summary was written
+    from the history with its secrets redacted. The probes are then taken from the history as the
+    summarizer was allowed to see it: a prompt quoted with its secret redacted is kept, not lost (the
+    summary could not have kept the secret, and must not).
+
+    Linear in the size of both: each text is scanned a bounded number of times whatever the number of
+    probes (a message list of 100,000 one-word prompts has 50,000 prompt probes and as many
+    identifiers; one scan of the view per probe took minutes)."""
+    if redactor is not None and redactor.enabled:
+        history = redactor.messages(_probed_parts(history))
     found = probes(history)
     raw = view_text(after)
     squashed = _squash(raw)
-    folded = squashed.casefold()
+    folded = [p.casefold() for p in found["user_prompts"]]
     kept = {
-        "user_prompts": sum(1 for p in found["user_prompts"] if p.casefold() in folded),
-        "file_paths": sum(1 for p in found["file_paths"] if p in raw),
-        "commands": sum(1 for c in found["commands"] if c in squashed),
-        "errors": sum(1 for e in found["errors"] if e in squashed),
-        "identifiers": sum(1 for i in found["identifiers"]
-                           if re.search(r"(?<![\w$])" + re.escape(i) + r"(?![\w$])", raw)),
+        "user_prompts": _count(folded, held_substrings(folded, squashed.casefold())),
+        "file_paths": _count(found["file_paths"], held_substrings(found["file_paths"], raw)),
+        "commands": _count(found["commands"], held_substrings(found["commands"], squashed)),
+        "errors": _count(found["errors"], held_substrings(found["errors"], squashed)),
+        "identifiers": _count(found["identifiers"], held_words(found["identifiers"], raw)),
     }
     return Retention(total={k: len(v) for k, v in found.items()}, kept=kept)
+
+
+def _count(items: list[str], held: set[str]) -> int:
+    return sum(1 for x in items if x in held)
+
+
+# -- finding many probes in one text at once ------------------------------------------------------------
+#: Up to this many characters compared (probes x text), each probe is looked for in the text on its
+#: own (``in``: C speed, nothing to build); above it, the text is indexed once.
+DIRECT_WORK = 50_000_000
+#: The length of the pieces (anchors) a long probe is found by in the index.
+ANCHOR_CHARS = 8
+_RUN = re.compile(r"[\w$]+")  # what the identifier probes' word boundaries separate
+
+
+def held_substrings(probes: Sequence[str], text: str, *, direct_work: int = DIRECT_WORK) -> set[str]:
+    """The probes that occur in ``text`` (``probe in text`` for each), in time linear in the text and
+    the probes: above ``direct_work`` the text is indexed once by the anchors the probes need (each
+    probe's non-overlapping pieces of :data:`ANCHOR_CHARS` characters, the whole probe when shorter),
+    and each probe is checked only where its rarest anchor occurs."""
+    distinct = list(dict.fromkeys(probes))
+    if len(distinct) * len(text) <= direct_work:
+        return {p for p in distinct if p in text}
+    pieces: dict[str, list[tuple[int, str]]] = {}  # probe -> (offset, anchor) of each of its pieces
+    wanted: dict[int, set[str]] = {}  # anchor length -> the anchors of that length
+    for p in distinct:
+        k = min(ANCHOR_CHARS, len(p))
+        pieces[p] = [(off, p[off:off + k]) for off in range(0, len(p) - k + 1, k)] if k else []
+        wanted.setdefault(k, set()).update(a for _, a in pieces[p])
+    where: dict[str, list[int]] = {}
+    for k, anchors in wanted.items():
+        if not k:
+            continue
+        for i in range(len(text) - k + 1):
+            piece = text[i:i + k]
+            if piece in anchors:
+                where.setdefault(piece, []).append(i)
+    held = set()
+    for p in distinct:
+        if not pieces[p]:
+            held.add(p)  # the empty probe is in every text
+            continue
+        off, anchor = min(pieces[p], key=lambda x: len(where.get(x[1], ())))
+        if any(text.startswith(p, q - off) for q in where.get(anchor, ()) if q >= off):
+            held.add(p)
+    return held
+
+
+def held_words(probes: Sequence[str], text: str) -> set[str]:
+    r"""The probes that occur in ``text`` as whole words: not preceded nor followed by a word character
+    or ``$`` (``re.search(r"(?<![\w$])" + re.escape(probe) + r"(?![\w$])", text)`` for each), in time
+    linear in the text and the probes. Each run of word characters in a probe is a whole run in the
+    text where the probe occurs, so one pass indexes the text's runs and each probe is checked only
+    where its rarest run starts. A probe with no word character is looked for on its own."""
+    distinct = list(dict.fromkeys(probes))
+    runs = {p: [(m.start(), m.group(0)) for m in _RUN.finditer(p)] for p in distinct}
+    needed = {run for found in runs.values() for _, run in found}
+    starts: dict[str, list[int]] = {}
+    for m in _RUN.finditer(text):
+        if m.group(0) in needed:
+            starts.setdefault(m.group(0), []).append(m.start())
+    held = set()
+    for p in distinct:
+        if not runs[p]:
+            if _whole_at(text, p, _starts_of(text, p)):
+                held.add(p)
+        elif len(runs[p]) == 1 and runs[p][0][1] == p:
+            if p in starts:
+                held.add(p)
+        else:
+            off, run = min(runs[p], key=lambda x: len(starts.get(x[1], ())))
+            if _whole_at(text, p, (q - off for q in starts.get(run, ()) if q >= off)):
+                held.add(p)
+    return held
+
+
+def _starts_of(text: str, probe: str) -> Iterable[int]:
+    at = text.find(probe)
+    while at >= 0:
+        yield at
+        at = text.find(probe, at + 1)
+
+
+def _whole_at(text: str, probe: str, candidates: Iterable[int]) -> bool:
+    """Whether ``probe`` occurs as a whole word at one of ``candidates`` (positions in ``text``)."""
+    end = len(probe)
+    for at in candidates:
+        if (text.startswith(probe, at) and not (at and _RUN.match(text, at - 1))
+                and not _RUN.match(text, at + end)):
+            return True
+    return False

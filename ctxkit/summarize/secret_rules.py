@@ -1,5 +1,6 @@
-"""What counts as a secret: ctxkit's own rules, the checks that tell a secret from code and
-placeholders, and the detect-secrets plugins used beside them (loaded only when a run redacts).
+"""What counts as a secret: ctxkit's own rules and the detect-secrets plugins used beside them (loaded only
+when a run redacts); the checks that tell a secret from code and placeholders are in
+:mod:`ctxkit.summarize.secret_values`, the formats that hide them in :mod:`ctxkit.summarize.secret_formats`.
 :mod:`ctxkit.summarize.redact` applies them (its docstring lists what is found, in which order)."""
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-MARKER = "[REDACTED:{kind}]"
-#: A marker already in the text (an earlier run's summary): never a secret itself.
-MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-
-#: A value found by one rule is searched for everywhere else only when it is at least this long and
-#: :func:`_distinctive` (others, e.g. a two-letter URL password, are redacted where they were found only).
-MIN_KNOWN_LENGTH = 8
+from .secret_formats import cli_flag, command_before, cookie_values, kubernetes_secret_values, on_command_line
+from .secret_values import (
+    _NAME_WORDS,
+    _NOT_SECRET_VALUES,
+    _PLACEHOLDER,
+    MARKER_RE,
+    _distinctive,
+    _has_digit_and_letter,
+    _random_part,
+    plausible_secret,
+    secret_name,
+)
 
 
 class Rule(NamedTuple):
@@ -27,6 +33,10 @@ class Rule(NamedTuple):
     ``check(match, text)`` answers the kind, or None when the match is not a secret after all.
     A ``lowered`` rule runs on the text lowercased (much faster than ``re.IGNORECASE`` for an
     alternation of words); positions are the same, values are read from the original text.
+    ``spans(match, text)``, when given, names several secrets in one match (the values of a
+    ``Cookie:`` header) as ``(start, end)`` pairs, instead of the group. A rule with ``triggers`` (lowercase
+    words) runs only on a text that holds one of them: a regex that starts with an alternation of words
+    is tried at every position (10-30 ms per MB each), a substring test is not.
     """
 
     kind: str
@@ -34,77 +44,8 @@ class Rule(NamedTuple):
     group: int | str | Callable[[re.Match[str]], int | str] = 0  # a callable picks the group per match
     check: Callable[[re.Match[str], str], str | None] | None = None
     lowered: bool = False
-
-
-# -- telling secrets from code and placeholders ------------------------------------------------------------
-
-#: What makes a variable secret-named: a name part (``DB_PWD``) or words in the joined parts
-#: (``apiKey``, ``client_secret``). The weak parts (``key``, ``token``, ``auth``) also name
-#: ordinary things (``key=lambda x: ...``, ``token = "music"`` in a tokenizer), so a value under them
-#: is taken only when it looks random (:func:`_distinctive`).
-_STRONG_PARTS = {"pwd", "creds", "pass"}
-_STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "privatekey", "accesskey",
-                 "accesstoken", "authtoken", "refreshtoken", "sessiontoken", "bearertoken", "authorization")
-_WEAK_PARTS = {"key", "token", "auth"}
-#: Parts that make a secret-sounding name ordinary (a sort key, a public key, a token count...).
-_ORDINARY_PARTS = {"public", "publishable", "primary", "foreign", "sort", "cache", "partition", "hash", "range",
-                   "idempotency", "unique", "lookup", "row", "column", "index", "group", "dedup", "max", "min",
-                   "count", "type", "id", "ids", "name", "names", "path", "file", "dir", "url", "uri", "endpoint",
-                   "env", "var", "field", "prefix", "suffix", "pattern", "length", "size", "len", "format", "method",
-                   "mode", "provider", "header", "scheme", "required", "enabled", "expiry", "expires", "ttl",
-                   "limit", "budget", "usage", "fingerprint", "hint", "label", "arn", "region"}
-_NAME_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_NAME_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth")
-_NOT_SECRET_VALUES = {"true", "false", "none", "null", "nil", "undefined", "yes", "no", "on", "off", "required",
-                      "optional", "str", "string", "int", "bytes", "bool", "any", "secret", "password", "passwd",
-                      "token", "key", "changeme", "example", "empty", "unset", "redacted", "hidden", "dummy",
-                      "placeholder", "your-key", "your_key", "todo", "fixme", "env", "self", "lambda", "bearer", "basic",
-                      "digest"}
-_CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self|this|cls|os|process|env)\b.*)$""")
-_PLACEHOLDER = re.compile(r"""^(?:\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|<[^<>]*>|\[[^\[\]]*\]|(.)\1{2,})$""")
-
-
-@functools.lru_cache(maxsize=4096)  # asked for every key of every tool input: the same few names
-def secret_name(name: str) -> str | None:
-    """Whether a variable (or key) named ``name`` holds a secret: ``"strong"`` (``AWS_SECRET_ACCESS_KEY``,
-    ``db.password``, ``apiKey``), ``"weak"`` (``KEY``, ``auth``) or None (``MAX_TOKENS``, ``sort_key``,
-    ``PUBLIC_KEY``, ``token_type``, ``AUTHOR``)."""
-    parts = [p.lower() for p in _NAME_SPLIT.findall(name)]
-    if not parts or any(p in _ORDINARY_PARTS for p in parts):
-        return None
-    joined = "".join(parts)
-    if any(p in _STRONG_PARTS for p in parts) or any(w in joined for w in _STRONG_WORDS):
-        return "strong"
-    return "weak" if any(p in _WEAK_PARTS for p in parts) else None
-
-
-def plausible_secret(value: str, *, min_length: int = 4) -> bool:
-    """Whether ``value`` may be a secret rather than code, a path, a number or a placeholder."""
-    v = value.strip()
-    if len(v) < min_length or MARKER_RE.search(v):
-        return False
-    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _CODE_VALUE.match(v):
-        return False
-    if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
-        return False
-    if v.startswith(("/", "~/", "./", "../", "http://", "https://", "file:")) or re.match(r"[A-Za-z]:\\", v):
-        return False
-    return True
-
-
-def _distinctive(value: str) -> bool:
-    """Whether a found value looks random enough to be redacted wherever it occurs: long, one word, and
-    more than letters of one case with ``_-.`` (``production`` found as ``SECRET=production``, or an
-    identifier like ``tool_use_id``, must not vanish from every sentence)."""
-    if len(value) < MIN_KNOWN_LENGTH or any(c.isspace() for c in value):
-        return False
-    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
-               any(not c.isalnum() and c not in "_-." for c in value))
-    return sum(classes) >= 2
-
-
-def _has_digit_and_letter(value: str) -> bool:
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    spans: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
+    triggers: tuple[str, ...] = ()
 
 
 # -- ctxkit's own rules -----------------------------------------------------------------------------------
@@ -142,19 +83,26 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     strength = secret_name(name)
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
-    if strength is None or not plausible_secret(value):
+    literal = _literal(m, text, start, name)
+    if strength is None or not plausible_secret(value, literal=literal):
         return None
     if strength == "weak" and not _distinctive(value):
         return None
     if group == "bare":
-        # ``token=token``, ``password=new_password``: code, not a value
-        if re.fullmatch(r"[\w.]+", value) and any(w in value.lower() for w in _NAME_WORDS):
+        # ``token=token``, ``password=new_password``: code, not a value (but ``DB_PASSWORD=Hunter2.Secret99``
+        # in a shell is one)
+        if re.fullmatch(r"[\w.]+", value) and any(w in value.lower() for w in _NAME_WORDS) \
+                and not (literal and any(_random_part(p) for p in value.split("."))):
             return None
         if m.group("sep") != ":":
             # ``util._assertion_pass = saved_hooks``: in code (a name not in capitals, not a --flag) a bare
-            # identifier is a variable; ``DB_PASS=hunter2`` (shell, .env) and ``--password=x`` are values
-            if re.fullmatch(r"[A-Za-z_]\w*", value) and not name.isupper() and not name.startswith("-"):
+            # identifier is a variable; ``DB_PASS=hunter2`` (shell, .env), ``--password=x``, an INI or
+            # properties line, a connection string's ``Password=x;`` and ``Sup3rS3cretPw`` are values
+            if (re.fullmatch(r"[A-Za-z_]\w*", value) and not name.isupper() and not name.startswith("-")
+                    and not literal and not _random_part(value)):
                 return None
+        elif name.lower().endswith("authorization") and text[m.end():m.end() + 1] in (" ", "\t"):
+            return None  # ``Authorization: <scheme> <credentials>``: the scheme is no secret (the rules above)
         else:
             # ``token: str`` in code or prose: a bare value after a colon counts only on a YAML line that
             # it ends (``password: hunter2``), after a quoted key (``"password": hunter2``) or in a quoted
@@ -167,6 +115,51 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             if not (yaml_line or quoted_key or before.endswith(('"', "'"))):
                 return None
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"
+
+
+_INI_SECTION = re.compile(r"[ \t]*\[[^\]\n]+\][ \t]*")
+_LINE_REACH = 4096
+
+
+def _under_section(text: str, line_start: int) -> bool:
+    """Whether an INI ``[section]`` line comes before the line at ``line_start`` (the nearest line that
+    starts with ``[``, found by a substring search back, not a regex from the text's start)."""
+    at = text.rfind("\n[", 0, line_start)
+    header_start = at + 1 if at >= 0 else (0 if text.startswith("[") else -1)
+    if header_start < 0:
+        return False
+    header_end = text.find("\n", header_start, line_start)
+    return bool(_INI_SECTION.fullmatch(text, header_start, header_end if header_end >= 0 else line_start))
+_CONNECTION_PAIR = re.compile(r"[\w ]=[^;\n]*;[ \t]*$")
+
+
+def _literal(m: re.Match[str], text: str, start: int, name: str) -> bool:
+    """Whether the value of this ``name=value`` stands where a value is a string, never an expression:
+    a shell or ``.env`` assignment (``DB_PASSWORD=a.b``: a name in capitals, no space around ``=``), a
+    ``--flag=value``, a line of an INI or properties file (``password=x`` alone on its line, with no
+    space around ``=``, a dotted name or under a ``[section]``), a YAML ``name: value`` line, or a pair of
+    a connection string (``Server=x;Password=y;``)."""
+    sep, sep_start = m.group("sep"), m.start("sep")
+    # the line around it, read no further than _LINE_REACH each way (a line longer than that is no
+    # INI, properties or YAML line; and a text that is one long line is not read again for each match)
+    reach = max(start - _LINE_REACH, 0)
+    line_start = text.rfind("\n", reach, start) + 1 or reach
+    line_end = text.find("\n", m.end(), m.end() + _LINE_REACH)
+    line_end = min(len(text), m.end() + _LINE_REACH) if line_end < 0 else line_end
+    before, after = text[line_start:start], text[m.end():line_end]
+    tight = not text[m.end("tail"):sep_start].strip() and sep_start == m.end("tail") \
+        and not text[m.end("sep"):m.end("sep") + 1].isspace()
+    if sep != ":" and name.startswith("-"):
+        return True
+    if sep == "=" and tight and name.lstrip("-").replace(".", "_").isupper():
+        return True
+    whole_line = not before.strip() and (not after.strip() or after.lstrip().startswith(("#", ";")))
+    if sep == ":":
+        return whole_line and not before.strip(" \t-")
+    if whole_line and (tight or "." in name or _under_section(text, line_start)):
+        return True
+    # a connection string: ``...;Password=x;`` or ``Password=x;...`` after another ``key=value;``
+    return before.rstrip().endswith(";") or (after.startswith(";") and bool(_CONNECTION_PAIR.search(before)))
 
 
 def _url_password(m: re.Match[str], text: str) -> str | None:
@@ -208,6 +201,19 @@ def _basic_auth(m: re.Match[str], text: str) -> str | None:
     return "basic-auth" if ":" in decoded and decoded.isprintable() else None
 
 
+#: Schemes with rules of their own (Basic, Bearer), or whose value is a list of named fields (Digest, AWS).
+_SCHEMES_ELSEWHERE = {"basic", "bearer", "digest", "aws4-hmac-sha256"}
+
+
+def _authorization(m: re.Match[str], text: str) -> str | None:
+    """``Authorization: <scheme> <credentials>`` for the schemes no other rule reads: the credentials when
+    they look like a token (random-looking or 16 characters and more), not a word."""
+    if m.group("scheme") in _SCHEMES_ELSEWHERE:
+        return None
+    value = text[m.start("secret"):m.end("secret")]
+    return "authorization" if plausible_secret(value) and (_distinctive(value) or len(value) >= 16) else None
+
+
 def _plausible(kind: str) -> Callable[[re.Match[str], str], str | None]:
     """A check: the secret group must not be a placeholder, a variable or a path (``curl -u $USER:$PASS``)."""
     def check(m: re.Match[str], text: str) -> str | None:
@@ -229,6 +235,25 @@ def _named(kind: str) -> Callable[[re.Match[str], str], str | None]:
     return check
 
 
+def _cli(commands: str, flag: str, *, attached: bool = False, triggers: tuple[str, ...] = ()) -> Rule:
+    """The rule for a password given to a command-line tool: ``commands ... flag VALUE``."""
+    return Rule("password", cli_flag(flag, attached=attached), group="secret",
+                check=_after_command("password", commands), triggers=triggers)
+
+
+def _after_command(kind: str, commands: str) -> Callable[[re.Match[str], str], str | None]:
+    """A check: the flag is on a command line of ``commands`` (:func:`command_before`), and its value is
+    plausible (not ``$PASS``, a placeholder, a number: ``docker run -p 8080:80``)."""
+    command = on_command_line(commands)
+
+    def check(m: re.Match[str], text: str) -> str | None:
+        if "secret" in m.re.groupindex and not plausible_secret(text[m.start("secret"):m.end("secret")]):
+            return None
+        return kind if command_before(command, text, m.start()) else None
+
+    return check
+
+
 #: ctxkit's own rules, in order of precedence. Each starts with a literal where it can: a leading
 #: ``\b`` or ``(?i)`` makes Python's ``re`` try every position (40 times slower on a large history).
 RULES: tuple[Rule, ...] = (
@@ -236,6 +261,9 @@ RULES: tuple[Rule, ...] = (
     Rule("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}")),
     Rule("openai-key", re.compile(r"sk-(?:proj-|svcacct-|admin-)?(?P<secret>[A-Za-z0-9_-]{32,})"),
          group=0, check=_random_looking("openai-key", word_start=True)),
+    Rule("stripe-access-key", re.compile(r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,}(?![0-9a-zA-Z])"),
+         check=_word_start("stripe-access-key"), triggers=("k_live_", "k_test_")),
+    Rule("vault-token", re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_-])"), check=_word_start("vault-token"), triggers=("hvs.", "hvb.", "hvr.")),
     Rule("aws-access-key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
          check=_word_start("aws-access-key")),
     Rule("github-token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})(?!\w)"),
@@ -249,11 +277,32 @@ RULES: tuple[Rule, ...] = (
          group="secret"),
     Rule("basic-auth", re.compile(r"basic[ \t]+(?P<secret>[a-z0-9+/]{8,}={0,2})(?![a-z0-9+/=])"), group="secret",
          check=_basic_auth, lowered=True),
-    # passwords on command lines: curl -u user:password, mysql -pPASSWORD, --password VALUE, ?token=VALUE
-    Rule("password", re.compile(r"curl[ \t][^\n]*?(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:(?P<secret>[^\s'\"]+)"),
-         group="secret", check=_plausible("password")),
-    Rule("password", re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)[ \t][^\n]*?(?<=\s)-p(?P<secret>[^\s'\"]+)"),
-         group="secret", check=_plausible("password")),
+    # passwords on command lines: curl -u user:password, mysql -pPASSWORD, sshpass -p PASSWORD...
+    _cli("curl", r"(?:-u|--user)[ \t]+['\"]?[^\s:'\"]+:", attached=True, triggers=("curl",)),
+    _cli("mysql|mysqldump|mysqladmin|mariadb", "-p", attached=True, triggers=("mysql", "mariadb")),
+    _cli("sshpass", "-p", triggers=("sshpass",)),
+    _cli(r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)[ \t][^\n]*?login", "-p", triggers=("login",)),
+    _cli("7z|7za|7zz|7zr|rar|unrar", "-p", attached=True, triggers=("7z", "rar")),
+    _cli("unzip|zip|zipcloak|sqlcmd|bcp|isql", "-P", triggers=("zip", "sqlcmd", "bcp", "isql")),
+    _cli("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", "-p", triggers=("mongo",)),
+    _cli("redis-cli", "-a", triggers=("redis-cli",)),
+    _cli("ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapwhoami|ldappasswd", "-w", triggers=("ldap",)),
+    _cli("openssl", r"-pass(?:in|out)?[ \t]+pass:", attached=True, triggers=("openssl",)),
+    # smbclient -U user%password, lftp -u user,password
+    _cli("smbclient|rpcclient|smbmap|smbget|smbcacls|crackmapexec|netexec|nxc|net",
+         r"-(?:U|-user(?:name)?)(?:[ \t]+|=)?['\"]?[^\s%'\"]*%", attached=True, triggers=("%",)),
+    _cli("lftp", r"-u[ \t]+['\"]?[^\s,'\"]+,", attached=True, triggers=("lftp",)),
+    # htpasswd -b[c] FILE USER PASSWORD; a .netrc's "machine HOST login USER password PASSWORD"
+    Rule("password", re.compile(r"htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*"
+                                r"(?:[ \t]+[^\s-][^\s]*){2}[ \t]+['\"]?(?P<secret>[^\s'\"`]+)"),
+         group="secret", check=_plausible("password"), triggers=("htpasswd",)),
+    Rule("password", re.compile(r"machine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>[^\s'\"`]+)"),
+         group="secret", check=_plausible("password"), triggers=("machine",)),
+    Rule("kubernetes-secret", re.compile(r"""kind["']?[ \t]*:[ \t]*["']?secret(?![\w-])"""), lowered=True,
+         spans=kubernetes_secret_values),
+    Rule("cookie", re.compile(r"cookie:[ \t]*"), lowered=True, spans=cookie_values),
+    Rule("cookie", re.compile(r"-(?:b|-cookie)[ \t]+['\"]?"), lowered=True, check=_after_command("cookie", "curl"),
+         spans=cookie_values, triggers=("curl",)),
     Rule("secret-assignment", re.compile(r"--(?P<name>[a-z0-9-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9-]*)"
                                          r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
          group="secret", check=_named("secret-assignment"), lowered=True),
@@ -262,6 +311,9 @@ RULES: tuple[Rule, ...] = (
          group="secret", check=_named("secret-assignment"), lowered=True),
     Rule("bearer-token", re.compile(r"bearer\s+(?P<secret>[a-z0-9._~+/-]{12,}=*)"), group="secret",
          check=_random_looking("bearer-token"), lowered=True),
+    # ``Authorization: Token <x>`` (GitHub, Django REST framework), ``SSWS``, ``ApiKey``, ``Negotiate``...
+    Rule("authorization", re.compile(r"authorization:[ \t]*(?P<scheme>[a-z][a-z0-9_.-]*)[ \t]+"
+                                     r"(?P<secret>[^\s\"',;]{8,})"), group="secret", check=_authorization, lowered=True),
     Rule("secret-assignment", _ASSIGNMENT, group=_value_group, check=_assignment, lowered=True),
 )
 

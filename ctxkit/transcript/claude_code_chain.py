@@ -27,6 +27,27 @@ def entry_type(t: Transcript, i: int) -> str | None:
     return t.entry(i).get("type")
 
 
+def indexes_of(t: Transcript, names: tuple[str, ...]) -> list[int]:
+    """The live entries of these types, in order: found in the line index's type codes (a scan in C,
+    no entry parsed), plus the edited and appended entries of those types."""
+    idx, n = t.lines, t.n_lines
+    found: set[int] = set()
+    for name in names:
+        code = idx.type_codes.get(name)
+        if code is None:
+            continue
+        needle, pos = bytes([code]), idx.types.find(bytes([code]))
+        while pos != -1:
+            found.add(pos)
+            pos = idx.types.find(needle, pos + 1)
+    found.update(i for i, name in idx.odd_types.items() if name in names)
+    removed, overrides = t.removed, t.overrides
+    out = {i for i in found if i < n and i not in overrides and i not in removed and not idx.flags[i] & BAD}
+    out.update(i for i in overrides if i not in removed and t.entry(i).get("type") in names)
+    out.update(i for i in range(n, t.n_entries) if i not in removed and t.entry(i).get("type") in names)
+    return sorted(out)
+
+
 def content_blocks(d: dict) -> tuple[list[dict], bool]:
     """An entry's message content as blocks, and whether it was a plain string."""
     msg = d.get("message")

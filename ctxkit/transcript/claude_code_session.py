@@ -5,9 +5,25 @@ attachments are rendered as system messages, the permission-mode changes and the
 The attachment types and re-injection read these for every version of a run's transcript; gathered in
 the one indexing pass, they cost no second reading of the file (and are kept in a checkpoint,
 :mod:`ctxkit.store.checkpoint`, so that a later run reads only the lines added since).
+
+And the settings the session ran with (:class:`RecordedSettings`, :func:`recorded_settings`): budgets,
+counts, request bodies and simulated costs depend on them (:mod:`ctxkit.tokens.session`). The newest
+one wins:
+
+* ``api-request`` (Claude Code 2.1.3xx): the exact ``params`` of each request (``model``, ``betas``,
+  ``max_tokens``, ``thinking``, ...);
+* an ``assistant`` message: the ``model`` that answered (``<synthetic>`` messages are Claude Code's
+  own placeholders: no model) and its ``usage``, whose ``cache_creation`` split
+  (``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``) says which cache lifetime the
+  request asked for;
+* before any answer, the ``model`` attachment (``identity.modelId``) names the session's model.
+
+Sidechain (subagent) entries are not the session's: a subagent may run another model (a subagent's
+own file, all sidechain, has its own model).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Transcript
@@ -21,7 +37,8 @@ def line_facts(i: int, d: dict) -> tuple:
     one = SessionFacts()
     one.add(i, d)
     return (tuple(one.named.items()), one.system_rendered, tuple(mode for _, mode in one.modes),
-            tuple(one.queue_ops))
+            tuple(one.queue_ops), one.model, one.attachment_model, one.side_model, repr(one.request),
+            tuple(one.cache_ttls.items()))
 
 
 _CONVERSATION = frozenset(("user", "assistant", "attachment"))
@@ -35,13 +52,21 @@ class SessionFacts:
         self.system_rendered = False
         self.modes: list[tuple[int, str]] = []  # (entry index, permission mode), in order
         self.queue_ops: list[dict[str, Any]] = []
+        #: the model of the newest request or answer, and which entry said it ("api-request" | "assistant message")
+        self.model: tuple[str, str] | None = None
+        self.attachment_model: str | None = None  # the ``model`` attachment's, written before any answer
+        self.side_model: str | None = None  # the newest sidechain answer's (a subagent's own file)
+        self.request: dict[str, Any] = {}  # the newest api-request's params: max_tokens, betas, thinking
+        self.cache_ttls: dict[str, str] = {}  # message id -> "5m" | "1h", as its usage's cache writes were
 
     def add(self, i: int, d: dict) -> None:
         """Take in what entry ``i`` tells about the session (nothing, for a sidechain entry). Run on every
         line read: plain statements, no intermediate values."""
+        typ = d.get("type")
+        if typ == "assistant" or typ == "api-request":
+            self._add_settings(typ, d)
         if d.get("isSidechain"):
             return
-        typ = d.get("type")
         if typ in _CONVERSATION:
             for key, name in _NAMED:
                 value = d.get(key)
@@ -56,11 +81,58 @@ class SessionFacts:
         elif typ == "queue-operation":
             self.queue_ops.append({"operation": d.get("operation"), "content": d.get("content"),
                                    "timestamp": d.get("timestamp")})
+        elif typ == "attachment" and self.model is None:
+            att = d.get("attachment")
+            identity = att.get("identity") if isinstance(att, dict) and att.get("type") == "model" else None
+            name = identity.get("modelId") if isinstance(identity, dict) else None
+            if isinstance(name, str) and name:
+                self.attachment_model = name
+
+    def _add_settings(self, typ: str, d: dict) -> None:
+        """What an answer or a recorded request says about the settings (see the module docstring)."""
+        if typ == "api-request":
+            params = d.get("params")
+            if isinstance(params, dict) and not d.get("isSidechain"):
+                self.request = {k: params[k] for k in ("max_tokens", "betas", "thinking") if k in params}
+                if isinstance(params.get("model"), str) and params["model"]:
+                    self.model = (params["model"], "api-request")
+            return
+        msg = d.get("message")
+        if not isinstance(msg, dict) or d.get("isApiErrorMessage"):
+            return
+        name = msg.get("model")
+        if isinstance(name, str) and name and name != "<synthetic>":
+            if d.get("isSidechain"):
+                self.side_model = name
+                return
+            self.model = (name, "assistant message")
+        if d.get("isSidechain"):
+            return
+        ttl = _cache_ttl(msg.get("usage"))
+        if ttl is not None and isinstance(msg.get("id"), str):
+            self.cache_ttls[msg["id"]] = ttl
+
+    def settings(self) -> RecordedSettings:
+        """The settings the session ran with, as :class:`RecordedSettings`."""
+        model, source = self.model or ((self.attachment_model, "model attachment") if self.attachment_model
+                                       else (self.side_model, "assistant message") if self.side_model
+                                       else (None, None))
+        request = self.request
+        max_tokens, betas, thinking = request.get("max_tokens"), request.get("betas"), request.get("thinking")
+        return RecordedSettings(
+            model=model, model_source=source,
+            max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool)
+            and max_tokens > 0 else None,
+            betas=tuple(b for b in betas if isinstance(b, str)) if isinstance(betas, list) else (),
+            thinking=dict(thinking) if isinstance(thinking, dict) else None,
+            cache_ttl=next(reversed(self.cache_ttls.values()), None) if self.cache_ttls else None)
 
     def copy(self) -> SessionFacts:
         new = SessionFacts()
         new.named, new.system_rendered = dict(self.named), self.system_rendered
         new.modes, new.queue_ops = list(self.modes), list(self.queue_ops)
+        new.model, new.attachment_model, new.side_model = self.model, self.attachment_model, self.side_model
+        new.request, new.cache_ttls = dict(self.request), dict(self.cache_ttls)
         return new
 
     def as_dict(self) -> dict[str, Any]:
@@ -74,16 +146,62 @@ class SessionFacts:
     # -- kept in a checkpoint -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"named": self.named, "system_rendered": self.system_rendered,
-                "modes": [[i, m] for i, m in self.modes], "queue_ops": self.queue_ops}
+                "modes": [[i, m] for i, m in self.modes], "queue_ops": self.queue_ops,
+                "model": list(self.model) if self.model else None, "attachment_model": self.attachment_model,
+                "side_model": self.side_model, "request": self.request, "cache_ttls": self.cache_ttls}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> SessionFacts:
+        """Raises KeyError, TypeError or ValueError on a document of another shape (a checkpoint kept by
+        a version of ctxkit that did not collect the settings is one: it is read in full again)."""
         new = cls()
         new.named = {str(k): str(v) for k, v in doc["named"].items()}
         new.system_rendered = bool(doc["system_rendered"])
         new.modes = [(int(i), str(m)) for i, m in doc["modes"]]
         new.queue_ops = [dict(op) for op in doc["queue_ops"]]
+        model = doc["model"]
+        new.model = (str(model[0]), str(model[1])) if model else None
+        new.attachment_model = None if doc["attachment_model"] is None else str(doc["attachment_model"])
+        new.side_model = None if doc["side_model"] is None else str(doc["side_model"])
+        new.request = dict(doc["request"])
+        new.cache_ttls = {str(k): str(v) for k, v in doc["cache_ttls"].items()}
         return new
+
+
+@dataclass(frozen=True)
+class RecordedSettings:
+    """The settings a session ran with, as recorded; ``None`` (or empty) where the transcript says nothing."""
+
+    model: str | None = None
+    model_source: str | None = None  # "api-request" | "assistant message" | "model attachment"
+    max_tokens: int | None = None  # the newest recorded request's max_tokens
+    betas: tuple[str, ...] = ()
+    thinking: dict | None = field(default=None, hash=False)
+    cache_ttl: str | None = None  # "5m" | "1h": the newest answer's cache writes
+
+
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The settings of a Claude Code session as it is now (see the module docstring); empty for other formats."""
+    if t.format != "claude-code":
+        return RecordedSettings()
+    return current_facts(t).settings()
+
+
+def _cache_ttl(usage: Any) -> str | None:
+    """Which lifetime a request's cache writes had: the ``cache_creation`` split names it (1 h wins when
+    both were written: the agent asked for it at some breakpoint)."""
+    split = usage.get("cache_creation") if isinstance(usage, dict) else None
+    if not isinstance(split, dict):
+        return None
+    if _positive(split.get("ephemeral_1h_input_tokens")):
+        return "1h"
+    if _positive(split.get("ephemeral_5m_input_tokens")):
+        return "5m"
+    return None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def session_facts(t: Transcript) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ..confined import Refused
-from ..quoting import quote_json as quote
+from ..quoting import quote_id
 from ..reminders import as_reminder
 from . import claude_code_chain, claude_code_entries, claude_code_records
 from .formats import handler
@@ -256,5 +256,5 @@ def _archived_entries(data: bytes) -> tuple[dict[str, dict], str | None]:
     for uid, entry in value.items():
         wrong = problem("claude-code", entry) if isinstance(entry, dict) else "is not an object"
         if wrong is not None:
-            return {}, f"holds an entry {quote(uid, 60)} that is not one ({wrong})"
+            return {}, f"holds an entry {quote_id(uid, as_json=True)} that is not one ({wrong})"
     return value, None

@@ -174,6 +174,12 @@ class Transcript:
             kept = self._parse(i) if self._keep_all_parsed else without_harness_keys(self._parse(i))
         return kept
 
+    def parsed_input_lines(self) -> dict[int, dict]:
+        """The parsed copies of input lines this transcript keeps (of the input, never of an edit; without
+        the harness-only fields): what a read of a longer file with these lines first may start from
+        (:class:`ctxkit.transcript.reader.Resume`). Do not mutate them."""
+        return self._cache
+
     def full_entry(self, i: int) -> dict:
         """The entry with every field, including those :meth:`entry` leaves out (``toolUseResult``)."""
         d = self.entry(i)
@@ -309,6 +315,14 @@ class Transcript:
         return Transcript(self.source, self.lines, self.format, self.info, cache=self._cache, extracts=self._extracts,
                           overrides=overrides, appended=appended, removed=removed,
                           keep_all_parsed=self._keep_all_parsed, parent=self, replaced=replaced, changed=changed)
+
+    def as_format(self, fmt: str) -> Transcript:
+        """The same lines and edits read as another format: a compacted OpenAI list whose remaining lines
+        alone read as Anthropic's, once ``ctxkit expand`` has put its history back."""
+        if fmt == self.format:
+            return self
+        return Transcript(self.source, self.lines, fmt, self.info, overrides=self.overrides, appended=self.appended,
+                          removed=self.removed, keep_all_parsed=self._keep_all_parsed)
 
     def unchanged(self) -> bool:
         return not self.overrides and not self.appended and not self.removed

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..errors import TranscriptError, UsageError
-from ..quoting import quote
+from ..quoting import quote, quote_id
 from .claude_code import NAME as CLAUDE_CODE
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
@@ -33,6 +33,9 @@ class Resume:
     lines: LineIndex
     size: int
     detected_early: bool
+    #: parsed copies of lines of the prefix, as :meth:`Transcript.parsed_input_lines` keeps them (the
+    #: same bytes at the same index): not parsed again when the projection asks for them
+    parsed: dict[int, dict] | None = None
 
 
 def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
@@ -69,7 +72,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     bad = BadLines()
     lines = start.lines if start is not None else LineIndex()
     pending: list[tuple[int, dict, int]] = []  # parsed entries (and their size) waiting for the format
-    cache: dict[int, dict] = {}
+    cache: dict[int, dict] = dict(start.parsed) if start is not None and start.parsed else {}
     extracts: dict[tuple, object] = {}  # see Transcript.extract
     chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
     index: Callable[[int, dict, int], None] | None = None
@@ -146,9 +149,9 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         view = t.view()
         if view.orphans:
             ref = view.orphans[0]
-            msg = f"tool_result {quote(ref[1])} answers no tool_use before it"
+            msg = f"tool_result {quote_id(ref[1])} answers no tool_use before it"
             if on_bad_line == "fail":
                 raise TranscriptError(source.name, t.line_no(ref[0]), msg + " (use --on-bad-line skip to leave it out)")
             for entry, tool_id in view.orphans:
-                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {quote(tool_id)} answers no tool_use before it")
+                bad.add(f"{source.name}:{t.line_no(entry)}: tool_result {quote_id(tool_id)} answers no tool_use before it")
     return t

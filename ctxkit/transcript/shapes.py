@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..quoting import quote_json
+from ..quoting import describe_content
 
 NULL = type(None)
 _TYPE_NAMES = {str: "a string", int: "a number", float: "a number", bool: "true or false", list: "a list",
@@ -40,7 +40,8 @@ class Bad(Exception):
         return text
 
     def describe(self) -> str:
-        return f"{self.where() or 'the line'} must be {self.expected}, got {quote_json(self.value)}"
+        # what the value is, not the value: it may be a secret, and this goes to a terminal or a CI log
+        return f"{self.where() or 'the line'} must be {self.expected}, got {describe_content(self.value)}"
 
 
 # -- the description language ---------------------------------------------------------------------------

@@ -219,14 +219,15 @@ class ChangedFiles(AttachmentType):
             if room < 200:
                 state.deferred.append(f"changed_files: {path} (budget)")
                 continue
-            snippet = self.snippet(path, base, text, sha, options)
+            # the diff's secrets redacted, both sides alike (what the model saw and what is on disk now)
+            snippet = state.redact(self.snippet(path, base, text, sha, options))
             if len(snippet) > room:
                 snippet = _cap_diff(snippet, room)
             used += len(snippet)
             ctx.store.put_text(text)
             record = {"type": "edited_text_file", "filename": path, "snippet": snippet, "contentSha256": sha}
-            if len(text) <= int(options["inline_content_chars"]):
-                record["content"] = text
+            if len(text) <= int(options["inline_content_chars"]) and state.redact(text) == text:
+                record["content"] = text  # (one holding a secret is found again by its sha in the store)
             out.append(NewMessage([reminder(MODIFIED.format(path=path, snippet=snippet))], role, attachment=record))
         for kind, paths in skipped.items():
             state.warn(f"changed_files: {skipped_note(kind, paths)}")

@@ -107,7 +107,7 @@ class NestedMemory(AttachmentType):
                     raw = state.read_local(mem, limit=limit, shown=shown)
                     if raw is None:
                         continue
-                    content = raw.decode("utf-8")
+                    content = state.redact(raw.decode("utf-8"))
                 except Refused as exc:
                     state.warn(f"nested_memory: {skipped_note(exc.kind, [shown])}")
                     continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
+from ...side_files import MISSING, UNREADABLE, SideFileError, read_side_text
 from ...transcript import claude_code, claude_code_chain, claude_code_session
 from ...transcript.view import PROMPT, View
 
@@ -246,6 +248,10 @@ def _blocks(content: Any) -> list[dict]:
 
 
 # -- the run's shared state -------------------------------------------------------------------------
+#: how the warning begins when the session's folder is one files are never re-read from (:func:`session_folder`)
+NO_FOLDER_NOTE = "re-reads no file"
+
+
 @dataclass
 class AttachmentState:
     """Everything the attachment types share in one run (built once by the stage)."""
@@ -260,6 +266,18 @@ class AttachmentState:
     session: dict[str, Any] = field(default_factory=dict)  # slug, session id, live metadata entries
     warnings: list[str] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)  # what did not fit a budget and waits for the next run
+    #: the folder files may be re-read from (:func:`session_folder`): :attr:`root`, unless that is ``/``
+    #: or the home folder (then None: nothing is re-read)
+    readable: Path | None = None
+    #: replaces the secrets in what is re-injected (:func:`ctxkit.summarize.redact.redactor_for`); None: kept
+    redactor: Any = None
+
+    @functools.cached_property
+    def moved(self) -> bool:
+        """Whether the project moved: the recorded folder is not on this machine, so the paths under it
+        are looked up under :attr:`root` instead. (A recorded folder that is here but not the session's
+        folder, ``/`` say, is not a move: its paths stay as they are, outside the session's folder.)"""
+        return bool(self.recorded_root) and not Path(self.recorded_root).is_dir()
 
     # -- replay --
     def attachments(self, *types: str) -> list[Event]:
@@ -276,7 +294,7 @@ class AttachmentState:
         p = Path(recorded)
         if not p.is_absolute():
             return self.root / p
-        if self.recorded_root:
+        if self.moved:
             base = Path(self.recorded_root)
             if base != self.root and _is_within(p, base):
                 return self.root / p.relative_to(base)
@@ -284,7 +302,7 @@ class AttachmentState:
 
     def to_recorded(self, local: Path) -> str:
         """The inverse of :meth:`to_local`: a local path as the model knows it."""
-        if self.recorded_root:
+        if self.moved:
             base = Path(self.recorded_root)
             if base != self.root and _is_within(local, self.root):
                 return str(PurePosixPath(self.recorded_root) / local.relative_to(self.root).as_posix())
@@ -297,7 +315,15 @@ class AttachmentState:
         regular file inside :attr:`root` (the session's working directory) of at most ``limit``
         bytes; otherwise :class:`ctxkit.confined.Refused` (see :func:`ctxkit.confined.read_in_folder`).
         """
-        return read_in_folder(self.root, local, limit=limit, shown=shown)
+        if self.readable is None:
+            self.warn(f"{NO_FOLDER_NOTE}: the session's folder would be {self.root}, {_too_wide(self.root)}; "
+                      "run ctxkit from the project's folder")
+        return read_in_folder([self.readable] if self.readable is not None else [], local, limit=limit, shown=shown)
+
+    def redact(self, text: str) -> str:
+        """``text`` read from disk, with its secrets replaced as in what goes to a summarizer: what is
+        re-injected goes to the model provider with the next request (docs/security.md)."""
+        return self.redactor.text(text) if self.redactor is not None and text else text
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -336,21 +362,62 @@ def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parse
             warnings.append(str(exc))
     session = claude_code_session.session_facts(t) if t.format == "claude-code" else {"modes": [], "queue_ops": []}
     recorded_root = session.get("cwd")
-    root = Path(ctx.inputs.cwd)
-    if recorded_root and Path(recorded_root).is_dir():
-        root = Path(recorded_root)
+    root = session_folder(recorded_root if isinstance(recorded_root, str) else None, Path(ctx.inputs.cwd))
     system_role = "system" if session.get("system_rendered") else "user"
+    from ...summarize.redact import redactor_for
+
     return AttachmentState(list(iter_events(t, view, parsers)), env, queued, root, recorded_root, system_role,
-                           t.format, session, warnings)
+                           t.format, session, warnings, readable=None if _too_wide(root) else root,
+                           redactor=redactor_for(ctx))
+
+
+def session_folder(recorded: str | None, run_folder: Path) -> Path:
+    """The session's folder on this machine: the transcript's working directory (``cwd``) when it is
+    the folder ctxkit runs from or a folder inside it, else the folder ctxkit runs from.
+
+    Why: the transcript is data; by its word alone (``"cwd": "/"``) it would choose which of the
+    user's files compact re-reads and writes into the output. The folder the user runs ctxkit from
+    (a hook runs in the project's) vouches for itself and what is below it. Files are re-read only
+    below this folder, and not at all when it is ``/`` or the home folder (:func:`_too_wide`)."""
+    if recorded:
+        try:
+            real, base = Path(os.path.realpath(recorded)), Path(os.path.realpath(run_folder))
+        except (OSError, ValueError):
+            return run_folder
+        if real.is_dir() and (real == base or base in real.parents):
+            return Path(recorded)
+    return run_folder
+
+
+def _too_wide(folder: Path) -> str | None:
+    """Why ``folder`` is no project's folder to re-read files from (``/``, the home folder or a folder
+    above it: every file of the user is below), or None."""
+    try:
+        real = Path(os.path.realpath(folder))
+        home = os.path.expanduser("~")
+        home_real = Path(os.path.realpath(home)) if home != "~" else None
+    except (OSError, ValueError):
+        return "which cannot be resolved"
+    if real == Path(real.anchor):
+        return "the root folder"
+    if home_real is not None and (real == home_real or real in home_real.parents):
+        return "your home folder" if real == home_real else "a folder above your home folder"
+    return None
 
 
 # -- input files ------------------------------------------------------------------------------------
 def _read_input(path: str | Path, option: str, consequence: str = "") -> str:
-    """The text of a file named by a command-line option, or an error that names the option and the file."""
+    """The text of a file named by a command-line option, read within its bound (:mod:`ctxkit.side_files`),
+    or an error that names the option and the file."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AttachmentInputError(f"{option} {path}: cannot read it ({exc.strerror or exc}){consequence}") from exc
+        return read_side_text(path, option) or ""
+    except SideFileError as exc:
+        # a file not there (yet) or not readable is worth a warning; a device, FIFO, folder or a file
+        # over the bound is a mistake on the command line: it stops the run (exit 2)
+        if exc.kind not in (MISSING, UNREADABLE):
+            raise
+        why = exc.reason if exc.kind == UNREADABLE else f"cannot read it ({exc.reason})"
+        raise AttachmentInputError(f"{option} {path}: {why}{consequence}") from exc
 
 
 def load_state_file(path: str | Path) -> dict:

@@ -29,15 +29,20 @@ the tail that was chosen.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
+from ...confined import BLOB_NAME, Refused
 from ...errors import CtxkitError
-from ...summarize.prompt import continuation_message
+from ...summarize.prompt import CONTINUATION_PREFIX, continuation_message
 from ...transcript import claude_code_chain, claude_code_entries
 from ...transcript.edits import NewMessage, append_messages, plain_message, replace_plain_range
 from ...transcript.model import Transcript
+from ...transcript.shapes import problem
 from ...transcript.view import SUMMARY, SYSTEM, View, ViewMessage
 
 #: The sentence that follows the summary when recent messages are kept verbatim after it.
@@ -300,11 +305,94 @@ def _write_plain(t: Transcript, view: View, c: Compaction, count: Callable[[list
     removed = sorted({i for m in view.messages[lead:c.keep_from] for i in m.entries} - kept_entries)
     if not removed:
         raise CompactionError("nothing to summarize")
+    # the re-injected lines are archived too, so that ``ctxkit expand`` takes them out again
+    reinjected = list(append_messages(t, c.reinjected, timestamp).appended[len(t.appended):])
     archive = store.put_json({"format": t.format, "compacted_at": timestamp,
-                              "messages": [t.entry(i) for i in removed]})
+                              "messages": [t.entry(i) for i in removed], "reinjected": reinjected})
     hint = c.transcript_hint or str(archive)
     text = summary_text(c.summary, kept_tail=c.keep_from < len(view.messages), transcript_hint=hint)
     new = replace_plain_range(t, removed, plain_message(t, "user", text))
-    new = append_messages(new, c.reinjected, timestamp)
+    new = new.with_edits(append=reinjected)
     post = count(new.view().api_messages())
     return Written(new, post, {"archive": str(archive), "archived_lines": len(removed)})
+
+
+# -- undoing (``ctxkit expand``) -------------------------------------------------------------------------
+def uncompact_plain(t: Transcript, store: Any, left: list | None = None) -> Transcript:
+    """Undo every compaction of a plain message list (for ``ctxkit expand``): each summary line ctxkit
+    wrote gives way to the lines its history blob holds, and the lines it re-injected after the kept
+    tail are taken out. The blob is read only from the store, by its content-addressed name
+    (``store.fetch_blob``); a summary naming something else is not ctxkit's (a Claude Code session's
+    own summary, converted to a message list) and stays, and so does one whose blob is gone, damaged
+    or refused, appended to ``left`` as ``("compaction", blob, why refused or None)``. A compaction of
+    a compaction comes back one level per call: the caller repeats until nothing changes. Claude
+    Code transcripts keep the history behind the boundary: nothing to do for them here."""
+    if t.format == "claude-code":
+        return t
+    live = list(t.live_indexes())
+    restore: dict[int, list[dict]] = {}
+    drop: set[int] = set()
+    fmt = t.format  # an OpenAI list's kept tail alone may read as Anthropic's: its history says which it is
+    for pos, i in enumerate(live):
+        entry = t.entry(i)
+        found = _HISTORY_HINT.search(_text(entry)) if entry.get("role") == "user" else None
+        if not found or not _text(entry).startswith(CONTINUATION_PREFIX) or not _is_blob_name(found.group(1)):
+            continue
+        try:
+            data, why = store.fetch_blob(found.group(1)), None
+        except Refused as exc:
+            data, why = None, exc.reason
+        messages, reinjected, wrong, fmt = _history(data, fmt) if data is not None else ([], [], None, fmt)
+        if not messages:
+            if left is not None:
+                left.append((RECORD_KIND, found.group(1), why or wrong))
+            continue
+        restore[i] = messages
+        drop.update(_run_of(t, live[pos + 1:], reinjected))
+    if not restore:
+        return t
+    # plain lines have no insert edit: write the whole list again, the history in place of each summary
+    out = [e for i in live if i not in drop for e in restore.get(i, [t.entry(i)])]
+    return t.with_edits(remove=live, append=out).as_format(fmt)
+
+
+_HISTORY_HINT = re.compile(r"read the full transcript at: (\S+)")
+
+
+def _text(entry: dict) -> str:
+    content = entry.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text") \
+        if isinstance(content, list) else ""
+
+
+def _is_blob_name(path: str) -> bool:
+    return bool(BLOB_NAME.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1]))
+
+
+def _history(data: bytes, fmt: str) -> tuple[list[dict], list[dict], str | None, str]:
+    """(the archived lines, the re-injected lines, None, the list's format) of a compaction's history
+    blob, or none and why the blob is not one (damaged, or not ctxkit's): the summary then stays rather
+    than foreign content. ``fmt``: the format the list reads as, unless the blob names another plain one."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return [], [], "is not JSON", fmt
+    if not isinstance(doc, dict):
+        return [], [], "is not a compaction's history", fmt
+    messages, reinjected = doc.get("messages"), doc.get("reinjected", [])
+    fmt = doc["format"] if doc.get("format") in ("anthropic", "openai") else fmt
+    if not (isinstance(messages, list) and messages and isinstance(reinjected, list)
+            and all(isinstance(m, dict) and problem(fmt, m) is None for m in [*messages, *reinjected])):
+        return [], [], "is not a compaction's history", fmt
+    return messages, reinjected, None, fmt
+
+
+def _run_of(t: Transcript, after: list[int], lines: list[dict]) -> list[int]:
+    """The indexes of the first stretch of ``after`` whose entries are exactly ``lines`` (none if none is)."""
+    n = len(lines)
+    for start in range(len(after) - n + 1) if n else ():
+        if all(t.entry(after[start + k]) == lines[k] for k in range(n)):
+            return after[start:start + n]
+    return []

@@ -24,10 +24,12 @@ GUARDED_KINDS = {"user_prompts": "user prompts", "file_paths": "file paths"}
 # the option's schema: options.MIN_RETENTION_SCHEMA (the stage's schema loads without this module)
 
 
-def measure(view: View, keep_from: int, after: list[dict], details: dict[str, Any]) -> None:
+def measure(view: View, keep_from: int, after: list[dict], details: dict[str, Any], redactor: Any = None) -> None:
     """Put the retention of the compaction of ``view.messages[:keep_from]`` (leaving the view ``after``)
-    in ``details``: ``retention`` (fractions) and ``retention_counts`` (kept and total per kind)."""
-    kept = retention.measure([m.api() for m in view.messages[:keep_from]], after)
+    in ``details``: ``retention`` (fractions) and ``retention_counts`` (kept and total per kind).
+    ``redactor``: the run's (the summary was written from the redacted history: that is what it is
+    measured against)."""
+    kept = retention.measure([m.api() for m in view.messages[:keep_from]], after, redactor=redactor)
     details.update(retention=kept.fractions(), retention_counts=kept.counts())
 
 

@@ -148,7 +148,8 @@ BYTES_PER_TOKEN = 8
 
 
 def read_text_file(s: AttachmentState, path: Path, limit: int, roots: list[Path] | None = None) -> str | None:
-    """The file's text, or None when it is missing or binary.
+    """The file's text, its secrets redacted (:meth:`AttachmentState.redact`), or None when it is missing
+    or binary.
 
     Read through :meth:`AttachmentState.read_local` (or within ``roots``): raises
     :class:`~ctxkit.confined.Refused` for a file outside the session's folder, anything but a
@@ -162,7 +163,7 @@ def read_text_file(s: AttachmentState, path: Path, limit: int, roots: list[Path]
         return None
     if data is None or b"\x00" in data[:8192]:
         return None
-    return data.decode("utf-8", errors="replace")
+    return s.redact(data.decode("utf-8", errors="replace"))
 
 
 def numbered(text: str) -> str:
@@ -261,7 +262,7 @@ def _plan_roots(ctx: Context, s: AttachmentState) -> list[Path]:
     given = ctx.inputs.plan_file
     if given:
         return [Path(os.path.expanduser(str(given))).parent]
-    return [s.root, Path(os.path.expanduser(_plan_path_pattern(ctx, s))).parent]
+    return [*filter(None, [s.readable]), Path(os.path.expanduser(_plan_path_pattern(ctx, s))).parent]
 
 
 def _plan_mode_options(ctx: Context) -> dict[str, Any]:
@@ -449,6 +450,11 @@ def build(t: Transcript, view: View, keep_from: int, ctx: Context, options: Mapp
         _skills(view, ctx, s, opts, budget_tokens - out.tokens, out)
     for note in [*out.details.get("files_skipped", []), *filter(None, [out.details.get("plan_file_skipped")])]:
         ctx.warn(f"compact: re-injection {note}")  # said on stderr too: the user may wonder where a file went
+    from ..attachments.state import NO_FOLDER_NOTE
+
+    for note in s.warnings:
+        if note.startswith(NO_FOLDER_NOTE):  # why every file was skipped: ctxkit runs from / or the home folder
+            ctx.warn(f"compact: {note}")
     return out
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import atomic_write
+from ...side_files import read_side_text
 from ...store.sessions import session_key
 from ...summarize.prompt import continuation_message
 from ...transcript import plain
@@ -93,13 +94,13 @@ def is_empty_notes(text: str | None) -> bool:
 
 
 def read_notes(path: Path | None) -> str | None:
-    """The notes file's text, or None when there is no such file."""
+    """The notes file's text, or None when there is no such file (not written yet).
+
+    Read within its bound (:mod:`ctxkit.side_files`): a folder, device, FIFO or a file over the bound
+    is a usage error naming ``--session-memory``."""
     if path is None:
         return None
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+    return read_side_text(path, "--session-memory", missing_ok=True)
 
 
 def notes_summary(text: str) -> str:

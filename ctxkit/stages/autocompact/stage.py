@@ -79,7 +79,7 @@ and is not counted; ``ctxkit compact`` reports it and exits 1
 Every compaction is measured: probes are taken from the history it replaced (every user prompt,
 file path read or written, shell command, error line, and the identifiers and numbers of the
 prompts) and the report says how many are still in the view after it, the summary, the kept tail
-and the re-injected files together (`retained prompts 4/4, paths 6/6, commands 0/8` on the report
+and the re-injected files together (`retained prompts 4/4, paths 6/6, commands 8/8` on the report
 line; `retention` with each kind's fraction, null when there was none, and `retention_counts` in
 `--report json`). See docs/retention.md.
 
@@ -124,13 +124,14 @@ then the re-injected files (checked against the real Claude Code 2.1.328 CLI by
 
 **Anthropic / OpenAI message lists** get one user message with the summary (naming where the
 summarized lines were archived in the store), then the kept tail; a leading system prompt stays
-first.
+first. `ctxkit expand` puts the archived lines back in the summary's place and takes out the
+re-injected ones: the list comes back byte for byte.
 
 ## A worked example
 
 On `examples/session.jsonl`, `--force` with a 60,000-token window and no `ANTHROPIC_API_KEY` (the
 README's worked example) gives `autocompact: applied: manual compaction (summary by extractive):
-10,960 -> 10,649 tokens, 21 messages summarized, 1 kept` (after a compaction the count is the
+10,960 -> 10,700 tokens, 21 messages summarized, 1 kept` (after a compaction the count is the
 estimate of the new view plus the policy's `overhead_tokens`, 10,000, for the system prompt and
 tools: see docs/tokens.md). On a larger session, the `multi-prompt` session of the test corpus
 (44,460 tokens by the usage its last response reported, four prompts, 32 tool calls; not shipped
@@ -142,8 +143,8 @@ files it read are found and re-injected:
 $ ctxkit compact ../session.jsonl --context-window 60000 --now 2026-11-29T23:30:00Z -o ../compacted.jsonl
 tool-result-budget: nothing-to-do (every tool result is within budget)
 microcompact: nothing-to-do (the prompt cache is warm)
-autocompact: applied: auto compaction (summary by extractive): 44,460 -> 12,882 tokens, 69 messages summarized, 1 kept; retained prompts 4/4, paths 6/6, commands 0/8 [44,460 -> 12,882 tokens]
-view: 44,460 -> 12,882 tokens
+autocompact: applied: auto compaction (summary by extractive): 44,460 -> 12,671 tokens, 69 messages summarized, 1 kept; retained prompts 4/4, paths 6/6, commands 8/8 [44,460 -> 12,671 tokens]
+view: 44,460 -> 12,671 tokens
 ```
 
 The view the model gets next (`ctxkit view ../compacted.jsonl`, abridged):
@@ -175,7 +176,7 @@ system:    The following deferred tools are now available via ToolSearch. ...
            Available agent types for the Agent tool: ...
 ```
 
-Running it again on `../compacted.jsonl` changes nothing (12,882 tokens is under the threshold),
+Running it again on `../compacted.jsonl` changes nothing (12,671 tokens is under the threshold),
 so `ctxkit compact` can run after every turn. With a model instead, set the key (`auto` then picks
 `anthropic`) or name the summarizer (`--set summarizer.use=anthropic`, or
 `--set summarizer.use=command --set 'summarizer.command=llm -m claude-4-sonnet'`); the report then
@@ -274,6 +275,13 @@ class Autocompact(Stage):
 
     def uses_summarizer(self) -> bool:
         return True
+
+    @staticmethod
+    def undo(t: Transcript, store: Any, left: list) -> Transcript:
+        """For ``ctxkit expand``: a message list's compactions give way to the history they replaced."""
+        from .compaction import uncompact_plain
+
+        return uncompact_plain(t, store, left)
 
     @classmethod
     def leaves_behind(cls, options: dict[str, Any], threshold: int) -> int | None:
@@ -501,6 +509,9 @@ class Autocompact(Stage):
                                            timestamp=ctx.timestamp())
         details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
                        kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
-        min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details)
+        from ...summarize.redact import redactor_for
+
+        min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details,
+                              redactor_for(ctx))
         # decided against the same count as the tokens before: the new view's estimate plus the overhead
         return dataclasses.replace(written, post_tokens=ctx.view_tokens(written.transcript).total)

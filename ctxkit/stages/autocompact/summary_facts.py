@@ -19,6 +19,7 @@ from typing import Any
 from ...store.expand import original_of
 from ...store.offload import content_text, decision_scope
 from ...summarize import SessionFacts, redact
+from ...summarize.retention import is_shell
 from ...transcript.formats import handler
 from ...transcript.model import Transcript
 from ...transcript.prompts import session_prompts
@@ -28,7 +29,8 @@ from ..base import Context
 
 def session_facts(t: Transcript, view: View, keep_from: int, ctx: Context) -> SessionFacts:
     """The session's prompts up to the kept tail (Claude Code transcripts) and the originals of the
-    failed calls' results the summarized messages show replaced."""
+    failed calls' results and shell commands' outputs the summarized messages show replaced (the
+    summary quotes their error lines)."""
     redactor = redact.redactor_for(ctx)
     prompts = None
     if t.format == "claude-code":
@@ -43,11 +45,14 @@ def _error_originals(t: Transcript, view: View, keep_from: int, ctx: Context) ->
     scope = decision_scope(t)
     path = ctx.inputs.transcript_path
     search_dirs = [Path(path).parent] if path else []
+    names = view.tool_names()
     for m in view.messages[:keep_from]:
         for block, ref in zip(m.content, m.refs, strict=False):
-            if block.get("type") != "tool_result" or not block.get("is_error") or ref is None:
+            if block.get("type") != "tool_result" or ref is None:
                 continue
             tid = str(block.get("tool_use_id") or "")
+            if not (block.get("is_error") or is_shell(str(names.get(tid) or ""))):
+                continue
             content = block.get("content")
             before = _input_content(t, ref, tid)  # replaced by this run: its input still has the words
             candidate = before if before is not None and before != content else content

@@ -262,7 +262,8 @@ class Collapse(Stage):
         if upgrades:
             reason += f", rewrote {len(upgrades)} summary(ies) with the summarizer"
         # what of the folded calls the view still names (ctxkit.summarize.retention): the paths and commands
-        kept = retention.measure([m for r in [*runs, *upgrades] for m in r["messages"]], new.view().api_messages())
+        kept = retention.measure([m for r in [*runs, *upgrades] for m in r["messages"]], new.view().api_messages(),
+                                 redactor=redact.redactor_for(ctx))
         details.update(retention=kept.fractions(), retention_counts=kept.counts())
         reason += f"; {kept.short()}"
         if note:

@@ -1,0 +1,281 @@
+"""The messages of the next request in Claude Code's own layout, for a Claude Code transcript.
+
+With request records (Claude Code 2.1.3xx, :mod:`ctxkit.transcript.claude_code_requests`), the next
+request is the newest recorded one, rebuilt exactly (its digest checked against ``requestDigest``),
+followed by what the session added since, in the order Claude Code adds it:
+
+* the conversation's new messages (the answer, its tool results, a new prompt), as the view has them;
+* the system-role messages of the attachments written since; a message Claude Code recorded as a
+  blob is taken from the blob (it may carry fields the attachment does not, such as
+  ``output_config``);
+* blobs written since that the view does not hold: the messages Claude Code composed for the request
+  it was about to send (they are written just before its ``api-request`` entry).
+
+Without a usable record (none yet; the history compacted since, by Claude Code or by ctxkit; an entry
+a stage rewrote, so the digests no longer match), the blobs written since the start of the current
+history are the request when there are any (Claude Code writes the whole first request of a history
+as blobs), followed by the conversation written after them. Otherwise — older sessions, and a history
+ctxkit compacted — the view in the best-known layout: Claude Code opens the history with one user
+message holding the reminders of the first turn's attachments, then the prompt (or the compact
+summary), and puts the system-role messages after it (:func:`best_known_layout`).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from ..transcript.claude_code_requests import (
+    RequestRecord,
+    RequestRecords,
+    as_blocks,
+    billing_header,
+    canonical_json,
+    message_digest,
+    request_records,
+    without_cache_control,
+)
+from ..transcript.model import Transcript
+from ..transcript.view import ASSISTANT, ATTACHMENT, PROMPT, SUMMARY, SYSTEM, ViewMessage
+
+REMINDER_PREFIX = "<system-reminder>"
+#: What Claude Code sends as ``thinking`` on a session's first request, by version: before its first
+#: ``api-request`` entry a session records no parameters. Observed on every session of the corpus.
+FIRST_REQUEST_THINKING: dict[str, dict[str, str]] = {"2.1.328": {"type": "adaptive", "display": "omitted"}}
+#: The system blocks Claude Code marks as cache breakpoints when no request of the session says.
+DEFAULT_SYSTEM_BREAKPOINTS = (0, 1)
+
+
+@dataclass
+class Layout:
+    """The messages of the next request, and the record they continue (None: built from the view)."""
+
+    messages: list[dict[str, Any]]
+    record: RequestRecord | None
+    records: RequestRecords
+    how: str  # "recorded" | "blobs" | "view"
+
+
+def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
+    """The next request's messages for the view messages ``msgs`` of ``t`` (see the module docstring)."""
+    records = request_records(t)
+    if not records.requests and not records.blobs:  # a session that records no requests
+        return Layout(best_known_layout(msgs), None, records, "view")
+    by_digest: dict[str, dict] = {}
+    for m in msgs:
+        by_digest.setdefault(message_digest(m.api()), m.api())
+    start = _history_start(msgs)
+    record = next((r for r in reversed(records.requests) if r.index > start), None)
+    pieces = _view_pieces(msgs)
+    sent = records.messages(record, by_digest.get) if record is not None else None
+    if record is not None and sent is not None and records.verified(record, by_digest.get) \
+            and all(_in_view(m, pieces) for m in sent):
+        out = [without_cache_control(m) for m in sent]
+        return Layout(out + _since(records, msgs, record.index, {message_digest(m) for m in out}), record, records,
+                      "recorded")
+    lead = _lead(msgs)
+    blobs = sorted((at, h, m) for h, (at, m) in records.blobs.items() if at > start)
+    if lead is not None and any(_holds(m, _text(lead.api())) for _, _, m in blobs if m.get("role") == "user") \
+            and all(_in_view(m, pieces) for _, _, m in blobs):
+        # Claude Code opened this history itself: it wrote the whole first request as blobs
+        out = [copy.deepcopy(m) for _, _, m in blobs]
+        later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
+        return Layout(out + [m.api() for m in later], None, records, "blobs")
+    return Layout(best_known_layout(msgs, records), None, records, "view")
+
+
+def _view_pieces(msgs: list[ViewMessage]) -> set[str]:
+    """Every piece of the view a recorded message may hold: each text (stripped; a system message's
+    texts joined, too), and each other block as canonical JSON."""
+    out: set[str] = set()
+    for m in msgs:
+        blocks = as_blocks(m.api())["content"]
+        for b in blocks:
+            out.add(_piece(b))
+        if m.role == "system":  # one message of several attachments: each one's text, and all joined
+            out.update(_piece(b) for b in m.content)
+            out.add(_text(m.api()).strip())
+    return out
+
+
+def _piece(block: Any) -> str:
+    if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+        return block["text"].strip()
+    return canonical_json(without_cache_control(block)).decode()
+
+
+def _in_view(message: dict, pieces: set[str]) -> bool:
+    """Whether every block of a recorded message is still in the view: a stage that rewrote or removed
+    one (a cleared tool result, a dropped reminder) makes the record stale, and the request is then
+    built from the view."""
+    return all(_piece(b) in pieces or _joined(_piece(b), pieces) for b in as_blocks(message).get("content") or [])
+
+
+def _joined(text: str, pieces: set[str]) -> bool:
+    """Whether ``text`` is view texts joined by blank lines (Claude Code merges the system texts of
+    attachments written together, the date after the environment, say, into one message)."""
+    ends, k = {0}, 0
+    while k < len(text):
+        if k in ends:
+            for p in pieces:
+                if p and text.startswith(p, k):
+                    end = k + len(p)
+                    ends.add(end)
+                    if text.startswith("\n\n", end):
+                        ends.add(end + 2)
+        k += 1
+    return len(text) in ends
+
+
+def _history_start(msgs: list[ViewMessage]) -> int:
+    """The entry index where the current history starts: its compact summary (-1: the session's start)."""
+    for m in msgs:
+        if m.kind == SUMMARY and m.entries:
+            return min(m.entries)
+    return -1
+
+
+def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: set[str]) -> list[dict]:
+    """What the session added after entry ``index``: the view's messages (a system message as its blob
+    when Claude Code recorded one), then the blobs written since that none of them is."""
+    blobs = [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])]
+    out: list[dict] = []
+    seen = set(sent)
+    for m in msgs:
+        if min(m.entries, default=-1) > index:
+            out.append(_as_recorded(m, blobs))
+            seen.add(message_digest(out[-1]))
+    for h, (at, message) in sorted(records.blobs.items(), key=lambda kv: kv[1][0]):
+        if at > index and h not in seen:
+            out.append(copy.deepcopy(message))
+            seen.add(h)
+    return out
+
+
+def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = None) -> list[dict]:
+    """The view as Claude Code lays out the opening of a history: the first user message holds the
+    reminders of the attachments written before the first answer, then the prompt (or the compact
+    summary) itself; the system-role messages of that turn follow it. The rest is the view's order.
+
+    A message Claude Code recorded (a blob with the same text: the opening user message holding the
+    prompt, a system message) is taken as recorded, so that a request built here and one rebuilt from
+    the records agree wherever the conversation is the same."""
+    blobs = [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])] if records is not None else []
+    first_answer = next((k for k, m in enumerate(msgs) if m.kind == ASSISTANT), len(msgs))
+    opening = msgs[:first_answer]
+    lead = _lead(opening)
+    if lead is None:
+        return [_as_recorded(m, blobs) for m in msgs]
+    reminders = [m for m in opening if m.kind == ATTACHMENT and m.role == "user"]
+    recorded = next((b for b in reversed(blobs) if b.get("role") == "user" and _holds(b, _text(lead.api()))), None)
+    if recorded is not None and not _in_view(recorded, _view_pieces(msgs)):
+        recorded = None  # a stage changed what it holds: the view's own messages, laid out
+    if recorded is not None:
+        head = copy.deepcopy(recorded)
+    else:
+        own = list(as_blocks(lead.api())["content"])
+        front = [b for m in reminders for b in as_blocks(m.api())["content"]]
+        if lead.kind == PROMPT:  # a reminder the view merged into the prompt's message goes first, too
+            front += [b for b in own if _is_reminder(b)]
+            own = [b for b in own if not _is_reminder(b)]
+        head = {"role": "user", "content": front + own} if front and own else lead.api()
+    moved = {id(lead), *(id(m) for m in reminders)}
+    rest = [_as_recorded(m, blobs) for m in opening if id(m) not in moved and m.kind != SYSTEM]
+    systems = [_as_recorded(m, blobs) for m in opening if m.kind == SYSTEM]
+    return [head, *rest, *systems, *(_as_recorded(m, blobs) for m in msgs[first_answer:])]
+
+
+def _is_reminder(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" \
+        and str(block.get("text", "")).startswith(REMINDER_PREFIX)
+
+
+def _lead(msgs: list[ViewMessage]) -> ViewMessage | None:
+    """The message that opens the history: the compact summary, else the first prompt."""
+    return next((m for m in msgs if m.kind == SUMMARY), None) or next((m for m in msgs if m.kind == PROMPT), None)
+
+
+def _text(message: dict) -> str:
+    return "\n\n".join(b.get("text", "") for b in as_blocks(message)["content"]
+                       if isinstance(b, dict) and b.get("type") == "text")
+
+
+def _holds(message: dict, text: str) -> bool:
+    """Whether ``message`` has a text block (or a string content) that is ``text``."""
+    return bool(text) and any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == text
+                              for b in as_blocks(message)["content"])
+
+
+def _as_recorded(m: ViewMessage, blobs: list[dict]) -> dict:
+    """A system message as Claude Code recorded it (a blob with the same text), else as the view has it."""
+    api = m.api()
+    if m.role != "system":
+        return api
+    text = _text(api)
+    recorded = next((b for b in reversed(blobs) if b.get("role") == "system" and _text(b) == text), None)
+    return copy.deepcopy(recorded) if recorded is not None else api
+
+
+def first_prompt_text(messages: list[dict]) -> str:
+    """The text Claude Code's billing fingerprint reads: the first message's first text that is not a
+    reminder."""
+    if not messages:
+        return ""
+    for block in as_blocks(messages[0]).get("content") or []:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        if isinstance(text, str) and not text.startswith(REMINDER_PREFIX):
+            return text
+    return ""
+
+
+def session_header(t: Transcript, records: RequestRecords, msgs: list[ViewMessage], messages: list[dict]) -> str | None:
+    """Claude Code's billing header block for this session's next request (None when the session
+    records no requests): the newest record's version, the entry point the newest conversation entry
+    names."""
+    entrypoint = next((t.entry(i).get("entrypoint") for m in reversed(msgs) for i in m.entries
+                       if isinstance(t.entry(i).get("entrypoint"), str)), None)
+    if not records.version or not entrypoint:
+        return None
+    return billing_header(records.version, entrypoint, first_prompt_text(messages))
+
+
+def recorded_params(records: RequestRecords, messages: list[dict]) -> dict[str, Any]:
+    """The parameters of the next request that the session decides (``thinking``, ``output_config``):
+    its newest request's. Before the first (a session that recorded only the shape and the blobs of
+    the request it was about to send), ``output_config`` is the one its first system message carries
+    (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that version
+    (:data:`FIRST_REQUEST_THINKING`, observed on every first request of the corpus)."""
+    if records.requests:
+        params = records.requests[-1].params
+        return {k: params[k] for k in ("thinking", "output_config") if isinstance(params.get(k), dict)}
+    out: dict[str, Any] = {}
+    thinking = FIRST_REQUEST_THINKING.get(records.version or "")
+    if thinking is not None and records.shapes:
+        out["thinking"] = dict(thinking)
+    config = next((m["output_config"] for m in messages if isinstance(m.get("output_config"), dict)), None)
+    if config is not None:
+        out["output_config"] = dict(config)
+    return out
+
+
+def mark_breakpoints(body: dict[str, Any], records: RequestRecords, *, shifted: int) -> None:
+    """Put ``cache_control`` where Claude Code puts it: the system blocks its newest request marked
+    (the first two before any request; ``shifted`` by the blocks put before them), and the last block of
+    the last message."""
+    if not records.shapes and not records.requests:
+        return
+    system = body.get("system")
+    if isinstance(system, list):
+        marks = [(m["path"][1], m.get("value")) for m in records.requests[-1].cache_control
+                 if m["path"][0] == "system" and len(m["path"]) == 2 and isinstance(m["path"][1], int)] \
+            if records.requests else [(k, {"type": "ephemeral"}) for k in DEFAULT_SYSTEM_BREAKPOINTS]
+        for k, value in marks:
+            if 0 <= k + shifted < len(system) and isinstance(system[k + shifted], dict):
+                system[k + shifted] = {**system[k + shifted], "cache_control": value}
+    messages = body.get("messages") or []
+    if messages:
+        last = as_blocks(messages[-1])
+        blocks = list(last["content"])
+        if blocks and isinstance(blocks[-1], dict):
+            blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+            messages[-1] = {**last, "content": blocks}

@@ -1,0 +1,138 @@
+"""How a value is judged: whether a name holds a secret, whether a value may be one rather than code, a path
+or a placeholder, how random it looks, and where a token found in part ends. The rules of
+:mod:`ctxkit.summarize.secret_rules` and the formats of :mod:`ctxkit.summarize.secret_formats` ask these."""
+from __future__ import annotations
+
+import functools
+import re
+
+MARKER = "[REDACTED:{kind}]"
+#: A marker already in the text (an earlier run's summary): never a secret itself.
+MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+
+#: A value found by one rule is searched for everywhere else only when it is at least this long and
+#: :func:`_distinctive` (others, e.g. a two-letter URL password, are redacted where they were found only).
+MIN_KNOWN_LENGTH = 8
+
+
+
+# -- telling secrets from code and placeholders ------------------------------------------------------------
+
+#: What makes a variable secret-named: a name part (``DB_PWD``) or words in the joined parts
+#: (``apiKey``, ``client_secret``). The weak parts (``key``, ``token``, ``auth``) also name
+#: ordinary things (``key=lambda x: ...``, ``token = "music"`` in a tokenizer), so a value under them
+#: is taken only when it looks random (:func:`_distinctive`).
+_STRONG_PARTS = {"pwd", "creds", "pass"}
+_STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "privatekey", "accesskey",
+                 "accesstoken", "authtoken", "refreshtoken", "sessiontoken", "bearertoken", "authorization")
+_WEAK_PARTS = {"key", "token", "auth"}
+#: Parts that make a secret-sounding name ordinary (a sort key, a public key, a token count...).
+_ORDINARY_PARTS = {"public", "publishable", "primary", "foreign", "sort", "cache", "partition", "hash", "range",
+                   "idempotency", "unique", "lookup", "row", "column", "index", "group", "dedup", "max", "min",
+                   "count", "type", "id", "ids", "name", "names", "path", "file", "dir", "url", "uri", "endpoint",
+                   "env", "var", "field", "prefix", "suffix", "pattern", "length", "size", "len", "format", "method",
+                   "mode", "provider", "header", "scheme", "required", "enabled", "expiry", "expires", "ttl",
+                   "limit", "budget", "usage", "fingerprint", "hint", "label", "arn", "region"}
+_NAME_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_NAME_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth")
+_NOT_SECRET_VALUES = {"true", "false", "none", "null", "nil", "undefined", "yes", "no", "on", "off", "required",
+                      "optional", "str", "string", "int", "bytes", "bool", "any", "secret", "password", "passwd",
+                      "token", "key", "changeme", "example", "empty", "unset", "redacted", "hidden", "dummy",
+                      "placeholder", "your-key", "your_key", "todo", "fixme", "env", "self", "lambda", "bearer", "basic",
+                      "digest"}
+_CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self|this|cls|os|process|env)\b.*)$""")
+_PLACEHOLDER = re.compile(r"""^(?:\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|<[^<>]*>|\[[^\[\]]*\]|(.)\1{2,})$""")
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every key of every tool input: the same few names
+def secret_name(name: str) -> str | None:
+    """Whether a variable (or key) named ``name`` holds a secret: ``"strong"`` (``AWS_SECRET_ACCESS_KEY``,
+    ``db.password``, ``apiKey``), ``"weak"`` (``KEY``, ``auth``) or None (``MAX_TOKENS``, ``sort_key``,
+    ``PUBLIC_KEY``, ``token_type``, ``AUTHOR``)."""
+    parts = [p.lower() for p in _NAME_SPLIT.findall(name)]
+    if not parts or any(p in _ORDINARY_PARTS for p in parts):
+        return None
+    joined = "".join(parts)
+    if any(p in _STRONG_PARTS for p in parts) or any(w in joined for w in _STRONG_WORDS):
+        return "strong"
+    return "weak" if any(p in _WEAK_PARTS for p in parts) else None
+
+
+def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) -> bool:
+    """Whether ``value`` may be a secret rather than code, a path, a number or a placeholder.
+
+    A dotted name (``config.password``, ``settings.SECRET_KEY``) is code, unless one of its parts looks
+    random (``Hunter2.Secret99``, ``hvs.CAESIJ4l...``, ``SG.<22>.<43>``) or it is ``literal``: where it
+    stands a value is a string, never an expression (``DB_PASSWORD=a.b`` in a shell, a properties file,
+    a YAML scalar, a detect-secrets hit)."""
+    v = value.strip()
+    if len(v) < min_length or MARKER_RE.search(v):
+        return False
+    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _looks_like_code(v, literal=literal):
+        return False
+    if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
+        return False
+    if v.startswith(("/", "~/", "./", "../", "http://", "https://", "file:")) or re.match(r"[A-Za-z]:\\", v):
+        return False
+    return True
+
+
+_CODE_PREFIX = re.compile(r"(?:self|this|cls|os|process|env)\b")
+
+
+def _looks_like_code(value: str, *, literal: bool = False) -> bool:
+    """Whether ``value`` reads as an expression: ``self.x``, ``os.environ[...]``, or (unless ``literal``)
+    a dotted name none of whose parts looks random."""
+    if not _CODE_VALUE.match(value):
+        return False
+    if _CODE_PREFIX.match(value):
+        return True
+    return not literal and not any(_random_part(part) for part in value.split("."))
+
+
+def _random_part(part: str) -> bool:
+    """A part of a dotted value that no one names a variable: digits among letters of both cases
+    (``Hunter2``, ``CAESIJ4lZ9``), or a long run of both cases (``abcDEFghiJKLmnoPQRstu``)."""
+    lower, upper = any(c.islower() for c in part), any(c.isupper() for c in part)
+    if not (lower and upper):
+        return False
+    return any(c.isdigit() for c in part) or (len(part) >= 20 and sum(c.isupper() for c in part) >= 4)
+
+
+def _distinctive(value: str) -> bool:
+    """Whether a found value looks random enough to be redacted wherever it occurs: long, one word, and
+    more than letters of one case with ``_-.`` (``production`` found as ``SECRET=production``, or an
+    identifier like ``tool_use_id``, must not vanish from every sentence)."""
+    if len(value) < MIN_KNOWN_LENGTH or any(c.isspace() for c in value):
+        return False
+    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+               any(not c.isalnum() and c not in "_-." for c in value))
+    return sum(classes) >= 2
+
+
+def _has_digit_and_letter(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def whole_token(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span ``start:end`` of ``text`` widened to the whole token it is part of: over letters, digits,
+    ``_`` and ``-`` on both sides, and over a ``.`` followed by more of them when the token is dotted
+    (a JWT: ``header.payload.signature``), and its ``=`` padding."""
+    dotted = "." in text[start:end]
+    while start > 0 and text[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    n = len(text)
+    while end < n:
+        c = text[end]
+        if not (c in _TOKEN_CHARS or (c == "." and dotted and end + 1 < n and text[end + 1] in _TOKEN_CHARS)):
+            break
+        end += 1
+    while end < n and text[end] == "=":
+        end += 1
+    return start, end
+
+

@@ -1,0 +1,65 @@
+"""The policy as it applies to one session: the session's own model, output limit and cache lifetime
+where the policy makes no choice of its own.
+
+A session records which model it talks to (:func:`ctxkit.transcript.claude_code_session.recorded_settings`). Budgets,
+thresholds, token counts, request bodies and simulated costs all depend on that model, so they must
+use it — not the schema's default model (``claude-sonnet-4-5``, 32,000 output tokens) that a policy
+which never names a model carries. A policy file or ``--set`` that names ``model`` (or
+``max_output_tokens``, ``request.cache_ttl``) is an explicit override and wins; ``ctxkit policy show``
+prints which layer set each value.
+
+* ``model``: the session's newest (recorded request, else answering model, else the ``model``
+  attachment written before any answer);
+* ``max_output_tokens``: the newest recorded request's ``max_tokens``, else the model table's maximum
+  for the session's model (what Claude Code asks for), else the policy's;
+* ``request.cache_ttl``: the lifetime the newest request's cache writes had (its usage's
+  ``cache_creation`` split).
+
+Every command that reads a transcript resolves its policy here once (``ctxkit.run_context``,
+``view``, ``simulate``); the origin of a value taken from the session reads ``session (<entry>)``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+
+from ..policy.model import SESSION_ORIGIN, Policy
+from ..transcript.claude_code_session import RecordedSettings, recorded_settings
+from ..transcript.model import Transcript
+from .models import model_info
+
+
+def session_policy(policy: Policy, transcript: Transcript | None) -> Policy:
+    """``policy`` with the session's facts filled in where the policy made no explicit choice
+    (see the module docstring); ``policy`` itself when the transcript records nothing to apply."""
+    if transcript is None:
+        return policy
+    return policy_with_settings(policy, recorded_settings(transcript))
+
+
+def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
+    changes: dict[str, object] = {}
+    origins: dict[str, str] = {}
+    model = policy.model
+    if facts.model and not policy.explicit("model") and facts.model != policy.model:
+        model = changes["model"] = facts.model
+        origins["model"] = f"{SESSION_ORIGIN} ({facts.model_source})"
+    if not policy.explicit("max_output_tokens"):
+        info = model_info(model)
+        if facts.max_tokens is not None:
+            limit, where = facts.max_tokens, f"{SESSION_ORIGIN} (api-request)"
+        elif info is not None and facts.model and not policy.explicit("model"):
+            limit, where = info.max_output_tokens, f"{SESSION_ORIGIN} (model table: {model})"
+        else:
+            limit, where = policy.max_output_tokens, ""
+        if limit != policy.max_output_tokens:
+            changes["max_output_tokens"], origins["max_output_tokens"] = limit, where
+    merged = dict(policy.merged)
+    if facts.cache_ttl and not policy.explicit("request.cache_ttl") and facts.cache_ttl != policy.cache_ttl:
+        merged["request"] = {**dict(merged.get("request") or {}), "cache_ttl": facts.cache_ttl}
+        origins["request.cache_ttl"] = f"{SESSION_ORIGIN} (usage cache_creation)"
+    if not origins:
+        return policy
+    merged.update({k: v for k, v in changes.items()})
+    return dataclasses.replace(policy, **changes, merged=MappingProxyType(merged),
+                               origins=MappingProxyType({**policy.origins, **origins}))

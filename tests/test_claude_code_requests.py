@@ -1,0 +1,140 @@
+"""Requests as Claude Code sends them: the recorded requests of a 2.1.328 session rebuilt from the
+session itself (their digests check), and ``ctxkit view --to anthropic-request`` on the session cut
+before each ``api-request`` entry equal to the body Claude Code sent there (``requests.jsonl.gz``)."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from builders import Turn, conversation, write
+from conftest import cc_sessions, needs_corpus
+
+from ctxkit.cli.main import app
+from ctxkit.policy.model import Policy
+from ctxkit.reports.request import build_request
+from ctxkit.transcript import pairing_problems, read_transcript
+from ctxkit.transcript.claude_code_requests import (
+    as_blocks,
+    message_digest,
+    request_records,
+    without_cache_control,
+)
+
+COMPACTION_REQUEST = "CRITICAL: Respond with TEXT ONLY"
+
+
+def _comparable(body: dict) -> dict:
+    """A body with what the comparison leaves aside taken out: cache_control, metadata (a device id the
+    session does not hold), stream; a string content as one text block."""
+    out = without_cache_control({k: v for k, v in body.items() if k not in ("metadata", "stream")})
+    out["messages"] = [as_blocks(m) for m in out["messages"]]
+    if isinstance(out.get("system"), str):
+        out["system"] = [{"type": "text", "text": out["system"]}]
+    return out
+
+
+def _cuts(session):
+    """(entry index of each api-request entry, the body Claude Code sent with it), in order: the sent
+    bodies minus the compaction summary requests, which Claude Code records no entry for."""
+    lines = (session / "session.jsonl").read_bytes().splitlines(keepends=True)
+    cuts = [i for i, line in enumerate(lines) if json.loads(line).get("type") == "api-request"]
+    with gzip.open(session / "requests.jsonl.gz", "rt", encoding="utf-8") as f:
+        bodies = [json.loads(line)["body"] for line in f]
+    bodies = [b for b in bodies if COMPACTION_REQUEST not in json.dumps(b["messages"][-1:])]
+    assert len(bodies) == len(cuts)
+    return lines, list(zip(cuts, bodies, strict=True))
+
+
+@needs_corpus
+def test_every_recorded_request_is_rebuilt_and_its_digest_checks(tmp_path):
+    checked = 0
+    for session in cc_sessions():
+        lines, cuts = _cuts(session)
+        for cut, _ in cuts:
+            path = write_lines(tmp_path / "cut.jsonl", lines[:cut + 1])
+            t = read_transcript(path)
+            records = request_records(t)
+            lookup = {message_digest(m.api()): m.api() for m in t.view().messages}
+            assert records.requests[-1].index == cut
+            assert records.verified(records.requests[-1], lookup.get), f"{session.name}: line {cut + 1}"
+            checked += 1
+    assert checked == 58
+
+
+@needs_corpus
+@pytest.mark.parametrize("session", cc_sessions(), ids=lambda p: p.name)
+def test_the_request_equals_what_claude_code_sent_before_every_recorded_request(session, runner, tmp_path):
+    lines, cuts = _cuts(session)
+    matched = []
+    for k, (cut, sent) in enumerate(cuts):
+        path = write_lines(tmp_path / f"cut{k}.jsonl", lines[:cut])
+        now = json.loads(lines[cut])["timestamp"]
+        result = runner.invoke(app, ["view", "--to", "anthropic-request", "--now", now, str(path)])
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert (body["model"], body["max_tokens"]) == (sent["model"], sent["max_tokens"])
+        assert _comparable(body) == _comparable(sent), f"{session.name}: request {k} (before line {cut + 1})"
+        matched.append(k)
+    assert len(matched) == len(cuts) > 0
+
+
+def write_lines(path, lines):
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@needs_corpus
+def test_without_records_message_0_is_the_reminder_then_the_prompt(corpus_session, tmp_path):
+    """An older session (no request records): the best-known layout, Claude Code's."""
+    recorded = ('"api-request"', '"api-request-shape"', '"api-request-blob"')
+    lines = [x for x in open(corpus_session("explore-edit"), encoding="utf-8") if not any(r in x for r in recorded)]
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    body = build_request(read_transcript(path), Policy.from_mapping({"model": "claude-opus-5-5"}))
+    first = body["messages"][0]
+    assert first["role"] == "user"
+    assert [b["text"][:40] for b in first["content"]] == ["<system-reminder>\nAttribution for git co",
+                                                          "Add a docstring to Order.total"]
+    assert body["messages"][1]["role"] == "system"
+    assert body["messages"][1]["content"].startswith("# Environment")
+    assert body["messages"][2]["role"] == "assistant"
+    assert pairing_problems(body["messages"]) == []
+
+
+@needs_corpus
+def test_a_recorded_message_a_stage_rewrote_is_not_sent_as_recorded(corpus_session, tmp_path):
+    """A tool result cleared after it was sent: the record no longer matches the session, and the
+    request says what the transcript says now."""
+    lines = open(corpus_session("explore-edit"), encoding="utf-8").read().splitlines(keepends=True)
+    k = next(i for i, x in enumerate(lines) if '"tool_result"' in x and "total 16" in x)
+    entry = json.loads(lines[k])
+    entry["message"]["content"][0]["content"] = "[Old tool result content cleared]"
+    lines[k] = json.dumps(entry) + "\n"
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    body = build_request(read_transcript(path), Policy.from_mapping({"model": "claude-opus-5-5"}))
+    text = json.dumps(body["messages"])
+    assert "[Old tool result content cleared]" in text and "total 16" not in text
+    assert [b["text"][:40] for b in body["messages"][0]["content"]][-1] == "Add a docstring to Order.total"
+    assert pairing_problems(without_cache_control(body["messages"])) == []
+
+
+def test_a_reminder_of_the_first_turn_goes_before_the_prompt(tmp_path):
+    entries = conversation([Turn("look around", [], "done")])
+    prompt = next(e for e in entries if e["type"] == "user")
+    reminder = {"parentUuid": prompt["uuid"], "isSidechain": False, "type": "attachment", "uuid": "att-1",
+                "timestamp": prompt["timestamp"], "sessionId": prompt["sessionId"],
+                "attachment": {"type": "remote_session_change", "commit": "Co-Authored-By: X"},
+                "rendered": [{"content": "<system-reminder>\nSign commits.\n</system-reminder>"}],
+                "renderedRole": "user"}
+    answer = next(e for e in entries if e["type"] == "assistant")
+    answer["parentUuid"] = "att-1"
+    t = read_transcript(write(tmp_path / "t.jsonl", [prompt, reminder, answer]))
+    assert [b["text"] for b in t.view().messages[0].content] == [  # the view: the prompt, then the reminder
+        "look around", "<system-reminder>\nSign commits.\n</system-reminder>"]
+    body = build_request(t, Policy.from_mapping({"model": "claude-opus-5-5"}))
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "<system-reminder>\nSign commits.\n</system-reminder>"},
+        {"type": "text", "text": "look around"}]
+    assert body["messages"][1]["role"] == "assistant"
