@@ -65,7 +65,9 @@ def test_stats_with_an_api_key_names_the_model_and_calls_nothing(runner, monkeyp
         assert stages["autocompact"]["details"]["summarizer"] == "anthropic claude-sonnet-4-5, simulated"
         assert api.requests == []
         # compact makes the same choice, and does call the model
-        r = runner.invoke(app, ["compact", *OVER, "--report", "none", "-o", "out.jsonl"])
+        # (with a summary reserve a compaction fits under in that window: compact refuses one it cannot fit)
+        r = runner.invoke(app, ["compact", *OVER, "--set", "thresholds.summary_reserve=5000", "--report", "none",
+                                "-o", "out.jsonl"])
         assert r.exit_code == 0, r.stderr
         assert [q.path for q in api.requests] == ["/v1/messages"]
 

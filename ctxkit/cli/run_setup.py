@@ -122,9 +122,10 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
     ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
     as it was read (standard input redirected from the session, too). ``fits(policy)`` raises when the run
-    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked before the transcript
-    is read. ``check_pairing=False``: a result answering no tool_use is left for the caller to report
-    (``ctxkit doctor``), not a bad line.
+    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked of the policy as it
+    applies to the session (its recorded model and output limit, :mod:`ctxkit.tokens.session`), before
+    any stage runs or anything is written. ``check_pairing=False``: a result answering no tool_use is left
+    for the caller to report (``ctxkit doctor``), not a bad line.
     """
     from .trust_cmd import guard_policy
 
@@ -132,8 +133,6 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     for name, option in _SIDE_FILE_OPTIONS.items():  # a device or FIFO named by mistake: refused before any work
         check_side_file(inputs.get(name), option)
-    if fits is not None:
-        fits(pol)
     instant = parse_now(now)
     checkpoints = None
     if checkpoint is not None:
@@ -155,6 +154,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         for warning in checkpoints.warnings:
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
+    if fits is not None:
+        fits(ctx.policy)
     run = Run(ctx.policy, t, ctx, checkpoints, onto_input=onto_input)  # the policy as it applies to the session
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run
