@@ -146,9 +146,11 @@ def test_many_sessions_a_folder_and_jobs(tmp_path):
     assert "orphan-tool-use" in [f["rule"] for f in by_file["crash.jsonl"]["findings"]]
 
 
-def test_a_missing_file_is_a_transcript_error_as_elsewhere(tmp_path):
+def test_a_missing_file_is_a_usage_error_as_elsewhere(tmp_path):
     r = ctxkit(["doctor", str(tmp_path / "nope.jsonl")], tmp_path)
-    assert r.returncode == 3 and r.stderr == f"ctxkit: error: {tmp_path / 'nope.jsonl'}:0: no such file\n"
+    assert r.returncode == 2 and r.stderr == f"ctxkit: error: {tmp_path / 'nope.jsonl'}:0: no such file\n"
+    doc = (Path(__file__).parents[1] / "docs" / "doctor.md").read_text()
+    assert "3 unreadable input (a missing file)" not in doc and "2 usage (a missing file" in doc
 
 
 # -- no false alarms ---------------------------------------------------------------------------------
