@@ -129,6 +129,11 @@ def test_a_healthy_session_exits_0_and_reports_bloat_as_notes(tmp_path):
     assert r.returncode == 0, r.stdout
     data = json.loads(r.stdout)
     assert {f["rule"] for f in data["findings"]} == {"bloat-tool-use-result", "bloat-file-history-snapshot"}
+    # a whole-file note is on the first line it is about (1-based, never 0), in text and --json alike
+    assert {f["rule"]: f["line"] for f in data["findings"]} == {"bloat-tool-use-result": 3,
+                                                                "bloat-file-history-snapshot": len(entries)}
+    text = ctxkit(["doctor", str(path)], tmp_path).stdout
+    assert f"{path}:3: note:" in text and f"{path}:0:" not in text
     assert all(f["severity"] == "note" for f in data["findings"])
     assert data["slim_would_save"] > 1000
 
@@ -142,8 +147,21 @@ def test_many_sessions_a_folder_and_jobs(tmp_path):
     assert r.returncode == 1, r.stderr
     by_file = {Path(d["file"]).name: d for d in map(json.loads, r.stdout.splitlines())}
     assert set(by_file) == {"crash.jsonl", "ok.jsonl"}
+    assert set(by_file["ok.jsonl"]) == {"file", "findings", "bytes", "slim_would_save", "tokens"}  # docs/doctor.md
+    assert by_file["ok.jsonl"]["tokens"] > 0
+    # the batch summary shows the view's tokens, not zeros
+    table = ctxkit(["doctor", str(folder), "-j", "2"], tmp_path).stderr
+    total = next(x for x in table.splitlines() if "total" in x)
+    assert re.findall(r"[\d,]+", total)[-2:] != ["0", "0"], table
     assert [f["rule"] for f in by_file["ok.jsonl"]["findings"] if f["severity"] == "error"] == []
     assert "orphan-tool-use" in [f["rule"] for f in by_file["crash.jsonl"]["findings"]]
+
+
+def test_fix_in_place_of_one_file_says_what_it_repaired(tmp_path):
+    path, _ = write_session(tmp_path, "ip", fx.crash_mid_turn)
+    r = ctxkit(["doctor", "--fix", "--in-place", str(path)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"{path}: repaired 1 problem(s); 0 left" in r.stderr
 
 
 def test_a_missing_file_is_a_usage_error_as_elsewhere(tmp_path):
