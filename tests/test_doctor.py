@@ -88,6 +88,7 @@ def test_doctor_names_each_breakage_on_its_line(tmp_path, problem):
     hit = next(f for f in findings if f["rule"] == problem.strip())
     assert set(hit) >= {"line", "problem", "api_error", "fix"}
     assert hit["api_error"] and hit["fix"]
+    assert not re.search(r"messages\.\?|content\.\?", hit["api_error"]), hit  # real indexes, as the API gives them
 
 
 def test_an_interrupted_turn_reads_as_the_api_would_answer_it(tmp_path):
@@ -204,6 +205,8 @@ def test_fix_makes_the_session_healthy_and_expand_gives_the_broken_input_back(tm
     e = ctxkit(["expand", str(fixed), "-o", str(back)], tmp_path)
     assert e.returncode == 0, e.stderr
     assert back.read_bytes() == path.read_bytes()
+    # expand says what it put back: the repaired lines, not "0 tool outputs"
+    assert re.search(r"restored \d+ tool output\(s\) and [1-9]\d* archived line\(s\)", e.stderr), e.stderr
 
 
 def _view(path: Path, cwd: Path) -> list[dict]:
@@ -227,6 +230,8 @@ def test_an_interrupted_call_is_answered_as_claude_code_answers_it(tmp_path):
 
 def test_an_output_whose_call_was_lost_is_kept_as_text_not_dropped(tmp_path):
     path, line = write_session(tmp_path, "lost-call", fx.dropped_tool_use)
+    said = json.loads(ctxkit(["doctor", str(path), "--json"], tmp_path).stdout)["findings"][0]["api_error"]
+    assert said.startswith("messages.0.content.1: unexpected `tool_use_id`"), said  # the prompt and the result, merged
     fixed = tmp_path / "fixed.jsonl"
     assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
     texts = [b.get("text") for m in _view(fixed, tmp_path) if isinstance(m["content"], list) for b in m["content"]]
