@@ -169,6 +169,23 @@ def whitespace_text() -> tuple[list[dict], int]:
     return entries, len(entries)
 
 
+def assistant_empty_text() -> tuple[list[dict], int]:
+    """The model's answer was saved as an empty text block (a stream cut before its first character): the
+    view leaves it out, and with it the message, so the user messages around it merge."""
+    entries = healthy()
+    k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "text")
+    entries[k - 1]["message"]["content"] = [{"type": "text", "text": ""}]
+    return entries, k
+
+
+def assistant_whitespace_text() -> tuple[list[dict], int]:
+    """The model's answer is whitespace only: left out of the view like an empty one."""
+    entries = healthy()
+    k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "text")
+    entries[k - 1]["message"]["content"] = [{"type": "text", "text": " \n"}]
+    return entries, k
+
+
 def trailing_whitespace() -> tuple[list[dict], int]:
     """The last answer, cut while it streamed, ends with a newline: the next request ends with it."""
     entries = healthy()
@@ -248,6 +265,8 @@ BROKEN = {
     "pdf-too-many-pages": long_pdf,
     "empty-text": empty_text,
     "whitespace-text": whitespace_text,
+    "empty-text ": assistant_empty_text,
+    "whitespace-text ": assistant_whitespace_text,
     "final-trailing-whitespace": trailing_whitespace,
     "thinking-model-changed": model_switched,
     "thinking-signature-truncated": truncated_signature,

@@ -236,12 +236,40 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
                 if current and model and model != current and not model.startswith("<"):
                     yield Problem("thinking-model-changed", line, {"model": model, "current": current, "message": k,
                                                                    "block": bi}, {"ref": ref})
+    yield from _assistant_blank_text(t, msgs)
     if msgs and msgs[-1].role == "assistant":
         last = msgs[-1]
         if last.content and last.content[-1].get("type") == "text":
             text = last.content[-1].get("text")
             if isinstance(text, str) and text != text.rstrip():
                 yield Problem("final-trailing-whitespace", line_of(t, last.refs[-1], last), {}, {"ref": last.refs[-1]})
+
+
+def _assistant_blank_text(t: Transcript, msgs: list[ViewMessage]) -> Iterator[Problem]:
+    """Empty or whitespace-only text blocks of the assistant's lines (Claude Code sessions). The view leaves
+    them out, as Claude Code's resume does (a message left with nothing goes, and the user messages around it
+    merge), so they are found on the file: the API rejects them in any message, and other clients of the file
+    send them."""
+    if t.format != "claude-code":
+        return
+    order, _ = active_entries(t)
+    for i in order:
+        if i >= t.n_lines or t.lines.flags[i] & BAD:
+            continue
+        d = t.entry(i)
+        msg = d.get("message")
+        content = msg.get("content") if d.get("type") == "assistant" and isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        at = next((k for k, m in enumerate(msgs) if i in m.entries), None)
+        if at is None:  # the whole message was left out: the API numbers it before the next one
+            at = next((k for k, m in enumerate(msgs) if m.entries and min(m.entries) > i), len(msgs))
+        for bi, b in enumerate(content):
+            if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str) \
+                    or b["text"].strip():
+                continue
+            yield Problem("empty-text" if b["text"] == "" else "whitespace-text", i + 1, {"message": at, "block": bi},
+                          {"ref": BlockRef(i, bi), "inner": None})
 
 
 def _model_of(t: Transcript, ref: BlockRef | None) -> str | None:
