@@ -110,6 +110,15 @@ def dropped_tool_use() -> tuple[list[dict], int]:
     return entries, k
 
 
+def dropped_result_line() -> tuple[list[dict], int]:
+    """The line holding a tool_result was lost: the next line's parent names no line, and once it is linked
+    again, the call before it is unanswered (two assistant messages in a row)."""
+    entries = healthy()
+    results = [i for i, e in enumerate(entries) if e["type"] == "user" and isinstance(e["message"]["content"], list)]
+    del entries[results[-1]]
+    return entries, results[-1] + 1  # the answer that followed it now sits at its number
+
+
 def pasted_huge_image() -> tuple[list[dict], int]:
     """The user pasted a screenshot over 5 MB (base64) into the prompt."""
     entries = healthy()
@@ -258,6 +267,7 @@ BROKEN = {
     "orphan-tool-use": crash_mid_turn,
     "orphan-tool-use ": lost_parallel_result,
     "parent-missing": dropped_line,
+    "parent-missing ": dropped_result_line,
     "orphan-tool-result": dropped_tool_use,
     "image-too-large": pasted_huge_image,
     "image-too-many-pixels": pasted_wide_image,

@@ -239,6 +239,17 @@ def test_an_output_whose_call_was_lost_is_kept_as_text_not_dropped(tmp_path):
     assert "a.py\nb.py" in texts  # what the model had read
 
 
+def test_a_lost_result_line_is_reported_as_fix_will_repair_it(tmp_path):
+    """The relink --fix makes brings the lost result's call to light: doctor reports it before the fix."""
+    path, line = write_session(tmp_path, "lost-result", fx.dropped_result_line)
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    rules_found = {(f["rule"], f["line"]) for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"}
+    assert ("parent-missing", line) in rules_found and ("consecutive-assistant", line) in rules_found, rules_found
+    fixed = tmp_path / "fixed.jsonl"
+    f = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
+    assert f.returncode == 0 and "repaired 2 problem(s); 0 left" in f.stderr, f.stderr
+
+
 def test_fix_in_place_is_atomic_and_undone_by_expand(tmp_path):
     path, _ = write_session(tmp_path, "crash", fx.crash_mid_turn)
     before = path.read_bytes()

@@ -77,7 +77,7 @@ def diagnose(t: Transcript, *, view_tokens: int | None = None, context_window: i
     """Every finding of transcript ``t`` (read with ``check_pairing=False``, ``on_bad_line="skip"``).
 
     ``view_tokens`` and the windows, when given, check that the agent can still send or compact the view."""
-    found = [finding(p) for p in find_problems(t)]
+    found = [finding(p) for p in _problems(t)]
     view = t.view()
     if view_tokens is not None and context_window is not None and effective_window is not None \
             and view_tokens > effective_window:
@@ -90,6 +90,22 @@ def diagnose(t: Transcript, *, view_tokens: int | None = None, context_window: i
     found = [f if f.line > 0 else Finding(1, f.rule, f.severity, f.problem, f.api_error, f.fix) for f in found]
     found.sort(key=lambda f: (f.line, f.severity != "error"))
     return Diagnosis(found, t.lines.end, slim)
+
+
+def _problems(t: Transcript) -> list[Problem]:
+    """The problems of ``t``, and those its relinked chain brings to light (what the agent resumes once a lost
+    line's successor is linked again, e.g. the unanswered call of a lost result's line): ``--fix`` repairs
+    both, so both are reported before it."""
+    from ..stages.repair.stage import relinked
+
+    found = find_problems(t)
+    whole = relinked(t, found) if t.format == "claude-code" else None
+    if whole is not None:
+        seen = {(p.rule, p.line) for p in found}
+        found += [p for p in find_problems(whole) if (p.rule, p.line) not in seen
+                  and p.rule not in ("parent-missing", "parent-cycle", "forked-chain")]
+        found.sort(key=lambda p: p.line)
+    return found
 
 
 def _last_line(t: Transcript, view: View) -> int:
