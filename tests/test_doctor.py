@@ -261,15 +261,23 @@ def test_fix_in_place_is_atomic_and_undone_by_expand(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_what_fix_cannot_mend_is_named_and_exits_1(tmp_path):
-    path, line = write_session(tmp_path, "torn", fx.torn_line)
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_a_line_fix_cannot_carry_is_named_and_nothing_is_written(tmp_path, where):
+    """A torn line (in the middle: two writers; at the end: a crash) cannot go through --fix losslessly, so
+    --fix writes nothing (no output, the session untouched): every --fix output expands back by default."""
+    entries = fx.healthy()
+    fx._append_prompt(entries, "Go on")
+    line = 3 if where == "middle" else len(entries)
+    data = fx.lines_of(entries, torn_at=line)
+    path = tmp_path / "torn.jsonl"
+    path.write_bytes(data[:-1] if where == "last" else data)  # a crash leaves the last line unended
     fixed = tmp_path / "fixed.jsonl"
     r = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
     assert r.returncode == 1
     assert f"{path}:{line}: not repaired: the agent cannot read this line" in r.stderr
-    back = tmp_path / "back.jsonl"
-    assert ctxkit(["expand", "--on-bad-line", "skip", str(fixed), "-o", str(back)], tmp_path).returncode == 0
-    assert back.read_bytes() == path.read_bytes()
+    assert "nothing written" in r.stderr and not fixed.exists()
+    r = ctxkit(["doctor", "--fix", "--in-place", str(path)], tmp_path)
+    assert r.returncode == 1 and path.read_bytes() == (data[:-1] if where == "last" else data)
 
 
 def test_o_without_fix_is_a_usage_error(tmp_path):

@@ -98,6 +98,24 @@ def doctor(
     name = run.transcript.source.name
     left = found
     repaired: list = []
+    unreadable = [f for f in found.errors if f.rule == "unparseable-line"]
+    if fix and unreadable:
+        # a repaired session must expand back to the input byte for byte, with expand's default options:
+        # a line that is not JSON cannot be carried through, so nothing is written (docs/doctor.md)
+        report = sys.stderr
+        if as_json:
+            data = found.to_json()
+            data.update(repaired=[], left=[f.to_json() for f in found.errors])
+            report.write(json.dumps(data, ensure_ascii=False) + "\n")
+            report.flush()
+        else:
+            write_findings(name, found.findings, report)
+        stderr_console().print(summary(name, found), markup=False)
+        stderr_console().print(f"{name}: repaired 0 problem(s); {len(found.errors)} left; nothing written: "
+                               f"{len(unreadable)} line(s) the agent cannot read"
+                               + "".join(f"\n  {name}:{f.line}: not repaired: {f.problem}" for f in unreadable),
+                               markup=False)
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
     if fix:
         from ..pipeline import compile_pipeline
         from ..store.link import refuse_output_in_store
