@@ -262,6 +262,12 @@ def lines_of(entries: list[dict], torn_at: int | None = None) -> bytes:
     return "".join(x + "\n" for x in out).encode()
 
 
+#: note rule -> fixture (entries, line): what the agent's resume repairs itself, reported and repaired
+NOTED = {
+    "assistant-empty-text": assistant_empty_text,
+    "assistant-whitespace-text": assistant_whitespace_text,
+}
+
 #: problem rule -> fixture (entries, line)
 BROKEN = {
     "orphan-tool-use": crash_mid_turn,
@@ -275,8 +281,6 @@ BROKEN = {
     "pdf-too-many-pages": long_pdf,
     "empty-text": empty_text,
     "whitespace-text": whitespace_text,
-    "empty-text ": assistant_empty_text,
-    "whitespace-text ": assistant_whitespace_text,
     "final-trailing-whitespace": trailing_whitespace,
     "thinking-model-changed": model_switched,
     "thinking-signature-truncated": truncated_signature,

@@ -91,6 +91,27 @@ def test_doctor_names_each_breakage_on_its_line(tmp_path, problem):
     assert not re.search(r"messages\.\?|content\.\?", hit["api_error"]), hit  # real indexes, as the API gives them
 
 
+@pytest.mark.parametrize("problem", sorted(fx.NOTED))
+def test_blank_assistant_text_is_found_on_its_line_and_left_out_by_fix(tmp_path, problem):
+    """The view leaves an empty or whitespace-only assistant text block out (as Claude Code's resume does), so
+    the next request is valid: a note on its line (exit 0); --fix leaves it out, expand gives it back."""
+    from mock_messages_api import MockMessagesAPI
+
+    path, line = write_session(tmp_path, problem, fx.NOTED[problem])
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    assert r.returncode == 0, r.stdout
+    assert (problem, line, "note") in [(f["rule"], f["line"], f["severity"]) for f in json.loads(r.stdout)["findings"]]
+    fixed, back = tmp_path / "fixed.jsonl", tmp_path / "back.jsonl"
+    f = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
+    assert f.returncode == 0 and "repaired 1 problem(s); 0 left" in f.stderr, f.stderr
+    assert problem not in ctxkit(["doctor", str(fixed), "--json"], tmp_path).stdout
+    assert ctxkit(["expand", str(fixed), "-o", str(back)], tmp_path).returncode == 0
+    assert back.read_bytes() == path.read_bytes()
+    with MockMessagesAPI(strict=True) as api:
+        status, answer = _post(api, _next_request(fixed, tmp_path))
+        assert status == 200, answer
+
+
 def test_an_interrupted_turn_reads_as_the_api_would_answer_it(tmp_path):
     path, line = write_session(tmp_path, "crash", fx.crash_mid_turn)
     r = ctxkit(["doctor", str(path)], tmp_path)

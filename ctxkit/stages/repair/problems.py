@@ -248,8 +248,8 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
 def _assistant_blank_text(t: Transcript, msgs: list[ViewMessage]) -> Iterator[Problem]:
     """Empty or whitespace-only text blocks of the assistant's lines (Claude Code sessions). The view leaves
     them out, as Claude Code's resume does (a message left with nothing goes, and the user messages around it
-    merge), so they are found on the file: the API rejects them in any message, and other clients of the file
-    send them."""
+    merge), so they are found on the file, as notes (the agent's next request is valid): the API rejects them
+    in any message, and other clients of the file send them."""
     if t.format != "claude-code":
         return
     order, _ = active_entries(t)
@@ -268,7 +268,7 @@ def _assistant_blank_text(t: Transcript, msgs: list[ViewMessage]) -> Iterator[Pr
             if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str) \
                     or b["text"].strip():
                 continue
-            yield Problem("empty-text" if b["text"] == "" else "whitespace-text", i + 1, {"message": at, "block": bi},
+            yield Problem("assistant-empty-text" if b["text"] == "" else "assistant-whitespace-text", i + 1, {"message": at, "block": bi},
                           {"ref": BlockRef(i, bi), "inner": None})
 
 

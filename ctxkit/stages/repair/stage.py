@@ -234,6 +234,8 @@ REPAIRS: dict[str, Callable[[_Edits, Problem, dict], bool]] = {
     "duplicate-tool-use-id": _new_id,
     "empty-text": _leave_out,
     "whitespace-text": _leave_out,
+    "assistant-empty-text": _leave_out,
+    "assistant-whitespace-text": _leave_out,
     "final-trailing-whitespace": _strip_trailing,
     "thinking-signature-missing": _leave_out,
     "thinking-signature-truncated": _leave_out,
