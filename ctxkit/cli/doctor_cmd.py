@@ -105,7 +105,7 @@ def doctor(
         report = sys.stderr
         if as_json:
             data = found.to_json()
-            data.update(repaired=[], left=[f.to_json() for f in found.errors])
+            data.update(repaired=[], left=[f.to_json() for f in found.errors], tokens=tokens[0], tokens_after=tokens[0])
             report.write(json.dumps(data, ensure_ascii=False) + "\n")
             report.flush()
         else:
