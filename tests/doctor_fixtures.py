@@ -110,6 +110,15 @@ def dropped_tool_use() -> tuple[list[dict], int]:
     return entries, k
 
 
+def dropped_result_line() -> tuple[list[dict], int]:
+    """The line holding a tool_result was lost: the next line's parent names no line, and once it is linked
+    again, the call before it is unanswered (two assistant messages in a row)."""
+    entries = healthy()
+    results = [i for i, e in enumerate(entries) if e["type"] == "user" and isinstance(e["message"]["content"], list)]
+    del entries[results[-1]]
+    return entries, results[-1] + 1  # the answer that followed it now sits at its number
+
+
 def pasted_huge_image() -> tuple[list[dict], int]:
     """The user pasted a screenshot over 5 MB (base64) into the prompt."""
     entries = healthy()
@@ -167,6 +176,23 @@ def whitespace_text() -> tuple[list[dict], int]:
     _append_prompt(entries, None)
     entries[-1]["message"]["content"] = [{"type": "text", "text": "Go on"}, {"type": "text", "text": "\n\n"}]
     return entries, len(entries)
+
+
+def assistant_empty_text() -> tuple[list[dict], int]:
+    """The model's answer was saved as an empty text block (a stream cut before its first character): the
+    view leaves it out, and with it the message, so the user messages around it merge."""
+    entries = healthy()
+    k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "text")
+    entries[k - 1]["message"]["content"] = [{"type": "text", "text": ""}]
+    return entries, k
+
+
+def assistant_whitespace_text() -> tuple[list[dict], int]:
+    """The model's answer is whitespace only: left out of the view like an empty one."""
+    entries = healthy()
+    k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "text")
+    entries[k - 1]["message"]["content"] = [{"type": "text", "text": " \n"}]
+    return entries, k
 
 
 def trailing_whitespace() -> tuple[list[dict], int]:
@@ -236,11 +262,18 @@ def lines_of(entries: list[dict], torn_at: int | None = None) -> bytes:
     return "".join(x + "\n" for x in out).encode()
 
 
+#: note rule -> fixture (entries, line): what the agent's resume repairs itself, reported and repaired
+NOTED = {
+    "assistant-empty-text": assistant_empty_text,
+    "assistant-whitespace-text": assistant_whitespace_text,
+}
+
 #: problem rule -> fixture (entries, line)
 BROKEN = {
     "orphan-tool-use": crash_mid_turn,
     "orphan-tool-use ": lost_parallel_result,
     "parent-missing": dropped_line,
+    "parent-missing ": dropped_result_line,
     "orphan-tool-result": dropped_tool_use,
     "image-too-large": pasted_huge_image,
     "image-too-many-pixels": pasted_wide_image,

@@ -88,6 +88,28 @@ def test_doctor_names_each_breakage_on_its_line(tmp_path, problem):
     hit = next(f for f in findings if f["rule"] == problem.strip())
     assert set(hit) >= {"line", "problem", "api_error", "fix"}
     assert hit["api_error"] and hit["fix"]
+    assert not re.search(r"messages\.\?|content\.\?", hit["api_error"]), hit  # real indexes, as the API gives them
+
+
+@pytest.mark.parametrize("problem", sorted(fx.NOTED))
+def test_blank_assistant_text_is_found_on_its_line_and_left_out_by_fix(tmp_path, problem):
+    """The view leaves an empty or whitespace-only assistant text block out (as Claude Code's resume does), so
+    the next request is valid: a note on its line (exit 0); --fix leaves it out, expand gives it back."""
+    from mock_messages_api import MockMessagesAPI
+
+    path, line = write_session(tmp_path, problem, fx.NOTED[problem])
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    assert r.returncode == 0, r.stdout
+    assert (problem, line, "note") in [(f["rule"], f["line"], f["severity"]) for f in json.loads(r.stdout)["findings"]]
+    fixed, back = tmp_path / "fixed.jsonl", tmp_path / "back.jsonl"
+    f = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
+    assert f.returncode == 0 and "repaired 1 problem(s); 0 left" in f.stderr, f.stderr
+    assert problem not in ctxkit(["doctor", str(fixed), "--json"], tmp_path).stdout
+    assert ctxkit(["expand", str(fixed), "-o", str(back)], tmp_path).returncode == 0
+    assert back.read_bytes() == path.read_bytes()
+    with MockMessagesAPI(strict=True) as api:
+        status, answer = _post(api, _next_request(fixed, tmp_path))
+        assert status == 200, answer
 
 
 def test_an_interrupted_turn_reads_as_the_api_would_answer_it(tmp_path):
@@ -129,6 +151,11 @@ def test_a_healthy_session_exits_0_and_reports_bloat_as_notes(tmp_path):
     assert r.returncode == 0, r.stdout
     data = json.loads(r.stdout)
     assert {f["rule"] for f in data["findings"]} == {"bloat-tool-use-result", "bloat-file-history-snapshot"}
+    # a whole-file note is on the first line it is about (1-based, never 0), in text and --json alike
+    assert {f["rule"]: f["line"] for f in data["findings"]} == {"bloat-tool-use-result": 3,
+                                                                "bloat-file-history-snapshot": len(entries)}
+    text = ctxkit(["doctor", str(path)], tmp_path).stdout
+    assert f"{path}:3: note:" in text and f"{path}:0:" not in text
     assert all(f["severity"] == "note" for f in data["findings"])
     assert data["slim_would_save"] > 1000
 
@@ -142,13 +169,28 @@ def test_many_sessions_a_folder_and_jobs(tmp_path):
     assert r.returncode == 1, r.stderr
     by_file = {Path(d["file"]).name: d for d in map(json.loads, r.stdout.splitlines())}
     assert set(by_file) == {"crash.jsonl", "ok.jsonl"}
+    assert set(by_file["ok.jsonl"]) == {"file", "findings", "bytes", "slim_would_save", "tokens"}  # docs/doctor.md
+    assert by_file["ok.jsonl"]["tokens"] > 0
+    # the batch summary shows the view's tokens, not zeros
+    table = ctxkit(["doctor", str(folder), "-j", "2"], tmp_path).stderr
+    total = next(x for x in table.splitlines() if "total" in x)
+    assert re.findall(r"[\d,]+", total)[-2:] != ["0", "0"], table
     assert [f["rule"] for f in by_file["ok.jsonl"]["findings"] if f["severity"] == "error"] == []
     assert "orphan-tool-use" in [f["rule"] for f in by_file["crash.jsonl"]["findings"]]
 
 
-def test_a_missing_file_is_a_transcript_error_as_elsewhere(tmp_path):
+def test_fix_in_place_of_one_file_says_what_it_repaired(tmp_path):
+    path, _ = write_session(tmp_path, "ip", fx.crash_mid_turn)
+    r = ctxkit(["doctor", "--fix", "--in-place", str(path)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"{path}: repaired 1 problem(s); 0 left" in r.stderr
+
+
+def test_a_missing_file_is_a_usage_error_as_elsewhere(tmp_path):
     r = ctxkit(["doctor", str(tmp_path / "nope.jsonl")], tmp_path)
-    assert r.returncode == 3 and r.stderr == f"ctxkit: error: {tmp_path / 'nope.jsonl'}:0: no such file\n"
+    assert r.returncode == 2 and r.stderr == f"ctxkit: error: {tmp_path / 'nope.jsonl'}:0: no such file\n"
+    doc = (Path(__file__).parents[1] / "docs" / "doctor.md").read_text()
+    assert "3 unreadable input (a missing file)" not in doc and "2 usage (a missing file" in doc
 
 
 # -- no false alarms ---------------------------------------------------------------------------------
@@ -184,6 +226,8 @@ def test_fix_makes_the_session_healthy_and_expand_gives_the_broken_input_back(tm
     e = ctxkit(["expand", str(fixed), "-o", str(back)], tmp_path)
     assert e.returncode == 0, e.stderr
     assert back.read_bytes() == path.read_bytes()
+    # expand says what it put back: the repaired lines, not "0 tool outputs"
+    assert re.search(r"restored \d+ tool output\(s\) and [1-9]\d* archived line\(s\)", e.stderr), e.stderr
 
 
 def _view(path: Path, cwd: Path) -> list[dict]:
@@ -207,11 +251,24 @@ def test_an_interrupted_call_is_answered_as_claude_code_answers_it(tmp_path):
 
 def test_an_output_whose_call_was_lost_is_kept_as_text_not_dropped(tmp_path):
     path, line = write_session(tmp_path, "lost-call", fx.dropped_tool_use)
+    said = json.loads(ctxkit(["doctor", str(path), "--json"], tmp_path).stdout)["findings"][0]["api_error"]
+    assert said.startswith("messages.0.content.1: unexpected `tool_use_id`"), said  # the prompt and the result, merged
     fixed = tmp_path / "fixed.jsonl"
     assert ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path).returncode == 0
     texts = [b.get("text") for m in _view(fixed, tmp_path) if isinstance(m["content"], list) for b in m["content"]]
     assert any(t and t.startswith("[The output of tool call ") for t in texts)
     assert "a.py\nb.py" in texts  # what the model had read
+
+
+def test_a_lost_result_line_is_reported_as_fix_will_repair_it(tmp_path):
+    """The relink --fix makes brings the lost result's call to light: doctor reports it before the fix."""
+    path, line = write_session(tmp_path, "lost-result", fx.dropped_result_line)
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    rules_found = {(f["rule"], f["line"]) for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"}
+    assert ("parent-missing", line) in rules_found and ("consecutive-assistant", line) in rules_found, rules_found
+    fixed = tmp_path / "fixed.jsonl"
+    f = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
+    assert f.returncode == 0 and "repaired 2 problem(s); 0 left" in f.stderr, f.stderr
 
 
 def test_fix_in_place_is_atomic_and_undone_by_expand(tmp_path):
@@ -225,15 +282,23 @@ def test_fix_in_place_is_atomic_and_undone_by_expand(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_what_fix_cannot_mend_is_named_and_exits_1(tmp_path):
-    path, line = write_session(tmp_path, "torn", fx.torn_line)
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_a_line_fix_cannot_carry_is_named_and_nothing_is_written(tmp_path, where):
+    """A torn line (in the middle: two writers; at the end: a crash) cannot go through --fix losslessly, so
+    --fix writes nothing (no output, the session untouched): every --fix output expands back by default."""
+    entries = fx.healthy()
+    fx._append_prompt(entries, "Go on")
+    line = 3 if where == "middle" else len(entries)
+    data = fx.lines_of(entries, torn_at=line)
+    path = tmp_path / "torn.jsonl"
+    path.write_bytes(data[:-1] if where == "last" else data)  # a crash leaves the last line unended
     fixed = tmp_path / "fixed.jsonl"
     r = ctxkit(["doctor", "--fix", str(path), "-o", str(fixed)], tmp_path)
     assert r.returncode == 1
     assert f"{path}:{line}: not repaired: the agent cannot read this line" in r.stderr
-    back = tmp_path / "back.jsonl"
-    assert ctxkit(["expand", "--on-bad-line", "skip", str(fixed), "-o", str(back)], tmp_path).returncode == 0
-    assert back.read_bytes() == path.read_bytes()
+    assert "nothing written" in r.stderr and not fixed.exists()
+    r = ctxkit(["doctor", "--fix", "--in-place", str(path)], tmp_path)
+    assert r.returncode == 1 and path.read_bytes() == (data[:-1] if where == "last" else data)
 
 
 def test_o_without_fix_is_a_usage_error(tmp_path):

@@ -524,7 +524,8 @@ def expand(
                onto_input=onto_input)
     warn_bad_lines(t)
     print_warnings(st.warnings)
-    console.print(f"restored {len(report.restored)} tool output(s)", markup=False)
+    console.print(f"restored {len(report.restored)} tool output(s)"
+                  + (f" and {report.lines} archived line(s)" if report.lines else ""), markup=False)
     print_warnings([f"did not read {path} (named by {what}): {why}" for what, path, why in report.refused])
     if report.missing:
         why = "; ".join(f"{n} {reason}" for reason, n in report.missing_by_reason().items())

@@ -87,14 +87,35 @@ def doctor(
     print_warnings(run.ctx.warnings)
     budget = budget_for(run.policy, context_window)
 
+    tokens: list[int] = []  # the view's tokens: of the session, then of the repaired one
+
     def examine(t):
-        return diagnose(t, view_tokens=run.ctx.view_tokens(t).total, context_window=budget.context_window,
+        tokens.append(run.ctx.view_tokens(t).total)
+        return diagnose(t, view_tokens=tokens[-1], context_window=budget.context_window,
                         effective_window=budget.effective_window)
 
     found = examine(run.transcript)
     name = run.transcript.source.name
     left = found
     repaired: list = []
+    unreadable = [f for f in found.errors if f.rule == "unparseable-line"]
+    if fix and unreadable:
+        # a repaired session must expand back to the input byte for byte, with expand's default options:
+        # a line that is not JSON cannot be carried through, so nothing is written (docs/doctor.md)
+        report = sys.stderr
+        if as_json:
+            data = found.to_json()
+            data.update(repaired=[], left=[f.to_json() for f in found.errors], tokens=tokens[0], tokens_after=tokens[0])
+            report.write(json.dumps(data, ensure_ascii=False) + "\n")
+            report.flush()
+        else:
+            write_findings(name, found.findings, report)
+        stderr_console().print(summary(name, found), markup=False)
+        stderr_console().print(f"{name}: repaired 0 problem(s); {len(found.errors)} left; nothing written: "
+                               f"{len(unreadable)} line(s) the agent cannot read"
+                               + "".join(f"\n  {name}:{f.line}: not repaired: {f.problem}" for f in unreadable),
+                               markup=False)
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
     if fix:
         from ..pipeline import compile_pipeline
         from ..store.link import refuse_output_in_store
@@ -109,8 +130,9 @@ def doctor(
     report = sys.stderr if fix else sys.stdout  # with --fix, stdout may carry the repaired session
     if as_json:
         data = found.to_json()
+        data["tokens"] = tokens[0]
         if fix:
-            data.update(repaired=repaired, left=[f.to_json() for f in left.errors])
+            data.update(repaired=repaired, left=[f.to_json() for f in left.errors], tokens_after=tokens[-1])
         report.write(json.dumps(data, ensure_ascii=False) + "\n")
         report.flush()
     else:
@@ -152,14 +174,20 @@ def _figures(r: FileResult) -> dict[str, Any]:
         data = json.loads(r.stdout)
     except ValueError:
         return {}
-    return {"_doctor": data} if isinstance(data, dict) else {}
+    return _with_tokens(data) if isinstance(data, dict) else {}
+
+
+def _with_tokens(data: dict[str, Any]) -> dict[str, Any]:
+    """The summary's figures: the view's tokens before and after (the repair), and the findings."""
+    before = data.get("tokens") or 0
+    return {"tokens_before": before, "tokens_after": data.get("tokens_after", before), "_doctor": data}
 
 
 def _fix_figures(r: FileResult) -> dict[str, Any]:
     from .batch_commands import json_in
 
     data = json_in(r.stderr)
-    return {"_doctor": data} if data is not None else {}
+    return _with_tokens(data) if isinstance(data, dict) else {}
 
 
 def _render(results: list[FileResult], params: dict[str, Any]) -> None:
@@ -174,6 +202,11 @@ def _render(results: list[FileResult], params: dict[str, Any]) -> None:
         else:
             write_findings(r.source, [Finding(f["line"], f["rule"], f["severity"], f["problem"], f["api_error"],
                                               f["fix"]) for f in data["findings"]])
+        if "repaired" in data:  # --fix: what was repaired and what is left, as for one file with -o
+            left = data.get("left") or []
+            stderr_console().print(f"{r.source}: repaired {len(data['repaired'])} problem(s); {len(left)} left"
+                                   + "".join(f"\n  {r.source}:{f['line']}: not repaired: {f['problem']}" for f in left),
+                                   markup=False)
     sys.stdout.flush()
 
 

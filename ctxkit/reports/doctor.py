@@ -25,7 +25,7 @@ from ..transcript.view import View
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem, at the 1-based line where it is (0: the session as a whole)."""
+    """One problem, at the 1-based line where it is (a whole-file note: the first line it is about; never 0)."""
 
     line: int
     rule: str
@@ -77,7 +77,7 @@ def diagnose(t: Transcript, *, view_tokens: int | None = None, context_window: i
     """Every finding of transcript ``t`` (read with ``check_pairing=False``, ``on_bad_line="skip"``).
 
     ``view_tokens`` and the windows, when given, check that the agent can still send or compact the view."""
-    found = [finding(p) for p in find_problems(t)]
+    found = [finding(p) for p in _problems(t)]
     view = t.view()
     if view_tokens is not None and context_window is not None and effective_window is not None \
             and view_tokens > effective_window:
@@ -87,8 +87,25 @@ def diagnose(t: Transcript, *, view_tokens: int | None = None, context_window: i
     if t.format == "claude-code":
         bloat, slim = _bloat(t, view)
         found += bloat
+    found = [f if f.line > 0 else Finding(1, f.rule, f.severity, f.problem, f.api_error, f.fix) for f in found]
     found.sort(key=lambda f: (f.line, f.severity != "error"))
     return Diagnosis(found, t.lines.end, slim)
+
+
+def _problems(t: Transcript) -> list[Problem]:
+    """The problems of ``t``, and those its relinked chain brings to light (what the agent resumes once a lost
+    line's successor is linked again, e.g. the unanswered call of a lost result's line): ``--fix`` repairs
+    both, so both are reported before it."""
+    from ..stages.repair.stage import relinked
+
+    found = find_problems(t)
+    whole = relinked(t, found) if t.format == "claude-code" else None
+    if whole is not None:
+        seen = {(p.rule, p.line) for p in found}
+        found += [p for p in find_problems(whole) if (p.rule, p.line) not in seen
+                  and p.rule not in ("parent-missing", "parent-cycle", "forked-chain")]
+        found.sort(key=lambda p: p.line)
+    return found
 
 
 def _last_line(t: Transcript, view: View) -> int:
@@ -110,15 +127,19 @@ def _bloat(t: Transcript, view: View) -> tuple[list[Finding], int]:
     saved = {why: found.get(why, (0, 0, None))[1] for why in (BEHIND, SNAPSHOT, COPY)}
     lines = {why: found.get(why, (0, 0, None))[0] for why in (BEHIND, SNAPSHOT, COPY)}
     first_behind = found[BEHIND][2] if BEHIND in found else None
+
+    def first(why: str) -> int:  # the 1-based line of the first line the note is about
+        i = found[why][2] if why in found else None
+        return i + 1 if isinstance(i, int) else 1
     out = []
 
     def share(n: int) -> str:
         return f"{100 * n / total:.0f}%"
 
     if saved[COPY]:
-        out.append(_finding(rule("bloat-tool-use-result"), 0, bytes=f"{saved[COPY]:,}", share=share(saved[COPY])))
+        out.append(_finding(rule("bloat-tool-use-result"), first(COPY), bytes=f"{saved[COPY]:,}", share=share(saved[COPY])))
     if saved[SNAPSHOT]:
-        out.append(_finding(rule("bloat-file-history-snapshot"), 0, bytes=f"{saved[SNAPSHOT]:,}",
+        out.append(_finding(rule("bloat-file-history-snapshot"), first(SNAPSHOT), bytes=f"{saved[SNAPSHOT]:,}",
                             lines=lines[SNAPSHOT], share=share(saved[SNAPSHOT])))
     if saved[BEHIND]:
         out.append(_finding(rule("bloat-behind-boundary"), first_behind + 1, bytes=f"{saved[BEHIND]:,}",

@@ -71,6 +71,8 @@ AMBIGUOUS = "ambiguous: records of other sessions with different originals"
 @dataclass
 class ExpandReport:
     restored: list[str] = field(default_factory=list)
+    #: how many archived lines (entries a stage rewrote, e.g. ``doctor --fix``'s repairs) were put back
+    lines: int = 0
     #: (tool_use_id, reason) of each tool output left unrestored, reasons as the constants above
     missing: list[tuple[str, str]] = field(default_factory=list)
     #: (what named it, path as written, why) of each path expand refused to read
@@ -98,7 +100,8 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     (``expand``). Each step is idempotent. ``agent_outputs``: see :func:`expand`."""
     given = decision_scope(t)
     left: list[tuple[str, str, str | None]] = []  # (record kind, blob, why refused or None: not in the store)
-    t = restore_archived(t, store, left)
+    lines: list[int] = []
+    t = restore_archived(t, store, left, lines)
     for _ in range(_MAX_CHAIN):  # a step may bring back another's work (a compaction archived a collapse)
         before, undone = t, []
         for step in undo:
@@ -113,6 +116,7 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     n = t.n_lines
     t = t.without_edits([i for i in t.overrides if i < n and not any(k in t.overrides[i] for k in HARNESS_ONLY_KEYS)
                          and t.overrides[i] == t.input_entry(i)])
+    report.lines = len(lines)
     report.records = [(kind, blob, why or BLOB_GONE) for kind, blob, why in left]
     report.refused[:0] = [(f"{kind} record", blob, why) for kind, blob, why in left if why]
     return t, report

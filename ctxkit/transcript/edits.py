@@ -211,7 +211,7 @@ def archive_entries(t: Transcript, store: Any, originals: dict[int, dict], times
     return t, path
 
 
-def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Transcript:
+def restore_archived(t: Transcript, store: Any, left: list | None = None, restored: list | None = None) -> Transcript:
     """Put back the entries ``archive`` records point at (newest record first) and drop those records.
 
     Only a blob of the store is read (by its content-addressed name, ``store.fetch_blob``): a record
@@ -219,7 +219,8 @@ def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Tra
     remains visible, and so does one whose blob is not what ctxkit archives (JSON: uuid -> an entry of
     the shape shapes.py describes: a damaged or foreign file is never read into the transcript); each
     is appended to ``left`` as ``(ARCHIVE_RECORD, blob, why refused or None)``.
-    Idempotent: a transcript without archive records is returned unchanged.
+    Idempotent: a transcript without archive records is returned unchanged. ``restored``, when given,
+    gets the index of each line put back.
     """
     if t.format != "claude-code":
         return t
@@ -248,6 +249,8 @@ def restore_archived(t: Transcript, store: Any, left: list | None = None) -> Tra
             elif uid.startswith(LINE_KEY) and uid[len(LINE_KEY):].isdigit() and 0 < int(uid[len(LINE_KEY):]) <= t.n_lines:
                 edits[int(uid[len(LINE_KEY):]) - 1] = entry
         done.append(r)
+    if restored is not None:
+        restored.extend(sorted(edits))
     return t.with_edits(replace=edits, remove=done)
 
 

@@ -140,10 +140,29 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
     for entry, tid in view.orphans:
         if (entry, tid) not in seen:
             seen.add((entry, tid))
-            yield Problem("orphan-tool-result", t.line_no(entry), {"ids": tid, "message": "?", "block": "?"},
+            at, block = _where_sent(t, msgs, entry, tid)
+            yield Problem("orphan-tool-result", t.line_no(entry), {"ids": tid, "message": at, "block": block},
                           {"entry": entry, "tool_id": tid})
     if t.format == "claude-code":
         yield from _misplaced_results(t, view)
+
+
+def _where_sent(t: Transcript, msgs: list[ViewMessage], entry: int, tid: str) -> tuple[int, int]:
+    """Where a block of entry ``entry`` the view left out (a result answering nothing, ``tid``) is in the
+    request a client sends the file as it is: ``(message, block)``, the indexes of the API's ``messages.N.content.M``.
+    Its entry's message if the view kept one, else the user message before it (consecutive user messages are
+    merged), else a message of its own where it stands."""
+    content = (t.entry(entry).get("message") or {}).get("content") if entry < t.n_lines else None
+    own = next((j for j, b in enumerate(content) if isinstance(b, dict) and b.get("tool_use_id") == tid), 0) \
+        if isinstance(content, list) else 0
+    for k, m in enumerate(msgs):
+        if entry in m.entries:
+            first = next((j for j, r in enumerate(m.refs) if r is not None and r.entry == entry), 0)
+            return k, first + own
+    k = next((k for k, m in enumerate(msgs) if m.entries and min(m.entries) > entry), len(msgs))
+    if k > 0 and msgs[k - 1].role == "user":
+        return k - 1, len(msgs[k - 1].content) + own
+    return k, own
 
 
 def _result_after(msgs: list[ViewMessage], k: int, tid: str) -> BlockRef | None:
@@ -158,7 +177,7 @@ def _result_after(msgs: list[ViewMessage], k: int, tid: str) -> BlockRef | None:
 
 def _misplaced_results(t: Transcript, view: View) -> Iterator[Problem]:
     """A user entry whose tool_result comes after its text (the projection moves results first)."""
-    for m in view.messages:
+    for at, m in enumerate(convo(view)):
         if m.role != "user":
             continue
         for i in dict.fromkeys(m.entries):
@@ -173,8 +192,8 @@ def _misplaced_results(t: Transcript, view: View) -> Iterator[Problem]:
                     continue
                 if b.get("type") == "tool_result":
                     if other:
-                        yield Problem("misplaced-tool-result", i + 1, {"ids": b.get("tool_use_id"), "message": "?"},
-                                      {"entry": i})
+                        yield Problem("misplaced-tool-result", i + 1, {"ids": b.get("tool_use_id"),
+                                                                       "message": max(0, at - 1)}, {"entry": i})
                         break
                 else:
                     other = True
@@ -217,12 +236,40 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
                 if current and model and model != current and not model.startswith("<"):
                     yield Problem("thinking-model-changed", line, {"model": model, "current": current, "message": k,
                                                                    "block": bi}, {"ref": ref})
+    yield from _assistant_blank_text(t, msgs)
     if msgs and msgs[-1].role == "assistant":
         last = msgs[-1]
         if last.content and last.content[-1].get("type") == "text":
             text = last.content[-1].get("text")
             if isinstance(text, str) and text != text.rstrip():
                 yield Problem("final-trailing-whitespace", line_of(t, last.refs[-1], last), {}, {"ref": last.refs[-1]})
+
+
+def _assistant_blank_text(t: Transcript, msgs: list[ViewMessage]) -> Iterator[Problem]:
+    """Empty or whitespace-only text blocks of the assistant's lines (Claude Code sessions). The view leaves
+    them out, as Claude Code's resume does (a message left with nothing goes, and the user messages around it
+    merge), so they are found on the file, as notes (the agent's next request is valid): the API rejects them
+    in any message, and other clients of the file send them."""
+    if t.format != "claude-code":
+        return
+    order, _ = active_entries(t)
+    for i in order:
+        if i >= t.n_lines or t.lines.flags[i] & BAD:
+            continue
+        d = t.entry(i)
+        msg = d.get("message")
+        content = msg.get("content") if d.get("type") == "assistant" and isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        at = next((k for k, m in enumerate(msgs) if i in m.entries), None)
+        if at is None:  # the whole message was left out: the API numbers it before the next one
+            at = next((k for k, m in enumerate(msgs) if m.entries and min(m.entries) > i), len(msgs))
+        for bi, b in enumerate(content):
+            if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str) \
+                    or b["text"].strip():
+                continue
+            yield Problem("assistant-empty-text" if b["text"] == "" else "assistant-whitespace-text", i + 1, {"message": at, "block": bi},
+                          {"ref": BlockRef(i, bi), "inner": None})
 
 
 def _model_of(t: Transcript, ref: BlockRef | None) -> str | None:

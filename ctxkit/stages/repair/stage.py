@@ -218,6 +218,15 @@ def _relink(e: _Edits, p: Problem, opts: dict) -> bool:
     return e.change(p.target["entry"], lambda entry: entry.__setitem__("parentUuid", parent))
 
 
+def relinked(t: Transcript, problems: list[Problem]) -> Transcript | None:
+    """``t`` with the broken ``parentUuid`` links of ``problems`` repaired as ``--fix`` repairs them (in
+    memory, nothing archived): what the agent resumes once the chain is whole, so a report can name what a
+    relink brings to light (a lost result's call) before the fix. None: no link to repair."""
+    e = _Edits(t)
+    done = [p for p in problems if p.rule in ("parent-missing", "parent-cycle") and _relink(e, p, {})]
+    return t.with_edits(replace=e.edited()) if done else None
+
+
 REPAIRS: dict[str, Callable[[_Edits, Problem, dict], bool]] = {
     "orphan-tool-use": _answer_interrupted,
     "orphan-tool-result": _keep_output_as_text,
@@ -225,6 +234,8 @@ REPAIRS: dict[str, Callable[[_Edits, Problem, dict], bool]] = {
     "duplicate-tool-use-id": _new_id,
     "empty-text": _leave_out,
     "whitespace-text": _leave_out,
+    "assistant-empty-text": _leave_out,
+    "assistant-whitespace-text": _leave_out,
     "final-trailing-whitespace": _strip_trailing,
     "thinking-signature-missing": _leave_out,
     "thinking-signature-truncated": _leave_out,
