@@ -14,7 +14,11 @@ Paths are taken as the file system has them, not as they are spelled: neither a 
 and two loops an exponential number of times), an input reached by two names is read once (by its
 real path), and an output must land below ``--out-dir`` once ``..`` and links are resolved
 (``'a/*/../../b/*.jsonl' --out-dir out`` would otherwise write over ``b/``): else the run refuses
-before it starts (exit 2).
+before it starts (exit 2). The same holds for ``--in-place``: an input a folder or glob found is
+written over only when its real path lies below that folder (or the glob's fixed start), so that a
+link ``ip/evil.jsonl -> ../b/f.jsonl`` in a cloned repository does not get ``b/f.jsonl`` rewritten
+by ``ctxkit compact ip --in-place``; a file named on the command line is the user's word and is
+followed.
 """
 from __future__ import annotations
 
@@ -188,11 +192,27 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
     return [Item(url(path), posixpath.basename(path))]
 
 
-def expand_inputs(args: list[str], out_dir: str | None = None) -> list[Item]:
+def _found_under(arg: str) -> str | None:
+    """The folder a local argument's inputs were found under (a folder, or a glob's fixed start), or
+    None for a file named itself."""
+    if glob.has_magic(arg):
+        return _glob_root(arg) or (os.sep if os.path.isabs(arg) else os.curdir)
+    return arg if os.path.isdir(arg) else None
+
+
+def _check_in_place(item: Item, root: str) -> None:
+    if not _below_real(item.source, root):
+        raise UsageError(f"{quote(item.source)} is {quote(os.path.realpath(item.source))}, outside {quote(root)} "
+                         "(a symbolic link or a '..' on the way): --in-place does not write it; nothing was run. "
+                         "Name the file itself to write it")
+
+
+def expand_inputs(args: list[str], out_dir: str | None = None, in_place: bool = False) -> list[Item]:
     """The transcripts the arguments name, in the order given (each folder and glob sorted), once each.
 
-    Raises :class:`UsageError` for an argument that names nothing, and for ``-`` among several inputs
-    (standard input is one transcript)."""
+    Raises :class:`UsageError` for an argument that names nothing, for ``-`` among several inputs
+    (standard input is one transcript), and with ``in_place`` for an input a folder or glob found
+    whose real path (links resolved) is outside that folder or the glob's fixed start."""
     if "-" in args and len(args) > 1:
         raise UsageError("- (standard input) cannot be combined with other inputs")
     skip = None
@@ -201,7 +221,10 @@ def expand_inputs(args: list[str], out_dir: str | None = None) -> list[Item]:
     items: list[Item] = []
     seen: set[str] = set()
     for arg in args:
+        root = None if is_url(arg) or not in_place else _found_under(arg)
         for item in (_remote(arg, skip) if is_url(arg) else _local(arg, skip)):
+            if root is not None:
+                _check_in_place(item, root)
             key = item.source if is_url(item.source) else os.path.realpath(item.source)  # one file, one run
             if key not in seen:
                 seen.add(key)
