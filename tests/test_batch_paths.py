@@ -232,3 +232,15 @@ def test_in_place_follows_a_link_named_on_the_command_line_and_one_staying_insid
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "b" / "f.jsonl").read_bytes() != before
     assert (tmp_path / "ip" / "evil.jsonl").is_symlink()
+
+
+def test_in_place_over_a_file_url_does_not_write_through_a_link_out_of_the_folder(tmp_path):
+    pytest.importorskip("fsspec")
+    linked_out(tmp_path)
+    session(tmp_path / "b" / "f.jsonl", rounds=6, size=4000)  # large enough to be compacted
+    before = (tmp_path / "b" / "f.jsonl").read_bytes()
+    r = ctxkit(tmp_path, "compact", f"file://{tmp_path}/ip", "--in-place", "--policy", "no-llm", "-j1", "--force")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"ctxkit: error: 'file://{tmp_path}/ip/evil.jsonl' is '{tmp_path.resolve()}/b/f.jsonl', "
+                               f"outside '{tmp_path}/ip' (a symbolic link or a '..' on the way)"), r.stderr
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() == before

@@ -194,15 +194,21 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
 
 def _found_under(arg: str) -> str | None:
     """The folder a local argument's inputs were found under (a folder, or a glob's fixed start), or
-    None for a file named itself."""
+    None for a file named itself (or a URL of an object store, where there is no link to follow).
+    A ``file://`` URL is a local folder all the same: its links count."""
+    if is_url(arg):
+        if not arg.startswith(_FILE_URL):
+            return None
+        arg = os.path.abspath(arg[len(_FILE_URL):])
     if glob.has_magic(arg):
         return _glob_root(arg) or (os.sep if os.path.isabs(arg) else os.curdir)
     return arg if os.path.isdir(arg) else None
 
 
 def _check_in_place(item: Item, root: str) -> None:
-    if not _below_real(item.source, root):
-        raise UsageError(f"{quote(item.source)} is {quote(os.path.realpath(item.source))}, outside {quote(root)} "
+    path = item.source[len(_FILE_URL):] if item.source.startswith(_FILE_URL) else item.source
+    if not _below_real(path, root):
+        raise UsageError(f"{quote(item.source)} is {quote(os.path.realpath(path))}, outside {quote(root)} "
                          "(a symbolic link or a '..' on the way): --in-place does not write it; nothing was run. "
                          "Name the file itself to write it")
 
@@ -221,7 +227,7 @@ def expand_inputs(args: list[str], out_dir: str | None = None, in_place: bool = 
     items: list[Item] = []
     seen: set[str] = set()
     for arg in args:
-        root = None if is_url(arg) or not in_place else _found_under(arg)
+        root = _found_under(arg) if in_place else None
         for item in (_remote(arg, skip) if is_url(arg) else _local(arg, skip)):
             if root is not None:
                 _check_in_place(item, root)
