@@ -232,6 +232,10 @@ def test_in_place_follows_a_link_named_on_the_command_line_and_one_staying_insid
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "b" / "f.jsonl").read_bytes() != before
     assert (tmp_path / "ip" / "evil.jsonl").is_symlink()
+    session(tmp_path / "b" / "f.jsonl", rounds=6, size=4000)
+    r = ctxkit(tmp_path, "compact", "ip", "ip/evil.jsonl", "--in-place", "--policy", "no-llm", "-j1", "--force")
+    assert r.returncode == 0, r.stderr  # named as well as found: named, whatever the order
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() != before
 
 
 def test_in_place_over_a_file_url_does_not_write_through_a_link_out_of_the_folder(tmp_path):

@@ -226,10 +226,12 @@ def expand_inputs(args: list[str], out_dir: str | None = None, in_place: bool = 
         skip = out_dir.rstrip("/") if is_url(out_dir) else os.path.abspath(out_dir)
     items: list[Item] = []
     seen: set[str] = set()
+    named = {os.path.realpath(a) for a in args if in_place and not is_url(a) and not glob.has_magic(a)
+             and os.path.isfile(a)}  # the user's word, wherever a folder also finds it
     for arg in args:
         root = _found_under(arg) if in_place else None
         for item in (_remote(arg, skip) if is_url(arg) else _local(arg, skip)):
-            if root is not None:
+            if root is not None and (is_url(item.source) or os.path.realpath(item.source) not in named):
                 _check_in_place(item, root)
             key = item.source if is_url(item.source) else os.path.realpath(item.source)  # one file, one run
             if key not in seen:
