@@ -101,5 +101,18 @@ def quote_id(value: Any, *, as_json: bool = False) -> str:
     return describe_content(value)
 
 
+#: The ids :func:`bare_id` shows: :data:`_PLAIN_ID`'s, and agent-prefixed ones with ``_`` and ``-`` after
+#: the prefix (``toolu_s-1_0002``, as tools that rewrite ids write them).
+_BARE_ID = re.compile(_PLAIN_ID.pattern + r"|(?:toolu|srvtoolu|mcptoolu|tooluse|call|fc)_[A-Za-z0-9][A-Za-z0-9_-]{3,63}")
+
+
+def bare_id(value: Any) -> str:
+    """An id as :func:`quote_id` judges it, shown bare when it has the shape of one (``toolu_01Ab...``, as
+    the API's own error text shows it), else described (``a string of 45 characters``): doctor's findings."""
+    if isinstance(value, str) and _BARE_ID.fullmatch(value):
+        return value
+    return describe_content(value)
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -168,3 +168,83 @@ def test_a_file_url_out_dir_whose_subfolder_links_elsewhere_is_refused(tmp_path)
         output_for(Item(f"file://{tmp_path}/in/d/f.jsonl", "d/f.jsonl"), f"file://{tmp_path}/out", False)
     assert output_for(Item(f"file://{tmp_path}/in/e/f.jsonl", "e/f.jsonl"), f"file://{tmp_path}/out", False) \
         == f"file://{tmp_path}/out/e/f.jsonl"
+
+
+def linked_out(tmp_path: Path) -> bytes:
+    """``ip/ok.jsonl``, and ``ip/evil.jsonl`` a link to ``b/f.jsonl``, outside ``ip/`` (issue 33 review, A)."""
+    (tmp_path / "ip").mkdir()
+    (tmp_path / "b").mkdir()
+    session(tmp_path / "b" / "f.jsonl", rounds=1, size=10)
+    session(tmp_path / "ip" / "ok.jsonl", rounds=1, size=10)
+    (tmp_path / "ip" / "evil.jsonl").symlink_to("../b/f.jsonl")
+    return (tmp_path / "b" / "f.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("source", ["ip", "ip/*.jsonl", "ip/**/*.jsonl"])
+def test_in_place_does_not_write_through_a_link_out_of_the_folder(tmp_path, source):
+    before = linked_out(tmp_path)
+    ok = (tmp_path / "ip" / "ok.jsonl").read_bytes()
+    r = ctxkit(tmp_path, "compact", source, "--in-place", "--policy", "no-llm", "-j1", "--force")
+    assert r.returncode == 2, r.stderr
+    real = tmp_path.resolve() / "b" / "f.jsonl"
+    root = "ip"
+    assert r.stderr == (f"ctxkit: error: 'ip/evil.jsonl' is '{real}', outside '{root}' (a symbolic link or a '..' "
+                        "on the way): --in-place does not write it; nothing was run. Name the file itself to write it\n")
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() == before
+    assert not (tmp_path / "b" / ".ctxkit").exists()
+    assert (tmp_path / "ip" / "ok.jsonl").read_bytes() == ok  # refused before any work
+    assert not (tmp_path / "ip" / ".ctxkit").exists()
+
+
+def test_in_place_through_a_linked_folder_a_wildcard_matched_is_refused(tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "b").mkdir()
+    session(tmp_path / "b" / "f.jsonl", rounds=1, size=10)
+    before = (tmp_path / "b" / "f.jsonl").read_bytes()
+    (tmp_path / "repo" / "d").symlink_to("../b")
+    r = ctxkit(tmp_path, "compact", "repo/*/*.jsonl", "--in-place", "--policy", "no-llm", "--force")
+    assert r.returncode == 2, r.stderr
+    assert "outside 'repo'" in r.stderr
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [["expand"], ["doctor", "--fix"]])
+def test_other_in_place_commands_refuse_the_same_link(tmp_path, command):
+    before = linked_out(tmp_path)
+    r = ctxkit(tmp_path, *command, "ip", "--in-place")
+    assert r.returncode == 2, r.stderr
+    assert "'ip/evil.jsonl' is " in r.stderr and "--in-place does not write it; nothing was run" in r.stderr
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() == before
+
+
+def test_in_place_follows_a_link_named_on_the_command_line_and_one_staying_inside(tmp_path):
+    before = linked_out(tmp_path)
+    (tmp_path / "ip" / "sub").mkdir()
+    (tmp_path / "ip" / "sub" / "back.jsonl").symlink_to("../ok.jsonl")  # a link inside the folder: followed
+    (tmp_path / "ip" / "evil.jsonl").unlink()
+    r = ctxkit(tmp_path, "compact", "ip", "--in-place", "--policy", "no-llm", "-j1", "--force")
+    assert r.returncode == 0, r.stderr
+    session(tmp_path / "b" / "f.jsonl", rounds=6, size=4000)  # large enough to be compacted
+    before = (tmp_path / "b" / "f.jsonl").read_bytes()
+    (tmp_path / "ip" / "evil.jsonl").symlink_to("../b/f.jsonl")
+    r = ctxkit(tmp_path, "compact", "ip/evil.jsonl", "ip/ok.jsonl", "--in-place", "--policy", "no-llm", "-j1",
+               "--force")  # named: the user's word
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() != before
+    assert (tmp_path / "ip" / "evil.jsonl").is_symlink()
+    session(tmp_path / "b" / "f.jsonl", rounds=6, size=4000)
+    r = ctxkit(tmp_path, "compact", "ip", "ip/evil.jsonl", "--in-place", "--policy", "no-llm", "-j1", "--force")
+    assert r.returncode == 0, r.stderr  # named as well as found: named, whatever the order
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() != before
+
+
+def test_in_place_over_a_file_url_does_not_write_through_a_link_out_of_the_folder(tmp_path):
+    pytest.importorskip("fsspec")
+    linked_out(tmp_path)
+    session(tmp_path / "b" / "f.jsonl", rounds=6, size=4000)  # large enough to be compacted
+    before = (tmp_path / "b" / "f.jsonl").read_bytes()
+    r = ctxkit(tmp_path, "compact", f"file://{tmp_path}/ip", "--in-place", "--policy", "no-llm", "-j1", "--force")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"ctxkit: error: 'file://{tmp_path}/ip/evil.jsonl' is '{tmp_path.resolve()}/b/f.jsonl', "
+                               f"outside '{tmp_path}/ip' (a symbolic link or a '..' on the way)"), r.stderr
+    assert (tmp_path / "b" / "f.jsonl").read_bytes() == before

@@ -537,3 +537,29 @@ def test_claude_code_resumes_the_slimmed_largest_public_session(tmp_path):
     body = _resume_with_claude_code(tmp_path / "cc", slim)
     assert body is not None and refused(body) is None
     assert len(body["messages"]) > 100  # the history after the boundary, not a fresh session
+
+
+def test_a_secret_shaped_tool_id_is_described_not_printed(tmp_path):
+    """A tool id is user data: one shaped like a key (a pasted token) is described, in text and in --json,
+    as stats and compact describe it; an id of the usual shape is shown as the API shows it."""
+    key, ghp = "sk-ant-api03-" + "AbCdEf0123456789" * 2, "ghp_" + "a" * 36
+    badid = tmp_path / "badid.jsonl"
+    badid.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n" + json.dumps(
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": key, "content": "x"}]}) + "\n")
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": ghp, "name": "Bash", "input": {}}]}
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "x"}]},
+        use, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": ghp, "content": "x"}]}, use]))
+    for path, secret in ((badid, key), (dup, ghp)):
+        for args in (["doctor", str(path)], ["doctor", "--json", str(path)]):
+            r = ctxkit(args, tmp_path)
+            assert r.returncode == 1, r.stderr
+            assert secret not in r.stdout + r.stderr
+    r = ctxkit(["doctor", str(badid)], tmp_path)
+    assert r.stdout.splitlines()[0] == (f"{badid}:2: error: tool_result a string of 45 characters answers no "
+                                        "tool_use of the message before it")
+    r = ctxkit(["doctor", str(dup)], tmp_path)
+    assert "tool_result toolu_01 answers no tool_use" in r.stdout
+    assert "tool_use id a string of 40 characters is used again (first at line 2)" in r.stdout
+    assert "the session ends with tool_use a string of 40 characters unanswered" in r.stdout

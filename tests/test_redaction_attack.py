@@ -287,3 +287,46 @@ def test_a_long_line_of_repeated_commands_is_redacted_in_bounded_time(text):
     out = Redactor().text(text)
     assert time.perf_counter() - started < 10
     assert "[REDACTED:" in out
+
+
+# -- a third attack: dotted passwords where a value is a string, never code ------------------------------------
+#: after a password flag, in a shell or .env assignment, and as a quoted JSON value: a dotted value with no
+#: digit is still the password (the "looks like code" test is for code)
+LITERAL_CASES = [
+    ("sshpass -p Ssh.Pass.Word ssh host", "sshpass -p [REDACTED:password] ssh host"),
+    ("docker login -u me -p Dock.Er.Pw", "docker login -u me -p [REDACTED:password]"),
+    ("unzip -P Un.Zip.Pw a.zip", "unzip -P [REDACTED:password] a.zip"),
+    ("smbclient -U alice%Smb.Pw.X //h/s", "smbclient -U alice%[REDACTED:password] //h/s"),
+    ("curl -u admin:Curl.Pw.Dotted https://x", "curl -u admin:[REDACTED:password] https://x"),
+    ("mysql -uroot -pMy.Dotted.Pw db", "mysql -uroot -p[REDACTED:password] db"),
+    ("DB_PASSWORD=a.b", "DB_PASSWORD=[REDACTED:secret-assignment]"),
+    ("PGPASSWORD=PgPw.Secret.Val", "PGPASSWORD=[REDACTED:secret-assignment]"),
+    ("export DB_PASSWORD=PgPw.Secret.Val", "export DB_PASSWORD=[REDACTED:secret-assignment]"),
+    ('"password":"JsonPw.v2"', '"password":"[REDACTED:secret-assignment]"'),
+    ('{"password":"JsonPw.v2"}', '{"password":"[REDACTED:secret-assignment]"}'),
+    ('{"db_password": "a.b"}', '{"db_password": "[REDACTED:secret-assignment]"}'),
+    ('{"api_key": "settings.API_KEY"}', '{"api_key": "[REDACTED:secret-assignment]"}'),
+]
+#: the same dotted names as code stay as they are
+LITERAL_NEGATIVES = ['{"password": settings.PASSWORD}', "password = config.db.password",
+                     "db_password = settings.DB_PASSWORD", "headers = {\"api_key\": self.api_key}"]
+
+
+@pytest.mark.parametrize("text,expected", LITERAL_CASES)
+def test_a_dotted_password_where_a_value_is_a_string_is_redacted(text, expected):
+    assert Redactor().text(text) == expected
+
+
+@pytest.mark.parametrize("text", LITERAL_NEGATIVES)
+def test_a_dotted_name_in_code_is_still_left_alone(text):
+    assert Redactor().text(text) == text
+
+
+def test_a_command_summarizer_is_not_sent_a_dotted_password(runner, tmp_path):
+    received = compact_with_command(runner, _session(tmp_path, "\n".join(text for text, _ in LITERAL_CASES)))
+    assert "Set up the deploy" in received
+    for secret in ("Ssh.Pass.Word", "Dock.Er.Pw", "Un.Zip.Pw", "Smb.Pw.X", "Curl.Pw.Dotted", "My.Dotted.Pw",
+                   "DB_PASSWORD=a.b", "PgPw.Secret.Val", "JsonPw.v2", '"a.b"', "settings.API_KEY"):
+        assert secret not in received
+    for _, expected in LITERAL_CASES:
+        assert expected in received

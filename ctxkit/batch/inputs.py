@@ -14,7 +14,11 @@ Paths are taken as the file system has them, not as they are spelled: neither a 
 and two loops an exponential number of times), an input reached by two names is read once (by its
 real path), and an output must land below ``--out-dir`` once ``..`` and links are resolved
 (``'a/*/../../b/*.jsonl' --out-dir out`` would otherwise write over ``b/``): else the run refuses
-before it starts (exit 2).
+before it starts (exit 2). The same holds for ``--in-place``: an input a folder or glob found is
+written over only when its real path lies below that folder (or the glob's fixed start), so that a
+link ``ip/evil.jsonl -> ../b/f.jsonl`` in a cloned repository does not get ``b/f.jsonl`` rewritten
+by ``ctxkit compact ip --in-place``; a file named on the command line is the user's word and is
+followed.
 """
 from __future__ import annotations
 
@@ -188,11 +192,33 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
     return [Item(url(path), posixpath.basename(path))]
 
 
-def expand_inputs(args: list[str], out_dir: str | None = None) -> list[Item]:
+def _found_under(arg: str) -> str | None:
+    """The folder a local argument's inputs were found under (a folder, or a glob's fixed start), or
+    None for a file named itself (or a URL of an object store, where there is no link to follow).
+    A ``file://`` URL is a local folder all the same: its links count."""
+    if is_url(arg):
+        if not arg.startswith(_FILE_URL):
+            return None
+        arg = os.path.abspath(arg[len(_FILE_URL):])
+    if glob.has_magic(arg):
+        return _glob_root(arg) or (os.sep if os.path.isabs(arg) else os.curdir)
+    return arg if os.path.isdir(arg) else None
+
+
+def _check_in_place(item: Item, root: str) -> None:
+    path = item.source[len(_FILE_URL):] if item.source.startswith(_FILE_URL) else item.source
+    if not _below_real(path, root):
+        raise UsageError(f"{quote(item.source)} is {quote(os.path.realpath(path))}, outside {quote(root)} "
+                         "(a symbolic link or a '..' on the way): --in-place does not write it; nothing was run. "
+                         "Name the file itself to write it")
+
+
+def expand_inputs(args: list[str], out_dir: str | None = None, in_place: bool = False) -> list[Item]:
     """The transcripts the arguments name, in the order given (each folder and glob sorted), once each.
 
-    Raises :class:`UsageError` for an argument that names nothing, and for ``-`` among several inputs
-    (standard input is one transcript)."""
+    Raises :class:`UsageError` for an argument that names nothing, for ``-`` among several inputs
+    (standard input is one transcript), and with ``in_place`` for an input a folder or glob found
+    whose real path (links resolved) is outside that folder or the glob's fixed start."""
     if "-" in args and len(args) > 1:
         raise UsageError("- (standard input) cannot be combined with other inputs")
     skip = None
@@ -200,8 +226,13 @@ def expand_inputs(args: list[str], out_dir: str | None = None) -> list[Item]:
         skip = out_dir.rstrip("/") if is_url(out_dir) else os.path.abspath(out_dir)
     items: list[Item] = []
     seen: set[str] = set()
+    named = {os.path.realpath(a) for a in args if in_place and not is_url(a) and not glob.has_magic(a)
+             and os.path.isfile(a)}  # the user's word, wherever a folder also finds it
     for arg in args:
+        root = _found_under(arg) if in_place else None
         for item in (_remote(arg, skip) if is_url(arg) else _local(arg, skip)):
+            if root is not None and (is_url(item.source) or os.path.realpath(item.source) not in named):
+                _check_in_place(item, root)
             key = item.source if is_url(item.source) else os.path.realpath(item.source)  # one file, one run
             if key not in seen:
                 seen.add(key)

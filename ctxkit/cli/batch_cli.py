@@ -217,7 +217,7 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
 
         make_policy(params.get("policy"), params.get("set_"))
     out_dir = params.get("out_dir")
-    items = expand_inputs(list(params["sources"]), out_dir)
+    items = expand_inputs(list(params["sources"]), out_dir, bool(params.get("in_place")))
     outputs = [output_for(item, out_dir, bool(params.get("in_place"))) for item in items]
     check_outputs(items, outputs)
     own = {k: v for k, v in params.items() if k not in BATCH_PARAMS}

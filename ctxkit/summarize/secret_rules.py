@@ -90,16 +90,18 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     strength = secret_name(name)
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
-    literal = literal_value(m, text, start, name)
-    if strength is None or not plausible_secret(value, literal=literal):
+    # a quoted value after a quoted key (``"password": "JsonPw.v2"``, JSON) is a string, never code
+    literal = literal_value(m, text, start, name) or (group == "dq" and text[m.end("tail")] in "\"'")
+    # where a value is a string, a short one is a password too (``DB_PASSWORD=a.b``)
+    if strength is None or not plausible_secret(value, literal=literal, min_length=3 if literal else 4):
         return None
     if strength == "weak" and not _distinctive(value):
         return None
     if group == "bare":
         # ``token=token``, ``password=new_password``: code, not a value (but ``DB_PASSWORD=Hunter2.Secret99``
-        # in a shell is one)
+        # and ``DB_PASSWORD=PgPw.Secret.Val`` in a shell are: a literal dotted value is a string)
         if re.fullmatch(r"[\w.]+", value) and any(w in value.lower() for w in _NAME_WORDS) \
-                and not (literal and any(_random_part(p) for p in value.split("."))):
+                and not (literal and ("." in value or any(_random_part(p) for p in value.split(".")))):
             return None
         if m.group("sep") != ":":
             # ``util._assertion_pass = saved_hooks``: in code (a name not in capitals, not a --flag) a bare
@@ -205,11 +207,13 @@ def _cli(commands: str, flag: str, *, attached: bool = False, triggers: tuple[st
 
 def _after_command(kind: str, commands: str) -> Callable[[re.Match[str], str], str | None]:
     """A check: the flag is on a command line of ``commands`` (:func:`command_before`), and its value is
-    plausible (not ``$PASS``, a placeholder, a number: ``docker run -p 8080:80``)."""
+    plausible (not ``$PASS``, a placeholder, a number: ``docker run -p 8080:80``). A value after a password
+    flag is a string, never code: ``sshpass -p Ssh.Pass.Word`` is a password however dotted."""
     command = on_command_line(commands)
 
     def check(m: re.Match[str], text: str) -> str | None:
-        if "secret" in m.re.groupindex and not plausible_secret(text[m.start("secret"):m.end("secret")]):
+        if "secret" in m.re.groupindex and not plausible_secret(text[m.start("secret"):m.end("secret")],
+                                                                literal=True):
             return None
         return kind if command_before(command, text, m.start()) else None
 

@@ -20,6 +20,7 @@ from typing import Any
 from ...api_rules import limits, rule
 from ...errors import TranscriptError
 from ...media import decode_base64, image_size, pdf_pages
+from ...quoting import bare_id
 from ...transcript.claude_code_chain import CONVERSATION_TYPES, active_entries, uuid_index
 from ...transcript.claude_code_metas import Metas
 from ...transcript.jsonl import parse_line
@@ -106,7 +107,7 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
             line = line_of(t, ref, m)
             if tid in first_line and first_line[tid] != line:
                 result = _result_after(msgs, k, tid)
-                yield Problem("duplicate-tool-use-id", line, {"ids": tid, "first": first_line[tid], "message": k,
+                yield Problem("duplicate-tool-use-id", line, {"ids": bare_id(tid), "first": first_line[tid], "message": k,
                                                               "block": bi},
                               {"use": ref, "result": result, "tool_id": tid})
             first_line.setdefault(tid, line)
@@ -120,14 +121,14 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
                 tid = b["tool_use_id"]
                 at, use_ref = uses[tid]
                 nxt = next((r.entry for r in m.refs if r is not None), None)
-                yield Problem("orphan-tool-use", line_of(t, use_ref, msgs[at]), {"ids": tid, "message": at},
+                yield Problem("orphan-tool-use", line_of(t, use_ref, msgs[at]), {"ids": bare_id(tid), "message": at},
                               {"tool_id": tid, "next": nxt})
     # an assistant message followed by another: its calls are not answered (the API merges the two)
     for k, m in enumerate(msgs[:-1]):
         ids = [b.get("id") for b in m.content if b.get("type") == "tool_use"]
         if m.role == "assistant" and msgs[k + 1].role == "assistant" and ids:
             calls = [r for b, r in zip(m.content, m.refs, strict=False) if b.get("type") == "tool_use"]
-            yield Problem("consecutive-assistant", line_of(t, None, msgs[k + 1]), {"ids": ", ".join(ids), "message": k},
+            yield Problem("consecutive-assistant", line_of(t, None, msgs[k + 1]), {"ids": ", ".join(map(bare_id, ids)), "message": k},
                           {"refs": calls})
     # a turn cut off at the very end: the agent answers it as interrupted when it resumes (a note)
     if msgs and msgs[-1].role == "assistant":
@@ -135,13 +136,13 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
         ids = [b.get("id") for b in tail.tool_uses()]
         if ids:
             ref = next((r for b, r in zip(tail.content, tail.refs, strict=False) if b.get("type") == "tool_use"), None)
-            yield Problem("interrupted-turn", line_of(t, ref, tail), {"ids": ", ".join(ids)})
+            yield Problem("interrupted-turn", line_of(t, ref, tail), {"ids": ", ".join(map(bare_id, ids))})
     seen: set[tuple[int, str]] = set()
     for entry, tid in view.orphans:
         if (entry, tid) not in seen:
             seen.add((entry, tid))
             at, block = _where_sent(t, msgs, entry, tid)
-            yield Problem("orphan-tool-result", t.line_no(entry), {"ids": tid, "message": at, "block": block},
+            yield Problem("orphan-tool-result", t.line_no(entry), {"ids": bare_id(tid), "message": at, "block": block},
                           {"entry": entry, "tool_id": tid})
     if t.format == "claude-code":
         yield from _misplaced_results(t, view)
@@ -192,7 +193,7 @@ def _misplaced_results(t: Transcript, view: View) -> Iterator[Problem]:
                     continue
                 if b.get("type") == "tool_result":
                     if other:
-                        yield Problem("misplaced-tool-result", i + 1, {"ids": b.get("tool_use_id"),
+                        yield Problem("misplaced-tool-result", i + 1, {"ids": bare_id(b.get("tool_use_id")),
                                                                        "message": max(0, at - 1)}, {"entry": i})
                         break
                 else:
