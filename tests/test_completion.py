@@ -49,7 +49,7 @@ def test_a_policy_completes_what_is_typed(runner, policies):
 
 def test_stage_names_complete(runner):
     assert complete(runner, "ctxkit compact --stage ") == ["attachments", "autocompact", "collapse", "microcompact",
-                                                           "snip", "tool-result-budget"]
+                                                           "repair", "slim", "snip", "tool-result-budget"]
     assert complete(runner, "ctxkit compact --stage micro") == ["microcompact"]
     assert complete(runner, "ctxkit stages tool") == ["tool-result-budget"]
 

@@ -14,7 +14,7 @@ from conftest import ROOT
 from ctxkit.cli.main import app
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
-ARGS = [str(EXAMPLE), "-p", "default", "-p", "claude-code-full", "--context-window", "40000",
+ARGS = [str(EXAMPLE), "-p", "default", "-p", "claude-code-full", "--context-window", "50000",
         "--set", "thresholds.summary_reserve=5000"]
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(name)), None)
@@ -68,7 +68,7 @@ def test_chromium_renders_it_offline_without_console_errors_and_shows_the_simula
         for r in expected:
             key = "peak_context" if chart == "context" else "cost_usd"
             assert pick(series[r["policy"]]) == pytest.approx(r[key], abs=1e-6), (chart, r["policy"])
-    assert 'data-line="window" data-value="40000"' in dom
+    assert 'data-line="window" data-value="50000"' in dom
     # the visible text says the same
     assert f"{session['none']['peak_context']:,}" in dom and f"{session['policies'][0]['cost_usd']:.4f}" in dom
 

@@ -216,8 +216,9 @@ def test_min_retention_rejects_a_summary_that_drops_the_prompts_and_falls_back_t
                              "identifiers": {"kept": 0, "total": 5}},
         "why": why}
     assert auto["details"]["retention"]["user_prompts"] == 1.0  # the extractive summary quotes them
-    assert report["warnings"] == [f"autocompact: {why}; the extractive summary is used instead "
-                                  "(1 of 3 failures in a row)"]
+    # (the session's files, under /work/src, are outside the folder the test runs in: re-injection skips them)
+    assert [w for w in report["warnings"] if w.startswith("autocompact:")] == [
+        f"autocompact: {why}; the extractive summary is used instead (1 of 3 failures in a row)"]
     assert breaker_failures() == [1]  # counted by the circuit breaker like any summarizer failure
     entries = [json.loads(x) for x in Path("out.jsonl").read_text().splitlines()]
     summary = next(e for e in entries if e.get("isCompactSummary"))["message"]["content"]

@@ -119,7 +119,7 @@ def test_a_builtin_layer_is_not_validated_but_a_file_layer_is(monkeypatch):
     assert checked == []
     load_policy(str(resources.policies_dir() / "no-llm.yaml"), ["thresholds.autocompact_buffer=20000"], cwd=Path("/"),
                 user_config=Path("/nonexistent/policy.yaml"))
-    assert checked[-1] == "--set" and any(f.endswith("no-llm.yaml") for f in checked)
+    assert checked[-1] == "setting" and any(f.endswith("no-llm.yaml") for f in checked)
 
 
 def test_plain_values_convert_as_typer_would():

@@ -43,7 +43,7 @@ def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read", seen: st
     chain("user", message={"role": "user", "content": "look at the files"})
     for k, p in enumerate(paths):
         inp = {"file_path": p} if tool == "Read" else {"file_path": p, "old_string": "a", "new_string": "b"}
-        chain("assistant", message={"id": f"msg_{k}", "role": "assistant", "model": "m",
+        chain("assistant", message={"id": f"msg_{k}", "role": "assistant", "model": "claude-sonnet-4-5",
                                     "content": [{"type": "tool_use", "id": f"toolu_{k}", "name": tool, "input": inp}]})
         meta = {} if seen is None else {"toolUseResult": {"type": "text", "file": {
             "filePath": p, "content": seen, "numLines": 1, "startLine": 1, "totalLines": 1}}}
@@ -51,7 +51,7 @@ def session(cwd: Path, paths: list[str], out: Path, tool: str = "Read", seen: st
                                                             "content": "1\t(not recorded)"}]}, **meta)
     for r in range(30):
         chain("user", message={"role": "user", "content": f"question {r} " + "word " * 200})
-        chain("assistant", message={"id": f"msg_a{r}", "role": "assistant", "model": "m",
+        chain("assistant", message={"id": f"msg_a{r}", "role": "assistant", "model": "claude-sonnet-4-5",
                                     "content": [{"type": "text", "text": f"answer {r} " + "more " * 200}]})
     out.write_text("".join(json.dumps(e) + "\n" for e in entries))
     return out

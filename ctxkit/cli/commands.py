@@ -7,7 +7,6 @@ inside each command, so that ``ctxkit --help`` loads none of it (docs/benchmarks
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
@@ -46,6 +45,7 @@ from .batch_cli import (
     wants_batch,
 )
 from .batch_commands import CHECK, COMPACT, EXPAND, STATS
+from .compact_report import afresh_input, print_compact_report, run_sources
 from .completion import complete_stage
 from .conventions import choices_metavar
 from .github import annotation, last_line, threshold_annotation
@@ -128,7 +128,7 @@ def compact(
                    checkpoint=not (no_checkpoint or fresh), output=output,
                    fits=lambda pol: _window_fits(pol, context_window, only=stage))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
-    start = _afresh(run, source) if fresh else run.transcript
+    start = afresh_input(run, source) if fresh else run.transcript
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
     if history is not None:
@@ -139,75 +139,13 @@ def compact(
     pipeline = compile_pipeline(run.policy, only=stage)
     result = pipeline.run(start, run.ctx)
     run.write_output(result.transcript, output, to)
-    _print_report(result, report, sources=_sources(run))
+    print_compact_report(result, report, sources=run_sources(run))
     failure = failure_message(result)
     if failure:
         raise fail(failure, ExitCode.CHECK_FAILED)
     too_big = over_threshold_message(result)
     if too_big:
         raise fail(too_big, ExitCode.CHECK_FAILED)
-
-
-def _afresh(run, source: str):
-    """``compact --fresh``: the input as expand gives it back, its store's decisions about it set aside
-    (ctxkit.store.expand.afresh); what could not be put back stays as it is, with a warning."""
-    from ..stages.registry import undo_steps
-    from ..store.expand import afresh
-
-    search = [Path(source).resolve().parent] if source != "-" else []
-    back, restored, aside = afresh(run.transcript, run.ctx.store, search_dirs=search, undo=undo_steps())
-    put_back = f"{len(restored.restored)} tool output(s) put back as they were, " if restored.restored else ""
-    if aside is not None or put_back:
-        where = f" (ledger scope {aside})" if aside is not None else ""
-        run.ctx.warn(f"--fresh: {put_back}earlier decisions set aside{where}; every decision is made again under "
-                     "this policy")
-    if not restored.complete:
-        run.ctx.warn(f"--fresh: {len(restored.missing) + len(restored.records)} earlier replacement(s) could not be "
-                     "put back (their originals are not in the store) and stay as they are")
-    return back
-
-
-def _sources(run) -> dict:
-    """What a run read its settings from and kept its state in: the policy layers and the store; and
-    whether its read resumed from a checkpoint (docs/store.md#checkpoints)."""
-    return {"policy": list(run.policy.layers), "store": os.path.abspath(run.ctx.store.root),
-            "checkpoint": run.checkpoints.outcome}
-
-
-def _print_report(result, mode: str, sources: dict) -> None:
-    from ..summarize.redaction_report import describe as describe_redaction
-
-    console = stderr_console()
-    if mode == "json":
-        console.print(json.dumps({**result.to_json(), **sources}, indent=2, ensure_ascii=False), markup=False)
-        return
-    if mode == "none":
-        return
-    for warning in result.warnings:
-        console.print(f"ctxkit: warning: {warning}", markup=False)
-    for r in result.reports:
-        if r.action in ("skipped", "nothing-to-do") and not r.warnings:
-            line = f"{r.stage_id}: {r.action}" + (f" ({r.reason})" if r.reason else "")
-        else:
-            line = (f"{r.stage_id}: {r.action}: {r.reason}" if r.reason else f"{r.stage_id}: {r.action}")
-            if r.tokens_before != r.tokens_after:
-                line += f" [{r.tokens_before:,} -> {r.tokens_after:,} tokens]"
-        console.print(line, markup=False)
-        for w in r.warnings:
-            if not any(g.endswith(w) for g in result.warnings):  # printed above already
-                console.print(f"  warning: {w}", markup=False)
-    redacted = describe_redaction(result.redacted)
-    if redacted:
-        console.print(redacted, markup=False)
-    if result.lines_kept_as_read:
-        console.print(f"history: {result.lines_kept_as_read:,} edited line(s) out of the view (behind a boundary, "
-                      "snipped) written as read", markup=False)
-    console.print(f"view: {result.tokens_before:,} -> {result.tokens_after:,} tokens", markup=False)
-    console.print(f"policy: {' < '.join(sources['policy'])}; store: {sources['store']}", markup=False)
-    resumed = sources["checkpoint"]
-    if resumed["resumed"]:
-        console.print(f"read: resumed from a checkpoint, {resumed['lines']:,} lines ({resumed['bytes']:,} bytes) "
-                      "not read again", markup=False)
 
 
 @app.command()

@@ -6,8 +6,9 @@ file, fsync, rename), blobs are named by the SHA-256 of their bytes, and re-writ
 no-op. The CLI saves the store (:meth:`Store.flush`) *before* the output replaces anything, so a
 run killed at any point leaves an output whose store holds everything it points at (docs/store.md).
 
-Over 400 lines: one class with three files (blobs, ledger, state), and the writes a stage holds
-until it is known that the output needs them (:meth:`Store.held_for`).
+Over 400 lines: one class with three files (blobs, ledger, state), each read and written through
+one rule for its paths (:meth:`Store.has_file`); the writes a stage holds until it is known that
+the output needs them are in :mod:`ctxkit.store.held`.
 
 Layout::
 
@@ -64,6 +65,7 @@ from ..confined import BLOB_NAME, TOO_LARGE, Refused, check_under, read_under
 from ..errors import CtxkitError, ExitCode, WriteError
 from ..fileio import atomic_output, atomic_write, fsync_dir, make_dirs, sweep_stale_temps
 from .documents import LEDGER_FORMAT, check_ledger, check_object, check_state, parse_ledger
+from .held import HeldWrites
 
 try:  # POSIX only; elsewhere flushes are not serialized
     import fcntl
@@ -108,7 +110,7 @@ def is_marked_store(folder: Path) -> bool:
 _JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
 
-class Store:
+class Store(HeldWrites):
     """A folder of blobs and two small JSON documents. Loaded lazily, saved by :meth:`flush`.
 
     With ``dry_run`` nothing is ever written. A damaged ledger or state raises :class:`StoreError`
@@ -322,68 +324,6 @@ class Store:
             self.record_decision(tid, records.pop(tid), scope=aside)
             self._changed_decisions.add((scope, tid))  # gone from the scope: flush takes it out on disk
         return aside
-
-    # -- writes held for the edit of one line (microcompact's originals) ---------------------------
-    @contextmanager
-    def held_for(self, line: int) -> Iterator[None]:
-        """Hold the blobs stored and the decisions recorded in the block, made for the edit of the
-        transcript's line ``line``: :meth:`flush` writes them, unless :meth:`drop_held` dropped them
-        first. Meanwhile the run sees them as made (a held blob is read from memory).
-
-        Why: the pipeline writes a line a later stage took out of the view (behind a new compact
-        boundary) as it was read (:func:`ctxkit.transcript.edits.history_as_read`). Nothing then names
-        the original microcompact stored for its edit, nor needs its decision; storing them was half
-        of microcompact's time on a session it clears and then summarizes whole. At most
-        :data:`HELD_AT_MOST` bytes of blobs are held; past that they are written at once."""
-        self._holding = line
-        try:
-            yield
-        finally:
-            self._holding = None
-
-    def drop_held(self, lines: Iterable[int]) -> None:
-        """Forget the writes held for the edits of ``lines`` (their edits were dropped): a held blob no
-        other line holds is never written; a held decision gives way to the last one a kept line
-        holds (a tool id may be on two lines), else to the record there was before the first."""
-        dropped = set(lines)
-        for key, holds in list(self._held_keys.items()):
-            kept = [h for h in holds if h[0] not in dropped]
-            if len(kept) == len(holds):
-                continue
-            records = self.sessions[key[0]]
-            if kept:
-                if holds[-1][0] in dropped:  # the record in force was a dropped line's
-                    records[key[1]] = kept[-1][1]
-                kept[0] = (*kept[0][:2], *holds[0][2:])  # what there was before any of them, for a later drop
-                self._held_keys[key] = kept
-                continue
-            _, _, before, was_changed = holds[0]
-            del self._held_keys[key]
-            if before is None:
-                records.pop(key[1], None)
-            else:
-                records[key[1]] = before
-            if not was_changed:
-                self._changed_decisions.discard(key)
-        for line in dropped:
-            for path in self._held.pop(line, []):
-                held = self._held_blobs.get(path)
-                if held is not None:
-                    held[1] -= 1
-                    if held[1] <= 0:
-                        del self._held_blobs[path]
-                        self._held_bytes -= len(held[0])
-
-    def write_held(self) -> None:
-        """Write the blobs still held (their lines' edits are in the output), then hold nothing: what is
-        held is one run's (:meth:`flush` calls this; so does ``Pipeline.run`` before it starts)."""
-        for path, (data, _) in sorted(self._held_blobs.items()) if not self.dry_run else ():
-            self._put(path, data)
-            self._present.add(path)
-        self._held_blobs.clear()
-        self._held.clear()
-        self._held_keys.clear()
-        self._held_bytes = 0
 
     def decisions_for(self, tool_use_id: str) -> list[tuple[str | None, dict[str, Any]]]:
         """Every record of this tool id: ``(scope, decision)`` by scope name, then the unscoped one

@@ -1,5 +1,8 @@
 """The extractive summarizer: a summary without a model.
 
+Over 400 lines: it fills all nine sections of the compaction prompt, each from its own facts (prompts,
+commands, errors said once with their count, files, the next step), and spends a bounded room on them.
+
 It is what ``summarizer: {use: auto}`` picks when no API key is set, so that
 ``ctxkit compact`` always works offline and in CI. It fills the nine sections
 of the compaction prompt (:mod:`ctxkit.summarize.prompt`) from facts it can

@@ -124,8 +124,7 @@ then the re-injected files (checked against the real Claude Code 2.1.328 CLI by
 
 **Anthropic / OpenAI message lists** get one user message with the summary (naming where the
 summarized lines were archived in the store), then the kept tail; a leading system prompt stays
-first. `ctxkit expand` puts the archived lines back in the summary's place and takes out the
-re-injected ones: the list comes back byte for byte.
+first. `ctxkit expand` puts the archived lines back in the summary's place and takes out the re-injected ones: the list comes back byte for byte.
 
 ## A worked example
 
@@ -156,16 +155,6 @@ user:      This session is being continued from a previous conversation that ran
            1. Primary Request and Intent:
            The user's first request:
            Do part 0 of the review
-           Most recent request:
-           Do part 3 of the review
-           2. Key Technical Concepts:
-           - Tools used: Bash (8), Read (8), Glob (4), Grep (4), Write (4)
-           ...
-           6. All user messages:
-           - Do part 0 of the review
-           ...
-           9. Optional Next Step:
-           Continue the current work, in line with the user's most recent request: "Do part 3 of the review"
            ...
 assistant: Part 3 is done.                                              <- the kept tail
 user:      <system-reminder>Called the Read tool with the following input: {"file_path":"/tmp/cc-multi-prompt-6qd3hl4c/notes/part3.md"}</system-reminder>
@@ -221,9 +210,6 @@ autocompact: failed: the summarizer command 'llm -m claude-4-sonnet' exited with
 view: 44,460 -> 44,460 tokens
 ctxkit: error: autocompact failed; the output was written with no change (no stage changed the transcript)
 ```
-
-When an earlier stage did change it (microcompact cleared old results, say), that last line says so:
-`the output was written with the changes of tool-result-budget, microcompact (56,139 -> 10,960 tokens)`.
 
 Failures in a row are counted per session in the store (`.ctxkit/state.json`). After
 `max_consecutive_failures` (3) the **circuit breaker** opens: autocompact stops trying (each
@@ -388,9 +374,6 @@ class Autocompact(Stage):
     def _result(self, t: Transcript, action: str, reason: str, details: dict[str, Any]) -> StageResult:
         return StageResult(t, self.report(action=action, reason=reason, details=details))
 
-    def _count(self, ctx: Context):
-        return ctx.tokens.count_messages
-
     # -- the two ways ------------------------------------------------------------------------------
     def _session_memory(self, t: Transcript, view: View, ctx: Context, tokens: int, threshold: int, floor: int,
                         trigger: str, details: dict[str, Any]) -> tuple[Written | None, str]:
@@ -404,7 +387,7 @@ class Autocompact(Stage):
         start = plan.last_index + 1
         # only max_tokens caps the minimum tail (Claude Code's calculateMessagesToKeepIndex); a tail too big
         # for a small window is caught below (still over the threshold: summarize instead)
-        keep_from = choose_tail_start(view, self._count(ctx), start, floor, min_tokens=int(opts["min_tokens"]),
+        keep_from = choose_tail_start(view, ctx.tokens.count_messages, start, floor, min_tokens=int(opts["min_tokens"]),
                                       min_text_messages=int(opts["min_text_messages"]),
                                       max_tokens=int(opts["max_tokens"]))
         keep_from = feasible_keep_from(t, view, keep_from)
@@ -434,7 +417,7 @@ class Autocompact(Stage):
         opts = self._opt("keep_tail")
         share = int(max(0, threshold) * POST_COMPACT_SHARE)
         n = len(view.messages)
-        keep_from = choose_tail_start(view, self._count(ctx), n, min(floor + 1, n),
+        keep_from = choose_tail_start(view, ctx.tokens.count_messages, n, min(floor + 1, n),
                                       min_tokens=int(opts["min_tokens"]),
                                       min_text_messages=int(opts["min_text_messages"]),
                                       min_rounds=int(opts["min_rounds"]),
@@ -452,7 +435,7 @@ class Autocompact(Stage):
         details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
         try:
             summary, facts = summarize_with_retry(
-                summarizer, history, instructions=ctx.inputs.instructions, count=self._count(ctx),
+                summarizer, history, instructions=ctx.inputs.instructions, count=ctx.tokens.count_messages,
                 max_retries=int(self.options["ptl_max_retries"]),
                 drop_fraction=float(self.options["ptl_drop_fraction"]))
         finally:

@@ -1,6 +1,9 @@
 """What in a session would make the agent's next request fail, or its resume fail: each problem at its line,
 with what a repair needs to mend it.
 
+Over 400 lines: one check per kind of problem the API or the agent refuses, in one pass over the view and
+one over the chain, so that doctor and the repair stage find the same problems the same way.
+
 Found on the view (the messages the agent sends next, :meth:`ctxkit.transcript.model.Transcript.view`):
 what the projection answered the way Claude Code does on resume (an unanswered tool_use, a result
 answering nothing), and what neither repairs (images and PDFs over the limits, empty text, thinking
