@@ -11,7 +11,12 @@ must not import each other, so the rules they share live here, below both:
 - the SDK's own retries are off: callers that retry count their retries themselves;
 - an answer is read to :data:`MAX_RESPONSE_BYTES` at most (decoded): a server that answers gigabytes
   (a misconfigured ``base_url``, a hostile one) fails the request with :class:`ResponseTooLarge`
-  instead of being held whole in memory.
+  instead of being held whole in memory;
+- an answer is parsed by ``orjson`` (nesting deeper than 1,024 levels is malformed JSON, never a
+  ``RecursionError``), and one of more than :data:`MAX_CONTENT_BLOCKS` content blocks is refused
+  (:class:`AnswerTooComplex`) before the SDK builds an object for each;
+- redirects are not followed: a 3xx is an error (the conversation goes to the address configured, never
+  to one a server names).
 """
 from __future__ import annotations
 
@@ -28,6 +33,20 @@ BASE_URL_VARIABLE = "ANTHROPIC_BASE_URL"
 #: The most bytes of one answer read (after decompression). A Messages API answer is its text and a
 #: few hundred bytes around it: a summary of 32,000 tokens is about 150 kB of JSON.
 MAX_RESPONSE_BYTES = 16 << 20
+
+
+#: The most content blocks one answer may hold. A summary is one text block (a thinking block before it at
+#: most); 16 MiB of empty blocks would be 640,000 SDK objects, over half a gigabyte.
+MAX_CONTENT_BLOCKS = 1024
+
+
+class AnswerTooComplex(ValueError):
+    """An answer of more than :data:`MAX_CONTENT_BLOCKS` content blocks; refused before the SDK builds them."""
+
+    def __init__(self, blocks: int, limit: int = MAX_CONTENT_BLOCKS):
+        self.blocks = blocks
+        self.limit = limit
+        super().__init__(f"{blocks:,} content blocks, more than the {limit:,} ctxkit reads")
 
 
 class ResponseTooLarge(Exception):
@@ -69,7 +88,7 @@ def build_client(*, env: Mapping[str, str] | None = None, configured_base_url: s
         raise NoAPIKey(f"no API key (set {KEY_VARIABLE})")
     import anthropic
 
-    http_client = anthropic.DefaultHttpxClient(event_hooks={"response": [bound_response]})
+    http_client = anthropic.DefaultHttpxClient(event_hooks={"response": [bound_response]}, follow_redirects=False)
     return anthropic.Anthropic(api_key=key, base_url=base_url(configured_base_url, env),
                                timeout=timeout_seconds, max_retries=0, http_client=http_client)
 
@@ -93,6 +112,17 @@ def bound_response(response: Any, limit: int = MAX_RESPONSE_BYTES) -> None:
             yield chunk
 
     response.iter_bytes = iter_bytes  # what read() and every iteration of the body go through
+
+    def json(**kwargs: Any) -> Any:  # what the SDK parses an answer with
+        import orjson
+
+        data = orjson.loads(response.read())  # too deep: orjson.JSONDecodeError, a ValueError
+        content = data.get("content") if isinstance(data, dict) else None
+        if isinstance(content, list) and len(content) > MAX_CONTENT_BLOCKS:
+            raise AnswerTooComplex(len(content))
+        return data
+
+    response.json = json
 
 
 def redact_key(text: str, secret: str | None) -> str:

@@ -19,7 +19,8 @@ Faulty servers: :meth:`reply_raw` sends bytes as they are (a 200 whose JSON is
 cut short), :meth:`reply_hang` never answers until the server stops, :meth:`reply_trickle`
 sends a byte at a time, :meth:`reply_huge` streams gigabytes (with or without announcing
 them), :meth:`reply_sse` answers an event stream where JSON was asked, :meth:`reply_cut`
-closes the connection mid-answer.
+closes the connection mid-answer, :meth:`reply_deep` nests JSON 200,000 deep, :meth:`reply_many_blocks`
+answers hundreds of thousands of content blocks, :meth:`reply_redirect` redirects elsewhere.
 ``POST /v1/messages/count_tokens`` answers ``{"input_tokens": N}`` with N the
 characters of the body's messages (and system) divided by four, or
 ``token_count`` when set. Every request is recorded in :attr:`requests`
@@ -273,6 +274,29 @@ class MockMessagesAPI:
     def reply_cut(self, data: bytes, announced: int) -> None:
         """A 200 that announces ``announced`` bytes, sends ``data`` (fewer) and closes: a connection lost mid-answer."""
         self.enqueue(Reply(raw=data, length=announced))
+
+    def reply_deep(self, depth: int = 200_000, *, in_message: bool = False) -> None:
+        """A 200 of JSON nested ``depth`` deep: ``[[[...]]]`` alone, or (``in_message``) a normal message
+        with an extra key ``"x": [[[...]]]`` (a parser that recurses runs out of stack on either)."""
+        nested = b"[" * depth + b"]" * depth
+        if not in_message:
+            self.reply_raw(nested)
+            return
+        message = json.dumps({"id": "msg_deep", "type": "message", "role": "assistant", "model": "mock-model",
+                              "content": [{"type": "text", "text": DEFAULT_SUMMARY}], "stop_reason": "end_turn",
+                              "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+        self.reply_raw(message[:-1] + b', "x": ' + nested + b"}")
+
+    def reply_many_blocks(self, blocks: int, text: str = DEFAULT_SUMMARY) -> None:
+        """A 200 message of ``text`` followed by ``blocks`` empty text blocks (16 MB at 640,000)."""
+        message = {"id": "msg_many", "type": "message", "role": "assistant", "model": "mock-model",
+                   "content": [{"type": "text", "text": text}] + [{"type": "text", "text": ""}] * blocks,
+                   "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
+        self.reply_raw(json.dumps(message, separators=(",", ":")).encode())
+
+    def reply_redirect(self, location: str, status: int = 307) -> None:
+        """A redirect (``307`` by default: the client would re-send the same body) to ``location``."""
+        self.enqueue(Reply(status=status, raw=b"", headers={"location": location}))
 
     def reply_hang(self) -> None:
         """Accept the request and never answer (until the server stops): a hung server or gateway."""

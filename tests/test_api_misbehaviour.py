@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from mock_messages_api import MockMessagesAPI
 
-from ctxkit.anthropic_client import MAX_RESPONSE_BYTES
+from ctxkit.anthropic_client import MAX_CONTENT_BLOCKS, MAX_RESPONSE_BYTES
 from ctxkit.errors import LLMError
 from ctxkit.summarize import AnthropicSummarizer
 
@@ -151,3 +151,55 @@ def test_an_absurd_retry_after_does_not_hold_the_run(status, retry_after):
     assert time.monotonic() - start < 10  # the wait is capped (60 s), and a wait past the deadline is not started
     assert caught.value.message.startswith("the summary request gave up after 1 attempt(s): waiting 60s more "
                                            "would pass its time limit (summarizer.total_timeout_seconds: 30s)")
+
+
+def compact_measured(tmp_path, reply, *, timeout=300):
+    """``ctxkit compact`` with the anthropic summarizer against a server scripted by ``reply(api)``, in a
+    process of its own: (exit status, stderr, peak RSS in MB, the server's address, requests made)."""
+    shutil.copy(EXAMPLE, tmp_path / "s.jsonl")
+    with MockMessagesAPI() as api:
+        api.always = None
+        reply(api)
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.base_url,
+               "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+        code, stderr, peak_mb, _ = run_measured(
+            [sys.executable, "-m", "ctxkit.cli.main", "compact", "s.jsonl", "-o", "out.jsonl", "--force",
+             "--set", "summarizer.use=anthropic"], cwd=tmp_path, env=env, timeout=timeout)
+        return code, stderr, peak_mb, api.base_url, len(api.message_requests)
+
+
+@pytest.mark.parametrize("in_message", [False, True], ids=["deep", "deepobj"])
+def test_json_nested_200_000_deep_is_a_malformed_response_not_an_internal_error(tmp_path, in_message):
+    """Before: exit 4, ``internal error: RecursionError: maximum recursion depth exceeded while decoding
+    a JSON array`` (the SDK's parser)."""
+    code, stderr, _, where, requests = compact_measured(tmp_path, lambda api: api.reply_deep(in_message=in_message))
+    assert code == 1, stderr
+    assert "internal error" not in stderr and "RecursionError" not in stderr
+    assert (f"autocompact: failed: malformed response: the API at {where} answered the summary request "
+            "with a body that is not valid JSON (") in stderr
+    assert requests == 1
+
+
+def test_an_answer_of_640_000_content_blocks_is_refused_with_peak_memory_well_under_600_mb(tmp_path):
+    """Before: 16.6 MB of empty text blocks (under the byte bound) were built into SDK objects: exit 0,
+    peak 637 MB."""
+    code, stderr, peak_mb, where, requests = compact_measured(tmp_path, lambda api: api.reply_many_blocks(640_000))
+    assert code == 1, stderr
+    assert peak_mb < 400, peak_mb
+    assert (f"autocompact: failed: malformed response: the API at {where} answered the summary request "
+            f"with {640_001:,} content blocks, more than the {MAX_CONTENT_BLOCKS:,} ctxkit reads\n") in stderr
+    assert requests == 1
+
+
+def test_a_redirect_from_the_api_is_not_followed(tmp_path):
+    """Before: a 307 to another host was followed and the whole conversation re-sent there."""
+    with MockMessagesAPI() as elsewhere, MockMessagesAPI() as api:
+        target = f"{elsewhere.base_url}/v1/messages"
+        api.reply_redirect(target)
+        where, (error, _) = api.base_url, summarize(api)
+        sent_elsewhere = len(elsewhere.requests)
+    assert sent_elsewhere == 0
+    assert error.message == (f"the API at {where} answered the summary request with a redirect (307) to "
+                             f"'{target}'; ctxkit does not follow redirects: set the "
+                             "API's own address as base_url")
+    assert not error.retryable

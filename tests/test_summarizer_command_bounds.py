@@ -97,3 +97,27 @@ def test_a_large_prompt_to_a_command_that_reads_none_of_it(tmp_path):
     summarizer = CommandSummarizer(f"printf '%s\\n' '{SUMMARY}'", timeout_seconds=10)
     text = summarizer.complete([{"role": "user", "content": "word " * 2_000_000}], system=None, max_tokens=1000)
     assert text == SUMMARY + "\n"
+
+
+CHATTY_CHILD = "(while true; do echo x; sleep 0.5; done) &"
+
+
+def test_a_child_that_keeps_printing_after_the_command_exited_0_does_not_lose_the_summary(tmp_path):
+    """Before: the pipe never went quiet, so the run waited out total_timeout_seconds (8 s) and failed
+    "timed out", throwing away the summary the command had printed."""
+    (tmp_path / "summary.txt").write_text(SUMMARY + "\n")
+    r, seconds, _ = compact_with(tmp_path, f"cat >/dev/null; cat summary.txt; {CHATTY_CHILD}", total=8)
+    assert r.returncode == 0, r.stderr
+    assert seconds < 6
+    assert "timed out" not in r.stderr
+    assert "the summary the command printed" in (tmp_path / "out.jsonl").read_text()
+
+
+def test_what_a_child_prints_after_the_command_exited_is_not_part_of_the_summary():
+    # the child starts printing a moment later: what it printed before the command exited would count
+    summarizer = CommandSummarizer(f"cat >/dev/null; printf '%s\\n' '{SUMMARY}'; (while sleep 0.3; do echo x; done) &",
+                                   timeout_seconds=8, total_timeout_seconds=8)
+    start = time.monotonic()
+    text = summarizer.complete([{"role": "user", "content": "go"}], system=None, max_tokens=1000)
+    assert time.monotonic() - start < 3
+    assert text == SUMMARY + "\n"

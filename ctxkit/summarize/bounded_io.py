@@ -9,8 +9,9 @@ makes it wait for the child. :func:`exchange` instead
   stdin, or prints before reading, cannot deadlock it),
 * keeps at most ``out_limit`` bytes of stdout (more ends the exchange: :data:`FLOODED`) and only
   the last :data:`ERR_TAIL_BYTES` of stderr (what an error message quotes),
-* once the command itself has exited, reads what is still coming until the pipes close or
-  nothing has come for :data:`QUIET_AFTER_EXIT_SECONDS` (a child left behind holding the pipe),
+* once the command itself has exited, reads what is in the pipes at that moment (what it printed)
+  and stops: a child left behind holding the pipe, printing or not, does not hold the run and what it
+  prints afterwards is not part of the answer,
 * never past ``timeout`` (:data:`TIMED_OUT`),
 
 and the caller kills the command's process group whatever the outcome, so nothing it started
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import selectors
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -29,8 +31,6 @@ from typing import Callable
 EXITED, TIMED_OUT, FLOODED = "exited", "timed-out", "flooded"
 #: the most stderr kept: its end, which is what an error message quotes (and where "prompt is too long" is)
 ERR_TAIL_BYTES = 64 * 1024
-#: after the command exits, how long the pipes may stay silent before what it printed is taken as all of it
-QUIET_AFTER_EXIT_SECONDS = 1.0
 _CHUNK = 64 * 1024
 
 
@@ -38,7 +38,7 @@ _CHUNK = 64 * 1024
 class Exchange:
     """What came back: stdout (at most the limit), the end of stderr, how it ended, and the exit status
     (None unless the command exited). ``left_behind``: the pipes were still open when the command had
-    exited and gone quiet (a child it started held them)."""
+    exited (a child it started held them)."""
 
     out: bytes
     err_tail: bytes
@@ -65,24 +65,31 @@ def exchange(proc: subprocess.Popen, prompt: bytes, *, timeout: float, out_limit
     for pipe in (proc.stdout, proc.stderr):
         os.set_blocking(pipe.fileno(), False)
         sel.register(pipe, selectors.EVENT_READ)
-    exited_at: float | None = None
     ending = TIMED_OUT
     try:
         while True:
             now = clock()
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
             readers = [k for k in sel.get_map().values() if k.fileobj is not proc.stdin]
-            if not readers and exited_at is not None:
+            if proc.poll() is not None:
+                # the command itself has exited: what it printed is in the pipes now; what a child left
+                # behind prints afterwards is not its answer (the caller kills the group)
+                for key in readers:
+                    data = _read_available(key.fd)
+                    if data is None:
+                        sel.unregister(key.fileobj)
+                    elif key.fileobj is proc.stdout:
+                        out += data
+                    else:
+                        err += data
+                if len(out) > out_limit:
+                    del out[out_limit:]
+                    return Exchange(bytes(out), bytes(err[-ERR_TAIL_BYTES:]), FLOODED, None)
+                readers = [k for k in sel.get_map().values() if k.fileobj is not proc.stdin]
                 ending = EXITED
                 break
             if now >= end:
                 break
-            if exited_at is not None and now - exited_at >= QUIET_AFTER_EXIT_SECONDS:
-                ending = EXITED
-                break
-            wait = min(end - now, 0.05 if exited_at is None else QUIET_AFTER_EXIT_SECONDS - (now - exited_at))
-            for key, _ in sel.select(max(0.0, wait)):
+            for key, _ in sel.select(max(0.0, min(end - now, 0.05))):
                 if key.fileobj is proc.stdin:
                     pending = _write_some(proc.stdin, pending, sel)
                     continue
@@ -93,8 +100,6 @@ def exchange(proc: subprocess.Popen, prompt: bytes, *, timeout: float, out_limit
                 if not data:
                     sel.unregister(key.fileobj)
                     continue
-                if exited_at is not None:  # something still comes: the quiet time starts again
-                    exited_at = clock()
                 if key.fileobj is proc.stdout:
                     out += data
                     if len(out) > out_limit:
@@ -112,6 +117,28 @@ def exchange(proc: subprocess.Popen, prompt: bytes, *, timeout: float, out_limit
     left_behind = ending == EXITED and bool(readers)
     return Exchange(bytes(out), bytes(err[-ERR_TAIL_BYTES:]), ending,
                     proc.returncode if ending == EXITED else None, left_behind)
+
+
+def _read_available(fd: int) -> bytes | None:
+    """What is in the pipe ``fd`` now (``FIONREAD``), without waiting for more; ``None`` at its end."""
+    try:
+        import fcntl
+        import termios
+
+        available = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+    except (ImportError, OSError):  # pragma: no cover - no FIONREAD: one read of what is there
+        available = _CHUNK
+    data = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, max(1, min(_CHUNK, available - len(data))))
+        except BlockingIOError:
+            return bytes(data)
+        if not chunk:
+            return bytes(data) or None
+        data += chunk
+        if len(data) >= available:
+            return bytes(data)
 
 
 def _write_some(stdin, pending: memoryview, sel: selectors.BaseSelector) -> memoryview:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import anthropic_client
 from ..errors import LLMError
+from ..quoting import quote
 from .deadline import Deadline, OutOfTime, call_within
 from .protocol import (
     DEFAULT_BASE_URL,
@@ -205,9 +206,16 @@ class _AnthropicAPI:
         delay = self.backoff_base_seconds * (2 ** (attempt - 1))
         return min(self.backoff_max_seconds, delay * (1.0 + 0.25 * self._rng.random()))
 
-    def _status_error(self, exc: Any) -> LLMError:
+    def _status_error(self, exc: Any, what: str = "the request") -> LLMError:
         """An :class:`LLMError` for an HTTP error response, classified for PTL handling and retrying."""
         status = int(getattr(exc, "status_code", 0) or 0)
+        if 300 <= status < 400:  # the client follows no redirect: the conversation goes where configured only
+            headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+            location = quote(headers.get("location") or "(no location)")
+            where = self.base_url or DEFAULT_BASE_URL
+            return LLMError(_redact(f"the API at {where} answered {what} with a redirect ({status}) to {location}; "
+                                    "ctxkit does not follow redirects: set the API's own address as base_url",
+                                    self._secret))
         kind, api_message = _error_fields(getattr(exc, "body", None))
         message = _redact(api_message or str(getattr(exc, "message", "") or exc), self._secret)
         if status in (400, 413) and (status == 413 or is_prompt_too_long(message)):
@@ -245,7 +253,7 @@ class _AnthropicAPI:
                 self._abandon_client()
                 raise _out_of_time(what, self.deadline, attempt, error) from None
             except anthropic.APIStatusError as exc:
-                error = self._status_error(exc)
+                error = self._status_error(exc, what)
                 retry_after = _retry_after_seconds(getattr(exc.response, "headers", None))
                 cause: BaseException = exc
             except anthropic.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
@@ -264,6 +272,11 @@ class _AnthropicAPI:
                 cause = exc
             except anthropic.AnthropicError as exc:
                 error = LLMError(_redact(f"{what} failed: {exc}", self._secret))
+                cause = exc
+            except anthropic_client.AnswerTooComplex as exc:  # a ValueError: before the branch below
+                where = self.base_url or DEFAULT_BASE_URL
+                error = LLMError(_redact(f"malformed response: the API at {where} answered {what} with {exc}",
+                                         self._secret))
                 cause = exc
             except ValueError as exc:
                 # a 200 whose body is not JSON (cut short, an HTML page from a proxy): the SDK's parser

@@ -117,7 +117,7 @@ class CommandSummarizer(_PromptedSummarizer):
                 overflow_tokens=prompt_overflow_tokens(tail),
             )
         # exit 0 with a child still holding stdout (``echo summary; sleep 600 &``): what it printed
-        # before it exited and went quiet is the summary (the child was killed with the group)
+        # before it exited is the summary (the child was killed with the group, whatever it printed after)
         text = out.decode("utf-8", "replace")
         if not text.strip():
             raise LLMError(f"malformed summary: the summarizer command {self._describe()!r} printed nothing")
