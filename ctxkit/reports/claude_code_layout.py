@@ -89,7 +89,7 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
 def _message_shaped(message: Any) -> bool:
     """Whether a recorded message has the API's shape (a role, a string or a list of blocks): records come
     from the transcript, which may hold anything, and only a well-shaped one is sent as recorded."""
-    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
         return False
     content = message.get("content")
     return isinstance(content, str) or (isinstance(content, list) and all(isinstance(b, dict) for b in content))
