@@ -39,10 +39,12 @@ from ..quoting import quote
 #: What install adds, per event: Claude Code runs the command with the hook's JSON input on stdin.
 #: PreCompact's matcher is the trigger (manual, auto: both); SessionStart's the source.
 HOOK_TIMEOUT_SECONDS = 60
+PRE_COMPACT_COMMAND = "ctxkit hooks pre-compact"
+SESSION_START_COMMAND = "ctxkit hooks session-start"
 ENTRIES: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("PreCompact", {"matcher": "", "hooks": [{"type": "command", "command": "ctxkit hooks pre-compact",
+    ("PreCompact", {"matcher": "", "hooks": [{"type": "command", "command": PRE_COMPACT_COMMAND,
                                               "timeout": HOOK_TIMEOUT_SECONDS}]}),
-    ("SessionStart", {"matcher": "compact", "hooks": [{"type": "command", "command": "ctxkit hooks session-start",
+    ("SessionStart", {"matcher": "compact", "hooks": [{"type": "command", "command": SESSION_START_COMMAND,
                                                         "timeout": HOOK_TIMEOUT_SECONDS}]}),
 )
 
