@@ -40,7 +40,8 @@ def install(project: ProjectOpt = False, user: UserOpt = False) -> None:
     """Add ctxkit's PreCompact and SessionStart (compact) hooks to Claude Code's settings.
 
     Everything else in the file stays as it is, byte for byte; installing twice changes nothing. Claude
-    Code runs 'ctxkit hooks pre-compact' and 'ctxkit hooks session-start': ctxkit must be on its PATH.
+    Code runs 'ctxkit hooks pre-compact' and 'ctxkit hooks session-start': the ctxkit command must be found
+    where Claude Code looks for commands.
     """
     from ..integrations.claude_code_settings import install as install_hooks
 

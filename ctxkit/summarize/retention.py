@@ -137,15 +137,15 @@ def probes(history: Sequence[dict], origins: dict[tuple[str, str], int] | None =
     given, is filled with the index of the message each ``(kind, probe)`` was first found in."""
     found: dict[str, list[str]] = {k: [] for k in KINDS}
     shell_calls: set[str] = set()
-    at = 0
+    at = [0]  # the message being read
 
     def add(kind: str, items: Iterable[str]) -> None:
         for item in items:
             found[kind].append(item)
             if origins is not None:
-                origins.setdefault((kind, item), at)
+                origins.setdefault((kind, item), at[0])
 
-    for at, message in enumerate(history):
+    for at[0], message in enumerate(history):
         blocks = content_blocks(message.get("content"))
         if message.get("role") == "assistant":
             for block in blocks:
