@@ -8,6 +8,7 @@ import string
 
 import pytest
 from builders import Call, Turn, conversation, entry, write
+from conftest import CC_CORPUS
 
 from ctxkit.cli.main import app
 
@@ -157,3 +158,22 @@ def test_a_bad_policy_fails_the_hook_without_blocking(runner, tmp_path, session)
                       input=hook_input("PreCompact", session, tmp_path, trigger="auto"))
     assert r.exit_code == 1
     assert r.stderr.startswith("ctxkit hooks pre-compact: --policy:1:1: error: ")
+
+
+def test_session_start_measures_a_compaction_claude_code_wrote(runner, tmp_path):
+    """The corpus's manual /compact, cut where Claude Code had written the compaction and the model had
+    not answered yet: what its real summary (and the files it attached again) lost, and only that."""
+    source = CC_CORPUS / "manual-compact" / "session.jsonl"
+    if not source.exists():
+        pytest.skip(f"the corpus session {source} is not here")
+    lines = source.read_bytes().split(b"\n")
+    cut = next(i for i, line in enumerate(lines) if b'"Now add a discount parameter' in line)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"\n".join(lines[:cut]) + b"\n")
+    r = runner.invoke(app, ["hooks", "session-start"], input=hook_input("SessionStart", path, tmp_path,
+                                                                       source="compact"))
+    assert r.exit_code == 0, r.stderr
+    text = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("ctxkit: the compaction dropped 2 of the 4 things the conversation before it held")
+    assert text.endswith(f"The user's prompts (1):\n- \"Explain the models\": line 3 of {path}\n\n"
+                         f"Shell commands run (1):\n- `seq 1 2000`: line 29 of {path}")
