@@ -143,9 +143,9 @@ def _reinjected_files(t: Any, boundary: int) -> list[str]:
     return out
 
 
-def probed(t: Any, messages: Sequence[Any], redactor: Any) -> tuple[list[Probed], list[dict]]:
-    """The probes of ``messages`` (a view's), redacted as a summarizer's input is, each with its line;
-    and the messages so redacted."""
+def probed(t: Any, messages: Sequence[Any], redactor: Any) -> list[Probed]:
+    """The probes of ``messages`` (the view of ``t``) that the hooks list, taken from the messages
+    redacted as a summarizer's input is, each with the transcript line it came from."""
     api = [m.api() for m in messages]
     if redactor.enabled:
         api = redactor.messages(api)
@@ -159,7 +159,7 @@ def probed(t: Any, messages: Sequence[Any], redactor: Any) -> tuple[list[Probed]
                 continue
             m = messages[origins[(kind, text)]]
             out.append(Probed(kind, text, t.line_no(m.entries[0]) if m.entries else 0))
-    return out, api
+    return out
 
 
 def _open_errors(messages: Sequence[dict]) -> list[str]:
@@ -230,7 +230,7 @@ def pre_compact(hook: HookInput, policy: Any) -> str:
     if hook.transcript_path is None:
         return _fit(head)
     t = _read(hook.transcript_path)
-    items, _ = probed(t, t.view().messages, _redactor(policy))
+    items = probed(t, t.view().messages, _redactor(policy))
     if not items:
         return _fit(head)
     keep = ("The summary must keep each of these, as written (ctxkit checks after the compaction which of "
@@ -253,7 +253,7 @@ def session_start(hook: HookInput, policy: Any) -> dict[str, Any] | None:
     redactor = _redactor(policy)
     written = _written_compaction(t, hook.transcript_path)
     if written is None:
-        items, _ = probed(t, t.view().messages, redactor)
+        items = probed(t, t.view().messages, redactor)
         lost = items
         head = (f"ctxkit: Claude Code just compacted this conversation. Its summary may not keep what follows, "
                 f"{len(lost)} thing{'s' if len(lost) != 1 else ''} the conversation held (ctxkit's retention probes, docs/retention.md); here they are, "
@@ -261,7 +261,7 @@ def session_start(hook: HookInput, policy: Any) -> dict[str, Any] | None:
                 "transcript at the line given.\n\n")
     else:
         before, boundary = written
-        items, _ = probed(before, before.view().messages, redactor)
+        items = probed(before, before.view().messages, redactor)
         lost = _not_held(items, t, boundary, redactor)
         head = (f"ctxkit: the compaction dropped {len(lost)} of the {len(items)} things the conversation before it "
                 "held that ctxkit's retention probes look for (docs/retention.md). Get back what the work still "
