@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,12 @@ from ctxkit.cli.main import app
 from ctxkit.integrations.claude_code_settings import ENTRIES, SettingsError, merged, unmerged
 
 OURS = {event: group for event, group in ENTRIES}
+
+
+@pytest.fixture(autouse=True)
+def ctxkit_on_path(monkeypatch):
+    """The ``ctxkit`` command beside this interpreter is on the PATH (else install warns)."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
 
 SETTINGS = [
     pytest.param("{}", id="empty-object"),
@@ -158,3 +166,13 @@ def test_a_symlinked_settings_file_is_edited_through_the_link(runner, tmp_path):
     assert runner.invoke(app, ["hooks", "uninstall"]).exit_code == 0
     assert link.is_symlink()
     assert target.read_bytes() == original
+
+
+def test_install_warns_when_claude_code_would_not_find_ctxkit(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    r = runner.invoke(app, ["hooks", "install"])
+    assert r.exit_code == 0
+    assert r.stderr == (f"installed: '{tmp_path / '.claude' / 'settings.json'}'\n"
+                        "ctxkit: warning: no 'ctxkit' command on this PATH: Claude Code runs the hooks as 'ctxkit "
+                        "hooks ...', so put the folder of ctxkit's command (the virtualenv's bin) on the PATH it "
+                        "starts with\n")

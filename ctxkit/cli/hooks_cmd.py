@@ -13,7 +13,7 @@ import typer
 
 from ..errors import CtxkitError, PolicyError, UsageError
 from ..quoting import clip
-from .app import PolicyOpt, app, handle_errors, stderr_console
+from .app import PolicyOpt, app, handle_errors, print_warnings, stderr_console
 from .conventions import CtxkitApp
 
 hooks_app = CtxkitApp(help="Claude Code hooks: ctxkit steers Claude Code's own compactions (PreCompact's "
@@ -43,9 +43,14 @@ def install(project: ProjectOpt = False, user: UserOpt = False) -> None:
     Code runs 'ctxkit hooks pre-compact' and 'ctxkit hooks session-start': the ctxkit command must be found
     where Claude Code looks for commands.
     """
+    import shutil
+
     from ..integrations.claude_code_settings import install as install_hooks
 
     stderr_console().print(install_hooks(_settings(project, user)).message(), markup=False)
+    if shutil.which("ctxkit") is None:
+        print_warnings(["no 'ctxkit' command on this PATH: Claude Code runs the hooks as 'ctxkit hooks ...', "
+                        "so put the folder of ctxkit's command (the virtualenv's bin) on the PATH it starts with"])
 
 
 @hooks_app.command("uninstall")
