@@ -177,3 +177,21 @@ def test_session_start_measures_a_compaction_claude_code_wrote(runner, tmp_path)
     assert text.startswith("ctxkit: the compaction dropped 2 of the 4 things the conversation before it held")
     assert text.endswith(f"The user's prompts (1):\n- \"Explain the models\": line 3 of {path}\n\n"
                          f"Shell commands run (1):\n- `seq 1 2000`: line 29 of {path}")
+
+
+def test_beside_a_ctxkit_store_session_start_gives_the_expand_command_that_restores_it(runner, tmp_path):
+    big = "\n".join(f"test_case_{k} PASSED in 0.0{k % 10}s" for k in range(4000))
+    turns = [Turn("Run the whole test suite", [[Call("Bash", {"command": "pytest -v"}, big)]])]
+    path = write(tmp_path / "s.jsonl", conversation(turns))
+    r = runner.invoke(app, ["compact", str(path), "-o", str(path), "--policy", "no-llm",
+                            "--stage", "tool-result-budget"])
+    assert r.exit_code == 0, r.stderr
+    assert big not in path.read_text()  # the output went to the store beside the session
+    r = runner.invoke(app, ["hooks", "session-start"], input=hook_input("SessionStart", path, tmp_path,
+                                                                       source="compact"))
+    text = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    store = tmp_path / ".ctxkit"
+    assert text.endswith(f"Outputs ctxkit moved to its store ({store}) are put back by: ctxkit expand {path} -o FILE")
+    r = runner.invoke(app, ["expand", str(path), "-o", str(tmp_path / "full.jsonl")])
+    assert r.exit_code == 0, r.stderr
+    assert json.dumps(big)[1:-1] in (tmp_path / "full.jsonl").read_text()
