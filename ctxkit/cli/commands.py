@@ -297,7 +297,10 @@ def _render_stats(data: dict) -> None:
     if data["tokens_source"] == "usage":
         parts = f"{data['tokens_reported']:,} reported by the API + {data['tokens_estimated']:,} {data['estimator']} estimate"
     else:
-        parts = f"{data['tokens_estimated']:,} {data['estimator']} estimate + {data['tokens_overhead']:,} overhead"
+        scale = data.get("tokens_estimate_scale", 1.0)
+        times = f" x {scale:.3f}" if scale != 1.0 else ""
+        kind = "calibrated overhead" if data.get("tokens_overhead_source") == "calibrated" else "overhead"
+        parts = f"{data['tokens_estimated']:,} {data['estimator']} estimate{times} + {data['tokens_overhead']:,} {kind}"
     head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({parts}), level: {data['level']}",
                  show_header=True)
     head.add_column("threshold")
