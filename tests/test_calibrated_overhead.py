@@ -104,3 +104,17 @@ def test_a_calibration_counts_a_smaller_view_as_fewer_tokens():
         assert all(calibration.count(n) >= calibration.count(n - 1) for n in range(1, 2_000, 7))
     assert Calibration.from_json({"tokens": -1}) is None and Calibration.from_json({"tokens": 5, "scale": 2}) is None
     assert Calibration.from_json(Calibration.of(20_000, 30_000).to_json()) == Calibration.of(20_000, 30_000)
+
+
+def test_the_window_fit_check_uses_the_sessions_own_system_prompt_and_tools(runner, tmp_path):
+    """A 100,000-token window fits the default policy with 10,000 tokens of overhead, not with the ~25,000 this
+    session's usage implies: compact refuses before any work, naming that figure (lint's check, on the run's basis)."""
+    path = _session(tmp_path, {"input_tokens": 40_000, "output_tokens": 10})
+    overhead = _stats(runner, str(path))["tokens_calibration"]["tokens"]
+    r = runner.invoke(app, ["compact", str(path), "--context-window", "100000", "-o", "out.jsonl", "--store", "st2"])
+    assert r.exit_code == 2
+    assert f"and about {overhead:,} of system prompt and tools): it would compact again every turn" in r.stderr
+    assert not Path("out.jsonl").exists()
+    r = runner.invoke(app, ["compact", str(path), "--context-window", "100000", "-o", "out.jsonl", "--store", "st2",
+                            "--set", "overhead_tokens=10000"])
+    assert r.exit_code == 0, r.stderr

@@ -96,6 +96,16 @@ class Context:
             self.calibrated_overhead = count.calibration
         return count
 
+    def session_overhead(self, t: Transcript) -> int:
+        """The system prompt and tools as the counts of ``t`` have them: what its usage implies (0 when the
+        estimator counts the view above the usage: the calibration scales instead), else the overhead its
+        count adds (a calibration kept by an earlier run, or the policy's ``overhead_tokens``, which a policy
+        file or ``--set`` naming it makes the answer)."""
+        if self.policy.explicit("overhead_tokens"):
+            return self.policy.overhead_tokens
+        count = self.view_tokens(t)
+        return count.calibration.overhead if count.calibration is not None else count.overhead
+
     def estimator_name(self) -> str:
         """The estimator that really counts: the policy's, or ``rough`` once it has fallen back."""
         return "rough" if self.tokens.degraded else self.tokens.name
