@@ -161,3 +161,24 @@ def test_records_not_shaped_as_the_api_s_are_not_read(corpus_session, tmp_path, 
     assert r.exit_code == 0, r.output
     messages = json.loads(r.stdout)["messages"]
     assert all(isinstance(b, dict) for m in messages for b in as_blocks(m)["content"])
+
+
+@pytest.mark.parametrize("text", [5, {"a": 1}])
+@pytest.mark.parametrize("command", [["simulate"], ["view", "--to", "anthropic-request"], ["report", "-o", "{out}"]])
+def test_a_recorded_text_block_whose_text_is_no_string_is_not_read(corpus_session, tmp_path, runner, text, command):
+    """The fuzzer's crash (exit 4 in simulate, view and report): a recorded blob whose text block holds a
+    number or an object is no API message; request_records leaves it out and the commands go on."""
+    lines = open(corpus_session("multi-prompt"), encoding="utf-8").read().splitlines(keepends=True)
+    for k, line in enumerate(lines):
+        entry = json.loads(line)
+        if entry.get("type") == "api-request-blob":
+            content = entry["message"]["content"]
+            entry["message"]["content"] = [{**b, "text": text} if b.get("type") == "text" else b
+                                           for b in content] if isinstance(content, list) \
+                else [{"type": "text", "text": text}]
+            lines[k] = json.dumps(entry) + "\n"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    assert request_records(read_transcript(path)).blobs == {}
+    r = runner.invoke(app, [*(a.replace("{out}", str(tmp_path / "r.html")) for a in command), str(path)])
+    assert r.exit_code == 0, r.output

@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 from .claude_code_chain import entry_type, indexes_of
 from .model import Transcript
+from .shapes import ANTHROPIC, Bad
 
 RECORD_TYPES = ("api-request-shape", "api-request-blob", "api-request")
 #: The salt of Claude Code's billing fingerprint (three characters of the first prompt, hashed with it).
@@ -100,10 +101,15 @@ def billing_header(version: str, entrypoint: str, first_text: str) -> str:
 
 def api_shaped_message(message: Any) -> bool:
     """Whether a recorded message has the API's shape: a role (``system`` too: Claude Code sends the
-    environment as a system-role message) and a string or a list of blocks."""
-    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+    environment as a system-role message) and a string or a list of blocks, each block as the reader
+    checks a message's (a text block's text a string, ...)."""
+    if not isinstance(message, dict):
         return False
-    return _blocks_or_string(message.get("content"))
+    try:
+        ANTHROPIC.check(message)
+    except Bad:
+        return False
+    return True
 
 
 def _blocks_or_string(content: Any) -> bool:
