@@ -1,0 +1,90 @@
+"""ctxkit.integrations.langchain: a LangChain v1 agent (``create_agent``) with ``CtxkitMiddleware``,
+driven by LangChain's own fake chat model through a long, tool-heavy run (tests/agent_scenario.py)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("langchain.agents", reason="the langchain extra is not installed (pip install -e '.[test]')")
+
+from agent_scenario import NOW, PERSISTED, STEPS, SUMMARY, bash_output, command, unpaired_openai, write_policy
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_openai_messages
+from langchain_core.tools import tool
+
+from ctxkit.integrations.langchain import CtxkitMiddleware
+from ctxkit.tokens import make_counter
+
+
+class ToolCallingFakeModel(GenericFakeChatModel):
+    """LangChain's scripted fake chat model, able to take tools (``create_agent`` binds them) and
+    keeping every request it was sent."""
+
+    received: list = []
+
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.received.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def script() -> list[AIMessage]:
+    calls = [AIMessage("", tool_calls=[{"name": "Bash", "args": {"command": command(i)}, "id": f"call_{i}"}],
+                       usage_metadata={"input_tokens": 1000 + 800 * i, "output_tokens": 40, "total_tokens": 1040 + 800 * i})
+             for i in range(STEPS)]
+    return [*calls, AIMessage("Every worker finished its batches.")]
+
+
+@tool("Bash")
+def bash(command: str) -> str:
+    """Run a shell command."""
+    return bash_output(command)
+
+
+def run_agent(middleware: list) -> tuple[ToolCallingFakeModel, list]:
+    model = ToolCallingFakeModel(messages=iter(script()), received=[])
+    agent = create_agent(model, [bash], system_prompt="You look after the workers.", middleware=middleware)
+    result = agent.invoke({"messages": [HumanMessage("Check every worker's log.")]}, {"recursion_limit": 4 * STEPS})
+    return model, result["messages"]
+
+
+def tokens(request: list) -> int:
+    return make_counter("rough").count_messages(convert_to_openai_messages(request))
+
+
+@pytest.fixture
+def managed_run(tmp_path):
+    middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
+    model, state = run_agent([middleware])
+    return middleware, model, state
+
+
+def test_the_model_is_sent_fewer_tokens_than_without_the_middleware(managed_run):
+    _, managed, _ = managed_run
+    plain, _ = run_agent([])
+    assert len(managed.received) == len(plain.received) == STEPS + 1
+    assert sum(map(tokens, managed.received)) < 0.8 * sum(map(tokens, plain.received))
+    assert tokens(managed.received[-1]) < tokens(plain.received[-1]) / 2
+
+
+def test_the_model_receives_persisted_outputs_then_a_summary_never_an_unpaired_call(managed_run):
+    _, model, _ = managed_run
+    for i, request in enumerate(model.received):
+        assert not unpaired_openai(convert_to_openai_messages(request)), f"request {i}"
+    texts = [[m.text for m in request] for request in model.received]
+    assert any(PERSISTED in t for t in texts[4])  # worker 3's 7,000 characters, persisted with a preview
+    first_summary = next(i for i, t in enumerate(texts) if t[0].startswith(SUMMARY))
+    assert 0 < first_summary < STEPS
+    assert all(t[0].startswith(SUMMARY) for t in texts[first_summary:])
+
+
+def test_the_agent_state_keeps_every_output_and_restore_gives_the_originals_back(managed_run):
+    middleware, model, state = managed_run
+    outputs = [m for m in state if isinstance(m, ToolMessage)]
+    assert [m.content for m in outputs] == [bash_output(command(i)) for i in range(STEPS)]
+    before_summary = model.received[STEPS // 2]
+    assert any(PERSISTED in m.text for m in before_summary)
+    restored = middleware.restore(before_summary)
+    assert convert_to_openai_messages(restored) == convert_to_openai_messages(state[:len(restored)])
