@@ -17,8 +17,8 @@ from ctxkit.tokens import make_counter
 
 
 class ToolCallingFakeModel(GenericFakeChatModel):
-    """LangChain's scripted fake chat model, able to take tools (``create_agent`` binds them) and
-    keeping every request it was sent."""
+    """LangChain's scripted fake chat model, able to take tools (``create_agent`` binds them), keeping
+    every request it was sent and reporting its usage as a provider would (the rough count of it)."""
 
     received: list = []
 
@@ -27,12 +27,15 @@ class ToolCallingFakeModel(GenericFakeChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         self.received.append(list(messages))
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        sent = tokens(messages)
+        result.generations[0].message.usage_metadata = {"input_tokens": sent, "output_tokens": 40,
+                                                        "total_tokens": sent + 40}
+        return result
 
 
 def script() -> list[AIMessage]:
-    calls = [AIMessage("", tool_calls=[{"name": "Bash", "args": {"command": command(i)}, "id": f"call_{i}"}],
-                       usage_metadata={"input_tokens": 1000 + 800 * i, "output_tokens": 40, "total_tokens": 1040 + 800 * i})
+    calls = [AIMessage("", tool_calls=[{"name": "Bash", "args": {"command": command(i)}, "id": f"call_{i}"}])
              for i in range(STEPS)]
     return [*calls, AIMessage("Every worker finished its batches.")]
 
@@ -74,17 +77,22 @@ def test_the_model_receives_persisted_outputs_then_a_summary_never_an_unpaired_c
     for i, request in enumerate(model.received):
         assert not unpaired_openai(convert_to_openai_messages(request)), f"request {i}"
     texts = [[m.text for m in request] for request in model.received]
+    assert texts[0][0] == "You look after the workers."  # the system prompt, then the messages
     assert any(PERSISTED in t for t in texts[4])  # worker 3's 7,000 characters, persisted with a preview
-    first_summary = next(i for i, t in enumerate(texts) if t[0].startswith(SUMMARY))
+    first_summary = next(i for i, t in enumerate(texts) if t[1].startswith(SUMMARY))
     assert 0 < first_summary < STEPS
-    assert all(t[0].startswith(SUMMARY) for t in texts[first_summary:])
+    assert all(t[0] == "You look after the workers." and t[1].startswith(SUMMARY) for t in texts[first_summary:])
 
 
 def test_the_agent_state_keeps_every_output_and_restore_gives_the_originals_back(managed_run):
     middleware, model, state = managed_run
     outputs = [m for m in state if isinstance(m, ToolMessage)]
     assert [m.content for m in outputs] == [bash_output(command(i)) for i in range(STEPS)]
-    before_summary = model.received[STEPS // 2]
+    before_summary = model.received[STEPS // 2][1:]  # what the model was sent after the system prompt
     assert any(PERSISTED in m.text for m in before_summary)
     restored = middleware.restore(before_summary)
     assert convert_to_openai_messages(restored) == convert_to_openai_messages(state[:len(restored)])
+    last = model.received[-1][1:]  # a summary, then the turns since
+    assert last[0].text.startswith(SUMMARY)
+    restored = middleware.restore(last)
+    assert convert_to_openai_messages(restored) == convert_to_openai_messages(state[:-1])  # all but the answer
