@@ -2,6 +2,10 @@
 driven by LangChain's own fake chat model through a long, tool-heavy run (tests/agent_scenario.py)."""
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+
 import pytest
 
 pytest.importorskip("langchain.agents", reason="the langchain extra is not installed (pip install -e '.[test]')")
@@ -96,3 +100,19 @@ def test_the_agent_state_keeps_every_output_and_restore_gives_the_originals_back
     assert last[0].text.startswith(SUMMARY)
     restored = middleware.restore(last)
     assert convert_to_openai_messages(restored) == convert_to_openai_messages(state[:-1])  # all but the answer
+
+
+def test_an_async_agent_is_sent_the_same_requests(managed_run, tmp_path):
+    """``ainvoke`` goes through ``awrap_model_call`` and ``aprepare``: the same decisions, the same bytes."""
+    _, sync_model, _ = managed_run
+    store = tmp_path / "async" / ".ctxkit"
+    middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(store), now=NOW)
+    model = ToolCallingFakeModel(messages=iter(script()), received=[])
+    agent = create_agent(model, [bash], system_prompt="You look after the workers.", middleware=[middleware])
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage("Check every worker's log.")]}, {"recursion_limit": 4 * STEPS}))
+    sent_async = json.dumps([convert_to_openai_messages(r) for r in model.received])
+    sent_sync = json.dumps([convert_to_openai_messages(r) for r in sync_model.received])
+    assert PERSISTED in sent_async and SUMMARY in sent_async
+    # the same bytes but for where the store is (and so the hash of an archive that names it)
+    blob = re.compile(r"blobs/[0-9a-f]{2}/[0-9a-f]{64}")
+    assert blob.sub("BLOB", sent_async.replace(str(store), str(tmp_path / ".ctxkit"))) == blob.sub("BLOB", sent_sync)
