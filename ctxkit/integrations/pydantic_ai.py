@@ -1,11 +1,15 @@
 """Pydantic AI: ``CtxkitHistoryProcessor``, a history processor that manages what the model is sent.
 
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import ProcessHistory
     from ctxkit.integrations.pydantic_ai import CtxkitHistoryProcessor
 
-    agent = Agent(model, history_processors=[CtxkitHistoryProcessor(policy="default", store=".ctxkit")])
+    ctxkit_history = CtxkitHistoryProcessor(policy="default", store=".ctxkit")
+    agent = Agent(model, capabilities=[ProcessHistory(ctxkit_history)])
 
-Before each model request Pydantic AI passes the history to its processors and continues the run
+(Pydantic AI 2 takes history processors as the ``ProcessHistory`` capability; the
+``history_processors`` argument of version 1 is gone.) Before each model request Pydantic AI
+passes the history to its processors and continues the run
 with what they return, so the run's history *is* the managed one: a persisted output's preview
 or a summary replaces what it stands for there too. The originals are in the store, and
 ``processor.restore(messages)`` puts them back (``result.all_messages()`` included). Each
@@ -161,15 +165,19 @@ class CtxkitHistoryProcessor:
         self.manager = manager or ContextManager(policy=policy, store=store, model=model,
                                                  context_window=context_window, now=now)
         self._last_recorded: ModelResponse | None = None
+        self._prepared = False
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        # the newest response answers what this processor prepared last (a new processor, on a history
+        # from before it, has nothing to attribute a usage to)
         responses = [m for m in messages if isinstance(m, ModelResponse)]
-        if responses and responses[-1] is not self._last_recorded:
+        if self._prepared and responses and responses[-1] is not self._last_recorded:
             self._last_recorded = responses[-1]
             if usage := usage_of(responses[-1]):
                 self.manager.record_usage(usage)
         system = "\n\n".join(p.content for p in system_parts(messages)) or None
         managed = await self.manager.aprepare(to_dicts(messages), system=system)
+        self._prepared = True
         return from_dicts(managed, messages)
 
     def restore(self, messages: list[ModelMessage]) -> list[ModelMessage]:

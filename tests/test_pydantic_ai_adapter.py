@@ -1,0 +1,97 @@
+"""ctxkit.integrations.pydantic_ai: a Pydantic AI agent with ``CtxkitHistoryProcessor``, driven by
+Pydantic AI's own ``FunctionModel`` through a long, tool-heavy run (tests/agent_scenario.py)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed (pip install -e '.[test]')")
+
+from agent_scenario import (
+    NOW,
+    PERSISTED,
+    STEPS,
+    SUMMARY,
+    bash_output,
+    command,
+    unpaired_anthropic,
+    write_policy,
+)
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.usage import RequestUsage, UsageLimits
+
+from ctxkit.integrations.pydantic_ai import CtxkitHistoryProcessor, system_parts, to_dicts
+from ctxkit.tokens import make_counter
+
+SYSTEM = "You look after the workers."
+PROMPT = "Check every worker's log."
+
+
+def tokens(messages) -> int:
+    return make_counter("rough").count_messages(to_dicts(messages))
+
+
+def run_agent(processors: list) -> tuple[list, list]:
+    """The requests the model was sent, and the run's history at the end."""
+    received: list = []
+
+    def model(messages, info) -> ModelResponse:
+        received.append(list(messages))
+        i = len(received) - 1
+        usage = RequestUsage(input_tokens=tokens(messages), output_tokens=40)
+        if i < STEPS:
+            return ModelResponse([ToolCallPart("Bash", {"command": command(i)}, tool_call_id=f"call_{i}")], usage=usage)
+        return ModelResponse([TextPart("Every worker finished its batches.")], usage=usage)
+
+    agent = Agent(FunctionModel(model), system_prompt=SYSTEM, capabilities=[ProcessHistory(p) for p in processors])
+
+    @agent.tool_plain(name="Bash")
+    def bash(command: str) -> str:
+        """Run a shell command."""
+        return bash_output(command)
+
+    result = agent.run_sync(PROMPT, usage_limits=UsageLimits(request_limit=STEPS + 5))
+    return received, result.all_messages()
+
+
+@pytest.fixture
+def managed_run(tmp_path):
+    processor = CtxkitHistoryProcessor(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
+    received, history = run_agent([processor])
+    return processor, received, history
+
+
+def test_the_model_is_sent_persisted_outputs_then_a_summary_fewer_tokens_calls_paired(managed_run):
+    _, received, _ = managed_run
+    plain, _ = run_agent([])
+    assert len(received) == len(plain) == STEPS + 1
+    assert sum(map(tokens, received)) < 0.8 * sum(map(tokens, plain))
+    for i, request in enumerate(received):
+        assert not unpaired_anthropic(to_dicts(request)), f"request {i}"
+        assert [p.content for p in system_parts(request)] == [SYSTEM], f"request {i}"  # kept first, once
+    text = [str(to_dicts(request)) for request in received]
+    assert PERSISTED in text[4]  # worker 3's 7,000 characters, persisted with a preview
+    first_summary = next(i for i, t in enumerate(text) if SUMMARY in t)
+    assert 0 < first_summary < STEPS
+    assert all(to_dicts(r)[0]["content"][0]["text"].startswith(SUMMARY) for r in received[first_summary:])
+
+
+def test_unchanged_messages_are_the_original_objects(managed_run):
+    _, received, _ = managed_run
+    first = received[0][0]
+    assert isinstance(first, ModelRequest) and received[1][0] is first  # the prompt, as the run made it
+    call = received[2][1]
+    assert isinstance(call, ModelResponse) and call.usage.input_tokens > 0  # its usage and timestamp kept
+
+
+def test_restore_gives_the_run_its_original_history_back(managed_run):
+    processor, _, history = managed_run
+    assert SUMMARY in str(to_dicts(history))  # Pydantic AI keeps what the processor returned
+    restored = processor.restore(history)
+    outputs = [p.content for m in restored for p in getattr(m, "parts", ()) if isinstance(p, ToolReturnPart)]
+    assert outputs == [bash_output(command(i)) for i in range(STEPS)]
+    assert [p.tool_name for m in restored for p in m.parts if isinstance(p, ToolReturnPart)] == ["Bash"] * STEPS
+    assert not unpaired_anthropic(to_dicts(restored))
+    assert to_dicts(restored)[0]["content"][0]["text"] == PROMPT
