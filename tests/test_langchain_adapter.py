@@ -25,6 +25,7 @@ class ToolCallingFakeModel(GenericFakeChatModel):
     every request it was sent and reporting its usage as a provider would (the rough count of it)."""
 
     received: list = []
+    overhead: int = 0  # what the provider counts besides the messages (tool definitions, say)
 
     def bind_tools(self, tools, **kwargs):
         return self
@@ -32,7 +33,7 @@ class ToolCallingFakeModel(GenericFakeChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         self.received.append(list(messages))
         result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        sent = tokens(messages)
+        sent = tokens(messages) + self.overhead
         result.generations[0].message.usage_metadata = {"input_tokens": sent, "output_tokens": 40,
                                                         "total_tokens": sent + 40}
         return result
@@ -50,8 +51,8 @@ def bash(command: str) -> str:
     return bash_output(command)
 
 
-def run_agent(middleware: list) -> tuple[ToolCallingFakeModel, list]:
-    model = ToolCallingFakeModel(messages=iter(script()), received=[])
+def run_agent(middleware: list, overhead: int = 0) -> tuple[ToolCallingFakeModel, list]:
+    model = ToolCallingFakeModel(messages=iter(script()), received=[], overhead=overhead)
     agent = create_agent(model, [bash], system_prompt="You look after the workers.", middleware=middleware)
     result = agent.invoke({"messages": [HumanMessage("Check every worker's log.")]}, {"recursion_limit": 4 * STEPS})
     return model, result["messages"]
@@ -116,3 +117,16 @@ def test_an_async_agent_is_sent_the_same_requests(managed_run, tmp_path):
     # the same bytes but for where the store is (and so the hash of an archive that names it)
     blob = re.compile(r"blobs/[0-9a-f]{2}/[0-9a-f]{64}")
     assert blob.sub("BLOB", sent_async.replace(str(store), str(tmp_path / ".ctxkit"))) == blob.sub("BLOB", sent_sync)
+
+
+def first_summary(model: ToolCallingFakeModel) -> int:
+    return next(i for i, request in enumerate(model.received) if request[1].text.startswith(SUMMARY))
+
+
+def test_the_usage_the_model_reports_counts(managed_run, tmp_path):
+    """The middleware records each answer's ``usage_metadata``: a model that counts 8,000 more tokens
+    than the messages reaches the threshold, and is sent a summary, sooner."""
+    _, honest, _ = managed_run
+    middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(tmp_path / "heavy"), now=NOW)
+    heavy, _ = run_agent([middleware], overhead=8000)
+    assert first_summary(heavy) < first_summary(honest)

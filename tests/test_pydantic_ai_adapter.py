@@ -33,14 +33,15 @@ def tokens(messages) -> int:
     return make_counter("rough").count_messages(to_dicts(messages))
 
 
-def run_agent(processors: list) -> tuple[list, list]:
+def run_agent(processors: list, overhead: int = 0) -> tuple[list, list]:
     """The requests the model was sent, and the run's history at the end."""
     received: list = []
 
     def model(messages, info) -> ModelResponse:
         received.append(list(messages))
         i = len(received) - 1
-        usage = RequestUsage(input_tokens=tokens(messages), output_tokens=40)
+        # the usage a provider reports: the messages and what it counts besides them (tool definitions, say)
+        usage = RequestUsage(input_tokens=tokens(messages) + overhead, output_tokens=40)
         if i < STEPS:
             return ModelResponse([ToolCallPart("Bash", {"command": command(i)}, tool_call_id=f"call_{i}")], usage=usage)
         return ModelResponse([TextPart("Every worker finished its batches.")], usage=usage)
@@ -95,3 +96,16 @@ def test_restore_gives_the_run_its_original_history_back(managed_run):
     assert [p.tool_name for m in restored for p in m.parts if isinstance(p, ToolReturnPart)] == ["Bash"] * STEPS
     assert not unpaired_anthropic(to_dicts(restored))
     assert to_dicts(restored)[0]["content"][0]["text"] == PROMPT
+
+
+def first_summary(received: list) -> int:
+    return next(i for i, request in enumerate(received) if SUMMARY in str(to_dicts(request)))
+
+
+def test_the_usage_the_model_reports_counts(managed_run, tmp_path):
+    """The processor records each response's usage: a model that counts 8,000 more tokens than the
+    messages reaches the threshold, and is sent a summary, sooner."""
+    _, honest, _ = managed_run
+    processor = CtxkitHistoryProcessor(policy=write_policy(tmp_path), store=str(tmp_path / "heavy"), now=NOW)
+    heavy, _ = run_agent([processor], overhead=8000)
+    assert first_summary(heavy) < first_summary(honest)
