@@ -185,3 +185,21 @@ def test_the_library_example_prints_what_docs_library_shows(tmp_path, monkeypatc
     exec(compile(code, "docs/library.md", "exec"), {})
     assert _lines(capsys.readouterr().out) == _lines(shown)
     assert (tmp_path / "compacted.jsonl").stat().st_size > 0
+
+
+@pytest.mark.parametrize("page, framework", [("langchain.md", "langchain.agents"), ("pydantic-ai.md", "pydantic_ai"),
+                                             ("openai-agents.md", "agents")])
+def test_an_adapter_page_starts_with_an_example_that_prints_what_it_shows(page, framework, tmp_path, monkeypatch,
+                                                                          capsys):
+    """Each agent framework's page opens with a working example of about ten lines, run here with the
+    framework's real package in an empty folder."""
+    pytest.importorskip(framework, reason=f"the extra for {page} is not installed (pip install -e '.[test]')")
+    text = (DOCS / page).read_text(encoding="utf-8")
+    first_block = re.search(r"```(\w*)\n(.*?)```", text, re.S)
+    assert first_block.group(1) == "python" and len(first_block.group(2).splitlines()) <= 12
+    shown = re.search(r"it prints:\n\n```\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user policy layer
+    exec(compile(first_block.group(2), f"docs/{page}", "exec"), {})
+    assert _lines(capsys.readouterr().out) == _lines(shown)
+    assert any((tmp_path / ".ctxkit" / "blobs").rglob("*.txt"))  # the output the model was not sent in full

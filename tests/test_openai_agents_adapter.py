@@ -1,5 +1,6 @@
 """ctxkit.integrations.openai_agents: an OpenAI Agents SDK run with ``CtxkitInputFilter`` as its
-``call_model_input_filter``, driven by a ``Model`` of the test's own (the SDK ships none) through a
+``call_model_input_filter``, driven by a ``Model`` of the test's own (it reports a usage computed from what it
+is sent, which the SDK's ``agents.testing.ScriptedModel`` cannot) through a
 long, tool-heavy run (tests/agent_scenario.py)."""
 from __future__ import annotations
 
