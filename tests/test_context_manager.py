@@ -189,7 +189,7 @@ def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build
     reference = answers(calls_in_full(ContextManager(policy="no-llm", store=store, now=NOW)))
     store.rename(tmp_path / "reference")
     fast = answers(ContextManager(policy="no-llm", store=store, now=NOW))
-    for n, (want, got) in enumerate(zip(reference, fast)):
+    for n, (want, got) in enumerate(zip(reference, fast, strict=True)):
         assert got[:2] == want[:2], f"call {n + 1}"
     assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
     assert not any(incremental for _, _, incremental in reference)
