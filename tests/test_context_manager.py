@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 
 import orjson
 import pytest
@@ -158,3 +159,37 @@ def test_record_usage_before_prepare_and_a_bad_usage_are_usage_errors(tmp_path):
     cm.prepare(synthetic(2))
     with pytest.raises(UsageError, match="not an API usage"):
         cm.record_usage({"tokens": 3})
+
+
+def calls_in_full(cm: ContextManager) -> ContextManager:
+    cm._incremental = False  # every call runs on the whole conversation (the reference)
+    return cm
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), id="synthetic"),
+    pytest.param(lambda: from_corpus(1_000), id="corpus",
+                 marks=pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")),
+])
+@pytest.mark.parametrize("step", [1, 2, 5])
+def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build, step):
+    """The incremental run (ctxkit.live.incremental) is an optimisation only: call by call, on a conversation
+    that crosses the autocompact threshold, its answers are the reference's byte for byte."""
+    full = build()[:600]
+    store = tmp_path / "store"
+
+    def answers(cm: ContextManager) -> list[tuple[str, int, bool]]:
+        got = []
+        for n in range(1, len(full) + 1, step):
+            out = cm.prepare(full[:n])
+            got.append((hashlib.sha256(orjson.dumps(out)).hexdigest(), cm.reports.tokens_after, cm.reports.incremental))
+        return got
+
+    # one after the other in the same folder: the answers name the store's files (persisted outputs, histories)
+    reference = answers(calls_in_full(ContextManager(policy="no-llm", store=store, now=NOW)))
+    store.rename(tmp_path / "reference")
+    fast = answers(ContextManager(policy="no-llm", store=store, now=NOW))
+    for n, (want, got) in enumerate(zip(reference, fast, strict=True)):
+        assert got[:2] == want[:2], f"call {n + 1}"
+    assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
+    assert not any(incremental for _, _, incremental in reference)
