@@ -18,7 +18,7 @@ from agent_scenario import (
 )
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.usage import RequestUsage, UsageLimits
 
@@ -109,3 +109,26 @@ def test_the_usage_the_model_reports_counts(managed_run, tmp_path):
     processor = CtxkitHistoryProcessor(policy=write_policy(tmp_path), store=str(tmp_path / "heavy"), now=NOW)
     heavy, _ = run_agent([processor], overhead=8000)
     assert first_summary(heavy) < first_summary(honest)
+
+
+def test_a_rebuilt_message_keeps_its_text_images_and_tool_names():
+    """What a stage changed comes back from its Anthropic dict: the prompt's text and images (by URL
+    or inline) and each tool return's tool name and call id."""
+    from pydantic_ai.messages import BinaryContent, ImageUrl
+
+    from ctxkit.integrations.pydantic_ai import from_dicts
+
+    png = BinaryContent(data=b"\x89PNG\r\n\x1a\n-pixels-", media_type="image/png")
+    history = [ModelRequest([UserPromptPart(["Compare these:", ImageUrl(url="https://example.com/a.png"), png])]),
+               ModelResponse([ToolCallPart("Bash", {"command": "ls"}, tool_call_id="c1")]),
+               ModelRequest([ToolReturnPart("Bash", "a.png b.png", tool_call_id="c1"), UserPromptPart("And now?")])]
+    dicts = to_dicts(history)
+    assert [b["type"] for b in dicts[0]["content"]] == ["text", "image", "image"]
+    rebuilt = from_dicts(dicts)  # no originals: every message rebuilt
+    assert all(a is not b for a, b in zip(rebuilt, history, strict=True))
+    assert to_dicts(rebuilt) == dicts
+    prompt = rebuilt[0].parts[0].content
+    assert prompt[1].url == "https://example.com/a.png" and prompt[2].data == png.data
+    tool_return, question = rebuilt[2].parts
+    assert (tool_return.tool_name, tool_return.tool_call_id, tool_return.content) == ("Bash", "c1", "a.png b.png")
+    assert question.content == "And now?"

@@ -18,20 +18,25 @@ message, so a message no stage changed comes back as the original object; the sy
 parts go to ``prepare`` as ``system`` and stay at the start of the history. The usage of each new
 ``ModelResponse`` is recorded with ``record_usage``.
 
-What a stage rewrites is rebuilt from text: a changed tool return keeps its tool name and call id,
-and user content other than text (images, documents) is sent as the API's text of it.
+What a stage rewrites is rebuilt from its dict: a changed tool return keeps its tool name and call
+id, a user prompt its text and images; other media (documents, audio, video) are counted as a line
+naming them, and a rebuilt message carries that line instead.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 from typing import Any
 
 from pydantic_ai.messages import (
+    BinaryContent,
+    ImageUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -44,12 +49,40 @@ from ctxkit.live import ContextManager
 from ._convert import api_usage, back_to_framework, text_of
 
 
+def _user_block(item: Any) -> dict | None:
+    """One item of a user prompt as an Anthropic block: text and images as the API has them, other
+    media (documents, audio, video) as a line of text naming them (what a token count needs)."""
+    if isinstance(item, str):
+        return {"type": "text", "text": item}
+    if isinstance(item, TextContent):
+        return {"type": "text", "text": item.content}
+    if isinstance(item, ImageUrl):
+        return {"type": "image", "source": {"type": "url", "url": item.url}}
+    if isinstance(item, BinaryContent):
+        if item.is_image:
+            return {"type": "image", "source": {"type": "base64", "media_type": item.media_type,
+                                                "data": base64.b64encode(item.data).decode()}}
+        return {"type": "text", "text": f"[{item.media_type}, {len(item.data)} bytes]"}
+    if hasattr(item, "url"):
+        return {"type": "text", "text": f"[{getattr(item, 'kind', 'file')}: {item.url}]"}
+    return None  # a cache point: nothing the model reads
+
+
+def _user_item(block: dict) -> Any:
+    if block.get("type") != "image":
+        return block.get("text", "")
+    source = block.get("source") or {}
+    if source.get("type") == "url":
+        return ImageUrl(url=source["url"])
+    return BinaryContent(data=base64.b64decode(source.get("data", "")), media_type=source.get("media_type", "image/png"))
+
+
 def _request_blocks(message: ModelRequest) -> list[dict]:
     blocks: list[dict] = []
     for part in message.parts:
         if isinstance(part, UserPromptPart):
             items = [part.content] if isinstance(part.content, str) else part.content
-            blocks += [{"type": "text", "text": x if isinstance(x, str) else str(x)} for x in items]
+            blocks += [b for b in map(_user_block, items) if b is not None]
         elif isinstance(part, ToolReturnPart):
             blocks.append({"type": "tool_result", "tool_use_id": part.tool_call_id,
                            "content": part.model_response_str()})
@@ -120,12 +153,17 @@ def _from_dict(d: dict, names: dict[str, str]) -> list[ModelMessage]:
                 parts.append(ThinkingPart(b.get("thinking", ""), signature=b.get("signature") or None))
         return [ModelResponse(parts)]
     parts = []
-    for b in blocks:
-        if b.get("type") == "tool_result":
+    prompt: list[Any] = []  # the blocks of one user prompt: text and images between tool results
+    for b in [*blocks, None]:
+        if b is not None and b.get("type") in ("text", "image"):
+            prompt.append(_user_item(b))
+            continue
+        if prompt:
+            parts.append(UserPromptPart(prompt[0] if len(prompt) == 1 and isinstance(prompt[0], str) else prompt))
+            prompt = []
+        if b is not None and b.get("type") == "tool_result":
             parts.append(ToolReturnPart(names.get(b["tool_use_id"], ""), text_of(b.get("content")),
                                         tool_call_id=b["tool_use_id"]))
-        elif b.get("type") == "text":
-            parts.append(UserPromptPart(b["text"]))
     return [ModelRequest(parts)]
 
 
