@@ -123,3 +123,20 @@ def test_restore_gives_every_original_back(managed_run):
     assert chat(restored) == chat(items[:-1])  # the whole run but the final answer
     outputs = [i["output"] for i in restored if i.get("type") == "function_call_output"]
     assert outputs == [bash_output(command(i)) for i in range(STEPS)]
+
+
+def test_items_without_a_chat_form_travel_with_the_next_message():
+    """Reasoning and a hosted tool's call (a web search) have no chat form: they are not lost, they go
+    with the message after them, as the very same items."""
+    from ctxkit.integrations.openai_agents import from_dicts
+
+    items = [{"role": "user", "content": "Find the release notes."},
+             {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "search first"}]},
+             {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "notes"}},
+             {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+              "content": [{"type": "output_text", "text": "Found them.", "annotations": []}]}]
+    pairs = to_pairs(items)
+    assert [d["role"] for d, _ in pairs] == ["user", "assistant"]
+    assert pairs[1][1] == items[1:]
+    back = from_dicts([d for d, _ in pairs], items)
+    assert len(back) == len(items) and all(a is b for a, b in zip(back, items, strict=True))

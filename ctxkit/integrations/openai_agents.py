@@ -15,15 +15,15 @@ lost. ``hooks`` (a ``RunHooks``) records each response's usage with ``record_usa
 alone is not told it.
 
 An assistant message and the function calls that follow it are one chat message, so they are
-managed together; a reasoning item goes with the message after it (the Chat Completions API has
-no place for it). With a server-side conversation (``conversation_id``, ``previous_response_id``)
+managed together; an item the Chat Completions format has no place for (reasoning, a hosted tool's
+call such as a web search) goes with the message after it. With a server-side conversation (``conversation_id``, ``previous_response_id``)
 the server holds the history and the SDK sends only new items: use ctxkit without one.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from agents import RunHooks
+from agents import RunHooks, UserError
 from agents.models.chatcmpl_converter import Converter
 from agents.run_config import CallModelData, ModelInputData
 
@@ -35,9 +35,12 @@ from ._convert import api_usage, back_to_framework, text_of
 def to_pairs(items: list[Any]) -> list[tuple[dict, list[Any]]]:
     """Each chat message with the input items it was made from."""
     pairs: list[tuple[dict, list[Any]]] = []
-    pending: list[Any] = []  # items with no chat message of their own (reasoning): they go with the next one
+    pending: list[Any] = []  # items with no chat message of their own: they go with the next one
     for item in items:
-        converted = Converter.items_to_messages([item])
+        try:
+            converted = Converter.items_to_messages([item])
+        except UserError:  # a hosted tool's call (web search, file search, ...), an item reference
+            converted = []
         if not converted:
             pending.append(item)
             continue
