@@ -62,8 +62,10 @@ def tokens(request: list) -> int:
     return make_counter("rough").count_messages(convert_to_openai_messages(request))
 
 
-@pytest.fixture
-def managed_run(tmp_path):
+@pytest.fixture(scope="module")
+def managed_run(tmp_path_factory):
+    """One managed run, which the tests below look at from several sides."""
+    tmp_path = tmp_path_factory.mktemp("managed")
     middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
     model, state = run_agent([middleware])
     return middleware, model, state
@@ -105,7 +107,7 @@ def test_the_agent_state_keeps_every_output_and_restore_gives_the_originals_back
 
 def test_an_async_agent_is_sent_the_same_requests(managed_run, tmp_path):
     """``ainvoke`` goes through ``awrap_model_call`` and ``aprepare``: the same decisions, the same bytes."""
-    _, sync_model, _ = managed_run
+    sync_middleware, sync_model, _ = managed_run
     store = tmp_path / "async" / ".ctxkit"
     middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(store), now=NOW)
     model = ToolCallingFakeModel(messages=iter(script()), received=[])
@@ -116,7 +118,7 @@ def test_an_async_agent_is_sent_the_same_requests(managed_run, tmp_path):
     assert PERSISTED in sent_async and SUMMARY in sent_async
     # the same bytes but for where the store is (and so the hash of an archive that names it)
     blob = re.compile(r"blobs/[0-9a-f]{2}/[0-9a-f]{64}")
-    assert blob.sub("BLOB", sent_async.replace(str(store), str(tmp_path / ".ctxkit"))) == blob.sub("BLOB", sent_sync)
+    assert blob.sub("BLOB", sent_async.replace(str(store), str(sync_middleware.manager.store_dir))) == blob.sub("BLOB", sent_sync)
 
 
 def first_summary(model: ToolCallingFakeModel) -> int:

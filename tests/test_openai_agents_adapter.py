@@ -74,8 +74,10 @@ def run_agent(ctxkit_filter: CtxkitInputFilter | None, overhead: int = 0) -> tup
     return model, result.to_input_list()
 
 
-@pytest.fixture
-def managed_run(tmp_path):
+@pytest.fixture(scope="module")
+def managed_run(tmp_path_factory):
+    """One managed run, which the tests below look at from several sides."""
+    tmp_path = tmp_path_factory.mktemp("managed")
     ctxkit_filter = CtxkitInputFilter(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
     model, items = run_agent(ctxkit_filter)
     return ctxkit_filter, model, items

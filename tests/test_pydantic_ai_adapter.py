@@ -57,8 +57,10 @@ def run_agent(processors: list, overhead: int = 0) -> tuple[list, list]:
     return received, result.all_messages()
 
 
-@pytest.fixture
-def managed_run(tmp_path):
+@pytest.fixture(scope="module")
+def managed_run(tmp_path_factory):
+    """One managed run, which the tests below look at from several sides."""
+    tmp_path = tmp_path_factory.mktemp("managed")
     processor = CtxkitHistoryProcessor(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
     received, history = run_agent([processor])
     return processor, received, history
