@@ -193,3 +193,31 @@ def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build
         assert got[:2] == want[:2], f"call {n + 1}"
     assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
     assert not any(incremental for _, _, incremental in reference)
+
+
+def test_a_caller_that_keeps_the_managed_list_goes_on_from_it(tmp_path):
+    """An agent that replaces its history by what prepare returned (and appends to that) is not started over."""
+    full = synthetic(12, size=500, big_every=3)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    managed = cm.prepare(full[:7])
+    assert managed != full[:7]  # a result went to the store
+    out = cm.prepare(managed + full[7:9])
+    assert cm.reports.new_messages == 2 and out[:7] == managed
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    assert later.prepare(managed + full[7:11])[:9] == out and later.reports.new_messages == 2
+    assert cm.restore(out) == full[:9]
+
+
+def test_a_journal_cut_short_loses_only_its_last_call(tmp_path):
+    full = synthetic(12, size=500, big_every=3)
+    store = tmp_path / "store"
+    first = ContextManager(policy="no-llm", store=store, now=NOW)
+    first.prepare(full[:5])
+    kept = first.prepare(full[:7])
+    first.prepare(full[:9])
+    first.close()
+    [journal] = (store / "live").iterdir()
+    journal.write_bytes(journal.read_bytes()[:-10])  # killed while writing the last call's record
+    later = ContextManager(policy="no-llm", store=store, now=NOW)
+    again = later.prepare(full[:9])
+    assert later.reports.new_messages == 2 and again[:7] == kept

@@ -161,8 +161,8 @@ class ContextManager:
         if done is not None:
             added, result, estimate = done
             keep = len(state.out)
-            state.out = state.out + added
-            state.out_msgs = state.out_msgs + [orjson.loads(line) for line in added]
+            state.out.extend(added)
+            state.out_msgs.extend(orjson.loads(line) for line in added)
         else:
             ctx = self._context(state, system, tools)  # afresh: nothing of the tail run's counts
             try:
@@ -178,15 +178,19 @@ class ContextManager:
         # else the call only froze what it sent in full ("seen" records): they are kept with the next flush
         # (at the latest when the manager is closed or the interpreter exits); lost in a crash, the same
         # decisions are made again from the same messages
+        # what a run keeps by identity (the views it counted, the fingerprints it took) is this run's only
+        self._base.tokens.forget_views()
+        self._store.digests.clear()
         new_seen = [digest(line) for line in new]
-        state.seen = state.seen + new_seen
+        state.seen.extend(new_seen)
         state.refs = list(messages)
         state.sent_estimate = estimate
         self._state = state
-        if keep:
+        if keep and not state.rewrite:
             journal.append(self._store, state, new_seen, keep, added)
         else:
             journal.rewrite(self._store, state)
+            state.rewrite = False
         self.reports = CallReport.of(result, new_messages=len(new), given=len(messages),
                                      incremental=done is not None)
         return list(state.out_msgs)
@@ -201,7 +205,8 @@ class ContextManager:
                 return state
             n = len(state.out_msgs)
             if n <= len(messages) and messages[:n] == state.out_msgs:
-                return dataclasses.replace(state, refs=list(messages[:n]), seen=[digest(x) for x in state.out])
+                return dataclasses.replace(state, refs=list(messages[:n]), seen=[digest(x) for x in state.out],
+                                           out=list(state.out), out_msgs=list(state.out_msgs), rewrite=True)
         stored = journal.load(self._store, state_key(line_of(messages[0], 0, "prepare")))
         if stored is not None and stored.fmt == fmt and stored.starts(messages):
             return stored
@@ -230,7 +235,7 @@ class ContextManager:
 def _named(exc: TranscriptError, ours: int, start: int) -> TranscriptError:
     """A bad line of a call's transcript, named by the caller's message number (1-based)."""
     line = exc.line - ours + start if exc.line > ours else exc.line
-    text = str(exc).split(": ", 1)[-1]
+    text = str(exc).split(": ", 1)[-1].split(" (use --on-bad-line")[0]
     return TranscriptError(SOURCE_NAME, line, text)
 
 

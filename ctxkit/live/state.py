@@ -55,6 +55,8 @@ class LiveState:
     sent_estimate: int = 0
     #: tokens beyond the messages' estimate that a request holds, as the last recorded usage showed
     overhead: int | None = None
+    #: the journal no longer says what ``seen`` holds (the caller handed back the managed list): written afresh
+    rewrite: bool = False
 
     def starts(self, given: list[Any]) -> bool:
         """Whether ``given`` starts with every message seen: the same objects (or equal ones) in
