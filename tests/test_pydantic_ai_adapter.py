@@ -2,6 +2,8 @@
 Pydantic AI's own ``FunctionModel`` through a long, tool-heavy run (tests/agent_scenario.py)."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed (pip install -e '.[test]')")
@@ -134,3 +136,24 @@ def test_a_rebuilt_message_keeps_its_text_images_and_tool_names():
     tool_return, question = rebuilt[2].parts
     assert (tool_return.tool_name, tool_return.tool_call_id, tool_return.content) == ("Bash", "c1", "a.png b.png")
     assert question.content == "And now?"
+
+
+def test_a_persisted_tool_return_keeps_its_message_and_what_the_api_has_no_place_for(tmp_path):
+    """Pydantic AI continues with what the processor returns: a request whose tool return was persisted
+    is the original request with that content changed (its run id, metadata and other parts kept), and
+    a response of parts the Messages API has no place for (a provider's own web search) stays."""
+    from pydantic_ai.messages import NativeToolCallPart, NativeToolReturnPart
+
+    processor = CtxkitHistoryProcessor(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
+    search = ModelResponse([NativeToolCallPart("web_search", {"query": "worker logs"}, tool_call_id="ws1"),
+                            NativeToolReturnPart("web_search", "3 results", tool_call_id="ws1")])
+    big = bash_output(command(3))
+    history = [ModelRequest([UserPromptPart(PROMPT)]), search,
+               ModelResponse([ToolCallPart("Bash", {"command": command(3)}, tool_call_id="c1")]),
+               ModelRequest([ToolReturnPart("Bash", big, tool_call_id="c1")], run_id="run-1", metadata={"k": "v"})]
+    managed = asyncio.run(processor(history))
+    assert managed[:3] == history[:3] and managed[1] is search
+    persisted = managed[3]
+    assert (persisted.run_id, persisted.metadata, persisted.timestamp) == ("run-1", {"k": "v"}, history[3].timestamp)
+    assert persisted.parts[0].tool_name == "Bash" and persisted.parts[0].content.startswith(PERSISTED)
+    assert processor.restore(managed)[3].parts[0].content == big

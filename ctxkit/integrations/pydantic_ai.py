@@ -18,9 +18,11 @@ message, so a message no stage changed comes back as the original object; the sy
 parts go to ``prepare`` as ``system`` and stay at the start of the history. The usage of each new
 ``ModelResponse`` is recorded with ``record_usage``.
 
-What a stage rewrites is rebuilt from its dict: a changed tool return keeps its tool name and call
-id, a user prompt its text and images; other media (documents, audio, video) are counted as a line
-naming them, and a rebuilt message carries that line instead.
+A request whose tool returns a stage persisted or cleared is the original with their new content;
+anything else a stage rewrote is rebuilt from its dict (a tool return keeps its tool name and call
+id, a user prompt its text and images; other media are counted as a line naming them). Parts the
+Messages API has no place for stay in their message, uncounted; a message of only such parts goes
+with the next message.
 """
 from __future__ import annotations
 
@@ -77,22 +79,28 @@ def _user_item(block: dict) -> Any:
     return BinaryContent(data=base64.b64decode(source.get("data", "")), media_type=source.get("media_type", "image/png"))
 
 
-def _request_blocks(message: ModelRequest) -> list[dict]:
-    blocks: list[dict] = []
-    for part in message.parts:
+def _aligned_blocks(message: ModelRequest) -> list[tuple[dict, int]]:
+    """The request's Anthropic blocks, each with the index of the part it was made from. Parts the
+    Messages API has no place for (system prompt parts, Pydantic AI's own bookkeeping parts) make none."""
+    blocks: list[tuple[dict, int]] = []
+    for k, part in enumerate(message.parts):
         if isinstance(part, UserPromptPart):
             items = [part.content] if isinstance(part.content, str) else part.content
-            blocks += [b for b in map(_user_block, items) if b is not None]
+            blocks += [(b, k) for b in map(_user_block, items) if b is not None]
         elif isinstance(part, ToolReturnPart):
-            blocks.append({"type": "tool_result", "tool_use_id": part.tool_call_id,
-                           "content": part.model_response_str()})
+            blocks.append(({"type": "tool_result", "tool_use_id": part.tool_call_id,
+                            "content": part.model_response_str()}, k))
         elif isinstance(part, RetryPromptPart):
             if part.tool_name is None:
-                blocks.append({"type": "text", "text": part.model_response()})
+                blocks.append(({"type": "text", "text": part.model_response()}, k))
             else:
-                blocks.append({"type": "tool_result", "tool_use_id": part.tool_call_id,
-                               "content": part.model_response(), "is_error": True})
+                blocks.append(({"type": "tool_result", "tool_use_id": part.tool_call_id,
+                                "content": part.model_response(), "is_error": True}, k))
     return blocks
+
+
+def _request_blocks(message: ModelRequest) -> list[dict]:
+    return [b for b, _ in _aligned_blocks(message)]
 
 
 def _response_blocks(message: ModelResponse) -> list[dict]:
@@ -108,16 +116,48 @@ def _response_blocks(message: ModelResponse) -> list[dict]:
     return blocks
 
 
+def _dict_of(m: ModelMessage) -> dict:
+    return ({"role": "user", "content": _request_blocks(m)} if isinstance(m, ModelRequest)
+            else {"role": "assistant", "content": _response_blocks(m)})
+
+
 def _pairs(messages: list[ModelMessage]) -> list[tuple[dict, list[ModelMessage]]]:
-    """Each message with its Anthropic dict; a request holding only system prompt parts has none
-    (they go to ``prepare`` as ``system``)."""
-    out = []
+    """Each message with its Anthropic dict. A message with nothing the API has a place for (a request
+    of system prompt parts only: they go to ``prepare`` as ``system``) goes with the next message."""
+    out: list[tuple[dict, list[ModelMessage]]] = []
+    pending: list[ModelMessage] = []
     for m in messages:
-        d = ({"role": "user", "content": _request_blocks(m)} if isinstance(m, ModelRequest)
-             else {"role": "assistant", "content": _response_blocks(m)})
+        d = _dict_of(m)
         if d["content"]:
-            out.append((d, [m]))
+            out.append((d, [*pending, m]))
+            pending = []
+        else:
+            pending.append(m)
+    if pending and out:
+        out[-1][1].extend(pending)
     return out
+
+
+def _signature(d: dict) -> tuple:
+    content = d["content"] if isinstance(d["content"], list) else ()
+    return d["role"], tuple((b.get("type"), b.get("tool_use_id") or b.get("id")) for b in content)
+
+
+def _patched(d: dict, originals: list[ModelMessage]) -> list[ModelMessage] | None:
+    """An original request with only its tool returns changed (persisted, cleared): the original with
+    their new content, every other part and field kept. None when the change is another."""
+    request = originals[-1]
+    if not isinstance(request, ModelRequest):
+        return None
+    aligned = _aligned_blocks(request)
+    parts = list(request.parts)
+    for (old, k), new in zip(aligned, d["content"], strict=True):
+        if old == new:
+            continue
+        if new.get("type") != "tool_result" or not isinstance(parts[k], ToolReturnPart):
+            return None
+        parts[k] = dataclasses.replace(parts[k], content=text_of(new.get("content")))
+    return [*originals[:-1], dataclasses.replace(request, parts=parts)]
 
 
 def to_dicts(messages: list[ModelMessage]) -> list[dict]:
@@ -169,10 +209,17 @@ def _from_dict(d: dict, names: dict[str, str]) -> list[ModelMessage]:
 
 def from_dicts(dicts: list[dict], originals: list[ModelMessage] = ()) -> list[ModelMessage]:
     """Anthropic message dicts as Pydantic AI messages; a dict equal to one made from ``originals`` is
-    that message. The originals' system prompt parts stay first in the history."""
+    that message, one that differs from it only in tool results is that message with their new
+    content. The originals' system prompt parts stay first in the history."""
     names = _tool_names(originals, dicts)
-    out = back_to_framework(_pairs(originals), dicts,
-                            lambda d: _from_dict(d, names))
+    pairs = _pairs(originals)
+    same_shape = {_signature(d): objects for d, objects in pairs}
+
+    def convert(d: dict) -> list[ModelMessage]:
+        shaped = same_shape.get(_signature(d))
+        return (shaped and _patched(d, shaped)) or _from_dict(d, names)
+
+    out = back_to_framework(pairs, dicts, convert)
     system = system_parts(originals)
     if system and not system_parts(out):
         first = next((i for i, m in enumerate(out) if isinstance(m, ModelRequest)), None)
