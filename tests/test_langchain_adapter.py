@@ -91,6 +91,15 @@ def test_the_model_receives_persisted_outputs_then_a_summary_never_an_unpaired_c
     assert all(t[0] == "You look after the workers." and t[1].startswith(SUMMARY) for t in texts[first_summary:])
 
 
+def test_a_persisted_output_is_its_tool_message_with_the_preview(managed_run):
+    """The model is sent the agent's own ToolMessage (its id, name and status) with the preview as content."""
+    _, model, state = managed_run
+    sent = next(m for m in model.received[4] if isinstance(m, ToolMessage) and PERSISTED in m.text)
+    kept = next(m for m in state if isinstance(m, ToolMessage) and m.tool_call_id == sent.tool_call_id)
+    assert sent is not kept and sent.content != kept.content
+    assert (sent.id, sent.name, sent.status) == (kept.id, "Bash", kept.status) and kept.id
+
+
 def test_the_agent_state_keeps_every_output_and_restore_gives_the_originals_back(managed_run):
     middleware, model, state = managed_run
     outputs = [m for m in state if isinstance(m, ToolMessage)]

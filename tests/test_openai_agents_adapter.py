@@ -142,3 +142,17 @@ def test_items_without_a_chat_form_travel_with_the_next_message():
     assert pairs[1][1] == items[1:]
     back = from_dicts([d for d, _ in pairs], items)
     assert len(back) == len(items) and all(a is b for a, b in zip(back, items, strict=True))
+
+
+def test_a_changed_output_is_its_item_with_the_new_output():
+    """A function call output a stage changed is the run's own item (its id and status) with the new output."""
+    from ctxkit.integrations.openai_agents import from_dicts
+
+    items = [{"role": "user", "content": PROMPT},
+             {"type": "function_call", "call_id": "c1", "name": "Bash", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "x" * 9000, "id": "fco_1", "status": "completed"}]
+    dicts = chat(items)
+    dicts[2] = {**dicts[2], "content": "[Old tool result content cleared]"}
+    back = from_dicts(dicts, items)
+    assert back[:2] == items[:2]
+    assert back[2] == {**items[2], "output": "[Old tool result content cleared]"}

@@ -17,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages, convert_to_openai_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ToolMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxkit.live import ContextManager
@@ -31,9 +37,19 @@ def to_dicts(messages: list[BaseMessage]) -> list[dict]:
 
 
 def from_dicts(dicts: list[dict], originals: list[BaseMessage] = ()) -> list[BaseMessage]:
-    """OpenAI chat dicts as LangChain messages; a dict equal to one made from ``originals`` is that message."""
+    """OpenAI chat dicts as LangChain messages; a dict equal to one made from ``originals`` is that
+    message, a tool result whose content a stage changed is its original with the new content (id,
+    name, artifact kept)."""
     pairs = [(convert_to_openai_messages(m), [m]) for m in originals]
-    return back_to_framework(pairs, dicts, lambda d: convert_to_messages([d]))
+    tool_messages = {m.tool_call_id: m for m in originals if isinstance(m, ToolMessage)}
+
+    def convert(d: dict) -> list[BaseMessage]:
+        original = tool_messages.get(d.get("tool_call_id")) if d.get("role") == "tool" else None
+        if original is not None:
+            return [original.model_copy(update={"content": d.get("content")})]
+        return convert_to_messages([d])
+
+    return back_to_framework(pairs, dicts, convert)
 
 
 def usage_of(message: Any) -> dict | None:

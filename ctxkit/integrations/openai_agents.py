@@ -93,8 +93,18 @@ def from_dict(d: dict) -> list[dict]:
 
 
 def from_dicts(dicts: list[dict], originals: list[Any] = ()) -> list[Any]:
-    """Chat dicts as input items; a dict equal to one made from ``originals`` is those items."""
-    return back_to_framework(to_pairs(originals), dicts, from_dict)
+    """Chat dicts as input items; a dict equal to one made from ``originals`` is those items, a tool
+    result whose content a stage changed is its original item with the new output (id, status kept)."""
+    outputs = {item["call_id"]: item for item in originals
+               if isinstance(item, dict) and item.get("type") == "function_call_output"}
+
+    def convert(d: dict) -> list[Any]:
+        original = outputs.get(d.get("tool_call_id")) if d.get("role") == "tool" else None
+        if original is not None:
+            return [{**original, "output": from_dict(d)[0]["output"]}]
+        return from_dict(d)
+
+    return back_to_framework(to_pairs(originals), dicts, convert)
 
 
 class _UsageHooks(RunHooks):
