@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import itertools
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -30,19 +33,25 @@ def tokens(cm: ContextManager) -> tuple[int, int]:
 
 def grow(cm: ContextManager, full: list[dict], start: int = 3, step: int = 2):
     """prepare on ``full[:n]`` for n growing by ``step``: yields (given, returned, report) of each call,
-    checking that the given list is left as it was and that what comes back is a valid request."""
-    for n in range(start, len(full) + 1, step):
+    checking that what comes back is a valid request and (every tenth call) that the given list is left
+    as it was."""
+    for call, n in enumerate(range(start, len(full) + 1, step)):
         given = full[:n]
-        before = copy.deepcopy(given)
+        before = copy.deepcopy(given) if call % 10 == 0 else None
         out = cm.prepare(given)
-        assert given == before, "prepare changed the caller's messages"
+        assert before is None or given == before, "prepare changed the caller's messages"
         assert pairing_problems(out) == [], pairing_problems(out)[:3]
         yield given, out, cm.reports
 
 
+def size(messages: list[dict]) -> int:
+    """What a list weighs as JSON: a token count's proxy that depends on no ctxkit code."""
+    return len(orjson.dumps(messages))
+
+
 def check_growing_conversation(cm: ContextManager, full: list[dict]) -> dict:
-    """The 'Done when' of issue 31 on one conversation: fewer tokens, a byte-identical prefix until a
-    stage that crosses a threshold applies, every original back."""
+    """The 'Done when' of issue 31 on one conversation: fewer tokens sent than given, a byte-identical
+    prefix from call to call until a stage that crosses a threshold applies, every original back."""
     previous: list[bytes] | None = None
     thresholds = 0
     last = None
@@ -54,12 +63,10 @@ def check_growing_conversation(cm: ContextManager, full: list[dict]) -> dict:
             thresholds += 1
         previous, last = lines, (given, out, report)
     given, out, report = last
-    assert report.tokens_after < report.tokens_before or len(out) < len(given) or out != given
+    assert size(out) < 0.8 * size(given)
     back = cm.restore(out)
     assert back == given, "restore did not give back every original"
     return {"thresholds": thresholds, "given": len(given), "sent": len(out)}
-
-
 def test_a_growing_tool_heavy_conversation_is_sent_smaller_with_a_frozen_prefix(tmp_path):
     full = synthetic(150, size=6_000, big_every=25)
     cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
@@ -72,10 +79,10 @@ def test_a_growing_tool_heavy_conversation_is_sent_smaller_with_a_frozen_prefix(
 
 @pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")
 def test_a_long_conversation_from_the_corpus(tmp_path):
-    full = from_corpus(1_000)
+    full = from_corpus(1_000)[:1_000]
     cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
-    seen = check_growing_conversation(cm, full[:400])
-    assert seen["sent"] <= seen["given"]
+    seen = check_growing_conversation(cm, full)
+    assert 1 <= seen["thresholds"] <= 5 and seen["sent"] < seen["given"]
 
 
 def test_big_tool_results_go_to_the_store_and_stay_there_across_calls(tmp_path):
@@ -166,16 +173,18 @@ def calls_in_full(cm: ContextManager) -> ContextManager:
     return cm
 
 
-@pytest.mark.parametrize("build", [
-    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), id="synthetic"),
-    pytest.param(lambda: from_corpus(1_000), id="corpus",
-                 marks=pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")),
+CORPUS_ONLY = pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")
+
+
+@pytest.mark.parametrize("build, step", [
+    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), 1, id="synthetic-by-1"),
+    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), 3, id="synthetic-by-3"),
+    pytest.param(lambda: from_corpus(1_000)[:1_000], 4, id="corpus-by-4", marks=CORPUS_ONLY),
 ])
-@pytest.mark.parametrize("step", [1, 2, 5])
 def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build, step):
-    """The incremental run (ctxkit.live.incremental) is an optimisation only: call by call, on a conversation
-    that crosses the autocompact threshold, its answers are the reference's byte for byte."""
-    full = build()[:600]
+    """The incremental run (ctxkit.live.incremental) is an optimisation only: call by call, on conversations
+    that cross the autocompact threshold, its answers are the reference's byte for byte."""
+    full = build()
     store = tmp_path / "store"
 
     def answers(cm: ContextManager) -> list[tuple[str, int, bool]]:
@@ -193,6 +202,7 @@ def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build
         assert got[:2] == want[:2], f"call {n + 1}"
     assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
     assert not any(incremental for _, _, incremental in reference)
+    assert any(b[1] < a[1] for a, b in itertools.pairwise(fast))  # a compaction: the count went down
 
 
 def test_a_caller_that_keeps_the_managed_list_goes_on_from_it(tmp_path):
@@ -221,3 +231,17 @@ def test_a_journal_cut_short_loses_only_its_last_call(tmp_path):
     later = ContextManager(policy="no-llm", store=store, now=NOW)
     again = later.prepare(full[:9])
     assert later.reports.new_messages == 2 and again[:7] == kept
+
+
+def test_ctxkit_expand_restores_a_saved_managed_list(tmp_path):
+    """What a manager sent, saved as a message list, comes back whole through the command line too."""
+    full = synthetic(8, size=500, big_every=3)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    sent = cm.prepare(full)
+    cm.close()
+    assert sent != full
+    (tmp_path / "sent.jsonl").write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in sent))
+    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "expand", "--store", str(tmp_path / "store"),
+                           "sent.jsonl", "-o", "back.jsonl"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [orjson.loads(line) for line in (tmp_path / "back.jsonl").read_bytes().splitlines()] == full
