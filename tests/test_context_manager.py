@@ -19,6 +19,7 @@ import orjson
 import pytest
 from conftest import CC_CORPUS
 from live_conversations import from_corpus, synthetic
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit import ContextManager
 from ctxkit.errors import UsageError
@@ -245,3 +246,68 @@ def test_ctxkit_expand_restores_a_saved_managed_list(tmp_path):
                            "sent.jsonl", "-o", "back.jsonl"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [orjson.loads(line) for line in (tmp_path / "back.jsonl").read_bytes().splitlines()] == full
+
+
+def test_aprepare_summarizes_in_a_worker_thread_while_the_loop_goes_on(tmp_path, monkeypatch):
+    """The default policy's summarizer (the Anthropic SDK, against the local mock of the Messages API) runs
+    when autocompact fires; awaited, the loop serves other tasks meanwhile; the summary is made once."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    full = synthetic(60, size=6_000)
+    with MockMessagesAPI() as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        api.reply_text("<summary>1. Primary Request and Intent:\n   Fix the failing tests.</summary>", delay=1.0)
+        cm = ContextManager(policy="default", store=tmp_path / "store", now=NOW, context_window=60_000)
+
+        async def main():
+            ticks = 0
+
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.02)
+                    ticks += 1
+
+            task = asyncio.create_task(ticker())
+            out = await cm.aprepare(full)
+            task.cancel()
+            return out, ticks
+
+        out, ticks = asyncio.run(main())
+        assert "autocompact" in cm.reports.applied() and len(api.message_requests) == 1
+        assert ticks >= 20  # the loop went on during the summary's second
+        assert "Fix the failing tests." in str(out[0]) and len(out) < len(full)
+        later = cm.prepare(full + synthetic(62, size=6_000)[121:123])
+        assert later[:len(out)] == out and len(api.message_requests) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"context_window": -3}, "ContextManager: context_window must be a positive number of tokens, got -3"),
+    ({"now": 5}, "ContextManager: now must be a datetime or an ISO-8601 string, got int"),
+    ({"store": 5}, "ContextManager: store must be a path, got int"),
+    ({"model": 4}, "ContextManager: model must be a model name, got int"),
+    ({"policy": 4}, "ContextManager: policy must be a policy name, a file or a Policy, got int"),
+])
+def test_bad_arguments_are_usage_errors_naming_them(kwargs, message):
+    with pytest.raises(UsageError) as raised:
+        ContextManager(**kwargs)
+    assert str(raised.value) == message
+
+
+def test_conversations_sharing_a_system_prompt_keep_their_own_state(tmp_path):
+    """OpenAI lists often start with the same system message: each conversation still goes on in a new process."""
+    system = {"role": "system", "content": "You are a coding agent."}
+
+    def conversation(topic: str) -> list[dict]:
+        return [system, {"role": "user", "content": f"Fix {topic}."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{topic}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"call_{topic}", "content": f"{topic} failed\n" * 8_000},
+                {"role": "assistant", "content": "Looking."}, {"role": "user", "content": "Go on."}]
+
+    a, b = conversation("parser"), conversation("lexer")
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    sent_a, sent_b = cm.prepare(a[:4]), cm.prepare(b[:4])
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    assert later.prepare(a)[:4] == sent_a and later.reports.new_messages == 2
+    assert later.prepare(b)[:4] == sent_b and later.reports.new_messages == 2
