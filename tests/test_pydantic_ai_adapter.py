@@ -157,3 +157,21 @@ def test_a_persisted_tool_return_keeps_its_message_and_what_the_api_has_no_place
     assert (persisted.run_id, persisted.metadata, persisted.timestamp) == ("run-1", {"k": "v"}, history[3].timestamp)
     assert persisted.parts[0].tool_name == "Bash" and persisted.parts[0].content.startswith(PERSISTED)
     assert processor.restore(managed)[3].parts[0].content == big
+
+
+def test_a_next_run_on_the_managed_history_is_sent_the_same_prefix(managed_run):
+    """``message_history=result.all_messages()`` continues the conversation: the processor knows its own
+    output, so the next run's first request starts with the very bytes the last one was sent (the
+    provider's cache stays warm), and the new prompt follows."""
+    processor, received, history = managed_run
+    sent: list = []
+
+    def model(messages, info) -> ModelResponse:
+        sent.append(list(messages))
+        return ModelResponse([TextPart("All of them.")])
+
+    agent = Agent(FunctionModel(model), system_prompt=SYSTEM, capabilities=[ProcessHistory(processor)])
+    agent.run_sync("Which workers were slow?", message_history=history)
+    before, now = to_dicts(received[-1]), to_dicts(sent[0])
+    assert now[:len(before)] == before and SUMMARY in str(before)
+    assert now[-1]["content"][-1]["text"] == "Which workers were slow?"
