@@ -64,11 +64,12 @@ def bash(command: str) -> str:
     return bash_output(command)
 
 
-def run_agent(ctxkit_filter: CtxkitInputFilter | None, overhead: int = 0) -> tuple[ScriptedModel, list]:
+def run_agent(ctxkit_filter: CtxkitInputFilter | None, overhead: int = 0, tool=bash,
+              hooks: bool = True) -> tuple[ScriptedModel, list]:
     model = ScriptedModel(overhead)
-    agent = Agent(name="workers", instructions=INSTRUCTIONS, model=model, tools=[bash])
+    agent = Agent(name="workers", instructions=INSTRUCTIONS, model=model, tools=[tool])
     config = RunConfig(tracing_disabled=True, call_model_input_filter=ctxkit_filter)
-    hooks = ctxkit_filter.hooks if ctxkit_filter else None
+    hooks = ctxkit_filter.hooks if ctxkit_filter and hooks else None
     result = asyncio.run(Runner.run(agent, PROMPT, run_config=config, hooks=hooks, max_turns=STEPS + 5))
     assert result.final_output == "Every worker finished its batches."
     return model, result.to_input_list()
@@ -114,6 +115,16 @@ def test_the_usage_the_model_reports_counts(managed_run, tmp_path):
     _, honest, _ = managed_run
     ctxkit_filter = CtxkitInputFilter(policy=write_policy(tmp_path), store=str(tmp_path / "heavy"), now=NOW)
     heavy, _ = run_agent(ctxkit_filter, overhead=8000)
+    assert first_summary(heavy) < first_summary(honest)
+
+
+def test_without_the_hooks_the_tool_definitions_are_counted(managed_run, tmp_path):
+    """Before any usage is known (no hooks), the filter counts the agent's function tools: a tool with a
+    long description (as some MCP servers have) brings the summary sooner."""
+    _, honest, _ = managed_run
+    manual = function_tool(bash_output, name_override="Bash", description_override="Run a shell command. " * 1500)
+    ctxkit_filter = CtxkitInputFilter(policy=write_policy(tmp_path), store=str(tmp_path / "tools"), now=NOW)
+    heavy, _ = run_agent(ctxkit_filter, tool=manual, hooks=False)
     assert first_summary(heavy) < first_summary(honest)
 
 

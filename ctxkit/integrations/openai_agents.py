@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import RunHooks, UserError
+from agents import FunctionTool, RunHooks, UserError
 from agents.models.chatcmpl_converter import Converter
 from agents.run_config import CallModelData, ModelInputData
 
@@ -107,6 +107,14 @@ def from_dicts(dicts: list[dict], originals: list[Any] = ()) -> list[Any]:
     return back_to_framework(to_pairs(originals), dicts, convert)
 
 
+def function_tools(agent: Any) -> list[dict] | None:
+    """The agent's function tools as the API is sent them (name, description, parameters): counted as
+    the request's overhead until a usage is recorded. Hosted tools have no definition to count."""
+    tools = [{"name": t.name, "description": t.description, "parameters": t.params_json_schema}
+             for t in getattr(agent, "tools", None) or () if isinstance(t, FunctionTool)]
+    return tools or None
+
+
 class _UsageHooks(RunHooks):
     def __init__(self, manager: ContextManager):
         self.manager = manager
@@ -134,8 +142,8 @@ class CtxkitInputFilter:
 
     async def __call__(self, data: CallModelData) -> ModelInputData:
         items = list(data.model_data.input)
-        managed = await self.manager.aprepare([d for d, _ in to_pairs(items)],
-                                              system=data.model_data.instructions)
+        managed = await self.manager.aprepare([d for d, _ in to_pairs(items)], system=data.model_data.instructions,
+                                              tools=function_tools(data.agent))
         return ModelInputData(input=from_dicts(managed, items), instructions=data.model_data.instructions)
 
     def restore(self, items: list[Any]) -> list[Any]:
