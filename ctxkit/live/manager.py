@@ -152,6 +152,7 @@ class ContextManager:
         if state is not None and len(state.seen) == len(messages):
             self.reports = CallReport.nothing(len(messages))  # the same messages as last time: the same answer
             state.refs = list(messages)
+            self._state = state
             return list(state.out_msgs)
         start = len(state.seen) if state is not None else 0
         new = [line_of(messages[i], i, "prepare") for i in range(start, len(messages))]
