@@ -321,3 +321,12 @@ def test_conversations_sharing_a_system_prompt_keep_their_own_state(tmp_path):
     later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
     assert later.prepare(a)[:4] == sent_a and later.reports.new_messages == 2
     assert later.prepare(b)[:4] == sent_b and later.reports.new_messages == 2
+
+
+def test_a_bad_item_after_many_good_calls_is_still_named(tmp_path):
+    full = synthetic(40, size=200)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    cm.prepare(full[:75])
+    with pytest.raises(UsageError, match="^prepare: message 78 must be a dict, got str$"):
+        cm.prepare([*full[:77], "oops"])
+    assert cm.prepare(full[:77])[:75] == cm.prepare(full[:75])  # nothing of the bad call was kept
