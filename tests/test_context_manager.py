@@ -330,3 +330,12 @@ def test_a_bad_item_after_many_good_calls_is_still_named(tmp_path):
     with pytest.raises(UsageError, match="^prepare: message 78 must be a dict, got str$"):
         cm.prepare([*full[:77], "oops"])
     assert cm.prepare(full[:77])[:75] == cm.prepare(full[:75])  # nothing of the bad call was kept
+
+
+def test_the_store_stays_where_it_was_named_when_the_agent_changes_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cm = ContextManager(policy="no-llm", store=".ctxkit", now=NOW)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    sent = cm.prepare(synthetic(3, size=500, big_every=2))
+    assert str(tmp_path / ".ctxkit" / "blobs") in str(sent) and not (tmp_path / "elsewhere" / ".ctxkit").exists()

@@ -67,7 +67,7 @@ class ContextManager:
             raise UsageError(str(exc).replace("make_context: store_dir", "ContextManager: store", 1)
                              .replace("make_context:", "ContextManager:", 1)) from None
         require_trusted_estimator(self.policy)
-        self.store_dir = Path(store)
+        self.store_dir = Path(store).absolute()  # where it is now: the agent may change its working folder later
         self._store = Store(self.store_dir)
         self._pipeline = compile_pipeline(self.policy)
         # what every call's Context starts from: the counter (and its cache), the clock, the warnings
