@@ -190,9 +190,11 @@ def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build
 
     def answers(cm: ContextManager) -> list[tuple[str, int, bool]]:
         got = []
-        for n in range(1, len(full) + 1, step):
+        for call, n in enumerate(range(1, len(full) + 1, step)):
             out = cm.prepare(full[:n])
             got.append((hashlib.sha256(orjson.dumps(out)).hexdigest(), cm.reports.tokens_after, cm.reports.incremental))
+            if call % 5 == 4:  # now and then the API's word on what was sent: a system prompt of 3,000 tokens
+                cm.record_usage({"input_tokens": 3_000 + size(out) // 4, "output_tokens": 50})
         return got
 
     # one after the other in the same folder: the answers name the store's files (persisted outputs, histories)
@@ -204,6 +206,14 @@ def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build
     assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
     assert not any(incremental for _, _, incremental in reference)
     assert any(b[1] < a[1] for a, b in itertools.pairwise(fast))  # a compaction: the count went down
+
+
+def test_a_new_manager_given_what_the_last_one_was_given_answers_the_same(tmp_path):
+    full = synthetic(8, size=500, big_every=3)
+    sent = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW).prepare(full[:13])
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    assert later.prepare(full[:13]) == sent and not later.reports.ran
+    assert later.prepare(full)[:13] == sent and later.reports.incremental and later.reports.new_messages == 4
 
 
 def test_a_caller_that_keeps_the_managed_list_goes_on_from_it(tmp_path):
@@ -311,3 +321,21 @@ def test_conversations_sharing_a_system_prompt_keep_their_own_state(tmp_path):
     later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
     assert later.prepare(a)[:4] == sent_a and later.reports.new_messages == 2
     assert later.prepare(b)[:4] == sent_b and later.reports.new_messages == 2
+
+
+def test_a_bad_item_after_many_good_calls_is_still_named(tmp_path):
+    full = synthetic(40, size=200)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    cm.prepare(full[:75])
+    with pytest.raises(UsageError, match="^prepare: message 78 must be a dict, got str$"):
+        cm.prepare([*full[:77], "oops"])
+    assert cm.prepare(full[:77])[:75] == cm.prepare(full[:75])  # nothing of the bad call was kept
+
+
+def test_the_store_stays_where_it_was_named_when_the_agent_changes_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cm = ContextManager(policy="no-llm", store=".ctxkit", now=NOW)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    sent = cm.prepare(synthetic(3, size=500, big_every=2))
+    assert str(tmp_path / ".ctxkit" / "blobs") in str(sent) and not (tmp_path / "elsewhere" / ".ctxkit").exists()
