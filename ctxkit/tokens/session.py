@@ -1,7 +1,7 @@
 """The policy as it applies to one session: the session's own model, output limit and cache lifetime
 where the policy makes no choice of its own.
 
-A session records which model it talks to (:func:`ctxkit.transcript.claude_code_session.recorded_settings`). Budgets,
+A session records which model it talks to (:func:`ctxkit.transcript.claude_code.session.recorded_settings`). Budgets,
 thresholds, token counts, request bodies and simulated costs all depend on that model, so they must
 use it — not the schema's default model (``claude-sonnet-4-5``, 32,000 output tokens) that a policy
 which never names a model carries. A policy file or ``--set`` that names ``model`` (or
@@ -24,7 +24,7 @@ import dataclasses
 from types import MappingProxyType
 
 from ..policy.model import SESSION_ORIGIN, Policy
-from ..transcript.claude_code_session import RecordedSettings, recorded_settings
+from ..transcript.claude_code.session import RecordedSettings, recorded_settings
 from ..transcript.model import Transcript
 from .models import model_info
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..transcript.claude_code_chain import entry_type
-from ..transcript.claude_code_records import RECORD_HANDLERS, RECORD_TYPE
+from ..transcript.claude_code.chain import entry_type
+from ..transcript.claude_code.records import RECORD_HANDLERS, RECORD_TYPE
 from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
 from .counters import TokenCounter, message_key

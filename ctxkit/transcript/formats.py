@@ -4,9 +4,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from . import claude_code, plain
+from .claude_code import projection as claude_code
 from .lineindex import LineIndex
 from .model import Transcript
+from .plain import messages as plain
 from .view import View
 
 FORMATS = ("claude-code", "anthropic", "openai")

@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from ..errors import TranscriptError, UsageError
 from ..quoting import quote, quote_id
-from .claude_code import NAME as CLAUDE_CODE
+from .claude_code.projection import NAME as CLAUDE_CODE
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
 from .lineindex import LineIndex

@@ -8,7 +8,7 @@ from ..errors import UsageError
 from ..quoting import quote
 from .jsonl import dumps
 from .model import Transcript
-from .plain import to_openai
+from .plain.messages import to_openai
 
 
 def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,

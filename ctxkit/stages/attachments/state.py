@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
 from ...side_files import MISSING, UNREADABLE, SideFileError, read_side_text
-from ...transcript import claude_code, claude_code_chain, claude_code_session
+from ...transcript.claude_code import chain as claude_code_chain
+from ...transcript.claude_code import projection as claude_code
+from ...transcript.claude_code import session as claude_code_session
 from ...transcript.view import PROMPT, View
 
 if TYPE_CHECKING:

@@ -39,7 +39,8 @@ import orjson
 from ...confined import BLOB_NAME, Refused
 from ...errors import CtxkitError
 from ...summarize.prompt import CONTINUATION_PREFIX, continuation_message
-from ...transcript import claude_code_chain, claude_code_entries
+from ...transcript.claude_code import chain as claude_code_chain
+from ...transcript.claude_code import entries as claude_code_entries
 from ...transcript.edits import NewMessage, append_messages, plain_message, replace_plain_range
 from ...transcript.model import Transcript
 from ...transcript.shapes import problem

@@ -24,8 +24,8 @@ from ...api_rules import limits, rule
 from ...errors import TranscriptError
 from ...media import decode_base64, image_size, pdf_pages
 from ...quoting import bare_id
-from ...transcript.claude_code_chain import CONVERSATION_TYPES, active_entries, uuid_index
-from ...transcript.claude_code_metas import Metas
+from ...transcript.claude_code.chain import CONVERSATION_TYPES, active_entries, uuid_index
+from ...transcript.claude_code.metas import Metas
 from ...transcript.jsonl import parse_line
 from ...transcript.lineindex import BAD, SIDECHAIN
 from ...transcript.model import Transcript

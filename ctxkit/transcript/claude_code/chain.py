@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from .claude_code_metas import Meta, Metas
-from .claude_code_records import records
-from .lineindex import BAD, SIDECHAIN, LineIndex
-from .model import Transcript
+from ..lineindex import BAD, SIDECHAIN, LineIndex
+from ..model import Transcript
+from .metas import Meta, Metas
+from .records import records
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
 
@@ -67,7 +67,7 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     what the walk reads (:func:`_walk_key`): stage edits rewrite content blocks, never the chain."""
     chain = t.memo.get("chain")
     if chain is None and t.replaced is not None:
-        from .claude_code_carry import carry_chain  # (a module that builds on this one)
+        from .carry import carry_chain  # (a module that builds on this one)
 
         carry_chain(t)  # tool results whose content alone changed: nothing of the walk's to compare
         chain = t.memo.get("chain")

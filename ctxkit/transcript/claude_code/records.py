@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .lineindex import BAD
-from .model import Transcript
-from .view import View
+from ..lineindex import BAD
+from ..model import Transcript
+from ..view import View
 
 RECORD_TYPE = "ctxkit-record"
 
@@ -33,7 +33,7 @@ def records(t: Transcript, kind: str | None = None) -> list[tuple[int, dict]]:
         while k >= 0:
             found.append(k)
             k = idx.types.find(marker, k + 1)
-    from .claude_code_metas import Metas  # (it reads records too)
+    from .metas import Metas  # (it reads records too)
 
     # edited or appended entries: their own type (worked out once per version, from the earlier one's)
     found = [i for i in found if i not in t.overrides] + list(Metas.of(t).records)

@@ -1,0 +1,1 @@
+"""Plain message lists: one Anthropic Messages API or OpenAI chat message per line."""
