@@ -36,6 +36,7 @@ from ...transcript.claude_code import chain as claude_code_chain
 from ...transcript.claude_code import projection as claude_code
 from ...transcript.claude_code import session as claude_code_session
 from ...transcript.view import PROMPT, View
+from .types import ATTACHMENT_TYPES
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript
@@ -347,8 +348,6 @@ def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parse
     ``parse_rendered``.
     """
     if parsers is None:
-        from . import ATTACHMENT_TYPES
-
         parsers = [cls.parse_rendered for cls in ATTACHMENT_TYPES.values()]
     warnings: list[str] = []
     env = queued = None

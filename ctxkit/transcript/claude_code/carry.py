@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..model import REPLACED_BLOCKS, Transcript
 from ..view import BlockRef, View, ViewMessage
-from .chain import content_blocks
+from .fields import content_blocks
 
 
 def loads_tools(result: dict) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ..lineindex import BAD, SIDECHAIN
 from ..model import Transcript
-from .records import RECORD_TYPE
+from .fields import RECORD_TYPE
 
 
 class Meta:
