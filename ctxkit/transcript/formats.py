@@ -1,18 +1,19 @@
 """The transcript formats ctxkit reads, and format detection: the registry's one list.
 
 Each format is a sub-package declaring a :class:`ctxkit.transcript.interface.Format`; this list is
-the order detection tries them in (the most specific shape first: a Claude Code entry is never taken
-for a message, an OpenAI ``tool`` message never for an Anthropic one).
+the order detection tries them in (the most specific shape first: a Codex rollout line, whose ``type`` a Claude Code
+entry could have, is never taken for one; a Claude Code entry never for a message; an OpenAI
+``tool`` message never for an Anthropic one).
 """
 from __future__ import annotations
 
-from . import claude_code, plain
+from . import claude_code, codex, plain
 from .interface import Format, handler, register, registered
 
-for _format in (claude_code.FORMAT, plain.OPENAI_FORMAT, plain.ANTHROPIC_FORMAT):
+for _format in (codex.FORMAT, claude_code.FORMAT, plain.OPENAI_FORMAT, plain.ANTHROPIC_FORMAT):
     register(_format)
 
-FORMATS = ("claude-code", "anthropic", "openai")
+FORMATS = ("claude-code", "anthropic", "openai", "codex")
 OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 
 

@@ -29,6 +29,7 @@ class Format(NamedTuple):
       call answered);
     - **write**: ``write``, when the format needs more than line-for-line (None: unchanged lines are
       copied byte for byte, edited ones re-serialized, appended ones last — :meth:`Transcript.write`);
+    - **check**: ``check`` rejects a line whose fields the reader relies on have the wrong type;
     - **records**: ``records`` lists the format's own bookkeeping lines ctxkit appended (index, entry),
       None when the format has no room for them (then removed lines go to the store).
     """
@@ -43,6 +44,15 @@ class Format(NamedTuple):
     keep_while_reading: Callable[[int, dict, int, dict, dict], None] | None = None
     write: Callable[[Transcript, BinaryIO, Callable[[bytes], bytes | None] | None], None] | None = None
     records: Callable[[Transcript, str | None], list[tuple[int, dict]]] | None = None
+    #: raises :class:`ctxkit.transcript.shapes.Bad` for a line whose fields the reader relies on have the
+    #: wrong type (None: the checks of :data:`ctxkit.transcript.shapes.CHECKS` by the format's name)
+    check: Callable[[dict], None] | None = None
+    #: the tokens the API reported for the response an assistant view message was made of (its entries),
+    #: for a format that records usage elsewhere than on the message (None: on the message, as Claude Code)
+    usage: Callable[[Transcript, list[int]], int | None] | None = None
+    #: the stages that know how to edit this format (None: every stage); the pipeline skips the others,
+    #: saying so, rather than write lines the agent cannot read
+    stages: frozenset[str] | None = None
 
 
 _REGISTRY: dict[str, Format] = {}
