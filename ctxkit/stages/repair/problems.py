@@ -115,8 +115,9 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
                               {"use": ref, "result": result, "tool_id": tid})
             first_line.setdefault(tid, line)
     # what the projection answered for an unanswered call, the way Claude Code does on resume: a result
-    # with no line of its own behind it
-    for m in msgs:
+    # with no line of its own behind it (a Codex rollout's: Codex answers every such call ``aborted``
+    # before each request, so it is no problem of the file)
+    for m in msgs if t.format != "codex" else ():
         if m.role != "user":
             continue
         for b, ref in zip(m.content, m.refs, strict=False):
