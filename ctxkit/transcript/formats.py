@@ -7,13 +7,13 @@ entry could have, is never taken for one; a Claude Code entry never for a messag
 """
 from __future__ import annotations
 
-from . import claude_code, codex, plain
+from . import claude_code, codex, gemini, plain
 from .interface import Format, handler, register, registered
 
-for _format in (codex.FORMAT, claude_code.FORMAT, plain.OPENAI_FORMAT, plain.ANTHROPIC_FORMAT):
+for _format in (codex.FORMAT, gemini.FORMAT, claude_code.FORMAT, plain.OPENAI_FORMAT, plain.ANTHROPIC_FORMAT):
     register(_format)
 
-FORMATS = ("claude-code", "anthropic", "openai", "codex")
+FORMATS = ("claude-code", "anthropic", "openai", "codex", "gemini")
 OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 
 

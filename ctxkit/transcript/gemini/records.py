@@ -1,0 +1,102 @@
+"""What one line of a Gemini CLI session recording is, and the conversation its lines add up to.
+
+Defined by Gemini CLI's own source (google-gemini/gemini-cli):
+``packages/core/src/services/chatRecordingTypes.ts`` (``MessageRecord``: ``id``, ``timestamp``,
+``type`` — ``user``, ``gemini``, ``info``, ``error``, ``warning`` —, ``content``; a ``gemini``
+message's ``toolCalls``, ``thoughts``, ``tokens``, ``model``; ``RewindRecord``,
+``MetadataUpdateRecord``, ``PartialMetadataRecord``) and ``loadConversationRecord`` in
+``packages/core/src/services/chatRecordingService.ts``: a first line of metadata (``sessionId``,
+``projectHash``, ...); message records upserted by ``id`` (a record with an id already seen replaces
+it where it stands); ``{"$set": {...}}`` merged into the metadata, its ``messages``, when not empty,
+being the conversation instead of the records; ``{"$rewindTo": id}`` removing that message and every
+later one (all of them when the id is unknown).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..lineindex import BAD
+from ..model import Transcript
+from ..shapes import Bad
+
+NAME = "gemini"
+MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+
+
+def looks_like(d: dict) -> bool:
+    if "role" in d or "message" in d or "uuid" in d:
+        return False
+    if isinstance(d.get("$rewindTo"), str) or isinstance(d.get("$set"), dict):
+        return True
+    if "type" not in d and isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str):
+        return True
+    return d.get("type") in MESSAGE_TYPES and isinstance(d.get("id"), str) and "content" in d
+
+
+def kind(d: dict) -> str:
+    if "$rewindTo" in d:
+        return "$rewindTo"
+    if "$set" in d:
+        return "$set"
+    typ = d.get("type")
+    if isinstance(typ, str):
+        return typ
+    if "sessionId" in d:
+        return "metadata"
+    return next((k for k in d if k.startswith("$")), "unknown")
+
+
+def check(d: dict) -> None:
+    if "$set" in d and not isinstance(d["$set"], dict):
+        exc = Bad("an object", d["$set"])
+        exc.path.append("$set")
+        raise exc
+    if d.get("type") == "gemini" and d.get("toolCalls") is not None and not isinstance(d["toolCalls"], list):
+        exc = Bad("a list", d["toolCalls"])
+        exc.path.append("toolCalls")
+        raise exc
+
+
+def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:
+    """The messages Gemini CLI loads on resume, as ``(entry holding it, record)`` (entry -1: a message of
+    a ``$set``), and notes on what was skipped."""
+    messages: dict[str, tuple[int, dict]] = {}
+    replaced: list[tuple[int, dict]] | None = None
+    notes: list[str] = []
+    unknown: dict[str, int] = {}
+    for i in range(t.n_entries):
+        if i in t.removed or (i < t.n_lines and t.lines.flags[i] & BAD):
+            continue
+        d = t.entry(i)
+        rewind = d.get("$rewindTo")
+        if isinstance(rewind, str):
+            if rewind in messages:
+                keys = list(messages)
+                for key in keys[keys.index(rewind):]:
+                    del messages[key]
+            else:
+                messages.clear()
+        elif isinstance(d.get("id"), str) and "type" in d:
+            messages[d["id"]] = (i, d)
+        elif isinstance(d.get("$set"), dict):
+            new = d["$set"].get("messages")
+            if isinstance(new, list) and new:
+                replaced = [(i, m) for m in new if isinstance(m, dict)]
+        elif not (isinstance(d.get("sessionId"), str) and "type" not in d):
+            unknown[kind(d)] = unknown.get(kind(d), 0) + 1
+    for k, n in sorted(unknown.items()):
+        notes.append(f"warning: {n} line(s) of a record type this ctxkit does not know ({k}): kept as they are, "
+                     "left out of the view")
+    return (replaced if replaced is not None else list(messages.values())), notes
+
+
+def text_of(content: Any) -> str:
+    """The text of a ``PartListUnion`` (a string, a part, or a list of them)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    return "".join(p if isinstance(p, str) else p.get("text", "") if isinstance(p, dict) and
+                   isinstance(p.get("text"), str) else "" for p in content)
