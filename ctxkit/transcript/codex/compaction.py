@@ -6,6 +6,9 @@ newest such line is the history from there on, and the lines before it are never
 ctxkit appends one and changes no earlier byte: the rollout keeps everything it held, and
 ``ctxkit expand`` takes the line out again to give back the input byte for byte.
 
+In a paginated rollout (Codex 0.145 on: every line carries an ``ordinal``), the line appended
+carries the next one, as Codex's resume requires of the last line.
+
 The replacement history is what Codex's own compaction builds (``compact::build_compacted_history``):
 the initial context (developer messages, the contextual user messages Codex writes before the first
 prompt), then the summary as a user message, then the kept tail's items as recorded.
@@ -44,9 +47,23 @@ def write_compacted(t: Transcript, view: View, keep_from: int, summary: str, tim
     lead = [x for _, _, x in items[:min(first_prompt, start)] if _is_initial_context(x)]
     summary_item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}
     replacement: list[dict[str, Any]] = [*lead, summary_item, *(x for _, _, x in items[start:])]
-    line = {"timestamp": timestamp, "type": "compacted", "payload": {"message": summary,
-                                                                     "replacement_history": replacement}}
+    line: dict[str, Any] = {"timestamp": timestamp}
+    last = _last_ordinal(t)
+    if last is not None:  # a paginated rollout (Codex 0.145 on): its resume continues from the last line's
+        line["ordinal"] = last + 1
+    line.update(type="compacted", payload={"message": summary, "replacement_history": replacement})
     return t.with_edits(append=[line])
+
+
+def _last_ordinal(t: Transcript) -> int | None:
+    """The ``ordinal`` of the rollout's last line, when it numbers its lines (``history_mode:
+    "paginated"``, Codex 0.145 on: its resume refuses a rollout whose last line has none)."""
+    for i in reversed(list(t.live_indexes())):
+        ordinal = t.entry(i).get("ordinal")
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            return ordinal
+        return None
+    return None
 
 
 def is_ctxkit_compaction(d: dict) -> bool:

@@ -19,7 +19,7 @@ NAME = "codex"
 #: ``RolloutItem`` variants (serde ``tag = "type", content = "payload"``)
 ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg",
                            "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
-                           "rollout_reference"})
+                           "rollout_reference", "token_usage_record"})
 #: ``ResponseItem`` variants (serde ``tag = "type"``): a bare line of a 0.3x rollout is one
 RESPONSE_TYPES = frozenset({"message", "reasoning", "local_shell_call", "function_call", "function_call_output",
                             "custom_tool_call", "custom_tool_call_output", "web_search_call", "tool_search_call",
