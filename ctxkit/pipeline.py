@@ -20,6 +20,7 @@ from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
 from .tokens.view_count import REWRITTEN, ViewTokens, prefix_digest
 from .transcript.edits import history_as_read
+from .transcript.interface import handler
 from .transcript.model import Transcript
 
 
@@ -37,7 +38,13 @@ class Pipeline:
         current = transcript
         # the count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)
         start = counted = ctx.view_tokens(current)
+        editable = handler(transcript.format).stages
         for stage in self.stages:
+            if editable is not None and stage.name not in editable:
+                reports.append(Report(stage.id, stage.name, "skipped", f"does not edit {transcript.format} "
+                                      f"transcripts yet (only {', '.join(sorted(editable))} does)",
+                                      counted.total, counted.total))
+                continue
             result = stage.run(current, ctx)
             # a stage that changed nothing hands back its input: its view is counted already
             after = counted if result.transcript is current else ctx.view_tokens(result.transcript)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ctxkit.reminders import reminder
 from ctxkit.transcript import read_transcript
-from ctxkit.transcript.claude_code_entries import new_uuid
+from ctxkit.transcript.claude_code.entries import new_uuid
 
 START = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
 

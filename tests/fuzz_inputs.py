@@ -131,7 +131,7 @@ def _compacted_seed(files: list[Path], work: Path, store: Path) -> list[bytes]:
     # ctxkit's other records, written by its own functions: an archive (with its blob), a snip, a collapse
     from ctxkit.store.disk import Store
     from ctxkit.transcript import read_transcript
-    from ctxkit.transcript.claude_code_entries import record_entry
+    from ctxkit.transcript.claude_code.entries import record_entry
     from ctxkit.transcript.edits import archive_entries
 
     done = work / "compacted.jsonl"

@@ -14,7 +14,7 @@ from ctxkit.cli.main import app
 from ctxkit.policy.model import Policy
 from ctxkit.reports.request import build_request
 from ctxkit.transcript import pairing_problems, read_transcript
-from ctxkit.transcript.claude_code_requests import (
+from ctxkit.transcript.claude_code.requests import (
     as_blocks,
     message_digest,
     request_records,

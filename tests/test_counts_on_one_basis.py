@@ -20,7 +20,7 @@ from conftest import CC_CORPUS, cc_sessions, public_transcripts
 
 from ctxkit.cli.main import app
 from ctxkit.transcript import read_transcript
-from ctxkit.transcript.claude_code_session import recorded_settings
+from ctxkit.transcript.claude_code.session import recorded_settings
 from ctxkit.transcript.prompts import session_prompts, slash_command
 
 SESSIONS = [p / "session.jsonl" for p in cc_sessions()] + public_transcripts()

@@ -14,7 +14,7 @@ from builders import T0, Session, iso
 
 from ctxkit import read_transcript
 from ctxkit.cli.main import app
-from ctxkit.transcript import claude_code_chain
+from ctxkit.transcript.claude_code import chain as claude_code_chain
 
 CLEARED = "[Old tool result content cleared]"
 LATER = iso(T0 + timedelta(hours=3))  # the cache is cold: microcompact clears

@@ -94,3 +94,13 @@ def test_the_library_context_is_built_like_the_cli_one(tmp_path):
     ctx = make_context(policy, store_dir=tmp_path / "store")
     assert ctx.warnings == ["unknown model 'claude-nonesuch-9': assuming a 200,000 token context window "
                             "(set context_window in the policy; did you mean 'claude-sonnet-5'?)"]
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject lists the packages the wheel holds; one left out installs a ctxkit that fails to import
+    (the Quick start installs with ``pip install .``, not in editable mode)."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "ctxkit").rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    assert found - listed == set(), f"add to [tool.setuptools] packages: {sorted(found - listed)}"

@@ -9,8 +9,9 @@ import pytest
 from builders import Call, Turn, conversation, write
 from conftest import cc_sessions
 
-from ctxkit.transcript import claude_code_chain, read_transcript
-from ctxkit.transcript.claude_code_session import SessionFacts, current_facts, session_facts
+from ctxkit.transcript import read_transcript
+from ctxkit.transcript.claude_code import chain as claude_code_chain
+from ctxkit.transcript.claude_code.session import SessionFacts, current_facts, session_facts
 from ctxkit.transcript.model import Transcript
 
 TURNS = [Turn(f"step {k}", [[Call("Bash", {"command": f"ls {k}"}, f"out {k}\n" * 20),
@@ -151,7 +152,7 @@ def test_clearing_tool_results_carries_the_view_over_with_the_new_results(tmp_pa
     t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
     before = t.view()
     cleared = _clear_results(t, every=2)
-    from ctxkit.transcript import claude_code
+    from ctxkit.transcript.claude_code import projection as claude_code
 
     built = []
     real = claude_code.build_messages
@@ -178,7 +179,7 @@ def test_results_cleared_by_whole_entries_carry_the_view_over_too(tmp_path, monk
     t.view()
     by_blocks = _clear_results(t, every=2)
     whole = t.with_edits(replace={i: by_blocks.entry(i) for i in by_blocks.overrides})
-    from ctxkit.transcript import claude_code
+    from ctxkit.transcript.claude_code import projection as claude_code
 
     built = []
     real = claude_code.build_messages
@@ -197,7 +198,7 @@ def test_replaced_blocks_that_are_more_than_new_results_build_the_view_again(tmp
     """replace_blocks says which blocks it replaced; the view is carried over only when each is a tool
     result whose content alone changed and that loads no tools (a result with tool_reference blocks
     is followed by a "Tool loaded." text): otherwise it is built again, and is the fresh view."""
-    from ctxkit.transcript import claude_code
+    from ctxkit.transcript.claude_code import projection as claude_code
     from ctxkit.transcript.edits import replace_blocks
 
     t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
@@ -248,7 +249,7 @@ def test_what_the_read_pass_keeps_is_dropped_at_each_compact_boundary(tmp_path):
 def test_edits_behind_a_boundary_are_written_as_read_and_the_view_carried_over(tmp_path, monkeypatch):
     """What a stage edited and a compaction then put behind its boundary is dropped (edits.history_as_read):
     the view is the one before, not built again, and equals a fresh projection; the lines are as read."""
-    from ctxkit.transcript import claude_code
+    from ctxkit.transcript.claude_code import projection as claude_code
     from ctxkit.transcript.edits import history_as_read, replace_blocks
 
     first = conversation(TURNS[:2])
@@ -328,7 +329,7 @@ def _routing(m):
 def test_routing_fields_of_an_edited_version_start_from_the_earlier_one_and_equal_a_fresh_reading(tmp_path):
     """A compaction makes several versions that each keep a thousand edited results: only what an edit
     changed is read again, and what comes out is what reading every edited entry gives."""
-    from ctxkit.transcript.claude_code_metas import Metas
+    from ctxkit.transcript.claude_code.metas import Metas
 
     t = read_transcript(write(tmp_path / "t.jsonl", conversation(TURNS)))
     cleared = _clear_results(t, every=1)

@@ -14,7 +14,7 @@ from ctxkit.clock import parse_instant
 from ctxkit.policy.model import Policy
 from ctxkit.reports.request import accepts_system_messages, api_messages, build_request, required_betas
 from ctxkit.transcript import pairing_problems, read_transcript
-from ctxkit.transcript.claude_code_requests import without_cache_control
+from ctxkit.transcript.claude_code.requests import without_cache_control
 from ctxkit.transcript.snip_ids import message_ids
 
 TURNS = [Turn("look at a.py", [[Call("Read", {"file_path": "/w/a.py"}, "a = 1\n")]], "a is 1."),

@@ -15,7 +15,7 @@ from ctxkit.store.disk import Store
 from ctxkit.tokens import budget_for
 from ctxkit.tokens.session import session_policy
 from ctxkit.transcript import read_transcript
-from ctxkit.transcript.claude_code_session import recorded_settings
+from ctxkit.transcript.claude_code.session import recorded_settings
 
 
 def _newest_model(path) -> str | None:
@@ -121,7 +121,7 @@ def test_message_lists_keep_the_policy(tmp_path):
 @needs_corpus
 def test_a_checkpoint_keeps_the_settings(corpus_session):
     """A run resumed from a checkpoint reads the settings of the lines it did not read again."""
-    from ctxkit.transcript.claude_code_session import SessionFacts
+    from ctxkit.transcript.claude_code.session import SessionFacts
 
     t = read_transcript(corpus_session("explore-edit"))
     kept = SessionFacts.from_json(json.loads(json.dumps(t.lines.facts.to_json())))

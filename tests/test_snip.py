@@ -15,7 +15,7 @@ from ctxkit.policy.model import Policy
 from ctxkit.reports.tool_definitions import tool_definition
 from ctxkit.stages.snip import NUDGE_HEAD, Snip, tags_enabled, unsnip
 from ctxkit.transcript import pairing_problems, read_transcript
-from ctxkit.transcript.claude_code_records import RECORD_TYPE
+from ctxkit.transcript.claude_code.records import RECORD_TYPE
 from ctxkit.transcript.edits import restore_archived
 from ctxkit.transcript.snip_ids import message_ids, parse_ids, short_id, tag_view
 

@@ -37,7 +37,7 @@ from ctxkit.stages.snip import NUDGE_HEAD, unsnip
 from ctxkit.store.disk import Store
 from ctxkit.tokens import make_counter
 from ctxkit.transcript import pairing_problems, read_transcript
-from ctxkit.transcript.claude_code_entries import new_uuid
+from ctxkit.transcript.claude_code.entries import new_uuid
 from ctxkit.transcript.edits import restore_archived
 from ctxkit.transcript.snip_ids import message_ids
 
@@ -250,7 +250,7 @@ def test_the_pipeline_gives_the_same_bytes_twice_against_the_same_store(tmp_path
 # -- the frozen prefix ------------------------------------------------------------------------------
 def _append_turn(t, entries: list[dict], fmt: str, prompt: str, when: datetime):
     """The transcript with one more turn (a prompt and a short answer) written after it."""
-    from ctxkit.transcript.claude_code_chain import leaf_uuid
+    from ctxkit.transcript.claude_code.chain import leaf_uuid
 
     stamp = when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
     if fmt == "claude-code":

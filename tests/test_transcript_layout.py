@@ -41,3 +41,25 @@ def test_collapse_names_a_notebook_call_by_its_path():
 
     assert _describe("NotebookEdit", {"notebook_path": "/w/a.ipynb", "new_source": "x"}) == "NotebookEdit /w/a.ipynb"
     assert _describe("Read", {"file_path": "/w/b.py"}) == "Read /w/b.py"
+
+
+def test_every_format_is_one_sub_package_behind_the_declared_interface():
+    """A format is a folder under ctxkit/transcript whose ``__init__`` declares its ``Format``(s), each
+    registered (detection tries them in the registry's order) and named in ``FORMATS``."""
+    import importlib
+
+    from ctxkit.transcript.formats import FORMATS, detect
+    from ctxkit.transcript.interface import Format, handler, registered
+
+    declared = []
+    for pkg in sorted(p.parent.name for p in (ROOT / "ctxkit" / "transcript").glob("*/__init__.py")):
+        module = importlib.import_module(f"ctxkit.transcript.{pkg}")
+        found = [v for v in vars(module).values() if isinstance(v, Format)]
+        assert found, f"ctxkit/transcript/{pkg}/ declares no Format"
+        declared += found
+    assert sorted(f.name for f in declared) == sorted(f.name for f in registered()) == sorted(FORMATS)
+    for f in declared:
+        assert handler(f.name) is f
+    assert detect([{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}]) == "claude-code"
+    assert detect([{"role": "tool", "tool_call_id": "c1", "content": "ok"}]) == "openai"
+    assert detect([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]) == "anthropic"

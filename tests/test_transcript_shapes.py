@@ -14,7 +14,7 @@ from builders import assistant_message, user_message, write
 from helpers import core, last_main_request
 
 from ctxkit.transcript import pairing_problems, read_transcript
-from ctxkit.transcript.claude_code import TASK_NOTIFICATION_WRAPPER, TOOL_LOADED_TEXT
+from ctxkit.transcript.claude_code.projection import TASK_NOTIFICATION_WRAPPER, TOOL_LOADED_TEXT
 from ctxkit.transcript.writer import view_messages
 
 

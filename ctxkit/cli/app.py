@@ -195,7 +195,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 # -- shared options ---------------------------------------------------------------------------------
 # Every option names what it holds (metavar) or lists its choices; tests/test_cli_conventions.py checks
 # that no help shows a Python type.
-InputFormat = Literal["auto", "claude-code", "anthropic", "openai"]
+InputFormat = Literal["auto", "claude-code", "anthropic", "openai", "codex", "gemini"]
 BadLine = Literal["fail", "skip"]
 
 InputArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for standard input.",

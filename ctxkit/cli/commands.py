@@ -193,7 +193,7 @@ def view(
     from ..stages.snip import tags_enabled
     from ..tokens.session import session_policy
     from ..transcript import read_transcript
-    from ..transcript.plain import to_openai
+    from ..transcript.plain.messages import to_openai
     from ..transcript.snip_ids import tag_view
     from ..transcript.writer import write_messages
     from .run_setup import parse_now

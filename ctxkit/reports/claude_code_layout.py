@@ -1,6 +1,6 @@
 """The messages of the next request in Claude Code's own layout, for a Claude Code transcript.
 
-With request records (Claude Code 2.1.3xx, :mod:`ctxkit.transcript.claude_code_requests`), the next
+With request records (Claude Code 2.1.3xx, :mod:`ctxkit.transcript.claude_code.requests`), the next
 request is the newest recorded one, rebuilt exactly (its digest checked against ``requestDigest``),
 followed by what the session added since, in the order Claude Code adds it:
 
@@ -25,7 +25,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from ..transcript.claude_code_requests import (
+from ..transcript.claude_code.requests import (
     RequestRecord,
     RequestRecords,
     as_blocks,

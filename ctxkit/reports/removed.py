@@ -12,7 +12,7 @@ from typing import Any
 
 from ..store.disk import Store
 from ..store.offload import content_text, load_original
-from ..transcript import claude_code_records
+from ..transcript.claude_code import records as claude_code_records
 from ..transcript.model import Transcript
 
 _ACTIONS = {"replaced": ("persisted", "tool-result-budget"), "cleared": ("cleared", "microcompact")}

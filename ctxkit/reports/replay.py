@@ -34,7 +34,7 @@ from ..stages.base import Context
 from ..store.checkpoint import output_index
 from ..store.disk import Store
 from ..transcript import read_transcript
-from ..transcript.claude_code_chain import leaf_uuid
+from ..transcript.claude_code.chain import leaf_uuid
 from ..transcript.model import Transcript
 from ..transcript.reader import Resume
 from ..transcript.view import SUMMARY

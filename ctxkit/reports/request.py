@@ -36,9 +36,9 @@ from ..reminders import as_reminder
 from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
 from ..stages.snip import snip_options
 from ..tokens import MODEL_ALIASES, budget_for
-from ..transcript import claude_code_chain
-from ..transcript.claude_code_requests import request_records
-from ..transcript.claude_code_session import recorded_settings
+from ..transcript.claude_code import chain as claude_code_chain
+from ..transcript.claude_code.requests import request_records
+from ..transcript.claude_code.session import recorded_settings
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage

@@ -128,7 +128,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..quoting import quote
-from ..transcript import claude_code_chain, claude_code_entries, claude_code_records
+from ..transcript.claude_code import chain as claude_code_chain
+from ..transcript.claude_code import entries as claude_code_entries
+from ..transcript.claude_code import records as claude_code_records
 from ..transcript.edits import NewMessage, append_messages, archive_entries, replace_plain_range, strip_thinking_after
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import message_ids, parse_ids

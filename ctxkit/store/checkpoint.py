@@ -5,7 +5,7 @@ either ctxkit writes a separate output each time, or ctxkit's output is what the
 appending to (``-o`` onto the input). With the store, before it writes the output, ``compact`` keeps
 two checkpoints: one of the bytes it read, one of the bytes it writes. Each holds the length of that file, a CRC (CRC-32C, or CRC-32 without google-crc32c) of
 each MiB of it, and what a read of it produced (the line index and the session facts of
-:mod:`ctxkit.transcript.claude_code_session`; for the input, the prompts typed before its newest
+:mod:`ctxkit.transcript.claude_code.session`; for the input, the prompts typed before its newest
 compact boundary, :class:`ctxkit.transcript.prompts.EarlierPrompts`, when this run looked for them)::
 
     STORE/checkpoints/<first line>/<length>-<id>.json
@@ -34,7 +34,8 @@ from typing import Any
 import orjson
 
 from ..confined import Refused, read_under
-from ..transcript import claude_code, claude_code_session
+from ..transcript.claude_code import projection as claude_code
+from ..transcript.claude_code import session as claude_code_session
 from ..transcript.jsonl import Source
 from ..transcript.lineindex import LineIndex, index_from_state, index_state
 from ..transcript.model import Transcript

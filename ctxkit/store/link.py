@@ -34,7 +34,9 @@ import orjson
 from ..confined import Refused, check_under
 from ..errors import UsageError
 from ..fileio import atomic_write
-from ..transcript import claude_code, claude_code_entries, claude_code_records
+from ..transcript.claude_code import entries as claude_code_entries
+from ..transcript.claude_code import projection as claude_code
+from ..transcript.claude_code import records as claude_code_records
 from ..transcript.model import Transcript
 from .disk import LEDGER, STATE, default_store_dir, is_marked_store
 from .disk import MARKER as MARKER_NAME

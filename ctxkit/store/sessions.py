@@ -6,8 +6,9 @@ plain message lists (``offload.decision_scope``).
 """
 from __future__ import annotations
 
-from ..transcript import claude_code_entries, plain
+from ..transcript.claude_code import entries as claude_code_entries
 from ..transcript.model import Transcript
+from ..transcript.plain import messages as plain
 
 
 def session_key(t: Transcript) -> str:

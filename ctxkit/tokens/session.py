@@ -1,7 +1,7 @@
 """The policy as it applies to one session: the session's own model, output limit and cache lifetime
 where the policy makes no choice of its own.
 
-A session records which model it talks to (:func:`ctxkit.transcript.claude_code_session.recorded_settings`). Budgets,
+A session records which model it talks to (:func:`ctxkit.transcript.claude_code.session.recorded_settings`). Budgets,
 thresholds, token counts, request bodies and simulated costs all depend on that model, so they must
 use it — not the schema's default model (``claude-sonnet-4-5``, 32,000 output tokens) that a policy
 which never names a model carries. A policy file or ``--set`` that names ``model`` (or
@@ -24,7 +24,8 @@ import dataclasses
 from types import MappingProxyType
 
 from ..policy.model import SESSION_ORIGIN, Policy
-from ..transcript.claude_code_session import RecordedSettings, recorded_settings
+from ..transcript.claude_code.session import RecordedSettings, recorded_settings
+from ..transcript.interface import handler
 from ..transcript.model import Transcript
 from .models import model_info
 
@@ -34,7 +35,8 @@ def session_policy(policy: Policy, transcript: Transcript | None) -> Policy:
     (see the module docstring); ``policy`` itself when the transcript records nothing to apply."""
     if transcript is None:
         return policy
-    return policy_with_settings(policy, recorded_settings(transcript))
+    own = handler(transcript.format).settings  # (a Codex or Gemini CLI session records its model its own way)
+    return policy_with_settings(policy, own(transcript) if own is not None else recorded_settings(transcript))
 
 
 def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:

@@ -43,8 +43,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..transcript.claude_code_chain import entry_type
-from ..transcript.claude_code_records import RECORD_HANDLERS, RECORD_TYPE
+from ..transcript.claude_code.chain import entry_type
+from ..transcript.claude_code.records import RECORD_HANDLERS, RECORD_TYPE
+from ..transcript.interface import handler
 from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
 from .counters import TokenCounter, message_key
@@ -133,7 +134,11 @@ def usage_total(usage: Any) -> int | None:
 
 
 def _message_usage(t: Transcript, m: ViewMessage) -> int | None:
-    """The usage of an assistant view message: that of its newest fragment entry reporting one."""
+    """The usage of an assistant view message: that of its newest fragment entry reporting one (or where
+    its format records usage: a Codex rollout's ``token_count`` events)."""
+    own = handler(t.format).usage
+    if own is not None:
+        return own(t, m.entries)
     for i in reversed(m.entries):
         msg = t.entry(i).get("message")
         total = usage_total(msg.get("usage")) if isinstance(msg, dict) else None
@@ -168,7 +173,7 @@ def _invalidated(t: Transcript, entries: list[int]) -> str | None:
         if i in t.removed:
             continue
         typ = entry_type(t, i)
-        if typ == "system" and t.peek(i).get("subtype") == "compact_boundary":
+        if typ == "compacted" or typ == "system" and t.peek(i).get("subtype") == "compact_boundary":
             return "the reported usage predates the last compact boundary"
         if typ == RECORD_TYPE and _changes_view(t.entry(i)):
             return "ctxkit changed the view after the reported usage"

@@ -109,6 +109,10 @@ def write_over(original: Transcript, new: Transcript, output: str | os.PathLike 
     path = original.source.path
     to_file = output is not None and str(output) != "-"
     onto_input = to_file and (onto_input or (path is not None and os.path.realpath(output) == os.path.realpath(path)))
+    if onto_input and original.source.compressed:
+        raise TranscriptError(original.source.name, 0, f"a {original.source.compressed}-compressed input is not "
+                              "written over (what the agent appends meanwhile could not be kept): write to another "
+                              "file with -o")
     if not onto_input:
         release_cached_pages(output)
     last = verify = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import claude_code_records
+from .claude_code import records as claude_code_records
 from .model import Transcript
 from .view import META, View, ViewMessage, normalize
 

@@ -14,7 +14,9 @@ import orjson
 from ..confined import Refused
 from ..quoting import quote_id
 from ..reminders import as_reminder
-from . import claude_code_chain, claude_code_entries, claude_code_records
+from .claude_code import chain as claude_code_chain
+from .claude_code import entries as claude_code_entries
+from .claude_code import records as claude_code_records
 from .formats import handler
 from .model import REPLACED_BLOCKS, Transcript, deep_replace
 from .shapes import problem

@@ -1,46 +1,29 @@
-"""The three transcript formats behind one small interface, and format detection."""
+"""The transcript formats ctxkit reads, and format detection: the registry's one list.
+
+Each format is a sub-package declaring a :class:`ctxkit.transcript.interface.Format`; this list is
+the order detection tries them in (the most specific shape first: a Codex rollout line, whose ``type`` a Claude Code
+entry could have, is never taken for one; a Claude Code entry never for a message; an OpenAI
+``tool`` message never for an Anthropic one).
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
+from . import claude_code, codex, gemini, plain
+from .interface import Format, handler, register, registered
 
-from . import claude_code, plain
-from .lineindex import LineIndex
-from .model import Transcript
-from .view import View
+for _format in (codex.FORMAT, gemini.FORMAT, claude_code.FORMAT, plain.OPENAI_FORMAT, plain.ANTHROPIC_FORMAT):
+    register(_format)
 
-FORMATS = ("claude-code", "anthropic", "openai")
+FORMATS = ("claude-code", "anthropic", "openai", "codex", "gemini")
 OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 
 
-class Handler(NamedTuple):
-    name: str
-    index_line: Callable[[LineIndex, int, dict], None]
-    project: Callable[[Transcript], View]
-    content_path: tuple[str, ...]  # where an entry keeps its content list
-    keep_parsed: bool  # plain formats are small enough (a context window) to keep parsed
-    #: otherwise, what the reader keeps of a parsed entry: ``(i, entry, line size, kept entries, extracts)``
-    keep_while_reading: Callable[[int, dict, int, dict, dict], None] | None = None
-
-
-_HANDLERS = {
-    "claude-code": Handler("claude-code", claude_code.index_line, claude_code.project, ("message", "content"), False,
-                           claude_code.keep_while_reading),
-    "anthropic": Handler("anthropic", plain.index_line, plain.project_anthropic, ("content",), True),
-    "openai": Handler("openai", plain.index_line, plain.project_openai, ("content",), True),
-}
-
-
-def handler(name: str) -> Handler:
-    return _HANDLERS[name]
-
-
 def detect(entries: list[dict]) -> str | None:
-    """Guess the format from the first parsed entries; None when they say nothing."""
-    if any(claude_code.looks_like(d) for d in entries):
-        return "claude-code"
-    if any(plain.looks_like_openai(d) for d in entries):
-        return "openai"
-    if any(plain.looks_like_anthropic(d) for d in entries):
-        return "anthropic"
+    """Guess the format from the first parsed entries; None when they say nothing. Each format in turn
+    looks at every entry: the first that recognises any wins."""
+    for fmt in registered():
+        if any(fmt.detect(d) for d in entries):
+            return fmt.name
     return None
+
+
+__all__ = ["FORMATS", "OUTPUT_FORMATS", "Format", "detect", "handler"]

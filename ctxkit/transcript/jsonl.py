@@ -37,6 +37,9 @@ class Source:
     _owned: bool = True
     #: the file descriptor reads at an offset use (None: a stream without one, in memory)
     fd: int | None = field(default=None, init=False, repr=False)
+    #: how the input was compressed (``zstd``: a Codex ``.jsonl.zst`` rollout), None when it was not;
+    #: ``file`` then holds it decompressed, and the output is compressed the same way
+    compressed: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -63,7 +66,51 @@ class Source:
 
 def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> Source:
     """Open a transcript file, or standard input (``-`` or None): the file it is redirected from, read in
-    place, or else a copy of it in a temporary file."""
+    place, or else a copy of it in a temporary file. A zstd-compressed input (recognised by its content,
+    not its name) is read from a decompressed copy."""
+    source = _open_source(path, stdin)
+    try:
+        return _decompressed(source)
+    except BaseException:
+        source.close()
+        raise
+
+
+#: the first bytes of a zstd frame (RFC 8878)
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _decompressed(source: Source) -> Source:
+    """``source`` itself, or, when it is zstd-compressed, a source over a decompressed copy of it."""
+    if source.read_at(0, 4) != ZSTD_MAGIC:
+        return source
+    import zstandard
+
+    copy = tempfile.TemporaryFile(prefix="ctxkit-zstd-")
+    try:
+        source.file.seek(0)
+        zstandard.ZstdDecompressor().copy_stream(source.file, copy)
+        copy.seek(0)
+    except zstandard.ZstdError as exc:
+        copy.close()
+        raise TranscriptError(source.name, 0, f"not a readable zstd stream ({exc})") from None
+    except OSError as exc:
+        copy.close()
+        raise WriteError(f"a decompressed copy of {source.name} ({copy.name})", exc) from None
+    source.close()
+    return Source(name=source.name, file=copy, path=source.path, compressed="zstd")
+
+
+def compressing(out: BinaryIO, how: str | None):
+    """A context that writes to ``out`` compressed ``how`` (``zstd``), or ``out`` itself when None."""
+    if how is None:
+        return nullcontext(out)
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=3).stream_writer(out, closefd=False)
+
+
+def _open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> Source:
     if path is None or str(path) == "-":
         if stdin is None and sys.stdin is None:  # (started with it closed: `ctxkit stats <&-`)
             raise TranscriptError("<stdin>", 0, "standard input is closed (name a transcript file instead)")

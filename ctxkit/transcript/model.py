@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
+from .interface import handler
 from .jsonl import BadLines, Source, dumps, parse_line, split_ending
 from .lineindex import BAD, LineIndex
 
@@ -346,8 +347,6 @@ class Transcript:
     def view(self) -> View:
         """The messages the model is sent next (computed once per transcript object)."""
         if self._view is None:
-            from .formats import handler
-
             self._view = handler(self.format).project(self)
         return self._view
 

@@ -21,8 +21,8 @@ import re
 from typing import NamedTuple
 
 from ..reminders import REMINDER_OPEN
-from .claude_code_chain import active_entries, content_blocks, entry_type, uuid_index
-from .claude_code_metas import Metas
+from .claude_code.chain import active_entries, content_blocks, entry_type, uuid_index
+from .claude_code.metas import Metas
 from .lineindex import BAD, MAYBE_TYPED, SIDECHAIN
 from .model import Transcript
 

@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from ..errors import TranscriptError, UsageError
 from ..quoting import quote, quote_id
-from .claude_code import NAME as CLAUDE_CODE
+from .claude_code.projection import NAME as CLAUDE_CODE
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
 from .lineindex import LineIndex
@@ -94,7 +94,7 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     def indexer(h) -> Callable[[int, dict, int], None]:
         """What is done with each parsed line once the format is known (the read's inner loop: the
         handler's parts are looked up once, not per line)."""
-        check, index_line, keep_all = CHECKS[h.name], h.index_line, h.keep_parsed
+        check, index_line, keep_all = h.check or CHECKS[h.name], h.index_line, h.keep_parsed
         keeping = None if keep_all or not keep else h.keep_while_reading
 
         def index(i: int, d: dict, size: int) -> None:

@@ -335,7 +335,12 @@ CHECKS: dict[str, Callable[[dict], None]] = {
 def problem(fmt: str, d: dict) -> str | None:
     """What is wrong with entry ``d`` of a ``fmt`` transcript (None when ctxkit can read it)."""
     try:
-        CHECKS[fmt](d)
+        check = CHECKS.get(fmt)
+        if check is None:
+            from .interface import handler  # (a format that declares its own check)
+
+            check = handler(fmt).check or (lambda _: None)
+        check(d)
     except Bad as exc:
         return exc.describe()
     return None

@@ -5,7 +5,7 @@ from its uuid exactly as Claude Code derives it: the first 10 hex digits of the
 uuid, read as a number, written in base 36, first 6 characters. The id is never
 stored: the same message always gives the same id, and an id is resolved by
 computing the ids of the view's messages again. Plain formats have no uuids;
-their messages' stable line hashes stand in (:func:`ctxkit.transcript.plain.message_uuid`).
+their messages' stable line hashes stand in (:func:`ctxkit.transcript.plain.messages.message_uuid`).
 
 :func:`tag_view` shows the ids to the model by appending ``\\n[id:k8f3z1]`` to the
 last text of each such message. It decorates a *view* (what ``ctxkit view`` prints

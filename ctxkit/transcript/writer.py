@@ -6,9 +6,9 @@ from typing import Any, BinaryIO
 
 from ..errors import UsageError
 from ..quoting import quote
-from .jsonl import dumps
+from .jsonl import compressing, dumps
 from .model import Transcript
-from .plain import to_openai
+from .plain.messages import to_openai
 
 
 def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
@@ -17,7 +17,8 @@ def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
     (also when ``to`` is the transcript's own format: then unreadable lines are left out).
     ``originals``: see :meth:`Transcript.write`."""
     if to is None:
-        t.write(out, originals)
+        with compressing(out, t.source.compressed) as stream:  # a .jsonl.zst rollout stays one
+            t.write(stream, originals)
         return
     if to == "claude-code":
         raise UsageError(f"cannot convert a {t.format} transcript to claude-code; write it as anthropic or openai")

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import options_schema, register
 from .delta_base import DeltaType, names_of, section
+from .types import options_schema, register
 
 INITIAL_HEADER = "Available agent types for the Agent tool:"
 ADDED_HEADER = "New agent types are now available for the Agent tool:"

@@ -54,7 +54,7 @@ from pathlib import Path
 from ...confined import Refused, skipped_note
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
-from . import AttachmentType, options_schema, register
+from .types import AttachmentType, options_schema, register
 
 MODIFIED = ("Note: {path} was modified, either by the user or by a linter. This change was intentional, so make sure "
             "to take it into account as you proceed (ie. don't revert it unless the user asks you to). Don't tell the "

@@ -25,8 +25,8 @@ import re
 
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
-from . import AttachmentType, options_schema, register
 from .state import local_today
+from .types import AttachmentType, options_schema, register
 
 _ANNOUNCED = re.compile(r"Today's date is (?:now )?(\d{4}-\d{2}-\d{2})")
 

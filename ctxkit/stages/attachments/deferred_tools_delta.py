@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import options_schema, register
 from .delta_base import DeltaType, names_of, section
+from .types import options_schema, register
 
 ADDED_HEADER = ("The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — "
                 "calling them directly will fail with InputValidationError. Use ToolSearch with query "

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
-from . import AttachmentType
+from .types import AttachmentType
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import options_schema, register
 from .delta_base import DeltaType, names_of, section
+from .types import options_schema, register
 
 TITLE = "# MCP Server Instructions"
 ADDED_INTRO = "The following MCP servers have provided instructions for how to use their tools and resources:"

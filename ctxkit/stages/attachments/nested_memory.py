@@ -37,8 +37,8 @@ from ...confined import Refused, skipped_note
 from ...filenames import FILE_PATH_KEYS
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
-from . import AttachmentType, options_schema, register
 from .state import cap
+from .types import AttachmentType, options_schema, register
 
 _CONTENTS = re.compile(r"^Contents of (.+?):\n\n", re.S)
 

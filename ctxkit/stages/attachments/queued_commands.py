@@ -30,8 +30,8 @@ from collections import Counter
 
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
-from . import AttachmentType, options_schema, register
 from .state import parse_time
+from .types import AttachmentType, options_schema, register
 
 _USER_RE = re.compile(r"^The user sent a new message while you were working:\n(.*)\n\nIMPORTANT: After completing "
                       r"your current task, you MUST address the user's message above\. Do not ignore it\.$", re.S)

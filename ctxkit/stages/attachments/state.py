@@ -32,8 +32,11 @@ from typing import TYPE_CHECKING, Any
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
 from ...side_files import MISSING, UNREADABLE, SideFileError, read_side_text
-from ...transcript import claude_code, claude_code_chain, claude_code_session
+from ...transcript.claude_code import chain as claude_code_chain
+from ...transcript.claude_code import projection as claude_code
+from ...transcript.claude_code import session as claude_code_session
 from ...transcript.view import PROMPT, View
+from .types import ATTACHMENT_TYPES
 
 if TYPE_CHECKING:
     from ...transcript.model import Transcript
@@ -345,8 +348,6 @@ def build_state(t: Transcript, view: View, ctx: Context, parsers: Iterable[Parse
     ``parse_rendered``.
     """
     if parsers is None:
-        from . import ATTACHMENT_TYPES
-
         parsers = [cls.parse_rendered for cls in ATTACHMENT_TYPES.values()]
     warnings: list[str] = []
     env = queued = None

@@ -26,7 +26,7 @@ import re
 
 from ...reminders import reminder
 from ...transcript.edits import NewMessage
-from . import AttachmentType, options_schema, register
+from .types import AttachmentType, options_schema, register
 
 TASK_TEXT = ("The task tools haven't been used recently. If you're working on tasks that would benefit from tracking "
              "progress, consider using TaskCreate to add new tasks and TaskUpdate to update task status (set to "

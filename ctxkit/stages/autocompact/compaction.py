@@ -20,12 +20,18 @@ still read:
   summarized lines are archived in the store, replaced by one user message
   holding the summary (which names the archive), and the kept tail follows
   unchanged. Leading system messages (the system prompt) stay where they are.
+* **Codex CLI rollouts** — one ``compacted`` line appended, as Codex records its own
+  (:mod:`ctxkit.transcript.codex.compaction`); **Gemini CLI sessions** — a ``$rewindTo`` and the new
+  history appended (:mod:`ctxkit.transcript.gemini.compaction`).
 
 The kept tail never splits a tool_use from its tool_result: :func:`safe_start`
 and :func:`choose_tail_start` only cut in front of a message that carries no
 tool results, and for Claude Code :func:`feasible_keep_from` checks, by
 projecting a trial compaction, that the tail Claude Code will rebuild is exactly
 the tail that was chosen.
+
+Over 400 lines: every format's way of recording a compaction and of undoing it, which share the
+summary text and the checks of the kept tail.
 """
 from __future__ import annotations
 
@@ -39,8 +45,14 @@ import orjson
 from ...confined import BLOB_NAME, Refused
 from ...errors import CtxkitError
 from ...summarize.prompt import CONTINUATION_PREFIX, continuation_message
-from ...transcript import claude_code_chain, claude_code_entries
+from ...transcript import codex, gemini
+from ...transcript.claude_code import chain as claude_code_chain
+from ...transcript.claude_code import entries as claude_code_entries
+from ...transcript.codex.compaction import uncompact as uncompact_codex
+from ...transcript.codex.compaction import write_compacted
 from ...transcript.edits import NewMessage, append_messages, plain_message, replace_plain_range
+from ...transcript.gemini.compaction import uncompact as uncompact_gemini
+from ...transcript.gemini.compaction import write_compacted as write_gemini_compacted
 from ...transcript.model import Transcript
 from ...transcript.shapes import problem
 from ...transcript.view import SUMMARY, SYSTEM, View, ViewMessage
@@ -179,7 +191,23 @@ def write_compaction(t: Transcript, view: View, c: Compaction, *, count: Callabl
         raise CompactionError(f"the kept tail would start with tool results (message {c.keep_from})")
     if t.format == "claude-code":
         return _write_claude_code(t, view, c, count, timestamp)
+    if t.format in (codex.NAME, gemini.NAME):
+        return _write_appended(t, view, c, count, timestamp)
     return _write_plain(t, view, c, count, store, timestamp)
+
+
+def _write_appended(t: Transcript, view: View, c: Compaction, count: Callable[[list[dict]], int],
+                    timestamp: str) -> Written:
+    """Codex (a ``compacted`` line) and Gemini CLI (a rewind and the new history): lines appended, as the
+    agent's resume reads them; no earlier byte changes, so nothing goes to the store. Re-injected
+    attachments are not written (these agents have no such messages)."""
+    text = summary_text(c.summary, kept_tail=c.keep_from < len(view.messages))
+    write = write_compacted if t.format == codex.NAME else write_gemini_compacted
+    try:
+        new = write(t, view, c.keep_from, text, timestamp)
+    except ValueError as exc:
+        raise CompactionError(str(exc)) from None
+    return Written(new, count(new.view().api_messages()), {"compacted_line": new.n_entries})
 
 
 def _kept_facts(t: Transcript, view: View, keep_from: int) -> dict[str, Any] | None:
@@ -329,6 +357,10 @@ def uncompact_plain(t: Transcript, store: Any, left: list | None = None) -> Tran
     Code transcripts keep the history behind the boundary: nothing to do for them here."""
     if t.format == "claude-code":
         return t
+    if t.format == codex.NAME:
+        return uncompact_codex(t)
+    if t.format == gemini.NAME:
+        return uncompact_gemini(t)
     live = list(t.live_indexes())
     restore: dict[int, list[dict]] = {}
     drop: set[int] = set()

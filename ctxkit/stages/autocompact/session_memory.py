@@ -29,7 +29,7 @@ nothing the new summary does not, so they are not used again until ``ctxkit
 memory update`` (or an edit) changes them.
 
 Message ids: for Claude Code the ``uuid`` of the message's last entry; for
-plain message lists a hash of the line (:func:`ctxkit.transcript.plain.message_uuid`).
+plain message lists a hash of the line (:func:`ctxkit.transcript.plain.messages.message_uuid`).
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ from ...fileio import atomic_write
 from ...side_files import read_side_text
 from ...store.sessions import session_key
 from ...summarize.prompt import continuation_message
-from ...transcript import plain
 from ...transcript.model import Transcript
+from ...transcript.plain import messages as plain
 from ...transcript.view import View, ViewMessage
 
 STATE_KEY = "session_memory"

@@ -132,7 +132,10 @@ from ...errors import LLMError
 from ...summarize import redact, retention, summarizer_for_run
 from ...summarize.render import render_transcript
 from ...tokens import budget_for
-from ...transcript import claude_code, claude_code_chain, claude_code_entries, claude_code_records
+from ...transcript.claude_code import chain as claude_code_chain
+from ...transcript.claude_code import entries as claude_code_entries
+from ...transcript.claude_code import projection as claude_code
+from ...transcript.claude_code import records as claude_code_records
 from ...transcript.collapse_view import RECORD_KIND, SUMMARY_HEAD, committed_runs, round_calls, run_span
 from ...transcript.edits import archive_entries, plain_message, replace_plain_range, strip_thinking_after
 from ...transcript.model import Transcript

@@ -24,8 +24,8 @@ from ...api_rules import limits, rule
 from ...errors import TranscriptError
 from ...media import decode_base64, image_size, pdf_pages
 from ...quoting import bare_id
-from ...transcript.claude_code_chain import CONVERSATION_TYPES, active_entries, uuid_index
-from ...transcript.claude_code_metas import Metas
+from ...transcript.claude_code.chain import CONVERSATION_TYPES, active_entries, uuid_index
+from ...transcript.claude_code.metas import Metas
 from ...transcript.jsonl import parse_line
 from ...transcript.lineindex import BAD, SIDECHAIN
 from ...transcript.model import Transcript
@@ -115,8 +115,9 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
                               {"use": ref, "result": result, "tool_id": tid})
             first_line.setdefault(tid, line)
     # what the projection answered for an unanswered call, the way Claude Code does on resume: a result
-    # with no line of its own behind it
-    for m in msgs:
+    # with no line of its own behind it (a Codex rollout's: Codex answers every such call ``aborted``
+    # before each request, so it is no problem of the file)
+    for m in msgs if t.format != "codex" else ():
         if m.role != "user":
             continue
         for b, ref in zip(m.content, m.refs, strict=False):

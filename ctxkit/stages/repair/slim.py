@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from ...transcript.claude_code_chain import active_entries
+from ...transcript.claude_code.chain import active_entries
 from ...transcript.edits import archive_entries
 from ...transcript.lineindex import BAD
 from ...transcript.model import DROPPED, HARNESS_ONLY_KEYS, Transcript

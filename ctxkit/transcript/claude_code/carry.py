@@ -3,13 +3,13 @@
 Stages that clear or persist tool results (microcompact, the tool-result budget) make a new version
 whose entries differ from the earlier version's only in those results' content. Its view is the
 earlier view with the new results put in: nothing else is built again (:func:`carried_over`, used
-by :func:`ctxkit.transcript.claude_code.project`).
+by :func:`ctxkit.transcript.claude_code.projection.project`).
 """
 from __future__ import annotations
 
-from .claude_code_chain import content_blocks
-from .model import REPLACED_BLOCKS, Transcript
-from .view import BlockRef, View, ViewMessage
+from ..model import REPLACED_BLOCKS, Transcript
+from ..view import BlockRef, View, ViewMessage
+from .fields import content_blocks
 
 
 def loads_tools(result: dict) -> bool:

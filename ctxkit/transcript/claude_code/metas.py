@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .claude_code_records import RECORD_TYPE
-from .lineindex import BAD, SIDECHAIN
-from .model import Transcript
+from ..lineindex import BAD, SIDECHAIN
+from ..model import Transcript
+from .fields import RECORD_TYPE
 
 
 class Meta:

@@ -1,6 +1,6 @@
 """The active chain of a Claude Code transcript: which entries make up the conversation, in order.
 
-Steps 1 to 5 of the projection (see :mod:`ctxkit.transcript.claude_code`): the ``parentUuid`` walk
+Steps 1 to 5 of the projection (see :mod:`ctxkit.transcript.claude_code.projection`): the ``parentUuid`` walk
 from the leaf back to a root, the preserved segment of a compaction, the dead-end siblings parallel
 tool calls leave. Reads the routing fields from the line index, so an unedited entry is never parsed.
 """
@@ -12,10 +12,12 @@ from typing import Any
 
 import orjson
 
-from .claude_code_metas import Meta, Metas
-from .claude_code_records import records
-from .lineindex import BAD, SIDECHAIN, LineIndex
-from .model import Transcript
+from ..lineindex import BAD, SIDECHAIN, LineIndex
+from ..model import Transcript
+from .carry import carry_chain
+from .fields import content_blocks
+from .metas import Meta, Metas
+from .records import records
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
 
@@ -48,17 +50,6 @@ def indexes_of(t: Transcript, names: tuple[str, ...]) -> list[int]:
     return sorted(out)
 
 
-def content_blocks(d: dict) -> tuple[list[dict], bool]:
-    """An entry's message content as blocks, and whether it was a plain string."""
-    msg = d.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}], True
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)], False
-    return [], False
-
-
 def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     """Indexes of the entries that make up the view, in view order, and facts about the walk.
 
@@ -67,8 +58,6 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     what the walk reads (:func:`_walk_key`): stage edits rewrite content blocks, never the chain."""
     chain = t.memo.get("chain")
     if chain is None and t.replaced is not None:
-        from .claude_code_carry import carry_chain  # (a module that builds on this one)
-
         carry_chain(t)  # tool results whose content alone changed: nothing of the walk's to compare
         chain = t.memo.get("chain")
     if chain is None:

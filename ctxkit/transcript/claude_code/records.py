@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .lineindex import BAD
-from .model import Transcript
-from .view import View
-
-RECORD_TYPE = "ctxkit-record"
+from ..lineindex import BAD
+from ..model import Transcript
+from ..view import View
+from .fields import RECORD_TYPE
+from .metas import Metas
 
 # record kind -> function(view, records, transcript) -> view; registered by the modules that own them
 RECORD_HANDLERS: dict[str, Callable[[View, list[dict], Transcript], View]] = {}
@@ -33,8 +33,6 @@ def records(t: Transcript, kind: str | None = None) -> list[tuple[int, dict]]:
         while k >= 0:
             found.append(k)
             k = idx.types.find(marker, k + 1)
-    from .claude_code_metas import Metas  # (it reads records too)
-
     # edited or appended entries: their own type (worked out once per version, from the earlier one's)
     found = [i for i in found if i not in t.overrides] + list(Metas.of(t).records)
     for i in sorted(found):

@@ -1,8 +1,8 @@
 """Claude Code session transcripts: the format, and its projection into a view.
 
-The chain walk (steps 1-5) is :mod:`.claude_code_chain`, ctxkit's records (step 8)
-:mod:`.claude_code_records`, the entries ctxkit writes :mod:`.claude_code_entries`, and the view of a
-version that only replaced tool results, carried over from the earlier one, :mod:`.claude_code_carry`.
+The chain walk (steps 1-5) is :mod:`.chain`, ctxkit's records (step 8)
+:mod:`.records`, the entries ctxkit writes :mod:`.entries`, and the view of a
+version that only replaced tool results, carried over from the earlier one, :mod:`.carry`.
 
 The view follows ../shared/TRANSCRIPTS.md section 8 and what Claude Code 2.1.x
 really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
@@ -31,14 +31,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..reminders import unwrap
-from .claude_code_carry import carried_over, loads_tools
-from .claude_code_chain import active_entries, content_blocks, entry_type
-from .claude_code_records import RECORD_HANDLERS, records
-from .claude_code_session import SessionFacts
-from .lineindex import MAYBE_TYPED, LineIndex
-from .model import HARNESS_ONLY_KEYS, Transcript
-from .view import (
+from ...reminders import unwrap
+from ..lineindex import MAYBE_TYPED, LineIndex
+from ..model import HARNESS_ONLY_KEYS, Transcript
+from ..view import (
     ASSISTANT,
     ATTACHMENT,
     META,
@@ -51,6 +47,10 @@ from .view import (
     ViewMessage,
     normalize,
 )
+from .carry import carried_over, loads_tools
+from .chain import active_entries, content_blocks, entry_type
+from .records import RECORD_HANDLERS, records
+from .session import SessionFacts
 
 NAME = "claude-code"
 _COMMAND_PREFIXES = ("<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>",

@@ -41,9 +41,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .claude_code_chain import entry_type, indexes_of
-from .model import Transcript
-from .shapes import ANTHROPIC, Bad
+from ..model import Transcript
+from ..shapes import ANTHROPIC, Bad
+from .chain import entry_type, indexes_of
 
 RECORD_TYPES = ("api-request-shape", "api-request-blob", "api-request")
 #: The salt of Claude Code's billing fingerprint (three characters of the first prompt, hashed with it).

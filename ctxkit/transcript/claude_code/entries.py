@@ -10,9 +10,9 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from .claude_code_chain import CONVERSATION_TYPES, entry_type, leaf_uuid
-from .claude_code_records import RECORD_TYPE
-from .model import Transcript
+from ..model import Transcript
+from .chain import CONVERSATION_TYPES, entry_type, leaf_uuid
+from .records import RECORD_TYPE
 
 _ENVELOPE_KEYS = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch", "slug")
 
@@ -35,7 +35,7 @@ def envelope(t: Transcript, parent_uuid: str | None, uuid: str, timestamp: str) 
 
 def _newest_conversation_entry(t: Transcript) -> dict | None:
     """The last main-chain conversation entry in line order. Read from the end, entry by entry: the
-    routing fields of every edited entry (:class:`~ctxkit.transcript.claude_code_metas.Metas`) are not
+    routing fields of every edited entry (:class:`~ctxkit.transcript.claude_code.metas.Metas`) are not
     worked out for a version that needs only this (a compaction asks it of several)."""
     lines, n = t.lines, t.n_lines
     for i in reversed(range(t.n_entries)):

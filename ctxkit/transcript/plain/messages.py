@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
-from .jsonl import dumps
-from .lineindex import LineIndex
-from .model import Transcript
-from .view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
+from ..jsonl import dumps
+from ..lineindex import LineIndex
+from ..model import Transcript
+from ..view import ASSISTANT, META, PROMPT, SUMMARY, SYSTEM, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"

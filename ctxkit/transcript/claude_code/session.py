@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Transcript
+from ..model import Transcript
 
 _NAMED = (("cwd", "cwd"), ("slug", "slug"), ("sessionId", "session_id"))
 

@@ -1,0 +1,72 @@
+"""What the API reported a Codex request used: the ``token_count`` events of a rollout.
+
+Codex writes an ``event_msg`` ``{"type": "token_count", "info": {"last_token_usage": {...},
+"total_token_usage": {...}, "model_context_window": N}}`` once a response completes
+(``codex-rs/protocol/src/protocol.rs``: ``TokenCountEvent``, ``TokenUsageInfo``, ``TokenUsage``).
+``last_token_usage`` is that one request's: its ``input_tokens`` (the cached ones included, as the
+Responses API counts them) plus its ``output_tokens`` (reasoning included) is everything the request
+held and the reply, as Claude Code's usage sum is for a Claude Code session. The model is the newest
+``turn_context``'s.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..claude_code.session import RecordedSettings
+from ..lineindex import BAD
+from ..model import Transcript
+from .items import CALL_TYPES, event, kind, response_item
+
+_RESPONSE_SIDE = (*CALL_TYPES, "reasoning", "web_search_call", "image_generation_call")
+
+
+def usage_total(usage: Any) -> int | None:
+    """A ``TokenUsage``'s input plus output tokens, or None when it reports neither."""
+    if not isinstance(usage, dict):
+        return None
+    values = [usage.get("input_tokens"), usage.get("output_tokens")]
+    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    return sum(ints) if ints else None
+
+
+def _kind_of(t: Transcript, i: int) -> str | None:
+    if i < t.n_lines and i not in t.overrides:
+        return t.lines.type(i)
+    return kind(t.entry(i))
+
+
+def message_usage(t: Transcript, entries: list[int]) -> int | None:
+    """The usage Codex recorded for the response an assistant view message was made of: the first
+    ``token_count`` after its newest entry, before the next response's items."""
+    if not entries:
+        return None
+    for i in range(max(entries) + 1, t.n_entries):
+        if i in t.removed or (i < t.n_lines and t.lines.flags[i] & BAD):
+            continue
+        k = _kind_of(t, i)
+        if k == "compacted":
+            return None
+        if k == "event_msg":
+            ev = event(t.entry(i)) or {}
+            if ev.get("type") == "token_count":
+                info = ev.get("info")
+                total = usage_total(info.get("last_token_usage")) if isinstance(info, dict) else None
+                if total is not None:
+                    return total
+        elif k == "response_item":
+            item = response_item(t.entry(i)) or {}
+            if item.get("type") in _RESPONSE_SIDE or (item.get("type") == "message" and item.get("role") != "tool"):
+                return None
+    return None
+
+
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The model the session ran with: the newest ``turn_context``'s ``model``."""
+    for i in range(t.n_entries - 1, -1, -1):
+        if i in t.removed or _kind_of(t, i) != "turn_context":
+            continue
+        payload = t.entry(i).get("payload")
+        model = payload.get("model") if isinstance(payload, dict) else None
+        if isinstance(model, str) and model:
+            return RecordedSettings(model=model, model_source="turn context")
+    return RecordedSettings()

@@ -1,0 +1,118 @@
+"""The view of a Gemini CLI session: the history Gemini CLI sends when it resumes it, as messages.
+
+As ``convertSessionToClientHistory`` (``packages/core/src/utils/sessionUtils.ts``) builds it from the
+loaded conversation: ``info``, ``error`` and ``warning`` messages are left out, and so are user
+messages that are commands (``/...``, ``?...``) or harness context (``<session_context>``,
+``<hook_context>``); a ``gemini`` message's text, then each of its ``toolCalls`` as a ``tool_use``
+(its ``id``), and the calls' results in the user message after it. A call without a recorded result
+(cancelled, or cut off) is answered with its status, so the view stays a valid request. Thoughts are
+left out (they are the model's own, and not sent back by other models).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..lineindex import LineIndex
+from ..model import Transcript
+from ..view import ASSISTANT, PROMPT, SUMMARY, TOOL_RESULTS, BlockRef, View, ViewMessage
+from .records import conversation, kind, text_of
+
+IGNORED_USER_OPENINGS = ("/", "?", "<session_context>", "<hook_context>")
+#: the opening of every summary ctxkit writes (``ctxkit.summarize.prompt.CONTINUATION_PREFIX``)
+CTXKIT_SUMMARY_OPENING = "This session is being continued from a previous conversation"
+
+
+def index_line(lines: LineIndex, i: int, d: dict) -> None:
+    lines.set_type(i, kind(d))
+
+
+def _parts(content: Any) -> list:
+    if isinstance(content, (str, dict)):
+        return [content]
+    return content if isinstance(content, list) else []
+
+
+def _blocks(content: Any, entry: int) -> tuple[list[dict], list[BlockRef | None]]:
+    blocks, refs = [], []
+    for k, p in enumerate(_parts(content)):
+        if isinstance(p, str):
+            if not p:
+                continue  # (an empty text is no part the API takes)
+            blocks.append({"type": "text", "text": p})
+        elif isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"] and not p.get("thought"):
+            blocks.append({"type": "text", "text": p["text"]})
+        elif isinstance(p, dict) and isinstance(p.get("inlineData"), dict):
+            data = p["inlineData"]
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": data.get("mimeType", ""),
+                                                       "data": data.get("data", "")}})
+        else:
+            continue
+        refs.append(BlockRef(entry, k) if entry >= 0 else None)
+    return blocks, refs
+
+
+def _result_text(result: Any) -> str:
+    """A tool call's recorded result as the text the model read: each ``functionResponse``'s
+    ``response.output`` (or the whole response), and any text part."""
+    if isinstance(result, str):
+        return result
+    out = []
+    for p in _parts(result):
+        if isinstance(p, str):
+            out.append(p)
+        elif isinstance(p, dict) and isinstance(p.get("functionResponse"), dict):
+            response = p["functionResponse"].get("response")
+            if isinstance(response, dict) and isinstance(response.get("output"), str) and len(response) == 1:
+                out.append(response["output"])
+            else:
+                out.append(json.dumps(response, ensure_ascii=False))
+        elif isinstance(p, dict) and isinstance(p.get("text"), str):
+            out.append(p["text"])
+    return "\n".join(out)
+
+
+def project(t: Transcript) -> View:
+    messages, notes = conversation(t)
+    msgs: list[ViewMessage] = []
+    unanswered = 0
+    for entry, m in messages:
+        typ = m.get("type")
+        ref_entry = entry if entry >= 0 and m is t.entry(entry) else -1
+        if typ == "user":
+            text = text_of(m.get("content")).strip()
+            if not text or text.startswith(IGNORED_USER_OPENINGS):
+                continue  # (a recorded function response too: the gemini message's tool calls carry it)
+            blocks, refs = _blocks(m.get("content"), ref_entry)
+            k = SUMMARY if text.startswith(CTXKIT_SUMMARY_OPENING) else PROMPT
+            if blocks:
+                msgs.append(ViewMessage("user", blocks, k, refs, [entry], uuid=m.get("id"), timestamp=m.get("timestamp")))
+        elif typ == "gemini":
+            blocks, refs = _blocks(m.get("content"), ref_entry)
+            calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
+            if not calls:  # calls recorded as the content's own functionCall parts
+                calls = [{**p["functionCall"], "status": "cut off"} for p in _parts(m.get("content"))
+                         if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)]
+            results, result_refs = [], []
+            for n, c in enumerate(calls):
+                cid = c.get("id") if isinstance(c.get("id"), str) else f"{m.get('id')}#{n}"
+                args = c.get("args")
+                blocks.append({"type": "tool_use", "id": cid, "name": str(c.get("name", "")),
+                               "input": args if isinstance(args, dict) else {}})
+                refs.append(BlockRef(ref_entry, -1) if ref_entry >= 0 else None)
+                if c.get("result") is None:
+                    unanswered += 1
+                    text = f"[no result recorded: the call was {c.get('status') or 'cut off'}]"
+                else:
+                    text = _result_text(c.get("result"))
+                results.append({"type": "tool_result", "tool_use_id": cid, "content": text})
+                result_refs.append(None)
+            if not blocks:
+                continue
+            msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [entry], uuid=m.get("id"),
+                                    timestamp=m.get("timestamp"), msg_id=m.get("id")))
+            if results:
+                msgs.append(ViewMessage("user", results, TOOL_RESULTS, result_refs, [entry]))
+    if unanswered:
+        notes.append(f"{unanswered} tool call(s) had no recorded result: answered with their status")
+    return View(msgs, notes)

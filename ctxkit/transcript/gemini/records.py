@@ -1,0 +1,111 @@
+"""What one line of a Gemini CLI session recording is, and the conversation its lines add up to.
+
+Defined by Gemini CLI's own source (google-gemini/gemini-cli):
+``packages/core/src/services/chatRecordingTypes.ts`` (``MessageRecord``: ``id``, ``timestamp``,
+``type`` — ``user``, ``gemini``, ``info``, ``error``, ``warning`` —, ``content``; a ``gemini``
+message's ``toolCalls``, ``thoughts``, ``tokens``, ``model``; ``RewindRecord``,
+``MetadataUpdateRecord``, ``PartialMetadataRecord``) and ``loadConversationRecord`` in
+``packages/core/src/services/chatRecordingService.ts``: a first line of metadata (``sessionId``,
+``projectHash``, ...); message records upserted by ``id`` (a record with an id already seen replaces
+it where it stands); ``{"$set": {...}}`` merged into the metadata, its ``messages`` (Gemini CLI
+0.61) replacing the conversation so far (later records add to them); ``{"$rewindTo": id}`` removing
+that message and every later one (all of them when the id is unknown). (The first JSONL versions took
+a non-empty ``$set`` of ``messages`` for the whole conversation, whatever came after it; 0.61 writes
+one as its second line, holding the session context, so it is read the way 0.61 reads it.)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..lineindex import BAD
+from ..model import Transcript
+from ..shapes import Bad
+
+NAME = "gemini"
+MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
+
+
+def looks_like(d: dict) -> bool:
+    if "role" in d or "message" in d or "uuid" in d:
+        return False
+    if isinstance(d.get("$rewindTo"), str) or isinstance(d.get("$set"), dict):
+        return True
+    if "type" not in d and isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str):
+        return True
+    return d.get("type") in MESSAGE_TYPES and isinstance(d.get("id"), str) and "content" in d
+
+
+def kind(d: dict) -> str:
+    if "$rewindTo" in d:
+        return "$rewindTo"
+    if "$set" in d:
+        return "$set"
+    typ = d.get("type")
+    if isinstance(typ, str):
+        return typ
+    if "sessionId" in d:
+        return "metadata"
+    return next((k for k in d if k.startswith("$")), "unknown")
+
+
+def check(d: dict) -> None:
+    if "$set" in d and not isinstance(d["$set"], dict):
+        exc = Bad("an object", d["$set"])
+        exc.path.append("$set")
+        raise exc
+    if d.get("type") == "gemini" and d.get("toolCalls") is not None and not isinstance(d["toolCalls"], list):
+        exc = Bad("a list", d["toolCalls"])
+        exc.path.append("toolCalls")
+        raise exc
+
+
+def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:
+    """The messages Gemini CLI loads on resume, as ``(entry holding it, record)``, and notes on what
+    was skipped."""
+    messages: dict[str, tuple[int, dict]] = {}
+    notes: list[str] = []
+    unknown: dict[str, int] = {}
+
+    def put(i: int, records: Any) -> None:
+        for m in records if isinstance(records, list) else ():
+            if isinstance(m, dict) and isinstance(m.get("id"), str):
+                messages[m["id"]] = (i, m)
+
+    for i in range(t.n_entries):
+        if i in t.removed or (i < t.n_lines and t.lines.flags[i] & BAD):
+            continue
+        d = t.entry(i)
+        rewind = d.get("$rewindTo")
+        if isinstance(rewind, str):
+            if rewind in messages:
+                keys = list(messages)
+                for key in keys[keys.index(rewind):]:
+                    del messages[key]
+            else:
+                messages.clear()
+        elif isinstance(d.get("id"), str):
+            messages[d["id"]] = (i, d)
+        elif isinstance(d.get("$set"), dict):
+            if isinstance(d["$set"].get("messages"), list):  # the conversation from here on
+                messages.clear()
+                put(i, d["$set"]["messages"])
+        elif isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str):
+            put(i, d.get("messages"))
+        else:
+            unknown[kind(d)] = unknown.get(kind(d), 0) + 1
+    for k, n in sorted(unknown.items()):
+        notes.append(f"warning: {n} line(s) of a record type this ctxkit does not know ({k}): kept as they are, "
+                     "left out of the view")
+    return list(messages.values()), notes
+
+
+def text_of(content: Any) -> str:
+    """The text of a ``PartListUnion`` (a string, a part, or a list of them)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    return "".join(p if isinstance(p, str) else p.get("text", "") if isinstance(p, dict) and
+                   isinstance(p.get("text"), str) else "" for p in content)

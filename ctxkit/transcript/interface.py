@@ -1,0 +1,76 @@
+"""The one interface every transcript format declares, and the registry the reader looks formats up in.
+
+A format is a sub-package of :mod:`ctxkit.transcript` (``claude_code/``, ``plain/``, ...) whose
+``__init__`` builds its :class:`Format`; :mod:`ctxkit.transcript.formats` lists them, in the order
+detection tries them. This module imports no format: the transcript model looks its projection up
+here (``handler(t.format).project``), so a format may build on the model without a circle.
+
+Adding an agent: one folder, its ``Format``, one line in :mod:`ctxkit.transcript.formats`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+
+if TYPE_CHECKING:
+    from .lineindex import LineIndex
+    from .model import Transcript
+    from .view import View
+
+
+class Format(NamedTuple):
+    """What ctxkit needs of one transcript format.
+
+    - **detect**: whether a parsed line is this format's (tried on the first lines, by content only:
+      never by file name);
+    - **read**: ``index_line`` records in the line index what the projection reads of a line (its
+      type, routing fields); ``keep_parsed``/``keep_while_reading`` say what stays parsed;
+    - **view**: ``project`` gives the messages the model is sent next (a valid request: every tool
+      call answered);
+    - **write**: ``write``, when the format needs more than line-for-line (None: unchanged lines are
+      copied byte for byte, edited ones re-serialized, appended ones last — :meth:`Transcript.write`);
+    - **check**: ``check`` rejects a line whose fields the reader relies on have the wrong type;
+    - **records**: ``records`` lists the format's own bookkeeping lines ctxkit appended (index, entry),
+      None when the format has no room for them (then removed lines go to the store).
+    """
+
+    name: str
+    detect: Callable[[dict], bool]
+    index_line: Callable[[LineIndex, int, dict], None]
+    project: Callable[[Transcript], View]
+    content_path: tuple[str, ...]  # where an entry keeps its content list
+    keep_parsed: bool  # plain formats are small enough (a context window) to keep parsed
+    #: otherwise, what the reader keeps of a parsed entry: ``(i, entry, line size, kept entries, extracts)``
+    keep_while_reading: Callable[[int, dict, int, dict, dict], None] | None = None
+    write: Callable[[Transcript, BinaryIO, Callable[[bytes], bytes | None] | None], None] | None = None
+    records: Callable[[Transcript, str | None], list[tuple[int, dict]]] | None = None
+    #: raises :class:`ctxkit.transcript.shapes.Bad` for a line whose fields the reader relies on have the
+    #: wrong type (None: the checks of :data:`ctxkit.transcript.shapes.CHECKS` by the format's name)
+    check: Callable[[dict], None] | None = None
+    #: the tokens the API reported for the response an assistant view message was made of (its entries),
+    #: for a format that records usage elsewhere than on the message (None: on the message, as Claude Code)
+    usage: Callable[[Transcript, list[int]], int | None] | None = None
+    #: the stages that know how to edit this format (None: every stage); the pipeline skips the others,
+    #: saying so, rather than write lines the agent cannot read
+    stages: frozenset[str] | None = None
+    #: the settings the session ran with (:class:`ctxkit.transcript.claude_code.session.RecordedSettings`:
+    #: its model, ...), for a format that records them otherwise than Claude Code (None: as Claude Code)
+    settings: Callable[[Transcript], Any] | None = None
+
+
+_REGISTRY: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> None:
+    """Add a format (:mod:`ctxkit.transcript.formats` does, for each one it lists)."""
+    _REGISTRY[fmt.name] = fmt
+
+
+def handler(name: str) -> Format:
+    """The registered format called ``name``."""
+    return _REGISTRY[name]
+
+
+def registered() -> tuple[Format, ...]:
+    """Every registered format, in registration order (the order detection tries them)."""
+    return tuple(_REGISTRY.values())

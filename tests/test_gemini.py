@@ -1,0 +1,90 @@
+"""Gemini CLI session recordings: read as ``gemini``, the history Gemini CLI's resume sends, its
+per-message tokens, and a compaction its loader reads back. Run from the command line."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from gemini_sessions import gemini, metadata, tool_call, user, write
+
+from ctxkit.transcript import pairing_problems, read_transcript
+
+
+def ctxkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def _session(tmp_path: Path) -> Path:
+    """Upserts, a command and an info line, a rewound turn, a cancelled call, a metadata patch and a
+    record of a kind this ctxkit does not know."""
+    call = tool_call("call-1", "list_directory", {"path": "."}, "a.txt\nb.txt")
+    path = tmp_path / "session-2026-03-01T10-00-5a1e2b3c.jsonl"
+    write(path, [metadata(), user("u1", "list files"),
+                 gemini("g1", "", [call]), gemini("g1", "", [call], tokens=4_200),  # the same record, updated
+                 gemini("g2", "Two files.", tokens=4_400),
+                 user("u2", "/stats"), {"id": "i1", "timestamp": "2026-03-01T10:00:04.000Z", "type": "info",
+                                        "content": "Stats shown"},
+                 user("u3", "delete them"),
+                 gemini("g3", "", [tool_call("call-2", "run_shell_command", {"command": "rm *"}, None, "cancelled")]),
+                 {"$rewindTo": "u3"},
+                 user("u4", "read b.txt"),
+                 gemini("g4", "", [tool_call("call-3", "read_file", {"path": "b.txt"}, None, "cancelled")]),
+                 {"$set": {"lastUpdated": "2026-03-01T10:05:00.000Z", "summary": "files"}},
+                 {"$frobnicate": {"from": "a newer Gemini CLI"}}])
+    return path
+
+
+def test_stats_names_gemini_and_counts_by_its_tokens(tmp_path):
+    done = ctxkit("stats", "--json", str(_session(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)
+    assert stats["format"] == "gemini"
+    assert stats["tokens_source"] == "usage" and stats["tokens_reported"] == 4_400
+    assert stats["budget"]["model"] == "gemini-2.5-pro"  # the newest gemini message's
+    assert any("$frobnicate" in n for n in stats["notes"])
+
+
+def test_the_view_is_the_history_gemini_resumes_with(tmp_path):
+    msgs = read_transcript(_session(tmp_path)).view().api_messages()
+    assert not pairing_problems(msgs)
+    texts = [b.get("text") for m in msgs for b in m["content"] if b.get("type") == "text"]
+    assert texts == ["list files", "Two files.", "read b.txt"]  # no command, no info line, no rewound turn
+    uses = [b["id"] for m in msgs for b in m["content"] if b.get("type") == "tool_use"]
+    assert uses == ["call-1", "call-3"]  # the upserted g1 once; call-2 was rewound
+    results = {b["tool_use_id"]: b["content"] for m in msgs for b in m["content"] if b.get("type") == "tool_result"}
+    assert results == {"call-1": "a.txt\nb.txt", "call-3": "[no result recorded: the call was cancelled]"}
+
+
+def test_a_set_of_messages_is_the_conversation(tmp_path):
+    path = tmp_path / "s.jsonl"
+    write(path, [metadata(), user("u1", "old question"), gemini("g1", "old answer"),
+                 {"$set": {"messages": [user("u9", "the question"), gemini("g9", "the answer")]}}])
+    msgs = read_transcript(path).view().api_messages()
+    assert [b["text"] for m in msgs for b in m["content"]] == ["the question", "the answer"]
+
+
+def test_compact_appends_what_gemini_resumes_and_expand_gives_the_session_back(tmp_path):
+    records = [metadata()]
+    for k in range(30):
+        records += [user(f"u{k}", f"read f{k}"),
+                    gemini(f"g{k}", "", [tool_call(f"c{k}", "read_file", {"path": f"f{k}"}, f"line {k} " * 800)]),
+                    gemini(f"h{k}", f"read f{k}")]
+    path = tmp_path / "long.jsonl"
+    write(path, records)
+    done = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "c.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "autocompact: applied" in done.stderr
+    original, compacted = path.read_bytes(), (tmp_path / "c.jsonl").read_bytes()
+    assert compacted.startswith(original)
+    added = [json.loads(x) for x in compacted[len(original):].splitlines()]
+    assert added[0]["$rewindTo"] == "u0"  # Gemini CLI's loader drops everything recorded so far ...
+    assert added[1]["type"] == "user" and "continued from a previous conversation" in added[1]["content"][0]["text"]
+    after = read_transcript(tmp_path / "c.jsonl")  # ... and loads what follows, as this reader does
+    assert after.format == "gemini" and not pairing_problems(after.view().api_messages())
+    assert after.view().messages[0].kind == "summary"
+    back = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert (tmp_path / "e.jsonl").read_bytes() == original
