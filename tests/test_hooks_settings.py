@@ -176,3 +176,24 @@ def test_install_warns_when_claude_code_would_not_find_ctxkit(runner, tmp_path, 
                         "ctxkit: warning: no 'ctxkit' command on this PATH: Claude Code runs the hooks as 'ctxkit "
                         "hooks ...', so put the folder of ctxkit's command (the virtualenv's bin) on the PATH it "
                         "starts with\n")
+
+
+@pytest.mark.parametrize("depth", [450, 700])
+def test_a_deeply_nested_value_of_the_users_is_scanned_and_kept(depth):
+    """Valid JSON nested as deep as a JSON parser takes: install and uninstall work around it (the
+    scanner passes over values below ``hooks`` without recursing)."""
+    text = '{\n  "deep": ' + "[" * depth + '"a\\"]{"' + "]" * depth + ',\n  "b": 1\n}\n'
+    installed = merged(text, "settings.json")
+    assert json.loads(installed)["hooks"]["PreCompact"] == [OURS["PreCompact"]]
+    assert unmerged(installed, "settings.json") == text
+
+
+def test_settings_nested_deeper_than_json_reads_are_refused_not_a_crash(runner, tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    deep = ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n").encode()
+    settings.write_bytes(deep)
+    r = runner.invoke(app, ["hooks", "install"])
+    assert (r.exit_code, r.stderr) == (2, f"ctxkit: error: {settings}: nested too deeply to be read as JSON; fix "
+                                          "or move it, then run the command again (nothing was written)\n")
+    assert settings.read_bytes() == deep

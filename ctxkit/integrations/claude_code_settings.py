@@ -74,10 +74,17 @@ class Node:
 
 # -- scanning ---------------------------------------------------------------------------------------
 _WS = " \t\r\n"
+#: How many levels of a settings file the scanner takes apart: the top object, ``hooks``, an event's list
+#: (whose groups are compared whole, by their text).
+_DETAIL = 3
 
 
 class _Scanner:
-    """Positions of the values of a text already known to be valid JSON (``json.loads`` checked it)."""
+    """Positions of the values of a text already known to be valid JSON (``json.loads`` checked it).
+
+    Only the first :data:`_DETAIL` levels (the top object, ``hooks``, an event's list) are taken apart
+    into items; a value deeper down is only passed over, without recursion, so a file nested as deep
+    as ``json.loads`` takes is scanned too."""
 
     def __init__(self, text: str):
         self.text = text
@@ -93,13 +100,14 @@ class _Scanner:
             i += 2 if self.text[i] == "\\" else 1
         return i + 1
 
-    def value(self, i: int) -> Node:
+    def value(self, i: int, depth: int = 0) -> Node:
         i = self.skip(i)
         ch = self.text[i]
-        if ch == "{":
-            return self._container(i, "object", "}")
-        if ch == "[":
-            return self._container(i, "array", "]")
+        if ch in "{[":
+            kind, close = ("object", "}") if ch == "{" else ("array", "]")
+            if depth >= _DETAIL:
+                return Node(kind, i, self._container_end(i), [])
+            return self._container(i, kind, close, depth)
         if ch == '"':
             return Node("scalar", i, self.string_end(i), [])
         j = i
@@ -107,7 +115,7 @@ class _Scanner:
             j += 1
         return Node("scalar", i, j, [])
 
-    def _container(self, i: int, kind: str, close: str) -> Node:
+    def _container(self, i: int, kind: str, close: str, depth: int) -> Node:
         items: list[tuple[str | None, int, Node]] = []
         j = self.skip(i + 1)
         while self.text[j] != close:
@@ -117,12 +125,28 @@ class _Scanner:
                 end = self.string_end(j)
                 key = json.loads(self.text[j:end])
                 j = self.skip(end) + 1  # the colon
-            node = self.value(j)
+            node = self.value(j, depth + 1)
             items.append((key, first, node))
             j = self.skip(node.end)
             if self.text[j] == ",":
                 j = self.skip(j + 1)
         return Node(kind, i, j + 1, items)
+
+    def _container_end(self, i: int) -> int:
+        """The end of the object or array opening at ``i``: brackets counted, strings passed over."""
+        level = 0
+        while True:
+            ch = self.text[i]
+            if ch == '"':
+                i = self.string_end(i)
+                continue
+            if ch in "{[":
+                level += 1
+            elif ch in "}]":
+                level -= 1
+                if level == 0:
+                    return i + 1
+            i += 1
 
 
 def parse(text: str, name: str) -> Node:
@@ -130,6 +154,9 @@ def parse(text: str, name: str) -> Node:
     when it is not JSON or not an object."""
     try:
         json.loads(text)
+    except RecursionError:
+        raise SettingsError(f"{name}: nested too deeply to be read as JSON; fix or move it, then run the command "
+                            "again (nothing was written)") from None
     except json.JSONDecodeError as exc:
         raise SettingsError(f"{name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}; fix or move it, "
                             "then run the command again (nothing was written)") from None
