@@ -197,3 +197,30 @@ def test_settings_nested_deeper_than_json_reads_are_refused_not_a_crash(runner, 
     assert (r.exit_code, r.stderr) == (2, f"ctxkit: error: {settings}: nested too deeply to be read as JSON; fix "
                                           "or move it, then run the command again (nothing was written)\n")
     assert settings.read_bytes() == deep
+
+
+def test_uninstall_says_when_a_ctxkit_hook_the_user_edited_still_runs(runner, tmp_path):
+    """A group of ctxkit's the user edited (a longer timeout) is the user's, and stays: uninstall must not
+    leave them believing Claude Code no longer runs ctxkit."""
+    settings = tmp_path / ".claude" / "settings.json"
+    assert runner.invoke(app, ["hooks", "install"]).exit_code == 0
+    settings.write_text(settings.read_text().replace('"timeout": 60', '"timeout": 120', 1))
+    r = runner.invoke(app, ["hooks", "uninstall"])
+    assert r.exit_code == 0
+    assert r.stderr == (f"removed: '{settings}'\n"
+                        f"ctxkit: warning: {settings}:4:7: PreCompact still runs 'ctxkit hooks pre-compact', in a "
+                        "hook group that is not as install wrote it (edited: it is yours, uninstall leaves it); "
+                        "Claude Code goes on running it until you take it out\n")
+    assert "ctxkit hooks session-start" not in settings.read_text()
+    r = runner.invoke(app, ["hooks", "uninstall"])
+    assert r.stderr.startswith(f"not installed: '{settings}'\nctxkit: warning: {settings}:4:7: PreCompact still runs")
+
+
+def test_uninstall_reads_groups_of_any_shape_without_failing(runner, tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    text = '{"hooks": {"PreCompact": [5, {"hooks": 7}, {"hooks": ["x", {"command": 1}]}], "Stop": {}}}\n'
+    settings.write_text(text)
+    r = runner.invoke(app, ["hooks", "uninstall"])
+    assert (r.exit_code, r.stderr) == (0, f"not installed: '{settings}'\n")
+    assert settings.read_text() == text

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ class SettingsError(UsageError):
 @dataclass
 class Node:
     """A JSON value's place in the text: ``start``..``end`` (end exclusive); an object's or array's
-    ``items`` (key or None, the key's start or the value's, the value node) in order."""
+    ``items`` (key or None, the key's start or the value's, the value node) in order (to depth 3)."""
 
     kind: str  # "object", "array" or "scalar"
     start: int
@@ -74,8 +74,7 @@ class Node:
 
 # -- scanning ---------------------------------------------------------------------------------------
 _WS = " \t\r\n"
-#: How many levels of a settings file the scanner takes apart: the top object, ``hooks``, an event's list
-#: (whose groups are compared whole, by their text).
+#: How many levels the scanner takes apart: the top object, ``hooks``, an event's list (groups: whole).
 _DETAIL = 3
 
 
@@ -345,12 +344,31 @@ def _write(path: Path, text: str) -> None:
     atomic_write(target, text.encode("utf-8"))
 
 
+def still_running(text: str, name: str) -> list[str]:
+    """Where the settings ``text`` still runs a ctxkit hook command in a group that is not install's
+    (one the user edited: uninstall leaves it, and Claude Code goes on running ctxkit), one line each."""
+    hooks = parse(text, name).member("hooks")
+    out: list[str] = []  # the file was checked (parse, _groups) before: hooks is an object
+    for event, _, groups in hooks.items if hooks is not None else ():
+        for _, _, node in groups.items if groups.kind == "array" else ():
+            group = json.loads(text[node.start:node.end])
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for command in (h.get("command") for h in handlers if isinstance(h, dict)) \
+                    if isinstance(handlers, list) else ():
+                if isinstance(command, str) and any(c in command for c in (PRE_COMPACT_COMMAND, SESSION_START_COMMAND)):
+                    out.append(f"{name}:{_line(text, node.start)}: {event} still runs {quote(command)}, in a hook "
+                               "group that is not as install wrote it (edited: it is yours, uninstall leaves it); "
+                               "Claude Code goes on running it until you take it out")
+    return out
+
+
 @dataclass
 class Change:
-    """What install or uninstall did to one settings file."""
+    """What install or uninstall did to one settings file (``left``: :func:`still_running`)."""
 
     path: Path
     action: str  # "installed", "already installed", "removed", "not installed", "deleted"
+    left: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         return f"{self.action}: {quote(str(self.path))}"
@@ -375,7 +393,8 @@ def uninstall(path: Path) -> Change:
     if after is None:
         os.unlink(os.path.realpath(path))
         return Change(path, "deleted")
+    left = still_running(after, str(path))
     if after == before:
-        return Change(path, "not installed")
+        return Change(path, "not installed", left)
     _write(path, after)
-    return Change(path, "removed")
+    return Change(path, "removed", left)
