@@ -35,6 +35,8 @@ SETTINGS = [
                  '"hooks": [{"type": "command", "command": "echo hi"}]\n      }\n    ]\n  },\n  "statusLine": '
                  '{"type": "command", "command": "x"}\n}\n', id="session-start-startup"),
     pytest.param('{"a": "é ✓ \\u00e9", "b": [1, 2.50, true, null]}\n', id="unicode-and-numbers-as-written"),
+    pytest.param('{"permissions": {"allow": ["Bash(echo \\"]}\\")", "x\\\\"]}, "q": "\\\\", "hooks": {"Stop": '
+                 '[{"hooks": [{"command": "echo \\"[\\""}]}]}}\n', id="brackets-and-escapes-in-strings"),
 ]
 
 

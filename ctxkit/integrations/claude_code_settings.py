@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ class Node:
 
 # -- scanning ---------------------------------------------------------------------------------------
 _WS = " \t\r\n"
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKET_OR_QUOTE = re.compile(r'["{}\[\]]')
 #: How many levels the scanner takes apart: the top object, ``hooks``, an event's list (groups: whole).
 _DETAIL = 3
 
@@ -81,9 +84,9 @@ _DETAIL = 3
 class _Scanner:
     """Positions of the values of a text already known to be valid JSON (``json.loads`` checked it).
 
-    Only the first :data:`_DETAIL` levels (the top object, ``hooks``, an event's list) are taken apart
-    into items; a value deeper down is only passed over, without recursion, so a file nested as deep
-    as ``json.loads`` takes is scanned too."""
+    Only the way to the groups (the top object, ``hooks``, an event's list) is taken apart into items;
+    any other value is passed over, without recursion: a file nested as deep as ``json.loads`` takes,
+    or holding a million permissions, is scanned in one pass."""
 
     def __init__(self, text: str):
         self.text = text
@@ -94,10 +97,7 @@ class _Scanner:
         return i
 
     def string_end(self, i: int) -> int:
-        i += 1
-        while self.text[i] != '"':
-            i += 2 if self.text[i] == "\\" else 1
-        return i + 1
+        return _STRING.match(self.text, i).end()  # type: ignore[union-attr]  # valid JSON: it matches
 
     def value(self, i: int, depth: int = 0) -> Node:
         i = self.skip(i)
@@ -124,7 +124,8 @@ class _Scanner:
                 end = self.string_end(j)
                 key = json.loads(self.text[j:end])
                 j = self.skip(end) + 1  # the colon
-            node = self.value(j, depth + 1)
+            # only the way to the groups is taken apart: ``hooks`` in the top object, its events' lists
+            node = self.value(j, depth + 1 if depth == 1 or (depth == 0 and key == "hooks") else _DETAIL)
             items.append((key, first, node))
             j = self.skip(node.end)
             if self.text[j] == ",":
@@ -135,17 +136,15 @@ class _Scanner:
         """The end of the object or array opening at ``i``: brackets counted, strings passed over."""
         level = 0
         while True:
+            i = _BRACKET_OR_QUOTE.search(self.text, i).start()  # type: ignore[union-attr]
             ch = self.text[i]
             if ch == '"':
                 i = self.string_end(i)
                 continue
-            if ch in "{[":
-                level += 1
-            elif ch in "}]":
-                level -= 1
-                if level == 0:
-                    return i + 1
+            level += 1 if ch in "{[" else -1
             i += 1
+            if level == 0:
+                return i
 
 
 def parse(text: str, name: str) -> Node:
