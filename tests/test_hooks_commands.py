@@ -142,6 +142,7 @@ def test_the_policy_applies_and_an_untrusted_repository_policy_cannot_turn_redac
 @pytest.mark.parametrize("stdin, says", [
     ("not json", "the hook's input on stdin is not JSON: "),
     ("[1]", "the hook's input on stdin is not a JSON object"),
+    ("", "nothing on stdin: Claude Code sends the hook's input there, as a JSON object"),
     ('{"transcript_path": "/nonexistent/s.jsonl", "source": "compact", "cwd": "/"}', "/nonexistent/s.jsonl"),
     ("[" * 100_000 + "]" * 100_000, "the hook's input on stdin is not a hook's JSON: nested too deeply"),
     # a device would be read without end (MemoryError): refused before it is opened

@@ -61,8 +61,10 @@ class HookInput:
 
     @classmethod
     def parse(cls, data: bytes, default_cwd: Path) -> HookInput:
+        if not data.strip():
+            raise HookInputError("nothing on stdin: Claude Code sends the hook's input there, as a JSON object")
         try:
-            doc = json.loads(data.decode("utf-8") or "null")
+            doc = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise HookInputError(f"the hook's input on stdin is not JSON: {exc}") from None
         except RecursionError:
