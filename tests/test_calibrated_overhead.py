@@ -118,3 +118,20 @@ def test_the_window_fit_check_uses_the_sessions_own_system_prompt_and_tools(runn
     r = runner.invoke(app, ["compact", str(path), "--context-window", "100000", "-o", "out.jsonl", "--store", "st2",
                             "--set", "overhead_tokens=10000"])
     assert r.exit_code == 0, r.stderr
+
+
+def test_a_usage_of_zero_tokens_counts_as_no_usage_and_compacts_output_reads_back_the_same(runner, tmp_path):
+    """A response reporting 0 for every figure (a proxy in front of another model) counts no request: the
+    view is estimated as without usage, and stats of compact's output says compact's final count (a zero
+    usage made a scale of 0 that counted every rewritten view as 0 tokens, and its output read back as
+    the estimate plus the policy's overhead)."""
+    zero = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 0}
+    path = _session(tmp_path, zero)
+    before = _stats(runner, str(path))
+    assert (before["tokens_source"], before["tokens_reported"], before["tokens_overhead_source"]) == \
+        ("estimate", 0, "policy")
+    assert before["tokens"] == before["tokens_estimated"] + 10_000
+    report = _compact(runner, path, *CLEAR)
+    assert report["stages"][0]["action"] == "applied"
+    assert 0 < report["tokens_after"] < report["tokens_before"] == before["tokens"]
+    assert _stats(runner, "out.jsonl")["tokens"] == report["tokens_after"]

@@ -142,7 +142,11 @@ def test_the_policy_applies_and_an_untrusted_repository_policy_cannot_turn_redac
 @pytest.mark.parametrize("stdin, says", [
     ("not json", "the hook's input on stdin is not JSON: "),
     ("[1]", "the hook's input on stdin is not a JSON object"),
+    ("", "nothing on stdin: Claude Code sends the hook's input there, as a JSON object"),
     ('{"transcript_path": "/nonexistent/s.jsonl", "source": "compact", "cwd": "/"}', "/nonexistent/s.jsonl"),
+    ("[" * 100_000 + "]" * 100_000, "the hook's input on stdin is not a hook's JSON: nested too deeply"),
+    # a device would be read without end (MemoryError): refused before it is opened
+    ('{"transcript_path": "/dev/zero", "source": "compact", "cwd": "/"}', "/dev/zero: not a regular file"),
 ])
 def test_a_failing_hook_says_why_and_exits_1_so_the_session_goes_on(runner, command, stdin, says):
     r = runner.invoke(app, ["hooks", command], input=stdin)
@@ -195,3 +199,20 @@ def test_beside_a_ctxkit_store_session_start_gives_the_expand_command_that_resto
     r = runner.invoke(app, ["expand", str(path), "-o", str(tmp_path / "full.jsonl")])
     assert r.exit_code == 0, r.stderr
     assert json.dumps(big)[1:-1] in (tmp_path / "full.jsonl").read_text()
+
+
+@pytest.mark.parametrize("command", ["pre-compact", "session-start"])
+def test_a_transcript_path_naming_a_fifo_fails_at_once_instead_of_holding_the_compaction(command, tmp_path):
+    """Nothing writes to the FIFO: reading it would block until Claude Code's timeout killed the hook."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "s-1.jsonl"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "hooks", command],
+                       input=hook_input("SessionStart", fifo, tmp_path, source="compact"),
+                       capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (f"ctxkit hooks {command}: {fifo}: not a regular file (a FIFO, a device or a socket), so not "
+                        "a transcript Claude Code wrote; Claude Code goes on without it\n")

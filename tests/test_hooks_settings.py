@@ -35,6 +35,8 @@ SETTINGS = [
                  '"hooks": [{"type": "command", "command": "echo hi"}]\n      }\n    ]\n  },\n  "statusLine": '
                  '{"type": "command", "command": "x"}\n}\n', id="session-start-startup"),
     pytest.param('{"a": "é ✓ \\u00e9", "b": [1, 2.50, true, null]}\n', id="unicode-and-numbers-as-written"),
+    pytest.param('{"permissions": {"allow": ["Bash(echo \\"]}\\")", "x\\\\"]}, "q": "\\\\", "hooks": {"Stop": '
+                 '[{"hooks": [{"command": "echo \\"[\\""}]}]}}\n', id="brackets-and-escapes-in-strings"),
 ]
 
 
@@ -176,3 +178,51 @@ def test_install_warns_when_claude_code_would_not_find_ctxkit(runner, tmp_path, 
                         "ctxkit: warning: no 'ctxkit' command on this PATH: Claude Code runs the hooks as 'ctxkit "
                         "hooks ...', so put the folder of ctxkit's command (the virtualenv's bin) on the PATH it "
                         "starts with\n")
+
+
+@pytest.mark.parametrize("depth", [450, 700])
+def test_a_deeply_nested_value_of_the_users_is_scanned_and_kept(depth):
+    """Valid JSON nested as deep as a JSON parser takes: install and uninstall work around it (the
+    scanner passes over values below ``hooks`` without recursing)."""
+    text = '{\n  "deep": ' + "[" * depth + '"a\\"]{"' + "]" * depth + ',\n  "b": 1\n}\n'
+    installed = merged(text, "settings.json")
+    assert json.loads(installed)["hooks"]["PreCompact"] == [OURS["PreCompact"]]
+    assert unmerged(installed, "settings.json") == text
+
+
+def test_settings_nested_deeper_than_json_reads_are_refused_not_a_crash(runner, tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    deep = ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n").encode()
+    settings.write_bytes(deep)
+    r = runner.invoke(app, ["hooks", "install"])
+    assert (r.exit_code, r.stderr) == (2, f"ctxkit: error: {settings}: nested too deeply to be read as JSON; fix "
+                                          "or move it, then run the command again (nothing was written)\n")
+    assert settings.read_bytes() == deep
+
+
+def test_uninstall_says_when_a_ctxkit_hook_the_user_edited_still_runs(runner, tmp_path):
+    """A group of ctxkit's the user edited (a longer timeout) is the user's, and stays: uninstall must not
+    leave them believing Claude Code no longer runs ctxkit."""
+    settings = tmp_path / ".claude" / "settings.json"
+    assert runner.invoke(app, ["hooks", "install"]).exit_code == 0
+    settings.write_text(settings.read_text().replace('"timeout": 60', '"timeout": 120', 1))
+    r = runner.invoke(app, ["hooks", "uninstall"])
+    assert r.exit_code == 0
+    assert r.stderr == (f"removed: '{settings}'\n"
+                        f"ctxkit: warning: {settings}:4:7: PreCompact still runs 'ctxkit hooks pre-compact', in a "
+                        "hook group that is not as install wrote it (edited: it is yours, uninstall leaves it); "
+                        "Claude Code goes on running it until you take it out\n")
+    assert "ctxkit hooks session-start" not in settings.read_text()
+    r = runner.invoke(app, ["hooks", "uninstall"])
+    assert r.stderr.startswith(f"not installed: '{settings}'\nctxkit: warning: {settings}:4:7: PreCompact still runs")
+
+
+def test_uninstall_reads_groups_of_any_shape_without_failing(runner, tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    text = '{"hooks": {"PreCompact": [5, {"hooks": 7}, {"hooks": ["x", {"command": 1}]}], "Stop": {}}}\n'
+    settings.write_text(text)
+    r = runner.invoke(app, ["hooks", "uninstall"])
+    assert (r.exit_code, r.stderr) == (0, f"not installed: '{settings}'\n")
+    assert settings.read_text() == text

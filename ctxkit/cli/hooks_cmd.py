@@ -59,7 +59,9 @@ def uninstall(project: ProjectOpt = False, user: UserOpt = False) -> None:
     """Take ctxkit's hooks out of Claude Code's settings: the file is left as it was before install."""
     from ..integrations.claude_code_settings import uninstall as uninstall_hooks
 
-    stderr_console().print(uninstall_hooks(_settings(project, user)).message(), markup=False)
+    change = uninstall_hooks(_settings(project, user))
+    stderr_console().print(change.message(), markup=False)
+    print_warnings(change.left)
 
 
 #: The exit code Claude Code reports and goes on after (2 would block the compaction).

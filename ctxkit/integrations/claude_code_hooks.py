@@ -61,10 +61,14 @@ class HookInput:
 
     @classmethod
     def parse(cls, data: bytes, default_cwd: Path) -> HookInput:
+        if not data.strip():
+            raise HookInputError("nothing on stdin: Claude Code sends the hook's input there, as a JSON object")
         try:
-            doc = json.loads(data.decode("utf-8") or "null")
+            doc = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise HookInputError(f"the hook's input on stdin is not JSON: {exc}") from None
+        except RecursionError:
+            raise HookInputError("the hook's input on stdin is not a hook's JSON: nested too deeply") from None
         if not isinstance(doc, Mapping):
             raise HookInputError("the hook's input on stdin is not a JSON object")
         path = doc.get("transcript_path")
@@ -102,9 +106,23 @@ def _redactor(policy: Any) -> Any:
 
 
 def _read(path: Path) -> Any:
-    """The transcript at ``path``, unreadable lines skipped (Claude Code may be writing the last one)."""
+    """The transcript at ``path``, unreadable lines skipped (Claude Code may be writing the last one).
+
+    Claude Code's transcript is a regular file: anything else (a FIFO, which would hold the hook until
+    Claude Code kills it, and every compaction with it; a device such as /dev/zero, read without end)
+    is refused before it is opened."""
+    import os
+    import stat
+
     from ..transcript import read_transcript
 
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None  # read_transcript says why (no such file, permission)
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise HookInputError(f"{path}: not a regular file (a FIFO, a device or a socket), so not a transcript "
+                             "Claude Code wrote")
     return read_transcript(str(path), on_bad_line="skip", check_pairing=False)
 
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ class SettingsError(UsageError):
 @dataclass
 class Node:
     """A JSON value's place in the text: ``start``..``end`` (end exclusive); an object's or array's
-    ``items`` (key or None, the key's start or the value's, the value node) in order."""
+    ``items`` (key or None, the key's start or the value's, the value node) in order (to depth 3)."""
 
     kind: str  # "object", "array" or "scalar"
     start: int
@@ -74,10 +75,18 @@ class Node:
 
 # -- scanning ---------------------------------------------------------------------------------------
 _WS = " \t\r\n"
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKET_OR_QUOTE = re.compile(r'["{}\[\]]')
+#: How many levels the scanner takes apart: the top object, ``hooks``, an event's list (groups: whole).
+_DETAIL = 3
 
 
 class _Scanner:
-    """Positions of the values of a text already known to be valid JSON (``json.loads`` checked it)."""
+    """Positions of the values of a text already known to be valid JSON (``json.loads`` checked it).
+
+    Only the way to the groups (the top object, ``hooks``, an event's list) is taken apart into items;
+    any other value is passed over, without recursion: a file nested as deep as ``json.loads`` takes,
+    or holding a million permissions, is scanned in one pass."""
 
     def __init__(self, text: str):
         self.text = text
@@ -88,18 +97,16 @@ class _Scanner:
         return i
 
     def string_end(self, i: int) -> int:
-        i += 1
-        while self.text[i] != '"':
-            i += 2 if self.text[i] == "\\" else 1
-        return i + 1
+        return _STRING.match(self.text, i).end()  # type: ignore[union-attr]  # valid JSON: it matches
 
-    def value(self, i: int) -> Node:
+    def value(self, i: int, depth: int = 0) -> Node:
         i = self.skip(i)
         ch = self.text[i]
-        if ch == "{":
-            return self._container(i, "object", "}")
-        if ch == "[":
-            return self._container(i, "array", "]")
+        if ch in "{[":
+            kind, close = ("object", "}") if ch == "{" else ("array", "]")
+            if depth >= _DETAIL:
+                return Node(kind, i, self._container_end(i), [])
+            return self._container(i, kind, close, depth)
         if ch == '"':
             return Node("scalar", i, self.string_end(i), [])
         j = i
@@ -107,7 +114,7 @@ class _Scanner:
             j += 1
         return Node("scalar", i, j, [])
 
-    def _container(self, i: int, kind: str, close: str) -> Node:
+    def _container(self, i: int, kind: str, close: str, depth: int) -> Node:
         items: list[tuple[str | None, int, Node]] = []
         j = self.skip(i + 1)
         while self.text[j] != close:
@@ -117,12 +124,27 @@ class _Scanner:
                 end = self.string_end(j)
                 key = json.loads(self.text[j:end])
                 j = self.skip(end) + 1  # the colon
-            node = self.value(j)
+            # only the way to the groups is taken apart: ``hooks`` in the top object, its events' lists
+            node = self.value(j, depth + 1 if depth == 1 or (depth == 0 and key == "hooks") else _DETAIL)
             items.append((key, first, node))
             j = self.skip(node.end)
             if self.text[j] == ",":
                 j = self.skip(j + 1)
         return Node(kind, i, j + 1, items)
+
+    def _container_end(self, i: int) -> int:
+        """The end of the object or array opening at ``i``: brackets counted, strings passed over."""
+        level = 0
+        while True:
+            i = _BRACKET_OR_QUOTE.search(self.text, i).start()  # type: ignore[union-attr]
+            ch = self.text[i]
+            if ch == '"':
+                i = self.string_end(i)
+                continue
+            level += 1 if ch in "{[" else -1
+            i += 1
+            if level == 0:
+                return i
 
 
 def parse(text: str, name: str) -> Node:
@@ -130,6 +152,9 @@ def parse(text: str, name: str) -> Node:
     when it is not JSON or not an object."""
     try:
         json.loads(text)
+    except RecursionError:
+        raise SettingsError(f"{name}: nested too deeply to be read as JSON; fix or move it, then run the command "
+                            "again (nothing was written)") from None
     except json.JSONDecodeError as exc:
         raise SettingsError(f"{name}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}; fix or move it, "
                             "then run the command again (nothing was written)") from None
@@ -318,12 +343,31 @@ def _write(path: Path, text: str) -> None:
     atomic_write(target, text.encode("utf-8"))
 
 
+def still_running(text: str, name: str) -> list[str]:
+    """Where the settings ``text`` still runs a ctxkit hook command in a group that is not install's
+    (one the user edited: uninstall leaves it, and Claude Code goes on running ctxkit), one line each."""
+    hooks = parse(text, name).member("hooks")
+    out: list[str] = []  # the file was checked (parse, _groups) before: hooks is an object
+    for event, _, groups in hooks.items if hooks is not None else ():
+        for _, _, node in groups.items if groups.kind == "array" else ():
+            group = json.loads(text[node.start:node.end])
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for command in (h.get("command") for h in handlers if isinstance(h, dict)) \
+                    if isinstance(handlers, list) else ():
+                if isinstance(command, str) and any(c in command for c in (PRE_COMPACT_COMMAND, SESSION_START_COMMAND)):
+                    out.append(f"{name}:{_line(text, node.start)}: {event} still runs {quote(command)}, in a hook "
+                               "group that is not as install wrote it (edited: it is yours, uninstall leaves it); "
+                               "Claude Code goes on running it until you take it out")
+    return out
+
+
 @dataclass
 class Change:
-    """What install or uninstall did to one settings file."""
+    """What install or uninstall did to one settings file (``left``: :func:`still_running`)."""
 
     path: Path
     action: str  # "installed", "already installed", "removed", "not installed", "deleted"
+    left: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         return f"{self.action}: {quote(str(self.path))}"
@@ -348,7 +392,8 @@ def uninstall(path: Path) -> Change:
     if after is None:
         os.unlink(os.path.realpath(path))
         return Change(path, "deleted")
+    left = still_running(after, str(path))
     if after == before:
-        return Change(path, "not installed")
+        return Change(path, "not installed", left)
     _write(path, after)
-    return Change(path, "removed")
+    return Change(path, "removed", left)

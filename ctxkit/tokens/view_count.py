@@ -124,13 +124,14 @@ class ViewTokens(NamedTuple):
 
 
 def usage_total(usage: Any) -> int | None:
-    """The four figures of a usage object added up, or None when it reports none of them."""
+    """The four figures of a usage object added up, or None when it reports none of them, or none above 0:
+    a request the API answered held tokens, so a usage of 0 (a proxy in front of another model that
+    fills in zeros) counts nothing; taken as a count, it would scale every estimate after a rewrite to 0."""
     if not isinstance(usage, dict):
         return None
-    values = [usage.get(k) for k in USAGE_FIELDS]
-    if not any(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return None
-    return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    total = sum(v for v in (usage.get(k) for k in USAGE_FIELDS) if isinstance(v, int) and not isinstance(v, bool)
+                and v > 0)
+    return total or None
 
 
 def _message_usage(t: Transcript, m: ViewMessage) -> int | None:
