@@ -50,6 +50,11 @@ from .usage import RecordedRequest, recorded_requests
 CALIBRATED_KEYS = ("cost_usd", "cache_read_input_tokens", "cache_creation_input_tokens")
 TOLERANCE = 0.10
 TTL_5M, TTL_1H = 300, 3600
+#: The id prefix of a request the replay adds without a recorded counterpart (a compaction's summary
+#: request when no ``agent-acompact-*`` file holds it): priced in the row, left out of the calibration
+UNRECORDED = "unrecorded-"
+#: The part of the overhead a session found in the cache (:func:`warm_start`)
+WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
 
 
 def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, float]:
@@ -99,17 +104,43 @@ def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Pie
     return cache.request(when, model, pieces, ttl)
 
 
-def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int) -> list[Piece]:
+def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
-    is already more, the pieces are scaled down to it and the overhead is empty."""
+    is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
+    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own."""
     overhead, scale = fit
     estimate = sum(p.tokens for p in pieces)
     if prompt_tokens <= 0:
-        return calibrated(pieces, overhead, scale)
-    if scale * estimate > prompt_tokens:
-        return calibrated(pieces, 0.0, prompt_tokens / estimate)
-    return calibrated(pieces, prompt_tokens - scale * estimate, scale)
+        out = calibrated(pieces, overhead, scale)
+    elif scale * estimate > prompt_tokens:
+        out = calibrated(pieces, 0.0, prompt_tokens / estimate)
+    else:
+        out = calibrated(pieces, prompt_tokens - scale * estimate, scale)
+    if warm > 0:
+        head = out[0]
+        shared = min(warm, head.tokens)
+        out = [Piece(WARM, shared, True, True), Piece(head.digest, head.tokens - shared, head.breakpoint, True), *out[1:]]
+    return out
+
+
+def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], ttl: int) -> None:
+    """Put in the cache what the session's first request found there: Claude Code's system prompt and tools
+    are the same from one session to the next, so a session begun within the cache lifetime of another
+    reads them at once. The first request's recorded cache read says how much: that prefix of its pieces
+    is cached just before it."""
+    read = point.usage.cache_read_input_tokens
+    if cache is None or read <= 0:
+        return
+    cut, total = [], 0.0
+    for p in pieces:
+        if total + p.tokens > read + 1:
+            break
+        total += p.tokens
+        cut.append(Piece(p.digest, p.tokens, False, p.lead))
+    if cut:
+        cut[-1].breakpoint = True
+        cache.request(point.timestamp, point.model, cut, ttl)
 
 
 def salted(pieces: list[Piece], salt: bytes) -> list[Piece]:
@@ -134,10 +165,18 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
                         default_ttl: int, fit: tuple[float, float], salt: bytes = b"") -> Replayed:
     """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces."""
     out = Replayed([], [])
-    for point, pieces in zip(points, raw, strict=True):
-        cal = salted(exact(pieces, fit, point.usage.prompt_tokens), salt) if salt else \
-            exact(pieces, fit, point.usage.prompt_tokens)
-        result = run_cache(cache, point.timestamp, point.model, cal, request_ttl(point.usage, default_ttl))
+    warm = 0.0
+    for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
+        ttl = request_ttl(point.usage, default_ttl)
+        if k == 0:
+            first = exact(pieces, fit, point.usage.prompt_tokens)
+            warm = float(point.usage.cache_read_input_tokens) if cache is not None else 0.0
+            warm = warm if warm < first[0].tokens else 0.0  # more than the overhead: cut at a block (warm_start)
+        cal = exact(pieces, fit, point.usage.prompt_tokens, warm)
+        cal = salted(cal, salt) if salt else cal
+        if k == 0:
+            warm_start(cache, point, cal, ttl)
+        result = run_cache(cache, point.timestamp, point.model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         out.pieces.append(cal)
     return out
@@ -208,27 +247,34 @@ def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Repl
             model = prev.model
         prompt = Piece(hashlib.blake2b(b"compact-prompt%d" % k, digest_size=16).digest(), extra, True)
         stamp = recorded.timestamp if recorded is not None else prev.timestamp
-        point = RecordedRequest(f"compaction-{k}", b, stamp, model, Usage(output_tokens=output), False)
+        point = RecordedRequest(f"{'' if recorded is not None else UNRECORDED}compaction-{k}", b, stamp, model,
+                                Usage(output_tokens=output), False)
         result = run_cache(cache, stamp, model, [*pieces, prompt], request_ttl(prev.usage, default_ttl))
         out.append((point, result, history + extra))
     return out
 
 
-def calibration(replayed: dict[str, Any], recorded: dict[str, Any]) -> dict[str, Any]:
+def calibration(row: Row, recorded: dict[str, Any]) -> dict[str, Any]:
     """Each figure's relative error, replayed against recorded ((replayed - recorded) / recorded; 0 when
-    both are 0, None when only the recording is 0), and which are off by more than the tolerance."""
+    both are 0, None when only the recording is 0), and which are off by more than the tolerance. The
+    requests the replay adds without a recorded counterpart are left out (``unrecorded``: how many, and
+    their cost): the recording cannot say whether they are right."""
+    extra = [r for r in row.requests if r.unrecorded]
+    replayed = Row(row.policy, requests=[r for r in row.requests if not r.unrecorded]).to_json()
     errors: dict[str, Any] = {}
     for key in (*CALIBRATED_KEYS, "input_tokens", "output_tokens", "requests"):
         r, m = recorded[key], replayed[key]
         errors[key] = 0.0 if r == m == 0 else (None if not r else round((m - r) / r, 4))
     off = [k for k in CALIBRATED_KEYS if errors[k] is None or abs(errors[k]) > TOLERANCE]
-    return {"relative_error": errors, "tolerance": TOLERANCE, "off": off}
+    return {"relative_error": errors, "tolerance": TOLERANCE, "off": off,
+            "unrecorded": {"requests": len(extra), "cost_usd": round(sum(r.cost for r in extra), 6)}}
 
 
 def _request(point: RecordedRequest, res: CacheResult, context: float, prices: PriceTable, kind: str) -> Request:
     usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
                   output_tokens=point.usage.output_tokens, cache_write_1h_tokens=res.write_1h)
-    return Request(point.timestamp, point.model, round(context), usage, prices.cost(point.model, usage), kind=kind)
+    return Request(point.timestamp, point.model, round(context), usage, prices.cost(point.model, usage), kind=kind,
+                   unrecorded=point.message_id.startswith(UNRECORDED))
 
 
 def read_subagents(path: str, t: Transcript) -> list[tuple[str, Transcript, list[RecordedRequest]]]:

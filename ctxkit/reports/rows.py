@@ -23,8 +23,9 @@ class Request:
     context: int
     usage: Usage
     cost: float
-    kind: str = "main"  # "main" | "summarizer"
+    kind: str = "main"  # "main" | "summarizer" | "subagent"
     failed: bool = False
+    unrecorded: bool = False  # a request the model adds that the session's files hold no usage for
 
 
 @dataclass

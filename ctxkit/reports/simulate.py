@@ -141,7 +141,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
         warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
     actual = sum_rows("recorded", [recorded.to_json(), sidechain.to_json()])
-    check = calibration(replayed.to_json(), actual)
+    check = calibration(replayed, actual)
     if check["off"] and any(r.usage.prompt_tokens for r in points):
         warnings.append("the replayed row is more than 10% off the recorded one on "
                         + ", ".join(f"{k} ({_percent(check['relative_error'][k])})" for k in check["off"])
