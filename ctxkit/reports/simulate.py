@@ -240,7 +240,7 @@ def session_json(result: dict[str, Any]) -> dict[str, Any]:
     rows = result["rows"]
     out = {k: v for k, v in result.items() if k != "rows"}
     out.update(recorded=rows["recorded"].to_json(), sidechain=rows["sidechain"].to_json(),
-               none=rows["none"].to_json(), policies=[r.to_json() for r in rows["policies"]])
+               replayed=rows["replayed"].to_json(), none=rows["none"].to_json(), policies=[r.to_json() for r in rows["policies"]])
     if "sweep" in result:
         out["sweep"] = result["sweep"]
     return out
@@ -274,6 +274,7 @@ def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: Price
         "sessions": len(sessions),
         "recorded": sum_rows("recorded", [s["recorded"] for s in sessions]),
         "sidechain": sum_rows("sidechain", [s["sidechain"] for s in sessions]),
+        "replayed": sum_rows("replayed", [s["replayed"] for s in sessions]),
         "none": sum_rows("none", [s["none"] for s in sessions]),
         "policies": [sum_rows(name, [s["policies"][k] for s in sessions]) for k, (name, _) in enumerate(policies)],
     }
