@@ -28,6 +28,7 @@ stand-in server, or caching turned off): every row of it is replayed without a c
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,14 +201,13 @@ def subagent_files(path: str, t: Transcript) -> list[Path]:
     return found
 
 
-def estimated_pieces(t: Transcript, policy: Policy, counter: Any, points: list[RecordedRequest]) -> list[list[Piece]]:
-    """The estimated pieces of each request of a transcript read whole (a subagent's file): the view of
-    the lines written before each point. Subagent files are short; each point reads its prefix."""
+def estimated_pieces(lines: list[bytes], policy: Policy, counter: Any, points: list[RecordedRequest]) -> list[list[Piece]]:
+    """The estimated pieces of each request of one conversation held in ``lines`` (a subagent's): the view
+    of the lines written before each point."""
     import tempfile
 
     from .replay import GrowingRead
 
-    lines = [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
     out: list[list[Piece]] = []
     with tempfile.TemporaryDirectory(prefix="ctxkit-subagent-") as tmp:
         growing, done = GrowingRead(Path(tmp) / "prefix.jsonl"), 0
@@ -215,6 +215,43 @@ def estimated_pieces(t: Transcript, policy: Policy, counter: Any, points: list[R
             prefix = growing.add(lines[done:point.first_entry])
             done = point.first_entry
             out.append(request_segments(prefix, policy, counter, point.timestamp))
+    return out
+
+
+def file_lines(t: Transcript) -> list[bytes]:
+    return [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
+
+
+def inline_subagents(t: Transcript, points: list[RecordedRequest]) -> list[tuple[str, list[bytes], list[RecordedRequest]]]:
+    """The subagents Claude Code 1.0 wrote into the session's own file (``isSidechain`` lines), one
+    conversation per chain root, each as (name, its lines, its requests renumbered to those lines)."""
+    parent: dict[int, int | None] = {}
+    index_of: dict[str, int] = {}
+    for i in t.live_indexes():
+        e = t.entry(i)
+        if e.get("isSidechain"):
+            if isinstance(e.get("uuid"), str):
+                index_of[e["uuid"]] = i
+            parent[i] = None
+    for i in parent:
+        parent[i] = index_of.get(t.entry(i).get("parentUuid"))
+
+    def root(i: int) -> int:
+        seen = set()
+        while parent.get(i) is not None and i not in seen:
+            seen.add(i)
+            i = parent[i]  # type: ignore[assignment]
+        return i
+
+    groups: dict[int, list[int]] = {}
+    for i in sorted(parent):
+        groups.setdefault(root(i), []).append(i)
+    out = []
+    for r, members in groups.items():
+        at = {i: k for k, i in enumerate(members)}
+        pts = [dataclasses.replace(p, first_entry=at[p.first_entry]) for p in points if p.first_entry in at]
+        if pts:
+            out.append((f"inline-{r}", [t.raw_line(i)[0] + b"\n" for i in members], pts))
     return out
 
 
@@ -302,10 +339,9 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         if name.startswith("agent-acompact"):
             acompact.extend(pts)
         elif pts:
-            subagents.append((name, pts, estimated_pieces(sub, policy, counter, pts)))
-    inline = [r for r in recorded_requests(t) if r.sidechain]
-    if inline:
-        subagents.append(("inline", inline, estimated_pieces(t, policy, counter, inline)))
+            subagents.append((name, pts, estimated_pieces(file_lines(sub), policy, counter, pts)))
+    for name, lines, pts in inline_subagents(t, [r for r in recorded_requests(t) if r.sidechain]):
+        subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
     compactions = {p.first_entry: (p, res, ctx) for p, res, ctx in
                    compaction_requests(t, points, main, acompact, counter, fit, cache, ttl)}
     for k, (point, res, ctx) in enumerate(main.requests):
