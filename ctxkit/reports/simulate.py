@@ -37,8 +37,17 @@ from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
 from .pricing import PriceTable, Usage
 from .removed import removed_items
-from .replay import GrowingRead, PolicyReplay, calibrated, request_segments
-from .replayed import calibration, fit_overhead, read_subagents, replayed_row, run_cache, session_caches
+from .replay import GrowingRead, PolicyReplay, request_segments
+from .replayed import (
+    calibration,
+    exact,
+    fit_overhead,
+    read_subagents,
+    replayed_row,
+    run_cache,
+    session_caches,
+    warm_start,
+)
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
@@ -100,8 +109,6 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
                          f"usage); {what}")
-    for name, pol in policies:
-        _refuse_unmodelled(name, pol)
     # each policy as it applies to this session: its model, max_tokens and cache lifetime where the policy names none
     policies = [(name, session_policy(pol, t)) for name, pol in policies]
     everything = recorded_requests(t)
@@ -127,8 +134,12 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         else:
             none_pieces = as_sent
         cache = PromptCache() if caches else None
-        for point, ps in zip(points, none_pieces, strict=True):
-            none.requests.append(_modelled_request(cache, point, calibrated(ps, *fit), base, prices, window))
+        warm = _warm(points, fit, caches)
+        for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
+            pieces = exact(ps, fit, 0, warm)
+            if k == 0:
+                warm_start(cache, point, pieces, base.cache_minutes * 60)
+            none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
                                 context_window=context_window)
@@ -154,6 +165,14 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             "rows": {"recorded": recorded, "sidechain": sidechain, "replayed": replayed, "none": none,
                      "policies": rows},
             "warnings": warnings}
+
+
+def _warm(points: list[RecordedRequest], fit: tuple[float, float], caches: bool) -> float:
+    """How much of the overhead the session found in the cache (its first request's read), for the modelled
+    rows: every row starts with the cache as the session did (:func:`ctxkit.reports.replayed.warm_start`)."""
+    if not caches or not points:
+        return 0.0
+    return float(min(points[0].usage.cache_read_input_tokens, fit[0]))
 
 
 def _percent(error: float | None) -> str:
@@ -182,6 +201,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
     cache = PromptCache() if caches else None
+    warm = _warm(points, fit, caches)
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
     done, previous = 0, None
     for k, point in enumerate(points):
@@ -199,7 +219,9 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        previous = calibrated(request_segments(step.transcript, policy, counter, point.timestamp), *fit)
+        previous = exact(request_segments(step.transcript, policy, counter, point.timestamp), fit, 0, warm)
+        if k == 0:
+            warm_start(cache, point, previous, policy.cache_minutes * 60)
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history
@@ -256,15 +278,19 @@ def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: Price
              context_window: int | None = None, cwd: Path | None = None,
              sweep: tuple[str, list[str]] | None = None,
              on_error: Callable[[str, CtxkitError], None] | None = None,
+             summaries_as: str | None = None,
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Every session under every policy: (the ``--json`` document, the per-session results with rows).
 
     A session that cannot be replayed (an unreadable line, not a Claude Code transcript) raises; with
     ``on_error`` it is handed to it instead and left out, so one bad file does not stop the others."""
+    for name, pol in policies:  # before any session: it is the same refusal for each
+        _refuse_unmodelled(name, pol)
     results = []
     for p in paths:
         try:
-            results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd))
+            results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd,
+                                            summaries_as=summaries_as))
         except CtxkitError as exc:
             if on_error is None:
                 raise
