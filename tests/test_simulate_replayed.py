@@ -160,3 +160,30 @@ def test_server_side_clearing_is_refused_not_priced_as_none(runner):
         assert result.exit_code == 2, mode
         assert f"simulate does not model microcompact's mode {mode}" in result.stderr
         assert result.stdout == ""
+
+
+def test_an_offline_summary_priced_as_a_model_reads_the_history_from_that_models_cache(tmp_path):
+    """--price-summaries-as MODEL: each extractive compaction becomes a request as Claude Code makes one: the
+    history (read from the cache when MODEL is the one that cached it), the compact prompt, the summary out."""
+    from ctxkit import load_policy
+    from ctxkit.reports.pricing import load_pricing
+    from ctxkit.reports.simulate import simulate
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "session.jsonl"
+    pol = load_policy(None, ["thresholds.summary_reserve=5000", "thresholds.autocompact_buffer=3000",
+                             "stages.tool-result-budget.enabled=false"], cwd=tmp_path)
+
+    def summaries(model: str | None):
+        doc, results = simulate([str(example)], [("default", pol)], load_pricing(), context_window=40000,
+                                cwd=tmp_path, summaries_as=model)
+        row = results[0]["rows"]["policies"][0]
+        return doc["sessions"][0]["policies"][0], [r for r in row.requests if r.kind == "summarizer"], row
+
+    free, none_made, row = summaries(None)
+    assert row.compactions and none_made == []
+    same, made, _ = summaries("claude-sonnet-4-5")  # the session's model: its cache holds the history
+    assert len(made) == len(row.compactions) and all(r.model == "claude-sonnet-4-5" for r in made)
+    assert all(r.usage.cache_read_input_tokens > r.usage.cache_creation_input_tokens for r in made)
+    other, made_other, _ = summaries("claude-haiku-4-5")  # another model reads nothing of it
+    assert all(r.usage.cache_read_input_tokens == 0 and r.model == "claude-haiku-4-5" for r in made_other)
+    assert same["cost_usd"] > free["cost_usd"] and same["requests"] == free["requests"] + len(made)
