@@ -60,14 +60,17 @@ def _marked(block: Any) -> bool:
     return isinstance(block, dict) and bool(block.get("cache_control"))
 
 
-def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None) -> list[Piece]:
+def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None,
+                     memo: dict[bytes, int] | None = None) -> list[Piece]:
     """The request the view of ``t`` makes (:func:`ctxkit.reports.request.build_request`), in cache order:
     the tools, the system prompt, then every content block of every message, each with its estimated
     tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
-    the last message."""
+    the last message. ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
+    blocks at every request: each is counted once)."""
     body = build_request(t, policy, now=now)
+    memo = {} if memo is None else memo
     out: list[Piece] = []
     tools = body.get("tools")
     if tools:
@@ -86,8 +89,11 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for bi, block in enumerate(blocks):
             bare = _unmarked(block)
-            out.append(Piece(_digest(mi, bi, msg["role"], bare),
-                             counter.count_message({"role": msg["role"], "content": [bare]}), _marked(block)))
+            digest = _digest(mi, bi, msg["role"], bare)
+            tokens = memo.get(digest)
+            if tokens is None:
+                tokens = memo[digest] = counter.count_message({"role": msg["role"], "content": [bare]})
+            out.append(Piece(digest, tokens, _marked(block)))
     if not any(p.breakpoint for p in out):
         if lead:
             out[lead - 1].breakpoint = True

@@ -209,12 +209,13 @@ def estimated_pieces(lines: list[bytes], policy: Policy, counter: Any, points: l
     from .replay import GrowingRead
 
     out: list[list[Piece]] = []
+    memo: dict[bytes, int] = {}
     with tempfile.TemporaryDirectory(prefix="ctxkit-subagent-") as tmp:
         growing, done = GrowingRead(Path(tmp) / "prefix.jsonl"), 0
         for point in points:
             prefix = growing.add(lines[done:point.first_entry])
             done = point.first_entry
-            out.append(request_segments(prefix, policy, counter, point.timestamp))
+            out.append(request_segments(prefix, policy, counter, point.timestamp, memo))
     return out
 
 

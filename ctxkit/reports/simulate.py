@@ -85,15 +85,20 @@ def _refuse_unmodelled(name: str, policy: Policy) -> None:
 
 
 def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Policy, counter: Any,
-                   where: Path) -> tuple[list[list[Piece]], Transcript | None]:
+                   where: Path, memo: dict[bytes, int], known: list[list[Piece]] | None = None,
+                   ) -> tuple[list[list[Piece]], Transcript | None]:
     """The estimated pieces of the request at each point, each the view of the lines before it (each line
-    read once: :class:`GrowingRead`), and the last prefix read."""
+    read once: :class:`GrowingRead`), and the last prefix read. ``known``: the pieces of the first points,
+    worked out already (the same lines before them): those are not built again."""
     growing = GrowingRead(where)
-    prefix, done, out = None, 0, []
-    for point in points:
+    prefix, done, out = None, 0, list(known or [])
+    if out:
+        done = points[len(out) - 1].first_entry
+        prefix = growing.add(lines[:done])
+    for point in points[len(out):]:
         prefix = growing.add(lines[done:point.first_entry])
         done = point.first_entry
-        out.append(request_segments(prefix, policy, counter, point.timestamp))
+        out.append(request_segments(prefix, policy, counter, point.timestamp, memo))
     return out, prefix
 
 
@@ -125,12 +130,16 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     caches = session_caches(points)
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:
-        as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl")
+        memo: dict[bytes, int] = {}
+        as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl", memo)
         fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
         replayed = replayed_row(t, points, as_sent, subagents, fit, base, counter, prices, caches)
         lines, whole_points = whole_history(t, raw_lines, points)
-        if lines is not raw_lines:
-            none_pieces, prefix = _prefix_pieces(lines, whole_points, base, counter, Path(tmp) / "whole.jsonl")
+        if lines is not raw_lines:  # the requests before the first compaction are the same ones
+            first = own_boundaries(t)[0]
+            same = as_sent[:sum(1 for p in points if p.first_entry < first)]
+            none_pieces, prefix = _prefix_pieces(lines, whole_points, base, counter, Path(tmp) / "whole.jsonl", memo,
+                                                 same)
         else:
             none_pieces = as_sent
         cache = PromptCache() if caches else None
@@ -202,6 +211,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     row = Row(name, window=window, thresholds=thresholds)
     cache = PromptCache() if caches else None
     warm = _warm(points, fit, caches)
+    memo: dict[bytes, int] = {}
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
     done, previous = 0, None
     for k, point in enumerate(points):
@@ -219,7 +229,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        previous = exact(request_segments(step.transcript, policy, counter, point.timestamp), fit, 0, warm)
+        previous = exact(request_segments(step.transcript, policy, counter, point.timestamp, memo), fit, 0, warm)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         request = _modelled_request(cache, point, previous, policy, prices, window)
