@@ -144,10 +144,14 @@ def test_compactions_are_replayed_and_a_session_whose_api_never_cached_is_replay
 
 
 def test_the_cache_lifetime_comes_from_the_policy(runner, tmp_path):
+    """``request.cache_ttl`` set by the policy wins over the lifetime the session's requests had (5 minutes
+    here: their usage has no ``cache_creation`` split, the API's default)."""
     path = _session(tmp_path, gap_after=2, gap=timedelta(minutes=20))
-    hour = run_json(runner, str(path))["sessions"][0]["policies"][0]
+    hour = run_json(runner, str(path), "--set", "request.cache_ttl=1h")["sessions"][0]["policies"][0]
+    session = run_json(runner, str(path))["sessions"][0]["policies"][0]
     five = run_json(runner, str(path), "--set", "request.cache_ttl=5m")["sessions"][0]["policies"][0]
     assert hour["cache_read_input_tokens"] > five["cache_read_input_tokens"]
+    assert session == {**five, "policy": session["policy"]}
     assert hour["cache_read_input_tokens"] + hour["cache_creation_input_tokens"] == \
         five["cache_read_input_tokens"] + five["cache_creation_input_tokens"]
 

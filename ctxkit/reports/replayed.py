@@ -15,7 +15,7 @@ What is replayed:
   rest (:func:`fit_overhead`); what the model decides is how that size splits into cache reads,
   cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
 * each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any
-  1-hour tokens, else 5 minutes when it wrote any, else the session's);
+  1-hour tokens, else 5 minutes when it wrote any 5-minute ones, else the session's);
 * the session's own compactions as Claude Code makes them: one request of the history before the
   boundary (read from the cache) plus the compact prompt, by the model of the request before it;
   its figures are those of the ``agent-acompact-*`` file beside the session when there is one;
@@ -90,12 +90,10 @@ def session_caches(points: list[RecordedRequest]) -> bool:
 
 
 def request_ttl(usage: Usage, default_seconds: int) -> int:
-    """The cache lifetime a request asked for, told from what it wrote (its ``cache_creation`` split)."""
-    if usage.cache_write_1h_tokens:
-        return TTL_1H
-    if usage.cache_creation_input_tokens:
-        return TTL_5M
-    return default_seconds
+    """The cache lifetime a request asked for, told from what it wrote (its ``cache_creation`` split; a usage
+    without one, as older Claude Code wrote, is the API's default: 5 minutes); the session's when it wrote
+    nothing."""
+    return {"1h": TTL_1H, "5m": TTL_5M}.get(usage.lifetime or "", default_seconds)
 
 
 def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Piece], ttl: int) -> CacheResult:

@@ -44,6 +44,7 @@ from .replayed import (
     fit_overhead,
     read_subagents,
     replayed_row,
+    request_ttl,
     run_cache,
     session_caches,
     warm_start,
@@ -56,8 +57,11 @@ from .usage import RecordedRequest, recorded_requests
 def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], policy: Policy,
                       prices: PriceTable, window: int) -> Request:
     """The request sent at ``point`` with these (calibrated) pieces: what the cache model reads and writes,
-    priced, and whether it went over the window. Output tokens are the recorded answer's."""
-    res = run_cache(cache, point.timestamp, point.model, pieces, policy.cache_minutes * 60)
+    priced, and whether it went over the window. Output tokens are the recorded answer's; the cache
+    lifetime is the one the session's request had there, unless the policy sets ``request.cache_ttl``."""
+    ttl = policy.cache_minutes * 60
+    res = run_cache(cache, point.timestamp, point.model, pieces,
+                    ttl if policy.explicit("request.cache_ttl") else request_ttl(point.usage, ttl))
     usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
                   output_tokens=point.usage.output_tokens, cache_write_1h_tokens=res.write_1h)
     context = res.input + res.read + res.write
@@ -169,7 +173,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     for row in rows:
         if row.final is not None:
             warnings.extend(w for w in row.final.ctx.warnings if w not in warnings)
-    return {"session": path, "model": first_model, "context_window": window, "cache_ttl": base.cache_ttl,
+    # the cache lifetime: the policy's when it sets one, else each request's own (as the session had it)
+    ttl = base.cache_ttl if base.explicit("request.cache_ttl") else "as recorded"
+    return {"session": path, "model": first_model, "context_window": window, "cache_ttl": ttl,
             "overhead": {"tokens": round(fit[0]), "scale": round(fit[1], 4)}, "calibration": check,
             "rows": {"recorded": recorded, "sidechain": sidechain, "replayed": replayed, "none": none,
                      "policies": rows},
