@@ -38,16 +38,16 @@ def main() -> None:
     paths = [Path(p) for p in args.sessions] or corpus_sessions()
     doc, _ = simulate([str(p) for p in paths], [("default", load_policy(None))], load_pricing())
     print(f"{'session':<52} {'req':>4} {'cost':>8} {'reads':>8} {'writes':>8}  {'peak none/recorded':>20}")
+    def pct(err: dict, key: str) -> str:
+        return "n/a" if err[key] is None else f"{err[key]:+.1%}"
+
     for s in doc["sessions"]:
         err = s["calibration"]["relative_error"]
 
-        def pct(key: str) -> str:
-            return "n/a" if err[key] is None else f"{err[key]:+.1%}"
-
         name = str(Path(s["session"]).relative_to(CORPUS)) if CORPUS in Path(s["session"]).parents else s["session"]
         mark = "!" if s["calibration"]["off"] else " "
-        print(f"{name[-52:]:<52} {s['recorded']['requests']:>4} {pct('cost_usd'):>8} "
-              f"{pct('cache_read_input_tokens'):>8} {pct('cache_creation_input_tokens'):>8}{mark} "
+        print(f"{name[-52:]:<52} {s['recorded']['requests']:>4} {pct(err, 'cost_usd'):>8} "
+              f"{pct(err, 'cache_read_input_tokens'):>8} {pct(err, 'cache_creation_input_tokens'):>8}{mark} "
               f"{s['none']['peak_context']:>10,}/{s['recorded']['peak_context']:<10,}")
 
 
