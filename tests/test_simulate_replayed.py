@@ -187,3 +187,40 @@ def test_an_offline_summary_priced_as_a_model_reads_the_history_from_that_models
     other, made_other, _ = summaries("claude-haiku-4-5")  # another model reads nothing of it
     assert all(r.usage.cache_read_input_tokens == 0 and r.model == "claude-haiku-4-5" for r in made_other)
     assert same["cost_usd"] > free["cost_usd"] and same["requests"] == free["requests"] + len(made)
+
+
+def test_none_and_the_policies_start_from_the_history_before_the_sessions_own_compaction(tmp_path):
+    """The session's boundary and summary are left out and what followed chains onto the conversation before
+    them: the view at the last request holds the first turn again (the replayed row keeps the compaction)."""
+    from builders import Call, Turn, conversation, entry, user_message
+
+    from ctxkit.reports.history import whole_history
+    from ctxkit.reports.usage import recorded_requests
+    from ctxkit.transcript import read_transcript
+
+    entries = conversation([Turn("first: read the big file", [[Call("Read", {"file_path": "/w/a.py"}, "x\n" * 500)]]),
+                            Turn("second: now fix it", [[Call("Edit", {"file_path": "/w/a.py"}, "ok")]])])
+    at = next(k for k, e in enumerate(entries) if e["type"] == "user" and e["message"]["content"] == "second: now fix it")
+    before, after = entries[:at], entries[at:]
+    stamp = before[-1]["timestamp"]
+    boundary = entry("system", uuid="b-1", parent=None, subtype="compact_boundary",
+                     logicalParentUuid=before[-1]["uuid"], compactMetadata={"trigger": "manual", "preTokens": 5000},
+                     timestamp=stamp)
+    summary = entry("user", user_message("This session is being continued from a previous conversation."),
+                    uuid="s-1", parent="b-1", isCompactSummary=True, timestamp=stamp)
+    after[0]["parentUuid"] = "s-1"
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in [*before, boundary, summary, *after]))
+    t = read_transcript(str(path))
+    assert '"name": "Read"' not in json.dumps([m.api() for m in t.view().messages])  # compacted away
+    raw = [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
+    points = [r for r in recorded_requests(t) if not r.sidechain]
+    lines, moved = whole_history(t, raw, points)
+    assert len(lines) == len(raw) - 2 and [p.message_id for p in moved] == [p.message_id for p in points]
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    w = read_transcript(str(whole))
+    texts = json.dumps([m.api() for m in w.view().messages])
+    assert '"name": "Read"' in texts and "x\\nx\\n" in texts and "second: now fix it" in texts
+    assert "continued from a previous conversation" not in texts
+    assert all(json.loads(lines[p.first_entry])["message"]["id"] == p.message_id for p in moved)
