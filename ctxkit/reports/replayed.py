@@ -12,8 +12,10 @@ What is replayed:
 * each request's size as the API counted it: the recorded usage. The pieces the request is cut into
   are ctxkit's estimates, scaled by the session's fitted factor, after an overhead piece (the system
   prompt and tools the view does not hold, plus the estimator's constant error) that makes up the
-  rest (:func:`fit_overhead`); what the model decides is how that size splits into cache reads,
-  cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
+  rest (:func:`fit_overhead`: the form of :class:`ctxkit.tokens.view_count.Calibration`, which one
+  usage gives the pipeline's counts, fitted here over all of the session's usages, since pricing
+  splits every request into pieces); what the model decides is how that size splits into cache
+  reads, cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
 * each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any
   1-hour tokens, else 5 minutes when it wrote any 5-minute ones, else the session's);
 * the session's own compactions as Claude Code makes them: one request of the history before the

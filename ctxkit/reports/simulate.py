@@ -2,19 +2,23 @@
 
 Each session is replayed request by request (:mod:`ctxkit.reports.replay`). For every row:
 
-* ``recorded`` — what the session's main chain actually used: its usage figures, each response
-  counted once with its final figures (:mod:`ctxkit.reports.usage`); ``sidechain`` holds the
-  subagents' requests found in the file, apart.
-* ``none`` — no context management: the raw view at each request; a request whose context is over
-  the window is a failure (``failures``), and still counts in the peak.
-* one row per policy — the view the policy's pipeline leaves at each request, with its compactions;
-  a compaction made by a summarizer that calls a model is a request of its own (the history in, the
-  summary out, no cache).
+* ``recorded`` — what the session's main chain was billed: its usage figures, each response counted
+  once with its final figures (:mod:`ctxkit.reports.usage`); ``sidechain`` holds its subagents'
+  requests (inline, and the files beside it), apart.
+* ``replayed`` — the session as it happened, through the cost model (:mod:`ctxkit.reports.replayed`):
+  the check on the model, and with ``none`` the baseline every policy is compared with; its
+  ``calibration`` against ``recorded`` is in every session's result, with a warning past 10%.
+* ``none`` — no context management: the view of the whole history at each request, the session's own
+  compactions left out (:mod:`ctxkit.reports.history`); a request whose context is over the window
+  is a failure (``failures``), and still counts in the peak.
+* one row per policy — the view the policy's pipeline leaves at each request of that same whole
+  history, with its compactions; a compaction made by a summarizer that calls a model (or any, with
+  ``--price-summaries-as``) is a request of its own, made as Claude Code makes one.
 
-The prompt-cache model: a request reads from the cache the longest prefix (tools, system, then
-content blocks) byte-identical to an earlier request made within the cache lifetime (the policy's
-``request.cache_ttl``, 5 minutes or 1 hour; a read refreshes it), and writes the rest. The output of
-each request is the recorded one (the same answer under every policy). Costs come from
+Requests are priced through the prompt-cache model of :mod:`ctxkit.reports.cache_model` (breakpoints,
+20-block lookback, per model, each request's lifetime, minimum length); their pieces are ctxkit's
+estimates calibrated on the session's usage (:func:`ctxkit.reports.replayed.fit_overhead`). The output
+of each request is the recorded one (the same answer under every policy). Costs come from
 :mod:`ctxkit.reports.pricing`, by the model each request was made with.
 """
 from __future__ import annotations
