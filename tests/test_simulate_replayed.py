@@ -224,3 +224,25 @@ def test_none_and_the_policies_start_from_the_history_before_the_sessions_own_co
     assert '"name": "Read"' in texts and "x\\nx\\n" in texts and "second: now fix it" in texts
     assert "continued from a previous conversation" not in texts
     assert all(json.loads(lines[p.first_entry])["message"]["id"] == p.message_id for p in moved)
+
+
+def test_subagent_files_beside_a_session_are_priced_and_an_unreadable_one_is_named(runner, tmp_path):
+    """``<session>/subagents/*.jsonl``: their requests are the sidechain row and are replayed in the replayed
+    row; a file that cannot be read is left out with a warning, the session is still simulated."""
+    from ctxkit.cli.main import app
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "session.jsonl"
+    session = tmp_path / "sess.jsonl"
+    session.write_bytes(example.read_bytes())
+    folder = tmp_path / "sess" / "subagents"
+    folder.mkdir(parents=True)
+    lines = [json.loads(x) for x in example.read_text().splitlines()]
+    (folder / "agent-a1.jsonl").write_text("".join(json.dumps({**e, "isSidechain": True}) + "\n" for e in lines))
+    (folder / "agent-gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    result = runner.invoke(app, ["simulate", str(session), "--json"])
+    assert result.exit_code == 0, result.stderr
+    s = json.loads(result.stdout)["sessions"][0]
+    assert s["sidechain"]["requests"] == s["recorded"]["requests"] == 11
+    assert s["replayed"]["requests"] == 22
+    assert s["calibration"]["off"] == []  # the subagent is replayed like the main chain, its own cache
+    assert f"subagent file left out: {folder / 'agent-gone.jsonl'}" in result.stderr

@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import CtxkitError
 from ..policy.model import Policy
 from ..summarize.prompt import build_compact_prompt
 from ..transcript import read_transcript
@@ -315,11 +316,17 @@ def _request(point: RecordedRequest, res: CacheResult, context: float, prices: P
                    unrecorded=point.message_id.startswith(UNRECORDED))
 
 
-def read_subagents(path: str, t: Transcript) -> list[tuple[str, Transcript, list[RecordedRequest]]]:
-    """Each subagent file of the session (:func:`subagent_files`): its name, transcript and recorded requests."""
+def read_subagents(path: str, t: Transcript,
+                   warnings: list[str]) -> list[tuple[str, Transcript, list[RecordedRequest]]]:
+    """Each subagent file of the session (:func:`subagent_files`): its name, transcript and recorded requests.
+    A file that cannot be read is left out of both rows (recorded and replayed), with a warning."""
     out = []
     for f in subagent_files(path, t):
-        sub = read_transcript(str(f), on_bad_line="skip")
+        try:
+            sub = read_transcript(str(f), on_bad_line="skip")
+        except CtxkitError as exc:
+            warnings.append(f"subagent file left out: {exc.message}")
+            continue
         out.append((f.name, sub, recorded_requests(sub)))
     return out
 

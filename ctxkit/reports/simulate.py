@@ -129,7 +129,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     base = policies[0][1]
     first_model = points[0].model if points else base.model
     window = budget_for(base, context_window).context_window
-    subagents = read_subagents(path, t)
+    unread: list[str] = []
+    subagents = read_subagents(path, t, unread)
     recorded = _recorded_row("recorded", points, prices, own_boundaries(t))
     sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain]
                               + [r for _, _, pts in subagents for r in pts], prices, [])
@@ -165,7 +166,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
                             fit=fit, caches=caches, summaries_as=summaries_as)
                 for k, (name, pol) in enumerate(policies)]
-    warnings = list(dict.fromkeys(prices.warnings))
+    warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
         warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
     actual = sum_rows("recorded", [recorded.to_json(), sidechain.to_json()])
