@@ -4,8 +4,8 @@ same session cut just before the first line of the middle one of its main-chain 
 
     python bench/simulate_scaling.py [SESSION] [--runs N]
 
-SESSION defaults to ``../shared/corpus/public/spotter/4d5611e5-….jsonl`` (its subagents are files
-beside it, not read). Each size is simulated N times (default 5) under the default policy, in
+SESSION defaults to ``../shared/corpus/public/spotter/4d5611e5-….jsonl`` (copied, so that its
+subagent files beside it are not read). Each size is simulated N times (default 5) under the default policy, in
 process (imports done once, before), alternating the two; the figure is the least CPU time of each
 (``time.process_time``: other work on a shared machine inflates a run, never shrinks it), and their
 ratio. Linear time would be 2x for twice the requests (target: at most 2.3x).
@@ -40,6 +40,8 @@ def main() -> None:
         half = Path(tmp) / "half.jsonl"
         lines = full.read_bytes().splitlines(keepends=True)
         half.write_bytes(b"".join(lines[:points[len(points) // 2].first_entry]))
+        full = Path(tmp) / "full.jsonl"  # a copy: the subagent files beside the session are not read
+        full.write_bytes(b"".join(lines))
         policy = load_policy(None, [], cwd=Path(tmp))
         prices = load_pricing()
 
@@ -54,7 +56,7 @@ def main() -> None:
             times["half"].append(cpu(half))
             times["full"].append(cpu(full))
     h, f = min(times["half"]), min(times["full"])
-    print(f"{full.name}: {len(points)} requests, cut after {len(points) // 2}")
+    print(f"{Path(args.session).name}: {len(points)} requests, cut after {len(points) // 2}")
     print(f"half {h:.2f} s, full {f:.2f} s CPU (least of {args.runs}); ratio {f / h:.2f}")
 
 

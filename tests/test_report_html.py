@@ -53,7 +53,7 @@ def test_chromium_renders_it_offline_without_console_errors_and_shows_the_simula
     assert [line for line in done.stderr.splitlines() if ":CONSOLE" in line] == []
     dom = done.stdout
     rows = {unescape(m.group(1)): m.group(0) for m in re.finditer(r'<tr data-row="([^"]+)"[^>]*>', dom)}
-    expected = [session["recorded"], session["none"], *session["policies"]]
+    expected = [session["recorded"], session["replayed"], session["none"], *session["policies"]]
     assert list(rows) == [r["policy"] for r in expected]
     for r in expected:
         tag = rows[r["policy"]]
@@ -69,8 +69,30 @@ def test_chromium_renders_it_offline_without_console_errors_and_shows_the_simula
             key = "peak_context" if chart == "context" else "cost_usd"
             assert pick(series[r["policy"]]) == pytest.approx(r[key], abs=1e-6), (chart, r["policy"])
     assert 'data-line="window" data-value="50000"' in dom
+    # savings against the two modelled rows, never against recorded
+    for r in session["policies"]:
+        for base in ("none", "replayed"):
+            saved = re.search(rf'data-savings="{re.escape(r["policy"])}">.*?data-saved-vs-{base}="([-0-9.e]+)"', dom)
+            assert float(saved.group(1)) == pytest.approx(session[base]["cost_usd"] - r["cost_usd"], abs=1e-6)
+    assert "<th>vs recorded" not in dom and "saved vs recorded" not in dom
     # the visible text says the same
     assert f"{session['none']['peak_context']:,}" in dom and f"{session['policies'][0]['cost_usd']:.4f}" in dom
+
+
+def test_lines_that_coincide_stay_apart_and_charts_take_the_page_width(report):
+    """default and claude-code-full draw nearly the none-less line, recorded and replayed the same one: each
+    series has a dash pattern and shape of its own, and its shapes at points no other series marks."""
+    page = report[0].read_text()
+    for chart in ("context", "cost"):
+        block = page[page.index(f'data-chart="{chart}"'):]
+        block = block[:block.index("</svg>")]
+        styles = re.findall(r'data-series="[^"]+" data-values="[^"]*" data-dash="([^"]*)" data-shape="([^"]+)"', block)
+        assert len(styles) == 5 and len(set(styles)) == 5
+        assert 'width="100%"' in page[page.rindex("<svg", 0, page.index(f'data-chart="{chart}"')):][:300]
+        marked = [set(re.findall(r'class="mark"><title>[^<]*, request (\d+):', g)) for g in block.split("<g data-series")[1:]]
+        assert all(marked)  # every series draws its shapes full size somewhere ...
+        assert sum(map(len, marked)) == len(set().union(*marked))  # ... where no other series does
+    assert "stroke-dasharray" in page.split('class="legend"')[1]  # the legend draws each line as it is drawn
 
 
 def test_every_removed_item_has_its_stage_size_and_redacted_original(runner, tmp_path, report):

@@ -37,6 +37,9 @@ PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
     "several side by side (default: the policy compact would use).", autocompletion=complete_policy)]
 PricingOpt = Annotated[Optional[Path], typer.Option("--pricing", metavar="FILE", help="A JSON pricing table to use "
                                                     "instead of the shipped one (same shape; see docs/simulate.md).")]
+SummariesAsOpt = Annotated[Optional[str], typer.Option(
+    "--price-summaries-as", metavar="MODEL", help="Price each offline (extractive) summary as a request to MODEL, "
+    "made as Claude Code makes one, so masking and summarizing policies compare fairly.")]
 
 
 def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None, context_window: int | None = None
@@ -86,12 +89,14 @@ def simulate_cmd(
                                                  "policy setting (of the first --policy); the cheapest that never "
                                                  "went over the window is marked.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")] = False,
+    summaries_as: SummariesAsOpt = None,
 ) -> None:
     """Replay sessions request by request under policies: context, compactions, tokens and cost.
 
-    Rows: recorded (what the session used), none (no context management; requests over the window
-    are failures) and each policy. Nothing is written; with no API key the summaries are extractive.
-    Example: ctxkit simulate session.jsonl -p default -p no-llm
+    Rows: recorded (what the session was billed), replayed (the same session through the cost model,
+    to check it), none (no context management, the whole history; requests over the window are
+    failures) and each policy, compared with none and replayed. Nothing is written; with no API key
+    the summaries are extractive. Example: ctxkit simulate session.jsonl -p default -p no-llm
     """
     # the replay machinery and rich's tables load when this command runs, not with every ctxkit command
     from ..reports.pricing import load_pricing
@@ -106,7 +111,7 @@ def simulate_cmd(
         failed.append(int(exc.exit_code))
 
     doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(),
-                      sweep=parsed, on_error=skip)
+                      sweep=parsed, on_error=skip, summaries_as=summaries_as)
     if failed and not doc["sessions"]:
         raise typer.Exit(max(failed))
     for s in doc["sessions"]:
@@ -150,20 +155,24 @@ def _table(s: dict[str, Any], title: str) -> Any:
 
     table = Table(title=title, box=box.SIMPLE, title_justify="left")
     for head in ("row", "requests", "peak", "compactions", "failures", "input", "cache write", "cache read",
-                 "output", "USD", "vs recorded"):
+                 "output", "USD", "vs none", "vs replayed"):
         table.add_column(head, justify="left" if head == "row" else "right")
-    base = s["recorded"]["cost_usd"]
     best = (s.get("sweep") or {}).get("cheapest")
     values = (s.get("sweep") or {}).get("values") or []
-    for k, r in enumerate([s["recorded"], s["none"], *s["policies"]]):
-        mark = " *" if best is not None and k >= 2 and values[k - 2] == best else ""
-        change = "" if k == 0 or not base else f"{(r['cost_usd'] - base) / base:+.0%}"
+
+    def change(r: dict[str, Any], base: dict[str, Any]) -> str:
+        # a policy is compared with the modelled rows only: the recorded one carries the model's error
+        return "" if r is base or not base["cost_usd"] else f"{(r['cost_usd'] - base['cost_usd']) / base['cost_usd']:+.0%}"
+
+    for k, r in enumerate([s["recorded"], s["replayed"], s["none"], *s["policies"]]):
+        mark = " *" if best is not None and k >= 3 and values[k - 3] == best else ""
+        versus = (change(r, s["none"]), change(r, s["replayed"])) if k >= 2 else ("", "")
         table.add_row(r["policy"] + mark, *(f"{r[key]:,}" for key in ROW_KEYS[1:4]), f"{r['failures']:,}",
-                      *(f"{r[key]:,}" for key in ROW_KEYS[4:8]), f"{r['cost_usd']:.4f}", change)
+                      *(f"{r[key]:,}" for key in ROW_KEYS[4:8]), f"{r['cost_usd']:.4f}", *versus)
     if s["sidechain"]["requests"]:
         r = s["sidechain"]
         table.add_row("sidechain", *(f"{r[key]:,}" for key in ROW_KEYS[1:4]), "", *(f"{r[key]:,}" for key in ROW_KEYS[4:8]),
-                      f"{r['cost_usd']:.4f}", "")
+                      f"{r['cost_usd']:.4f}", "", "")
     return table
 
 
@@ -176,6 +185,7 @@ def report_cmd(
     set_: SetOpt = None,
     context_window: WindowOpt = None,
     pricing: PricingOpt = None,
+    summaries_as: SummariesAsOpt = None,
 ) -> None:
     """Write one self-contained HTML page about a session under policies (what simulate computes).
 
@@ -193,7 +203,8 @@ def report_cmd(
         raise UsageError(f"{quote(session)} is a folder: report draws one session (simulate takes folders)")
     rows, _ = _policies(policy, set_, None, context_window)
     prices = load_pricing(pricing)
-    doc, results = simulate([session], rows, prices, context_window=context_window, cwd=Path.cwd())
+    doc, results = simulate([session], rows, prices, context_window=context_window, cwd=Path.cwd(),
+                            summaries_as=summaries_as)
     print_warnings([f"{session}: {w}" for w in doc["sessions"][0]["warnings"]])
     page = render_report(doc["sessions"][0], results[0], prices)
     with atomic_output(output) as out:

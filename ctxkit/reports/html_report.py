@@ -5,9 +5,13 @@ so the page opens offline and can be attached to an issue. Its numbers are those
 ``ctxkit simulate --json`` for the same session and policies (the page is rendered from the same
 result), and each figure carries them in ``data-*`` attributes. Sections:
 
-* the rows (recorded, none, each policy) as ``simulate`` prints them;
-* context per request, with the window, the thresholds and the compactions;
-* cumulative cost per request;
+* the rows (recorded, replayed, none, each policy) as ``simulate`` prints them, and the model's
+  calibration (replayed against recorded);
+* what each policy saves against ``none`` and against ``replayed`` (both modelled: the model's own
+  error is no saving), never against ``recorded``;
+* context per request, with the window, the thresholds and the compactions, and cumulative cost per
+  request: charts at the page's width whose lines each have a dash pattern and point shape of their
+  own, so that one drawn over another does not hide it;
 * where the tokens of the last view go, by tool and by kind of message;
 * the compactions, with what they kept (retention) when the autocompact report has it;
 * every item a stage removed (persisted, cleared, snipped, collapsed) with its original behind a
@@ -20,7 +24,7 @@ from typing import Any
 
 from .pricing import PriceTable
 from .simulate import Row
-from .svg import PALETTE, Series, line_chart
+from .svg import Series, line_chart, styled
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1100px;
@@ -29,7 +33,7 @@ h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1
 table { border-collapse: collapse; margin: 8px 0; } td, th { padding: 3px 10px; border-bottom: 1px solid #eee; }
 th { text-align: left; background: #f4f4f4; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .legend { margin: 4px 0 12px 78px; } .key { margin-right: 16px; white-space: nowrap; }
-.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 5px; }
+.key svg { vertical-align: middle; } svg[data-chart] { display: block; width: 100%; height: auto; }
 .bar { display: inline-block; height: 10px; background: #2471a3; vertical-align: middle; }
 details pre { white-space: pre-wrap; max-height: 360px; overflow: auto; background: #f7f7f7; padding: 8px; }
 .muted { color: #777; } .fail { color: #c0392b; font-weight: 600; }
@@ -43,8 +47,17 @@ def _num(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else escape(str(v))
 
 
+def _change(row: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """The relative change in cost from ``base`` to ``row`` (None when ``base`` cost nothing)."""
+    return (row["cost_usd"] - base["cost_usd"]) / base["cost_usd"] if base["cost_usd"] else None
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:+.0%}"
+
+
 def _rows_table(session: dict[str, Any]) -> str:
-    rows = [session["recorded"], session["none"], *session["policies"]]
+    rows = [session["recorded"], session["replayed"], session["none"], *session["policies"]]
     if session["sidechain"]["requests"]:
         rows.append(session["sidechain"])
     head = "".join(f"<th>{escape(label)}</th>" for _, label in _ROW_COLUMNS)
@@ -53,9 +66,41 @@ def _rows_table(session: dict[str, Any]) -> str:
         attrs = " ".join(f'data-{key.replace("_", "-")}="{r[key]}"' for key, _ in _ROW_COLUMNS)
         cells = "".join(f'<td class="n{" fail" if key == "failures" and r[key] else ""}">{_num(r[key])}</td>'
                         for key, _ in _ROW_COLUMNS)
+        policy = r in session["policies"] or r is session["none"]
+        versus = [_change(r, session["none"]) if policy and r is not session["none"] else None,
+                  _change(r, session["replayed"]) if policy else None]
         body.append(f'<tr data-row="{escape(r["policy"])}" {attrs} data-cost-usd="{r["cost_usd"]}">'
-                    f'<td>{escape(r["policy"])}</td>{cells}<td class="n">{r["cost_usd"]:.4f}</td></tr>')
-    return (f'<table id="rows"><tr><th>row</th>{head}<th>cost USD</th></tr>' + "".join(body) + "</table>")
+                    f'<td>{escape(r["policy"])}</td>{cells}<td class="n">{r["cost_usd"]:.4f}</td>'
+                    + "".join(f'<td class="n">{_percent(v)}</td>' for v in versus) + "</tr>")
+    return (f'<table id="rows"><tr><th>row</th>{head}<th>cost USD</th><th>vs none</th><th>vs replayed</th></tr>'
+            + "".join(body) + "</table>")
+
+
+def _calibration(session: dict[str, Any]) -> str:
+    """How far the model is from what the session was billed (``replayed`` against ``recorded``)."""
+    check = session["calibration"]
+    cells = "".join(f'<tr data-calibration="{key}" data-error="{"" if v is None else v}"><td>{escape(key)}</td>'
+                    f'<td class="n{" fail" if key in check["off"] else ""}">'
+                    f'{"recorded 0" if v is None else f"{v:+.1%}"}</td></tr>'
+                    for key, v in check["relative_error"].items())
+    return f"<table><tr><th>figure</th><th>replayed vs recorded</th></tr>{cells}</table>"
+
+
+def _savings(session: dict[str, Any]) -> str:
+    """What each policy saves against the two modelled baselines, in USD and relative."""
+    lines = []
+    for r in session["policies"]:
+        cells = ""
+        for base in ("none", "replayed"):
+            saved = session[base]["cost_usd"] - r["cost_usd"]
+            change = _change(r, session[base])
+            cells += (f'<td class="n" data-saved-vs-{base}="{round(saved, 6)}">{saved:,.4f}</td>'
+                      f'<td class="n">{_percent(change)}</td>')
+        lines.append(f'<tr data-savings="{escape(r["policy"])}"><td>{escape(r["policy"])}</td>{cells}</tr>')
+    if not lines:
+        return '<p class="muted">No policy was simulated.</p>'
+    return ("<table><tr><th>policy</th><th>saved vs none, USD</th><th>cost vs none</th>"
+            "<th>saved vs replayed, USD</th><th>cost vs replayed</th></tr>" + "".join(lines) + "</table>")
 
 
 def _series(rows: list[Row], value) -> list[Series]:
@@ -63,7 +108,7 @@ def _series(rows: list[Row], value) -> list[Series]:
     for k, row in enumerate(rows):
         main = [r for r in row.requests if r.kind == "main"]
         marks = [(c["request"], "compaction") for c in row.compactions if isinstance(c.get("request"), int)]
-        out.append(Series(row.policy, value(row, main), PALETTE[k % len(PALETTE)], markers=marks))
+        out.append(Series(row.policy, value(row, main), markers=marks, **styled(k)))
     return out
 
 
@@ -134,7 +179,7 @@ def _removed(rows: list[Row]) -> str:
 def render_report(session: dict[str, Any], result: dict[str, Any], prices: PriceTable) -> str:
     """The page for one session: ``session`` is its ``simulate --json`` object, ``result`` the rows behind it."""
     rows = result["rows"]
-    shown: list[Row] = [rows["recorded"], rows["none"], *rows["policies"]]
+    shown: list[Row] = [rows["recorded"], rows["replayed"], rows["none"], *rows["policies"]]
     policies: list[Row] = rows["policies"]
     hlines = [("window", float(session["context_window"]))]
     if policies:
@@ -158,9 +203,16 @@ def render_report(session: dict[str, Any], result: dict[str, Any], prices: Price
 ({escape(prices.source)}).</p>
 {f"<ul>{warnings}</ul>" if warnings else ""}
 <h2>Rows</h2>
-<p class="muted">recorded: what the session used; none: no context management (requests over the window are
-failures); then each policy, replayed request by request. The same figures as <code>ctxkit simulate --json</code>.</p>
+<p class="muted">recorded: what the session was billed; replayed: the same session through ctxkit's cost model;
+none: the whole history with no context management (requests over the window are failures); then each policy,
+replayed request by request. The same figures as <code>ctxkit simulate --json</code>. Policies are compared with
+none and replayed, which come out of the same model, never with recorded.</p>
 {_rows_table(session)}
+<h2>Savings</h2>
+{_savings(session)}
+<h2>Calibration</h2>
+<p class="muted">How far the model is from what the session was billed: its error bounds every saving above.</p>
+{_calibration(session)}
 <h2>Context per request</h2>
 {context}
 <h2>Cumulative cost</h2>

@@ -40,6 +40,9 @@ class Usage:
     cache_read_input_tokens: int = 0
     output_tokens: int = 0
     cache_write_1h_tokens: int = 0  # of cache_creation_input_tokens, those written for an hour
+    #: "5m" | "1h": the lifetime the request's writes had (its ``cache_creation`` split; a usage without one
+    #: is the API's default, 5 minutes); None when the request wrote nothing
+    lifetime: str | None = None
 
     @property
     def prompt_tokens(self) -> int:

@@ -14,8 +14,8 @@ at the tail), the recorded lines still name the old leaf as their parent: they a
 the new one, as Claude Code would have written them had ctxkit compacted its transcript.
 
 :func:`request_segments` cuts a request body (tools, system, each content block) into the pieces
-the prompt-cache model compares: two requests share a cached prefix as long as their pieces are
-byte-identical, in order.
+the prompt-cache model compares (:mod:`ctxkit.reports.cache_model`): two requests share a cached
+prefix as long as their pieces are byte-identical, in order.
 """
 from __future__ import annotations
 
@@ -33,16 +33,15 @@ from ..run_context import build_context
 from ..stages.base import Context
 from ..store.checkpoint import output_index
 from ..store.disk import Store
+from ..summarize.prompt import build_compact_prompt
 from ..transcript import read_transcript
 from ..transcript.claude_code.chain import leaf_uuid
 from ..transcript.model import Transcript
 from ..transcript.reader import Resume
 from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
+from .cache_model import Piece
 from .request import build_request
-
-#: A piece of a request: (digest of its bytes and position, its tokens).
-Segment = tuple[bytes, int]
 
 
 def _digest(*parts: Any) -> bytes:
@@ -57,26 +56,62 @@ def _unmarked(block: Any) -> Any:
     return block
 
 
-def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None) -> list[Segment]:
+def _marked(block: Any) -> bool:
+    return isinstance(block, dict) and bool(block.get("cache_control"))
+
+
+def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None,
+                     memo: dict[bytes, int] | None = None) -> list[Piece]:
     """The request the view of ``t`` makes (:func:`ctxkit.reports.request.build_request`), in cache order:
-    the tools, the system prompt, then every content block of every message."""
+    the tools, the system prompt, then every content block of every message, each with its estimated
+    tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
+    records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
+    :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
+    the last message. ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
+    blocks at every request: each is counted once)."""
     body = build_request(t, policy, now=now)
-    out: list[Segment] = []
-    if body.get("tools"):
-        out.append((_digest("tools", body["tools"]), counter.count_text(orjson.dumps(body["tools"]).decode())))
+    memo = {} if memo is None else memo
+    out: list[Piece] = []
+    tools = body.get("tools")
+    if tools:
+        out.append(Piece(_digest("tools", [_unmarked(x) for x in tools]),
+                         counter.count_text(orjson.dumps(tools).decode()), any(map(_marked, tools)), lead=True))
     system = body.get("system")
-    if system:
-        text = system if isinstance(system, str) else "\n".join(
-            b.get("text", "") for b in system if isinstance(b, dict))
-        out.append((_digest("system", system if isinstance(system, str) else [_unmarked(b) for b in system]),
-                    counter.count_text(text)))
+    if isinstance(system, str) and system:
+        out.append(Piece(_digest("system", system), counter.count_text(system), lead=True))
+    elif system:
+        for k, b in enumerate(system):
+            text = b.get("text", "") if isinstance(b, dict) else ""
+            out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
+    lead = len(out)
     for mi, msg in enumerate(body["messages"]):
         content = msg["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [_unmarked(b) for b in content]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for bi, block in enumerate(blocks):
-            out.append((_digest(mi, bi, msg["role"], block), counter.count_message({"role": msg["role"],
-                                                                                    "content": [block]})))
+            bare = _unmarked(block)
+            digest = _digest(mi, bi, msg["role"], bare)
+            tokens = memo.get(digest)
+            if tokens is None:
+                tokens = memo[digest] = counter.count_message({"role": msg["role"], "content": [bare]})
+            out.append(Piece(digest, tokens, _marked(block)))
+    if not any(p.breakpoint for p in out):
+        if lead:
+            out[lead - 1].breakpoint = True
+        if len(out) > lead:
+            out[-1].breakpoint = True
     return out
+
+
+#: The identity of the overhead piece: the same in every request of a replay
+OVERHEAD = _digest("overhead")
+
+
+def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece]:
+    """``pieces`` as the API counts them: each estimate times ``scale``, after an overhead piece (the
+    system prompt and tools the request body does not hold, and the estimator's constant error: see
+    :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does."""
+    head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in pieces if p.lead), lead=True)
+    return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
 
 
 class GrowingRead:
@@ -222,18 +257,18 @@ class PolicyReplay:
         return Resume(lines, lines.end, True, parsed=parsed)
 
     def _summarizer_calls(self, result: PipelineResult, out: Transcript) -> list[dict[str, Any]]:
-        """The model requests a compaction made: the history it summarized in, the summary out.
-
-        Only a summarizer that calls a model makes one (the extractive summarizer is local and free)."""
+        """The summaries a compaction made: the history it summarized in, the compact prompt, the summary out;
+        ``offline`` when the summarizer is local (the extractive one: no request, unless ``simulate
+        --price-summaries-as`` prices it as if a model had written it)."""
         calls = []
         for r in result.reports:
             d = r.details
             if r.use != "autocompact" or r.action != "applied" or d.get("method") != "summary":
                 continue
-            if str(d.get("summarizer", "")).startswith("extractive"):
-                continue
             summary = [m for m in out.view().messages if m.kind == SUMMARY]
             output = self.counter.count_message(summary[0].api()) if summary else 0
             calls.append({"input_tokens": max(0, r.tokens_before - int(d.get("kept_tokens") or 0)),
-                          "output_tokens": output, "requests": int(d.get("summarizer_requests") or 1)})
+                          "output_tokens": output, "requests": int(d.get("summarizer_requests") or 1),
+                          "prompt_tokens": self.counter.count_text(build_compact_prompt()),
+                          "offline": str(d.get("summarizer", "")).startswith("extractive")})
         return calls

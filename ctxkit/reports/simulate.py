@@ -2,150 +2,75 @@
 
 Each session is replayed request by request (:mod:`ctxkit.reports.replay`). For every row:
 
-* ``recorded`` — what the session's main chain actually used: its usage figures, each response
-  counted once with its final figures (:mod:`ctxkit.reports.usage`); ``sidechain`` holds the
-  subagents' requests found in the file, apart.
-* ``none`` — no context management: the raw view at each request; a request whose context is over
-  the window is a failure (``failures``), and still counts in the peak.
-* one row per policy — the view the policy's pipeline leaves at each request, with its compactions;
-  a compaction made by a summarizer that calls a model is a request of its own (the history in, the
-  summary out, no cache).
+* ``recorded`` — what the session's main chain was billed: its usage figures, each response counted
+  once with its final figures (:mod:`ctxkit.reports.usage`); ``sidechain`` holds its subagents'
+  requests (inline, and the files beside it), apart.
+* ``replayed`` — the session as it happened, through the cost model (:mod:`ctxkit.reports.replayed`):
+  the check on the model, and with ``none`` the baseline every policy is compared with; its
+  ``calibration`` against ``recorded`` is in every session's result, with a warning past 10%.
+* ``none`` — no context management: the view of the whole history at each request, the session's own
+  compactions left out (:mod:`ctxkit.reports.history`); a request whose context is over the window
+  is a failure (``failures``), and still counts in the peak.
+* one row per policy — the view the policy's pipeline leaves at each request of that same whole
+  history, with its compactions; a compaction made by a summarizer that calls a model (or any, with
+  ``--price-summaries-as``) is a request of its own, made as Claude Code makes one.
 
-The prompt-cache model: a request reads from the cache the longest prefix (tools, system, then
-content blocks) byte-identical to an earlier request made within the cache lifetime (the policy's
-``request.cache_ttl``, 5 minutes or 1 hour; a read refreshes it), and writes the rest. The output of
-each request is the recorded one (the same answer under every policy). Costs come from
+Requests are priced through the prompt-cache model of :mod:`ctxkit.reports.cache_model` (breakpoints,
+20-block lookback, per model, each request's lifetime, minimum length); their pieces are ctxkit's
+estimates calibrated on the session's usage (:func:`ctxkit.reports.replayed.fit_overhead`). The output
+of each request is the recorded one (the same answer under every policy). Costs come from
 :mod:`ctxkit.reports.pricing`, by the model each request was made with.
 """
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import CtxkitError
+from ..errors import CtxkitError, UsageError
 from ..policy.model import Policy
 from ..run_context import build_context
+from ..stages.microcompact import Microcompact
 from ..store.disk import Store
 from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
 from ..tokens.session import session_policy
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
+from .cache_model import Piece, PromptCache
+from .history import own_boundaries, whole_history
 from .pricing import PriceTable, Usage
 from .removed import removed_items
-from .replay import GrowingRead, PolicyReplay, Segment, Step, request_segments
+from .replay import GrowingRead, PolicyReplay, request_segments
+from .replayed import (
+    calibration,
+    exact,
+    fit_overhead,
+    read_subagents,
+    replayed_row,
+    request_ttl,
+    run_cache,
+    session_caches,
+    warm_start,
+)
+from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
-ROW_KEYS = ("policy", "requests", "peak_context", "compactions", "input_tokens", "cache_creation_input_tokens",
-            "cache_read_input_tokens", "output_tokens", "cost_usd", "retention", "failures")
 
-
-@dataclass
-class Request:
-    """One request of a row: when, by which model, its prompt size, usage and cost."""
-
-    timestamp: datetime | None
-    model: str
-    context: int
-    usage: Usage
-    cost: float
-    kind: str = "main"  # "main" | "summarizer"
-    failed: bool = False
-
-
-@dataclass
-class Row:
-    """A policy (or baseline) over one session: its requests, compactions and, for policies, the last step."""
-
-    policy: str
-    window: int | None = None
-    thresholds: dict[str, int] = field(default_factory=dict)
-    requests: list[Request] = field(default_factory=list)
-    compactions: list[dict[str, Any]] = field(default_factory=list)  # {"request", "tokens_before", "tokens_after"}
-    retention: list[Any] = field(default_factory=list)
-    final: Step | None = None
-    breakdown: dict[str, Any] = field(default_factory=dict)  # the last view's tokens by_tool and by_kind
-    removed: list[dict[str, Any]] = field(default_factory=list)  # what the stages took out (ctxkit.reports.removed)
-
-    def to_json(self) -> dict[str, Any]:
-        u = [r.usage for r in self.requests]
-        return {
-            "policy": self.policy,
-            "requests": len(self.requests),
-            "peak_context": max((r.context for r in self.requests), default=0),
-            "compactions": len(self.compactions),
-            "input_tokens": sum(x.input_tokens for x in u),
-            "cache_creation_input_tokens": sum(x.cache_creation_input_tokens for x in u),
-            "cache_read_input_tokens": sum(x.cache_read_input_tokens for x in u),
-            "output_tokens": sum(x.output_tokens for x in u),
-            "cost_usd": round(sum(r.cost for r in self.requests), 6),
-            "retention": list(self.retention),
-            "failures": sum(1 for r in self.requests if r.failed),
-        }
-
-
-def sum_rows(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rows of several sessions added up (the peak is the highest; retention lists are joined)."""
-    out: dict[str, Any] = {"policy": name}
-    for key in ROW_KEYS[1:]:
-        if key == "peak_context":
-            out[key] = max((r[key] for r in rows), default=0)
-        elif key == "retention":
-            out[key] = [x for r in rows for x in r[key]]
-        elif key == "cost_usd":
-            out[key] = round(sum(r[key] for r in rows), 6)
-        else:
-            out[key] = sum(r[key] for r in rows)
-    return out
-
-
-class _CacheModel:
-    """Earlier requests still in the cache: (last use, segment digests)."""
-
-    def __init__(self, ttl_seconds: int):
-        self.ttl = ttl_seconds
-        self.entries: list[list[Any]] = []
-
-    def request(self, when: datetime | None, segments: list[Segment]) -> tuple[int, int]:
-        """(tokens read from the cache, tokens written to it) for a request made ``when``."""
-        digests = [d for d, _ in segments]
-        if when is not None:
-            self.entries = [e for e in self.entries if e[0] is None or (when - e[0]).total_seconds() <= self.ttl]
-        best, hit = 0, None
-        for entry in self.entries:
-            n, limit, other = 0, min(len(digests), len(entry[1])), entry[1]
-            while n < limit and digests[n] == other[n]:
-                n += 1
-            if n > best:
-                best, hit = n, entry
-        if hit is not None:
-            hit[0] = when  # a read refreshes the cached prefix's lifetime
-        self.entries.append([when, digests])
-        read = sum(tokens for _, tokens in segments[:best])
-        return read, sum(tokens for _, tokens in segments) - read
-
-
-def _modelled_request(cache: _CacheModel, point: RecordedRequest, segments: list[Segment], policy: Policy,
+def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], policy: Policy,
                       prices: PriceTable, window: int) -> Request:
-    """The request sent at ``point`` with these pieces: what the cache model reads and writes, priced, and
-    whether it went over the window. Output tokens are the recorded answer's."""
-    read, write = cache.request(point.timestamp, segments)
-    usage = Usage(cache_creation_input_tokens=write, cache_read_input_tokens=read,
-                  output_tokens=point.usage.output_tokens, cache_write_1h_tokens=write if policy.cache_ttl == "1h" else 0)
-    return Request(point.timestamp, point.model, read + write, usage, prices.cost(point.model, usage),
-                   failed=read + write > window)
-
-
-def _main_requests(row: Row, points: list[RecordedRequest], segments: list[list[Segment]], policy: Policy,
-                   prices: PriceTable, window: int) -> None:
-    cache = _CacheModel(policy.cache_minutes * 60)
-    for point, segs in zip(points, segments, strict=True):
-        row.requests.append(_modelled_request(cache, point, segs, policy, prices, window))
-
+    """The request sent at ``point`` with these (calibrated) pieces: what the cache model reads and writes,
+    priced, and whether it went over the window. Output tokens are the recorded answer's; the cache
+    lifetime is the one the session's request had there, unless the policy sets ``request.cache_ttl``."""
+    ttl = policy.cache_minutes * 60
+    res = run_cache(cache, point.timestamp, point.model, pieces,
+                    ttl if policy.explicit("request.cache_ttl") else request_ttl(point.usage, ttl))
+    usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
+                  output_tokens=point.usage.output_tokens, cache_write_1h_tokens=res.write_1h)
+    context = res.input + res.read + res.write
+    return Request(point.timestamp, point.model, context, usage, prices.cost(point.model, usage),
+                   failed=context > window)
 
 
 def _thresholds(policy: Policy, context_window: int | None) -> dict[str, int]:
@@ -154,16 +79,46 @@ def _thresholds(policy: Policy, context_window: int | None) -> dict[str, int]:
             "warning_threshold": b.warning_threshold, "blocking_limit": b.blocking_limit}
 
 
+def _refuse_unmodelled(name: str, policy: Policy) -> None:
+    """simulate prices what the API would bill; server-side clearing is not modelled, so a policy that
+    relies on it is refused rather than priced as if it cleared nothing."""
+    spec = policy.stage(Microcompact.name)
+    if spec is None or not spec.enabled:
+        return
+    mode = {**Microcompact.defaults(), **dict(spec.options)}["mode"]
+    if mode != "time-based":
+        raise UsageError(f"policy {name}: simulate does not model microcompact's mode {mode} (the API clears "
+                         "or edits the cached prompt server-side, and what that bills is not published); "
+                         "simulate it with mode time-based (--set stages.microcompact.options.mode=time-based)")
+
+
+def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Policy, counter: Any,
+                   where: Path, memo: dict[bytes, int], known: list[list[Piece]] | None = None,
+                   ) -> tuple[list[list[Piece]], Transcript | None]:
+    """The estimated pieces of the request at each point, each the view of the lines before it (each line
+    read once: :class:`GrowingRead`), and the last prefix read. ``known``: the pieces of the first points,
+    worked out already (the same lines before them): those are not built again."""
+    growing = GrowingRead(where)
+    prefix, done, out = None, 0, list(known or [])
+    if out:
+        done = points[len(out) - 1].first_entry
+        prefix = growing.add(lines[:done])
+    for point in points[len(out):]:
+        prefix = growing.add(lines[done:point.first_entry])
+        done = point.first_entry
+        out.append(request_segments(prefix, policy, counter, point.timestamp, memo))
+    return out, prefix
+
+
 def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: PriceTable, *,
-                     context_window: int | None = None, cwd: Path | None = None) -> dict[str, Any]:
+                     context_window: int | None = None, cwd: Path | None = None,
+                     summaries_as: str | None = None) -> dict[str, Any]:
     """Replay one Claude Code session under each policy; returns its rows (see the module docstring).
 
     The result holds :class:`Row` objects under ``"rows"`` (for the HTML report) beside the JSON
     parts; :func:`session_json` keeps only what ``simulate --json`` prints."""
     t = read_transcript(path)  # an unreadable line stops here, named (exit 3); the steps read their own output
     if t.format != "claude-code":
-        from ..errors import UsageError
-
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
                          f"usage); {what}")
@@ -174,42 +129,74 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     base = policies[0][1]
     first_model = points[0].model if points else base.model
     window = budget_for(base, context_window).context_window
-    recorded = _recorded_row("recorded", points, prices, _boundaries(t))
-    sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain], prices, [])
+    unread: list[str] = []
+    subagents = read_subagents(path, t, unread)
+    recorded = _recorded_row("recorded", points, prices, own_boundaries(t))
+    sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain]
+                              + [r for _, _, pts in subagents for r in pts], prices, [])
     counter = make_counter(base.estimator, model=base.model)
     raw_lines = [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
+    caches = session_caches(points)
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
-    none_segments = []
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:
-        growing = GrowingRead(Path(tmp) / "prefix.jsonl")  # each line read once, not once per request
-        prefix, done = None, 0
-        for point in points:
-            prefix = growing.add(raw_lines[done:point.first_entry])
-            done = point.first_entry
-            none_segments.append(request_segments(prefix, base, counter, point.timestamp))
-        _main_requests(none, points, none_segments, base, prices, window)
+        memo: dict[bytes, int] = {}
+        as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl", memo)
+        fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
+        replayed = replayed_row(t, points, as_sent, subagents, fit, base, counter, prices, caches)
+        lines, whole_points = whole_history(t, raw_lines, points)
+        if lines is not raw_lines:  # the requests before the first compaction are the same ones
+            first = own_boundaries(t)[0]
+            same = as_sent[:sum(1 for p in points if p.first_entry < first)]
+            none_pieces, prefix = _prefix_pieces(lines, whole_points, base, counter, Path(tmp) / "whole.jsonl", memo,
+                                                 same)
+        else:
+            none_pieces = as_sent
+        cache = PromptCache() if caches else None
+        warm = _warm(points, fit, caches)
+        for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
+            pieces = exact(ps, fit, 0, warm)
+            if k == 0:
+                warm_start(cache, point, pieces, base.cache_minutes * 60)
+            none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
                                 context_window=context_window)
             ctx.tokens = counter
             none.breakdown = _breakdown(prefix, ctx)
-        rows = [_policy_row(name, pol, t, points, raw_lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path)
+        rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
+                            fit=fit, caches=caches, summaries_as=summaries_as)
                 for k, (name, pol) in enumerate(policies)]
-    warnings = list(dict.fromkeys(prices.warnings))
+    warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
         warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
+    actual = sum_rows("recorded", [recorded.to_json(), sidechain.to_json()])
+    check = calibration(replayed, actual)
+    if check["off"] and any(r.usage.prompt_tokens for r in points):
+        warnings.append("the replayed row is more than 10% off the recorded one on "
+                        + ", ".join(f"{k} ({_percent(check['relative_error'][k])})" for k in check["off"])
+                        + ": the cost model does not reproduce this session, so the policy rows are less certain")
     for row in rows:
         if row.final is not None:
             warnings.extend(w for w in row.final.ctx.warnings if w not in warnings)
-    return {"session": path, "model": first_model, "context_window": window, "cache_ttl": base.cache_ttl,
-            "rows": {"recorded": recorded, "sidechain": sidechain, "none": none, "policies": rows},
+    # the cache lifetime: the policy's when it sets one, else each request's own (as the session had it)
+    ttl = base.cache_ttl if base.explicit("request.cache_ttl") else "as recorded"
+    return {"session": path, "model": first_model, "context_window": window, "cache_ttl": ttl,
+            "overhead": {"tokens": round(fit[0]), "scale": round(fit[1], 4)}, "calibration": check,
+            "rows": {"recorded": recorded, "sidechain": sidechain, "replayed": replayed, "none": none,
+                     "policies": rows},
             "warnings": warnings}
 
 
-def _boundaries(t: Transcript) -> list[int]:
-    """Entry indexes of the session's own compactions (Claude Code's ``compact_boundary`` lines)."""
-    return [i for i in t.live_indexes() if t.entry(i).get("type") == "system"
-            and t.entry(i).get("subtype") == "compact_boundary" and not t.entry(i).get("isSidechain")]
+def _warm(points: list[RecordedRequest], fit: tuple[float, float], caches: bool) -> float:
+    """How much of the overhead the session found in the cache (its first request's read), for the modelled
+    rows: every row starts with the cache as the session did (:func:`ctxkit.reports.replayed.warm_start`)."""
+    if not caches or not points:
+        return 0.0
+    return float(min(points[0].usage.cache_read_input_tokens, fit[0]))
+
+
+def _percent(error: float | None) -> str:
+    return "recorded 0" if error is None else f"{error:+.1%}"
 
 
 def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable, boundaries: list[int]) -> Row:
@@ -223,9 +210,9 @@ def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable
     return row
 
 
-def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedRequest], raw_lines: list[bytes],
+def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_lines: list[bytes],
                 prices: PriceTable, workdir: Path, context_window: int | None, cwd: Path | None,
-                path: str) -> Row:
+                path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None) -> Row:
     workdir.mkdir(parents=True)
     counter = make_counter(policy.estimator, model=policy.model)
     replay = PolicyReplay(policy, workdir, context_window=context_window, cwd=cwd or Path.cwd(),
@@ -233,16 +220,19 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
     thresholds = _thresholds(policy, context_window)
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
-    cache = _CacheModel(policy.cache_minutes * 60)
+    cache = PromptCache() if caches else None
+    warm = _warm(points, fit, caches)
+    memo: dict[bytes, int] = {}
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
-    done = 0
+    done, previous = 0, None
     for k, point in enumerate(points):
         step = replay.step(raw_lines[done:point.first_entry], point.timestamp)
         done = point.first_entry
         for call in step.summarizer_calls:
-            usage = Usage(input_tokens=call["input_tokens"], output_tokens=call["output_tokens"])
-            row.requests.append(Request(point.timestamp, summarizer_model, call["input_tokens"], usage,
-                                        prices.cost(summarizer_model, usage), kind="summarizer"))
+            if call["offline"] and summaries_as is None:
+                continue  # the extractive summarizer is local and free
+            model = summaries_as if call["offline"] else summarizer_model
+            row.requests.append(summary_request(cache, point, previous, call, model, fit, policy, prices))
         for r in step.result.reports:
             if r.use == "autocompact" and r.action == "applied":
                 row.compactions.append({"request": k, "tokens_before": r.tokens_before,
@@ -250,11 +240,14 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        segs = request_segments(step.transcript, policy, counter, point.timestamp)
-        request = _modelled_request(cache, point, segs, policy, prices, window)
+        previous = exact(request_segments(step.transcript, policy, counter, point.timestamp, memo), fit, 0, warm)
+        if k == 0:
+            warm_start(cache, point, previous, policy.cache_minutes * 60)
+        request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
-        # what the answer to this request reports (next step)
-        replay.sent = {"read": request.usage.cache_read_input_tokens, "write": request.usage.cache_creation_input_tokens}
+        # what the answer to this request reports (next step): never the recorded usage of a rewritten history
+        replay.sent = {"read": request.usage.cache_read_input_tokens,
+                       "write": request.usage.cache_creation_input_tokens + request.usage.input_tokens}
         row.final = step
     if row.final is not None:
         t_last, ctx = row.final.transcript, row.final.ctx
@@ -262,6 +255,21 @@ def _policy_row(name: str, policy: Policy, t: Transcript, points: list[RecordedR
         row.removed = removed_items(t_last, Store(workdir / "store", dry_run=True), redactor_for(ctx),
                                     counter.count_text)
     return row
+
+
+def summary_request(cache: PromptCache | None, point: RecordedRequest, previous: list[Piece] | None,
+                    call: dict[str, Any], model: str, fit: tuple[float, float], policy: Policy,
+                    prices: PriceTable) -> Request:
+    """A compaction's summary request as Claude Code makes it: the previous request's pieces (the history,
+    read from the cache when the summarizer's model is the one that cached it), then the compact prompt;
+    the summary out. Without a previous request, the history is plain input."""
+    prompt = Piece(b"compact-prompt", call["prompt_tokens"] * fit[1], True)
+    history = previous if previous is not None else [Piece(b"history", call["input_tokens"] * fit[1])]
+    res = run_cache(cache, point.timestamp, model, [*history, prompt], policy.cache_minutes * 60)
+    usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
+                  output_tokens=round(call["output_tokens"] * fit[1]), cache_write_1h_tokens=res.write_1h)
+    return Request(point.timestamp, model, res.input + res.read + res.write, usage, prices.cost(model, usage),
+                   kind="summarizer")
 
 
 def _breakdown(t: Transcript, ctx: Any) -> dict[str, Any]:
@@ -275,7 +283,7 @@ def session_json(result: dict[str, Any]) -> dict[str, Any]:
     rows = result["rows"]
     out = {k: v for k, v in result.items() if k != "rows"}
     out.update(recorded=rows["recorded"].to_json(), sidechain=rows["sidechain"].to_json(),
-               none=rows["none"].to_json(), policies=[r.to_json() for r in rows["policies"]])
+               replayed=rows["replayed"].to_json(), none=rows["none"].to_json(), policies=[r.to_json() for r in rows["policies"]])
     if "sweep" in result:
         out["sweep"] = result["sweep"]
     return out
@@ -291,15 +299,19 @@ def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: Price
              context_window: int | None = None, cwd: Path | None = None,
              sweep: tuple[str, list[str]] | None = None,
              on_error: Callable[[str, CtxkitError], None] | None = None,
+             summaries_as: str | None = None,
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Every session under every policy: (the ``--json`` document, the per-session results with rows).
 
     A session that cannot be replayed (an unreadable line, not a Claude Code transcript) raises; with
     ``on_error`` it is handed to it instead and left out, so one bad file does not stop the others."""
+    for name, pol in policies:  # before any session: it is the same refusal for each
+        _refuse_unmodelled(name, pol)
     results = []
     for p in paths:
         try:
-            results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd))
+            results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd,
+                                            summaries_as=summaries_as))
         except CtxkitError as exc:
             if on_error is None:
                 raise
@@ -309,6 +321,7 @@ def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: Price
         "sessions": len(sessions),
         "recorded": sum_rows("recorded", [s["recorded"] for s in sessions]),
         "sidechain": sum_rows("sidechain", [s["sidechain"] for s in sessions]),
+        "replayed": sum_rows("replayed", [s["replayed"] for s in sessions]),
         "none": sum_rows("none", [s["none"] for s in sessions]),
         "policies": [sum_rows(name, [s["policies"][k] for s in sessions]) for k, (name, _) in enumerate(policies)],
     }

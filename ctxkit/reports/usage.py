@@ -44,7 +44,9 @@ def _usage(raw: Any) -> Usage:
                  cache_creation_input_tokens=num(raw.get("cache_creation_input_tokens")),
                  cache_read_input_tokens=num(raw.get("cache_read_input_tokens")),
                  output_tokens=num(raw.get("output_tokens")),
-                 cache_write_1h_tokens=num(creation.get("ephemeral_1h_input_tokens")))
+                 cache_write_1h_tokens=num(creation.get("ephemeral_1h_input_tokens")),
+                 lifetime="1h" if num(creation.get("ephemeral_1h_input_tokens")) else
+                 "5m" if num(creation.get("ephemeral_5m_input_tokens")) or "cache_creation" not in raw else None)
 
 
 def _instant(text: Any) -> datetime | None:

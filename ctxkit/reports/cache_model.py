@@ -1,0 +1,120 @@
+"""The prompt cache as the Messages API runs it: what a request reads from the cache, writes to it, and
+sends as plain input.
+
+A request is a list of pieces in the order the API caches them (tools, system blocks, then every
+content block of every message), each with its tokens, and the pieces that carry a ``cache_control``
+breakpoint. The API's rules, as Anthropic documents them for prompt caching:
+
+* **Reads happen only at breakpoints.** For each breakpoint, the API looks for a cached prefix that
+  ends at that block or at one of the 20 blocks before it (the *lookback*); the longest hit over all
+  breakpoints is read. A prefix that changed earlier than that window is not found, even if an
+  earlier request cached a longer part of it.
+* **Writes happen at breakpoints.** Each breakpoint's prefix is cached; the tokens up to the last
+  breakpoint that were not read are the request's cache writes, and the tokens after it are plain
+  input (``input_tokens``).
+* **A prefix shorter than the model's minimum cacheable length** (1,024 tokens and up, by model) is
+  neither read nor written at that breakpoint.
+* **The cache is per model**: a request to Haiku does not read what Opus cached.
+* **Lifetime**: an entry lives 5 minutes or 1 hour from its last use (the request's ``ttl``); a read
+  refreshes it.
+
+Prefixes are compared by a chained digest of their pieces, so one request costs what its pieces cost
+(a dictionary lookup per breakpoint and lookback position), whatever the number of earlier requests.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from .pricing import family_and_version, normalize_model
+
+LOOKBACK_BLOCKS = 20
+
+#: Minimum cacheable prompt length per model family and version (Anthropic's prompt-caching page):
+#: (family, lowest version it applies from) -> tokens; the highest matching version wins. A model of a
+#: newer version than the table names takes its family's newest figure.
+_MINIMUMS: dict[tuple[str, tuple[int, int]], int] = {
+    ("haiku", (3, 0)): 2048,
+    ("haiku", (4, 5)): 4096,
+    ("sonnet", (3, 0)): 1024,
+    ("opus", (3, 0)): 1024,
+    ("opus", (4, 5)): 4096,
+    ("fable", (5, 0)): 4096,
+    ("mythos", (5, 0)): 4096,
+}
+DEFAULT_MINIMUM = 1024
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The shortest prefix ``model`` caches (1,024 for an unknown model: the lowest the API has)."""
+    fv = family_and_version(normalize_model(model))
+    if fv is None:
+        return DEFAULT_MINIMUM
+    family, version = fv
+    fits = [(v, n) for (f, v), n in _MINIMUMS.items() if f == family and v <= version]
+    return max(fits)[1] if fits else DEFAULT_MINIMUM
+
+
+@dataclass
+class Piece:
+    """One block of a request, in cache order: its identity (bytes and position), tokens, and whether the
+    request put a ``cache_control`` breakpoint on it."""
+
+    digest: bytes
+    tokens: float
+    breakpoint: bool = False
+    lead: bool = False  # tools or system (the part before the messages)
+
+
+@dataclass(frozen=True)
+class CacheResult:
+    """What one request did: tokens read from the cache, written to it (of which for an hour), plain input."""
+
+    read: int
+    write: int
+    write_1h: int
+    input: int
+
+
+class PromptCache:
+    """Every prefix cached so far, by model and chained digest, with when it expires."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
+
+    def request(self, when: datetime | None, model: str, pieces: list[Piece], ttl_seconds: int) -> CacheResult:
+        """Run one request made ``when`` to ``model`` with ``pieces``; its writes live ``ttl_seconds``."""
+        now = when.timestamp() if when is not None else 0.0
+        key = normalize_model(model)
+        minimum = min_cacheable_tokens(model)
+        chain, cumulative, total, h = [], [], 0.0, b""
+        for p in pieces:
+            h = hashlib.blake2b(h + p.digest, digest_size=16).digest()
+            total += p.tokens
+            chain.append(h)
+            cumulative.append(total)
+        marks = [k for k, p in enumerate(pieces) if p.breakpoint and cumulative[k] >= minimum]
+
+        def live(k: int) -> bool:
+            expiry = self.entries.get((key, chain[k]))
+            return expiry is not None and (when is None or expiry >= now)
+
+        hit = -1
+        for b in marks:
+            for k in range(b, max(-1, b - LOOKBACK_BLOCKS - 1), -1):
+                if k <= hit:
+                    break
+                if cumulative[k] >= minimum and live(k):
+                    hit = k
+                    break
+        if hit >= 0:
+            self.entries[(key, chain[hit])] = now + ttl_seconds  # a read refreshes the entry's lifetime
+        for b in marks:
+            self.entries[(key, chain[b])] = max(self.entries.get((key, chain[b]), 0.0), now + ttl_seconds)
+        read = cumulative[hit] if hit >= 0 else 0.0
+        cached_end = cumulative[marks[-1]] if marks else 0.0
+        write = max(0.0, cached_end - read)
+        read_i, write_i = round(read), round(write)
+        plain = max(0, round(total) - read_i - write_i)
+        return CacheResult(read_i, write_i, write_i if ttl_seconds >= 3600 else 0, plain)

@@ -1,0 +1,364 @@
+"""``simulate``'s ``replayed`` row: the session as it happened, through the cost model.
+
+The ``recorded`` row is what the API billed; the ``replayed`` row is what ctxkit's model of the API
+says the same requests cost. Their difference (the ``calibration`` object of each session) is the
+model's error, and it bounds what any policy row can claim: policy rows are compared with ``none``
+and ``replayed`` (both modelled), never with ``recorded``.
+
+What is replayed:
+
+* every main-chain request, with the view the session had at that point (its own compactions
+  included), in Claude Code's layout and with its breakpoints (:func:`ctxkit.reports.replay.request_segments`);
+* each request's size as the API counted it: the recorded usage. The pieces the request is cut into
+  are ctxkit's estimates, scaled by the session's fitted factor, after an overhead piece (the system
+  prompt and tools the view does not hold, plus the estimator's constant error) that makes up the
+  rest (:func:`fit_overhead`: the form of :class:`ctxkit.tokens.view_count.Calibration`, which one
+  usage gives the pipeline's counts, fitted here over all of the session's usages, since pricing
+  splits every request into pieces); what the model decides is how that size splits into cache
+  reads, cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
+* each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any
+  1-hour tokens, else 5 minutes when it wrote any 5-minute ones, else the session's);
+* the session's own compactions as Claude Code makes them: one request of the history before the
+  boundary (read from the cache) plus the compact prompt, by the model of the request before it;
+  its figures are those of the ``agent-acompact-*`` file beside the session when there is one;
+* the subagents' requests: the files under ``<session>/subagents/`` (and, for Claude Code 2.0, the
+  ``agent-*.jsonl`` files beside the session that name its ``sessionId``), each replayed the same
+  way with an overhead piece of its own.
+
+A session whose usage never reports a cache read or write talked to an API that did not cache (a
+stand-in server, or caching turned off): every row of it is replayed without a cache.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import CtxkitError
+from ..policy.model import Policy
+from ..summarize.prompt import build_compact_prompt
+from ..transcript import read_transcript
+from ..transcript.model import Transcript
+from ..transcript.view import SUMMARY
+from .cache_model import CacheResult, Piece, PromptCache
+from .pricing import PriceTable, Usage
+from .replay import calibrated, request_segments
+from .rows import Request, Row
+from .usage import RecordedRequest, recorded_requests
+
+#: Figures compared by the calibration, and how far off the replay may be before simulate warns.
+CALIBRATED_KEYS = ("cost_usd", "cache_read_input_tokens", "cache_creation_input_tokens")
+TOLERANCE = 0.10
+TTL_5M, TTL_1H = 300, 3600
+#: The id prefix of a request the replay adds without a recorded counterpart (a compaction's summary
+#: request when no ``agent-acompact-*`` file holds it): priced in the row, left out of the calibration
+UNRECORDED = "unrecorded-"
+#: The part of the overhead a session found in the cache (:func:`warm_start`)
+WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
+
+
+def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, float]:
+    """(overhead, scale) such that ``usage ≈ overhead + scale * estimate`` over a session's requests
+    (least squares over those with usage): the overhead is what every request carries that the
+    estimate does not see (the system prompt and tools when they are not recorded); the scale is the
+    estimator's error per token. Overhead is never negative and scale is always positive."""
+    pts = [(e, u) for e, u in zip(estimates, usages, strict=True) if u > 0]
+    if not pts:
+        return 0.0, 1.0
+    n = len(pts)
+    me, mu = sum(e for e, _ in pts) / n, sum(u for _, u in pts) / n
+    var = sum((e - me) ** 2 for e, _ in pts)
+    if n < 2 or var <= 0:
+        return max(0.0, mu - me), 1.0
+    scale = sum((e - me) * (u - mu) for e, u in pts) / var
+    if scale <= 0:
+        return max(0.0, mu - me), 1.0
+    overhead = mu - scale * me
+    if overhead < 0:
+        overhead = 0.0
+        scale = sum(e * u for e, u in pts) / max(1e-9, sum(e * e for e, _ in pts))
+    return overhead, scale
+
+
+def session_caches(points: list[RecordedRequest]) -> bool:
+    """Whether the API the session talked to cached at all (any request read or wrote the cache); a
+    session with no usage is assumed to have (the real API always does)."""
+    with_usage = [p for p in points if p.usage.prompt_tokens]
+    return not with_usage or any(p.usage.cache_read_input_tokens or p.usage.cache_creation_input_tokens
+                                 for p in with_usage)
+
+
+def request_ttl(usage: Usage, default_seconds: int) -> int:
+    """The cache lifetime a request asked for, told from what it wrote (its ``cache_creation`` split; a usage
+    without one, as older Claude Code wrote, is the API's default: 5 minutes); the session's when it wrote
+    nothing."""
+    return {"1h": TTL_1H, "5m": TTL_5M}.get(usage.lifetime or "", default_seconds)
+
+
+def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Piece], ttl: int) -> CacheResult:
+    """One request through the cache model, or, for a session whose API did not cache, all plain input."""
+    if cache is None:
+        return CacheResult(0, 0, 0, round(sum(p.tokens for p in pieces)))
+    return cache.request(when, model, pieces, ttl)
+
+
+def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0) -> list[Piece]:
+    """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
+    request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
+    is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
+    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own."""
+    overhead, scale = fit
+    estimate = sum(p.tokens for p in pieces)
+    if prompt_tokens <= 0:
+        out = calibrated(pieces, overhead, scale)
+    elif scale * estimate > prompt_tokens:
+        out = calibrated(pieces, 0.0, prompt_tokens / estimate)
+    else:
+        out = calibrated(pieces, prompt_tokens - scale * estimate, scale)
+    if warm > 0:
+        head = out[0]
+        shared = min(warm, head.tokens)
+        out = [Piece(WARM, shared, True, True), Piece(head.digest, head.tokens - shared, head.breakpoint, True), *out[1:]]
+    return out
+
+
+def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], ttl: int) -> None:
+    """Put in the cache what the session's first request found there: Claude Code's system prompt and tools
+    are the same from one session to the next, so a session begun within the cache lifetime of another
+    reads them at once. The first request's recorded cache read says how much: that prefix of its pieces
+    is cached just before it."""
+    read = point.usage.cache_read_input_tokens
+    if cache is None or read <= 0:
+        return
+    cut, total = [], 0.0
+    for p in pieces:
+        if total + p.tokens > read + 1:
+            break
+        total += p.tokens
+        cut.append(Piece(p.digest, p.tokens, False, p.lead))
+    if cut:
+        cut[-1].breakpoint = True
+        cache.request(point.timestamp, point.model, cut, ttl)
+
+
+def salted(pieces: list[Piece], salt: bytes) -> list[Piece]:
+    """``pieces`` of another conversation (a subagent's): the same content is a different cache prefix
+    when its overhead (system prompt, tools) is another one; the salt goes into the first piece."""
+    if not pieces:
+        return pieces
+    head = pieces[0]
+    return [Piece(hashlib.blake2b(salt + head.digest, digest_size=16).digest(), head.tokens, head.breakpoint,
+                  head.lead), *pieces[1:]]
+
+
+@dataclass
+class Replayed:
+    """What the replay of one conversation (the main chain or a subagent) gives the row."""
+
+    requests: list[tuple[RecordedRequest, CacheResult, float]]  # (point, cache result, context)
+    pieces: list[list[Piece]]  # each request's calibrated pieces (the prefix of a compaction request)
+
+
+def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], cache: PromptCache | None,
+                        default_ttl: int, fit: tuple[float, float], salt: bytes = b"") -> Replayed:
+    """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces."""
+    out = Replayed([], [])
+    warm = 0.0
+    for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
+        ttl = request_ttl(point.usage, default_ttl)
+        if k == 0:
+            first = exact(pieces, fit, point.usage.prompt_tokens)
+            warm = float(point.usage.cache_read_input_tokens) if cache is not None else 0.0
+            warm = warm if warm < first[0].tokens else 0.0  # more than the overhead: cut at a block (warm_start)
+        cal = exact(pieces, fit, point.usage.prompt_tokens, warm)
+        cal = salted(cal, salt) if salt else cal
+        if k == 0:
+            warm_start(cache, point, cal, ttl)
+        result = run_cache(cache, point.timestamp, point.model, cal, ttl)
+        out.requests.append((point, result, sum(p.tokens for p in cal)))
+        out.pieces.append(cal)
+    return out
+
+
+def subagent_files(path: str, t: Transcript) -> list[Path]:
+    """The files holding the session's subagents: ``<session>/subagents/*.jsonl`` (Claude Code 2.1), and
+    ``agent-*.jsonl`` beside it whose first entry names the session's ``sessionId`` (Claude Code 2.0)."""
+    p = Path(path)
+    found = sorted((p.parent / p.stem / "subagents").glob("*.jsonl")) if (p.parent / p.stem).is_dir() else []
+    session_id = next((t.entry(i).get("sessionId") for i in t.live_indexes() if t.entry(i).get("sessionId")), None)
+    if session_id:
+        for other in sorted(p.parent.glob("agent-*.jsonl")):
+            try:
+                with open(other, "rb") as f:
+                    first = orjson.loads(f.readline() or b"{}")
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(first, dict) and first.get("sessionId") == session_id:
+                found.append(other)
+    return found
+
+
+def estimated_pieces(lines: list[bytes], policy: Policy, counter: Any, points: list[RecordedRequest]) -> list[list[Piece]]:
+    """The estimated pieces of each request of one conversation held in ``lines`` (a subagent's): the view
+    of the lines written before each point."""
+    import tempfile
+
+    from .replay import GrowingRead
+
+    out: list[list[Piece]] = []
+    memo: dict[bytes, int] = {}
+    with tempfile.TemporaryDirectory(prefix="ctxkit-subagent-") as tmp:
+        growing, done = GrowingRead(Path(tmp) / "prefix.jsonl"), 0
+        for point in points:
+            prefix = growing.add(lines[done:point.first_entry])
+            done = point.first_entry
+            out.append(request_segments(prefix, policy, counter, point.timestamp, memo))
+    return out
+
+
+def file_lines(t: Transcript) -> list[bytes]:
+    return [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
+
+
+def inline_subagents(t: Transcript, points: list[RecordedRequest]) -> list[tuple[str, list[bytes], list[RecordedRequest]]]:
+    """The subagents Claude Code 1.0 wrote into the session's own file (``isSidechain`` lines), one
+    conversation per chain root, each as (name, its lines, its requests renumbered to those lines)."""
+    parent: dict[int, int | None] = {}
+    index_of: dict[str, int] = {}
+    for i in t.live_indexes():
+        e = t.entry(i)
+        if e.get("isSidechain"):
+            if isinstance(e.get("uuid"), str):
+                index_of[e["uuid"]] = i
+            parent[i] = None
+    for i in parent:
+        parent[i] = index_of.get(t.entry(i).get("parentUuid"))
+
+    def root(i: int) -> int:
+        seen = set()
+        while parent.get(i) is not None and i not in seen:
+            seen.add(i)
+            i = parent[i]  # type: ignore[assignment]
+        return i
+
+    groups: dict[int, list[int]] = {}
+    for i in sorted(parent):
+        groups.setdefault(root(i), []).append(i)
+    out = []
+    for r, members in groups.items():
+        at = {i: k for k, i in enumerate(members)}
+        pts = [dataclasses.replace(p, first_entry=at[p.first_entry]) for p in points if p.first_entry in at]
+        if pts:
+            out.append((f"inline-{r}", [t.raw_line(i)[0] + b"\n" for i in members], pts))
+    return out
+
+
+def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Replayed, acompact: list[RecordedRequest],
+                        counter: Any, fit: tuple[float, float], cache: PromptCache | None,
+                        default_ttl: int) -> list[tuple[RecordedRequest, CacheResult, float]]:
+    """The summary request of each of the session's own compactions, as Claude Code makes it: the history
+    before the boundary (the previous request's pieces, so read from the cache), then the compact prompt,
+    by the previous request's model. With the ``agent-acompact-*`` file's request, its size and output
+    are the recorded ones; otherwise the prompt is ctxkit's copy of Claude Code's and the output the
+    summary the session wrote."""
+    boundaries = [i for i in t.live_indexes() if t.entry(i).get("type") == "system"
+                  and t.entry(i).get("subtype") == "compact_boundary" and not t.entry(i).get("isSidechain")]
+    summaries = {min(m.entries): m for m in t.view().messages if m.kind == SUMMARY and m.entries}
+    out = []
+    prompt_tokens = counter.count_text(build_compact_prompt())
+    for k, b in enumerate(boundaries):
+        before = [j for j, p in enumerate(points) if p.first_entry < b]
+        if not before:
+            continue
+        prev, pieces = points[before[-1]], main.pieces[before[-1]]
+        history = sum(p.tokens for p in pieces)
+        recorded = acompact[k] if k < len(acompact) else None
+        if recorded is not None and recorded.usage.prompt_tokens > history:
+            extra, output, model = recorded.usage.prompt_tokens - history, recorded.usage.output_tokens, recorded.model
+        else:
+            after = [m for at, m in summaries.items() if at > b]
+            extra = prompt_tokens * fit[1]
+            output = round(counter.count_message(after[0].api()) * fit[1]) if after else 0
+            model = prev.model
+        prompt = Piece(hashlib.blake2b(b"compact-prompt%d" % k, digest_size=16).digest(), extra, True)
+        stamp = recorded.timestamp if recorded is not None else prev.timestamp
+        point = RecordedRequest(f"{'' if recorded is not None else UNRECORDED}compaction-{k}", b, stamp, model,
+                                Usage(output_tokens=output), False)
+        result = run_cache(cache, stamp, model, [*pieces, prompt], request_ttl(prev.usage, default_ttl))
+        out.append((point, result, history + extra))
+    return out
+
+
+def calibration(row: Row, recorded: dict[str, Any]) -> dict[str, Any]:
+    """Each figure's relative error, replayed against recorded ((replayed - recorded) / recorded; 0 when
+    both are 0, None when only the recording is 0), and which are off by more than the tolerance. The
+    requests the replay adds without a recorded counterpart are left out (``unrecorded``: how many, and
+    their cost): the recording cannot say whether they are right."""
+    extra = [r for r in row.requests if r.unrecorded]
+    replayed = Row(row.policy, requests=[r for r in row.requests if not r.unrecorded]).to_json()
+    errors: dict[str, Any] = {}
+    for key in (*CALIBRATED_KEYS, "input_tokens", "output_tokens", "requests"):
+        r, m = recorded[key], replayed[key]
+        errors[key] = 0.0 if r == m == 0 else (None if not r else round((m - r) / r, 4))
+    off = [k for k in CALIBRATED_KEYS if errors[k] is None or abs(errors[k]) > TOLERANCE]
+    return {"relative_error": errors, "tolerance": TOLERANCE, "off": off,
+            "unrecorded": {"requests": len(extra), "cost_usd": round(sum(r.cost for r in extra), 6)}}
+
+
+def _request(point: RecordedRequest, res: CacheResult, context: float, prices: PriceTable, kind: str) -> Request:
+    usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
+                  output_tokens=point.usage.output_tokens, cache_write_1h_tokens=res.write_1h)
+    return Request(point.timestamp, point.model, round(context), usage, prices.cost(point.model, usage), kind=kind,
+                   unrecorded=point.message_id.startswith(UNRECORDED))
+
+
+def read_subagents(path: str, t: Transcript,
+                   warnings: list[str]) -> list[tuple[str, Transcript, list[RecordedRequest]]]:
+    """Each subagent file of the session (:func:`subagent_files`): its name, transcript and recorded requests.
+    A file that cannot be read is left out of both rows (recorded and replayed), with a warning."""
+    out = []
+    for f in subagent_files(path, t):
+        try:
+            sub = read_transcript(str(f), on_bad_line="skip")
+        except CtxkitError as exc:
+            warnings.append(f"subagent file left out: {exc.message}")
+            continue
+        out.append((f.name, sub, recorded_requests(sub)))
+    return out
+
+
+def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
+                 subagent_reads: list[tuple[str, Transcript, list[RecordedRequest]]],
+                 fit: tuple[float, float], policy: Policy, counter: Any, prices: PriceTable,
+                 caches: bool) -> Row:
+    """The ``replayed`` row (see the module docstring): ``pieces`` are the estimated pieces of each main
+    request as the session sent it, ``fit`` the session's (overhead, scale)."""
+    cache = PromptCache() if caches else None
+    ttl = policy.cache_minutes * 60
+    row = Row("replayed")
+    main = replay_conversation(points, pieces, cache, ttl, fit)
+    acompact: list[RecordedRequest] = []
+    subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
+    for name, sub, pts in subagent_reads:
+        if name.startswith("agent-acompact"):
+            acompact.extend(pts)
+        elif pts:
+            subagents.append((name, pts, estimated_pieces(file_lines(sub), policy, counter, pts)))
+    for name, lines, pts in inline_subagents(t, [r for r in recorded_requests(t) if r.sidechain]):
+        subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
+    compactions = {p.first_entry: (p, res, ctx) for p, res, ctx in
+                   compaction_requests(t, points, main, acompact, counter, fit, cache, ttl)}
+    for k, (point, res, ctx) in enumerate(main.requests):
+        for at in [b for b in compactions if b < point.first_entry]:
+            row.requests.append(_request(*compactions.pop(at), prices, "summarizer"))
+            row.compactions.append({"request": k, "trigger": "recorded"})
+        row.requests.append(_request(point, res, ctx, prices, "main"))
+    for name, pts, raw in subagents:
+        fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
+        for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode()).requests:
+            row.requests.append(_request(point, res, ctx, prices, "subagent"))
+    return row
