@@ -14,7 +14,7 @@ from .policy.hints import did_you_mean
 from .policy.model import Policy, StageSpec
 from .quoting import quote
 from .stages import REGISTRY
-from .stages.base import SUPERSEDED_USAGE, Context, Report, Stage
+from .stages.base import CALIBRATED_OVERHEAD, SUPERSEDED_USAGE, Context, Report, Stage
 from .store.original_lines import keep_original_lines
 from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
@@ -50,6 +50,7 @@ class Pipeline:
         current, kept_as_read = history_as_read(current, transcript)
         ctx.store.drop_held(kept_as_read)  # the originals their edits stored: nothing names them now
         _remember_superseded_usage(start, counted, current, ctx)
+        _keep_calibration(counted, current, ctx)
         # lines rewritten or removed keep their exact bytes in the store, for expand to give back
         keep_original_lines(transcript, current, ctx.store)
         return PipelineResult(current, reports, start.total, counted.total, list(ctx.warnings),
@@ -67,6 +68,18 @@ def _remember_superseded_usage(start: ViewTokens, end: ViewTokens, out: Transcri
     digest = prefix_digest(out, start.anchor)
     if digest is not None:
         ctx.store.update_session_state(session_key(out), **{SUPERSEDED_USAGE: {"anchor": start.anchor, "view": digest}})
+
+
+def _keep_calibration(end: ViewTokens, out: Transcript, ctx: Context) -> None:
+    """When the output is counted with the calibrated overhead (this run made its usage stale: a rewrite, a
+    compaction, a collapse commit), keep that overhead for the session's next run: the output read back is then
+    counted on the same basis, not with the policy's ``overhead_tokens``."""
+    if end.overhead_source != "calibrated" or ctx.calibrated_overhead is None or out.format != "claude-code":
+        return
+    kept = {"estimator": ctx.estimator_name(), **ctx.calibrated_overhead.to_json()}
+    key = session_key(out)
+    if ctx.store.session_state(key).get(CALIBRATED_OVERHEAD) != kept:
+        ctx.store.update_session_state(key, **{CALIBRATED_OVERHEAD: kept})
 
 
 @dataclass

@@ -138,3 +138,47 @@ def test_a_reminder_of_the_first_turn_goes_before_the_prompt(tmp_path):
         {"type": "text", "text": "<system-reminder>\nSign commits.\n</system-reminder>"},
         {"type": "text", "text": "look around"}]
     assert body["messages"][1]["role"] == "assistant"
+
+
+@needs_corpus
+def test_records_not_shaped_as_the_api_s_are_not_read(corpus_session, tmp_path, runner):
+    """A blob whose message is no API message, a cache mark with a path of floats (the reader checks the
+    shapes' own entries): request_records leaves them out, so no reader of recorded requests gets them."""
+    lines = open(corpus_session("explore-edit"), encoding="utf-8").read().splitlines(keepends=True)
+    blobs = [i for i, x in enumerate(lines) if json.loads(x).get("type") == "api-request-blob"]
+    request = max(i for i, x in enumerate(lines) if json.loads(x).get("type") == "api-request")
+    entries = {k: json.loads(lines[k]) for k in (*blobs, request)}
+    for k in blobs:
+        entries[k]["message"] = {"role": "user", "content": [1, 2]}
+    entries[request]["cacheControl"] = [{"path": ["system", 1.5], "value": {"type": "ephemeral"}}]
+    for k, entry in entries.items():
+        lines[k] = json.dumps(entry) + "\n"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    records = request_records(read_transcript(path))
+    assert records.blobs == {} and records.requests[-1].cache_control == []
+    r = runner.invoke(app, ["view", "--to", "anthropic-request", str(path)])
+    assert r.exit_code == 0, r.output
+    messages = json.loads(r.stdout)["messages"]
+    assert all(isinstance(b, dict) for m in messages for b in as_blocks(m)["content"])
+
+
+@pytest.mark.parametrize("text", [5, {"a": 1}])
+@pytest.mark.parametrize("command", [["simulate"], ["view", "--to", "anthropic-request"], ["report", "-o", "{out}"]])
+def test_a_recorded_text_block_whose_text_is_no_string_is_not_read(corpus_session, tmp_path, runner, text, command):
+    """The fuzzer's crash (exit 4 in simulate, view and report): a recorded blob whose text block holds a
+    number or an object is no API message; request_records leaves it out and the commands go on."""
+    lines = open(corpus_session("multi-prompt"), encoding="utf-8").read().splitlines(keepends=True)
+    for k, line in enumerate(lines):
+        entry = json.loads(line)
+        if entry.get("type") == "api-request-blob":
+            content = entry["message"]["content"]
+            entry["message"]["content"] = [{**b, "text": text} if b.get("type") == "text" else b
+                                           for b in content] if isinstance(content, list) \
+                else [{"type": "text", "text": text}]
+            lines[k] = json.dumps(entry) + "\n"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    assert request_records(read_transcript(path)).blobs == {}
+    r = runner.invoke(app, [*(a.replace("{out}", str(tmp_path / "r.html")) for a in command), str(path)])
+    assert r.exit_code == 0, r.output

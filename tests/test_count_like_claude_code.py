@@ -66,6 +66,15 @@ def test_the_recorded_auto_compaction_is_decided_the_same_way(runner, tmp_path, 
     assert json.loads(r.stdout)["tokens"] == 990_020 + 3_477  # the usage + the estimate of the result after it
     r = runner.invoke(app, ["compact", str(cut), "--context-window", "1000000", "-o", "out.jsonl", "--store", "st",
                             "--policy", "no-llm"])
+    assert "autocompact: applied: auto compaction (summary by extractive): 993,497 -> " in r.stderr
+    # the stand-in API reported 990,000 tokens for a view of a few thousand: taken at its word, the rest is
+    # system prompt and tools (the calibrated overhead), which no compaction frees; the output is written
+    assert r.exit_code == 1, r.stderr
+    assert "the view is still 991,826 tokens after every stage" in r.stderr
+    assert Path("out.jsonl").stat().st_size > 0
+    # with the overhead named (an explicit override), the count after the compaction is the estimate plus it
+    r = runner.invoke(app, ["compact", str(cut), "--context-window", "1000000", "-o", "out2.jsonl", "--store", "st2",
+                            "--policy", "no-llm", "--set", "overhead_tokens=10000"])
     assert r.exit_code == 0, r.stderr
     assert "autocompact: applied: auto compaction (summary by extractive): 993,497 -> " in r.stderr
 

@@ -2,6 +2,7 @@
 ``policy lint``'s message (one check: :func:`ctxkit.policy.lint.window_misfits`), exit 2; end to end."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -29,9 +30,19 @@ def lint_message(tmp_path, window: list[str]) -> str:
     return re.sub(r"^\S+:\d+:\d+: error: ", "", r.stderr.splitlines()[0])
 
 
+def session_overhead(tmp_path) -> int:
+    """The system prompt and tools the example session's usage implies (its calibrated overhead)."""
+    r = ctxkit(tmp_path, "stats", EXAMPLE, "--json", "--store", str(tmp_path / "stats-store"))
+    overhead = json.loads(r.stdout)["tokens_calibration"]["tokens"]
+    assert 10_000 < overhead < 12_000
+    subprocess.run(["rm", "-rf", str(tmp_path / "stats-store")], check=True)
+    return overhead
+
+
 @pytest.mark.parametrize("window", [TOO_SMALL, LOOPS], ids=["below-overhead", "compacts-every-turn"])
 def test_compact_refuses_before_any_work_with_lints_message(tmp_path, window):
-    message = lint_message(tmp_path, window)
+    """With the session's own system prompt and tools: lint's check, on the basis compact counts on."""
+    message = lint_message(tmp_path, [*window, "--set", f"overhead_tokens={session_overhead(tmp_path)}"])
     r = ctxkit(tmp_path, "compact", EXAMPLE, *window, "--force", "-o", "out.jsonl", "--store", "st")
     assert (r.returncode, r.stdout, r.stderr) == (2, "", f"ctxkit: error: {message}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no output, no store

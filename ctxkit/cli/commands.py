@@ -126,7 +126,7 @@ def compact(
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
                    checkpoint=not (no_checkpoint or fresh), output=output,
-                   fits=lambda pol: _window_fits(pol, context_window, only=stage))
+                   fits=lambda pol, overhead: _window_fits(pol, context_window, only=stage, overhead=overhead))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     start = afresh_input(run, source) if fresh else run.transcript
     # where the full history can be read after compaction (the summary tells the model)
@@ -297,7 +297,10 @@ def _render_stats(data: dict) -> None:
     if data["tokens_source"] == "usage":
         parts = f"{data['tokens_reported']:,} reported by the API + {data['tokens_estimated']:,} {data['estimator']} estimate"
     else:
-        parts = f"{data['tokens_estimated']:,} {data['estimator']} estimate + {data['tokens_overhead']:,} overhead"
+        scale = data.get("tokens_estimate_scale", 1.0)
+        times = f" x {scale:.3f}" if scale != 1.0 else ""
+        kind = "calibrated overhead" if data.get("tokens_overhead_source") == "calibrated" else "overhead"
+        parts = f"{data['tokens_estimated']:,} {data['estimator']} estimate{times} + {data['tokens_overhead']:,} {kind}"
     head = Table(title=f"{data['messages']} messages, {data['tokens']:,} tokens ({parts}), level: {data['level']}",
                  show_header=True)
     head.add_column("threshold")
@@ -324,16 +327,18 @@ def _render_stats(data: dict) -> None:
         console.print(table)
 
 
-def _window_fits(pol: Any, context_window: int | None, only: list[str] | None = None) -> None:
-    """``policy lint``'s fit check on the policy a run uses, in the run's window (exit 2 before any work); not
-    asked when ``--stage`` leaves autocompact out (nothing would compact)."""
+def _window_fits(pol: Any, context_window: int | None, only: list[str] | None = None,
+                 overhead: int | None = None) -> None:
+    """``policy lint``'s fit check on the policy a run uses, in the run's window, with the session's system
+    prompt and tools (``overhead``) (exit 2 before any work); not asked when ``--stage`` leaves autocompact
+    out (nothing would compact)."""
     from ..pipeline import compile_pipeline
     from ..policy.lint import require_window_fit
     from ..stages.registry import REGISTRY
 
     if only and not any(s.name == "autocompact" for s in compile_pipeline(pol, only=only).stages):
         return
-    require_window_fit(pol, REGISTRY, context_window)
+    require_window_fit(pol, REGISTRY, context_window, overhead=overhead)
 
 
 @app.command()

@@ -112,7 +112,7 @@ _SIDE_FILE_OPTIONS = {"session_memory": "--session-memory", "state_file": "--sta
 def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: str, on_bad_line: str,
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
-             output: Path | None = None, fits: Callable[[Policy], None] | None = None,
+             output: Path | None = None, fits: Callable[[Policy, int], None] | None = None,
              check_pairing: bool = True, **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
@@ -121,9 +121,10 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     ``checkpoint``: None, no checkpoints (a command that writes no transcript); True, resume the read
     from the store's checkpoints and save new ones with the output; False, neither (``--no-checkpoint``).
     ``output``: where :meth:`Run.write_output` will write, to tell whether it names the input's file now,
-    as it was read (standard input redirected from the session, too). ``fits(policy)`` raises when the run
-    cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked of the policy as it
-    applies to the session (its recorded model and output limit, :mod:`ctxkit.tokens.session`), before
+    as it was read (standard input redirected from the session, too). ``fits(policy, overhead)`` raises when
+    the run cannot work in its window (:func:`ctxkit.policy.lint.require_window_fit`): asked of the policy as
+    it applies to the session (its recorded model and output limit, :mod:`ctxkit.tokens.session`; its system
+    prompt and tools as its counts have them, :meth:`ctxkit.stages.base.Context.session_overhead`), before
     any stage runs or anything is written. ``check_pairing=False``: a result answering no tool_use is left
     for the caller to report (``ctxkit doctor``), not a bad line.
     """
@@ -155,7 +156,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
             ctx.warn(warning)
         checkpoints.store = ctx.store  # this run's checkpoints go in the store it uses
     if fits is not None:
-        fits(ctx.policy)
+        fits(ctx.policy, ctx.session_overhead(t))
     run = Run(ctx.policy, t, ctx, checkpoints, onto_input=onto_input)  # the policy as it applies to the session
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run

@@ -99,33 +99,37 @@ class Misfit:
 
 
 def window_misfits(policy: Policy, stages: Mapping[str, Any], context_window: int | None = None, *,
-                   budget: Budget | None = None) -> list[Misfit]:
+                   budget: Budget | None = None, overhead: int | None = None) -> list[Misfit]:
     """The fit check, one function for ``policy lint`` and for the commands that run a policy (compact,
     simulate, report ask it before any work): the autocompact threshold of ``policy`` in its window
     (``context_window``, the run's ``--context-window``, else the policy's and the model table's) must be
     above the system prompt and tools, and above what a compaction leaves behind (the summary reserve, the
     kept tail and re-injected files and skills at their budgets, the system prompt and tools), or every
-    request compacts again. Only when an autocompact stage is enabled. ``stages``: the registry."""
+    request compacts again. Only when an autocompact stage is enabled. ``stages``: the registry.
+    ``overhead``: the system prompt and tools as the session's own counts have them (a run's calibrated
+    overhead, :meth:`ctxkit.stages.base.Context.session_overhead`), so that the check and the run's decisions
+    stand on one basis; without a session, the policy's ``overhead_tokens``."""
     b = budget_for(policy, context_window) if budget is None else budget
     th, t = policy.thresholds, b.autocompact_threshold
+    o = policy.overhead_tokens if overhead is None else overhead
     autocompacts = [s for s in policy.enabled_stages() if s.use == "autocompact"]
-    if autocompacts and t < policy.overhead_tokens:
+    if autocompacts and t < o:
         reserved = b.context_window - b.effective_window
         return [Misfit((
             f"the autocompact threshold ({t:,} tokens: the {b.context_window:,}-token window, less "
             f"{reserved:,} reserved for output and the {th.autocompact_buffer:,}-token autocompact buffer) "
-            f"is below the system prompt and tools (about {policy.overhead_tokens:,} tokens): every request "
+            f"is below the system prompt and tools (about {o:,} tokens): every request "
             "would be over it"), "use a larger context_window, or lower thresholds.summary_reserve or "
                                  "thresholds.autocompact_buffer")]
     out = []
     for spec in autocompacts:
         kept = stages[spec.use].leaves_behind(_merged(stages[spec.use].defaults(), dict(spec.options)), t) or 0
-        left = th.summary_reserve + kept + policy.overhead_tokens
+        left = th.summary_reserve + kept + o
         if t <= left:
             out.append(Misfit((
                 f"the autocompact threshold ({t:,} tokens) is at or below what a compaction may leave "
                 f"behind ({left:,} tokens: the {th.summary_reserve:,}-token summary reserve, up to {kept:,} of "
-                f"kept tail and re-injected files and skills, and about {policy.overhead_tokens:,} of system prompt "
+                f"kept tail and re-injected files and skills, and about {o:,} of system prompt "
                 "and tools): it would compact again every turn"),
                 f"lower the {quote(spec.id)} keep_tail / reinject budgets or thresholds.summary_reserve, or use "
                 "a larger context_window", spec))
@@ -133,10 +137,11 @@ def window_misfits(policy: Policy, stages: Mapping[str, Any], context_window: in
 
 
 def require_window_fit(policy: Policy, stages: Mapping[str, Any], context_window: int | None = None,
-                       label: str | None = None) -> None:
+                       label: str | None = None, overhead: int | None = None) -> None:
     """Raise :class:`UsageError` (exit 2) with lint's message when :func:`window_misfits` finds the window
-    too small for ``policy`` (``label``: the policy's name, when a command runs several)."""
-    misfits = window_misfits(policy, stages, context_window)
+    too small for ``policy`` (``label``: the policy's name, when a command runs several; ``overhead``: the
+    session's system prompt and tools, when a run has one)."""
+    misfits = window_misfits(policy, stages, context_window, overhead=overhead)
     if misfits:
         where = f"policy {quote(label)}: " if label else ""
         raise UsageError(where + "; ".join(m.render() for m in misfits))

@@ -68,8 +68,6 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
     record = next((r for r in reversed(records.requests) if r.index > start), None)
     pieces = _view_pieces(msgs)
     sent = records.messages(record, by_digest.get) if record is not None else None
-    if sent is not None and not all(map(_message_shaped, sent)):
-        sent = None  # a record is the transcript's word: one not shaped as the API's messages is not used
     if record is not None and sent is not None and records.verified(record, by_digest.get) \
             and all(_in_view(m, pieces) for m in sent):
         out = [without_cache_control(m) for m in sent]
@@ -77,22 +75,13 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
                       "recorded")
     lead = _lead(msgs)
     blobs = sorted((at, h, m) for h, (at, m) in records.blobs.items() if at > start)
-    if blobs and lead is not None and all(_message_shaped(m) for _, _, m in blobs) and any(_holds(m, _text(lead.api())) for _, _, m in blobs if m.get("role") == "user") \
+    if blobs and lead is not None and any(_holds(m, _text(lead.api())) for _, _, m in blobs if m.get("role") == "user") \
             and all(_in_view(m, pieces) for _, _, m in blobs):
         # Claude Code opened this history itself: it wrote the whole first request as blobs
         out = [copy.deepcopy(m) for _, _, m in blobs]
         later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
         return Layout(out + [m.api() for m in later], None, records, "blobs")
     return Layout(best_known_layout(msgs, records), None, records, "view")
-
-
-def _message_shaped(message: Any) -> bool:
-    """Whether a recorded message has the API's shape (a role, a string or a list of blocks): records come
-    from the transcript, which may hold anything, and only a well-shaped one is sent as recorded."""
-    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
-        return False
-    content = message.get("content")
-    return isinstance(content, str) or (isinstance(content, list) and all(isinstance(b, dict) for b in content))
 
 
 def _view_pieces(msgs: list[ViewMessage]) -> set[str]:
@@ -278,8 +267,7 @@ def mark_breakpoints(body: dict[str, Any], records: RequestRecords, *, shifted: 
     system = body.get("system")
     if isinstance(system, list):
         marks = [(m["path"][1], m.get("value")) for m in records.requests[-1].cache_control
-                 if isinstance(m, dict) and isinstance(m.get("path"), list) and len(m["path"]) == 2
-                 and m["path"][0] == "system" and isinstance(m["path"][1], int)] \
+                 if len(m["path"]) == 2 and m["path"][0] == "system" and isinstance(m["path"][1], int)] \
             if records.requests else [(k, {"type": "ephemeral"}) for k in DEFAULT_SYSTEM_BREAKPOINTS]
         for k, value in marks:
             if 0 <= k + shifted < len(system) and isinstance(system[k + shifted], dict):

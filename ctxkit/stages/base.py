@@ -29,6 +29,11 @@ if TYPE_CHECKING:  # imported for type names only; stages stay free of the CLI
 #: :mod:`ctxkit.tokens.view_count`): ``{"anchor": uuid, "view": digest of the view it left up to it}``.
 SUPERSEDED_USAGE = "usage_superseded"
 
+#: The session-state key under which a run keeps the overhead its newest count from usage implied
+#: (:attr:`ctxkit.tokens.view_count.ViewTokens.calibration`): ``{"estimator": name, "tokens": n, "scale": s}``, so
+#: that the next run counts its output, whose usage that run made stale, on the same basis.
+CALIBRATED_OVERHEAD = "calibrated_overhead"
+
 
 @dataclass
 class RunInputs:
@@ -65,20 +70,45 @@ class Context:
     tokens_freed: int = 0  # tokens freed by earlier stages in this run (autocompact counts them)
     redactor: Any = None  # the run's secret redactor (ctxkit.summarize.redact.redactor_for builds it on first use)
     warnings: list[str] = field(default_factory=list)
+    #: the overhead (system prompt and tools) the newest count from usage implied in this run
+    calibrated_overhead: Any = None  # a ctxkit.tokens.view_count.Calibration
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
     def view_tokens(self, t: Transcript) -> ViewTokens:
         """The token count of ``t``'s view that every threshold decision uses: the usage the API reported for
-        the newest assistant message plus an estimate of what follows, or the estimate plus the policy's
-        ``overhead_tokens`` (:func:`ctxkit.tokens.view_count.count_view`)."""
+        the newest assistant message plus an estimate of what follows, or the estimate plus the overhead
+        (:func:`ctxkit.tokens.view_count.count_view`): calibrated from the newest usage counted in this
+        run, else from the one an earlier run kept for the session, else the policy's ``overhead_tokens``
+        (which a policy file or ``--set`` naming it always makes the overhead)."""
         from ..store.sessions import session_key
-        from ..tokens.view_count import count_view
+        from ..tokens.view_count import Calibration, count_view
 
-        superseded = self.store.session_state(session_key(t)).get(SUPERSEDED_USAGE) if t.format == "claude-code" \
-            else None
-        return count_view(t, self.tokens, self.policy.overhead_tokens, superseded)
+        state = self.store.session_state(session_key(t)) if t.format == "claude-code" else {}
+        calibrated = None if self.policy.explicit("overhead_tokens") else self.calibrated_overhead
+        kept = state.get(CALIBRATED_OVERHEAD)
+        if calibrated is None and not self.policy.explicit("overhead_tokens") and isinstance(kept, dict) \
+                and kept.get("estimator") == self.estimator_name():
+            calibrated = Calibration.from_json(kept)
+        count = count_view(t, self.tokens, self.policy.overhead_tokens, state.get(SUPERSEDED_USAGE), calibrated)
+        if count.calibration is not None:
+            self.calibrated_overhead = count.calibration
+        return count
+
+    def session_overhead(self, t: Transcript) -> int:
+        """The system prompt and tools as the counts of ``t`` have them: what its usage implies (0 when the
+        estimator counts the view above the usage: the calibration scales instead), else the overhead its
+        count adds (a calibration kept by an earlier run, or the policy's ``overhead_tokens``, which a policy
+        file or ``--set`` naming it makes the answer)."""
+        if self.policy.explicit("overhead_tokens"):
+            return self.policy.overhead_tokens
+        count = self.view_tokens(t)
+        return count.calibration.overhead if count.calibration is not None else count.overhead
+
+    def estimator_name(self) -> str:
+        """The estimator that really counts: the policy's, or ``rough`` once it has fallen back."""
+        return "rough" if self.tokens.degraded else self.tokens.name
 
     def timestamp(self) -> str:
         """Now, as transcripts write it ("2026-11-29T23:06:25.561Z"), for entries a stage appends."""

@@ -48,7 +48,7 @@ behind an `archive` record, so `ctxkit expand` restores them too.
 
 On `examples/session.jsonl` at 13:00 (`--now 2026-11-20T13:00:00Z`), when the last reply
 (11:00:50) is almost two hours old, the report says
-`microcompact: applied: cleared 4 old tool result(s) [11,555 -> 10,960 tokens]`:
+`microcompact: applied: cleared 4 old tool result(s) [12,433 -> 11,838 tokens]`:
 
 ```
 before (the view after tool-result-budget)

@@ -87,15 +87,20 @@ _SECTION_GUIDANCE: tuple[str, ...] = (
 )
 
 
+def section_guidance() -> str:
+    """The nine numbered headings, each with what its section must hold (the list the prompt gives)."""
+    return "\n".join(
+        f"{section_heading(i)}\n   {guidance}" for i, guidance in enumerate(_SECTION_GUIDANCE, start=1)
+    )
+
+
 def build_compact_prompt(instructions: str | None = None) -> str:
     """The instruction sent as the final user turn of a summarizing request.
 
     ``instructions`` (the user's ``--instructions`` focus, if any) is appended at
     the end, where the model gives it the most weight.
     """
-    sections = "\n".join(
-        f"{section_heading(i)}\n   {guidance}" for i, guidance in enumerate(_SECTION_GUIDANCE, start=1)
-    )
+    sections = section_guidance()
     prompt = f"""IMPORTANT: answer with plain text only. Do not call any tool: this turn has no tools, any \
 tool call will be rejected, and you get no second turn.
 

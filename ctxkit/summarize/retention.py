@@ -132,11 +132,20 @@ def error_lines(text: str, failed: bool) -> list[str]:
     return hits
 
 
-def probes(history: Sequence[dict]) -> dict[str, list[str]]:
-    """The probes of ``history`` (Messages API messages), per kind, each once, in order."""
+def probes(history: Sequence[dict], origins: dict[tuple[str, str], int] | None = None) -> dict[str, list[str]]:
+    """The probes of ``history`` (Messages API messages), per kind, each once, in order. ``origins``, when
+    given, is filled with the index of the message each ``(kind, probe)`` was first found in."""
     found: dict[str, list[str]] = {k: [] for k in KINDS}
     shell_calls: set[str] = set()
-    for message in history:
+    at = [0]  # the message being read
+
+    def add(kind: str, items: Iterable[str]) -> None:
+        for item in items:
+            found[kind].append(item)
+            if origins is not None:
+                origins.setdefault((kind, item), at[0])
+
+    for at[0], message in enumerate(history):
         blocks = content_blocks(message.get("content"))
         if message.get("role") == "assistant":
             for block in blocks:
@@ -145,11 +154,11 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
                 for key in PATH_KEYS:
                     if isinstance(tool_input.get(key), str) and tool_input[key].strip():
-                        found["file_paths"].append(tool_input[key].strip())
+                        add("file_paths", [tool_input[key].strip()])
                         break
                 command = tool_input.get("command")
                 if is_shell(str(block.get("name") or "")) and isinstance(command, str) and command.strip():
-                    found["commands"].append(_opening(command))
+                    add("commands", [_opening(command)])
                     shell_calls.add(str(block.get("id")))
             continue
         if message.get("role") != "user":
@@ -158,12 +167,12 @@ def probes(history: Sequence[dict]) -> dict[str, list[str]]:
             if block.get("type") == "tool_result":
                 failed = bool(block.get("is_error"))
                 if failed or str(block.get("tool_use_id")) in shell_calls:
-                    found["errors"] += error_lines(tool_result_text(block), failed)
+                    add("errors", error_lines(tool_result_text(block), failed))
         prompt = "\n\n".join(w for b in blocks if b.get("type") == "text"
                                for w in [typed_words(str(b.get("text") or ""))] if w)
         if prompt and not prompt.startswith(CONTINUATION_PREFIX):
-            found["user_prompts"].append(_opening(prompt))
-            found["identifiers"] += identifiers(prompt)
+            add("user_prompts", [_opening(prompt)])
+            add("identifiers", identifiers(prompt))
     return {k: list(dict.fromkeys(v)) for k, v in found.items()}
 
 

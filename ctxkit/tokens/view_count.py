@@ -10,9 +10,18 @@ function every threshold decision (``check``, ``stats``, autocompact, collapse, 
 before/after) asks.
 
 When no reported usage describes the view, the count is the estimate of the whole view plus the
-policy's ``overhead_tokens`` (the system prompt and tool definitions the view does not hold). That is
-the case for plain Anthropic / OpenAI message lists (no usage), and for a Claude Code transcript whose
-newest usage no longer describes its view:
+overhead (the system prompt and tool definitions the view does not hold). The overhead is
+*calibrated* when a usage has been seen: a count from usage implies it (``calibration``: the count
+minus the estimate of the whole view, i.e. the usage minus the estimate of what that usage counted),
+and the count of a view the usage no longer describes is that calibration plus the estimate of the
+new view. When the estimator counts the view above what the API reported (no room left for a system
+prompt: the corpus's stand-in API reports less than characters / 4), the calibration is a scale
+instead (the count over the estimate, below 1) and the overhead 0. So counts are continuous across a rewrite: a stage that takes content out of the view
+lowers the count by the estimate of what it took out, never raises it. Without a calibration (message
+lists, which carry no usage) or when a policy file or ``--set`` names ``overhead_tokens`` (an explicit
+override), the overhead is the policy's ``overhead_tokens``. No usage describes the view for plain
+Anthropic / OpenAI message lists, and for a Claude Code transcript whose newest usage no longer
+describes its view:
 
 - the usage predates the last compact boundary (a preserved tail keeps its assistant entries, whose
   usage counted the whole history that was compacted away);
@@ -26,7 +35,7 @@ newest usage no longer describes its view:
 Edits after that message (a new tool result persisted to the store, attachments appended at the
 tail) leave the usage valid: they are in the estimated part. So a stage decides whether to act on the
 reported count, and once it has rewritten the history the next decision counts the new view with
-the estimator plus the overhead.
+the estimator plus the calibrated overhead: the same basis, moved by what the stage changed.
 
 The estimator (``--estimator``, the policy's ``estimator``) counts the un-reported part either way.
 """
@@ -47,13 +56,52 @@ REWRITTEN = "a stage changed the history the reported usage counted"
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
 
+class Calibration(NamedTuple):
+    """What a count from usage says about the rest of the session: the tokens the API counted besides the
+    view (``overhead``: the system prompt and tools) and how it counts the view against the estimator
+    (``scale``: 1, unless the estimator counted the view above the whole usage)."""
+
+    overhead: int
+    scale: float = 1.0
+
+    @classmethod
+    def of(cls, total: int, whole: int) -> Calibration:
+        """From a count from usage (``total``) and the estimate of the whole view it describes (``whole``)."""
+        if total >= whole or whole <= 0:
+            return cls(total - whole)
+        return cls(0, total / whole)
+
+    def count(self, estimated: int) -> int:
+        """A view's count from its estimate: equals the usage count on the view the calibration was made on,
+        and never rises when the estimate falls."""
+        return self.overhead + (estimated if self.scale == 1.0 else round(estimated * self.scale))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": self.overhead, "scale": self.scale}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Calibration | None:
+        """A calibration kept as :meth:`to_json` wrote it, or None when ``doc`` is not one."""
+        if not isinstance(doc, dict):
+            return None
+        tokens, scale = doc.get("tokens"), doc.get("scale", 1.0)
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0 \
+                or not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1:
+            return None
+        return cls(tokens, float(scale))
+
+
 class ViewTokens(NamedTuple):
     """A view's token count and its parts: ``total = reported + estimated + overhead``.
 
     ``reported`` is the API's usage of the newest valid assistant message (0 when none),
     ``estimated`` the estimator's count of what follows it (of the whole view when none),
-    ``overhead`` the policy's ``overhead_tokens`` when no usage is used (else 0); ``source`` is
-    ``usage`` or ``estimate``, and ``why`` says why no usage was used (None when it was)."""
+    ``overhead`` the system prompt and tools when no usage is used (else 0): calibrated from an
+    earlier usage, else the policy's ``overhead_tokens`` (``overhead_source`` says which), and
+    ``scale`` what the calibration multiplies the estimate by (1 but when the estimator counts above
+    the API); ``source`` is ``usage`` or ``estimate``, and ``why`` says why no usage was used (None
+    when it was). ``calibration`` (a count from usage only) is what that usage implies
+    (:class:`Calibration`)."""
 
     total: int
     reported: int
@@ -62,10 +110,16 @@ class ViewTokens(NamedTuple):
     source: str
     why: str | None = None
     anchor: str | None = None  # uuid of the message whose usage was reported (used or not)
+    calibration: Calibration | None = None
+    overhead_source: str | None = None  # "calibrated" | "policy" (a count from the estimate only)
+    scale: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_reported": self.reported, "tokens_estimated": self.estimated,
-                "tokens_overhead": self.overhead, "tokens_source": self.source, "tokens_source_note": self.why}
+                "tokens_overhead": self.overhead, "tokens_overhead_source": self.overhead_source,
+                "tokens_estimate_scale": self.scale,
+                "tokens_calibration": None if self.calibration is None else self.calibration.to_json(),
+                "tokens_source": self.source, "tokens_source_note": self.why}
 
 
 def usage_total(usage: Any) -> int | None:
@@ -129,12 +183,14 @@ def prefix_digest(t: Transcript, anchor: str) -> str | None:
 
 
 def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
-               superseded: dict | None = None) -> ViewTokens:
+               superseded: dict | None = None, calibrated: Calibration | None = None) -> ViewTokens:
     """The token count of ``t``'s view (see the module docstring), counting the un-reported part with ``counter``.
 
     ``superseded`` (``{"anchor": uuid, "view": digest}``, from the store) names a response whose usage an
     earlier run made stale, and the view that run left up to it: when ``t`` shows that view, the usage is
-    not used."""
+    not used. ``calibrated`` is the overhead an earlier count from usage implied (its ``calibration``):
+    when no usage describes the view, it stands for the system prompt and tools instead of
+    ``overhead_tokens``."""
     messages = t.view().messages
     why, anchor = "no usage reported in the transcript", None
     for k in range(len(messages) - 1, -1, -1):
@@ -152,8 +208,18 @@ def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
         if why is not None:
             break
         fragments, rest = _later_fragments(m), messages[k + 1:]
-        estimated = counter.count_messages(fragments) + counter.count_view_messages(rest) if counter.additive \
-            else counter.count_messages([*fragments, *(x.api() for x in rest)])
-        return ViewTokens(reported + estimated, reported, estimated, 0, "usage", anchor=anchor)
+        if counter.additive:
+            estimated = counter.count_messages(fragments) + counter.count_view_messages(rest)
+            whole = counter.count_view_messages(messages)
+        else:
+            estimated = counter.count_messages([*fragments, *(x.api() for x in rest)])
+            whole = counter.count_messages([x.api() for x in messages])
+        total = reported + estimated
+        return ViewTokens(total, reported, estimated, 0, "usage", anchor=anchor,
+                          calibration=Calibration.of(total, whole))
     estimated = counter.count_view_messages(messages)
-    return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why, anchor)
+    if calibrated is None:
+        return ViewTokens(estimated + overhead_tokens, 0, estimated, overhead_tokens, "estimate", why, anchor,
+                          overhead_source="policy")
+    return ViewTokens(calibrated.count(estimated), 0, estimated, calibrated.overhead, "estimate", why, anchor,
+                      overhead_source="calibrated", scale=calibrated.scale)

@@ -22,6 +22,12 @@ The digests, worked out on the corpus (every one of the 58 recorded requests che
   "tools": shape.tools, "messages": messages}`` (string contents as one text block) once each
   ``cacheControl`` value is set as ``cache_control`` at its path.
 
+Records come from the transcript, which may hold anything: :func:`request_records` keeps only those
+shaped as the API's (a blob whose message has a role and a string or a list of blocks; a shape whose
+system is a string or a list of blocks and whose tools are a list of objects; cache marks with a path
+of keys and indexes), so every reader of recorded requests (the next request's layout, request bodies,
+simulate) gets only what it can send.
+
 What went over the wire besides (``requests.jsonl.gz`` in the corpus): the same body without
 ``betas`` (sent as the ``anthropic-beta`` header), with a first system block
 ``x-anthropic-billing-header: cc_version=<version>.<fingerprint>; cc_entrypoint=<entrypoint>;``
@@ -37,6 +43,7 @@ from typing import Any, Callable
 
 from .claude_code_chain import entry_type, indexes_of
 from .model import Transcript
+from .shapes import ANTHROPIC, Bad
 
 RECORD_TYPES = ("api-request-shape", "api-request-blob", "api-request")
 #: The salt of Claude Code's billing fingerprint (three characters of the first prompt, hashed with it).
@@ -90,6 +97,40 @@ def billing_header(version: str, entrypoint: str, first_text: str) -> str:
     chars = "".join(first_text[i] if i < len(first_text) else "0" for i in FINGERPRINT_POSITIONS)
     fingerprint = hashlib.sha256(f"{FINGERPRINT_SALT}{chars}{version}".encode()).hexdigest()[:3]
     return f"x-anthropic-billing-header: cc_version={version}.{fingerprint}; cc_entrypoint={entrypoint};"
+
+
+def api_shaped_message(message: Any) -> bool:
+    """Whether a recorded message has the API's shape: a role (``system`` too: Claude Code sends the
+    environment as a system-role message) and a string or a list of blocks, each block as the reader
+    checks a message's (a text block's text a string, ...)."""
+    if not isinstance(message, dict):
+        return False
+    try:
+        ANTHROPIC.check(message)
+    except Bad:
+        return False
+    return True
+
+
+def _blocks_or_string(content: Any) -> bool:
+    return isinstance(content, str) or (isinstance(content, list) and all(isinstance(b, dict) for b in content))
+
+
+def api_shaped_shape(shape: Any) -> bool:
+    """Whether an ``api-request-shape``'s ``shape`` is the API's: ``system`` absent, a string or a list of
+    blocks; ``tools`` absent or a list of objects."""
+    if not isinstance(shape, dict):
+        return False
+    system, tools = shape.get("system"), shape.get("tools")
+    return (system is None or _blocks_or_string(system)) and \
+        (tools is None or (isinstance(tools, list) and all(isinstance(x, dict) for x in tools)))
+
+
+def _mark_shaped(mark: Any) -> bool:
+    """A ``cacheControl`` entry: ``{path, value}``, the path a non-empty list of keys and indexes."""
+    path = mark.get("path") if isinstance(mark, dict) else None
+    return isinstance(path, list) and bool(path) and all(
+        isinstance(step, str) or (isinstance(step, int) and not isinstance(step, bool)) for step in path)
 
 
 @dataclass
@@ -185,12 +226,12 @@ def request_records(t: Transcript) -> RequestRecords:
         for i in indexes_of(t, RECORD_TYPES):
             kind = entry_type(t, i)
             entry = t.entry(i)
-            if kind == "api-request-shape" and isinstance(entry.get("shape"), dict):
+            if kind == "api-request-shape" and api_shaped_shape(entry.get("shape")):
                 h = str(entry.get("shapeHash") or digest(entry["shape"]))
                 out.shapes[h] = entry["shape"]
                 out.shape_at.append((i, h))
                 out.version = entry.get("version") if isinstance(entry.get("version"), str) else out.version
-            elif kind == "api-request-blob" and isinstance(entry.get("message"), dict):
+            elif kind == "api-request-blob" and api_shaped_message(entry.get("message")):
                 h = str(entry.get("hash") or message_digest(entry["message"]))
                 out.blobs.setdefault(h, (i, entry["message"]))
             elif kind == "api-request" and isinstance(entry.get("id"), str):
@@ -212,7 +253,6 @@ def _record(i: int, entry: dict) -> RequestRecord:
         base=entry.get("base") if isinstance(entry.get("base"), str) else None,
         keep=keep if isinstance(keep, int) and not isinstance(keep, bool) and keep > 0 else 0,
         tail=strings(entry.get("tail")),
-        cache_control=[m for m in marks if isinstance(m, dict) and isinstance(m.get("path"), list) and m["path"]]
-        if isinstance(marks, list) else [],
+        cache_control=[m for m in marks if _mark_shaped(m)] if isinstance(marks, list) else [],
         request_digest=entry.get("requestDigest") if isinstance(entry.get("requestDigest"), str) else None,
         version=entry.get("version") if isinstance(entry.get("version"), str) else None)

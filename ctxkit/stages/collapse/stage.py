@@ -54,10 +54,10 @@ ctxkit: 1 problem in the policy
 The `explore-edit` session of the test corpus (not shipped with ctxkit), with
 `ctxkit compact explore-edit.jsonl --stage collapse --force -o collapsed.jsonl`; the report says
 `collapse: applied: collapsed 1 run(s) of read/search calls (rule summaries); retained paths 2/2
-[3,148 -> 12,797 tokens]` (what the view still names of the folded calls' paths: docs/retention.md)
+[3,148 -> 3,020 tokens]` (what the view still names of the folded calls' paths: docs/retention.md)
 (before, the usage the session's last response reported; after, the estimate of the collapsed view
-plus the policy's `overhead_tokens`, 10,000: the recorded sessions' stand-in API left the system
-prompt and tools out of its usage, so here the second number is the larger; see docs/tokens.md):
+plus what that usage counted besides the view, the calibrated overhead: one basis, so the count
+falls by what the collapse took out; see docs/tokens.md):
 
 ```
 before
