@@ -80,3 +80,13 @@ class Conversations:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+
+def live_managers(policy: Any = "default", context_window: int | None = None) -> Callable[[Path, str | None], Any]:
+    """What the proxy makes a conversation's manager with: a ``ctxkit.ContextManager`` over ``policy``,
+    storing into the conversation's own folder, for the model its first request names."""
+    def make(store: Path, model: str | None) -> Any:
+        from ..live import ContextManager
+
+        return ContextManager(policy=policy, store=store, model=model, context_window=context_window)
+    return make
