@@ -12,11 +12,19 @@ Embedding it in an agent framework::
     with open("compacted.jsonl", "wb") as out:
         result.transcript.write(out)
 
+In an agent's loop, on the message list it holds (docs/context-manager.md)::
+
+    from ctxkit import ContextManager
+
+    cm = ContextManager(policy="default", store=".ctxkit")
+    response = client.messages.create(model=..., messages=cm.prepare(messages), ...)
+    cm.record_usage(response.usage)
+
 The tree reads as the architecture (docs/architecture.md), lowest layer first:
 the shared utilities at this level (``errors``, ``clock``, ``fileio``,
 ``confined``, ``quoting``, ``filenames``, ``resources``: no ctxkit imports
 beyond each other); ``transcript/``; ``policy/``, ``tokens/``, ``store/``,
-``summarize/``; ``stages/``; ``pipeline``; ``reports/``; ``cli/`` on top. The
+``summarize/``; ``stages/``; ``pipeline``; ``reports/``; ``live/``; ``batch/``; ``cli/`` on top. The
 import-linter contracts in pyproject.toml keep it so.
 """
 from __future__ import annotations
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
+    from .live import ContextManager
     from .pipeline import compile_pipeline
     from .policy import Labels, Policy, Problem
     from .transcript import read_transcript
@@ -33,7 +42,7 @@ __version__ = "0.1.0"
 
 #: the public names, imported on first use (PEP 562): ``import ctxkit.cli.main`` must not pay for the
 #: whole pipeline before the CLI has installed its SIGTERM handler (ctxkit.cli.main)
-_LAZY = {"compile_pipeline": ".pipeline", "read_transcript": ".transcript"}
+_LAZY = {"compile_pipeline": ".pipeline", "read_transcript": ".transcript", "ContextManager": ".live"}
 
 
 def __getattr__(name: str) -> Any:
@@ -93,5 +102,5 @@ def make_context(policy, *, store_dir: str | Path = ".ctxkit", now: Any = None, 
     return build_context(policy, Store(Path(store_dir)), now=now, **inputs)
 
 
-__all__ = ["compile_pipeline", "load_policy", "make_context", "policy_schema", "read_transcript", "validate_policy_file",
+__all__ = ["ContextManager", "compile_pipeline", "load_policy", "make_context", "policy_schema", "read_transcript", "validate_policy_file",
            "__version__"]

@@ -66,6 +66,18 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
         raise
 
 
+def read_bytes(data: bytes, *, name: str, fmt: str = "auto", check_pairing: bool = True) -> Transcript:
+    """Read a transcript held in memory (JSONL ``data``; ``name`` names it in errors): what
+    :class:`ctxkit.ContextManager` reads a message list from, without a file."""
+    import io
+
+    from .jsonl import Source
+
+    if fmt != "auto" and fmt not in FORMATS:
+        raise UsageError(f"unknown format {quote(fmt)}; choose one of auto, {', '.join(FORMATS)}")
+    return _read(Source(name=name, file=io.BytesIO(data)), fmt, "fail", check_pairing, None, True)
+
+
 def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None, keep: bool) -> Transcript:
     from .jsonl import iter_lines, parse_raw
 

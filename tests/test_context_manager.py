@@ -1,0 +1,160 @@
+"""``ctxkit.ContextManager``: the policy's pipeline across an agent's calls, through the documented API only.
+
+An agent calls ``prepare`` with its whole, growing message list before each model call. What comes back
+holds fewer tokens, keeps every tool call paired, and keeps its prefix byte for byte from one call to the
+next until a threshold is crossed (the provider's prompt cache stays warm); ``restore`` gives every
+original back; the caller's list is never changed; a new manager on the same store goes on where the
+last one stopped.
+"""
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import orjson
+import pytest
+from conftest import CC_CORPUS
+from live_conversations import from_corpus, synthetic
+
+from ctxkit import ContextManager
+from ctxkit.errors import UsageError
+from ctxkit.transcript import pairing_problems
+
+NOW = "2026-12-01T12:00:00Z"
+
+
+def tokens(cm: ContextManager) -> tuple[int, int]:
+    return cm.reports.tokens_before, cm.reports.tokens_after
+
+
+def grow(cm: ContextManager, full: list[dict], start: int = 3, step: int = 2):
+    """prepare on ``full[:n]`` for n growing by ``step``: yields (given, returned, report) of each call,
+    checking that the given list is left as it was and that what comes back is a valid request."""
+    for n in range(start, len(full) + 1, step):
+        given = full[:n]
+        before = copy.deepcopy(given)
+        out = cm.prepare(given)
+        assert given == before, "prepare changed the caller's messages"
+        assert pairing_problems(out) == [], pairing_problems(out)[:3]
+        yield given, out, cm.reports
+
+
+def check_growing_conversation(cm: ContextManager, full: list[dict]) -> dict:
+    """The 'Done when' of issue 31 on one conversation: fewer tokens, a byte-identical prefix until a
+    stage that crosses a threshold applies, every original back."""
+    previous: list[bytes] | None = None
+    thresholds = 0
+    last = None
+    for given, out, report in grow(cm, full):
+        lines = [orjson.dumps(m) for m in out]
+        if previous is not None and lines[:len(previous)] != previous:
+            # only a stage acting on a threshold may rewrite what was sent before
+            assert set(report.applied()) & {"autocompact", "microcompact", "collapse", "snip"}, report.to_json()
+            thresholds += 1
+        previous, last = lines, (given, out, report)
+    given, out, report = last
+    assert report.tokens_after < report.tokens_before or len(out) < len(given) or out != given
+    back = cm.restore(out)
+    assert back == given, "restore did not give back every original"
+    return {"thresholds": thresholds, "given": len(given), "sent": len(out)}
+
+
+def test_a_growing_tool_heavy_conversation_is_sent_smaller_with_a_frozen_prefix(tmp_path):
+    full = synthetic(150, size=6_000, big_every=25)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    seen = check_growing_conversation(cm, full)
+    assert seen["thresholds"] >= 1 and seen["sent"] < seen["given"]  # an autocompaction happened, once or so
+    assert seen["thresholds"] <= 3
+    first = cm.prepare(full[:60])
+    assert orjson.dumps(first) != orjson.dumps(full[:60])  # the big results went to the store early
+
+
+@pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")
+def test_a_long_conversation_from_the_corpus(tmp_path):
+    full = from_corpus(1_000)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    seen = check_growing_conversation(cm, full[:400])
+    assert seen["sent"] <= seen["given"]
+
+
+def test_big_tool_results_go_to_the_store_and_stay_there_across_calls(tmp_path):
+    full = synthetic(10, size=500, big_every=3)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    out = cm.prepare(full[:7])
+    assert cm.reports.ran and "tool-result-budget" in cm.reports.applied()
+    persisted = out[6]["content"][0]["content"]
+    assert "<persisted-output>" in str(persisted) and len(str(persisted)) < 10_000
+    assert tokens(cm)[1] < tokens(cm)[0]
+    again = cm.prepare(full)
+    assert again[:7] == out  # the same preview, byte for byte
+    assert cm.reports.new_messages == len(full) - 7
+    assert cm.prepare(full) == again and not cm.reports.ran  # nothing new: the same answer, nothing run
+
+
+def test_openai_messages_come_back_as_openai_messages(tmp_path):
+    big = "error line\n" * 6_000
+    full = [{"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Run the tests."},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": big},
+            {"role": "assistant", "content": "They fail."}]
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    out = cm.prepare(full)
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "tool", "assistant"]
+    assert out[3]["tool_call_id"] == "call_1" and len(out[3]["content"]) < len(big)
+    assert cm.restore(out) == full
+
+
+def test_a_new_manager_on_the_same_store_goes_on_where_the_last_one_stopped(tmp_path):
+    full = synthetic(150, size=6_000)
+    first = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    for _ in grow(first, full[:281], start=201, step=40):
+        pass
+    assert any(m == full[0] for m in full[:1])
+    sent = first.prepare(full[:281])
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    out = later.prepare(full[:283])
+    assert later.reports.new_messages == 2  # it ran on what the first one sent, plus the two new messages
+    assert out[:len(sent)] == sent
+
+
+def test_the_reported_usage_counts(tmp_path):
+    """A usage far above the estimate (a large system prompt and tools) makes the next call compact."""
+    full = synthetic(30, size=3_000)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    cm.prepare(full[:41])
+    assert cm.reports.applied() == []
+    cm.record_usage({"input_tokens": 2, "cache_read_input_tokens": 180_000, "output_tokens": 50})
+    out = cm.prepare(full[:43])
+    assert "autocompact" in cm.reports.applied() and len(out) < 43
+    assert cm.reports.tokens_before > 180_000
+
+
+def test_aprepare_gives_what_prepare_gives(tmp_path):
+    full = synthetic(20, size=500, big_every=4)
+    sync = ContextManager(policy="no-llm", store=tmp_path / "a", now=NOW).prepare(full)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "b", now=NOW)
+    out = asyncio.run(cm.aprepare(full))
+    assert orjson.dumps(out).replace(b"/b/blobs/", b"/a/blobs/") == orjson.dumps(sync)
+    assert "<persisted-output>" in str(out)
+
+
+@pytest.mark.parametrize("messages, message", [
+    ("hello", "prepare: messages must be a list of message dicts, got str"),
+    ([{"role": "user", "content": "hi"}, 3], "prepare: message 2 must be a dict, got int"),
+    ([{"role": "user", "content": object()}], "prepare: message 1 is not JSON"),
+])
+def test_bad_messages_are_a_usage_error_naming_the_message(tmp_path, messages, message):
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    with pytest.raises(UsageError, match="^" + message.replace("(", r"\(")):
+        cm.prepare(messages)
+
+
+def test_record_usage_before_prepare_and_a_bad_usage_are_usage_errors(tmp_path):
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    with pytest.raises(UsageError, match="no prepare call yet"):
+        cm.record_usage({"input_tokens": 10, "output_tokens": 1})
+    cm.prepare(synthetic(2))
+    with pytest.raises(UsageError, match="not an API usage"):
+        cm.record_usage({"tokens": 3})
