@@ -8,7 +8,7 @@ every request's raw bytes and headers and answers from a script, the way the Mes
 
 An :class:`Answer` is JSON or SSE (the Messages API's event sequence, built from text and usage), any
 status and body (errors as the API gives them), optionally dripped with a delay between chunks
-(``drip``) or cut short (``cut_after``: the connection breaks after that many chunks). With the script
+(``drip``), held back before the status line (``delay``) or cut short (``cut_after``: the connection breaks after that many chunks). With the script
 empty, a JSON message answers. ``cancelled`` counts streams the client abandoned.
 """
 from __future__ import annotations
@@ -43,6 +43,7 @@ class Answer:
     drip: float = 0.0
     cut_after: int | None = None
     headers: list[tuple[str, str]] = field(default_factory=list)
+    delay: float = 0.0  # before the status line
 
     @staticmethod
     def message(text: str = "ok", usage: dict | None = None) -> dict:
@@ -106,11 +107,23 @@ class Upstream:
         with self._lock:
             self.requests.append(Seen(scope["method"], path, headers, body))
             answer = self.script.popleft() if self.script else Answer.json()
+        if answer.delay:
+            await asyncio.sleep(answer.delay)
         await send({"type": "http.response.start", "status": answer.status,
                     "headers": [(b"content-type", answer.content_type.encode()),
                                 *[(k.encode(), v.encode()) for k, v in answer.headers]]})
+        gone = asyncio.Event()
+
+        async def watch():  # the client's disconnect, as a server notices it
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+        watcher = asyncio.ensure_future(watch())
         try:
             for i, chunk in enumerate(answer.chunks):
+                if gone.is_set():
+                    self.cancelled += 1
+                    return
                 if answer.cut_after is not None and i >= answer.cut_after:
                     raise ConnectionResetError("cut")  # uvicorn closes the connection mid-answer
                 if answer.drip:
@@ -125,6 +138,8 @@ class Upstream:
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
+        finally:
+            watcher.cancel()
 
     def __enter__(self) -> Upstream:
         sock = socket.socket()

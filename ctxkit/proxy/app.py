@@ -138,28 +138,24 @@ class _Relay:
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                await send({"type": "http.response.start", "status": self.upstream.status_code,
-                            "headers": self.headers})
                 try:
+                    await send({"type": "http.response.start", "status": self.upstream.status_code,
+                                "headers": self.headers})
                     async for chunk in self.upstream.aiter_raw():
                         self.tap.feed(self.decode(chunk))
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    finished = True
                 except httpx2.HTTPError as exc:
+                    # returning without finishing the response: the server breaks the client's connection off
                     error = f"the upstream broke off: {type(exc).__name__}"
-                    raise _BrokenOff from None
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                finished = True
+                except OSError:
+                    error = error or "the client went away"
                 tg.cancel_scope.cancel()
-        except (_BrokenOff, OSError):
-            pass  # returning without finishing the response: the server closes the client's connection
         finally:
             with anyio.CancelScope(shield=True):
                 await self.upstream.aclose()
                 self.done(error)
-
-
-class _BrokenOff(Exception):
-    pass
 
 
 def build_app(settings: ProxySettings) -> Starlette:
