@@ -114,7 +114,7 @@ def test_claude_codes_own_requests_pass_with_every_field_but_messages_untouched(
                 r = client.post(proxy.url + "/v1/messages?beta=true", content=json.dumps(body))
                 assert r.status_code == 200
     assert len(up.requests) == len(bodies)
-    for body, seen in zip(bodies, up.requests):
+    for body, seen in zip(bodies, up.requests, strict=True):
         got = seen.json()
         assert seen.path == "/v1/messages?beta=true"
         assert {k: v for k, v in got.items() if k != "messages"} == {k: v for k, v in body.items() if k != "messages"}

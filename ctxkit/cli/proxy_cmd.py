@@ -11,7 +11,7 @@ import typer
 
 from ..errors import UsageError
 from ..quoting import quote
-from .app import PolicyOpt, SetOpt, StoreOpt, WindowOpt, app, handle_errors, stderr_console
+from .app import PolicyOpt, SetOpt, WindowOpt, app, handle_errors, stderr_console
 from .conventions import choices_metavar
 
 ProxyReport = Literal["text", "json"]
@@ -47,7 +47,9 @@ def proxy(
                                         "anyone who reaches it use the keys its clients send.")] = "127.0.0.1:8787",
     policy: PolicyOpt = None,
     set_: SetOpt = None,
-    store: StoreOpt = None,
+    store: Annotated[Optional[Path], typer.Option("--store", metavar="DIR", help="Store folder: each "
+                                                  "conversation's decisions and what its requests were spared, "
+                                                  "under DIR/proxy/CONVERSATION (default: .ctxkit/ here).")] = None,
     context_window: WindowOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Forward every request as it came, and log what the "
                                           "policy would have sent and saved.")] = False,

@@ -62,7 +62,7 @@ def shared_prefix(previous: list[dict] | None, messages: list[dict]) -> int:
     if not previous:
         return 0
     n = 0
-    for old, new in zip(previous, messages):
+    for old, new in zip(previous, messages, strict=False):
         if old != new and without_marks(old) != without_marks(new):
             break
         n += 1
