@@ -9,7 +9,7 @@ bodies it could send, over the turns the conversation is expected to have left:
     later(X) = turns_left × read × tokens(X)
 
 ``shared(X)`` is the tokens of X's leading messages equal to the ones last sent (``cache_control`` marks
-aside: they do not change the cached prefix), or 0 once the cache has gone cold (``cache_ttl`` seconds since
+aside, a string content taken as its one text block: neither changes the cached prefix), or 0 once the cache has gone cold (``cache_ttl`` seconds since
 the last request). The managed body is sent when ``now + later`` is lower for it; ties go to the original.
 ``turns_left``: a conversation that has lasted n requests is expected to last n more, at most
 :data:`MAX_TURNS_LEFT` (the Lindy estimate; a short one earns no costly edit, a long one does).
@@ -45,8 +45,12 @@ def rates_for(model: str) -> dict[str, float]:
 
 
 def without_marks(value: Any) -> Any:
-    """``value`` with every ``cache_control`` key taken out: what the cache compares."""
+    """``value`` as the cache compares it: every ``cache_control`` key taken out, and a message's string
+    content as the one text block the API reads it as (Claude Code sends its last message's content as
+    blocks, to mark it, and the same content as a string once it is no longer last)."""
     if isinstance(value, dict):
+        if isinstance(value.get("content"), str) and "role" in value:
+            value = {**value, "content": [{"type": "text", "text": value["content"]}]}
         return {k: without_marks(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list):
         return [without_marks(v) for v in value]
