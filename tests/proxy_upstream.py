@@ -182,3 +182,20 @@ class RunningProxy:
     def __exit__(self, *exc) -> None:
         self._server.should_exit = True
         self._thread.join(10)
+
+
+if __name__ == "__main__":  # bench/proxy_load.py: the stand-in alone, answering every request with a stream
+    import sys
+
+    port = int(sys.argv[1])
+    upstream = Upstream()
+    answer = Answer.sse("A streamed answer of a few words, as a model gives it.", {
+        "input_tokens": 20, "cache_read_input_tokens": 2_000, "output_tokens": 12}, pieces=6)
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            upstream.script.append(answer)
+            upstream.requests.clear()  # a long run keeps nothing
+        await upstream(scope, receive, send)
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="critical", lifespan="on")
