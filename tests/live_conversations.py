@@ -7,9 +7,13 @@ each copy's tool ids made its own; None when ../shared/corpus is absent.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from conftest import CC_CORPUS, PUBLIC_CORPUS
+#: as tests/conftest.py finds it (bench/context_manager.py imports this module without pytest)
+CORPUS = Path(os.environ.get("CTXKIT_SHARED", Path(__file__).resolve().parent.parent.parent / "shared")) / "corpus"
+CC_CORPUS = CORPUS / "claude-code-2.1.328"
+PUBLIC_CORPUS = CORPUS / "public"
 
 
 def synthetic(rounds: int, size: int = 3_000, big_every: int = 0, big: int = 60_000) -> list[dict]:
@@ -27,13 +31,13 @@ def synthetic(rounds: int, size: int = 3_000, big_every: int = 0, big: int = 60_
     return msgs
 
 
-def _suffixed(value, suffix: str):
+def suffixed(value, suffix: str):
     """``value`` with every tool id made unique to one copy of a session."""
     if isinstance(value, dict):
-        return {k: (v + suffix if k in ("id", "tool_use_id") and isinstance(v, str) else _suffixed(v, suffix))
+        return {k: (v + suffix if k in ("id", "tool_use_id") and isinstance(v, str) else suffixed(v, suffix))
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_suffixed(v, suffix) for v in value]
+        return [suffixed(v, suffix) for v in value]
     return value
 
 
@@ -72,7 +76,7 @@ def from_corpus(at_least: int) -> list[dict] | None:
             if out and out[-1]["role"] == msgs[0]["role"]:
                 out.append({"role": "assistant" if msgs[0]["role"] == "user" else "user",
                             "content": "Noted; on to the next task."})
-            out.extend(_suffixed(m, f"_c{copy}") for m in msgs)
+            out.extend(suffixed(m, f"_c{copy}") for m in msgs)
             copy += 1
         if len(out) >= at_least:
             break

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 
 import orjson
 import pytest
@@ -158,3 +159,65 @@ def test_record_usage_before_prepare_and_a_bad_usage_are_usage_errors(tmp_path):
     cm.prepare(synthetic(2))
     with pytest.raises(UsageError, match="not an API usage"):
         cm.record_usage({"tokens": 3})
+
+
+def calls_in_full(cm: ContextManager) -> ContextManager:
+    cm._incremental = False  # every call runs on the whole conversation (the reference)
+    return cm
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), id="synthetic"),
+    pytest.param(lambda: from_corpus(1_000), id="corpus",
+                 marks=pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")),
+])
+@pytest.mark.parametrize("step", [1, 2, 5])
+def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build, step):
+    """The incremental run (ctxkit.live.incremental) is an optimisation only: call by call, on a conversation
+    that crosses the autocompact threshold, its answers are the reference's byte for byte."""
+    full = build()[:600]
+    store = tmp_path / "store"
+
+    def answers(cm: ContextManager) -> list[tuple[str, int, bool]]:
+        got = []
+        for n in range(1, len(full) + 1, step):
+            out = cm.prepare(full[:n])
+            got.append((hashlib.sha256(orjson.dumps(out)).hexdigest(), cm.reports.tokens_after, cm.reports.incremental))
+        return got
+
+    # one after the other in the same folder: the answers name the store's files (persisted outputs, histories)
+    reference = answers(calls_in_full(ContextManager(policy="no-llm", store=store, now=NOW)))
+    store.rename(tmp_path / "reference")
+    fast = answers(ContextManager(policy="no-llm", store=store, now=NOW))
+    for n, (want, got) in enumerate(zip(reference, fast, strict=True)):
+        assert got[:2] == want[:2], f"call {n + 1}"
+    assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
+    assert not any(incremental for _, _, incremental in reference)
+
+
+def test_a_caller_that_keeps_the_managed_list_goes_on_from_it(tmp_path):
+    """An agent that replaces its history by what prepare returned (and appends to that) is not started over."""
+    full = synthetic(12, size=500, big_every=3)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    managed = cm.prepare(full[:7])
+    assert managed != full[:7]  # a result went to the store
+    out = cm.prepare(managed + full[7:9])
+    assert cm.reports.new_messages == 2 and out[:7] == managed
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    assert later.prepare(managed + full[7:11])[:9] == out and later.reports.new_messages == 2
+    assert cm.restore(out) == full[:9]
+
+
+def test_a_journal_cut_short_loses_only_its_last_call(tmp_path):
+    full = synthetic(12, size=500, big_every=3)
+    store = tmp_path / "store"
+    first = ContextManager(policy="no-llm", store=store, now=NOW)
+    first.prepare(full[:5])
+    kept = first.prepare(full[:7])
+    first.prepare(full[:9])
+    first.close()
+    [journal] = (store / "live").iterdir()
+    journal.write_bytes(journal.read_bytes()[:-10])  # killed while writing the last call's record
+    later = ContextManager(policy="no-llm", store=store, now=NOW)
+    again = later.prepare(full[:9])
+    assert later.reports.new_messages == 2 and again[:7] == kept

@@ -1,30 +1,36 @@
 """``ContextManager``: the policy's pipeline kept across the calls of an agent's loop.
 
 An agent calls :meth:`ContextManager.prepare` before each model call with its whole message list
-(growing by the turns since the last call) and sends what comes back. Each call is a ``ctxkit compact``
-run on the manager's own last output plus the messages that are new since the last call: exactly what
+(grown by the turns since the last call) and sends what comes back. Each call is a ``ctxkit compact``
+run on the manager's own last answer plus the messages that are new since the last call: exactly what
 keeps decisions frozen across compact runs (a persisted tool result stays persisted with the same
-preview, a cleared one stays cleared, a summary stays the summary), so the prefix of what is sent stays
-byte-identical and the provider's prompt cache warm, until a threshold is crossed. The same store
-(ledger, blobs, checkpoints of state) is behind it, so ``restore`` (and ``ctxkit expand``) gives every
-original back, and a new manager on the same store continues where the last process stopped
-(:mod:`ctxkit.live.state`).
+preview, a summary stays the summary), so the prefix of what is sent stays byte-identical, and the
+provider's prompt cache warm, until a threshold is crossed. The store behind it is compact's (ledger,
+blobs), so ``restore`` (and ``ctxkit expand``) gives every original back; the manager's own state is
+kept there too (:mod:`ctxkit.live.state`), so a new manager on the same store goes on where the last
+process stopped. A call that crosses no threshold runs the stages on the tail of the conversation only
+(:mod:`ctxkit.live.incremental`): it costs what its new messages cost.
 """
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+import orjson
+
+from ..errors import TranscriptError, UsageError
 from ..policy.model import Policy
 from ..store.disk import Store
-from .messages import SOURCE_NAME, checked_list, detect_format, line_of, parse_lines
+from . import state as journal
+from .incremental import LiveContext, autocompact_threshold, can_run_incrementally, tail_run, written_lines
+from .messages import SOURCE_NAME, checked_list, detect_format, line_of
 from .report import CallReport
-from .state import LiveState, load_state, save_state, state_key
+from .state import LiveState, digest, state_key
 from .usage import usage_tokens
 
 
@@ -43,7 +49,7 @@ class ContextManager:
         from .. import load_policy
         from ..pipeline import compile_pipeline
         from ..policy.trust import require_trusted_estimator
-        from ..run_context import checked_arguments
+        from ..run_context import build_context, checked_arguments
 
         if model is not None and not isinstance(model, str):
             raise UsageError(f"ContextManager: model must be a model name, got {type(model).__name__}")
@@ -55,23 +61,28 @@ class ContextManager:
         else:
             raise UsageError(f"ContextManager: policy must be a policy name, a file or a Policy, "
                              f"got {type(policy).__name__}")
-        now, self._inputs = checked_arguments(self.policy, store, now, {"context_window": context_window})
-        self._now = now
+        now, inputs = checked_arguments(self.policy, store, now, {"context_window": context_window})
         require_trusted_estimator(self.policy)
         self.store_dir = Path(store)
         self._store = Store(self.store_dir)
         self._pipeline = compile_pipeline(self.policy)
+        # what every call's Context starts from: the counter (and its cache), the clock, the warnings
+        self._base = build_context(self.policy, self._store, now=now, **inputs)
+        self._threshold = autocompact_threshold(self._base.policy, context_window)
+        self._incremental = can_run_incrementally(self.policy, self._base.tokens)
         self._state: LiveState | None = None
         self._lock = threading.Lock()
-        #: what the last call did (:class:`CallReport`); None before the first
+        self._closer = weakref.finalize(self, self._store.flush)
+        #: what the last call did (:class:`~ctxkit.live.CallReport`); None before the first
         self.reports: CallReport | None = None
 
     # -- the API -----------------------------------------------------------------------------------
     def prepare(self, messages: Sequence[dict], *, system: Any = None, tools: Any = None) -> list[dict]:
         """The messages to send next, in the shape given (Anthropic Messages or OpenAI chat dicts).
 
-        ``messages`` is the whole conversation so far; it is never changed. ``system`` and ``tools``
-        (what the request will carry besides the messages) are counted as its overhead until a usage is
+        ``messages`` is the whole conversation so far; it is never changed. What comes back shares
+        dicts with earlier answers: read them, copy one before changing it. ``system`` and ``tools``
+        (what the request carries besides the messages) are counted as its overhead until a usage is
         recorded (:meth:`record_usage`)."""
         checked_list(messages, "prepare")
         with self._lock:
@@ -85,34 +96,47 @@ class ContextManager:
 
     def record_usage(self, usage: Any) -> None:
         """The usage the API reported for the response to what :meth:`prepare` returned last (the
-        response's ``usage``: an Anthropic or OpenAI usage object or dict). From then on the count of
-        that request is what the API said, and what follows it is estimated, as for a transcript that
-        carries usage."""
+        response's ``usage``: an Anthropic or OpenAI usage object or dict). From then on the request's
+        count is what the API said, and what follows it is estimated, as for a transcript that carries
+        usage: the difference between what the API counted and the estimate of the messages sent
+        (the system prompt, the tool definitions, the estimator's error) is counted with every later
+        request."""
         input_side, _ = usage_tokens(usage)
         with self._lock:
-            if self._state is None or self._state.sent_estimate is None:
+            state = self._state
+            if state is None or not state.out:
                 raise UsageError("record_usage: no prepare call yet (record the usage of the response to what "
                                  "prepare returned)")
-            # the system prompt, the tool definitions and the estimator's error: what the API counted
-            # beyond the estimate of the messages sent
-            self._state.overhead = max(0, input_side - self._state.sent_estimate)
-            save_state(self._store, self._state)
+            state.overhead = max(0, input_side - state.sent_estimate)
+            journal.append(self._store, state, [], len(state.out), [])
 
     def restore(self, messages: Sequence[dict]) -> list[dict]:
         """``messages`` with every original a stage replaced put back from the store (what ``ctxkit
-        expand`` does to a file): persisted and cleared tool results, archived messages."""
+        expand`` does to a file): persisted and cleared tool results, compacted history."""
         from ..stages.registry import undo_steps
         from ..store.expand import expand_all
-        from ..transcript.reader import read_bytes
 
         checked_list(messages, "restore")
         if not messages:
             return []
         lines = [line_of(m, i, "restore") for i, m in enumerate(messages)]
-        t = read_bytes(b"\n".join(lines) + b"\n", name=SOURCE_NAME, fmt=detect_format(messages), check_pairing=False)
         with self._lock:
+            t = self._read(lines, detect_format(messages), check_pairing=False)
             back, _ = expand_all(t, self._store, undo=undo_steps())
-        return parse_lines(_written_lines(back))
+        return [orjson.loads(line) for line in written_lines(back)]
+
+    def close(self) -> None:
+        """Write what the store still holds in memory (the decisions of calls that changed nothing).
+        Also done when the manager is garbage-collected or the interpreter exits; ``with
+        ContextManager(...) as cm:`` closes it at the end of the block."""
+        with self._lock:
+            self._store.flush()
+
+    def __enter__(self) -> ContextManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- one call ------------------------------------------------------------------------------------
     def _prepare(self, messages: Sequence[dict], system: Any, tools: Any) -> list[dict]:
@@ -120,81 +144,105 @@ class ContextManager:
             self.reports = CallReport.nothing(0)
             return []
         fmt = detect_format(messages)
-        given = [line_of(m, i, "prepare") for i, m in enumerate(messages)]
-        state = self._continued(given, fmt)
-        if state is not None and state.n_seen() == len(given):
-            self.reports = CallReport.nothing(len(given))  # nothing new: the same messages as last time
-            return parse_lines(state.out)
-        if state is not None:
-            working, new = state.out + given[state.n_seen():], len(given) - state.n_seen()
+        state = self._continued(messages, fmt)
+        if state is not None and len(state.seen) == len(messages):
+            self.reports = CallReport.nothing(len(messages))  # the same messages as last time: the same answer
+            state.refs = list(messages)
+            return list(state.out_msgs)
+        start = len(state.seen) if state is not None else 0
+        new = [line_of(messages[i], i, "prepare") for i in range(start, len(messages))]
+        if state is None:
+            state = LiveState(key=state_key(new[0]), fmt=fmt)
+        ctx = self._context(state, system, tools)
+        done = None
+        if self._incremental and state.out:
+            done = tail_run(self._pipeline, self._threshold, lambda lines: self._read(lines, fmt), ctx,
+                            state.out, state.out_msgs, new, state.sent_estimate)
+        if done is not None:
+            added, result, estimate = done
+            keep = len(state.out)
+            state.out.extend(added)
+            state.out_msgs.extend(orjson.loads(line) for line in added)
         else:
-            working, new = given, len(given)
-            state = LiveState(key=state_key(given[0]), fmt=fmt)
-        out, result, sent_estimate = self._run(working, fmt, state, system, tools)
-        state.seen, state.seen_digests, state.out, state.sent_estimate = given, None, out, sent_estimate
+            ctx = self._context(state, system, tools)  # afresh: nothing of the tail run's counts
+            try:
+                t = self._read(state.out + new, fmt)
+            except TranscriptError as exc:
+                raise _named(exc, len(state.out), start) from None
+            result = self._pipeline.run(t, ctx)
+            keep, added = 0, written_lines(result.transcript)
+            state.out, state.out_msgs = added, [orjson.loads(line) for line in added]
+            estimate = ctx.view_tokens(result.transcript).estimated
+        if done is None or any(r.action == "applied" for r in result.reports):
+            self._store.flush()  # what the answer names (a persisted output's blob and record) is durable first
+        # else the call only froze what it sent in full ("seen" records): they are kept with the next flush
+        # (at the latest when the manager is closed or the interpreter exits); lost in a crash, the same
+        # decisions are made again from the same messages
+        # what a run keeps by identity (the views it counted, the fingerprints it took) is this run's only
+        self._base.tokens.forget_views()
+        self._store.digests.clear()
+        new_seen = [digest(line) for line in new]
+        state.seen.extend(new_seen)
+        state.refs = list(messages)
+        state.sent_estimate = estimate
         self._state = state
-        save_state(self._store, state)
-        self.reports = CallReport.of(result, new_messages=new, given=len(given))
-        return parse_lines(out)
+        if keep and not state.rewrite:
+            journal.append(self._store, state, new_seen, keep, added)
+        else:
+            journal.rewrite(self._store, state)
+            state.rewrite = False
+        self.reports = CallReport.of(result, new_messages=len(new), given=len(messages),
+                                     incremental=done is not None)
+        return list(state.out_msgs)
 
-    def _continued(self, given: list[bytes], fmt: str) -> LiveState | None:
-        """The state this call continues: the one in memory, or the store's for this conversation, when
-        the messages start with every message it has seen (or with what it last returned: a caller that
-        keeps the managed list); else None (a new conversation, or one whose history was changed)."""
-        candidates = [self._state] if self._state is not None else []
-        if self._state is None or self._state.key != state_key(given[0]):
-            stored = load_state(self._store, state_key(given[0]))
-            if stored is not None:
-                candidates.append(stored)
-        for state in candidates:
-            if state.fmt != fmt:
-                continue
-            if state.starts(given):
+    def _continued(self, messages: Sequence[dict], fmt: str) -> LiveState | None:
+        """The state this call goes on from: the one in memory, or the store's for this conversation,
+        when the messages start with every message it has seen (or with what it last answered: a caller
+        that keeps the managed list); else None (a new conversation, or one whose history changed)."""
+        state = self._state
+        if state is not None and state.fmt == fmt:
+            if state.starts(messages):
                 return state
-            if state.out and len(state.out) <= len(given) and given[:len(state.out)] == state.out:
-                return dataclasses.replace(state, seen=state.out, seen_digests=None)
+            n = len(state.out_msgs)
+            if n <= len(messages) and messages[:n] == state.out_msgs:
+                return dataclasses.replace(state, refs=list(messages[:n]), seen=[digest(x) for x in state.out],
+                                           out=list(state.out), out_msgs=list(state.out_msgs), rewrite=True)
+        stored = journal.load(self._store, state_key(line_of(messages[0], 0, "prepare")))
+        if stored is not None and stored.fmt == fmt and stored.starts(messages):
+            return stored
         return None
 
-    def _run(self, working: list[bytes], fmt: str, state: LiveState, system: Any, tools: Any):
-        from ..run_context import build_context, save_token_cache
-        from ..tokens.view_count import count_view
-        from ..transcript.reader import read_bytes
+    def _context(self, state: LiveState, system: Any, tools: Any) -> LiveContext:
+        """A fresh Context for one call (the counter, its cache and the store are shared)."""
+        from ..clock import Clock
 
-        t = read_bytes(b"\n".join(working) + b"\n", name=SOURCE_NAME, fmt=fmt)
-        policy = self.policy
+        base = self._base
+        policy = base.policy
         overhead = state.overhead
         if overhead is None and (system is not None or tools is not None):
-            overhead = _estimate_overhead(policy, system, tools)
+            overhead = _estimate_overhead(base.tokens, system, tools)
         if overhead is not None:
             policy = dataclasses.replace(policy, overhead_tokens=overhead)
-        ctx = build_context(policy, self._store, now=self._now, transcript=t, **self._inputs)
-        result = self._pipeline.run(t, ctx)
-        self._store.flush()
-        save_token_cache(ctx)
-        out = _written_lines(result.transcript)
-        sent_estimate = count_view(result.transcript, ctx.tokens, 0, None).total
-        return out, result, sent_estimate
+        return LiveContext(policy=policy, tokens=base.tokens, clock=Clock(base.inputs.now), store=self._store,
+                           inputs=base.inputs, warnings=list(base.warnings))
+
+    def _read(self, lines: list[bytes], fmt: str, *, check_pairing: bool = True):
+        from ..transcript.reader import read_bytes
+
+        return read_bytes(b"\n".join(lines) + b"\n", name=SOURCE_NAME, fmt=fmt, check_pairing=check_pairing)
 
 
-def _written_lines(t) -> list[bytes]:
-    import io
+def _named(exc: TranscriptError, ours: int, start: int) -> TranscriptError:
+    """A bad line of a call's transcript, named by the caller's message number (1-based)."""
+    line = exc.line - ours + start if exc.line > ours else exc.line
+    text = str(exc).split(": ", 1)[-1].split(" (use --on-bad-line")[0]
+    return TranscriptError(SOURCE_NAME, line, text)
 
-    buf = io.BytesIO()
-    t.write(buf)
-    return buf.getvalue().split(b"\n")[:-1]
 
-
-def _estimate_overhead(policy: Policy, system: Any, tools: Any) -> int:
+def _estimate_overhead(counter, system: Any, tools: Any) -> int:
     """The estimator's count of the system prompt and the tool definitions a request carries."""
-    import orjson
-
-    from ..tokens import make_counter
-
-    counter = make_counter(policy.estimator, model=policy.model)
     total = 0
     for part in (system, tools):
-        if part is None:
-            continue
-        text = part if isinstance(part, str) else orjson.dumps(part, default=str).decode()
-        total += counter.count_text(text)
+        if part is not None:
+            total += counter.count_text(part if isinstance(part, str) else orjson.dumps(part, default=str).decode())
     return total

@@ -21,15 +21,18 @@ class CallReport:
     tokens_after: int = 0
     stages: list[Report] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: whether the stages ran on the tail of the conversation only (no threshold crossed: ctxkit.live.incremental)
+    incremental: bool = False
 
     @classmethod
     def nothing(cls, messages: int) -> CallReport:
         return cls(ran=False, messages=messages)
 
     @classmethod
-    def of(cls, result: Any, *, new_messages: int, given: int) -> CallReport:
+    def of(cls, result: Any, *, new_messages: int, given: int, incremental: bool = False) -> CallReport:
         return cls(ran=True, messages=given, new_messages=new_messages, tokens_before=result.tokens_before,
-                   tokens_after=result.tokens_after, stages=list(result.reports), warnings=list(result.warnings))
+                   tokens_after=result.tokens_after, stages=list(result.reports), warnings=list(result.warnings),
+                   incremental=incremental)
 
     def applied(self) -> list[str]:
         """The ids of the stages that changed something in this call."""
@@ -38,4 +41,5 @@ class CallReport:
     def to_json(self) -> dict[str, Any]:
         return {"ran": self.ran, "messages": self.messages, "new_messages": self.new_messages,
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
-                "stages": [r.to_json() for r in self.stages], "warnings": self.warnings}
+                "stages": [r.to_json() for r in self.stages], "warnings": self.warnings,
+                "incremental": self.incremental}

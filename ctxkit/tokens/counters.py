@@ -212,6 +212,12 @@ class TokenCounter:
         self._cache.clear()
         self._by_object.clear()
 
+    def forget_views(self) -> None:
+        """Let go of the view messages remembered by identity (:meth:`count_view_messages`): a run's views
+        are done with once it has ended. A counter that outlives runs (a ContextManager's, across calls)
+        would otherwise keep every view it counted; the counts by content stay."""
+        self._by_object.clear()
+
     def export_cache(self) -> dict[str, int]:
         """The per-message counts (most recently used last), to keep between runs."""
         return {key.hex(): value for key, value in self._cache.items()}
