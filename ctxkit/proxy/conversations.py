@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .gate import Counted
+
 
 def _digest(value: Any) -> str:
     raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -55,6 +57,7 @@ class Conversation:
     last_sent: list[dict] | None = None  # the messages of the last body sent upstream
     last_sent_at: float | None = None  # time.monotonic() of that request
     requests: int = 0
+    counted: tuple[Counted, Counted] = field(default_factory=lambda: (Counted(), Counted()))  # original, managed
 
 
 class Conversations:

@@ -73,6 +73,33 @@ def shared_prefix(previous: list[dict] | None, messages: list[dict]) -> int:
     return n
 
 
+class Counted:
+    """Token counts of a growing message list: :meth:`update` counts only the messages that differ from
+    the list it was last given (an agent's request repeats the one before and adds a turn), so pricing
+    a request costs its new messages, not the whole conversation."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+        self.cumulative = [0]  # cumulative[i]: the tokens of messages[:i]
+
+    def update(self, messages: list[dict]) -> Counted:
+        k, n = 0, min(len(messages), len(self.messages))
+        while k < n and messages[k] == self.messages[k]:
+            k += 1
+        cumulative = self.cumulative[:k + 1]
+        for m in messages[k:]:
+            cumulative.append(cumulative[-1] + tokens([m]))
+        self.messages, self.cumulative = messages, cumulative
+        return self
+
+    def upto(self, n: int) -> int:
+        return self.cumulative[n]
+
+    @property
+    def total(self) -> int:
+        return self.cumulative[-1]
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the gate decided and the figures behind it (USD, or relative units for unpriced models)."""
@@ -90,17 +117,20 @@ class Verdict:
 
 
 def judge(original: list[dict], managed: list[dict], *, previous: list[dict] | None, cache_warm: bool,
-          requests_so_far: int, model: str) -> Verdict:
-    """Price sending ``original`` or ``managed`` after ``previous`` (module docstring); pick the cheaper."""
+          requests_so_far: int, model: str, counts: tuple[Counted, Counted] | None = None) -> Verdict:
+    """Price sending ``original`` or ``managed`` after ``previous`` (module docstring); pick the cheaper.
+    ``counts``: the conversation's :class:`Counted` for its original and its managed lists, to reuse."""
     r = rates_for(model)
     read, write = r["cache_read"], r["cache_write_5m"]
     turns_left = max(1, min(requests_so_far, MAX_TURNS_LEFT))
+    memo_orig, memo_man = counts or (Counted(), Counted())
 
-    def cost(messages: list[dict]) -> tuple[int, float]:
-        total = tokens(messages)
-        shared = tokens(messages[:shared_prefix(previous, messages)]) if cache_warm else 0
+    def cost(messages: list[dict], memo: Counted) -> tuple[int, float]:
+        memo.update(messages)
+        total = memo.total
+        shared = memo.upto(shared_prefix(previous, messages)) if cache_warm else 0
         return total, (read * shared + write * (total - shared) + turns_left * read * total) / 1_000_000
 
-    t_orig, c_orig = cost(original)
-    t_man, c_man = cost(managed)
+    t_orig, c_orig = cost(original, memo_orig)
+    t_man, c_man = cost(managed, memo_man)
     return Verdict(c_man < c_orig, t_orig, t_man, c_orig, c_man, turns_left)

@@ -21,7 +21,7 @@ import orjson
 
 from ..tokens.models import model_info
 from .conversations import Conversation, Conversations
-from .gate import DEFAULT_CACHE_TTL, Verdict, judge, tokens
+from .gate import DEFAULT_CACHE_TTL, Verdict, judge
 
 log = logging.getLogger("ctxkit.proxy")
 Api = Literal["anthropic", "openai"]
@@ -89,14 +89,16 @@ async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dr
         verdict = None
         if managed != original:
             verdict = judge(original, managed, previous=conv.last_sent, cache_warm=warm,
-                            requests_so_far=conv.requests + 1, model=model)
+                            requests_so_far=conv.requests + 1, model=model, counts=conv.counted)
+        else:
+            conv.counted[0].update(original)
+        t_in = conv.counted[0].total
         send_managed = verdict is not None and verdict.send_managed and not dry_run
         sent = managed if send_managed else original
         if not count_only:
             conv.last_sent, conv.last_sent_at = sent, now
             conv.requests += 1
     out = dump_body({**body, "messages": managed}) if send_managed else raw
-    t_in = verdict.tokens_original if verdict else tokens(original)
     t_sent = verdict.tokens_managed if send_managed else t_in
     return Outcome(out, conv, verdict, send_managed, tokens_in=t_in, tokens_sent=t_sent)
 
