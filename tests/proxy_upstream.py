@@ -142,22 +142,31 @@ class Upstream:
             watcher.cancel()
 
     def __enter__(self) -> Upstream:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # so asyncio sets TCP_NODELAY
-        sock.bind(("127.0.0.1", 0))
+        from ctxkit.proxy.server import bind
+        sock = bind("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(self, log_level="critical", lifespan="on")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
+        self._running = _InThread(uvicorn.Server(uvicorn.Config(self, log_level="critical", lifespan="on")), sock)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
+        self._running.stop()
+
+
+class _InThread:
+    """A uvicorn server serving ``sock`` in a daemon thread, started and waited for."""
+
+    def __init__(self, server: uvicorn.Server, sock: socket.socket):
+        self.server = server
+        self.thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
 
 
 class RunningProxy:
@@ -171,17 +180,11 @@ class RunningProxy:
 
     def __enter__(self) -> RunningProxy:
         from ctxkit.proxy.server import make_server
-        self._server = make_server(self.settings)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
+        self._running = _InThread(make_server(self.settings), self.sock)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
+        self._running.stop()
 
 
 if __name__ == "__main__":  # bench/proxy_load.py: the stand-in alone, answering every request with a stream
