@@ -11,11 +11,15 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import itertools
+import subprocess
+import sys
 
 import orjson
 import pytest
 from conftest import CC_CORPUS
 from live_conversations import from_corpus, synthetic
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit import ContextManager
 from ctxkit.errors import UsageError
@@ -30,19 +34,25 @@ def tokens(cm: ContextManager) -> tuple[int, int]:
 
 def grow(cm: ContextManager, full: list[dict], start: int = 3, step: int = 2):
     """prepare on ``full[:n]`` for n growing by ``step``: yields (given, returned, report) of each call,
-    checking that the given list is left as it was and that what comes back is a valid request."""
-    for n in range(start, len(full) + 1, step):
+    checking that what comes back is a valid request and (every tenth call) that the given list is left
+    as it was."""
+    for call, n in enumerate(range(start, len(full) + 1, step)):
         given = full[:n]
-        before = copy.deepcopy(given)
+        before = copy.deepcopy(given) if call % 10 == 0 else None
         out = cm.prepare(given)
-        assert given == before, "prepare changed the caller's messages"
+        assert before is None or given == before, "prepare changed the caller's messages"
         assert pairing_problems(out) == [], pairing_problems(out)[:3]
         yield given, out, cm.reports
 
 
+def size(messages: list[dict]) -> int:
+    """What a list weighs as JSON: a token count's proxy that depends on no ctxkit code."""
+    return len(orjson.dumps(messages))
+
+
 def check_growing_conversation(cm: ContextManager, full: list[dict]) -> dict:
-    """The 'Done when' of issue 31 on one conversation: fewer tokens, a byte-identical prefix until a
-    stage that crosses a threshold applies, every original back."""
+    """The 'Done when' of issue 31 on one conversation: fewer tokens sent than given, a byte-identical
+    prefix from call to call until a stage that crosses a threshold applies, every original back."""
     previous: list[bytes] | None = None
     thresholds = 0
     last = None
@@ -54,12 +64,10 @@ def check_growing_conversation(cm: ContextManager, full: list[dict]) -> dict:
             thresholds += 1
         previous, last = lines, (given, out, report)
     given, out, report = last
-    assert report.tokens_after < report.tokens_before or len(out) < len(given) or out != given
+    assert size(out) < 0.8 * size(given)
     back = cm.restore(out)
     assert back == given, "restore did not give back every original"
     return {"thresholds": thresholds, "given": len(given), "sent": len(out)}
-
-
 def test_a_growing_tool_heavy_conversation_is_sent_smaller_with_a_frozen_prefix(tmp_path):
     full = synthetic(150, size=6_000, big_every=25)
     cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
@@ -72,10 +80,10 @@ def test_a_growing_tool_heavy_conversation_is_sent_smaller_with_a_frozen_prefix(
 
 @pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")
 def test_a_long_conversation_from_the_corpus(tmp_path):
-    full = from_corpus(1_000)
+    full = from_corpus(1_000)[:1_000]
     cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
-    seen = check_growing_conversation(cm, full[:400])
-    assert seen["sent"] <= seen["given"]
+    seen = check_growing_conversation(cm, full)
+    assert 1 <= seen["thresholds"] <= 5 and seen["sent"] < seen["given"]
 
 
 def test_big_tool_results_go_to_the_store_and_stay_there_across_calls(tmp_path):
@@ -166,23 +174,27 @@ def calls_in_full(cm: ContextManager) -> ContextManager:
     return cm
 
 
-@pytest.mark.parametrize("build", [
-    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), id="synthetic"),
-    pytest.param(lambda: from_corpus(1_000), id="corpus",
-                 marks=pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")),
+CORPUS_ONLY = pytest.mark.skipif(not CC_CORPUS.is_dir(), reason=f"shared corpus not found at {CC_CORPUS}")
+
+
+@pytest.mark.parametrize("build, step", [
+    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), 1, id="synthetic-by-1"),
+    pytest.param(lambda: synthetic(150, size=6_000, big_every=7), 3, id="synthetic-by-3"),
+    pytest.param(lambda: from_corpus(1_000)[:1_000], 4, id="corpus-by-4", marks=CORPUS_ONLY),
 ])
-@pytest.mark.parametrize("step", [1, 2, 5])
 def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build, step):
-    """The incremental run (ctxkit.live.incremental) is an optimisation only: call by call, on a conversation
-    that crosses the autocompact threshold, its answers are the reference's byte for byte."""
-    full = build()[:600]
+    """The incremental run (ctxkit.live.incremental) is an optimisation only: call by call, on conversations
+    that cross the autocompact threshold, its answers are the reference's byte for byte."""
+    full = build()
     store = tmp_path / "store"
 
     def answers(cm: ContextManager) -> list[tuple[str, int, bool]]:
         got = []
-        for n in range(1, len(full) + 1, step):
+        for call, n in enumerate(range(1, len(full) + 1, step)):
             out = cm.prepare(full[:n])
             got.append((hashlib.sha256(orjson.dumps(out)).hexdigest(), cm.reports.tokens_after, cm.reports.incremental))
+            if call % 5 == 4:  # now and then the API's word on what was sent: a system prompt of 3,000 tokens
+                cm.record_usage({"input_tokens": 3_000 + size(out) // 4, "output_tokens": 50})
         return got
 
     # one after the other in the same folder: the answers name the store's files (persisted outputs, histories)
@@ -193,6 +205,15 @@ def test_a_call_on_the_tail_gives_the_bytes_a_call_in_full_gives(tmp_path, build
         assert got[:2] == want[:2], f"call {n + 1}"
     assert sum(incremental for _, _, incremental in fast) > len(fast) // 2  # most calls ran on the tail
     assert not any(incremental for _, _, incremental in reference)
+    assert any(b[1] < a[1] for a, b in itertools.pairwise(fast))  # a compaction: the count went down
+
+
+def test_a_new_manager_given_what_the_last_one_was_given_answers_the_same(tmp_path):
+    full = synthetic(8, size=500, big_every=3)
+    sent = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW).prepare(full[:13])
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    assert later.prepare(full[:13]) == sent and not later.reports.ran
+    assert later.prepare(full)[:13] == sent and later.reports.incremental and later.reports.new_messages == 4
 
 
 def test_a_caller_that_keeps_the_managed_list_goes_on_from_it(tmp_path):
@@ -221,3 +242,82 @@ def test_a_journal_cut_short_loses_only_its_last_call(tmp_path):
     later = ContextManager(policy="no-llm", store=store, now=NOW)
     again = later.prepare(full[:9])
     assert later.reports.new_messages == 2 and again[:7] == kept
+
+
+def test_ctxkit_expand_restores_a_saved_managed_list(tmp_path):
+    """What a manager sent, saved as a message list, comes back whole through the command line too."""
+    full = synthetic(8, size=500, big_every=3)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    sent = cm.prepare(full)
+    cm.close()
+    assert sent != full
+    (tmp_path / "sent.jsonl").write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in sent))
+    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "expand", "--store", str(tmp_path / "store"),
+                           "sent.jsonl", "-o", "back.jsonl"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [orjson.loads(line) for line in (tmp_path / "back.jsonl").read_bytes().splitlines()] == full
+
+
+def test_aprepare_summarizes_in_a_worker_thread_while_the_loop_goes_on(tmp_path, monkeypatch):
+    """The default policy's summarizer (the Anthropic SDK, against the local mock of the Messages API) runs
+    when autocompact fires; awaited, the loop serves other tasks meanwhile; the summary is made once."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    full = synthetic(60, size=6_000)
+    with MockMessagesAPI() as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        api.reply_text("<summary>1. Primary Request and Intent:\n   Fix the failing tests.</summary>", delay=1.0)
+        cm = ContextManager(policy="default", store=tmp_path / "store", now=NOW, context_window=60_000)
+
+        async def main():
+            ticks = 0
+
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.02)
+                    ticks += 1
+
+            task = asyncio.create_task(ticker())
+            out = await cm.aprepare(full)
+            task.cancel()
+            return out, ticks
+
+        out, ticks = asyncio.run(main())
+        assert "autocompact" in cm.reports.applied() and len(api.message_requests) == 1
+        assert ticks >= 20  # the loop went on during the summary's second
+        assert "Fix the failing tests." in str(out[0]) and len(out) < len(full)
+        later = cm.prepare(full + synthetic(62, size=6_000)[121:123])
+        assert later[:len(out)] == out and len(api.message_requests) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"context_window": -3}, "ContextManager: context_window must be a positive number of tokens, got -3"),
+    ({"now": 5}, "ContextManager: now must be a datetime or an ISO-8601 string, got int"),
+    ({"store": 5}, "ContextManager: store must be a path, got int"),
+    ({"model": 4}, "ContextManager: model must be a model name, got int"),
+    ({"policy": 4}, "ContextManager: policy must be a policy name, a file or a Policy, got int"),
+])
+def test_bad_arguments_are_usage_errors_naming_them(kwargs, message):
+    with pytest.raises(UsageError) as raised:
+        ContextManager(**kwargs)
+    assert str(raised.value) == message
+
+
+def test_conversations_sharing_a_system_prompt_keep_their_own_state(tmp_path):
+    """OpenAI lists often start with the same system message: each conversation still goes on in a new process."""
+    system = {"role": "system", "content": "You are a coding agent."}
+
+    def conversation(topic: str) -> list[dict]:
+        return [system, {"role": "user", "content": f"Fix {topic}."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{topic}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"call_{topic}", "content": f"{topic} failed\n" * 8_000},
+                {"role": "assistant", "content": "Looking."}, {"role": "user", "content": "Go on."}]
+
+    a, b = conversation("parser"), conversation("lexer")
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    sent_a, sent_b = cm.prepare(a[:4]), cm.prepare(b[:4])
+    later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    assert later.prepare(a)[:4] == sent_a and later.reports.new_messages == 2
+    assert later.prepare(b)[:4] == sent_b and later.reports.new_messages == 2

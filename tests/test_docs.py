@@ -175,13 +175,26 @@ def test_the_readme_examples_print_what_the_readme_shows(scratch, tmp_path):
     assert cwd == scratch  # every example ran in the scratch folder, none in the clone
 
 
-def test_the_library_example_prints_what_docs_library_shows(tmp_path, monkeypatch, capsys):
-    text = (DOCS / "library.md").read_text(encoding="utf-8")
+def example_pages() -> list[str]:
+    """The pages whose first ``python`` block is a working example followed by what "it prints:"."""
+    return [p.name for p in sorted(DOCS.glob("*.md"))
+            if "```python\n" in (text := p.read_text(encoding="utf-8")) and "it prints:\n\n```" in text]
+
+
+@pytest.mark.parametrize("page", example_pages())
+def test_a_pages_example_prints_what_the_page_shows(page, tmp_path, monkeypatch, capsys):
+    """Run in a folder holding a copy of examples/session.jsonl, with no user policy."""
+    text = (DOCS / page).read_text(encoding="utf-8")
     code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     shown = re.search(r"it prints:\n\n```\n(.*?)```", text, re.S).group(1)
     shutil.copy(ROOT / "examples" / "session.jsonl", tmp_path / "session.jsonl")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user policy layer
-    exec(compile(code, "docs/library.md", "exec"), {})
+    exec(compile(code, f"docs/{page}", "exec"), {})
     assert _lines(capsys.readouterr().out) == _lines(shown)
-    assert (tmp_path / "compacted.jsonl").stat().st_size > 0
+    if page == "library.md":
+        assert (tmp_path / "compacted.jsonl").stat().st_size > 0
+
+
+def test_the_library_and_context_manager_pages_have_examples():
+    assert {"library.md", "context-manager.md"} <= set(example_pages())

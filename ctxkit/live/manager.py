@@ -30,7 +30,7 @@ from . import state as journal
 from .incremental import LiveContext, autocompact_threshold, can_run_incrementally, tail_run, written_lines
 from .messages import SOURCE_NAME, checked_list, detect_format, line_of
 from .report import CallReport
-from .state import LiveState, digest, state_key
+from .state import LiveState, digest, state_key, state_keys
 from .usage import usage_tokens
 
 
@@ -61,7 +61,11 @@ class ContextManager:
         else:
             raise UsageError(f"ContextManager: policy must be a policy name, a file or a Policy, "
                              f"got {type(policy).__name__}")
-        now, inputs = checked_arguments(self.policy, store, now, {"context_window": context_window})
+        try:
+            now, inputs = checked_arguments(self.policy, store, now, {"context_window": context_window})
+        except UsageError as exc:  # named as the caller wrote it
+            raise UsageError(str(exc).replace("make_context: store_dir", "ContextManager: store", 1)
+                             .replace("make_context:", "ContextManager:", 1)) from None
         require_trusted_estimator(self.policy)
         self.store_dir = Path(store)
         self._store = Store(self.store_dir)
@@ -148,11 +152,12 @@ class ContextManager:
         if state is not None and len(state.seen) == len(messages):
             self.reports = CallReport.nothing(len(messages))  # the same messages as last time: the same answer
             state.refs = list(messages)
+            self._state = state
             return list(state.out_msgs)
         start = len(state.seen) if state is not None else 0
         new = [line_of(messages[i], i, "prepare") for i in range(start, len(messages))]
         if state is None:
-            state = LiveState(key=state_key(new[0]), fmt=fmt)
+            state = LiveState(key=state_key(new[:2]), fmt=fmt)
         ctx = self._context(state, system, tools)
         done = None
         if self._incremental and state.out:
@@ -207,9 +212,11 @@ class ContextManager:
             if n <= len(messages) and messages[:n] == state.out_msgs:
                 return dataclasses.replace(state, refs=list(messages[:n]), seen=[digest(x) for x in state.out],
                                            out=list(state.out), out_msgs=list(state.out_msgs), rewrite=True)
-        stored = journal.load(self._store, state_key(line_of(messages[0], 0, "prepare")))
-        if stored is not None and stored.fmt == fmt and stored.starts(messages):
-            return stored
+        first = [line_of(m, i, "prepare") for i, m in enumerate(messages[:2])]
+        for key in state_keys(first):
+            stored = journal.load(self._store, key)
+            if stored is not None and stored.fmt == fmt and stored.starts(messages):
+                return stored
         return None
 
     def _context(self, state: LiveState, system: Any, tools: Any) -> LiveContext:

@@ -6,7 +6,7 @@ runs on them plus the new messages) and how a request's count is made up (the es
 sent, the overhead the API's usage showed).
 
 In the store it is a journal per conversation, ``live/<key>.jsonl``, the key a digest of the
-conversation's first message (so a new process finds it from the messages alone): a header line, then
+conversation's first two messages (so a new process finds it from the messages alone): a header line, then
 one line per call saying what changed (the digests of the new messages; how many lines of the last
 answer were kept and the lines after them). A call appends one short line, however long the
 conversation; a call that rewrote the history (a compaction) writes the journal afresh. A last line cut
@@ -31,8 +31,16 @@ _VERSION = 1
 _MAX_JOURNAL = 1 << 30
 
 
-def state_key(first_line: bytes) -> str:
-    return hashlib.sha256(first_line).hexdigest()[:16]
+def state_key(first_lines: list[bytes]) -> str:
+    """The journal's name for a conversation starting with these lines: its first two messages (an OpenAI
+    list's first is often a system prompt many conversations share), or its first alone."""
+    return hashlib.sha256(b"\n".join(first_lines[:2])).hexdigest()[:16]
+
+
+def state_keys(first_lines: list[bytes]) -> list[str]:
+    """The names a conversation's journal may have: by its first two messages, or, made when only its
+    first had been given, by that one."""
+    return list(dict.fromkeys([state_key(first_lines[:2]), state_key(first_lines[:1])]))
 
 
 def digest(line: bytes) -> str:
