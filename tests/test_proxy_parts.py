@@ -112,3 +112,18 @@ def test_listen_addresses(value, expected):
 def test_bad_listen_addresses(value):
     with pytest.raises(ValueError):
         parse_listen(value)
+
+
+def test_conversations_held_in_memory_are_bounded_and_come_back_from_their_store(tmp_path):
+    from ctxkit.proxy.conversations import Conversations
+
+    made = []
+    convs = Conversations(lambda store, model: made.append(store) or store, tmp_path, keep=2)
+    bodies = [{"messages": [{"role": "user", "content": f"task {i}"}]} for i in range(3)]
+    first = convs.get(bodies[0])
+    convs.get(bodies[1])
+    assert convs.get(bodies[0]) is first  # used again: kept, the most recent now
+    convs.get(bodies[2])  # the third pushes out the one used longest ago (task 1)
+    assert len(convs) == 2 and len(made) == 3
+    again = convs.get(bodies[1])
+    assert again.manager == made[1] and len(made) == 4  # a new manager on the same store folder

@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -61,15 +62,21 @@ class Conversation:
 
 
 class Conversations:
-    """The conversations seen so far, each with its own manager made by ``make_manager(store_dir, model)``;
-    a manager's store is ``STORE/proxy/<name>`` so that conversations never mix their decisions."""
+    """The conversations seen lately, each with its own manager made by ``make_manager(store_dir, model)``;
+    a manager's store is ``STORE/proxy/<name>`` so that conversations never mix their decisions.
+
+    At most ``keep`` are held in memory (each holds its last request's messages): the one used longest
+    ago is let go first. Its decisions are in its store, so a request that comes back for it gets a new
+    manager that goes on from them; only the proxy's memory of what the cache holds is lost, and the
+    cost gate then takes the cache as cold."""
 
     def __init__(self, make_manager: Callable[[Path, str | None], Any], store: Path, *,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, keep: int = 256):
         self._make = make_manager
         self.store = store
         self.clock = clock
-        self._by_key: dict[str, Conversation] = {}
+        self.keep = keep
+        self._by_key: OrderedDict[str, Conversation] = OrderedDict()
 
     def get(self, body: dict[str, Any]) -> Conversation:
         key = conversation_key(body)
@@ -79,6 +86,10 @@ class Conversations:
             model = body.get("model") if isinstance(body.get("model"), str) else None
             found = Conversation(name, self._make(self.store / "proxy" / name, model))
             self._by_key[key] = found
+            while len(self._by_key) > self.keep:
+                self._by_key.popitem(last=False)
+        else:
+            self._by_key.move_to_end(key)
         return found
 
     def __len__(self) -> int:
