@@ -293,3 +293,19 @@ def test_a_client_that_goes_away_cancels_the_upstream_request(tmp_path):
         while up.cancelled == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
     assert up.cancelled == 1 and up.completed == 0
+
+
+def test_a_policy_that_fails_costs_the_request_its_management_not_its_answer(tmp_path):
+    class Failing(ContextManager):
+        def prepare(self, messages, *, system=None, tools=None):
+            raise RuntimeError("the summarizer is down")
+
+    records = []
+    make = lambda store, model: Failing(policy="no-llm", store=store, model=model)  # noqa: E731
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, make, store=tmp_path / "s",
+                                                      on_request=records.append)) as proxy:
+        body = json.dumps(_body(synthetic(5, 100))).encode()
+        r = httpx2.post(proxy.url + "/v1/messages", content=body)
+    assert r.status_code == 200 and up.requests[0].body == body
+    assert records[0].warning == ("the policy failed (RuntimeError: the summarizer is down); passed through "
+                                  "unmanaged")

@@ -117,3 +117,12 @@ def test_bad_options_are_refused_before_listening(tmp_path):
     bad_listen = run("--upstream", "http://127.0.0.1:1", "--listen", "localhost:http")
     assert bad_listen.returncode == 2
     assert "--listen must look like HOST:PORT or PORT, got 'localhost:http'" in bad_listen.stderr
+    from ctxkit.proxy.server import bind
+    taken = bind("127.0.0.1", 0)
+    port = taken.getsockname()[1]
+    in_use = run("--upstream", "http://127.0.0.1:1", "--listen", f"127.0.0.1:{port}")
+    taken.close()
+    assert in_use.returncode == 2
+    assert in_use.stderr.startswith(f"ctxkit: error: cannot listen on 127.0.0.1:{port}: ")
+    bad_policy = run("--upstream", "http://127.0.0.1:1", "-p", str(tmp_path / "missing.yaml"))
+    assert bad_policy.returncode == 2 and "missing.yaml" in bad_policy.stderr

@@ -15,7 +15,6 @@ away cancels the upstream request (the disconnect is watched while the answer st
 from __future__ import annotations
 
 import contextlib
-import logging
 import socket
 import time
 import zlib
@@ -34,7 +33,6 @@ from .conversations import Conversations
 from .rewrite import Api, Outcome, prepare_body
 from .usage_tap import UsageTap
 
-log = logging.getLogger("ctxkit.proxy")
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "content-length"})
 READABLE_ENCODINGS = ("gzip", "deflate", "identity")
@@ -194,30 +192,40 @@ def build_app(settings: ProxySettings) -> Starlette:
                     record.saved_usd = outcome.verdict.saved
                 elif settings.dry_run and outcome.verdict.send_managed:
                     record.would_save_usd = outcome.verdict.cost_original - outcome.verdict.cost_managed
-            if outcome.warning:
-                log.warning("ctxkit proxy: %s %s: %s", request.method, path, outcome.warning)
             content: Any = outcome.body
         else:
             content = request.stream()
+
+        def finish(error: str | None) -> None:
+            record.error = record.error or error
+            record.ms = (time.perf_counter() - started) * 1000
+            if outcome is not None and outcome.usage_fits and record.usage and route and not route[1] \
+                    and record.status == 200:
+                try:
+                    outcome.conversation.manager.record_usage(dict(record.usage))
+                except Exception as exc:  # a count the manager cannot take costs it accuracy, not the request
+                    record.warning = f"the response's usage was not recorded ({type(exc).__name__}: {exc})"
+            if settings.on_request is not None:
+                settings.on_request(record)
+
+        try:
+            upstream_request = _upstream_request(request, path, content)
+        except Exception as exc:  # noqa: BLE001 - a request the client could send but httpx2 cannot: said, not a 500
+            record.status = 502
+            finish(f"the request could not be relayed: {type(exc).__name__}")
+            return _error(502, "api_error", f"ctxkit proxy: the request could not be relayed ({type(exc).__name__})")
+        return await relay(upstream_request, record, finish)
+
+    def _upstream_request(request: Request, path: str, content: Any) -> httpx2.Request:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
         headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
         headers.append(("accept-encoding", _accept_encoding(request.headers.get("accept-encoding"))))
         raw_path = request.scope.get("raw_path") or path.encode()
         url = httpx2.URL(base + raw_path.decode("latin-1"), query=request.scope.get("query_string", b""))
-        upstream_request = client().build_request(request.method, url, headers=headers, content=content)
+        return client().build_request(request.method, url, headers=headers, content=content)
 
-        def finish(error: str | None) -> None:
-            record.error = record.error or error
-            record.ms = (time.perf_counter() - started) * 1000
-            if outcome is not None and outcome.conversation is not None and record.usage and route \
-                    and not route[1] and record.status == 200:
-                try:
-                    outcome.conversation.manager.record_usage(dict(record.usage))
-                except Exception:  # a count the manager cannot take costs it accuracy, not the request
-                    log.exception("ctxkit proxy: record_usage failed for conversation %s", record.conversation)
-            if settings.on_request is not None:
-                settings.on_request(record)
-
+    async def relay(upstream_request: httpx2.Request, record: RequestRecord,
+                    finish: Callable[[str | None], None]) -> Response | _Relay:
         try:
             upstream = await client().send(upstream_request, stream=True)
         except httpx2.TimeoutException:

@@ -12,7 +12,6 @@ fails on, is passed through unmanaged with a warning: the proxy never answers an
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +22,6 @@ from ..tokens.models import model_info
 from .conversations import Conversation, Conversations
 from .gate import DEFAULT_CACHE_TTL, Verdict, judge
 
-log = logging.getLogger("ctxkit.proxy")
 Api = Literal["anthropic", "openai"]
 
 
@@ -38,6 +36,9 @@ class Outcome:
     warning: str | None = None
     tokens_in: int | None = None
     tokens_sent: int | None = None
+    #: the body sent is the manager's answer (managed, or unchanged by it): the response's usage counts
+    #: what the manager returned, so it is fed back; not after a failure, the gate's veto or a dry run
+    usage_fits: bool = False
 
 
 def dump_body(body: dict[str, Any]) -> bytes:
@@ -80,8 +81,7 @@ async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dr
     async with conv.lock:
         try:
             managed = await _prepared(conv.manager, original, body, api)
-        except Exception as exc:  # the manager's failure is not the client's: send what it sent
-            log.exception("ctxkit proxy: managing conversation %s failed", conv.name)
+        except Exception as exc:  # noqa: BLE001 - the manager's failure is not the client's: send what it sent
             return Outcome(raw, conv, warning=f"the policy failed ({type(exc).__name__}: {exc}); passed through "
                            "unmanaged")
         now = conversations.clock()
@@ -100,7 +100,8 @@ async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dr
             conv.requests += 1
     out = dump_body({**body, "messages": managed}) if send_managed else raw
     t_sent = verdict.tokens_managed if send_managed else t_in
-    return Outcome(out, conv, verdict, send_managed, tokens_in=t_in, tokens_sent=t_sent)
+    return Outcome(out, conv, verdict, send_managed, tokens_in=t_in, tokens_sent=t_sent,
+                   usage_fits=verdict is None or send_managed)
 
 
 async def _prepared(manager: Any, messages: list[dict], body: dict[str, Any], api: Api) -> list[dict]:
