@@ -215,6 +215,7 @@ def test_what_the_proxy_cannot_manage_passes_through_with_a_warning(tmp_path):
     assert up.requests[0].body == bad and up.requests[1].body == unknown
     assert up.requests[2].method == "GET" and up.requests[2].path == "/v1/models?limit=5"
     assert "not JSON" in records[0].warning and "unknown model 'some-local-model'" in records[1].warning
+    assert records[2].usage == {} and records[2].conversation is None  # a path it does not manage: not read
 
 
 def test_dry_run_forwards_the_original_and_says_what_it_would_save(tmp_path):
@@ -225,7 +226,8 @@ def test_dry_run_forwards_the_original_and_says_what_it_would_save(tmp_path):
         _send_growing(proxy.url, messages)
     assert [q.body for q in up.requests] == [json.dumps(_body(messages[:i])).encode() for i in _cuts(messages)]
     assert not any(r.managed for r in records)
-    assert any(r.would_save_usd and r.would_save_usd > 0 for r in records)
+    assert any(r.would_save_usd and r.would_save_usd > 0 and r.would_send < r.tokens_in == r.tokens_sent
+               for r in records)
 
 
 def test_count_tokens_is_asked_for_the_body_the_model_would_receive(tmp_path):

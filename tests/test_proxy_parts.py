@@ -127,3 +127,9 @@ def test_conversations_held_in_memory_are_bounded_and_come_back_from_their_store
     assert len(convs) == 2 and len(made) == 3
     again = convs.get(bodies[1])
     assert again.manager == made[1] and len(made) == 4  # a new manager on the same store folder
+
+
+def test_a_disabled_tap_reads_nothing():
+    tap = UsageTap("application/json", enabled=False)
+    tap.feed(json.dumps({"usage": {"input_tokens": 3}}).encode())
+    assert tap.close() == {}

@@ -29,7 +29,7 @@ def request_line(r: Any) -> str:
     if r.managed:
         parts.append(f"saved ${r.saved_usd:.4f}")
     elif r.would_save_usd is not None:
-        parts.append(f"dry run: would save ${r.would_save_usd:.4f}")
+        parts.append(f"dry run: would send {r.would_send:,} and save ${r.would_save_usd:.4f}")
     if r.warning:
         parts.append(f"warning: {r.warning}")
     if r.error:

@@ -66,6 +66,7 @@ class RequestRecord:
     dry_run: bool = False
     saved_usd: float = 0.0  # what sending the managed body saved over the expected remaining turns
     would_save_usd: float | None = None  # --dry-run: what it would have saved
+    would_send: int | None = None  # --dry-run: the tokens it would have sent
     warning: str | None = None
     error: str | None = None  # the upstream failed: how
     ms: float = 0.0
@@ -192,6 +193,7 @@ def build_app(settings: ProxySettings) -> Starlette:
                     record.saved_usd = outcome.verdict.saved
                 elif settings.dry_run and outcome.verdict.send_managed:
                     record.would_save_usd = outcome.verdict.cost_original - outcome.verdict.cost_managed
+                    record.would_send = outcome.verdict.tokens_managed
             content: Any = outcome.body
         else:
             content = request.stream()
@@ -214,7 +216,7 @@ def build_app(settings: ProxySettings) -> Starlette:
             record.status = 502
             finish(f"the request could not be relayed: {type(exc).__name__}")
             return _error(502, "api_error", f"ctxkit proxy: the request could not be relayed ({type(exc).__name__})")
-        return await relay(upstream_request, record, finish)
+        return await relay(upstream_request, record, finish, route is not None)
 
     def _upstream_request(request: Request, path: str, content: Any) -> httpx2.Request:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
@@ -224,8 +226,8 @@ def build_app(settings: ProxySettings) -> Starlette:
         url = httpx2.URL(base + raw_path.decode("latin-1"), query=request.scope.get("query_string", b""))
         return client().build_request(request.method, url, headers=headers, content=content)
 
-    async def relay(upstream_request: httpx2.Request, record: RequestRecord,
-                    finish: Callable[[str | None], None]) -> Response | _Relay:
+    async def relay(upstream_request: httpx2.Request, record: RequestRecord, finish: Callable[[str | None], None],
+                    managed_route: bool) -> Response | _Relay:
         try:
             upstream = await client().send(upstream_request, stream=True)
         except httpx2.TimeoutException:
@@ -237,7 +239,7 @@ def build_app(settings: ProxySettings) -> Starlette:
             finish(f"the upstream could not be reached: {type(exc).__name__}")
             return _error(502, "api_error", f"ctxkit proxy: the upstream could not be reached ({type(exc).__name__})")
         record.status = upstream.status_code
-        tap = UsageTap(upstream.headers.get("content-type", ""))
+        tap = UsageTap(upstream.headers.get("content-type", ""), enabled=managed_route)
         out_headers = [(k, v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in
                        HOP_BY_HOP - {"content-length"}]
 

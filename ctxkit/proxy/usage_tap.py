@@ -39,15 +39,16 @@ def as_messages_usage(usage: Any) -> dict[str, int]:
 class UsageTap:
     """Feed it the response's chunks; :attr:`usage` is what they said (empty when they said nothing)."""
 
-    def __init__(self, content_type: str):
+    def __init__(self, content_type: str, *, enabled: bool = True):
         self.sse = content_type.split(";")[0].strip().lower() == "text/event-stream"
         self.usage: dict[str, int] = {}
         self._buf = bytearray()
-        self._overflow = False
+        self.enabled = enabled
+        self._overflow = not enabled  # a disabled tap keeps nothing (the answers of paths it does not manage)
 
     def feed(self, chunk: bytes) -> None:
         if self._overflow:
-            if self.sse and b"\n" in chunk:  # resynchronise at the next line
+            if self.sse and b"\n" in chunk and self.enabled:  # resynchronise at the next line
                 self._overflow = False
                 self._buf = bytearray(chunk[chunk.rindex(b"\n") + 1:])
             return
