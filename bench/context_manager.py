@@ -53,13 +53,13 @@ def series(messages: list[dict], store: Path, *, fresh_dicts: bool) -> list[floa
     """CPU seconds of each call on messages[:2], [:4], ... (the last one on all of them)."""
     cm = manager(store)
     times = []
-    for n in range(2, len(messages) + 1, 2):
+    for n in range(len(messages) % 2 or 2, len(messages) + 1, 2):  # the last call on all of them
         given = orjson.loads(orjson.dumps(messages[:n])) if fresh_dicts else messages[:n]
         gc.collect()  # the bench's own garbage (the copies above) is not collected inside a timed call
         start = time.process_time()
         cm.prepare(given)
         times.append(time.process_time() - start)
-        assert cm.reports.ran and (n == 2 or cm.reports.incremental), cm.reports.to_json()
+        assert cm.reports.ran and (n <= 2 or cm.reports.incremental), cm.reports.to_json()
     cm.close()
     return times
 
@@ -78,18 +78,20 @@ def in_full(messages: list[dict], store: Path) -> float:
 
 
 def ending_as_it_starts(messages: list[dict], total: int) -> list[dict]:
-    """``total`` messages or a few less: the conversation cut after an assistant's answer, then its first
-    twenty messages again (their tool ids made new), so that the last ten calls add the same messages as
-    the first ten (the sessions' messages differ in size: compared so, the ratio is the conversation's
-    length, not theirs)."""
+    """About ``total`` messages: the conversation cut after a complete round (an assistant's answer added
+    when it ends on the user's side), then its first twenty messages again (their tool ids made new), so
+    that the last ten calls add the same messages as the first ten (the sessions' messages differ in
+    size: compared so, the ratio is the conversation's length, not theirs)."""
     from live_conversations import suffixed
 
     again = [suffixed(m, "_again") for m in messages[:20]]
-    cut = total - len(again)
-    while cut > 2 and not (messages[cut - 1]["role"] == "assistant" and not calls_tools(messages[cut - 1])
-                           and cut % 2 == 0):
-        cut -= 1
-    return messages[:cut] + again
+    cut = total - len(again) - 1
+    while cut > 2 and messages[cut - 1]["role"] == "assistant" and calls_tools(messages[cut - 1]):
+        cut -= 1  # never between a call and its result
+    head = messages[:cut]
+    if head[-1]["role"] != "assistant":
+        head.append({"role": "assistant", "content": "Done; on to the next task."})
+    return head + again
 
 
 def calls_tools(message: dict) -> bool:

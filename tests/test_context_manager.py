@@ -321,3 +321,21 @@ def test_conversations_sharing_a_system_prompt_keep_their_own_state(tmp_path):
     later = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
     assert later.prepare(a)[:4] == sent_a and later.reports.new_messages == 2
     assert later.prepare(b)[:4] == sent_b and later.reports.new_messages == 2
+
+
+def test_a_bad_item_after_many_good_calls_is_still_named(tmp_path):
+    full = synthetic(40, size=200)
+    cm = ContextManager(policy="no-llm", store=tmp_path / "store", now=NOW)
+    cm.prepare(full[:75])
+    with pytest.raises(UsageError, match="^prepare: message 78 must be a dict, got str$"):
+        cm.prepare([*full[:77], "oops"])
+    assert cm.prepare(full[:77])[:75] == cm.prepare(full[:75])  # nothing of the bad call was kept
+
+
+def test_the_store_stays_where_it_was_named_when_the_agent_changes_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cm = ContextManager(policy="no-llm", store=".ctxkit", now=NOW)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    sent = cm.prepare(synthetic(3, size=500, big_every=2))
+    assert str(tmp_path / ".ctxkit" / "blobs") in str(sent) and not (tmp_path / "elsewhere" / ".ctxkit").exists()

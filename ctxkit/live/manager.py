@@ -28,7 +28,7 @@ from ..policy.model import Policy
 from ..store.disk import Store
 from . import state as journal
 from .incremental import LiveContext, autocompact_threshold, can_run_incrementally, tail_run, written_lines
-from .messages import SOURCE_NAME, checked_list, detect_format, line_of
+from .messages import DETECT_WINDOW, SOURCE_NAME, checked_list, detect_format, line_of
 from .report import CallReport
 from .state import LiveState, digest, state_key, state_keys
 from .usage import usage_tokens
@@ -67,7 +67,7 @@ class ContextManager:
             raise UsageError(str(exc).replace("make_context: store_dir", "ContextManager: store", 1)
                              .replace("make_context:", "ContextManager:", 1)) from None
         require_trusted_estimator(self.policy)
-        self.store_dir = Path(store)
+        self.store_dir = Path(store).absolute()  # where it is now: the agent may change its working folder later
         self._store = Store(self.store_dir)
         self._pipeline = compile_pipeline(self.policy)
         # what every call's Context starts from: the counter (and its cache), the clock, the warnings
@@ -125,7 +125,7 @@ class ContextManager:
             return []
         lines = [line_of(m, i, "restore") for i, m in enumerate(messages)]
         with self._lock:
-            t = self._read(lines, detect_format(messages), check_pairing=False)
+            t = self._read(lines, detect_format(messages, "restore"), check_pairing=False)
             back, _ = expand_all(t, self._store, undo=undo_steps())
         return [orjson.loads(line) for line in written_lines(back)]
 
@@ -147,8 +147,11 @@ class ContextManager:
         if not messages:
             self.reports = CallReport.nothing(0)
             return []
-        fmt = detect_format(messages)
-        state = self._continued(messages, fmt)
+        state = self._continued(messages)
+        # the format as the first messages show it: known already when the manager has seen them all
+        fmt = state.fmt if state is not None and len(state.seen) >= DETECT_WINDOW else detect_format(messages)
+        if state is not None and state.fmt != fmt:
+            state = None
         if state is not None and len(state.seen) == len(messages):
             self.reports = CallReport.nothing(len(messages))  # the same messages as last time: the same answer
             state.refs = list(messages)
@@ -200,12 +203,12 @@ class ContextManager:
                                      incremental=done is not None)
         return list(state.out_msgs)
 
-    def _continued(self, messages: Sequence[dict], fmt: str) -> LiveState | None:
+    def _continued(self, messages: Sequence[dict]) -> LiveState | None:
         """The state this call goes on from: the one in memory, or the store's for this conversation,
         when the messages start with every message it has seen (or with what it last answered: a caller
         that keeps the managed list); else None (a new conversation, or one whose history changed)."""
         state = self._state
-        if state is not None and state.fmt == fmt:
+        if state is not None:
             if state.starts(messages):
                 return state
             n = len(state.out_msgs)
@@ -215,7 +218,7 @@ class ContextManager:
         first = [line_of(m, i, "prepare") for i, m in enumerate(messages[:2])]
         for key in state_keys(first):
             stored = journal.load(self._store, key)
-            if stored is not None and stored.fmt == fmt and stored.starts(messages):
+            if stored is not None and stored.starts(messages):
                 return stored
         return None
 

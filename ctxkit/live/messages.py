@@ -18,32 +18,37 @@ from ..transcript.plain import ANTHROPIC, OPENAI
 
 #: what a message list is called in errors (the reader names its source so)
 SOURCE_NAME = "<messages>"
-_DETECT_WINDOW = 50  # as many messages as the reader looks at to decide a file's format
+DETECT_WINDOW = 50  # as many messages as the reader looks at to decide a file's format
 
 
 def checked_list(messages: Any, what: str) -> Sequence[dict]:
-    """``messages`` if it is a list (or tuple) of dicts, else a :class:`UsageError` naming the first wrong item."""
+    """``messages`` if it is a list (or tuple), else a :class:`UsageError`. Its items are checked as they
+    are first read (:func:`line_of`): a call does not look again at the messages an earlier one read."""
     if not isinstance(messages, (list, tuple)):
         raise UsageError(f"{what}: messages must be a list of message dicts, got {type(messages).__name__}")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise UsageError(f"{what}: message {i + 1} must be a dict, got {type(m).__name__}")
     return messages
 
 
 def line_of(message: dict, index: int, what: str) -> bytes:
-    """The JSONL line (without its newline) ctxkit reads for one message."""
+    """The JSONL line (without its newline) ctxkit reads for one message (a :class:`UsageError` for an item
+    that is not a dict, or not JSON)."""
+    if not isinstance(message, dict):
+        raise UsageError(f"{what}: message {index + 1} must be a dict, got {type(message).__name__}")
     try:
         return orjson.dumps(message)
     except TypeError as exc:  # a value JSON cannot hold (a datetime, an SDK object)
         raise UsageError(f"{what}: message {index + 1} is not JSON: {exc}") from None
 
 
-def detect_format(lines: Sequence[dict]) -> str:
+def detect_format(lines: Sequence[dict], what: str = "prepare") -> str:
     """``anthropic`` or ``openai``, decided as the reader decides a file's format (Anthropic when the
     messages say nothing either way). A Claude Code transcript's entries are refused: the ContextManager
     manages the messages sent to an API, not a session file (``ctxkit compact`` reads those)."""
-    found = detect(list(lines[:_DETECT_WINDOW]))
+    window = list(lines[:DETECT_WINDOW])
+    for i, m in enumerate(window):
+        if not isinstance(m, dict):
+            raise UsageError(f"{what}: message {i + 1} must be a dict, got {type(m).__name__}")
+    found = detect(window)
     if found not in (None, ANTHROPIC, OPENAI):
         raise UsageError(f"prepare takes Anthropic Messages or OpenAI chat messages; these look like {found} "
                          "transcript entries (use ctxkit compact or read_transcript for a session file)")
