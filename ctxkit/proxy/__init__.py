@@ -1,0 +1,21 @@
+"""``ctxkit proxy``: the policies on the wire, for any agent that speaks the Anthropic Messages or the OpenAI
+Chat Completions API through a configurable base URL (docs/proxy.md).
+
+An established ASGI stack (uvicorn serving a Starlette app, httpx2 forwarding with streaming and a connection
+pool) — no HTTP is written by hand here. The parts, one concern each:
+
+- :mod:`.conversations` — which conversation a request belongs to, and one ``ContextManager`` each;
+- :mod:`.gate` — the cost model: a managed body is sent only when it costs less than the original would,
+  counting the prompt-cache re-write an edit causes over the turns expected to remain;
+- :mod:`.rewrite` — the one function that turns a request body into the body to send (and what it saved);
+- :mod:`.usage_tap` — the response's usage, read on the side from a JSON body or an SSE stream;
+- :mod:`.app` — the routes; :mod:`.server` — running it under uvicorn.
+
+The proxy parses only the request bodies of the routes it manages and rewrites only their ``messages``;
+every other byte, path, header and response passes through as it came.
+"""
+from __future__ import annotations
+
+from .app import ProxySettings, build_app
+
+__all__ = ["ProxySettings", "build_app"]
