@@ -3,7 +3,7 @@
 One JSON array of Anthropic-shaped messages (read a line per message: :mod:`ctxkit.transcript.document`).
 Like the plain message lists, they have no room for ctxkit's records: lines a stage removes are
 saved to the store first, and the replacement names where; ``expand`` puts them back, byte for byte.
-The package's modules import one way: ``records`` < ``projection`` < this ``__init__``.
+The package's modules import one way: ``records`` < ``projection``, ``usage`` < this ``__init__``.
 """
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from ..interface import Format
 from ..shapes import CHECKS
 from .projection import index_line, project
 from .records import NAME, looks_like
+from .usage import message_usage
 
-FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=CHECKS["anthropic"])
+FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=CHECKS["anthropic"],
+                usage=message_usage)
 
 __all__ = ["FORMAT", "NAME"]

@@ -11,7 +11,11 @@ user text (``[read_file for 'a.py'] Result:``), native ones as ``tool_use``/``to
 """
 from __future__ import annotations
 
+import re
+
 NAME = "cline"
+#: a tool's result as Cline sends it back in user text (``formatResponse.toolResult``): ``[read_file for 'a.py'] Result:``
+_XML_RESULT = re.compile(r"\[[a-z_]+(?: for '[^']*')?\] Result:")
 
 #: the keys Cline and Roo Code add to a message (``ts``, Roo's markers, Cline's per-message model and metrics)
 AGENT_KEYS = ("ts", "isSummary", "condenseId", "condenseParent", "isTruncationMarker", "truncationId",
@@ -35,7 +39,8 @@ def looks_like(d: dict) -> bool:
         return False
     if any(k in d for k in AGENT_KEYS):
         return True
-    return d["role"] == "user" and any(x.lstrip().startswith(OPENINGS) for x in _texts(d["content"]))
+    return d["role"] == "user" and any(x.lstrip().startswith(OPENINGS) or _XML_RESULT.match(x)
+                                       for x in _texts(d["content"]))
 
 
 def hidden(entries: list[tuple[int, dict]]) -> set[int]:
