@@ -62,3 +62,36 @@ def export(messages: list[dict]) -> dict:
 def write(path, messages: list[dict]) -> None:
     """As ``opencode export`` prints it: ``JSON.stringify(data, null, 2)``."""
     path.write_text(json.dumps(export(messages), indent=2, ensure_ascii=False) + "\n")
+
+
+def database(path, messages: list[dict], wal: bool = True) -> None:
+    """An ``opencode.db`` holding the session, in the tables ``session.sql.ts`` defines (a message's
+    ``data`` without ``id``/``sessionID``, a part's without ``id``/``sessionID``/``messageID``)."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    if wal:
+        con.execute("PRAGMA journal_mode=WAL")
+    con.executescript("""
+        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
+            directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL,
+            time_updated INTEGER NOT NULL);
+        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+            time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+    """)
+    con.execute("INSERT INTO session VALUES (?, 'a1b2c3', NULL, 'quiet-river', '/work/app', 'Fix the tests', "
+                "'1.2.3', ?, ?)", (SESSION, T0, T0 + 500))
+    con.execute("INSERT INTO session VALUES ('ses_older', 'a1b2c3', NULL, 'old', '/work/app', 'Older', '1.2.3', ?, ?)",
+                (T0 - 900, T0 - 800))
+    for m in messages:
+        info = {k: v for k, v in m["info"].items() if k not in ("id", "sessionID")}
+        con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                    (m["info"]["id"], SESSION, T0, T0, json.dumps(info)))
+        for p in m["parts"]:
+            data = {k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")}
+            con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                        (p["id"], m["info"]["id"], SESSION, T0, T0, json.dumps(data)))
+    con.commit()
+    con.close()

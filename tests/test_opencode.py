@@ -87,3 +87,35 @@ def test_compact_appends_what_opencode_reads_and_expand_gives_the_export_back(tm
     done = ctxkit("expand", "c.json", "-o", "e.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "e.json").read_bytes() == path.read_bytes()
+
+
+def test_the_database_is_read_while_opencode_holds_it_open_and_never_written(tmp_path):
+    import sqlite3
+
+    from opencode_sessions import SESSION, database
+
+    _, msgs = _long(tmp_path)
+    db = tmp_path / "opencode.db"
+    database(db, msgs)
+    writer = sqlite3.connect(db)  # OpenCode, mid-write: a transaction not yet committed
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO message VALUES ('msg_zzzz', ?, 0, 0, '{\"role\": \"user\"}')", (SESSION,))
+    try:
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("opencode.db")}
+        done = ctxkit("stats", "--json", str(db), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        stats = json.loads(done.stdout)
+        assert stats["format"] == "opencode" and stats["tokens_reported"] == 60_000
+        exported = ctxkit("view", f"{db}#{SESSION}", "--to", "anthropic", cwd=tmp_path)
+        assert exported.returncode == 0, exported.stderr
+        assert len(exported.stdout.splitlines()) == len(read_transcript(_long(tmp_path)[0]).view().api_messages())
+        refused = ctxkit("compact", "--force", "-p", "no-llm", str(db), "-o", "out.json", cwd=tmp_path)
+        assert refused.returncode == 2 and "read-only" in refused.stderr and "Traceback" not in refused.stderr
+        assert not (tmp_path / "out.json").exists()
+        missing = ctxkit("stats", f"{db}#ses_missing", cwd=tmp_path)
+        assert missing.returncode == 2 and "no session 'ses_missing'" in missing.stderr
+        after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("opencode.db")}
+        assert after == before
+    finally:
+        writer.rollback()
+        writer.close()

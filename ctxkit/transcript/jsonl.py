@@ -44,6 +44,8 @@ class Source:
     #: how a JSON document input (a Cline task history, an OpenCode export) was laid out around its
     #: array (:mod:`ctxkit.transcript.document`); ``file`` then holds one element a line
     document: Document | None = None
+    #: why the input cannot be written back in its own format (an OpenCode database), None when it can
+    read_only: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -139,6 +141,16 @@ def _as_lines(source: Source) -> Source:
     copy = copy_of_lines(lines)
     source.close()
     return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, document=doc)
+
+
+def document_source(name: str, path: Path | None, data: bytes, read_only: str | None = None) -> Source:
+    """A source over ``data``, a JSON document holding an array of entries made elsewhere (an OpenCode
+    session read from its database)."""
+    found = as_lines(data)
+    if found is None:
+        raise TranscriptError(name, 0, "not a document of messages")
+    doc, lines = found
+    return Source(name=name, file=copy_of_lines(lines), path=path, document=doc, read_only=read_only)
 
 
 def compressing(out: BinaryIO, how: str | None):

@@ -18,6 +18,8 @@ def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
     (also when ``to`` is the transcript's own format: then unreadable lines are left out).
     ``originals``: see :meth:`Transcript.write`."""
     if to is None:
+        if t.source.read_only:
+            raise UsageError(f"{t.source.name}: {t.source.read_only}")
         # a .jsonl.zst rollout stays one; a JSON document (a Cline task history) is put back together
         with compressing(out, t.source.compressed) as stream, documenting(stream, t.source.document) as lines:
             t.write(lines, originals)
