@@ -158,7 +158,7 @@ def test_usage_errors_have_one_style_from_the_real_entry_point():
     p = subprocess.run([*CTXKIT, "view", "--format", "yaml"], capture_output=True, text=True, input="")
     assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr == ("ctxkit: error: invalid value for '--format' / '-f': 'yaml' is not one of 'auto', 'claude-code', "
-                        "'anthropic', 'openai'\nTry 'ctxkit view -h' for help.\n")
+                        "'anthropic', 'openai', 'codex', 'gemini'\nTry 'ctxkit view -h' for help.\n")
 
 
 def test_no_command_shows_the_help_on_stderr(runner):

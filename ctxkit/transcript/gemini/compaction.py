@@ -3,7 +3,8 @@
 Gemini CLI does not record its own compression (the compressed history lives in memory only), so
 ctxkit writes what its loader (``loadConversationRecord``) reads back: ``{"$rewindTo": <first
 message id>}`` drops every message recorded so far, and the message records appended after it —
-the summary as a ``user`` message, then the kept tail's records as recorded — are the conversation
+the session context Gemini CLI wrote before the first prompt, the summary as a ``user`` message,
+then the kept tail's records as recorded — are the conversation
 from there on; what Gemini CLI appends when it resumes follows them. (A ``$set`` of ``messages``
 would be read too, but it hides every message recorded after it from the next resume.)
 
@@ -17,7 +18,8 @@ import hashlib
 
 from ..model import Transcript
 from ..view import View
-from .records import conversation
+from .projection import IGNORED_USER_OPENINGS
+from .records import conversation, text_of
 
 MARK = "ctxkit"
 
@@ -29,11 +31,16 @@ def write_compacted(t: Transcript, view: View, keep_from: int, summary: str, tim
     kept_ids = {m.uuid for m in view.messages[keep_from:] if m.uuid}
     start = next((k for k, (_, rec) in enumerate(messages) if rec.get("id") in kept_ids), len(messages))
     tail = [rec for _, rec in messages[start:]]
+    # what Gemini CLI wrote before the first prompt and never sends as such (its session context) stays first
+    first_prompt = next((k for k, (_, rec) in enumerate(messages) if rec.get("type") == "user" and
+                         text_of(rec.get("content")).strip() and
+                         not text_of(rec.get("content")).strip().startswith(IGNORED_USER_OPENINGS)), len(messages))
+    lead = [rec for _, rec in messages[:min(first_prompt, start)] if rec.get("type") == "user"]
     sid = hashlib.sha256(f"{messages[0][1].get('id')}|{timestamp}|{summary}".encode()).hexdigest()[:32]
     summary_record = {"id": f"ctxkit-summary-{sid}", "timestamp": timestamp, "type": "user",
                       "content": [{"text": summary}]}
-    rewind = {"$rewindTo": messages[0][1].get("id"), MARK: {"compaction": 1 + len(tail)}}
-    return t.with_edits(append=[rewind, summary_record, *tail])
+    rewind = {"$rewindTo": messages[0][1].get("id"), MARK: {"compaction": 1 + len(lead) + len(tail)}}
+    return t.with_edits(append=[rewind, *lead, summary_record, *tail])
 
 
 def uncompact(t: Transcript) -> Transcript:

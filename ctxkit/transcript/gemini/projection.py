@@ -81,8 +81,8 @@ def project(t: Transcript) -> View:
         ref_entry = entry if entry >= 0 and m is t.entry(entry) else -1
         if typ == "user":
             text = text_of(m.get("content")).strip()
-            if not text and not _parts(m.get("content")) or text.startswith(IGNORED_USER_OPENINGS):
-                continue
+            if not text or text.startswith(IGNORED_USER_OPENINGS):
+                continue  # (a recorded function response too: the gemini message's tool calls carry it)
             blocks, refs = _blocks(m.get("content"), ref_entry)
             k = SUMMARY if text.startswith(CTXKIT_SUMMARY_OPENING) else PROMPT
             if blocks:
@@ -90,6 +90,9 @@ def project(t: Transcript) -> View:
         elif typ == "gemini":
             blocks, refs = _blocks(m.get("content"), ref_entry)
             calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
+            if not calls:  # calls recorded as the content's own functionCall parts
+                calls = [{**p["functionCall"], "status": "cut off"} for p in _parts(m.get("content"))
+                         if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)]
             results, result_refs = [], []
             for n, c in enumerate(calls):
                 cid = c.get("id") if isinstance(c.get("id"), str) else f"{m.get('id')}#{n}"

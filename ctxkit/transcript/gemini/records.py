@@ -7,9 +7,11 @@ message's ``toolCalls``, ``thoughts``, ``tokens``, ``model``; ``RewindRecord``,
 ``MetadataUpdateRecord``, ``PartialMetadataRecord``) and ``loadConversationRecord`` in
 ``packages/core/src/services/chatRecordingService.ts``: a first line of metadata (``sessionId``,
 ``projectHash``, ...); message records upserted by ``id`` (a record with an id already seen replaces
-it where it stands); ``{"$set": {...}}`` merged into the metadata, its ``messages``, when not empty,
-being the conversation instead of the records; ``{"$rewindTo": id}`` removing that message and every
-later one (all of them when the id is unknown).
+it where it stands); ``{"$set": {...}}`` merged into the metadata, its ``messages`` (Gemini CLI
+0.61) replacing the conversation so far (later records add to them); ``{"$rewindTo": id}`` removing
+that message and every later one (all of them when the id is unknown). (The first JSONL versions took
+a non-empty ``$set`` of ``messages`` for the whole conversation, whatever came after it; 0.61 writes
+one as its second line, holding the session context, so it is read the way 0.61 reads it.)
 """
 from __future__ import annotations
 
@@ -58,12 +60,17 @@ def check(d: dict) -> None:
 
 
 def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:
-    """The messages Gemini CLI loads on resume, as ``(entry holding it, record)`` (entry -1: a message of
-    a ``$set``), and notes on what was skipped."""
+    """The messages Gemini CLI loads on resume, as ``(entry holding it, record)``, and notes on what
+    was skipped."""
     messages: dict[str, tuple[int, dict]] = {}
-    replaced: list[tuple[int, dict]] | None = None
     notes: list[str] = []
     unknown: dict[str, int] = {}
+
+    def put(i: int, records: Any) -> None:
+        for m in records if isinstance(records, list) else ():
+            if isinstance(m, dict) and isinstance(m.get("id"), str):
+                messages[m["id"]] = (i, m)
+
     for i in range(t.n_entries):
         if i in t.removed or (i < t.n_lines and t.lines.flags[i] & BAD):
             continue
@@ -76,18 +83,20 @@ def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:
                     del messages[key]
             else:
                 messages.clear()
-        elif isinstance(d.get("id"), str) and "type" in d:
+        elif isinstance(d.get("id"), str):
             messages[d["id"]] = (i, d)
         elif isinstance(d.get("$set"), dict):
-            new = d["$set"].get("messages")
-            if isinstance(new, list) and new:
-                replaced = [(i, m) for m in new if isinstance(m, dict)]
-        elif not (isinstance(d.get("sessionId"), str) and "type" not in d):
+            if isinstance(d["$set"].get("messages"), list):  # the conversation from here on
+                messages.clear()
+                put(i, d["$set"]["messages"])
+        elif isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str):
+            put(i, d.get("messages"))
+        else:
             unknown[kind(d)] = unknown.get(kind(d), 0) + 1
     for k, n in sorted(unknown.items()):
         notes.append(f"warning: {n} line(s) of a record type this ctxkit does not know ({k}): kept as they are, "
                      "left out of the view")
-    return (replaced if replaced is not None else list(messages.values())), notes
+    return list(messages.values()), notes
 
 
 def text_of(content: Any) -> str:

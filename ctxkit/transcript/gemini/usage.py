@@ -9,12 +9,25 @@ from __future__ import annotations
 from ..model import Transcript
 
 
+def _copied_by_compaction(t: Transcript, i: int) -> bool:
+    """Whether record ``i`` is a copy a ctxkit compaction appended after its rewind (its ``tokens``
+    counted the history the compaction replaced)."""
+    for j in range(i - 1, -1, -1):
+        kind = t.lines.type(j) if j < t.n_lines and j not in t.overrides else None
+        if kind is None and "$rewindTo" not in t.entry(j) or kind is not None and kind != "$rewindTo":
+            continue
+        mark = t.entry(j).get("ctxkit")
+        n = mark.get("compaction") if isinstance(mark, dict) else None
+        return isinstance(n, int) and j + n >= i
+    return False
+
+
 def message_usage(t: Transcript, entries: list[int]) -> int | None:
     """The ``tokens.total`` of the record an assistant view message was made of (input plus output
-    when it has no total)."""
+    when it has no total); None for a record a compaction copied."""
     for i in reversed(entries):
-        if i < 0:
-            continue
+        if i < 0 or _copied_by_compaction(t, i):
+            return None
         tokens = t.entry(i).get("tokens")
         if not isinstance(tokens, dict):
             continue

@@ -1,0 +1,95 @@
+"""The genuine Gemini CLI resumes a session ctxkit compacted, and its next request carries the compacted
+history: recorded against a stand-in of the Gemini API on loopback (tests/gemini_standin.py, through
+``GOOGLE_GEMINI_BASE_URL``), compacted with ``ctxkit compact --force``, resumed with ``gemini --resume``.
+Gemini CLI is plain JavaScript: its npm package is fetched once with ``npm pack`` into
+~/.cache/ctxkit-tests/ and run with node (the test skips, saying why, when either is missing)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from gemini_standin import GeminiStandIn, function_call, text
+
+GEMINI_VERSION = "0.61.0"
+CACHE = Path.home() / ".cache" / "ctxkit-tests" / f"gemini-cli-{GEMINI_VERSION}"
+
+
+def _gemini() -> list[str]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: Gemini CLI cannot run")
+    major = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip().lstrip("v").split(".")[0]
+    if not major.isdigit() or int(major) < 20:
+        pytest.skip(f"Gemini CLI {GEMINI_VERSION} needs node 20 or later (this is {major})")
+    script = CACHE / "package" / "bundle" / "gemini.js"
+    if script.exists():
+        return [node, str(script)]
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: Gemini CLI cannot be fetched")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run([npm, "pack", f"@google/gemini-cli@{GEMINI_VERSION}", "--pack-destination", str(CACHE)],
+                              capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        pytest.skip("the npm registry did not answer in time")
+    tgz = CACHE / f"google-gemini-cli-{GEMINI_VERSION}.tgz"
+    if done.returncode != 0 or not tgz.exists():
+        pytest.skip(f"the npm registry is unreachable: npm pack failed ({done.stderr.strip()[-200:]})")
+    with tarfile.open(tgz) as tar:
+        tar.extractall(CACHE, filter="data")
+    tgz.unlink()
+    return [node, str(script)]
+
+
+def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tmp_path):
+    gemini = _gemini()
+    home, work = tmp_path / "home", tmp_path / "home" / "work"
+    (home / ".gemini").mkdir(parents=True)
+    work.mkdir()
+    (home / ".gemini" / "settings.json").write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": True},
+        "privacy": {"usageStatisticsEnabled": False}}))
+
+    def run(api: GeminiStandIn, *args: str) -> None:
+        env = {**os.environ, "HOME": str(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": api.url,
+               "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        done = subprocess.run([*gemini, *args, "--yolo", "-m", "gemini-2.5-pro"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    # record: three shell calls with long outputs, then an answer
+    script = [[function_call("run_shell_command", {"command": f"seq {k} 3000"})] for k in range(3)]
+    with GeminiStandIn([*script, [text("Counted.")]]) as api:
+        run(api, "-p", "count three times")
+    [session] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
+    before = session.read_bytes()
+    session_id = json.loads(before.splitlines()[0])["sessionId"]
+    stats = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "stats", "--json", str(session)],
+                           capture_output=True, text=True, timeout=120)
+    assert json.loads(stats.stdout)["format"] == "gemini"
+    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "compact", "--force", "-p", "no-llm", "--store",
+                           str(tmp_path / "store"), str(session), "-o", str(session)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+    assert session.read_bytes().startswith(before)
+    # resume in the genuine CLI: its next request is the compacted history, then the new prompt
+    with GeminiStandIn([[text("Resumed.")]]) as api:
+        run(api, "--resume", session_id, "-p", "and now?")
+        sent = api.requests[0]["body"]["contents"]
+    parts = [p for c in sent for p in c["parts"]]
+    texts = [p.get("text", "") for p in parts]
+    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
+    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
+    assert "Counted." in texts and texts[-1] == "and now?"  # the kept tail, then the new prompt
+    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "expand", "--store", str(tmp_path / "store"),
+                           str(session), "-o", str(tmp_path / "expanded.jsonl")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "expanded.jsonl").read_bytes().startswith(before)
