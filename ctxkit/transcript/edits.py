@@ -98,6 +98,8 @@ def plain_message(t: Transcript, role: str, text: str) -> dict:
     """One line of a plain transcript holding a text message."""
     if t.format == "openai":
         return {"role": role, "content": text}
+    if t.format == "cursor":  # (its lines hold the message under ``message``)
+        return {"role": role, "message": {"content": [{"type": "text", "text": text}]}}
     line = {"role": role, "content": [{"type": "text", "text": text}]}
     if t.format == "cline":  # Roo Code's messages carry a ``ts``: the newest one's, as Roo gives its summaries
         ts = next((d["ts"] for d in (t.entry(i) for i in reversed(list(t.live_indexes())))

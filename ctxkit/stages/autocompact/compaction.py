@@ -401,7 +401,7 @@ _HISTORY_HINT = re.compile(r"read the full transcript at: (\S+)")
 
 
 def _text(entry: dict) -> str:
-    content = entry.get("content")
+    content = entry["message"].get("content") if isinstance(entry.get("message"), dict) else entry.get("content")
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text") \
