@@ -17,6 +17,8 @@ from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
+from .aider import history as aider_history
+from .document import copy_of_lines
 from .opencode import database as opencode_database
 from .opencode.database import split_session
 from .shapes import CHECKS, Bad
@@ -26,8 +28,17 @@ _DETECT_WINDOW = 50
 
 def from_database(source: Source, session: str | None) -> Source:
     """``source`` itself, or, when it is an OpenCode database (its first bytes), a read-only source over
-    the session ``session`` of it as ``opencode export`` prints it."""
-    if source.read_at(0, len(opencode_database.MAGIC)) != opencode_database.MAGIC:
+    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history, a
+    read-only source over its messages."""
+    head = source.read_at(0, 4096)
+    if session is None and aider_history.looks_like_history(head):
+        source.file.seek(0)
+        data = source.file.read()
+        source.close()
+        copy = Source(name=source.name, file=copy_of_lines(aider_history.as_lines(data)), path=source.path,
+                      read_only=aider_history.READ_ONLY)
+        return copy
+    if head[:len(opencode_database.MAGIC)] != opencode_database.MAGIC:
         if session is not None:
             source.close()
             raise InputError(source.name, 0, "no such file")
