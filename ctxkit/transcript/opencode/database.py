@@ -53,8 +53,9 @@ def _loads(text) -> dict:
 
 
 def sessions(path: Path) -> list[dict]:
-    """Every session of the database: ``id``, ``title``, ``directory``, ``time_updated`` (ms), and the
-    ``tokens`` of its newest assistant message (0 when none recorded)."""
+    """Every session of the database: ``id``, ``title``, ``directory``, ``time_updated`` (ms), the
+    ``tokens`` of its newest assistant message (0 when none recorded), and ``size`` (the bytes of its
+    messages' and parts' data)."""
     con = _connect(path)
     try:
         rows = con.execute("SELECT id, title, directory, time_updated FROM session ORDER BY time_updated DESC")
@@ -64,6 +65,10 @@ def sessions(path: Path) -> list[dict]:
                               "'assistant' ORDER BY id DESC LIMIT 1", (s["id"],)).fetchone()
             tokens = _loads(row[0]).get("tokens") if row else None
             s["tokens"] = _total(tokens)
+            size = con.execute("SELECT (SELECT coalesce(sum(length(data)), 0) FROM message WHERE session_id = ?) + "
+                               "(SELECT coalesce(sum(length(data)), 0) FROM part WHERE session_id = ?)",
+                               (s["id"], s["id"])).fetchone()
+            s["size"] = size[0] if size else 0
         return out
     finally:
         con.close()
