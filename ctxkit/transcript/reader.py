@@ -12,13 +12,13 @@ from typing import BinaryIO
 
 from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
+from .aider import history as aider_history
 from .claude_code.projection import NAME as CLAUDE_CODE
+from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
-from .aider import history as aider_history
-from .document import copy_of_lines
 from .opencode import database as opencode_database
 from .opencode.database import split_session
 from .shapes import CHECKS, Bad
