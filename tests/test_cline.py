@@ -108,3 +108,9 @@ def test_a_history_is_not_written_over(tmp_path):
     done = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", str(path), cwd=tmp_path)
     assert done.returncode not in (0, 4) and "-o" in done.stderr and "Traceback" not in done.stderr
     assert path.read_bytes() == before
+
+
+def test_doctor_takes_a_call_cline_answers_on_resume_for_no_problem(tmp_path):
+    done = ctxkit("doctor", str(_history(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 errors" in done.stdout + done.stderr

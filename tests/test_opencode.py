@@ -119,3 +119,10 @@ def test_the_database_is_read_while_opencode_holds_it_open_and_never_written(tmp
     finally:
         writer.rollback()
         writer.close()
+
+
+def test_doctor_finds_no_problem_in_calls_opencode_answers_itself(tmp_path):
+    path, _ = _long(tmp_path)
+    done = ctxkit("doctor", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 errors" in done.stdout + done.stderr
