@@ -16,7 +16,7 @@ import json
 NAME = "aider"
 OPENING = b"# aider chat started at"
 READ_ONLY = ("an aider chat history is read-only for ctxkit (aider would read a compaction back as chat text): "
-             "stats, view and simulate read it; write the view with `ctxkit view --to anthropic`")
+             "stats, view, check and doctor read it; write the view with `ctxkit view --to anthropic`")
 
 
 def looks_like_history(head: bytes) -> bool:
