@@ -7,8 +7,8 @@ A reply is a list of output items: ``{"type": "message", ...}`` or ``{"type": "f
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from loopback_standin import LoopbackStandIn
 
 
 def message(text: str) -> dict:
@@ -21,60 +21,24 @@ def function_call(call_id: str, name: str, arguments: dict) -> dict:
             "arguments": json.dumps(arguments)}
 
 
-class ResponsesStandIn:
+class ResponsesStandIn(LoopbackStandIn):
     def __init__(self, script: list[list[dict]] | None = None):
-        self.script = list(script or [])
-        self.requests: list[dict] = []
-        standin = self
+        super().__init__(script, prefix="/v1")
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # (quiet)
-                pass
-
-            def do_GET(self):  # model listings and the like: nothing to offer
-                body = json.dumps({"object": "list", "data": [], "models": []}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"unreadable": raw.decode("utf-8", "replace")}
-                standin.requests.append({"path": self.path, "body": body})
-                items = standin.script.pop(0) if standin.script else [message("ok")]
-                n = len(standin.requests)
-                events = [("response.created", {"type": "response.created",
-                                                "response": {"id": f"resp_{n}", "status": "in_progress"}})]
-                events += [("response.output_item.done", {"type": "response.output_item.done", "output_index": k,
-                                                          "item": item}) for k, item in enumerate(items)]
-                size = len(raw) // 4  # (about what a tokenizer makes of it: what the request held)
-                usage = {"input_tokens": size, "input_tokens_details": {"cached_tokens": 0},
-                         "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
-                         "total_tokens": size + 10}
-                events.append(("response.completed", {"type": "response.completed",
-                                                      "response": {"id": f"resp_{n}", "status": "completed",
-                                                                   "output": items, "usage": usage}}))
-                data = b"".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode() for name, ev in events)
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ResponsesStandIn:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, method: str, path: str, raw: bytes) -> tuple[str, bytes]:
+        if method == "GET":  # model listings and the like: nothing to offer
+            return "application/json", json.dumps({"object": "list", "data": [], "models": []}).encode()
+        self.requests.append({"path": path, "body": self.body(raw)})
+        items = self.script.pop(0) if self.script else [message("ok")]
+        n = len(self.requests)
+        size = len(raw) // 4  # (about what a tokenizer makes of it: what the request held)
+        usage = {"input_tokens": size, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": size + 10}
+        events = [("response.created", {"type": "response.created",
+                                        "response": {"id": f"resp_{n}", "status": "in_progress"}})]
+        events += [("response.output_item.done", {"type": "response.output_item.done", "output_index": k,
+                                                  "item": item}) for k, item in enumerate(items)]
+        events.append(("response.completed", {"type": "response.completed", "response": {
+            "id": f"resp_{n}", "status": "completed", "output": items, "usage": usage}}))
+        return "text/event-stream", b"".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode()
+                                             for name, ev in events)

@@ -160,3 +160,11 @@ def test_a_broken_zstd_stream_is_a_clear_error(tmp_path):
 def test_doctor_finds_nothing_wrong_with_a_call_codex_answers_itself(tmp_path):
     done = ctxkit("doctor", str(_session(tmp_path)), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_line_whose_type_is_a_list_is_no_crash_of_detection(tmp_path):
+    """(Found by the fuzzer: the rollout and Gemini record types were looked up in sets.)"""
+    path = tmp_path / "odd.jsonl"
+    path.write_text(json.dumps({"type": [], "payload": {}}) + "\n" + json.dumps({"type": {"a": 1}, "id": "x"}) + "\n")
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr

@@ -16,15 +16,16 @@ from ..shapes import Bad
 
 NAME = "codex"
 
-#: ``RolloutItem`` variants (serde ``tag = "type", content = "payload"``)
-ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg",
-                           "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
-                           "rollout_reference", "token_usage_record"})
+#: ``RolloutItem`` variants (serde ``tag = "type", content = "payload"``); tuples, not sets: a line's
+#: ``type`` may be any JSON value, a list too, and is looked up in them as it is
+ROLLOUT_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg",
+                 "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
+                 "rollout_reference", "token_usage_record")
 #: ``ResponseItem`` variants (serde ``tag = "type"``): a bare line of a 0.3x rollout is one
-RESPONSE_TYPES = frozenset({"message", "reasoning", "local_shell_call", "function_call", "function_call_output",
-                            "custom_tool_call", "custom_tool_call_output", "web_search_call", "tool_search_call",
-                            "tool_search_output", "image_generation_call", "ghost_snapshot", "compaction",
-                            "compaction_summary", "other"})
+RESPONSE_TYPES = ("message", "reasoning", "local_shell_call", "function_call", "function_call_output",
+                  "custom_tool_call", "custom_tool_call_output", "web_search_call", "tool_search_call",
+                  "tool_search_output", "image_generation_call", "ghost_snapshot", "compaction",
+                  "compaction_summary", "other")
 CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "tool_search_output")
 #: the opening of every summary ctxkit writes (``ctxkit.summarize.prompt.CONTINUATION_PREFIX``): what

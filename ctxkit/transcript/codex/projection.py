@@ -39,8 +39,8 @@ from .items import (
 CONTEXTUAL_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions for",
                        "<user_shell_command>", "<turn_aborted>", "<skill>", "<subagent_notification>")
 #: lines of a rollout that say nothing the model is sent
-_SILENT = frozenset({"session_meta", "turn_context", "event_msg", "world_state", "state", "rollout_reference",
-                     "inter_agent_communication_metadata", "token_usage_record"})
+_SILENT = ("session_meta", "turn_context", "event_msg", "world_state", "state", "rollout_reference",
+           "inter_agent_communication_metadata", "token_usage_record")
 
 
 def index_line(lines: LineIndex, i: int, d: dict) -> None:

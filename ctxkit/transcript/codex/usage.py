@@ -15,7 +15,7 @@ from ..lineindex import BAD
 from ..model import Transcript
 from .items import CALL_TYPES, event, kind, response_item
 
-_RESPONSE_SIDE = frozenset({*CALL_TYPES, "reasoning", "web_search_call", "image_generation_call"})
+_RESPONSE_SIDE = (*CALL_TYPES, "reasoning", "web_search_call", "image_generation_call")
 
 
 def usage_total(usage: Any) -> int | None:

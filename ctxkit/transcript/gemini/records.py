@@ -22,7 +22,7 @@ from ..model import Transcript
 from ..shapes import Bad
 
 NAME = "gemini"
-MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
 
 
 def looks_like(d: dict) -> bool:
