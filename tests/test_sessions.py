@@ -88,3 +88,13 @@ def test_agent_and_since_filter_and_the_json_feeds_a_batch(tmp_path):
     assert bad.returncode == 2 and "unknown agent" in bad.stderr
     bad = ctxkit("sessions", "--since", "last tuesday", home=home, cwd=work)
     assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+def test_a_batch_takes_task_folders_and_a_database_session(tmp_path):
+    home, work = _home(tmp_path)
+    tasks = home / ".config" / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks"
+    db = json.loads(ctxkit("sessions", "--agent", "opencode", "--json", home=home, cwd=work).stdout)[0]["path"]
+    done = ctxkit("stats", "--json", str(tasks), db, home=home, cwd=work)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["sessions"] == 2 and out["messages"] == 4  # the task's two messages, the session's two
