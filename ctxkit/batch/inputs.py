@@ -1,6 +1,8 @@
 """Which transcripts a batch reads, and where each one's output goes.
 
-A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them) and
+A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them, and the
+files agents name their own way: :data:`AGENT_FILES`), one session of an OpenCode database
+(``opencode.db#<id>``) and
 shell-style globs (``logs/**/*.jsonl``), or fsspec URLs of any of these (``s3://bucket/day/``,
 ``memory://fleet/*.jsonl``). Each input becomes an :class:`Item`: the file, and its path relative
 to the folder or glob root it was found under, which is where its output goes below ``--out-dir``.
