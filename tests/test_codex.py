@@ -52,6 +52,7 @@ def test_stats_names_codex_and_counts_by_its_token_count_usage(tmp_path):
     assert stats["format"] == "codex"
     # the newest response with a recorded usage: input + output of its last_token_usage
     assert stats["tokens_source"] == "usage" and stats["tokens_reported"] == 6_090
+    assert stats["budget"]["model"] == "gpt-5.1-codex"  # the newest turn_context's: its window, its prices
     assert any("world_model_v9" in n for n in stats["notes"])  # a newer record type: a warning, not an error
 
 

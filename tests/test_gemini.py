@@ -43,6 +43,7 @@ def test_stats_names_gemini_and_counts_by_its_tokens(tmp_path):
     stats = json.loads(done.stdout)
     assert stats["format"] == "gemini"
     assert stats["tokens_source"] == "usage" and stats["tokens_reported"] == 4_400
+    assert stats["budget"]["model"] == "gemini-2.5-pro"  # the newest gemini message's
     assert any("$frobnicate" in n for n in stats["notes"])
 
 

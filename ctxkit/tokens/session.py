@@ -25,6 +25,7 @@ from types import MappingProxyType
 
 from ..policy.model import SESSION_ORIGIN, Policy
 from ..transcript.claude_code.session import RecordedSettings, recorded_settings
+from ..transcript.interface import handler
 from ..transcript.model import Transcript
 from .models import model_info
 
@@ -34,7 +35,8 @@ def session_policy(policy: Policy, transcript: Transcript | None) -> Policy:
     (see the module docstring); ``policy`` itself when the transcript records nothing to apply."""
     if transcript is None:
         return policy
-    return policy_with_settings(policy, recorded_settings(transcript))
+    own = handler(transcript.format).settings  # (a Codex or Gemini CLI session records its model its own way)
+    return policy_with_settings(policy, own(transcript) if own is not None else recorded_settings(transcript))
 
 
 def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:

@@ -10,7 +10,7 @@ Adding an agent: one folder, its ``Format``, one line in :mod:`ctxkit.transcript
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 if TYPE_CHECKING:
     from .lineindex import LineIndex
@@ -53,6 +53,9 @@ class Format(NamedTuple):
     #: the stages that know how to edit this format (None: every stage); the pipeline skips the others,
     #: saying so, rather than write lines the agent cannot read
     stages: frozenset[str] | None = None
+    #: the settings the session ran with (:class:`ctxkit.transcript.claude_code.session.RecordedSettings`:
+    #: its model, ...), for a format that records them otherwise than Claude Code (None: as Claude Code)
+    settings: Callable[[Transcript], Any] | None = None
 
 
 _REGISTRY: dict[str, Format] = {}

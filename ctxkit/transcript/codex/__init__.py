@@ -8,9 +8,10 @@ from __future__ import annotations
 from ..interface import Format
 from .items import NAME, check, looks_like
 from .projection import index_line, project
-from .usage import message_usage
+from .usage import message_usage, recorded_settings
 
 FORMAT = Format(NAME, looks_like, index_line, project, ("payload", "content"), True, check=check,
-                usage=message_usage, stages=frozenset({"autocompact"}))
+                usage=message_usage, stages=frozenset({"autocompact"}),
+                settings=recorded_settings)
 
 __all__ = ["FORMAT", "NAME"]

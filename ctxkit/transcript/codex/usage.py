@@ -5,12 +5,14 @@ Codex writes an ``event_msg`` ``{"type": "token_count", "info": {"last_token_usa
 (``codex-rs/protocol/src/protocol.rs``: ``TokenCountEvent``, ``TokenUsageInfo``, ``TokenUsage``).
 ``last_token_usage`` is that one request's: its ``input_tokens`` (the cached ones included, as the
 Responses API counts them) plus its ``output_tokens`` (reasoning included) is everything the request
-held and the reply, as Claude Code's usage sum is for a Claude Code session.
+held and the reply, as Claude Code's usage sum is for a Claude Code session. The model is the newest
+``turn_context``'s.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from ..claude_code.session import RecordedSettings
 from ..lineindex import BAD
 from ..model import Transcript
 from .items import CALL_TYPES, event, kind, response_item
@@ -58,14 +60,13 @@ def message_usage(t: Transcript, entries: list[int]) -> int | None:
     return None
 
 
-def context_window(t: Transcript) -> int | None:
-    """The model's context window as Codex last recorded it (``model_context_window``), or None."""
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The model the session ran with: the newest ``turn_context``'s ``model``."""
     for i in range(t.n_entries - 1, -1, -1):
-        if _kind_of(t, i) != "event_msg" or i in t.removed:
+        if i in t.removed or _kind_of(t, i) != "turn_context":
             continue
-        ev = event(t.entry(i)) or {}
-        info = ev.get("info") if ev.get("type") == "token_count" else None
-        window = info.get("model_context_window") if isinstance(info, dict) else None
-        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-            return window
-    return None
+        payload = t.entry(i).get("payload")
+        model = payload.get("model") if isinstance(payload, dict) else None
+        if isinstance(model, str) and model:
+            return RecordedSettings(model=model, model_source="turn context")
+    return RecordedSettings()

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+from ..claude_code.session import RecordedSettings
 from ..model import Transcript
 
 
@@ -39,3 +40,14 @@ def message_usage(t: Transcript, entries: list[int]) -> int | None:
         if ints:
             return sum(ints)
     return None
+
+
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The model the session ran with: the newest ``gemini`` message's ``model``."""
+    for i in range(t.n_entries - 1, -1, -1):
+        if i in t.removed:
+            continue
+        d = t.entry(i)
+        if d.get("type") == "gemini" and isinstance(d.get("model"), str) and d["model"]:
+            return RecordedSettings(model=d["model"], model_source="gemini message")
+    return RecordedSettings()
