@@ -114,3 +114,16 @@ def test_doctor_takes_a_call_cline_answers_on_resume_for_no_problem(tmp_path):
     done = ctxkit("doctor", str(_history(tmp_path)), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 errors" in done.stdout + done.stderr
+
+
+def test_the_model_comes_from_the_task_metadata_beside_the_history(tmp_path):
+    path = tmp_path / "api_conversation_history.json"
+    write(path, [task("fix it"), say("Fixed.")])
+    (tmp_path / "task_metadata.json").write_text(json.dumps(
+        {"files_in_context": [], "model_usage": [{"ts": TS, "model_id": "claude-sonnet-4-5", "mode": "act"},
+                                                  {"ts": TS + 9, "model_id": "claude-opus-4-1", "mode": "act"}]}))
+    stats = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)
+    assert stats["budget"]["model"] == "claude-opus-4-1"
+    write(path, [task("fix it"), say("Fixed.", modelInfo={"modelId": "gpt-5", "providerId": "openai", "mode": "act"})])
+    stats = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)
+    assert stats["budget"]["model"] == "gpt-5"  # a message's own model first

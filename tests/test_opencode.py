@@ -126,3 +126,10 @@ def test_doctor_finds_no_problem_in_calls_opencode_answers_itself(tmp_path):
     done = ctxkit("doctor", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 errors" in done.stdout + done.stderr
+
+
+def test_the_sessions_own_model_sets_the_budget(tmp_path):
+    path = tmp_path / "e.json"
+    write(path, [user(1, "hi"), assistant(2, 1, "Hello.", tokens=3_000, modelID="gpt-5", providerID="openai")])
+    stats = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)
+    assert stats["budget"]["model"] == "gpt-5"

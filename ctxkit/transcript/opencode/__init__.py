@@ -8,9 +8,9 @@ from __future__ import annotations
 from ..interface import Format
 from .projection import index_line, project
 from .records import NAME, check, looks_like
-from .usage import message_usage
+from .usage import message_usage, recorded_settings
 
 FORMAT = Format(NAME, looks_like, index_line, project, ("parts",), True, check=check, usage=message_usage,
-                stages=frozenset({"autocompact"}))
+                stages=frozenset({"autocompact"}), settings=recorded_settings)
 
 __all__ = ["FORMAT", "NAME"]

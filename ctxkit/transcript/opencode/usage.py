@@ -6,6 +6,8 @@ the cached tokens out). The request's size is their sum.
 """
 from __future__ import annotations
 
+from ..claude_code.session import RecordedSettings
+from ..lineindex import BAD
 from ..model import Transcript
 
 
@@ -36,3 +38,15 @@ def message_usage(t: Transcript, entries: list[int]) -> int | None:
         if n:
             return n
     return None
+
+
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The model the session ran with: the newest assistant message's ``modelID``."""
+    for i in range(t.n_entries - 1, -1, -1):
+        if i in t.removed or i < t.n_lines and t.lines.flags[i] & BAD:
+            continue
+        info = t.entry(i).get("info")
+        if isinstance(info, dict) and info.get("role") == "assistant" and isinstance(info.get("modelID"), str) \
+                and info["modelID"]:
+            return RecordedSettings(model=info["modelID"], model_source="assistant message")
+    return RecordedSettings()
