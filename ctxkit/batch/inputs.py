@@ -1,6 +1,8 @@
 """Which transcripts a batch reads, and where each one's output goes.
 
-A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them) and
+A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them, and the
+files agents name their own way: :data:`AGENT_FILES`), one session of an OpenCode database
+(``opencode.db#<id>``) and
 shell-style globs (``logs/**/*.jsonl``), or fsspec URLs of any of these (``s3://bucket/day/``,
 ``memory://fleet/*.jsonl``). Each input becomes an :class:`Item`: the file, and its path relative
 to the folder or glob root it was found under, which is where its output goes below ``--out-dir``.
@@ -31,8 +33,12 @@ from typing import NamedTuple
 
 from ..errors import UsageError
 from ..quoting import quote
+from ..transcript.opencode.database import split_session
 
 SUFFIX = ".jsonl"
+#: the files agents keep a session in under a name of their own, taken from a folder too (Cline's and Roo
+#: Code's task history, aider's chat history): a folder of task folders is a batch's input
+AGENT_FILES = ("api_conversation_history.json", ".aider.chat.history.md")
 
 
 class Item(NamedTuple):
@@ -95,6 +101,9 @@ def _local(arg: str, skip_under: str | None) -> list[Item]:
             raise UsageError(f"no *{SUFFIX} file under {quote(arg)}")
         return found
     if not os.path.exists(arg):
+        base, session = split_session(arg)
+        if session is not None:  # one session of an OpenCode database (what `ctxkit sessions` lists)
+            return [Item(arg, f"{os.path.basename(base)}-{session}.json")]
         raise UsageError(f"no such file or folder: {quote(arg)}")
     return [Item(arg, os.path.basename(arg))]
 
@@ -144,7 +153,8 @@ def _below(base: str, *, files: bool) -> list[str]:
 
 
 def _walk(folder: str, keep) -> list[Item]:
-    """Every ``*.jsonl`` file below ``folder``, hidden folders skipped, in a stable (sorted) order."""
+    """Every ``*.jsonl`` file (and agent file, :data:`AGENT_FILES`) below ``folder``, hidden folders skipped,
+    in a stable (sorted) order."""
     found = []
     for here, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -152,7 +162,7 @@ def _walk(folder: str, keep) -> list[Item]:
             path = os.path.join(here, name)
             if os.path.exists(path) and not os.path.isfile(path):
                 continue  # a FIFO, socket or device named *.jsonl is no transcript (reading a FIFO would wait forever)
-            if name.endswith(SUFFIX) and keep(path):
+            if (name.endswith(SUFFIX) or name in AGENT_FILES) and keep(path):
                 rel = Path(os.path.relpath(path, folder)).as_posix()
                 found.append(Item(rel if os.path.normpath(folder) == "." else path, rel))
     return found

@@ -128,6 +128,8 @@ def compact(
                    checkpoint=not (no_checkpoint or fresh), output=output,
                    fits=lambda pol, overhead: _window_fits(pol, context_window, only=stage, overhead=overhead))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
+    if to is None and run.transcript.source.read_only:  # before any work (a summary a model is paid for)
+        raise UsageError(f"{run.transcript.source.name}: {run.transcript.source.read_only}")
     start = afresh_input(run, source) if fresh else run.transcript
     # where the full history can be read after compaction (the summary tells the model)
     history = output if output is not None and str(output) != "-" else (source if source != "-" else None)

@@ -19,7 +19,7 @@ if threading.current_thread() is threading.main_thread():
 
 # each import registers its commands on the app; --help lists them in this order
 # isort: off
-from . import commands, doctor_cmd, memory_cmd, snip_cmd, tools_cmd, stages_cmd, policy_cmd, trust_cmd, simulate_cmd, hooks_cmd, proxy_cmd  # noqa: E402, F401
+from . import commands, doctor_cmd, memory_cmd, snip_cmd, tools_cmd, stages_cmd, policy_cmd, trust_cmd, simulate_cmd, hooks_cmd, proxy_cmd, sessions_cmd  # noqa: E402, F401
 # isort: on
 from .app import app  # noqa: E402
 

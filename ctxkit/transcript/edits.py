@@ -98,7 +98,15 @@ def plain_message(t: Transcript, role: str, text: str) -> dict:
     """One line of a plain transcript holding a text message."""
     if t.format == "openai":
         return {"role": role, "content": text}
-    return {"role": role, "content": [{"type": "text", "text": text}]}
+    if t.format == "cursor":  # (its lines hold the message under ``message``)
+        return {"role": role, "message": {"content": [{"type": "text", "text": text}]}}
+    line = {"role": role, "content": [{"type": "text", "text": text}]}
+    if t.format == "cline":  # Roo Code's messages carry a ``ts``: the newest one's, as Roo gives its summaries
+        ts = next((d["ts"] for d in (t.entry(i) for i in reversed(list(t.live_indexes())))
+                   if isinstance(d.get("ts"), int) and not isinstance(d.get("ts"), bool)), None)
+        if ts is not None:
+            line["ts"] = ts
+    return line
 
 
 def replace_plain_range(t: Transcript, entries: list[int], new_line: dict | None) -> Transcript:

@@ -7,13 +7,14 @@ entry could have, is never taken for one; a Claude Code entry never for a messag
 """
 from __future__ import annotations
 
-from . import claude_code, codex, gemini, plain
+from . import aider, claude_code, cline, codex, cursor, gemini, opencode, plain
 from .interface import Format, handler, register, registered
 
-for _format in (codex.FORMAT, gemini.FORMAT, claude_code.FORMAT, plain.OPENAI_FORMAT, plain.ANTHROPIC_FORMAT):
+for _format in (aider.FORMAT, codex.FORMAT, gemini.FORMAT, opencode.FORMAT, cursor.FORMAT, claude_code.FORMAT, cline.FORMAT, plain.OPENAI_FORMAT,
+                plain.ANTHROPIC_FORMAT):
     register(_format)
 
-FORMATS = ("claude-code", "anthropic", "openai", "codex", "gemini")
+FORMATS = ("claude-code", "anthropic", "openai", "codex", "gemini", "cline", "opencode", "cursor", "aider")
 OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 
 

@@ -22,6 +22,7 @@ from typing import BinaryIO
 import orjson
 
 from ..errors import InputError, TranscriptError, WriteError
+from .document import Document, as_lines, copy_of_lines
 
 BAD_LINE_POLICIES = ("fail", "skip")
 
@@ -40,6 +41,11 @@ class Source:
     #: how the input was compressed (``zstd``: a Codex ``.jsonl.zst`` rollout), None when it was not;
     #: ``file`` then holds it decompressed, and the output is compressed the same way
     compressed: str | None = None
+    #: how a JSON document input (a Cline task history, an OpenCode export) was laid out around its
+    #: array (:mod:`ctxkit.transcript.document`); ``file`` then holds one element a line
+    document: Document | None = None
+    #: why the input cannot be written back in its own format (an OpenCode database), None when it can
+    read_only: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -70,7 +76,7 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
     not its name) is read from a decompressed copy."""
     source = _open_source(path, stdin)
     try:
-        return _decompressed(source)
+        return _as_lines(_decompressed(source))
     except BaseException:
         source.close()
         raise
@@ -99,6 +105,52 @@ def _decompressed(source: Source) -> Source:
         raise WriteError(f"a decompressed copy of {source.name} ({copy.name})", exc) from None
     source.close()
     return Source(name=source.name, file=copy, path=source.path, compressed="zstd")
+
+
+def _first_line(source: Source) -> bytes:
+    """The input's first line (or all of it, when it has no newline)."""
+    out, at = b"", 0
+    while True:
+        chunk = source.read_at(at, 1 << 16)
+        cut = chunk.find(b"\n")
+        if cut >= 0 or not chunk:
+            return out + (chunk[:cut] if cut >= 0 else b"")
+        out += chunk
+        at += len(chunk)
+
+
+def _as_lines(source: Source) -> Source:
+    """``source`` itself, or, when it is one JSON document holding an array of entries, a source over a
+    copy holding one element a line (:mod:`ctxkit.transcript.document`)."""
+    first = _first_line(source).lstrip()
+    if not first.startswith((b"[", b"{")):
+        return source
+    if first.startswith(b"{"):
+        try:
+            if isinstance(orjson.loads(first), dict):
+                return source  # a whole object on the first line: JSONL
+        except orjson.JSONDecodeError:
+            pass
+    source.file.seek(0)
+    data = source.file.read()
+    found = as_lines(data)
+    if found is None:
+        source.file.seek(0)
+        return source
+    doc, lines = found
+    copy = copy_of_lines(lines)
+    source.close()
+    return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, document=doc)
+
+
+def document_source(name: str, path: Path | None, data: bytes, read_only: str | None = None) -> Source:
+    """A source over ``data``, a JSON document holding an array of entries made elsewhere (an OpenCode
+    session read from its database)."""
+    found = as_lines(data)
+    if found is None:
+        raise TranscriptError(name, 0, "not a document of messages")
+    doc, lines = found
+    return Source(name=name, file=copy_of_lines(lines), path=path, document=doc, read_only=read_only)
 
 
 def compressing(out: BinaryIO, how: str | None):

@@ -10,16 +10,46 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ..errors import TranscriptError, UsageError
+from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
+from .aider import history as aider_history
 from .claude_code.projection import NAME as CLAUDE_CODE
+from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
-from .jsonl import BAD_LINE_POLICIES, BadLines, Source, open_source
+from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
+from .opencode import database as opencode_database
+from .opencode.database import split_session
 from .shapes import CHECKS, Bad
 
 _DETECT_WINDOW = 50
+
+
+def from_database(source: Source, session: str | None) -> Source:
+    """``source`` itself, or, when it is an OpenCode database (its first bytes), a read-only source over
+    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history, a
+    read-only source over its messages."""
+    head = source.read_at(0, 4096)
+    if session is None and aider_history.looks_like_history(head):
+        source.file.seek(0)
+        data = source.file.read()
+        source.close()
+        copy = Source(name=source.name, file=copy_of_lines(aider_history.as_lines(data)), path=source.path,
+                      read_only=aider_history.READ_ONLY)
+        return copy
+    if head[:len(opencode_database.MAGIC)] != opencode_database.MAGIC:
+        if session is not None:
+            source.close()
+            raise InputError(source.name, 0, "no such file")
+        return source
+    try:
+        if source.path is None:
+            raise InputError(source.name, 0, "an OpenCode database is read from its file, not standard input")
+        data = opencode_database.export(source.path, source.name, session)
+    finally:
+        source.close()
+    return document_source(source.name, source.path, data, read_only=opencode_database.READ_ONLY)
 
 
 @dataclass
@@ -55,7 +85,10 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
         raise UsageError(f"unknown format {quote(fmt)}; choose one of auto, {', '.join(FORMATS)}")
     if on_bad_line not in BAD_LINE_POLICIES:
         raise UsageError(f"--on-bad-line must be one of {', '.join(BAD_LINE_POLICIES)}, got {quote(on_bad_line)}")
-    source = open_source(path, stdin)
+    session = None
+    if path is not None and str(path) != "-":
+        path, session = split_session(str(path))
+    source = from_database(open_source(path, stdin), session)
     try:
         start = resume(source) if resume is not None and fmt in ("auto", CLAUDE_CODE) else None
         if start is not None and fmt == "auto" and not start.detected_early:

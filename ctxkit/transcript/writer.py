@@ -6,6 +6,7 @@ from typing import Any, BinaryIO
 
 from ..errors import UsageError
 from ..quoting import quote
+from .document import documenting
 from .jsonl import compressing, dumps
 from .model import Transcript
 from .plain.messages import to_openai
@@ -17,8 +18,11 @@ def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
     (also when ``to`` is the transcript's own format: then unreadable lines are left out).
     ``originals``: see :meth:`Transcript.write`."""
     if to is None:
-        with compressing(out, t.source.compressed) as stream:  # a .jsonl.zst rollout stays one
-            t.write(stream, originals)
+        if t.source.read_only:
+            raise UsageError(f"{t.source.name}: {t.source.read_only}")
+        # a .jsonl.zst rollout stays one; a JSON document (a Cline task history) is put back together
+        with compressing(out, t.source.compressed) as stream, documenting(stream, t.source.document) as lines:
+            t.write(lines, originals)
         return
     if to == "claude-code":
         raise UsageError(f"cannot convert a {t.format} transcript to claude-code; write it as anthropic or openai")

@@ -22,7 +22,8 @@ still read:
   unchanged. Leading system messages (the system prompt) stay where they are.
 * **Codex CLI rollouts** — one ``compacted`` line appended, as Codex records its own
   (:mod:`ctxkit.transcript.codex.compaction`); **Gemini CLI sessions** — a ``$rewindTo`` and the new
-  history appended (:mod:`ctxkit.transcript.gemini.compaction`).
+  history appended (:mod:`ctxkit.transcript.gemini.compaction`); **OpenCode exports** — a compaction message and its
+  summary appended (:mod:`ctxkit.transcript.opencode.compaction`).
 
 The kept tail never splits a tool_use from its tool_result: :func:`safe_start`
 and :func:`choose_tail_start` only cut in front of a message that carries no
@@ -45,7 +46,7 @@ import orjson
 from ...confined import BLOB_NAME, Refused
 from ...errors import CtxkitError
 from ...summarize.prompt import CONTINUATION_PREFIX, continuation_message
-from ...transcript import codex, gemini
+from ...transcript import codex, gemini, opencode
 from ...transcript.claude_code import chain as claude_code_chain
 from ...transcript.claude_code import entries as claude_code_entries
 from ...transcript.codex.compaction import uncompact as uncompact_codex
@@ -54,6 +55,8 @@ from ...transcript.edits import NewMessage, append_messages, plain_message, repl
 from ...transcript.gemini.compaction import uncompact as uncompact_gemini
 from ...transcript.gemini.compaction import write_compacted as write_gemini_compacted
 from ...transcript.model import Transcript
+from ...transcript.opencode.compaction import uncompact as uncompact_opencode
+from ...transcript.opencode.compaction import write_compacted as write_opencode_compacted
 from ...transcript.shapes import problem
 from ...transcript.view import SUMMARY, SYSTEM, View, ViewMessage
 
@@ -191,7 +194,7 @@ def write_compaction(t: Transcript, view: View, c: Compaction, *, count: Callabl
         raise CompactionError(f"the kept tail would start with tool results (message {c.keep_from})")
     if t.format == "claude-code":
         return _write_claude_code(t, view, c, count, timestamp)
-    if t.format in (codex.NAME, gemini.NAME):
+    if t.format in _APPENDED:
         return _write_appended(t, view, c, count, timestamp)
     return _write_plain(t, view, c, count, store, timestamp)
 
@@ -202,12 +205,16 @@ def _write_appended(t: Transcript, view: View, c: Compaction, count: Callable[[l
     agent's resume reads them; no earlier byte changes, so nothing goes to the store. Re-injected
     attachments are not written (these agents have no such messages)."""
     text = summary_text(c.summary, kept_tail=c.keep_from < len(view.messages))
-    write = write_compacted if t.format == codex.NAME else write_gemini_compacted
+    write = _APPENDED[t.format]
     try:
         new = write(t, view, c.keep_from, text, timestamp)
     except ValueError as exc:
         raise CompactionError(str(exc)) from None
     return Written(new, count(new.view().api_messages()), {"compacted_line": new.n_entries})
+
+
+#: the formats a compaction is appended to, as the agent's resume reads it: their writers
+_APPENDED = {codex.NAME: write_compacted, gemini.NAME: write_gemini_compacted, opencode.NAME: write_opencode_compacted}
 
 
 def _kept_facts(t: Transcript, view: View, keep_from: int) -> dict[str, Any] | None:
@@ -361,6 +368,8 @@ def uncompact_plain(t: Transcript, store: Any, left: list | None = None) -> Tran
         return uncompact_codex(t)
     if t.format == gemini.NAME:
         return uncompact_gemini(t)
+    if t.format == opencode.NAME:
+        return uncompact_opencode(t)
     live = list(t.live_indexes())
     restore: dict[int, list[dict]] = {}
     drop: set[int] = set()
@@ -392,7 +401,7 @@ _HISTORY_HINT = re.compile(r"read the full transcript at: (\S+)")
 
 
 def _text(entry: dict) -> str:
-    content = entry.get("content")
+    content = entry["message"].get("content") if isinstance(entry.get("message"), dict) else entry.get("content")
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text") \

@@ -397,7 +397,7 @@ def _uncollapsed_view(t: Transcript) -> View:
 
 def _plain_api_messages(t: Transcript, entries: list[dict]) -> list[dict]:
     """Archived plain lines as messages the summarizer can render (OpenAI lines shown as their JSON)."""
-    if t.format == "anthropic":
+    if t.format in ("anthropic", "cline"):  # (Cline's messages are Anthropic's)
         return [{"role": e.get("role", "user"), "content": e.get("content")} for e in entries]
     return [{"role": "assistant" if e.get("role") == "assistant" else "user",
              "content": orjson.dumps(e).decode()} for e in entries]

@@ -116,8 +116,9 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
             first_line.setdefault(tid, line)
     # what the projection answered for an unanswered call, the way Claude Code does on resume: a result
     # with no line of its own behind it (a Codex rollout's: Codex answers every such call ``aborted``
-    # before each request, so it is no problem of the file)
-    for m in msgs if t.format != "codex" else ():
+    # before each request, so it is no problem of the file; so do OpenCode, whose results live in the
+    # call's own part, and Cline when it resumes a task)
+    for m in msgs if t.format not in ("codex", "opencode", "cline") else ():
         if m.role != "user":
             continue
         for b, ref in zip(m.content, m.refs, strict=False):

@@ -1,0 +1,55 @@
+"""What the API reported a Cline request used: an assistant message's ``metrics.tokens``.
+
+``ClineMessageMetricsInfo`` (cline/cline ``src/shared/messages/metrics.ts``): ``tokens.prompt`` (every
+input token, cached ones included), ``tokens.completion``, ``tokens.cached`` (a part of ``prompt``),
+and ``cost``. Older histories, and Roo Code's, record none: their size is estimated.
+"""
+from __future__ import annotations
+
+import json
+
+from ..claude_code.session import RecordedSettings
+from ..lineindex import BAD
+from ..model import Transcript
+
+
+def _count(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def message_usage(t: Transcript, entries: list[int]) -> int | None:
+    """``prompt + completion`` of the message an assistant view message was made of."""
+    for i in reversed(entries):
+        if i < 0:
+            continue
+        metrics = t.entry(i).get("metrics")
+        tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
+        if not isinstance(tokens, dict):
+            continue
+        prompt, completion = _count(tokens.get("prompt")), _count(tokens.get("completion"))
+        if prompt is not None or completion is not None:
+            return (prompt or 0) + (completion or 0)
+    return None
+
+
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The model the task ran with: the newest message's ``modelInfo.modelId`` (Cline), else the newest
+    ``model_usage`` entry of the ``task_metadata.json`` beside the history (``model_id``; cline/cline
+    ``src/core/context/context-tracking/ContextTrackerTypes.ts``), when there is one."""
+    for i in range(t.n_entries - 1, -1, -1):
+        if i in t.removed or i < t.n_lines and t.lines.flags[i] & BAD:
+            continue
+        info = t.entry(i).get("modelInfo")
+        if isinstance(info, dict) and isinstance(info.get("modelId"), str) and info["modelId"]:
+            return RecordedSettings(model=info["modelId"], model_source="message modelInfo")
+    path = t.source.path
+    meta = path.parent / "task_metadata.json" if path is not None else None
+    try:
+        data = json.loads(meta.read_bytes()) if meta is not None and meta.is_file() else None
+    except (OSError, ValueError):
+        data = None
+    usage = data.get("model_usage") if isinstance(data, dict) else None
+    for entry in reversed(usage if isinstance(usage, list) else []):
+        if isinstance(entry, dict) and isinstance(entry.get("model_id"), str) and entry["model_id"]:
+            return RecordedSettings(model=entry["model_id"], model_source="task_metadata.json")
+    return RecordedSettings()

@@ -1,0 +1,14 @@
+"""Cursor agent transcripts: one ``{role, message: {content}}`` a line (:mod:`.projection`).
+
+They have no room for ctxkit's records: a compaction saves the lines it summarizes to the store and
+puts the summary in their place, and ``expand`` puts them back, byte for byte.
+"""
+from __future__ import annotations
+
+from ..interface import Format
+from .projection import NAME, check, index_line, looks_like, project
+
+FORMAT = Format(NAME, looks_like, index_line, project, ("message", "content"), True, check=check,
+                stages=frozenset({"autocompact"}))
+
+__all__ = ["FORMAT", "NAME"]

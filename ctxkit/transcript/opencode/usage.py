@@ -1,0 +1,52 @@
+"""What the API reported an OpenCode request used: the tokens of an assistant message's last step.
+
+``step-finish`` parts and the assistant ``info`` carry ``tokens``: ``input``, ``output``, ``reasoning``,
+``cache.read``, ``cache.write`` (``packages/opencode/src/session/message-v2.ts``; ``input`` leaves
+the cached tokens out). The request's size is their sum.
+"""
+from __future__ import annotations
+
+from ..claude_code.session import RecordedSettings
+from ..lineindex import BAD
+from ..model import Transcript
+
+
+def _n(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+
+def total(tokens) -> int | None:
+    if not isinstance(tokens, dict):
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    n = sum(_n(tokens.get(k)) for k in ("input", "output", "reasoning")) + _n(cache.get("read")) + _n(cache.get("write"))
+    return n or None
+
+
+def message_usage(t: Transcript, entries: list[int]) -> int | None:
+    for i in reversed(entries):
+        if i < 0:
+            continue
+        m = t.entry(i)
+        steps = [p for p in m.get("parts") or [] if isinstance(p, dict) and p.get("type") == "step-finish"]
+        for p in reversed(steps):
+            n = total(p.get("tokens"))
+            if n:
+                return n
+        info = m.get("info")
+        n = total(info.get("tokens")) if isinstance(info, dict) else None
+        if n:
+            return n
+    return None
+
+
+def recorded_settings(t: Transcript) -> RecordedSettings:
+    """The model the session ran with: the newest assistant message's ``modelID``."""
+    for i in range(t.n_entries - 1, -1, -1):
+        if i in t.removed or i < t.n_lines and t.lines.flags[i] & BAD:
+            continue
+        info = t.entry(i).get("info")
+        if isinstance(info, dict) and info.get("role") == "assistant" and isinstance(info.get("modelID"), str) \
+                and info["modelID"]:
+            return RecordedSettings(model=info["modelID"], model_source="assistant message")
+    return RecordedSettings()
