@@ -95,6 +95,11 @@ def _message_shaped(message: Any) -> bool:
     return isinstance(content, str) or (isinstance(content, list) and all(isinstance(b, dict) for b in content))
 
 
+def _shaped_blobs(records: RequestRecords) -> list[dict]:
+    """The recorded messages in the order they were written, only those shaped as the API's."""
+    return [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0]) if _message_shaped(m)]
+
+
 def _view_pieces(msgs: list[ViewMessage]) -> set[str]:
     """Every piece of the view a recorded message may hold: each text (stripped; a system message's
     texts joined, too), and each other block as canonical JSON."""
@@ -149,7 +154,7 @@ def _history_start(msgs: list[ViewMessage]) -> int:
 def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: set[str]) -> list[dict]:
     """What the session added after entry ``index``: the view's messages (a system message as its blob
     when Claude Code recorded one), then the blobs written since that none of them is."""
-    blobs = [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])]
+    blobs = _shaped_blobs(records)
     out: list[dict] = []
     seen = set(sent)
     for m in msgs:
@@ -157,7 +162,7 @@ def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: s
             out.append(_as_recorded(m, blobs))
             seen.add(message_digest(out[-1]))
     for h, (at, message) in sorted(records.blobs.items(), key=lambda kv: kv[1][0]):
-        if at > index and h not in seen:
+        if at > index and h not in seen and _message_shaped(message):
             out.append(copy.deepcopy(message))
             seen.add(h)
     return out
@@ -171,7 +176,7 @@ def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = 
     A message Claude Code recorded (a blob with the same text: the opening user message holding the
     prompt, a system message) is taken as recorded, so that a request built here and one rebuilt from
     the records agree wherever the conversation is the same."""
-    blobs = [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])] if records is not None else []
+    blobs = _shaped_blobs(records) if records is not None else []
     first_answer = next((k for k, m in enumerate(msgs) if m.kind == ASSISTANT), len(msgs))
     opening = msgs[:first_answer]
     lead = _lead(opening)
