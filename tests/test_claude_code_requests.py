@@ -182,3 +182,22 @@ def test_a_recorded_text_block_whose_text_is_no_string_is_not_read(corpus_sessio
     assert request_records(read_transcript(path)).blobs == {}
     r = runner.invoke(app, [*(a.replace("{out}", str(tmp_path / "r.html")) for a in command), str(path)])
     assert r.exit_code == 0, r.output
+
+@pytest.mark.parametrize("content", [7, None, {"type": "text", "text": "x"}])
+def test_a_recorded_blob_not_shaped_as_a_message_is_not_used(corpus_session, tmp_path, runner, content):
+    """A blob whose content is no string or list (a damaged line): the request is built from the view,
+    never an internal error (the fuzzer's TypeError in view --to anthropic-request and simulate)."""
+    lines = open(corpus_session("explore-edit"), encoding="utf-8").read().splitlines(keepends=True)
+    for k, x in enumerate(lines):
+        if '"api-request-blob"' in x:
+            entry = json.loads(x)
+            entry["message"]["content"] = content
+            lines[k] = json.dumps(entry) + "\n"
+    path = tmp_path / "damaged.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    body = build_request(read_transcript(path), Policy.from_mapping({"model": "claude-opus-5-5"}))
+    assert body["messages"][0]["content"][-1]["text"] == "Add a docstring to Order.total"
+    assert pairing_problems(without_cache_control(body["messages"])) == []
+    for args in (["view", "--to", "anthropic-request", str(path)], ["simulate", str(path)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (args, result.output)

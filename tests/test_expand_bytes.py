@@ -164,3 +164,44 @@ def test_corpus_sessions_come_back_byte_for_byte(runner, tmp_path, path):
     r = runner.invoke(app, ["expand", str(out), "-o", str(back), "--store", str(store)])
     assert r.exit_code == 0, r.stderr
     assert back.read_bytes() == path.read_bytes()
+
+
+def _plain_list(tmp_path, n: int):
+    path = tmp_path / "plain.jsonl"
+    path.write_text("".join(json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"w{i}"}) + "\n"
+                            for i in range(n)))
+    return path
+
+
+def test_a_plain_list_s_removed_lines_are_kept_in_one_file_per_run(runner, tmp_path):
+    """Every removed line of a list written by json.dumps needs its bytes kept: one pack for the run, not
+    a file (and an fsync) per line, which made 30,000 one-word messages take minutes (bench/plain_list_store.py)."""
+    path = _plain_list(tmp_path, 600)
+    r = runner.invoke(app, ["compact", str(path), "--force", "--store", "st", "-o", "out.jsonl", "--report", "none"])
+    assert r.exit_code == 0, r.stderr
+    kept = [p.relative_to(tmp_path / "st") for p in (tmp_path / "st" / "lines").rglob("*") if p.is_file()]
+    assert len(kept) == 1 and kept[0].name.startswith("pack-"), kept
+    assert len(json.loads((tmp_path / "st" / kept[0]).read_bytes())) >= 599  # every line the summary replaced
+    r = runner.invoke(app, ["expand", "out.jsonl", "--store", "st", "-o", "back.jsonl"])
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "back.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_a_store_written_with_a_file_per_line_is_still_read(runner, tmp_path):
+    """A store from before packs: each line in lines/ab/<sha256 of the entry>.json. expand reads it."""
+    import hashlib
+
+    from ctxkit.transcript.jsonl import dumps
+
+    path = _plain_list(tmp_path, 600)
+    r = runner.invoke(app, ["compact", str(path), "--force", "--store", "st", "-o", "out.jsonl", "--report", "none"])
+    assert r.exit_code == 0, r.stderr
+    pack = next((tmp_path / "st" / "lines").glob("pack-*.json"))
+    pack.unlink()  # the old layout in its place
+    for raw in path.read_bytes().splitlines(keepends=True):
+        digest = hashlib.sha256(dumps(json.loads(raw))).hexdigest()
+        (tmp_path / "st" / "lines" / digest[:2]).mkdir(exist_ok=True)
+        (tmp_path / "st" / "lines" / digest[:2] / f"{digest}.json").write_bytes(raw)
+    r = runner.invoke(app, ["expand", "out.jsonl", "--store", "st", "-o", "back.jsonl"])
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "back.jsonl").read_bytes() == path.read_bytes()

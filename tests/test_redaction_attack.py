@@ -330,3 +330,54 @@ def test_a_command_summarizer_is_not_sent_a_dotted_password(runner, tmp_path):
         assert secret not in received
     for _, expected in LITERAL_CASES:
         assert expected in received
+
+
+# -- Python's single quotes and an undotted PGPASSWORD, as a summarizer is shown them -------------------------
+PYTHON_SOURCE = ("import psycopg2\n\nDATABASES = {'default': {'NAME': 'app', 'PASSWORD': 'Pg4dminPw'}}\n"
+                 "config = {'password': 'hunter2', 'user': 'app'}\n"
+                 "conn = psycopg2.connect(host='db', user='app', password='s3cr3tPw')\n"
+                 "client = Client(api_key='ak_live_Zq81vX', timeout=3)\n")
+#: what the summarizer must be shown instead (a command quoted as JSON: its lines joined by ``\n`` escapes)
+QUOTED_CASES = [
+    ("{'password': 'hunter2'}", "{'password': '[REDACTED:secret-assignment]'}"),
+    ("connect(host='db', password='s3cr3tPw')", "connect(host='db', password='[REDACTED:secret-assignment]')"),
+    ("{\\'password\\': \\'hunter2\\'}", "{\\'password\\': \\'[REDACTED:secret-assignment]\\'}"),
+    ("PGPASSWORD=word psql", "PGPASSWORD=[REDACTED:secret-assignment] psql"),
+    ('"command": "cd /app\\nPGPASSWORD=word psql -h db"',
+     '"command": "cd /app\\nPGPASSWORD=[REDACTED:secret-assignment] psql -h db"'),
+    ('"cd /app\\n\\tPGPASSWORD=word psql"', '"cd /app\\n\\tPGPASSWORD=[REDACTED:secret-assignment] psql"'),
+]
+
+
+@pytest.mark.parametrize("text,expected", QUOTED_CASES)
+def test_python_quoted_and_escaped_passwords_are_redacted(text, expected):
+    assert Redactor().text(text) == expected
+
+
+QUOTED_SECRETS = ("Pg4dminPw", "hunter2", "s3cr3tPw", "ak_live_Zq81vX", "PGPASSWORD=word", "PgWord77", "taskword")
+#: a file that is JSON: the script in it is one string, its lines joined by ``\n`` escapes
+TASKS = json.dumps({"tasks": [{"label": "db", "command": "cd /app\nPGPASSWORD=taskword psql -h db"}]}, indent=2)
+
+
+def _python_session(tmp_path: Path) -> Path:
+    turns = [Turn("Why does the app not connect?", [[Call("Read", {"file_path": "/w/settings.py"}, PYTHON_SOURCE)],
+                                                    [Call("Read", {"file_path": "/w/.vscode/tasks.json"}, TASKS)],
+                                                    [Call("Bash", {"command": "cd /app\nPGPASSWORD=word psql -h db -U app"},
+                                                          "psql: connection refused")],
+                                                    [Call("Bash", {"command": "export PGPASSWORD=PgWord77; pg_dump app"},
+                                                          "ok")]],
+                   "The host is down."),
+             Turn("Now the tests.", [[Call("Bash", {"command": "pytest -q"}, "3 passed")]], "All pass.")]
+    return write(tmp_path / "py.jsonl", conversation(turns))
+
+
+def test_single_quoted_python_passwords_and_an_undotted_pgpassword_reach_no_summarizer(runner, tmp_path):
+    received = compact_with_command(runner, _python_session(tmp_path))
+    assert "Why does the app not connect?" in received  # the summarizer was called, with the history
+    assert [s for s in QUOTED_SECRETS if s in received] == []
+    assert "'password': '[REDACTED:" in received and "password='[REDACTED:" in received
+    assert "PGPASSWORD=[REDACTED:" in received
+    assert "'user': 'app'" in received  # what is no secret is still there
+    sent = compact_with_api(runner, _python_session(tmp_path))
+    assert "Why does the app not connect?" in sent
+    assert [s for s in QUOTED_SECRETS if s in sent] == []

@@ -256,18 +256,3 @@ def run_many(command: BatchCommand, params: dict[str, Any]) -> None:
 @contextmanager
 def _no_file() -> Iterator[None]:
     yield None
-
-
-def diagnostics(result: FileResult) -> list[str]:
-    """A file's ``ctxkit: LEVEL: ...`` lines, each naming the file (inserted when the message does not)."""
-    lines = []
-    for line in result.stderr.splitlines():
-        if not line.startswith("ctxkit: "):
-            continue
-        head, _, message = line[len("ctxkit: "):].partition(": ")
-        if not message:
-            head, message = "note", line[len("ctxkit: "):]
-        if not message.startswith(result.source):
-            message = f"{result.source}: {message}"
-        lines.append(f"ctxkit: {head}: {message}")
-    return lines

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import (
     BarColumn,
@@ -29,7 +29,9 @@ from rich.table import Table
 from ..batch.inputs import Item, is_url
 from ..batch.results import FileResult
 from .app import rich_stderr_console
-from .batch_cli import BatchCommand, diagnostics
+
+if TYPE_CHECKING:
+    from .batch_cli import BatchCommand
 
 
 def _size(item: Item) -> int:
@@ -129,3 +131,18 @@ class Reporter:
         table.add_row("total", f"{summary['files']:,}", f"{summary['bytes']:,}", f"{summary['tokens_before']:,}",
                       f"{summary['tokens_after']:,}")
         self.console.print(table)
+
+
+def diagnostics(result: FileResult) -> list[str]:
+    """A file's ``ctxkit: LEVEL: ...`` lines, each naming the file (inserted when the message does not)."""
+    lines = []
+    for line in result.stderr.splitlines():
+        if not line.startswith("ctxkit: "):
+            continue
+        head, _, message = line[len("ctxkit: "):].partition(": ")
+        if not message:
+            head, message = "note", line[len("ctxkit: "):]
+        if not message.startswith(result.source):
+            message = f"{result.source}: {message}"
+        lines.append(f"ctxkit: {head}: {message}")
+    return lines

@@ -198,8 +198,7 @@ def view(
     from ..transcript.plain.messages import to_openai
     from ..transcript.snip_ids import tag_view
     from ..transcript.writer import write_messages
-    from .run_setup import parse_now
-    from .trust_cmd import guard_policy
+    from .run_setup import guard_policy, parse_now
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
     check_side_file(system, "--system")  # refused before the transcript is read

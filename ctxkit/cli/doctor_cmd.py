@@ -99,9 +99,9 @@ def doctor(
     left = found
     repaired: list = []
     unreadable = [f for f in found.errors if f.rule == "unparseable-line"]
-    if fix and unreadable:
-        # a repaired session must expand back to the input byte for byte, with expand's default options:
-        # a line that is not JSON cannot be carried through, so nothing is written (docs/doctor.md)
+    if fix and unreadable and run.transcript.format != "claude-code":
+        # a repaired session must expand back to the input byte for byte: a plain message list has no place
+        # for the record that names where an unreadable line went, so nothing is written (docs/doctor.md)
         report = sys.stderr
         if as_json:
             data = found.to_json()
@@ -119,13 +119,19 @@ def doctor(
     if fix:
         from ..pipeline import compile_pipeline
         from ..store.link import refuse_output_in_store
+        from ..transcript.appended import onto_its_input, partial_last_line
 
         refuse_output_in_store(output, run.ctx.store.root)
         result = compile_pipeline(run.policy, only=["repair", *(["slim"] if slim else [])]).run(run.transcript, run.ctx)
-        repaired = [d for r in result.reports for d in r.details.get("repaired", [])]
+        fixed, partial = result.transcript, partial_last_line(run.transcript)
+        kept = partial is not None and onto_its_input(run.transcript, output, run.onto_input)
+        if kept:  # an unended last line may be one the agent is still writing: onto the session, it stays
+            fixed = fixed.without_edits([partial])  # as it is (docs/doctor.md), and is reported as left
+        repaired = [d for r in result.reports for d in r.details.get("repaired", [])
+                    if not (kept and d["rule"] == "unparseable-line" and d["line"] == partial + 1)]
         print_warnings([f"{r.stage_id}: {r.reason}" for r in result.reports if r.action == "skipped" and r.reason])
-        left = examine(result.transcript)
-        run.write_output(result.transcript, output)
+        left = examine(fixed)
+        run.write_output(fixed, output)
         slimmed = sum(r.details.get("lines", 0) for r in result.reports if r.use == "slim")
     report = sys.stderr if fix else sys.stdout  # with --fix, stdout may carry the repaired session
     if as_json:

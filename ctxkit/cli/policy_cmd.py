@@ -89,7 +89,7 @@ def show(name: Annotated[Optional[str], typer.Argument(
     """Print the merged policy and, for each value, which file set it."""
     from ..policy import render_policy
     from ..run_context import model_warnings
-    from .trust_cmd import guard_policy
+    from .run_setup import guard_policy
 
     if name is not None and policy is not None:
         raise UsageError(f"name the policy once: {quote(name)} or --policy {quote(policy)}")

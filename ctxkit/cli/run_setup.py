@@ -1,6 +1,7 @@
-"""Building what a command needs from its options: policy, transcript, store, clock, Context."""
+"""Building what a command needs from its options: policy (checked for trust), transcript, store, clock, Context."""
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,6 +68,22 @@ class Run:
                    onto_input=self.onto_input, keep_appended=to is None)
 
 
+def guard_policy(policy: Policy, *, summarizes: bool, counts_tokens: bool = True) -> None:
+    """Before a run: refuse (exit 2, nothing done yet) when it would use a setting of a repository policy
+    that is not trusted; otherwise say once that such settings are there and not used. Every command that
+    reads a transcript counts its tokens (``counts_tokens``), so uses the estimator (docs/security.md;
+    ``ctxkit policy trust`` grants trust)."""
+    from ..policy.trust import require_trusted_estimator, require_trusted_summarizer, untrusted_warning
+
+    if not policy.untrusted:
+        return
+    if counts_tokens:
+        require_trusted_estimator(policy)
+    if summarizes:
+        require_trusted_summarizer(policy, os.environ)
+    print_warnings([untrusted_warning(policy.untrusted)])
+
+
 def parse_now(now: str | None) -> Any:
     if now is None:
         return None
@@ -128,8 +145,6 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     any stage runs or anything is written. ``check_pairing=False``: a result answering no tool_use is left
     for the caller to report (``ctxkit doctor``), not a bad line.
     """
-    from .trust_cmd import guard_policy
-
     pol = make_policy(policy, sets)
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
     for name, option in _SIDE_FILE_OPTIONS.items():  # a device or FIFO named by mistake: refused before any work

@@ -49,8 +49,7 @@ def _policies(names: list[str] | None, sets: list[str] | None, sweep: str | None
     from ..pipeline import compile_pipeline
     from ..policy.lint import require_window_fit
     from ..stages.registry import REGISTRY
-    from .run_setup import make_policy
-    from .trust_cmd import guard_policy
+    from .run_setup import guard_policy, make_policy
     names = list(names or [None])  # type: ignore[list-item]
     if sweep is None:
         rows = [(name or _label(make_policy(None, sets)), make_policy(name, sets)) for name in names]

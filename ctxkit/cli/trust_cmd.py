@@ -1,37 +1,19 @@
-"""``ctxkit policy trust``, and the check every command makes before it uses a repository's policy.
+"""``ctxkit policy trust``: trust a repository's policy; every command checks for it before it uses one
+(:func:`ctxkit.cli.run_setup.guard_policy`).
 
 See :mod:`ctxkit.policy.trust` (and docs/security.md) for what needs trust and why.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from .app import handle_errors, print_warnings, stderr_console
+from .app import handle_errors, stderr_console
 from .completion import complete_policy
 from .policy_cmd import policy_app
-
-if TYPE_CHECKING:
-    from ..policy.model import Policy
-
-
-def guard_policy(policy: Policy, *, summarizes: bool, counts_tokens: bool = True) -> None:
-    """Before a run: refuse (exit 2, nothing done yet) when it would use a setting of a repository policy
-    that is not trusted; otherwise say once that such settings are there and not used. Every command that
-    reads a transcript counts its tokens (``counts_tokens``), so uses the estimator."""
-    from ..policy.trust import require_trusted_estimator, require_trusted_summarizer, untrusted_warning
-
-    if not policy.untrusted:
-        return
-    if counts_tokens:
-        require_trusted_estimator(policy)
-    if summarizes:
-        require_trusted_summarizer(policy, os.environ)
-    print_warnings([untrusted_warning(policy.untrusted)])
 
 
 @policy_app.command("trust")

@@ -84,6 +84,11 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
     return Layout(best_known_layout(msgs, records), None, records, "view")
 
 
+def _blobs_in_order(records: RequestRecords) -> list[dict]:
+    """The recorded messages in the order they were written (request_records keeps only API-shaped ones)."""
+    return [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])]
+
+
 def _view_pieces(msgs: list[ViewMessage]) -> set[str]:
     """Every piece of the view a recorded message may hold: each text (stripped; a system message's
     texts joined, too), and each other block as canonical JSON."""
@@ -138,7 +143,7 @@ def _history_start(msgs: list[ViewMessage]) -> int:
 def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: set[str]) -> list[dict]:
     """What the session added after entry ``index``: the view's messages (a system message as its blob
     when Claude Code recorded one), then the blobs written since that none of them is."""
-    blobs = [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])]
+    blobs = _blobs_in_order(records)
     out: list[dict] = []
     seen = set(sent)
     for m in msgs:
@@ -160,7 +165,7 @@ def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = 
     A message Claude Code recorded (a blob with the same text: the opening user message holding the
     prompt, a system message) is taken as recorded, so that a request built here and one rebuilt from
     the records agree wherever the conversation is the same."""
-    blobs = [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])] if records is not None else []
+    blobs = _blobs_in_order(records) if records is not None else []
     first_answer = next((k for k, m in enumerate(msgs) if m.kind == ASSISTANT), len(msgs))
     opening = msgs[:first_answer]
     lead = _lead(opening)

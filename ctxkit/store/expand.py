@@ -47,7 +47,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
 from ..transcript.edits import restore_archived
 from ..transcript.formats import handler
-from ..transcript.model import HARNESS_ONLY_KEYS, Transcript, deep_replace
+from ..transcript.model import HARNESS_ONLY_KEYS, RawLine, Transcript, deep_replace
 from .disk import Store
 from .offload import CLEARED_PLACEHOLDER, PERSISTED_OPEN, decision_scope, load_original, to_openai_content
 
@@ -116,7 +116,7 @@ def expand_all(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     n = t.n_lines
     t = t.without_edits([i for i in t.overrides if i < n and not any(k in t.overrides[i] for k in HARNESS_ONLY_KEYS)
                          and t.overrides[i] == t.input_entry(i)])
-    report.lines = len(lines)
+    report.lines = len(lines) + sum(isinstance(v, RawLine) for v in t.overrides.values())  # (lines a repair moved)
     report.records = [(kind, blob, why or BLOB_GONE) for kind, blob, why in left]
     report.refused[:0] = [(f"{kind} record", blob, why) for kind, blob, why in left if why]
     return t, report

@@ -67,7 +67,7 @@ _PEM = re.compile(
 #: ``NAME=value``: found from the secret word in the name (on the lowercased text), the name's start
 #: found by scanning back; then ``=``, ``:``, ``:=`` or ``=>`` and a quoted or bare value.
 _ASSIGNMENT = re.compile(
-    r"""(?P<tail>(?:key|token|secret|pass|pwd|cred|auth)[\w.-]*)["']?[ \t]*(?P<sep>:=|=>|=|:)[ \t]*"""
+    r"""(?P<tail>(?:key|token|secret|pass|pwd|cred|auth)[\w.-]*)\\?["']?[ \t]*(?P<sep>:=|=>|=|:)[ \t]*"""
     r"""(?:\\?"(?P<dq>(?:[^"\\\n]|\\[^"\n])*)\\?"|\\?'(?P<sq>[^'\\\n]*)\\?'"""
     r"""|(?P<bare>[^\s"'`,;(){}\[\]<>\\&]+)(?=[\s"'`,;)}\]>\\&]|$))"""
 )
@@ -82,7 +82,9 @@ def _value_group(m: re.Match[str]) -> str:
 def _assignment(m: re.Match[str], text: str) -> str | None:
     """The kind of a ``NAME=value`` match, or None when it is not a secret."""
     start = m.start()
-    while start > 0 and text[start - 1] in _NAME_CHARS:
+    # (a name starts after an escape too: ``\nPGPASSWORD=x`` in a command quoted as JSON)
+    while start > 0 and text[start - 1] in _NAME_CHARS and not (start > 1 and text[start - 2] == "\\"
+                                                                and text[start - 1] in "ntr"):
         start -= 1
     if start > 0 and text[start - 1] == "$":  # ``$TOKEN``: a reference, not an assignment
         return None

@@ -91,6 +91,14 @@ def check_still_named(t: Transcript, session: str | os.PathLike) -> None:
                       "put a new file in its place or removed it)")
 
 
+def onto_its_input(original: Transcript, output: str | os.PathLike | None, onto_input: bool) -> bool:
+    """Whether ``output`` replaces ``original``'s file: ``onto_input`` (it named that file when it was read),
+    or it is a file by the same path (see :func:`write_over`)."""
+    path = original.source.path
+    to_file = output is not None and str(output) != "-"
+    return to_file and (onto_input or (path is not None and os.path.realpath(output) == os.path.realpath(path)))
+
+
 def write_over(original: Transcript, new: Transcript, output: str | os.PathLike | None,
                write: Callable[[Transcript, BinaryIO], None], *, onto_input: bool,
                keep_appended: bool = True) -> None:
@@ -106,9 +114,7 @@ def write_over(original: Transcript, new: Transcript, output: str | os.PathLike 
     of a line it was still writing when this run read it (left out of ``new``). Otherwise the cached
     pages of the file replaced are let go (:func:`ctxkit.fileio.release_cached_pages`; onto the input,
     its bytes are still to be copied)."""
-    path = original.source.path
-    to_file = output is not None and str(output) != "-"
-    onto_input = to_file and (onto_input or (path is not None and os.path.realpath(output) == os.path.realpath(path)))
+    onto_input = onto_its_input(original, output, onto_input)
     if onto_input and original.source.compressed:
         raise TranscriptError(original.source.name, 0, f"a {original.source.compressed}-compressed input is not "
                               "written over (what the agent appends meanwhile could not be kept): write to another "

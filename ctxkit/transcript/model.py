@@ -69,6 +69,16 @@ def _with_harness_keys(entry: dict, original: dict) -> dict:
     return out
 
 
+class RawLine(dict):
+    """An edit that writes a line's exact bytes (``data``, its line ending included, if it had one): a
+    line the agent could not read, put back by ``ctxkit expand`` as it was. As an entry it is empty (no
+    type), so whatever reads entries passes over it."""
+
+    def __init__(self, data: bytes):
+        super().__init__()
+        self.data = data
+
+
 def _raw_line(source: Source, lines: LineIndex, i: int) -> tuple[bytes, bool]:
     return split_ending(source.read_at(*lines.span(i)))
 
@@ -312,7 +322,8 @@ class Transcript:
                 overrides[i] = value
         appended.extend(append)
         removed = self.removed | frozenset(remove)
-        only_replaced = len(appended) == len(self.appended) and removed == self.removed
+        only_replaced = len(appended) == len(self.appended) and removed == self.removed \
+            and not any(i < n and self.lines.bad(i) for i in replace or ())  # (a line not read: nothing to carry)
         return self._version(overrides, tuple(appended), removed,
                              replaced=frozenset(replace or ()) if only_replaced else None,
                              changed=frozenset(replace or ()) | frozenset(range(self.n_entries, n + len(appended))))
@@ -323,7 +334,8 @@ class Transcript:
         if not drop:
             return self
         overrides = {i: d for i, d in self.overrides.items() if i not in drop}
-        return self._version(overrides, self.appended, self.removed, replaced=drop, changed=drop)
+        unread = any(self.lines.bad(i) for i in drop if i < self.n_lines)  # (nothing to carry: see with_edits)
+        return self._version(overrides, self.appended, self.removed, replaced=None if unread else drop, changed=drop)
 
     def _version(self, overrides: dict[int, dict], appended: tuple[dict, ...], removed: frozenset[int], *,
                  replaced: frozenset[int] | None, changed: frozenset[int]) -> Transcript:
@@ -417,13 +429,17 @@ class Transcript:
             pos = i + 1
             if i in self.removed:
                 continue
-            if i in self.overrides:
+            if isinstance(self.overrides.get(i), RawLine):  # its bytes; a newline added only where a line follows
+                data = self.overrides[i].data
+                follows = i != last_live or any(n + k not in self.removed for k in range(len(self.appended)))
+                pieces.append((i, data + b"\n" if follows and not data.endswith(b"\n") else data))
+            elif i in self.overrides:
                 start, length = lines.span(i)
                 override = self.overrides[i]
                 original = self._set_aside_shape(i) if not self._keep_all_parsed else None
                 if original is not None:  # see set_aside
                     override = _with_harness_keys(override, original)
-                elif not self._keep_all_parsed:
+                elif not self._keep_all_parsed and not lines.bad(i):  # (a line not read: nothing set aside)
                     raw = self.source.read_at(start, length)
                     if any(k.encode() in raw for k in HARNESS_ONLY_KEYS):
                         override = _with_harness_keys(override, orjson.loads(raw))

@@ -82,7 +82,7 @@ def line_of(t: Transcript, ref: BlockRef | None, m: ViewMessage | None = None) -
 def _bad_lines(t: Transcript) -> Iterator[Problem]:
     flags = t.lines.flags
     for i in range(t.n_lines):
-        if not flags[i] & BAD:
+        if not flags[i] & BAD or i in t.overrides:  # (an edit: the repair moved the line to the store)
             continue
         raw, had_newline = t.raw_line(i)
         if not raw.strip():

@@ -20,14 +20,16 @@ makes the next request valid:
 | an image or PDF over the API's size, pixel, page or count limits | replaced by a text placeholder that says what it was |
 | a `parentUuid` naming no line, or looping | linked to the conversation line before it in the file |
 
-Lines the agent cannot read and a view too long to compact are reported by `ctxkit doctor` and not
-mended here (the first would need a person to say what the line was; the second is `ctxkit compact
---force`'s).
+A line the agent cannot read (half a line a crash left, a stray byte, the wrong shape) is moved to the
+store and an `unreadable-line` record takes its place, so the agent reads on past it; what the line held
+is not guessed at (a line cut short has lost what a repair would need to mend it). A view too long to
+compact is reported by `ctxkit doctor` and not mended here (`ctxkit compact --force`'s work).
 
 ## Nothing is lost
 
-Every entry the stage rewrites is archived in the store first, behind an `archive` record: `ctxkit
-expand` puts each back, and gives the broken input back byte for byte. Claude Code transcripts only
+Every entry the stage rewrites is archived in the store first, behind an `archive` record, and every
+line it moves is a blob of the store named by its `unreadable-line` record: `ctxkit expand` puts each
+back, and gives the broken input back byte for byte. Claude Code transcripts only
 (plain message lists have nowhere to keep the record): on other formats the stage does nothing and
 says so.
 
@@ -48,8 +50,11 @@ import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ...confined import Refused
+from ...transcript.claude_code.entries import record_entry
+from ...transcript.claude_code.records import records
 from ...transcript.edits import archive_entries
-from ...transcript.model import Transcript
+from ...transcript.model import RawLine, Transcript
 from ...transcript.view import BlockRef
 from ..base import Context, Stage, StageResult
 from .problems import Problem, find_problems
@@ -253,6 +258,22 @@ REPAIRS: dict[str, Callable[[_Edits, Problem, dict], bool]] = {
 }
 
 
+#: the record that stands in the place of a line the agent cannot read, naming the blob that holds its bytes
+UNREADABLE_RECORD = "unreadable-line"
+
+
+def _move_unreadable(t: Transcript, ctx: Context) -> tuple[Transcript, list[Problem]]:
+    """``t`` with each line the agent cannot read moved to the store, a record in its place."""
+    found = [p for p in find_problems(t) if p.rule == "unparseable-line"]
+    edits = {}
+    for p in found:
+        i = p.target["entry"]
+        blob = ctx.store.put_blob(t.source.read_at(*t.lines.span(i)), ".txt")  # its line ending included
+        edits[i] = record_entry(t, UNREADABLE_RECORD, ctx.timestamp(), blob=str(blob), line=p.line,
+                                reason="repair: a line the agent cannot read, moved to the store")
+    return (t.with_edits(replace=edits) if edits else t), found
+
+
 #: repairs made in a row at most: one may bring the next to light (a relinked line's unanswered call)
 _PASSES = 3
 
@@ -270,12 +291,30 @@ class Repair(Stage):
         "additionalProperties": False,
     }
 
+    @staticmethod
+    def undo(t: Transcript, store: Any, left: list) -> Transcript:
+        """For ``ctxkit expand``: each line moved to the store back in its record's place, byte for byte."""
+        if t.format != "claude-code":
+            return t
+        back = {}
+        for r, rec in records(t, UNREADABLE_RECORD):
+            blob, why = rec.get("blob"), None
+            try:
+                data = store.fetch_blob(blob) if isinstance(blob, str) else None
+            except Refused as exc:
+                data, why = None, exc.reason
+            if data is None:
+                left.append((UNREADABLE_RECORD, str(blob), why))
+            else:
+                back[r] = RawLine(data)
+        return t.with_edits(replace=back) if back else t
+
     def run(self, transcript: Transcript, ctx: Context) -> StageResult:
         if transcript.format != "claude-code":
             return StageResult(transcript, self.report(action="skipped", reason="repairs need a Claude Code "
                                                        "transcript (a plain message list has nowhere to keep what "
                                                        "expand needs)"))
-        new, repaired = transcript, []
+        new, repaired = _move_unreadable(transcript, ctx)
         for _ in range(_PASSES):  # a repair may bring the next problem to light (a relinked line's own calls)
             problems = [p for p in find_problems(new) if p.rule in REPAIRS]
             edits = _Edits(new)

@@ -52,12 +52,16 @@ class Metas:
         changed = set(changed)
         self.edited = dict(base.edited)
         for i in changed:
-            self.edited[i] = t.extract(i, Meta)
+            if i < t.n_lines and i not in t.overrides:  # as read again (Transcript.without_edits): the index's
+                self.edited.pop(i, None)
+            else:
+                self.edited[i] = t.extract(i, Meta)
+        edited = {i for i in changed if i in self.edited}
         self._rerouted = None if base._rerouted is None else \
-            (base._rerouted - changed) | {i for i in changed if self._moved(i)}
+            (base._rerouted - changed) | {i for i in edited if self._moved(i)}
         self._renamed = None if base._renamed is None else \
-            (base._renamed - changed) | {i for i in changed if self._uuid_moved(i)}
-        self.records = (base.records - changed) | {i for i in changed if self.edited[i].type == RECORD_TYPE}
+            (base._renamed - changed) | {i for i in edited if self._uuid_moved(i)}
+        self.records = (base.records - changed) | {i for i in edited if self.edited[i].type == RECORD_TYPE}
 
     @classmethod
     def of(cls, t: Transcript, main: bool = False) -> Metas:
