@@ -64,8 +64,7 @@ def proxy(
     from ..proxy.app import ProxySettings
     from ..proxy.conversations import live_managers
     from ..proxy.server import bind, parse_listen, serve
-    from .run_setup import make_policy
-    from .trust_cmd import guard_policy
+    from .run_setup import guard_policy, make_policy
 
     if not upstream.startswith(("http://", "https://")) or "//" not in upstream or not upstream.split("//", 1)[1]:
         raise UsageError(f"--upstream must be an http:// or https:// URL, got {quote(upstream)}")
