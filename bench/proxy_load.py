@@ -42,6 +42,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def cpu_ms(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` has used, in ms (Linux ``/proc``; None elsewhere): what the
+    proxy itself spends, which the machine's load does not inflate as it does wall-clock latency."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def conversation(name: str, turns: int) -> list[dict]:
     msgs: list[dict] = [{"role": "user", "content": f"Conversation {name}: fix the tests."}]
     for k in range(turns):
@@ -105,12 +115,14 @@ async def run(args) -> int:
             for k in range(10):  # warm-up (first calls import and load lazily), not counted
                 await streamed(client, via, body(conversation("warm", k + 1), "warm"))
             d_ms, p_ms = [], []
+            cpu_before = cpu_ms(proxy.pid)
             for k in range(args.requests):
                 messages = talk[:2 * k + 3]
                 for url, into in ((direct, d_ms), (via, p_ms)):
                     status, data, ms = await streamed(client, url, body(messages, "serial"))
                     failures += status != 200 or data != expected
                     into.append(ms)
+            cpu_after = cpu_ms(proxy.pid)
         q = lambda xs, p: statistics.quantiles(xs, n=100, method="inclusive")[p - 1]  # noqa: E731
         med = statistics.median(p_ms) - statistics.median(d_ms)
         p99 = q(p_ms, 99) - q(d_ms, 99)
@@ -124,6 +136,8 @@ async def run(args) -> int:
         serial = inside[-args.requests:]
         print(f"  inside the proxy (its own log: request in to stream out) median {statistics.median(serial):6.2f} ms"
               f"  p99 {q(serial, 99):6.2f} ms")
+        if cpu_before is not None and cpu_after is not None:
+            print(f"  the proxy's CPU time (user + system) per request: {(cpu_after - cpu_before) / args.requests:6.2f} ms")
         print(f"load average: {os.getloadavg()[0]:.2f}")
         return 0 if failures == 0 else 1
     finally:

@@ -246,7 +246,7 @@ def test_count_tokens_is_asked_for_the_body_the_model_would_receive(tmp_path):
 
 
 def test_an_openai_chat_conversation_is_managed_and_its_usage_read(tmp_path):
-    from ctxkit.transcript.plain import to_openai
+    from ctxkit.transcript.plain.messages import to_openai
 
     messages = to_openai(synthetic(40, 3_000, big_every=4))
     records = []
