@@ -11,6 +11,7 @@ from ctxkit import load_policy
 from ctxkit.reports import replay
 from ctxkit.reports.pricing import load_pricing
 from ctxkit.reports.simulate import simulate
+from ctxkit.tokens import make_counter
 from ctxkit.transcript.lineindex import LineIndex
 
 
@@ -52,3 +53,27 @@ def test_resumed_reads_give_what_full_reads_give(tmp_path, monkeypatch):
     monkeypatch.setattr(replay.GrowingRead, "_resume", lambda self: None)
     monkeypatch.setattr(replay.PolicyReplay, "_output_resume", lambda self, read, out: None)
     assert _simulate(path, tmp_path) == resumed
+
+
+def test_a_block_sent_before_is_hashed_once_with_the_same_pieces(tmp_path, monkeypatch):
+    """Each step's request repeats the blocks of the one before at the same places: their piece digests
+    are kept with the block, so a replay hashes each block about once, and the pieces are the ones a
+    fresh count of every request gives."""
+    path = _session(tmp_path, 10)
+    lines = path.read_bytes().splitlines(keepends=True)
+    pol = load_policy(None, [], cwd=tmp_path)
+    counter = make_counter(pol.estimator, model=pol.model)
+    hashed = []
+    original = replay._digest
+    monkeypatch.setattr(replay, "_digest", lambda *parts: hashed.append(parts) or original(*parts))
+    growing, memo, shared, fresh = replay.GrowingRead(tmp_path / "grown.jsonl"), {}, [], []
+    for k in range(0, len(lines), 4):
+        t = growing.add(lines[k:k + 4])
+        shared.append(replay.request_segments(t, pol, counter, None, memo))
+        fresh.append(replay.request_segments(t, pol, counter, None, {}))
+    assert shared == fresh
+    sent = sum(len(ps) for ps in fresh)
+    blocks = len(fresh[-1])
+    hashed_shared = len(hashed) - sent  # the fresh counts hash every block of every request
+    # (each prompt, a string, is a new block at every request: hashed again)
+    assert hashed_shared < 3 * blocks < sent / 2

@@ -37,6 +37,7 @@ from ..summarize.prompt import build_compact_prompt
 from ..transcript import read_transcript
 from ..transcript.claude_code.chain import leaf_uuid
 from ..transcript.model import Transcript
+from ..transcript.prompts import EARLIER
 from ..transcript.reader import Resume
 from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
@@ -89,7 +90,14 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for bi, block in enumerate(blocks):
             bare = _unmarked(block)
-            digest = _digest(mi, bi, msg["role"], bare)
+            # a block object sent before at the same place: its digest is known (the entry keeps the block
+            # alive, so its id is not another block's)
+            seen = memo.get((mi, bi, msg["role"], id(block)))
+            if seen is not None and seen[0] is block:
+                digest = seen[1]
+            else:
+                digest = _digest(mi, bi, msg["role"], bare)
+                memo[(mi, bi, msg["role"], id(block))] = (block, digest)
             tokens = memo.get(digest)
             if tokens is None:
                 tokens = memo[digest] = counter.count_message({"role": msg["role"], "content": [bare]})
@@ -112,6 +120,10 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece
     :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does."""
     head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in pieces if p.lead), lead=True)
     return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
+
+
+#: what a line index's memo keeps for a file that grew by whole lines (see :meth:`GrowingRead._resume`)
+_KEPT_AS_FILE_GROWS = frozenset({"input-line-facts", EARLIER})
 
 
 class GrowingRead:
@@ -142,7 +154,9 @@ class GrowingRead:
         if t is None or t.format != "claude-code" or t.info.bad_lines.count or not t.info.detected_early \
                 or not t.n_lines or not t.ends_with_newline():
             return None
-        t.lines.memo = {}  # maps over the lines read so far: built again for the longer file
+        # maps over the lines read so far are built again for the longer file; what is kept per line (its
+        # facts) and the earlier prompts (checked against the file when used, as a checkpoint's are) still hold
+        t.lines.memo = {k: v for k, v in t.lines.memo.items() if k in _KEPT_AS_FILE_GROWS}
         return Resume(t.lines, t.lines.end, True, parsed=t.parsed_input_lines())
 
 
