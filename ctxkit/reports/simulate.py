@@ -56,6 +56,7 @@ from .replayed import (
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
+from .agent_usage import agent_requests
 
 
 def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], policy: Policy,
@@ -118,13 +119,13 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     The result holds :class:`Row` objects under ``"rows"`` (for the HTML report) beside the JSON
     parts; :func:`session_json` keeps only what ``simulate --json`` prints."""
     t = read_transcript(path)  # an unreadable line stops here, named (exit 3); the steps read their own output
-    if t.format != "claude-code":
+    if t.format in ("anthropic", "openai") or not t.lines:  # a message list records no requests, no usage
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
                          f"usage); {what}")
     # each policy as it applies to this session: its model, max_tokens and cache lifetime where the policy names none
     policies = [(name, session_policy(pol, t)) for name, pol in policies]
-    everything = recorded_requests(t)
+    everything = recorded_requests(t) if t.format == "claude-code" else agent_requests(t)
     points = [r for r in everything if not r.sidechain]
     base = policies[0][1]
     first_model = points[0].model if points else base.model
