@@ -127,7 +127,7 @@ def _print_simulation(doc: dict[str, Any], parsed: tuple[str, list[str]] | None,
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return
-    tables = [_table(s, f"{s['session']} ({s['model']}, window {s['context_window']:,}, cache {s['cache_ttl']})")
+    tables = [_table(s, f"{s['session']} ({s['model'] or 'model unknown'}, window {s['context_window']:,}, cache {s['cache_ttl']})")
               for s in doc["sessions"]]
     if len(doc["sessions"]) > 1:
         tables.append(_table(doc["total"], f"total ({doc['total']['sessions']} sessions)"))

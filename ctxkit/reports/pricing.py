@@ -111,7 +111,9 @@ class PriceTable:
         elif (other := other_family(name)) is not None or "claude" not in name and family_and_version(name) is None:
             same = [(f[1], k) for k in self.models if (f := other_family(k)) and other and f[0] == other[0]]
             chosen = max(same)[1] if same else ""
-            self.warnings.append(f"no price for model {quote(model)} in {self.source}; " + (
+            self.warnings.append("the session names no model; its requests are priced as unknown: they count 0 USD "
+                                 "(their tokens are counted)" if not name else
+                                 f"no price for model {quote(model)} in {self.source}; " + (
                 f"priced as {chosen}, the newest {other[0]} model there" if other and same else  # type: ignore[index]
                 "priced as unknown: its requests count 0 USD (their tokens are counted)"))
         else:
