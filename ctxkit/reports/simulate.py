@@ -37,6 +37,7 @@ from ..tokens import budget_for, make_counter
 from ..tokens.session import session_policy
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
+from .agent_usage import agent_requests
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
 from .pricing import PriceTable, Usage
@@ -56,7 +57,6 @@ from .replayed import (
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
-from .agent_usage import agent_requests
 
 
 def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], policy: Policy,
