@@ -175,3 +175,21 @@ def test_the_model_table_knows_the_windows_of_the_agents_models():
     assert model_info("gpt-5.4").context_window == 1_050_000
     assert model_info("gemini-3-pro-preview").context_window == 1_048_576
     assert model_info("gemini-2.5-flash").max_output_tokens == 65_536
+
+
+def test_an_opencode_database_is_replayed_as_its_export_is(tmp_path):
+    msgs, n = [], 1
+    for k in range(6):
+        msgs += [oc.user(n, f"read f{k}"),
+                 oc.assistant(n + 1, n, "", [oc.tool(n + 1, 0, "read", {"filePath": f"f{k}"}, f"line {k} " * 800)],
+                              tokens=2_000 * (k + 1))]
+        n += 2
+    oc.database(tmp_path / "opencode.db", msgs)
+    oc.write(tmp_path / "export.json", msgs)
+    rows = []
+    for name in ("opencode.db", "export.json"):
+        done = ctxkit("simulate", "--json", name, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        s = json.loads(done.stdout)["sessions"][0]
+        rows.append({k: s[k] for k in ("recorded", "none")})
+    assert rows[0] == rows[1] and rows[0]["recorded"]["requests"] == 6 and rows[0]["recorded"]["cost_usd"] > 0
