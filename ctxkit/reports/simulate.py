@@ -3,7 +3,8 @@
 Each session is replayed request by request (:mod:`ctxkit.reports.replay`). For every row:
 
 * ``recorded`` — what the session's main chain was billed: its usage figures, each response counted
-  once with its final figures (:mod:`ctxkit.reports.usage`); ``sidechain`` holds its subagents'
+  once with its final figures (:mod:`ctxkit.reports.usage`; another agent's session: its own usage
+  records, :mod:`ctxkit.reports.agent_usage`); ``sidechain`` holds its subagents'
   requests (inline, and the files beside it), apart.
 * ``replayed`` — the session as it happened, through the cost model (:mod:`ctxkit.reports.replayed`):
   the check on the model, and with ``none`` the baseline every policy is compared with; its
@@ -114,7 +115,8 @@ def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Po
 def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: PriceTable, *,
                      context_window: int | None = None, cwd: Path | None = None,
                      summaries_as: str | None = None) -> dict[str, Any]:
-    """Replay one Claude Code session under each policy; returns its rows (see the module docstring).
+    """Replay one recorded session (Claude Code's, or another agent's: its requests from
+    :mod:`ctxkit.reports.agent_usage`) under each policy; returns its rows (see the module docstring).
 
     The result holds :class:`Row` objects under ``"rows"`` (for the HTML report) beside the JSON
     parts; :func:`session_json` keeps only what ``simulate --json`` prints."""
