@@ -18,7 +18,7 @@ from .completion import complete_policy
 if TYPE_CHECKING:
     from ..policy.model import Policy
 
-SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Claude Code transcripts to replay: files, "
+SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Sessions to replay (any agent ctxkit reads): files, "
                                                   "folders (every *.jsonl below, hidden folders skipped) or globs.")]
 
 
@@ -127,7 +127,7 @@ def _print_simulation(doc: dict[str, Any], parsed: tuple[str, list[str]] | None,
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return
-    tables = [_table(s, f"{s['session']} ({s['model']}, window {s['context_window']:,}, cache {s['cache_ttl']})")
+    tables = [_table(s, f"{s['session']} ({s['model'] or 'model unknown'}, window {s['context_window']:,}, cache {s['cache_ttl']})")
               for s in doc["sessions"]]
     if len(doc["sessions"]) > 1:
         tables.append(_table(doc["total"], f"total ({doc['total']['sessions']} sessions)"))
@@ -178,7 +178,7 @@ def _table(s: dict[str, Any], title: str) -> Any:
 @app.command("report")
 @handle_errors
 def report_cmd(
-    session: Annotated[str, typer.Argument(metavar="SESSION", help="A Claude Code transcript.")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="A session (any agent ctxkit reads).")],
     output: OutputOpt = None,
     policy: PoliciesOpt = None,
     set_: SetOpt = None,

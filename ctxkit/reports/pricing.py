@@ -8,7 +8,10 @@ the same shape.
 A model the table does not name is priced as the newest model of its family (opus, sonnet, haiku,
 fable, mythos: the highest version the table has) with a warning naming both, so that a request
 that has usage never costs 0. A model of no known family is priced as the newest model in the table,
-again with a warning. Dated ids (``claude-sonnet-4-5-20250929``), provider prefixes
+again with a warning. OpenAI's and Google's models (``gpt-5.1-codex``, ``gemini-2.5-pro``) have lines
+of their own (``gpt-codex``, ``gemini-pro``: the suffix): one the table lacks is priced as the newest of its
+line; a model of no line and no Claude family (``deepseek-chat``) is priced as unknown, at 0 USD with a
+warning, rather than as a model it is not. Dated ids (``claude-sonnet-4-5-20250929``), provider prefixes
 (``us.anthropic.``, ``anthropic/``) and Claude Code's ``[1m]`` marker resolve to the same entry.
 """
 from __future__ import annotations
@@ -29,6 +32,8 @@ RATE_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read"
 _FAMILIES = ("opus", "sonnet", "haiku", "fable", "mythos")
 _NEW_STYLE = re.compile(r"^claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?$")  # claude-opus-4-5
 _OLD_STYLE = re.compile(r"^claude-(\d+)(?:-(\d{1,2}))?-([a-z]+)$")  # claude-3-5-sonnet
+#: OpenAI's and Google's ids: gpt-5.1-codex, gpt-5-mini, gemini-2.5-pro, gemini-3-pro-preview
+_OTHER_STYLE = re.compile(r"^(gpt|gemini)-(\d+)(?:\.(\d+))?((?:-[a-z]+)*?)(?:-preview)?(?:-\d{2}-\d{4}|-\d{4}-\d{2}-\d{2})?$")
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,11 @@ def normalize_model(model: str) -> str:
         name = name[:-4]
     if "claude-" in name and not name.startswith("claude-"):
         name = name[name.index("claude-"):]
+    if "/" in name and "claude-" not in name:  # openai/gpt-5, google/gemini-2.5-pro (OpenRouter, OpenCode)
+        name = name.rsplit("/", 1)[1]
     name = re.sub(r"-\d{8}$", "", name)  # dated ids
+    if name.startswith(("gpt-", "gemini-")):  # gemini-3-pro-preview, gemini-2.5-flash-preview-09-2025, gpt-5-2025-08-07
+        name = re.sub(r"(-preview)?(-\d{2}-\d{4}|-\d{4}-\d{2}-\d{2})?$", "", name)
     name = re.sub(r"-v\d+(:\d+)?$", "", name)  # bedrock's -v1:0
     return name
 
@@ -70,6 +79,16 @@ def family_and_version(model: str) -> tuple[str, tuple[int, int]] | None:
     if m and m.group(3) in _FAMILIES:
         return m.group(3), (int(m.group(1)), int(m.group(2) or 0))
     return None
+
+
+def other_family(model: str) -> tuple[str, tuple[int, int]] | None:
+    """``("gpt-codex", (5, 1))`` for ``gpt-5.1-codex``, ``("gemini-pro", (3, 0))`` for
+    ``gemini-3-pro-preview``: OpenAI's and Google's models, by line (the suffix) and version."""
+    m = _OTHER_STYLE.match(model)
+    return (m.group(1) + m.group(4), (int(m.group(2)), int(m.group(3) or 0))) if m else None
+
+
+UNKNOWN_RATES = dict.fromkeys(RATE_KEYS, 0.0)
 
 
 class PriceTable:
@@ -89,6 +108,14 @@ class PriceTable:
         name = normalize_model(model)
         if name in self.models:
             chosen = name
+        elif (other := other_family(name)) is not None or "claude" not in name and family_and_version(name) is None:
+            same = [(f[1], k) for k in self.models if (f := other_family(k)) and other and f[0] == other[0]]
+            chosen = max(same)[1] if same else ""
+            self.warnings.append("the session names no model; its requests are priced as unknown: they count 0 USD "
+                                 "(their tokens are counted)" if not name else
+                                 f"no price for model {quote(model)} in {self.source}; " + (
+                f"priced as {chosen}, the newest {other[0]} model there" if other and same else  # type: ignore[index]
+                "priced as unknown: its requests count 0 USD (their tokens are counted)"))
         else:
             fam = family_and_version(name)
             same = [(v, k) for k in self.models if (f := family_and_version(k)) and f[0] == (fam[0] if fam else None)
@@ -106,7 +133,10 @@ class PriceTable:
         return chosen
 
     def rates(self, model: str, prompt_tokens: int = 0) -> dict[str, float]:
-        entry = self.models[self.resolve(model)]
+        chosen = self.resolve(model)
+        if not chosen:  # priced as unknown
+            return dict(UNKNOWN_RATES)
+        entry = self.models[chosen]
         long = entry.get("long_prompt")
         if long and prompt_tokens > int(long["threshold_tokens"]):
             return {k: float(long[k]) for k in RATE_KEYS}

@@ -3,7 +3,8 @@
 Each session is replayed request by request (:mod:`ctxkit.reports.replay`). For every row:
 
 * ``recorded`` — what the session's main chain was billed: its usage figures, each response counted
-  once with its final figures (:mod:`ctxkit.reports.usage`); ``sidechain`` holds its subagents'
+  once with its final figures (:mod:`ctxkit.reports.usage`; another agent's session: its own usage
+  records, :mod:`ctxkit.reports.agent_usage`); ``sidechain`` holds its subagents'
   requests (inline, and the files beside it), apart.
 * ``replayed`` — the session as it happened, through the cost model (:mod:`ctxkit.reports.replayed`):
   the check on the model, and with ``none`` the baseline every policy is compared with; its
@@ -37,6 +38,7 @@ from ..tokens import budget_for, make_counter
 from ..tokens.session import session_policy
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
+from .agent_usage import agent_requests
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
 from .pricing import PriceTable, Usage
@@ -113,18 +115,19 @@ def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Po
 def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: PriceTable, *,
                      context_window: int | None = None, cwd: Path | None = None,
                      summaries_as: str | None = None) -> dict[str, Any]:
-    """Replay one Claude Code session under each policy; returns its rows (see the module docstring).
+    """Replay one recorded session (Claude Code's, or another agent's: its requests from
+    :mod:`ctxkit.reports.agent_usage`) under each policy; returns its rows (see the module docstring).
 
     The result holds :class:`Row` objects under ``"rows"`` (for the HTML report) beside the JSON
     parts; :func:`session_json` keeps only what ``simulate --json`` prints."""
     t = read_transcript(path)  # an unreadable line stops here, named (exit 3); the steps read their own output
-    if t.format != "claude-code":
+    if t.format in ("anthropic", "openai") or not t.lines:  # a message list records no requests, no usage
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
                          f"usage); {what}")
     # each policy as it applies to this session: its model, max_tokens and cache lifetime where the policy names none
     policies = [(name, session_policy(pol, t)) for name, pol in policies]
-    everything = recorded_requests(t)
+    everything = recorded_requests(t) if t.format == "claude-code" else agent_requests(t)
     points = [r for r in everything if not r.sidechain]
     base = policies[0][1]
     first_model = points[0].model if points else base.model

@@ -48,7 +48,14 @@ KNOWN_MODELS: dict[str, ModelInfo] = {
     # OpenAI
     "gpt-4o": ModelInfo(128_000, 16_384),
     "gpt-4.1": ModelInfo(1_047_576, 32_768),
-    "gpt-5": ModelInfo(400_000, 128_000),
+    "gpt-5": ModelInfo(400_000, 128_000),  # gpt-5, 5.1, 5.2, 5.3 and their -codex lines
+    "gpt-5.4": ModelInfo(1_050_000, 128_000),
+    "gpt-5.5": ModelInfo(1_050_000, 128_000),
+    "gpt-5.4-mini": ModelInfo(400_000, 128_000),
+    "gpt-5.4-nano": ModelInfo(400_000, 128_000),
+    # Google
+    "gemini-2.5": ModelInfo(1_048_576, 65_536),
+    "gemini-3": ModelInfo(1_048_576, 65_536),
     "o3": ModelInfo(200_000, 100_000),
     "o4-mini": ModelInfo(200_000, 100_000),
 }
