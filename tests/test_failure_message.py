@@ -22,8 +22,9 @@ def test_a_failed_compaction_after_microcompact_says_the_output_holds_its_cleari
     assert lines[0].endswith("it reads: 'garbage'; autocompact changed nothing")
     assert any(line.startswith("microcompact: applied: cleared 4 old tool result(s) [") for line in lines)
     # (the counts depend a little on the store's path, which the persisted preview names)
-    assert re.fullmatch(r"ctxkit: error: autocompact failed; the output was written with the changes of "
-                        r"tool-result-budget, microcompact \(56,139 -> 10,9\d\d tokens\)", lines[-1]), lines[-1]
+    last = re.fullmatch(r"ctxkit: error: autocompact failed; the output was written with the changes of "
+                        r"tool-result-budget, microcompact \(56,139 -> ([\d,]+) tokens\)", lines[-1])
+    assert last and int(last.group(1).replace(",", "")) < 56_139 / 4, lines[-1]  # the clearings' count, far below
     assert "is unchanged" not in r.stderr
     assert Path("out.jsonl").read_bytes() != EXAMPLE.read_bytes()  # what the last line says was written
 
