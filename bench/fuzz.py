@@ -14,6 +14,8 @@ input to a minimal failing case, which is printed. Exit status 1 when anything w
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import os
 import sys
 import time
@@ -47,14 +49,44 @@ def outcome(case: fuzz_inputs.Case) -> str | None:
     return f"misbehaved: {wrong[:120]}" if wrong else None
 
 
+def save(case: fuzz_inputs.Case, folder: Path, name: str) -> Path:
+    """Write ``case`` whole (its printed form cuts long lines), so that ``--replay`` can run it again."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"case-{name}.json"
+    b64 = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
+    out.write_text(json.dumps({"seed": case.seed, "command": case.command, "policy": case.policy,
+                               "side": None if case.side is None else b64(case.side),
+                               "lines": [b64(x) for x in case.lines]}), encoding="utf-8")
+    return out
+
+
+def replay(paths: list[Path]) -> int:
+    """Run saved cases again: what each does now, and how long it took."""
+    bad = 0
+    for path in paths:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        case = fuzz_inputs.Case(d["seed"], [base64.b64decode(x) for x in d["lines"]], d["command"], d["policy"],
+                                None if d["side"] is None else base64.b64decode(d["side"]))
+        start = time.monotonic()
+        sig = outcome(case)
+        bad += sig is not None
+        print(f"{path}: {case.command} on {case.seed}: {sig or 'fine'} in {time.monotonic() - start:.1f} s")
+    return 1 if bad else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=30, help="seconds before a case counts as a hang")
     ap.add_argument("--no-shrink", action="store_true", help="count only; do not minimize what was found")
+    ap.add_argument("--save", type=Path, default=Path("fuzz-found"),
+                    help="folder each new kind of problem's first case is saved to, whole (default: fuzz-found)")
+    ap.add_argument("--replay", type=Path, nargs="+", help="run saved cases again instead of exploring")
     args = ap.parse_args()
     fuzz_inputs.CASE_TIMEOUT = args.timeout
+    if args.replay:
+        return replay(args.replay)
     fuzz_inputs.seeds()
     found: dict[str, int] = {}
     first: dict[str, fuzz_inputs.Case] = {}
@@ -72,7 +104,9 @@ def main() -> int:
             found[sig] = found.get(sig, 0) + 1
             if sig not in first:  # said at once: a long run cut short still tells what it found
                 first[sig] = case
-                print(f"... new after {counts['cases']} cases: {sig}\n{case!r}"[:6000], file=sys.stderr, flush=True)
+                saved = save(case, args.save, f"{args.seed}-{counts['cases']}")
+                print(f"... new after {counts['cases']} cases: {sig} (saved whole: {saved})\n{case!r}"[:6000],
+                      file=sys.stderr, flush=True)
         if counts["cases"] % 500 == 0:
             print(f"... {counts['cases']} cases, {sum(found.values())} problems, {time.monotonic() - start:.0f} s",
                   file=sys.stderr, flush=True)
