@@ -208,6 +208,15 @@ def build_app(settings: ProxySettings) -> Starlette:
                     outcome.conversation.manager.record_usage(dict(record.usage))
                 except Exception as exc:  # a count the manager cannot take costs it accuracy, not the request
                     record.warning = f"the response's usage was not recorded ({type(exc).__name__}: {exc})"
+            if outcome is not None and outcome.messages is not None and route and not route[1] \
+                    and record.status == 200 and outcome.conversation.log is not None:
+                try:
+                    outcome.conversation.log.append(model=outcome.model or "", messages=outcome.messages,
+                                                    usage=dict(record.usage), tokens_in=record.tokens_in,
+                                                    tokens_sent=record.tokens_sent, managed=record.managed,
+                                                    api=outcome.api or "anthropic")
+                except OSError as exc:  # a full disk costs the log a line, not the client its answer
+                    record.warning = f"the request was not logged in the store ({exc})"
             if settings.on_request is not None:
                 settings.on_request(record)
 

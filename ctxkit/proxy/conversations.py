@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .gate import Counted
+from .request_log import RequestLog
 
 
 def _digest(value: Any) -> str:
@@ -59,6 +60,7 @@ class Conversation:
     last_sent_at: float | None = None  # time.monotonic() of that request
     requests: int = 0
     counted: tuple[Counted, Counted] = field(default_factory=lambda: (Counted(), Counted()))  # original, managed
+    log: RequestLog | None = None  # what each request cost, for simulate and report (:mod:`.request_log`)
 
 
 class Conversations:
@@ -84,7 +86,8 @@ class Conversations:
         if found is None:
             name = short_name(key)
             model = body.get("model") if isinstance(body.get("model"), str) else None
-            found = Conversation(name, self._make(self.store / "proxy" / name, model))
+            folder = self.store / "proxy" / name
+            found = Conversation(name, self._make(folder, model), log=RequestLog(folder))
             self._by_key[key] = found
             while len(self._by_key) > self.keep:
                 self._by_key.popitem(last=False)

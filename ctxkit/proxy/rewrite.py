@@ -39,6 +39,9 @@ class Outcome:
     #: the body sent is the manager's answer (managed, or unchanged by it): the response's usage counts
     #: what the manager returned, so it is fed back; not after a failure, the gate's veto or a dry run
     usage_fits: bool = False
+    model: str | None = None
+    api: Api | None = None
+    messages: list[dict] | None = None  # the original messages (managed requests only)
 
 
 def dump_body(body: dict[str, Any]) -> bytes:
@@ -101,7 +104,7 @@ async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dr
     out = dump_body({**body, "messages": managed}) if send_managed else raw
     t_sent = verdict.tokens_managed if send_managed else t_in
     return Outcome(out, conv, verdict, send_managed, tokens_in=t_in, tokens_sent=t_sent,
-                   usage_fits=verdict is None or send_managed)
+                   usage_fits=verdict is None or send_managed, model=model, api=api, messages=original)
 
 
 async def _prepared(manager: Any, messages: list[dict], body: dict[str, Any], api: Api) -> list[dict]:

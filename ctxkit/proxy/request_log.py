@@ -1,0 +1,153 @@
+"""What each proxied request cost, kept in the conversation's store for ``simulate`` and ``report``.
+
+The live journals (:mod:`ctxkit.live.state`) keep what was sent, not what it was billed, and only digests
+of the messages. So the proxy appends, per conversation, to ``STORE/proxy/<name>/``:
+
+* ``requests.jsonl`` — one short line per answered request: when, the model, the usage the upstream
+  reported (Anthropic shape), tokens in → sent, whether the managed body went, and how many of the
+  conversation's original messages the request held;
+* ``messages.jsonl`` — the conversation's original messages, one a line, each written once: a request
+  appends the messages past those already written, so the file grows as the conversation does. A request
+  whose list does not continue what is written (the agent compacted or edited its history) starts a
+  new pair of files, the old pair renamed aside (``messages.<n>.jsonl``, ``requests.<n>.jsonl``), never
+  overwritten: each pair is one session for :func:`as_claude_code`.
+
+Both are appends of whole lines (a line cut short by a killed process is skipped when read). Count-only
+requests (``count_tokens``) and failed ones are not logged: they are no turn of the conversation.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REQUESTS = "requests.jsonl"
+MESSAGES = "messages.jsonl"
+
+
+def _line(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value) + b"\n"
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def read_lines(path: Path) -> list[Any]:
+    """The whole JSON lines of ``path`` (none when it is missing); a last line cut short is left out."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # cut short: the request it began was not finished being logged
+    return out
+
+
+class RequestLog:
+    """One conversation's log (see the module docstring); ``folder`` is its ``STORE/proxy/<name>``."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._written: list[bytes] | None = None  # the lines of messages.jsonl, once read
+
+    def _messages_written(self) -> list[bytes]:
+        if self._written is None:
+            self._written = [_line(m) for m in read_lines(self.folder / MESSAGES)]
+        return self._written
+
+    def append(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
+               tokens_sent: int | None, managed: bool, api: str = "anthropic") -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        lines = [_line(m) for m in messages]
+        written = self._messages_written()
+        if lines[:len(written)] != written:  # a history the agent rewrote: a new file, the old one kept
+            n = 1
+            while (self.folder / f"messages.{n}.jsonl").exists():
+                n += 1
+            (self.folder / MESSAGES).rename(self.folder / f"messages.{n}.jsonl")
+            if (self.folder / REQUESTS).exists():
+                (self.folder / REQUESTS).rename(self.folder / f"requests.{n}.jsonl")
+            written.clear()
+        if len(lines) > len(written):
+            with open(self.folder / MESSAGES, "ab") as f:
+                f.write(b"".join(lines[len(written):]))
+            written.extend(lines[len(written):])
+        entry = {"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                 "api": api, "model": model, "usage": usage, "tokens_in": tokens_in, "tokens_sent": tokens_sent,
+                 "managed": managed, "messages": len(lines)}
+        with open(self.folder / REQUESTS, "ab") as f:
+            f.write(_line(entry))
+
+
+# -- read back, for simulate and report ---------------------------------------------------------------
+NOT_KEPT = "(the answer to the last request is not kept in the proxy's store; its usage is)"
+
+
+def proxy_sessions(folder: Path) -> list[tuple[Path, Path]]:
+    """The (messages, requests) file pairs under ``folder``: a proxy's store (``STORE``, its ``proxy``
+    folder) or one conversation's folder. None: ``folder`` holds no proxy log."""
+    if (folder / REQUESTS).is_file():
+        convs = [folder]
+    else:
+        convs = sorted({p.parent for p in [*folder.glob(f"proxy/*/{REQUESTS}"), *folder.glob(f"*/{REQUESTS}")]})
+    out = []
+    for conv in convs:
+        older = sorted(conv.glob("requests.*.jsonl"), key=lambda p: int(p.name.split(".")[1])
+                       if p.name.split(".")[1].isdigit() else 0)
+        for req in [*older, conv / REQUESTS]:
+            if req.is_file():
+                out.append((conv / req.name.replace("requests", "messages", 1), req))
+    return out
+
+
+def is_anthropic(requests_path: Path) -> bool:
+    """Whether a logged conversation speaks the Anthropic Messages API (the one simulate replays)."""
+    return all(r.get("api", "anthropic") == "anthropic" for r in read_lines(requests_path) if isinstance(r, dict))
+
+
+def _blocks(content: Any) -> Any:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
+    """One logged conversation as a Claude Code transcript's lines, so that simulate replays it as it replays
+    any session: each original message a line; the answer to each request (the message after the ones it
+    held) carries the model and usage the upstream reported; an assistant message no logged request
+    answered (history the agent brought) is marked ``<synthetic>``, no request. The last request's answer
+    is not in the log (no later request held it): a placeholder carries its usage."""
+    messages = read_lines(messages_path)
+    if not is_anthropic(requests_path):
+        raise ValueError(f"{requests_path}: an OpenAI Chat Completions conversation; simulate replays the "
+                         "proxy's Anthropic Messages conversations only")
+    requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)]
+    answered = {r["messages"]: r for r in requests if r["messages"] <= len(messages)}
+    if len(messages) in answered:
+        messages = [*messages, {"role": "assistant", "content": NOT_KEPT}]
+    lines, parent = [], None
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            continue
+        req = answered.get(i) if m["role"] == "assistant" else None
+        at = next((r["at"] for r in requests if r["messages"] >= i), requests[-1]["at"] if requests else None)
+        message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content"))}
+        if m["role"] == "assistant":
+            message = {"id": f"msg_proxy_{i}", "type": "message", **message,
+                       "model": str(req["model"]) if req else "<synthetic>",
+                       "usage": req["usage"] if req and isinstance(req.get("usage"), dict) else {}}
+        uuid = f"proxy-{i:06d}"
+        lines.append({"parentUuid": parent, "isSidechain": False, "type": m["role"], "message": message,
+                      "uuid": uuid, "timestamp": at or "1970-01-01T00:00:00.000Z", "sessionId": requests_path.parent.name})
+        parent = uuid
+    return lines
