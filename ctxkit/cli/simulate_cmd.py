@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from ..policy.model import Policy
 
 SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Sessions to replay (any agent ctxkit reads): files, "
-                                                  "folders (every *.jsonl below, hidden folders skipped) or globs.")]
+                                                  "folders (every *.jsonl below, hidden folders skipped) or globs; "
+                                                  "a ctxkit proxy's store: each conversation it served.")]
 
 
 def _session_files(args: list[str]) -> list[str]:
@@ -32,6 +34,37 @@ def _session_files(args: list[str]) -> list[str]:
     if remote:
         raise UsageError(f"simulate reads local files only; copy {quote(remote[0])} here first")
     return [i.source for i in items]
+
+
+def _proxy_logs(args: list[str], tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """The arguments with each proxy store (or conversation folder of one) replaced by its conversations,
+    written under ``tmp`` as Claude Code sessions (:func:`ctxkit.proxy.request_log.as_claude_code`), and
+    the name each is shown with (its ``requests.jsonl``). docs/proxy.md, "What a proxied day cost"."""
+    from ..proxy.request_log import as_claude_code, proxy_sessions
+    out, labels = [], {}
+    for arg in args:
+        pairs = proxy_sessions(Path(arg)) if arg != "-" and Path(arg).is_dir() else []
+        if not pairs:
+            out.append(arg)
+            continue
+        for k, (messages, requests) in enumerate(pairs):
+            try:
+                lines = as_claude_code(messages, requests)
+            except ValueError as exc:
+                print_warnings([str(exc)])
+                continue
+            session = tmp / f"{k}-{requests.parent.name}.jsonl"
+            session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+            out.append(str(session))
+            labels[str(session)] = str(requests)
+    return out, labels
+
+
+def _relabel(doc: dict[str, Any], results: list[dict[str, Any]], labels: dict[str, str]) -> None:
+    for s in [*doc["sessions"], *results]:
+        s["session"] = labels.get(s["session"], s["session"])
+
+
 PoliciesOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy", "-p", metavar="FILE|NAME", help="A policy to simulate (file or built-in name); repeat to compare "
     "several side by side (default: the policy compact would use).", autocompletion=complete_policy)]
@@ -109,8 +142,11 @@ def simulate_cmd(
         stderr_console().print(f"ctxkit: error: {exc.message}", markup=False)
         failed.append(int(exc.exit_code))
 
-    doc, _ = simulate(_session_files(sessions), rows, prices, context_window=context_window, cwd=Path.cwd(),
-                      sweep=parsed, on_error=skip, summaries_as=summaries_as)
+    with tempfile.TemporaryDirectory(prefix="ctxkit-proxy-sessions-") as tmp:
+        args, labels = _proxy_logs(sessions, Path(tmp))
+        doc, results = simulate(_session_files(args), rows, prices, context_window=context_window, cwd=Path.cwd(),
+                                sweep=parsed, on_error=skip, summaries_as=summaries_as)
+    _relabel(doc, results, labels)
     if failed and not doc["sessions"]:
         raise typer.Exit(max(failed))
     for s in doc["sessions"]:
@@ -178,7 +214,8 @@ def _table(s: dict[str, Any], title: str) -> Any:
 @app.command("report")
 @handle_errors
 def report_cmd(
-    session: Annotated[str, typer.Argument(metavar="SESSION", help="A session (any agent ctxkit reads).")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="A session (any agent ctxkit reads), "
+                                     "or one conversation's folder in a ctxkit proxy's store.")],
     output: OutputOpt = None,
     policy: PoliciesOpt = None,
     set_: SetOpt = None,
@@ -198,12 +235,18 @@ def report_cmd(
     from ..reports.simulate import simulate
 
     check_output(output)
-    if Path(session).is_dir():
-        raise UsageError(f"{quote(session)} is a folder: report draws one session (simulate takes folders)")
     rows, _ = _policies(policy, set_, None, context_window)
     prices = load_pricing(pricing)
-    doc, results = simulate([session], rows, prices, context_window=context_window, cwd=Path.cwd(),
-                            summaries_as=summaries_as)
+    with tempfile.TemporaryDirectory(prefix="ctxkit-proxy-sessions-") as tmp:
+        args, labels = _proxy_logs([session], Path(tmp))
+        if len(args) != 1 or Path(args[0]).is_dir():
+            what = f"holds {len(args)} proxied conversations" if labels or not args else "is a folder"
+            raise UsageError(f"{quote(session)} {what}: report draws one session (simulate takes folders; "
+                             "give report one conversation's folder, STORE/proxy/<name>)")
+        doc, results = simulate(args, rows, prices, context_window=context_window, cwd=Path.cwd(),
+                                summaries_as=summaries_as)
+    _relabel(doc, results, labels)
+    session = doc["sessions"][0]["session"]
     print_warnings([f"{session}: {w}" for w in doc["sessions"][0]["warnings"]])
     page = render_report(doc["sessions"][0], results[0], prices)
     with atomic_output(output) as out:

@@ -1,0 +1,82 @@
+"""``ctxkit simulate`` and ``ctxkit report`` on a proxy's store: the proxy run against the stand-in upstream
+for a few requests, then its store replayed; the recorded row is what the upstream reported."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx2
+from proxy_upstream import Answer, RunningProxy, Upstream
+
+from ctxkit.cli.main import app
+from ctxkit.proxy import ProxySettings
+from ctxkit.proxy.conversations import live_managers
+from ctxkit.proxy.request_log import MESSAGES, REQUESTS, RequestLog, proxy_sessions
+
+USAGES = [{"input_tokens": 40 + i, "output_tokens": 5 + i, "cache_creation_input_tokens": 300 + 10 * i,
+           "cache_read_input_tokens": 100 * i} for i in range(4)]
+
+
+
+
+def _serve(store: Path, users: list[str]) -> None:
+    """Two conversations through the proxy, each sent as an agent sends it, each answer with its usage."""
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=store)) as proxy:
+        for user in users:
+            messages: list[dict] = [{"role": "user", "content": f"Hello from {user}: list the files."}]
+            for i, usage in enumerate(USAGES):
+                up.script.append(Answer.sse(f"answer {i}", usage, pieces=2))
+                body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages, "stream": True,
+                        "metadata": {"user_id": user}}
+                assert httpx2.post(proxy.url + "/v1/messages", json=body, timeout=60).status_code == 200
+                messages = [*messages, {"role": "assistant", "content": [{"type": "text", "text": f"answer {i}"}]},
+                            {"role": "user", "content": f"Go on with step {i + 1}."}]
+            # a count is no turn: not logged
+            assert httpx2.post(proxy.url + "/v1/messages/count_tokens", json=body, timeout=60).status_code == 200
+
+
+def test_simulate_on_a_proxys_store_bills_the_recorded_row_as_the_upstream_reported(tmp_path, runner):
+    store = tmp_path / "store"
+    _serve(store, ["alice", "bob"])
+    assert len(proxy_sessions(store)) == 2
+    done = runner.invoke(app, ["simulate", str(store), "--json"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.stdout)
+    assert len(doc["sessions"]) == 2
+    for s in doc["sessions"]:
+        assert s["session"].endswith(REQUESTS) and str(store) in s["session"]
+        rec = s["recorded"]
+        assert rec["requests"] == len(USAGES)
+        for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            assert rec[key] == sum(u[key] for u in USAGES), key
+        assert s["none"]["requests"] == len(USAGES) and s["policies"][0]["requests"] == len(USAGES)
+    total = doc["total"]["recorded"]
+    assert total["output_tokens"] == 2 * sum(u["output_tokens"] for u in USAGES)
+
+
+def test_report_draws_one_proxied_conversation_and_refuses_the_whole_store(tmp_path, runner):
+    store = tmp_path / "store"
+    _serve(store, ["alice", "bob"])
+    page = tmp_path / "day.html"
+    refused = runner.invoke(app, ["report", str(store), "-o", str(page)])
+    assert refused.exit_code == 2 and "holds 2 proxied conversations" in refused.stderr and not page.exists()
+    conversation = proxy_sessions(store)[0][1].parent
+    done = runner.invoke(app, ["report", str(conversation), "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    assert str(conversation / REQUESTS) in page.read_text("utf-8")
+
+
+def test_a_history_the_agent_rewrote_starts_a_new_log_and_keeps_the_old(tmp_path):
+    log = RequestLog(tmp_path)
+    first = [{"role": "user", "content": "one"}]
+    log.append(model="claude-sonnet-4-5", messages=first, usage={"input_tokens": 1}, tokens_in=1, tokens_sent=1,
+               managed=False)
+    log.append(model="claude-sonnet-4-5", messages=[*first, {"role": "assistant", "content": "a"},
+                                                     {"role": "user", "content": "two"}],
+               usage={"input_tokens": 2}, tokens_in=2, tokens_sent=2, managed=False)
+    assert len((tmp_path / MESSAGES).read_text().splitlines()) == 3  # each message written once
+    log.append(model="claude-sonnet-4-5", messages=[{"role": "user", "content": "summary, then on"}],
+               usage={"input_tokens": 3}, tokens_in=3, tokens_sent=3, managed=False)
+    assert len((tmp_path / "messages.1.jsonl").read_text().splitlines()) == 3
+    assert len((tmp_path / "requests.1.jsonl").read_text().splitlines()) == 2
+    assert [p[1].name for p in proxy_sessions(tmp_path)] == ["requests.1.jsonl", REQUESTS]
