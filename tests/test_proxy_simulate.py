@@ -26,7 +26,11 @@ def _serve(store: Path, users: list[str]) -> None:
             messages: list[dict] = [{"role": "user", "content": f"Hello from {user}: list the files."}]
             for i, usage in enumerate(USAGES):
                 up.script.append(Answer.sse(f"answer {i}", usage, pieces=2))
-                body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages, "stream": True,
+                # the mark moves to the last message, as Claude Code moves it (not onto the first: the
+                # proxy names a conversation by its first message as sent)
+                marked = messages if i == 0 else [*messages[:-1], {"role": "user", "content": [
+                    {"type": "text", "text": messages[-1]["content"], "cache_control": {"type": "ephemeral"}}]}]
+                body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": marked, "stream": True,
                         "metadata": {"user_id": user}}
                 assert httpx2.post(proxy.url + "/v1/messages", json=body, timeout=60).status_code == 200
                 messages = [*messages, {"role": "assistant", "content": [{"type": "text", "text": f"answer {i}"}]},
@@ -38,7 +42,8 @@ def _serve(store: Path, users: list[str]) -> None:
 def test_simulate_on_a_proxys_store_bills_the_recorded_row_as_the_upstream_reported(tmp_path, runner):
     store = tmp_path / "store"
     _serve(store, ["alice", "bob"])
-    assert len(proxy_sessions(store)) == 2
+    assert len(proxy_sessions(store)) == 2  # one pair of files each: a moving cache mark is no rewrite
+    assert not list(store.glob("proxy/*/messages.1.jsonl"))
     done = runner.invoke(app, ["simulate", str(store), "--json"])
     assert done.exit_code == 0, done.output
     doc = json.loads(done.stdout)
@@ -80,3 +85,28 @@ def test_a_history_the_agent_rewrote_starts_a_new_log_and_keeps_the_old(tmp_path
     assert len((tmp_path / "messages.1.jsonl").read_text().splitlines()) == 3
     assert len((tmp_path / "requests.1.jsonl").read_text().splitlines()) == 2
     assert [p[1].name for p in proxy_sessions(tmp_path)] == ["requests.1.jsonl", REQUESTS]
+
+
+def test_an_openai_conversation_in_the_store_is_skipped_with_a_warning(tmp_path, runner):
+    store = tmp_path / "store"
+    _serve(store, ["alice"])
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=store)) as proxy:
+        up.script.append(Answer(200, [json.dumps({"id": "c", "object": "chat.completion", "choices": [],
+                                                  "usage": {"prompt_tokens": 90, "completion_tokens": 2}}).encode()]))
+        body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+        assert httpx2.post(proxy.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
+    assert len(proxy_sessions(store)) == 2  # one pair of files each: a moving cache mark is no rewrite
+    assert not list(store.glob("proxy/*/messages.1.jsonl"))
+    done = runner.invoke(app, ["simulate", str(store), "--json"])
+    assert done.exit_code == 0, done.output
+    assert "OpenAI Chat Completions conversation" in done.stderr
+    assert len(json.loads(done.stdout)["sessions"]) == 1
+
+
+def test_a_store_with_nothing_to_replay_is_a_usage_error(tmp_path, runner):
+    folder = tmp_path / "store" / "proxy" / "0123456789ab"
+    folder.mkdir(parents=True)
+    (folder / REQUESTS).write_text('{"api":"openai","model":"gpt-4.1","usage":{},"messages":1}\n')
+    (folder / MESSAGES).write_text('{"role":"user","content":"hi"}\n')
+    done = runner.invoke(app, ["simulate", str(tmp_path / "store")])
+    assert done.exit_code == 2 and "none of the proxy's conversations there can be replayed" in done.stderr

@@ -47,16 +47,20 @@ def _proxy_logs(args: list[str], tmp: Path) -> tuple[list[str], dict[str, str]]:
         if not pairs:
             out.append(arg)
             continue
-        for k, (messages, requests) in enumerate(pairs):
+        before = len(out)
+        for messages, requests in pairs:
             try:
                 lines = as_claude_code(messages, requests)
             except ValueError as exc:
                 print_warnings([str(exc)])
                 continue
-            session = tmp / f"{k}-{requests.parent.name}.jsonl"
+            session = tmp / f"{len(labels)}-{requests.parent.name}.jsonl"  # unique across stores
             session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
             out.append(str(session))
             labels[str(session)] = str(requests)
+        if len(out) == before:
+            raise UsageError(f"{quote(arg)}: none of the proxy's conversations there can be replayed (see the "
+                             "warnings above)")
     return out, labels
 
 
@@ -240,7 +244,7 @@ def report_cmd(
     with tempfile.TemporaryDirectory(prefix="ctxkit-proxy-sessions-") as tmp:
         args, labels = _proxy_logs([session], Path(tmp))
         if len(args) != 1 or Path(args[0]).is_dir():
-            what = f"holds {len(args)} proxied conversations" if labels or not args else "is a folder"
+            what = f"holds {len(args)} proxied conversations" if labels else "is a folder"
             raise UsageError(f"{quote(session)} {what}: report draws one session (simulate takes folders; "
                              "give report one conversation's folder, STORE/proxy/<name>)")
         doc, results = simulate(args, rows, prices, context_window=context_window, cwd=Path.cwd(),

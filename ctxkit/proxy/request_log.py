@@ -6,10 +6,11 @@ of the messages. So the proxy appends, per conversation, to ``STORE/proxy/<name>
 * ``requests.jsonl`` — one short line per answered request: when, the model, the usage the upstream
   reported (Anthropic shape), tokens in → sent, whether the managed body went, and how many of the
   conversation's original messages the request held;
-* ``messages.jsonl`` — the conversation's original messages, one a line, each written once: a request
-  appends the messages past those already written, so the file grows as the conversation does. A request
-  whose list does not continue what is written (the agent compacted or edited its history) starts a
-  new pair of files, the old pair renamed aside (``messages.<n>.jsonl``, ``requests.<n>.jsonl``), never
+* ``messages.jsonl`` — the conversation's original messages, one a line, each written once and without
+  its ``cache_control`` marks (agents move them every request; simulate models the cache itself): a
+  request appends the messages past those already written, so the file grows as the conversation does.
+  A request whose list does not continue what is written (fewer messages, or the first or the last one
+  written is not the same: the agent compacted or edited its history) starts a new pair of files, the old pair renamed aside (``messages.<n>.jsonl``, ``requests.<n>.jsonl``), never
   overwritten: each pair is one session for :func:`as_claude_code`.
 
 Both are appends of whole lines (a line cut short by a killed process is skipped when read). Count-only
@@ -18,11 +19,14 @@ requests (``count_tokens``) and failed ones are not logged: they are no turn of 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from .gate import without_marks
 
 REQUESTS = "requests.jsonl"
 MESSAGES = "messages.jsonl"
@@ -60,33 +64,42 @@ class RequestLog:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self._written: list[bytes] | None = None  # the lines of messages.jsonl, once read
+        self._written: tuple[int, bytes, bytes] | None = None  # messages.jsonl: how many, its first and last
 
-    def _messages_written(self) -> list[bytes]:
+    def _messages_written(self) -> tuple[int, bytes, bytes]:
         if self._written is None:
-            self._written = [_line(m) for m in read_lines(self.folder / MESSAGES)]
+            lines = [_line(m) for m in read_lines(self.folder / MESSAGES)]
+            self._written = (len(lines), lines[0], lines[-1]) if lines else (0, b"", b"")
         return self._written
+
+    def _continues(self, messages: list[dict]) -> bool:
+        """Whether ``messages`` go on from what is written: as many at least, the first and the last written
+        the same. Only those two are compared (each request's own work stays the size of what it adds; a
+        history rewritten in between without changing either is logged as if it went on)."""
+        n, first, last = self._messages_written()
+        return n == 0 or (len(messages) >= n and _line(without_marks(messages[0])) == first
+                          and _line(without_marks(messages[n - 1])) == last)
 
     def append(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
                tokens_sent: int | None, managed: bool, api: str = "anthropic") -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        lines = [_line(m) for m in messages]
-        written = self._messages_written()
-        if lines[:len(written)] != written:  # a history the agent rewrote: a new file, the old one kept
+        if not self._continues(messages):  # a history the agent rewrote: a new pair of files, the old one kept
             n = 1
             while (self.folder / f"messages.{n}.jsonl").exists():
                 n += 1
             (self.folder / MESSAGES).rename(self.folder / f"messages.{n}.jsonl")
             if (self.folder / REQUESTS).exists():
                 (self.folder / REQUESTS).rename(self.folder / f"requests.{n}.jsonl")
-            written.clear()
-        if len(lines) > len(written):
+            self._written = (0, b"", b"")
+        count, first, last = self._messages_written()
+        new = [_line(without_marks(m)) for m in messages[count:]]
+        if new:
             with open(self.folder / MESSAGES, "ab") as f:
-                f.write(b"".join(lines[len(written):]))
-            written.extend(lines[len(written):])
+                f.write(b"".join(new))
+            self._written = (len(messages), first or new[0], new[-1])
         entry = {"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                  "api": api, "model": model, "usage": usage, "tokens_in": tokens_in, "tokens_sent": tokens_sent,
-                 "managed": managed, "messages": len(lines)}
+                 "managed": managed, "messages": len(messages)}
         with open(self.folder / REQUESTS, "ab") as f:
             f.write(_line(entry))
 
@@ -101,7 +114,10 @@ def proxy_sessions(folder: Path) -> list[tuple[Path, Path]]:
     if (folder / REQUESTS).is_file():
         convs = [folder]
     else:
-        convs = sorted({p.parent for p in [*folder.glob(f"proxy/*/{REQUESTS}"), *folder.glob(f"*/{REQUESTS}")]})
+        found = [*folder.glob(f"proxy/*/{REQUESTS}"), *folder.glob(f"*/{REQUESTS}")]
+        # a conversation's folder is named by 12 hex digits (:func:`.conversations.short_name`): another
+        # tool's requests.jsonl in a folder of sessions is not taken for the proxy's
+        convs = sorted({p.parent for p in found if re.fullmatch(r"[0-9a-f]{12}", p.parent.name)})
     out = []
     for conv in convs:
         older = sorted(conv.glob("requests.*.jsonl"), key=lambda p: int(p.name.split(".")[1])
@@ -140,7 +156,7 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
             continue
         req = answered.get(i) if m["role"] == "assistant" else None
-        at = next((r["at"] for r in requests if r["messages"] >= i), requests[-1]["at"] if requests else None)
+        at = next((r.get("at") for r in requests if r["messages"] >= i), requests[-1].get("at") if requests else None)
         message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content"))}
         if m["role"] == "assistant":
             message = {"id": f"msg_proxy_{i}", "type": "message", **message,
@@ -148,6 +164,6 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
                        "usage": req["usage"] if req and isinstance(req.get("usage"), dict) else {}}
         uuid = f"proxy-{i:06d}"
         lines.append({"parentUuid": parent, "isSidechain": False, "type": m["role"], "message": message,
-                      "uuid": uuid, "timestamp": at or "1970-01-01T00:00:00.000Z", "sessionId": requests_path.parent.name})
+                      "uuid": uuid, "timestamp": at if isinstance(at, str) else "1970-01-01T00:00:00.000Z", "sessionId": requests_path.parent.name})
         parent = uuid
     return lines
