@@ -78,7 +78,7 @@ def test_report_of_a_folder_is_a_usage_error(runner, tmp_path):
     result = runner.invoke(app, ["report", str(tmp_path / "d"), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2
     assert result.stderr == (f"ctxkit: error: '{tmp_path / 'd'}' is a folder: report draws one session "
-                             "(simulate takes folders)\n")
+                             "(simulate takes folders; give report one conversation's folder, STORE/proxy/<name>)\n")
     assert not (tmp_path / "r.html").exists()
 
 
@@ -99,3 +99,40 @@ def test_a_session_without_usage_says_its_recorded_row_is_empty(runner, tmp_path
     assert result.exit_code == 0, result.stderr
     assert result.stderr == (f"ctxkit: warning: {bare}: the session records no usage on its main chain: the "
                              "recorded row is empty, and costs 0\n")
+
+
+@pytest.mark.parametrize("figure", ["1e300", "18446744073709551615", "-5"])
+def test_a_usage_figure_no_request_holds_is_not_a_count_in_a_real_session(runner, tmp_path, figure):
+    """As the fuzzer found it: a public session's first 40 lines, one answer's cache read 1e300."""
+    source = ROOT.parent / "shared" / "corpus" / "public" / "drmaciver" / "python-to-rust-port" / "transcript.jsonl"
+    if not source.exists():
+        pytest.skip("../shared/corpus is absent")
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)[:40]
+    k = next(i for i, x in enumerate(lines) if '"type":"assistant"' in x.replace(" ", "") and '"usage"' in x)
+    entry = json.loads(lines[k])
+    entry["message"]["usage"]["cache_read_input_tokens"] = json.loads(figure)
+    lines[k] = json.dumps(entry) + "\n"
+    (tmp_path / "odd.jsonl").write_text("".join(lines), encoding="utf-8")
+    result = runner.invoke(app, ["simulate", str(tmp_path / "odd.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sessions"][0]["recorded"]["cache_read_input_tokens"] < 10 ** 9
+
+
+@pytest.mark.parametrize("figure", ["1e300", "18446744073709551615", "-5"])
+def test_a_usage_figure_no_request_holds_is_not_a_count(runner, tmp_path, figure):
+    """The fuzzer's crash (exit 4, "Integer exceeds 64-bit range" writing the replay's transcript): a usage
+    figure of 1e300 was taken as a count and grew past what JSON holds. A figure below 0 or above a
+    billion is not a count: it is left out of the recorded row and simulate goes on."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    k = next(i for i, x in enumerate(lines) if '"cache_read_input_tokens"' in x)
+    entry = json.loads(lines[k])
+    plain = runner.invoke(app, ["simulate", str(EXAMPLE), "--json"])
+    entry["message"]["usage"]["cache_read_input_tokens"] = json.loads(figure)
+    lines[k] = json.dumps(entry) + "\n"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    result = runner.invoke(app, ["simulate", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    recorded = json.loads(result.stdout)["sessions"][0]["recorded"]
+    original = json.loads(plain.stdout)["sessions"][0]["recorded"]
+    assert 0 <= recorded["cache_read_input_tokens"] <= original["cache_read_input_tokens"]

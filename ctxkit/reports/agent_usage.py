@@ -26,14 +26,14 @@ from ..transcript.codex.items import event, kind, response_item
 from ..transcript.interface import handler
 from ..transcript.model import Transcript
 from .pricing import Usage
-from .usage import RecordedRequest, _instant
+from .usage import MAX_REPORTED_TOKENS, RecordedRequest, _instant
 
 _CODEX_RESPONSE_SIDE = ("function_call", "custom_tool_call", "local_shell_call", "reasoning", "web_search_call",
                         "image_generation_call")
 
 
 def _n(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_REPORTED_TOKENS else 0
 
 
 def _codex(t: Transcript, entries: list[int]) -> tuple[Usage | None, str | None]:

@@ -33,12 +33,19 @@ class RecordedRequest:
     sidechain: bool
 
 
+#: more tokens than any request holds: a usage figure above it is not a count (fuzzed or corrupted)
+MAX_REPORTED_TOKENS = 10 ** 9
+
+
 def _usage(raw: Any) -> Usage:
     raw = raw if isinstance(raw, dict) else {}
     creation = raw.get("cache_creation") if isinstance(raw.get("cache_creation"), dict) else {}
 
     def num(value: Any) -> int:
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        """A figure as the API reports one (a count from 0 to a billion); anything else (a negative, 1e300, a
+        string) is the transcript's noise, counted as not reported rather than priced or overflowing JSON."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS
+        return int(value) if ok else 0
 
     return Usage(input_tokens=num(raw.get("input_tokens")),
                  cache_creation_input_tokens=num(raw.get("cache_creation_input_tokens")),
