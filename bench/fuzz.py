@@ -83,11 +83,19 @@ def main() -> int:
     ap.add_argument("--save", type=Path, default=Path("fuzz-found"),
                     help="folder each new kind of problem's first case is saved to, whole (default: fuzz-found)")
     ap.add_argument("--replay", type=Path, nargs="+", help="run saved cases again instead of exploring")
+    ap.add_argument("--only", metavar="TEXT", help="draw only from the transcripts whose name holds TEXT")
+    ap.add_argument("--commands", metavar="C,C", help="draw only these commands (names as fuzz_inputs.COMMANDS)")
     args = ap.parse_args()
     fuzz_inputs.CASE_TIMEOUT = args.timeout
     if args.replay:
         return replay(args.replay)
-    fuzz_inputs.seeds()
+    pool = fuzz_inputs.seeds()
+    if args.only:  # e.g. to draw again, on a quiet machine, around a case that was slow on a busy one
+        pool.transcripts[:] = [t for t in pool.transcripts if args.only in t[0]]
+    if args.commands:
+        fuzz_inputs.COMMANDS = tuple(c for c in args.commands.split(",") if c in fuzz_inputs.COMMANDS)
+    if not pool.transcripts or not fuzz_inputs.COMMANDS:
+        ap.error("--only/--commands leave nothing to draw")
     found: dict[str, int] = {}
     first: dict[str, fuzz_inputs.Case] = {}
     counts = {"cases": 0}
