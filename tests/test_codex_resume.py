@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from agent_sessions import compact_in_place
 from responses_standin import ResponsesStandIn, function_call, message
 
 CODEX_VERSION = "0.171.0"
@@ -74,15 +75,8 @@ def test_codex_resumes_a_rollout_ctxkit_compacted_with_the_compacted_history(tmp
     [rollout] = (home / "sessions").rglob("rollout-*.jsonl")
     session_id = json.loads(rollout.read_text().splitlines()[0])["payload"]["id"]
     before = rollout.read_bytes()
-    stats = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "stats", "--json", str(rollout)],
-                           capture_output=True, text=True, timeout=120)
-    assert json.loads(stats.stdout)["format"] == "codex"
     # compact it in place, as a user would between two runs of the agent
-    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "compact", "--force", "-p", "no-llm", "--store",
-                           str(tmp_path / "store"), str(rollout), "-o", str(rollout)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
-    assert rollout.read_bytes().startswith(before)
+    compact_in_place(rollout, "codex", tmp_path / "store")
     # resume in the genuine CLI: its next request is the compacted history, then the new prompt
     with ResponsesStandIn([[message("Resumed.")]]) as api:
         _configure(home, api.url)

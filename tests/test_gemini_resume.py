@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from agent_sessions import compact_in_place
 from gemini_standin import GeminiStandIn, function_call, text
 
 GEMINI_VERSION = "0.61.0"
@@ -71,14 +72,7 @@ def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tm
     [session] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
     before = session.read_bytes()
     session_id = json.loads(before.splitlines()[0])["sessionId"]
-    stats = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "stats", "--json", str(session)],
-                           capture_output=True, text=True, timeout=120)
-    assert json.loads(stats.stdout)["format"] == "gemini"
-    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "compact", "--force", "-p", "no-llm", "--store",
-                           str(tmp_path / "store"), str(session), "-o", str(session)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
-    assert session.read_bytes().startswith(before)
+    compact_in_place(session, "gemini", tmp_path / "store")
     # resume in the genuine CLI: its next request is the compacted history, then the new prompt
     with GeminiStandIn([[text("Resumed.")]]) as api:
         run(api, "--resume", session_id, "-p", "and now?")
