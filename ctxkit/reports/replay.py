@@ -157,7 +157,8 @@ class GrowingRead:
         # maps over the lines read so far are built again for the longer file; what is kept per line (its
         # facts) and the earlier prompts (checked against the file when used, as a checkpoint's are) still hold
         t.lines.memo = {k: v for k, v in t.lines.memo.items() if k in _KEPT_AS_FILE_GROWS}
-        return Resume(t.lines, t.lines.end, True, parsed=t.parsed_input_lines())
+        # (its chain and view go on from this read's)
+        return Resume(t.lines, t.lines.end, True, parsed=t.parsed_input_lines(), grown_from=t)
 
 
 @dataclass
@@ -268,7 +269,7 @@ class PolicyReplay:
             return None
         # the lines no stage edited are the input's, parsed already
         parsed = {i: d for i, d in out.parsed_input_lines().items() if i not in out.overrides}
-        return Resume(lines, lines.end, True, parsed=parsed)
+        return Resume(lines, lines.end, True, parsed=parsed, grown_from=out)
 
     def _summarizer_calls(self, result: PipelineResult, out: Transcript) -> list[dict[str, Any]]:
         """The summaries a compaction made: the history it summarized in, the compact prompt, the summary out;

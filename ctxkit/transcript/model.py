@@ -362,6 +362,10 @@ class Transcript:
             self._view = handler(self.format).project(self)
         return self._view
 
+    def computed_view(self) -> View | None:
+        """The view, if it was computed already (None otherwise: nothing is projected)."""
+        return self._view
+
     # -- writing --------------------------------------------------------------------------------
     def write(self, out: BinaryIO, originals: Callable[[bytes], bytes | None] | None = None) -> None:
         """Write the transcript in its own format: unchanged lines byte-for-byte (their line ending

@@ -13,6 +13,7 @@ from typing import BinaryIO
 from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
 from .aider import history as aider_history
+from .claude_code.grown import grown_from
 from .claude_code.projection import NAME as CLAUDE_CODE
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
@@ -66,6 +67,10 @@ class Resume:
     #: parsed copies of lines of the prefix, as :meth:`Transcript.parsed_input_lines` keeps them (the
     #: same bytes at the same index): not parsed again when the projection asks for them
     parsed: dict[int, dict] | None = None
+    #: the transcript the prefix was read as (an earlier read of the file, or the run whose output the prefix
+    #: is): its active chain and view go on from there, the new lines' only worked out
+    #: (:mod:`ctxkit.transcript.claude_code.grown`)
+    grown_from: Transcript | None = None
 
 
 def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
@@ -190,6 +195,8 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
         chosen = settle()
     t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed), cache=cache,
                    keep_all_parsed=chosen.keep_parsed, extracts=extracts)
+    if start is not None and start.grown_from is not None:
+        grown_from(t, start.grown_from)
     if check_pairing:
         view = t.view()
         if view.orphans:

@@ -16,6 +16,7 @@ from ..lineindex import BAD, SIDECHAIN, LineIndex
 from ..model import Transcript
 from .carry import carry_chain
 from .fields import content_blocks
+from .grown import grown_chain
 from .metas import Meta, Metas
 from .records import records
 
@@ -63,6 +64,8 @@ def active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     if chain is None:
         # stage edits rewrite content blocks, not what the walk reads (_walk_key): the chain carries over
         chain = t.carried("chain", lambda i, d: _walk_key(d))
+        if chain is None:
+            chain = grown_chain(t)  # a file grown by lines that extend the chain: only they are walked
         if chain is None:
             chain = _active_entries(t)
         t.memo["chain"] = chain

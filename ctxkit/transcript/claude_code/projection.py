@@ -49,6 +49,7 @@ from ..view import (
 )
 from .carry import carried_over, loads_tools
 from .chain import active_entries, content_blocks, entry_type
+from .grown import GROWN
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
 
@@ -184,6 +185,8 @@ def _user_kind(d: dict, blocks: list[dict]) -> str:
 def project(t: Transcript) -> View:
     order, facts = active_entries(t)
     carried = carried_over(t)
+    if carried is None:
+        carried = _grown_view(t)
     if carried is not None:
         return carried
     view = build_messages(t, order)
@@ -200,6 +203,34 @@ def project(t: Transcript) -> View:
             handled = True
     t.memo["view_handled"] = handled
     return view
+
+
+def _grown_view(t: Transcript) -> View | None:
+    """The view of a transcript whose chain grew from an earlier one's (:mod:`.grown`): the earlier view plus
+    the messages of the entries the chain gained, when those begin with a new assistant message (then no
+    new entry joins an earlier message, and nothing normalizing does crosses the seam); None otherwise."""
+    grown = t.memo.get(GROWN)
+    if grown is None:
+        return None
+    growth, added = grown
+    earlier = growth.view
+    if earlier is None or growth.handled or earlier.notes or earlier.orphans:
+        return None
+    first = None
+    for i in added:  # the first entry that makes a message must open a new assistant message
+        typ = entry_type(t, i)
+        if typ == "attachment" and t.extract(i, attachment_summary).texts or typ == "user":
+            return None
+        if typ == "assistant":
+            d = t.entry(i)
+            if (d.get("message") or {}).get("model") != "<synthetic>" and not d.get("isApiErrorMessage"):
+                first = i
+                break
+    new = build_messages(t, added)
+    if new.messages and (new.messages[0].role != "assistant" or new.messages[0].entries[0] != first):
+        return None  # (an answer that shows nothing is left out: what follows it could join the earlier view)
+    t.memo["view_handled"] = False
+    return View(earlier.messages + new.messages, new.notes, new.orphans)
 
 
 def build_messages(t: Transcript, order: list[int]) -> View:
