@@ -20,8 +20,9 @@ prefix as long as their pieces are byte-identical, in order.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import is_
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def _marked(block: Any) -> bool:
 
 
 def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None,
-                     memo: dict[bytes, int] | None = None) -> list[Piece]:
+                     memo: dict | None = None) -> list[Piece]:
     """The request the view of ``t`` makes (:func:`ctxkit.reports.request.build_request`), in cache order:
     the tools, the system prompt, then every content block of every message, each with its estimated
     tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
@@ -70,8 +71,8 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
     the last message. ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
     blocks at every request: each is counted once)."""
-    body = build_request(t, policy, now=now)
     memo = {} if memo is None else memo
+    body = build_request(t, policy, now=now, memo=memo)
     out: list[Piece] = []
     tools = body.get("tools")
     if tools:
@@ -86,27 +87,41 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
     lead = len(out)
     for mi, msg in enumerate(body["messages"]):
-        content = msg["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        for bi, block in enumerate(blocks):
-            bare = _unmarked(block)
-            # a block object sent before at the same place: its digest is known (the entry keeps the block
-            # alive, so its id is not another block's)
-            seen = memo.get((mi, bi, msg["role"], id(block)))
-            if seen is not None and seen[0] is block:
-                digest = seen[1]
-            else:
-                digest = _digest(mi, bi, msg["role"], bare)
-                memo[(mi, bi, msg["role"], id(block))] = (block, digest)
-            tokens = memo.get(digest)
-            if tokens is None:
-                tokens = memo[digest] = counter.count_message({"role": msg["role"], "content": [bare]})
-            out.append(Piece(digest, tokens, _marked(block)))
-    if not any(p.breakpoint for p in out):
+        out.extend(_message_pieces(mi, msg, counter, memo))
+    if not any(p.breakpoint for p in out):  # (the pieces are shared with earlier requests: replaced, not changed)
         if lead:
-            out[lead - 1].breakpoint = True
+            out[lead - 1] = replace(out[lead - 1], breakpoint=True)
         if len(out) > lead:
-            out[-1].breakpoint = True
+            out[-1] = replace(out[-1], breakpoint=True)
+    return out
+
+
+def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> list[Piece]:
+    """The pieces of message ``mi`` of a request. A message whose blocks are the objects the message at that
+    place had in the request before (a growing view sends the same blocks again) has that message's pieces;
+    a block sent before at the same place has its digest, a block of the same bytes its tokens."""
+    content, role = msg["content"], msg["role"]
+    kept = memo.get(("message", mi))
+    if kept is not None and kept[0] == role and (kept[1] is content if isinstance(content, str) else (
+            isinstance(kept[1], list) and len(kept[1]) == len(content) and all(map(is_, kept[1], content)))):
+        return kept[2]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    out = []
+    for bi, block in enumerate(blocks):
+        bare = _unmarked(block)
+        # a block object sent before at the same place: its digest is known (the entry keeps the block
+        # alive, so its id is not another block's)
+        seen = memo.get((mi, bi, role, id(block)))
+        if seen is not None and seen[0] is block:
+            digest = seen[1]
+        else:
+            digest = _digest(mi, bi, role, bare)
+            memo[(mi, bi, role, id(block))] = (block, digest)
+        tokens = memo.get(digest)
+        if tokens is None:
+            tokens = memo[digest] = counter.count_message({"role": role, "content": [bare]})
+        out.append(Piece(digest, tokens, _marked(block)))
+    memo[("message", mi)] = (role, content if isinstance(content, str) else list(content), out)
     return out
 
 

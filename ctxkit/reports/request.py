@@ -104,12 +104,14 @@ def _thinking_on(thinking: dict | None) -> bool:
 def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, system: Any = None,
                   tools: list[dict] | None = None, now: datetime | None = None,
                   system_messages: str | None = None, tag_ids: bool | None = None,
-                  store: Any = None) -> dict[str, Any]:
+                  store: Any = None, memo: dict | None = None) -> dict[str, Any]:
     """The Messages API request body for the transcript's view under ``policy`` (see the module docstring).
 
     ``tag_ids`` (``ctxkit view --tag-ids/--no-tag-ids``) overrides the snip stage's ``tag_ids`` option:
     with it, user messages carry their ``[id:...]`` and the request offers the snip tool. ``store``: where
-    microcompact's ``mode: cached`` keeps its pinned cache edits (without one, no cache edits are sent)."""
+    microcompact's ``mode: cached`` keeps its pinned cache edits (without one, no cache edits are sent).
+    ``memo``: kept from one call to the next over a growing view (``ctxkit simulate``), so that a block
+    sent before is sent as the same object (:func:`api_messages`)."""
     view = t.view()
     snip = snip_options(policy)
     offer_snip = bool(snip and snip["tag_ids"]) if tag_ids is None else tag_ids
@@ -146,7 +148,7 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
         if header and isinstance(system, list):
             body["system"] = [{"type": "text", "text": header}, *copy.deepcopy(system)]
     else:
-        body["messages"] = api_messages(msgs, keep_system=keep_system)
+        body["messages"] = api_messages(msgs, keep_system=keep_system, memo=memo)
     params = recorded_params(layout.records, layout.messages) if layout is not None else {}
     thinking = params.get("thinking") or recorded_thinking(t)
     if thinking is not None:
@@ -177,13 +179,14 @@ def required_betas(body: dict[str, Any]) -> list[str]:
     return out
 
 
-def api_messages(msgs: list[ViewMessage], *, keep_system: bool) -> list[dict[str, Any]]:
+def api_messages(msgs: list[ViewMessage], *, keep_system: bool, memo: dict | None = None) -> list[dict[str, Any]]:
     """View messages as request messages: transcript-only fields dropped, consecutive user messages
     merged, and system messages either kept (after a user turn) or folded into a user message as
     ``<system-reminder>`` text, where the model read them: at the end of the user message just before
     (when no assistant reply came in between), else at the start of the next one (after its tool
     results), else in a user message of their own at the end. Folding never moves text out of an
-    earlier message, so a growing conversation keeps a stable prefix."""
+    earlier message, so a growing conversation keeps a stable prefix. ``memo``: the blocks cleaned by
+    earlier calls, by the block they were cleaned from (a block sent again is the same object)."""
     out: list[dict[str, Any]] = []
     pending: list[str] = []
     for m in msgs:
@@ -196,7 +199,7 @@ def api_messages(msgs: list[ViewMessage], *, keep_system: bool) -> list[dict[str
             else:
                 pending.extend(texts)
             continue
-        api = _clean(m.api())
+        api = _clean(m.api(), memo)
         if m.role == "user" and pending:
             api = _fold(api, pending)
             pending = []
@@ -232,9 +235,21 @@ def _fold(api: dict, texts: list[str]) -> dict:
     return {"role": "user", "content": blocks[:lead] + reminders + blocks[lead:]}
 
 
-def _clean(api: dict) -> dict:
+def _clean(api: dict, memo: dict | None = None) -> dict:
     """Drop block fields the transcript carries but a request must not (``caller`` on tool_use)."""
     if isinstance(api["content"], list) and any("caller" in b for b in api["content"]):
         api = copy.copy(api)
-        api["content"] = [{k: v for k, v in b.items() if k != "caller"} for b in api["content"]]
+        api["content"] = [_without_caller(b, memo) for b in api["content"]]
     return api
+
+
+def _without_caller(block: dict, memo: dict | None) -> dict:
+    if "caller" not in block:
+        return block
+    if memo is None:
+        return {k: v for k, v in block.items() if k != "caller"}
+    key = ("without-caller", id(block))
+    found = memo.get(key)
+    if found is None or found[0] is not block:  # (the block is kept with it: its id is no other block's)
+        found = memo[key] = (block, {k: v for k, v in block.items() if k != "caller"})
+    return found[1]
