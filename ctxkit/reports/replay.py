@@ -195,6 +195,9 @@ class PolicyReplay:
         self.pipeline = compile_pipeline(policy)
         self.workdir = workdir
         self.store_dir = workdir / "store"
+        #: one store for every step, its ledger and state in memory (as a ContextManager keeps one across its
+        #: calls): loaded once and saved once (:meth:`finish`), not read and written whole at every step
+        self.store = Store(self.store_dir)
         #: each step reads one of these and writes its output to the other (the output's unchanged lines
         #: are copied from the file read, so that one is not written over)
         self.files = (workdir / "step-a.jsonl", workdir / "step-b.jsonl")
@@ -251,11 +254,10 @@ class PolicyReplay:
             f.write(b"".join(self._rewrite(line) for line in new_lines))
         start = self.resume  # the previous output's lines are not read again
         t = read_transcript(str(path), on_bad_line="skip", resume=lambda source: start)
-        ctx = build_context(self.policy, Store(self.store_dir), now=now, transcript=t,
+        ctx = build_context(self.policy, self.store, now=now, transcript=t,
                             context_window=self.context_window, cwd=self.cwd, transcript_path=self.transcript_path)
         ctx.tokens = self.counter  # one counter for the whole replay: its cache makes each step cheap
-        result = self.pipeline.run(t, ctx)
-        ctx.store.flush()
+        result = self.pipeline.run(t, ctx)  # (it writes the blobs the step before held, first)
         out = result.transcript
         if t.format == "claude-code":
             before, after = leaf_uuid(t), leaf_uuid(out)
@@ -272,6 +274,10 @@ class PolicyReplay:
                     self.output_size += 1
         self.resume = self._output_resume(t, out)
         return Step(out, result, ctx, self._summarizer_calls(result, out))
+
+    def finish(self) -> None:
+        """Save the store (what the steps decided and stored): after the last step."""
+        self.store.flush()
 
     def _output_resume(self, read: Transcript, out: Transcript) -> Resume | None:
         """Where the next step's read resumes: the line index of this step's output, told from the edits

@@ -252,6 +252,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
         replay.sent = {"read": request.usage.cache_read_input_tokens,
                        "write": request.usage.cache_creation_input_tokens + request.usage.input_tokens}
         row.final = step
+    replay.finish()
     if row.final is not None:
         t_last, ctx = row.final.transcript, row.final.ctx
         row.breakdown = _breakdown(t_last, ctx)
