@@ -102,7 +102,7 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> list[Piece]
     a block sent before at the same place has its digest, a block of the same bytes its tokens."""
     content, role = msg["content"], msg["role"]
     kept = memo.get(("message", mi))
-    if kept is not None and kept[0] == role and (kept[1] is content if isinstance(content, str) else (
+    if kept is not None and kept[0] == role and (kept[1] is content or not isinstance(content, str) and (
             isinstance(kept[1], list) and len(kept[1]) == len(content) and all(map(is_, kept[1], content)))):
         return kept[2]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -121,7 +121,7 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> list[Piece]
         if tokens is None:
             tokens = memo[digest] = counter.count_message({"role": role, "content": [bare]})
         out.append(Piece(digest, tokens, _marked(block)))
-    memo[("message", mi)] = (role, content if isinstance(content, str) else list(content), out)
+    memo[("message", mi)] = (role, content, out)  # (a request's messages are not changed once built)
     return out
 
 
@@ -201,7 +201,8 @@ class PolicyReplay:
         #: each step reads one of these and writes its output to the other (the output's unchanged lines
         #: are copied from the file read, so that one is not written over)
         self.files = (workdir / "step-a.jsonl", workdir / "step-b.jsonl")
-        self.files[0].write_bytes(b"")
+        for f in self.files:
+            f.write_bytes(b"")
         self.turn = 0
         self.context_window = context_window
         self.cwd = cwd
@@ -264,14 +265,18 @@ class PolicyReplay:
             if before and after and before != after:
                 self.alias[before] = after
         self.turn = 1 - self.turn
-        with open(self.files[self.turn], "w+b") as f:
+        # written over the file's old bytes, then cut: truncating it first, then writing it again, gave the
+        # file system a whole file's blocks to free and take again at every step
+        with open(self.files[self.turn], "r+b") as f:
             write_transcript(out, f)
             self.output_size = f.tell()
             if self.output_size:
                 f.seek(self.output_size - 1)
                 if f.read(1) != b"\n":
+                    f.seek(self.output_size)
                     f.write(b"\n")
                     self.output_size += 1
+            f.truncate(self.output_size)
         self.resume = self._output_resume(t, out)
         return Step(out, result, ctx, self._summarizer_calls(result, out))
 

@@ -199,7 +199,7 @@ def api_messages(msgs: list[ViewMessage], *, keep_system: bool, memo: dict | Non
             else:
                 pending.extend(texts)
             continue
-        api = _clean(m.api(), memo)
+        api = _api(m, memo)
         if m.role == "user" and pending:
             api = _fold(api, pending)
             pending = []
@@ -233,6 +233,18 @@ def _fold(api: dict, texts: list[str]) -> dict:
     while lead < len(blocks) and blocks[lead].get("type") == "tool_result":
         lead += 1
     return {"role": "user", "content": blocks[:lead] + reminders + blocks[lead:]}
+
+
+def _api(m: ViewMessage, memo: dict | None) -> dict:
+    """``m`` as a request message (:func:`_clean`); with ``memo``, the one an earlier call made of the same
+    view message (a view is read-only once built: a growing one shares its earlier messages)."""
+    if memo is None:
+        return _clean(m.api())
+    key = ("api", id(m))
+    found = memo.get(key)
+    if found is None or found[0] is not m:  # (the message is kept with it: its id is no other message's)
+        found = memo[key] = (m, _clean(m.api(), memo))
+    return found[1]
 
 
 def _clean(api: dict, memo: dict | None = None) -> dict:
