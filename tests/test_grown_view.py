@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import Session, assistant_message, entry, user_message
+from builders import Session, assistant_message, entry, user_message, written
 from conftest import CC_CORPUS, PUBLIC_CORPUS
 
 from ctxkit import load_policy
@@ -150,7 +150,8 @@ def test_parallel_results_left_off_the_chain_are_stitched_as_a_full_walk_does(tm
 
 def test_a_policy_step_carries_the_previous_output_s_view(tmp_path, monkeypatch, carried):
     """Each step reads the previous step's output plus the new lines: its chain and view go on from the
-    output's (whose stages edited it), and are those a fresh read of the step's file gives."""
+    output's (whose stages edited it), and are those a fresh read of the step's file gives; that file
+    holds exactly the output, though only what may differ from the file's old bytes was written."""
     path = CC_CORPUS / "multi-prompt" / "session.jsonl"
     if not path.exists():
         pytest.skip(f"corpus session not found at {path}")
@@ -167,6 +168,8 @@ def test_a_policy_step_carries_the_previous_output_s_view(tmp_path, monkeypatch,
         step = run.step(lines[done:cut], None)
         done = cut
         replay.request_segments(step.transcript, pol, run.counter, None)  # as simulate does: the output's view
+        # the output, written over the file two steps old from the first byte that may differ, is the output
+        assert run.files[run.turn].read_bytes() == written(step.transcript)
         t = read[-1]
         grown += GROWN in t.memo
         compacted += any(r.use == "autocompact" and r.action == "applied" for r in step.result.reports)

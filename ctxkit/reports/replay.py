@@ -209,6 +209,7 @@ class PolicyReplay:
         self.transcript_path = transcript_path
         self.counter = counter
         self.output_size = 0  # the bytes of the previous step's output, at the start of the file read next
+        self.kept = 0  # the bytes at the start of the previous step's output that were its input's
         self.alias: dict[str, str] = {}  # recorded leaf uuid -> the leaf new lines chain onto instead
         self.resume: Resume | None = None  # the line index of ``output``, where the next read resumes
         #: what the simulated previous request held (``cache_read`` / ``cache_creation`` tokens): the usage
@@ -265,10 +266,8 @@ class PolicyReplay:
             if before and after and before != after:
                 self.alias[before] = after
         self.turn = 1 - self.turn
-        # written over the file's old bytes, then cut: truncating it first, then writing it again, gave the
-        # file system a whole file's blocks to free and take again at every step
         with open(self.files[self.turn], "r+b") as f:
-            write_transcript(out, f)
+            self._write_output(out, f)
             self.output_size = f.tell()
             if self.output_size:
                 f.seek(self.output_size - 1)
@@ -279,6 +278,24 @@ class PolicyReplay:
             f.truncate(self.output_size)
         self.resume = self._output_resume(t, out)
         return Step(out, result, ctx, self._summarizer_calls(result, out))
+
+    def _write_output(self, out: Transcript, f: Any) -> None:
+        """Write ``out`` over the file's old bytes, from the first one that may differ (the rest is cut after).
+
+        The file holds the input of the step before (the two files alternate): that step's output kept its
+        first ``self.kept`` bytes as they were, and this output keeps the first bytes of its own input (that
+        output, then the new lines): the bytes both kept are in the file already, so a step writes about what
+        changed, not the whole session again. (Truncating the file and writing it whole, as before, also gave
+        the file system a whole file's blocks to free and take again at every step.)"""
+        plan = out.write_plan()
+        first = plan[0] if plan else ()
+        kept = first[3] if len(first) == 4 and first[0] == 0 and first[2] == 0 else 0
+        skip, self.kept = min(self.kept, kept), kept
+        if skip and not out.source.compressed and out.source.document is None:
+            f.seek(skip)
+            out.write(f, start=skip)
+        else:
+            write_transcript(out, f)
 
     def finish(self) -> None:
         """Save the store (what the steps decided and stored): after the last step."""

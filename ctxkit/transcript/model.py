@@ -367,7 +367,7 @@ class Transcript:
         return self._view
 
     # -- writing --------------------------------------------------------------------------------
-    def write(self, out: BinaryIO, originals: Callable[[bytes], bytes | None] | None = None) -> None:
+    def write(self, out: BinaryIO, originals: Callable[[bytes], bytes | None] | None = None, start: int = 0) -> None:
         """Write the transcript in its own format: unchanged lines byte-for-byte (their line ending
         included), edited ones re-serialized, appended ones last. Every line ends with a newline.
 
@@ -376,15 +376,21 @@ class Transcript:
 
         ``originals``, given the bytes an edited or appended entry serializes to, may return the
         line to write instead, its ending included: the original line an entry was restored to
-        (:class:`ctxkit.store.original_lines.OriginalLines`, used by ``ctxkit expand``)."""
+        (:class:`ctxkit.store.original_lines.OriginalLines`, used by ``ctxkit expand``). ``start``: the
+        first bytes of the output are not written (``out`` holds them already: ``ctxkit simulate``'s steps)."""
         copy_from = getattr(out, "copy_from", None)
+        pos = 0
         for piece in self.write_plan(originals):
+            size = len(piece[1]) if len(piece) == 2 else piece[3]
+            cut, pos = max(0, start - pos), pos + size
+            if cut >= size:
+                continue
             if len(piece) == 2:
-                out.write(piece[1])
+                out.write(piece[1][cut:] if cut else piece[1])
             elif copy_from is not None:
-                copy_from(self.source.file, piece[2], piece[3])
+                copy_from(self.source.file, piece[2] + cut, piece[3] - cut)
             else:
-                offset, left = piece[2], piece[3]
+                offset, left = piece[2] + cut, piece[3] - cut
                 while left > 0:
                     chunk = self.source.read_at(offset, min(left, 1 << 20))
                     if not chunk:
