@@ -1,7 +1,7 @@
 """What one Claude Code entry says on its own, read without the chain: its content as blocks, and the
 type of ctxkit's own bookkeeping entries.
 
-The bottom of the package's one-way order (``fields`` < ``metas`` < ``records`` < ``carry`` <
+The bottom of the package's one-way order (``fields`` < ``metas`` < ``records`` < ``carry``, ``grown`` <
 ``chain`` < ``entries``, ``session``, ``requests`` < ``projection``): every other module reads entries
 through these.
 """

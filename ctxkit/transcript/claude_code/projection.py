@@ -1,8 +1,10 @@
 """Claude Code session transcripts: the format, and its projection into a view.
 
 The chain walk (steps 1-5) is :mod:`.chain`, ctxkit's records (step 8)
-:mod:`.records`, the entries ctxkit writes :mod:`.entries`, and the view of a
-version that only replaced tool results, carried over from the earlier one, :mod:`.carry`.
+:mod:`.records`, the entries ctxkit writes :mod:`.entries`, the view of a
+version that only replaced tool results, carried over from the earlier one, :mod:`.carry`, and
+the chain and view of a file read again after it grew by lines that extend the chain (``simulate``'s
+steps), carried over from the earlier read, :mod:`.grown`.
 
 The view follows ../shared/TRANSCRIPTS.md section 8 and what Claude Code 2.1.x
 really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
