@@ -8,7 +8,9 @@ SESSION defaults to ``../shared/corpus/public/spotter/4d5611e5-….jsonl`` (copi
 subagent files beside it are not read). Each size is simulated N times (default 5) under the default policy, in
 process (imports done once, before), alternating the two; the figure is the least CPU time of each
 (``time.process_time``: other work on a shared machine inflates a run, never shrinks it), and their
-ratio. Linear time would be 2x for twice the requests (target: at most 2.3x).
+ratio. Linear time would be 2x for twice the requests (target: at most 2.3x). The policy's steps of
+that least run of the whole session are added up by half, with the slowest one: a step that does more
+than its lines (a compaction) shows there, apart from the growth.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ DEFAULT = ROOT.parent / "shared" / "corpus" / "public" / "spotter" / "4d5611e5-2
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from ctxkit import load_policy
+    from ctxkit.reports import replay
     from ctxkit.reports.pricing import load_pricing
     from ctxkit.reports.simulate import simulate
     from ctxkit.reports.usage import recorded_requests
@@ -45,19 +48,36 @@ def main() -> None:
         policy = load_policy(None, [], cwd=Path(tmp))
         prices = load_pricing()
 
-        def cpu(path: Path) -> float:
+        steps: list[float] = []  # the CPU time of each policy step of the run under way
+        step = replay.PolicyReplay.step
+
+        def timed(self, *a, **k):
+            start = time.process_time()
+            try:
+                return step(self, *a, **k)
+            finally:
+                steps.append(time.process_time() - start)
+
+        replay.PolicyReplay.step = timed  # type: ignore[method-assign]
+
+        def cpu(path: Path) -> tuple[float, list[float]]:
+            steps.clear()
             start = time.process_time()
             simulate([str(path)], [("default", policy)], prices, cwd=Path(tmp))
-            return time.process_time() - start
+            return time.process_time() - start, list(steps)
 
         cpu(half)  # warm: imports, the pricing table
-        times: dict[str, list[float]] = {"half": [], "full": []}
+        times: dict[str, list[tuple[float, list[float]]]] = {"half": [], "full": []}
         for _ in range(args.runs):
             times["half"].append(cpu(half))
             times["full"].append(cpu(full))
-    h, f = min(times["half"]), min(times["full"])
-    print(f"{Path(args.session).name}: {len(points)} requests, cut after {len(points) // 2}")
+    h, (f, per_step) = min(times["half"])[0], min(times["full"])
+    cut = len(points) // 2
+    slowest = max(range(len(per_step)), key=per_step.__getitem__)
+    print(f"{Path(args.session).name}: {len(points)} requests, cut after {cut}")
     print(f"half {h:.2f} s, full {f:.2f} s CPU (least of {args.runs}); ratio {f / h:.2f}")
+    print(f"the full run's policy steps: {sum(per_step[:cut]):.2f} s for the first {cut}, "
+          f"{sum(per_step[cut:]):.2f} s for the rest; the slowest, request {slowest + 1}: {per_step[slowest]:.2f} s")
 
 
 if __name__ == "__main__":
