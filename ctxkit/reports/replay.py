@@ -86,9 +86,12 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             text = b.get("text", "") if isinstance(b, dict) else ""
             out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
     lead = len(out)
+    marked = any(p.breakpoint for p in out)
     for mi, msg in enumerate(body["messages"]):
-        out.extend(_message_pieces(mi, msg, counter, memo))
-    if not any(p.breakpoint for p in out):  # (the pieces are shared with earlier requests: replaced, not changed)
+        pieces, has_mark = _message_pieces(mi, msg, counter, memo)
+        out.extend(pieces)
+        marked = marked or has_mark
+    if not marked:  # (the pieces are shared with earlier requests: replaced, not changed)
         if lead:
             out[lead - 1] = replace(out[lead - 1], breakpoint=True)
         if len(out) > lead:
@@ -96,15 +99,15 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     return out
 
 
-def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> list[Piece]:
-    """The pieces of message ``mi`` of a request. A message whose blocks are the objects the message at that
+def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[Piece], bool]:
+    """The pieces of message ``mi`` of a request, and whether one carries a breakpoint. A message whose blocks are the objects the message at that
     place had in the request before (a growing view sends the same blocks again) has that message's pieces;
     a block sent before at the same place has its digest, a block of the same bytes its tokens."""
     content, role = msg["content"], msg["role"]
     kept = memo.get(("message", mi))
     if kept is not None and kept[0] == role and (kept[1] is content or not isinstance(content, str) and (
             isinstance(kept[1], list) and len(kept[1]) == len(content) and all(map(is_, kept[1], content)))):
-        return kept[2]
+        return kept[2], kept[3]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     out = []
     for bi, block in enumerate(blocks):
@@ -121,8 +124,9 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> list[Piece]
         if tokens is None:
             tokens = memo[digest] = counter.count_message({"role": role, "content": [bare]})
         out.append(Piece(digest, tokens, _marked(block)))
-    memo[("message", mi)] = (role, content, out)  # (a request's messages are not changed once built)
-    return out
+    marked = any(p.breakpoint for p in out)
+    memo[("message", mi)] = (role, content, out, marked)  # (a request's messages are not changed once built)
+    return out, marked
 
 
 #: The identity of the overhead piece: the same in every request of a replay
