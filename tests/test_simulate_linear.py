@@ -77,3 +77,17 @@ def test_a_block_sent_before_is_hashed_once_with_the_same_pieces(tmp_path, monke
     hashed_shared = len(hashed) - sent  # the fresh counts hash every block of every request
     # (each prompt, a string, is a new block at every request: hashed again)
     assert hashed_shared < 3 * blocks < sent / 2
+
+
+def test_a_request_s_prefix_digests_are_those_a_fresh_cache_works_out():
+    """The cache model carries the chained digests of the prefix a request shares with the one before:
+    whatever the two share (all, a part, nothing; longer or shorter), the chain is the one worked out
+    from nothing."""
+    from ctxkit.reports.cache_model import PromptCache
+
+    base = [bytes([k]) * 16 for k in range(40)]
+    requests = [base[:10], base[:25], base[:25], base[:5] + [b"x" * 16] + base[6:30], base[:3], [], base,
+                base[:20] + [b"y" * 16], base[:21]]
+    carried = PromptCache()
+    for digests in requests:
+        assert carried._chain(list(digests)) == PromptCache()._chain(list(digests))

@@ -26,6 +26,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import accumulate, compress
+from operator import attrgetter
 
 from .pricing import family_and_version, normalize_model
 
@@ -82,19 +84,32 @@ class PromptCache:
 
     def __init__(self) -> None:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
+        #: the previous request's piece digests and their chained digests: a request repeats most of the one
+        #: before, and the chain of the prefix they share is not worked out again
+        self._last: tuple[list[bytes], list[bytes]] = ([], [])
+
+    def _chain(self, digests: list[bytes]) -> list[bytes]:
+        """The chained digest of each prefix of ``digests`` (the k-th: of the first k + 1)."""
+        before, chained = self._last
+        shared = _shared_prefix(before, digests)
+        chain = chained[:shared]
+        h = chain[-1] if chain else b""
+        for d in digests[shared:]:
+            h = hashlib.blake2b(h + d, digest_size=16).digest()
+            chain.append(h)
+        self._last = (digests, chain)
+        return chain
 
     def request(self, when: datetime | None, model: str, pieces: list[Piece], ttl_seconds: int) -> CacheResult:
         """Run one request made ``when`` to ``model`` with ``pieces``; its writes live ``ttl_seconds``."""
         now = when.timestamp() if when is not None else 0.0
         key = normalize_model(model)
         minimum = min_cacheable_tokens(model)
-        chain, cumulative, total, h = [], [], 0.0, b""
-        for p in pieces:
-            h = hashlib.blake2b(h + p.digest, digest_size=16).digest()
-            total += p.tokens
-            chain.append(h)
-            cumulative.append(total)
-        marks = [k for k, p in enumerate(pieces) if p.breakpoint and cumulative[k] >= minimum]
+        # (over the pieces in C: a request's pieces are as many as the blocks of its context)
+        chain = self._chain(list(map(_DIGEST, pieces)))
+        cumulative = list(accumulate(map(_TOKENS, pieces), initial=0.0))[1:]  # (in order, as one at a time)
+        total = cumulative[-1] if cumulative else 0.0
+        marks = [k for k in compress(range(len(pieces)), map(_BREAKPOINT, pieces)) if cumulative[k] >= minimum]
 
         def live(k: int) -> bool:
             expiry = self.entries.get((key, chain[k]))
@@ -118,3 +133,21 @@ class PromptCache:
         read_i, write_i = round(read), round(write)
         plain = max(0, round(total) - read_i - write_i)
         return CacheResult(read_i, write_i, write_i if ttl_seconds >= 3600 else 0, plain)
+
+
+_DIGEST, _TOKENS, _BREAKPOINT = attrgetter("digest"), attrgetter("tokens"), attrgetter("breakpoint")
+
+
+def _shared_prefix(a: list[bytes], b: list[bytes]) -> int:
+    """How many first items ``a`` and ``b`` have in common (compared a slice at a time, in C)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo]; they differ before hi + 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
