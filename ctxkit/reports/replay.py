@@ -69,8 +69,9 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
-    the last message. ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
-    blocks at every request: each is counted once)."""
+    the last message. ``memo``: kept across a replay's requests (a replay sends the same blocks at every
+    request): the tokens of each piece counted before, by digest, so that each is counted once, and what
+    the request before sent at each place, so that a message sent again is not looked at again."""
     memo = {} if memo is None else memo
     body = build_request(t, policy, now=now, memo=memo)
     out: list[Piece] = []
@@ -100,9 +101,10 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
 
 
 def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[Piece], bool]:
-    """The pieces of message ``mi`` of a request, and whether one carries a breakpoint. A message whose blocks are the objects the message at that
-    place had in the request before (a growing view sends the same blocks again) has that message's pieces;
-    a block sent before at the same place has its digest, a block of the same bytes its tokens."""
+    """The pieces of message ``mi`` of a request, and whether one carries a breakpoint. A message whose
+    blocks are the objects the message at that place had in the request before (a growing view sends the
+    same blocks again) has that message's pieces; a block sent before at the same place has its digest,
+    a block of the same bytes its tokens."""
     content, role = msg["content"], msg["role"]
     kept = memo.get(("message", mi))
     if kept is not None and kept[0] == role and (kept[1] is content or not isinstance(content, str) and (
