@@ -48,6 +48,7 @@ from .cache_model import CacheResult, Piece, PromptCache
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
 from .rows import Request, Row
+from .session_prefix import SharedPrefix, epochs, prefix_changes, shared_prefix
 from .usage import RecordedRequest, recorded_requests
 
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
@@ -163,21 +164,39 @@ class Replayed:
     pieces: list[list[Piece]]  # each request's calibrated pieces (the prefix of a compaction request)
 
 
+def first_overhead(points: list[RecordedRequest], raw: list[list[Piece]], fit: tuple[float, float]) -> float:
+    """The overhead piece of the conversation's first request (what its view does not hold)."""
+    return exact(raw[0], fit, points[0].usage.prompt_tokens)[0].tokens if points else 0.0
+
+
 def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], cache: PromptCache | None,
-                        default_ttl: int, fit: tuple[float, float], salt: bytes = b"") -> Replayed:
-    """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces."""
+                        default_ttl: int, fit: tuple[float, float], salt: bytes = b"",
+                        marks: list[int] | None = None, shared: SharedPrefix | None = None) -> Replayed:
+    """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces.
+    ``marks``: each request's epoch (:func:`ctxkit.reports.session_prefix.epochs`): the session's own part
+    of the overhead is another piece in each; ``shared``: the part of the overhead shared with other
+    sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
+    before every request when other sessions kept it warm."""
     out = Replayed([], [])
     warm = 0.0
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
-        if k == 0:
-            first = exact(pieces, fit, point.usage.prompt_tokens)
-            warm = float(point.usage.cache_read_input_tokens) if cache is not None else 0.0
-            warm = warm if warm < first[0].tokens else 0.0  # more than the overhead: cut at a block (warm_start)
+        if k == 0 and cache is not None:
+            if shared is not None:
+                warm = shared.tokens
+            else:
+                warm = float(point.usage.cache_read_input_tokens)
+                warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
         cal = exact(pieces, fit, point.usage.prompt_tokens, warm)
+        if marks and marks[k]:
+            own = 1 if warm > 0 else 0
+            cal[own] = Piece(hashlib.blake2b(b"epoch%d" % marks[k] + cal[own].digest, digest_size=16).digest(),
+                             cal[own].tokens, cal[own].breakpoint, True)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
+        elif cache is not None and shared is not None and shared.kept_warm and warm > 0:
+            cache.request(point.timestamp, point.model, [Piece(WARM, cal[0].tokens, True, True)], ttl)
         result = run_cache(cache, point.timestamp, point.model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         out.pieces.append(cal)
@@ -340,7 +359,10 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     cache = PromptCache() if caches else None
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
-    main = replay_conversation(points, pieces, cache, ttl, fit)
+    marks = epochs(points, prefix_changes(t))
+    ttls = [request_ttl(p.usage, ttl) for p in points]
+    shared = shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
+    main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared)
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
     for name, sub, pts in subagent_reads:

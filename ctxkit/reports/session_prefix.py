@@ -1,0 +1,108 @@
+"""The start of every request a Claude Code session makes: the part it shares with other sessions, and
+when the rest of it changes.
+
+Claude Code's requests open with the tools and the system prompt. Their first part (the tools and the
+static system prompt, the same for every session of one user and version) is cached under its own
+breakpoint and shared by all of the user's sessions: a session's first request finds it cached (its
+recorded ``cache_read_input_tokens``), and so does a request made after a pause longer than the cache
+lifetime, or to another model, while other sessions keep it warm. The rest (the environment and git
+status of the process, the context Claude Code adds to the first message) is the session's own, and it
+is composed again when:
+
+* the session compacts itself (the history restarts from its summary, with its context re-added);
+* the process restarts: the user ran ``/exit`` (or ``/quit``) and resumed the session;
+* the tools change: ``/mcp`` reconnected a server.
+
+At those points the next request reads only the shared part and writes the rest again (measured on
+real sessions: docs/simulate.md). :func:`prefix_changes` finds them; :func:`shared_prefix` estimates,
+from the session's own usage, how large the shared part is and whether other sessions kept it warm.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from ..transcript.model import Transcript
+from ..transcript.prompts import slash_command
+from .usage import RecordedRequest
+
+#: Slash commands after which Claude Code composes the session's own prefix again
+RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
+#: A request read the shared prefix when it read at least this share of it (the same prompt, one model's
+#: name in it more or less)
+SHARED_READ = 0.9
+
+
+def _command(entry: dict) -> str | None:
+    """The slash command a user or local-command entry echoes (``/mcp``), if any."""
+    content = entry.get("content") if entry.get("type") == "system" else (entry.get("message") or {}).get("content")
+    if isinstance(content, list):
+        content = next((b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
+    if not isinstance(content, str):
+        return None
+    line = slash_command(content)
+    return line.split()[0] if line else None
+
+
+def prefix_changes(t: Transcript) -> list[int]:
+    """Entry indexes (main chain) after which the session's own part of the prefix is composed again: its
+    own compactions, a restart (``/exit``, ``/quit``) and an MCP reconnect (``/mcp``)."""
+    out = []
+    for i in t.live_indexes():
+        e = t.entry(i)
+        if e.get("isSidechain") or e.get("type") not in ("system", "user"):
+            continue
+        if e.get("subtype") == "compact_boundary" or _command(e) in RESTARTING_COMMANDS:
+            out.append(i)
+    return out
+
+
+def epochs(points: list[RecordedRequest], changes: list[int]) -> list[int]:
+    """For each request, how many prefix changes came before it."""
+    return [sum(1 for c in changes if c < p.first_entry) for p in points]
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """The part of the prefix the session shares with others: its tokens (0: none seen), and whether other
+    sessions kept it in the cache whenever the session itself did not."""
+
+    tokens: float
+    kept_warm: bool
+
+
+def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
+    """The requests (after the first) that found nothing of the session's own in the cache: the first to a
+    model, the first after a pause longer than the cache lifetime, the first after a prefix change
+    (``marks``: each request's epoch)."""
+    out, last_at, last_epoch = [], {}, None
+    for k, p in enumerate(points):
+        before = last_at.get(p.model)
+        if k and (before is None or (p.timestamp and before and (p.timestamp - before).total_seconds() > ttl_of[k])
+                  or marks[k] != last_epoch):
+            out.append(k)
+        if p.timestamp is not None:
+            last_at[p.model] = p.timestamp
+        last_epoch = marks[k]
+    return out
+
+
+def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
+                  first_overhead: float) -> SharedPrefix:
+    """The shared prefix, estimated from the session's own usage (one figure per session, never per
+    request): its size is what the first request read from the cache when that is less than the overhead
+    (the cached part of the tools and system prompt), else the median read of the cold requests; it was
+    kept warm when most cold requests read it."""
+    if not points:
+        return SharedPrefix(0.0, False)
+    cold = cold_requests(points, marks, ttl_of)
+    first = float(points[0].usage.cache_read_input_tokens)
+    reads = [float(points[k].usage.cache_read_input_tokens) for k in cold]
+    size = first if 0 < first < first_overhead else 0.0
+    if not size:
+        seen = [r for r in reads if 0 < r < first_overhead]
+        size = statistics.median(seen) if seen else 0.0
+    if not size or not reads:
+        return SharedPrefix(size, False)
+    warm = sum(1 for r in reads if r >= SHARED_READ * size)
+    return SharedPrefix(size, warm * 2 > len(reads))
