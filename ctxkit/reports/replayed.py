@@ -127,6 +127,25 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
     return out
 
 
+def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int) -> list[Piece]:
+    """``pieces`` with the tokens each had when an earlier request sent it (``sizes``, by digest; the
+    pieces seen first here are added): a cached prefix is read at the size it was written, so the
+    difference between this request's size and what it repeats is in what it adds. When what it repeats
+    is already more than its size, or it adds nothing, the pieces stay as :func:`exact` cut them."""
+    if prompt_tokens <= 0:
+        return pieces
+    known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
+    new = sum(p.tokens for p in pieces if p.digest not in sizes)
+    rest = prompt_tokens - known
+    if known and new > 0 and rest > 0:
+        factor = rest / new
+        pieces = [Piece(p.digest, sizes[p.digest] if p.digest in sizes else p.tokens * factor, p.breakpoint, p.lead)
+                  for p in pieces]
+    for p in pieces:
+        sizes.setdefault(p.digest, p.tokens)
+    return pieces
+
+
 def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], ttl: int) -> None:
     """Put in the cache what the session's first request found there: Claude Code's system prompt and tools
     are the same from one session to the next, so a session begun within the cache lifetime of another
@@ -143,7 +162,7 @@ def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[P
         cut.append(Piece(p.digest, p.tokens, False, p.lead))
     if cut:
         cut[-1].breakpoint = True
-        cache.request(point.timestamp, point.model, cut, ttl)
+        cache.request(point.sent_at, point.model, cut, ttl)
 
 
 def salted(pieces: list[Piece], salt: bytes) -> list[Piece]:
@@ -179,6 +198,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     before every request when other sessions kept it warm."""
     out = Replayed([], [])
     warm = 0.0
+    sizes: dict[bytes, float] = {}
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
         if k == 0 and cache is not None:
@@ -192,12 +212,13 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             own = 1 if warm > 0 else 0
             cal[own] = Piece(hashlib.blake2b(b"epoch%d" % marks[k] + cal[own].digest, digest_size=16).digest(),
                              cal[own].tokens, cal[own].breakpoint, True)
+        cal = consistent(cal, sizes, point.usage.prompt_tokens)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
         elif cache is not None and shared is not None and shared.kept_warm and warm > 0:
-            cache.request(point.timestamp, point.model, [Piece(WARM, cal[0].tokens, True, True)], ttl)
-        result = run_cache(cache, point.timestamp, point.model, cal, ttl)
+            cache.request(point.sent_at, point.model, [Piece(WARM, cal[0].tokens, True, True)], ttl)
+        result = run_cache(cache, point.sent_at, point.model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         out.pieces.append(cal)
     return out

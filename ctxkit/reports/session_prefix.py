@@ -78,11 +78,12 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     out, last_at, last_epoch = [], {}, None
     for k, p in enumerate(points):
         before = last_at.get(p.model)
-        if k and (before is None or (p.timestamp and before and (p.timestamp - before).total_seconds() > ttl_of[k])
+        at = p.sent_at
+        if k and (before is None or (at and before and (at - before).total_seconds() > ttl_of[k])
                   or marks[k] != last_epoch):
             out.append(k)
-        if p.timestamp is not None:
-            last_at[p.model] = p.timestamp
+        if at is not None:
+            last_at[p.model] = at
         last_epoch = marks[k]
     return out
 
