@@ -49,11 +49,13 @@ class Session:
                                                     "usage": usage}}, at)
         return self
 
-    def errors(self, tmp_path) -> dict:
+    def simulate(self, tmp_path) -> dict:
         path = tmp_path / "session.jsonl"
         path.write_text("".join(json.dumps(x) + "\n" for x in self.lines))
-        result = simulate_session(str(path), [("default", load_policy(None))], load_pricing())
-        return result["calibration"]["relative_error"]
+        return simulate_session(str(path), [("default", load_policy(None))], load_pricing())
+
+    def errors(self, tmp_path) -> dict:
+        return self.simulate(tmp_path)["calibration"]["relative_error"]
 
 
 def _turns(s: Session, start: int, sizes: list[tuple[int, int, int]], model: str = OPUS) -> Session:
@@ -74,6 +76,19 @@ def test_after_a_pause_past_the_lifetime_the_shared_prefix_is_read_when_other_se
     s = _turns(Session(), 0, [(0, 0, 20_100), (30, 20_100, 150), (60, 20_250, 150)])
     _turns(s, 3, [(1_200, 13_000, 7_550), (1_230, 20_550, 150)])
     assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_none_and_the_policy_rows_find_the_cache_as_the_session_did(tmp_path):
+    """The shared prefix kept warm, a restart, the send times: the same for every row (they are the world the
+    session ran in, not its management), so on a session no policy changes none costs what replayed costs."""
+    s = _turns(Session(), 0, [(0, 0, 20_100), (30, 20_100, 150), (60, 20_250, 150)])
+    _turns(s, 3, [(1_200, 13_000, 7_550), (1_230, 20_550, 150)])
+    s.command("/exit", timedelta(seconds=1_240))
+    _turns(s, 5, [(1_300, 13_000, 7_850)])
+    rows = s.simulate(tmp_path)["rows"]
+    replayed, none = rows["replayed"].to_json(), rows["none"].to_json()
+    for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):
+        assert abs(none[key] - replayed[key]) <= 0.02 * replayed[key], key
 
 
 def test_a_shared_prefix_that_expired_is_written_again(tmp_path):

@@ -48,7 +48,16 @@ from .cache_model import CacheResult, Piece, PromptCache
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
 from .rows import Request, Row
-from .session_prefix import SharedPrefix, epochs, prefix_changes, shared_prefix
+from .session_prefix import (
+    WARM,
+    SharedPrefix,
+    consistent,
+    epochs,
+    keep_warm,
+    prefix_changes,
+    shared_prefix,
+    with_epoch,
+)
 from .usage import RecordedRequest, recorded_requests
 
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
@@ -58,8 +67,6 @@ TTL_5M, TTL_1H = 300, 3600
 #: The id prefix of a request the replay adds without a recorded counterpart (a compaction's summary
 #: request when no ``agent-acompact-*`` file holds it): priced in the row, left out of the calibration
 UNRECORDED = "unrecorded-"
-#: The part of the overhead a session found in the cache (:func:`warm_start`)
-WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
 
 
 def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, float]:
@@ -127,25 +134,6 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
     return out
 
 
-def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int) -> list[Piece]:
-    """``pieces`` with the tokens each had when an earlier request sent it (``sizes``, by digest; the
-    pieces seen first here are added): a cached prefix is read at the size it was written, so the
-    difference between this request's size and what it repeats is in what it adds. When what it repeats
-    is already more than its size, or it adds nothing, the pieces stay as :func:`exact` cut them."""
-    if prompt_tokens <= 0:
-        return pieces
-    known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
-    new = sum(p.tokens for p in pieces if p.digest not in sizes)
-    rest = prompt_tokens - known
-    if known and new > 0 and rest > 0:
-        factor = rest / new
-        pieces = [Piece(p.digest, sizes[p.digest] if p.digest in sizes else p.tokens * factor, p.breakpoint, p.lead)
-                  for p in pieces]
-    for p in pieces:
-        sizes.setdefault(p.digest, p.tokens)
-    return pieces
-
-
 def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], ttl: int) -> None:
     """Put in the cache what the session's first request found there: Claude Code's system prompt and tools
     are the same from one session to the next, so a session begun within the cache lifetime of another
@@ -207,17 +195,13 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             else:
                 warm = float(point.usage.cache_read_input_tokens)
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
-        cal = exact(pieces, fit, point.usage.prompt_tokens, warm)
-        if marks and marks[k]:
-            own = 1 if warm > 0 else 0
-            cal[own] = Piece(hashlib.blake2b(b"epoch%d" % marks[k] + cal[own].digest, digest_size=16).digest(),
-                             cal[own].tokens, cal[own].breakpoint, True)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm), marks[k] if marks else 0, warm)
         cal = consistent(cal, sizes, point.usage.prompt_tokens)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
-        elif cache is not None and shared is not None and shared.kept_warm and warm > 0:
-            cache.request(point.sent_at, point.model, [Piece(WARM, cal[0].tokens, True, True)], ttl)
+        elif shared is not None:
+            keep_warm(cache, shared, point, cal, ttl)
         result = run_cache(cache, point.sent_at, point.model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         out.pieces.append(cal)
@@ -371,6 +355,15 @@ def read_subagents(path: str, t: Transcript,
     return out
 
 
+def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
+                         fit: tuple[float, float], policy: Policy, caches: bool) -> tuple[list[int], SharedPrefix | None]:
+    """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`) and the session's shared
+    prefix, estimated from its usage (None for a session whose API did not cache)."""
+    marks = epochs(points, prefix_changes(t))
+    ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
+    return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
+
+
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
                  subagent_reads: list[tuple[str, Transcript, list[RecordedRequest]]],
                  fit: tuple[float, float], policy: Policy, counter: Any, prices: PriceTable,
@@ -380,9 +373,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     cache = PromptCache() if caches else None
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
-    marks = epochs(points, prefix_changes(t))
-    ttls = [request_ttl(p.usage, ttl) for p in points]
-    shared = shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
+    marks, shared = session_prefix_model(t, points, pieces, fit, policy, caches)
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared)
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []

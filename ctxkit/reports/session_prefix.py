@@ -19,12 +19,17 @@ from the session's own usage, how large the shared part is and whether other ses
 """
 from __future__ import annotations
 
+import hashlib
 import statistics
 from dataclasses import dataclass
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
+from .cache_model import Piece, PromptCache
 from .usage import RecordedRequest
+
+#: The identity of the shared part of the overhead (the piece :func:`ctxkit.reports.replayed.exact` cuts off)
+WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
 
 #: Slash commands after which Claude Code composes the session's own prefix again
 RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
@@ -60,6 +65,13 @@ def prefix_changes(t: Transcript) -> list[int]:
 def epochs(points: list[RecordedRequest], changes: list[int]) -> list[int]:
     """For each request, how many prefix changes came before it."""
     return [sum(1 for c in changes if c < p.first_entry) for p in points]
+
+
+def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
+    """Each request's epoch counting restarts and reconnects only: the prefix changes that happen whatever
+    manages the context (``none`` and the policy rows have their own compactions, or none)."""
+    changes = [i for i in prefix_changes(t) if t.entry(i).get("subtype") != "compact_boundary"]
+    return epochs(points, changes)
 
 
 @dataclass(frozen=True)
@@ -107,3 +119,42 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         return SharedPrefix(size, False)
     warm = sum(1 for r in reads if r >= SHARED_READ * size)
     return SharedPrefix(size, warm * 2 > len(reads))
+
+
+def with_epoch(pieces: list[Piece], epoch: int, warm: float) -> list[Piece]:
+    """``pieces`` whose own part of the overhead (the piece after the shared one when there is one, else the
+    first) is that of ``epoch``: composed again, so another prefix for the cache."""
+    if not epoch or not pieces:
+        return pieces
+    own = 1 if warm > 0 and len(pieces) > 1 else 0
+    p = pieces[own]
+    digest = hashlib.blake2b(b"epoch%d" % epoch + p.digest, digest_size=16).digest()
+    return [*pieces[:own], Piece(digest, p.tokens, p.breakpoint, True), *pieces[own + 1:]]
+
+
+def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRequest, pieces: list[Piece],
+              ttl: int) -> None:
+    """Before the request at ``point``: when other sessions kept the shared prefix warm, it is in the cache
+    for the request's model (as if one of them had just sent it)."""
+    if cache is None or not shared.kept_warm or not pieces or pieces[0].digest != WARM:
+        return
+    cache.request(point.sent_at, point.model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
+
+
+def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int) -> list[Piece]:
+    """``pieces`` with the tokens each had when an earlier request sent it (``sizes``, by digest; the
+    pieces seen first here are added): a cached prefix is read at the size it was written, so the
+    difference between this request's size and what it repeats is in what it adds. When what it repeats
+    is already more than its size, or it adds nothing, the pieces stay as they were cut."""
+    if prompt_tokens <= 0:
+        return pieces
+    known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
+    new = sum(p.tokens for p in pieces if p.digest not in sizes)
+    rest = prompt_tokens - known
+    if known and new > 0 and rest > 0:
+        factor = rest / new
+        pieces = [Piece(p.digest, sizes[p.digest] if p.digest in sizes else p.tokens * factor, p.breakpoint, p.lead)
+                  for p in pieces]
+    for p in pieces:
+        sizes.setdefault(p.digest, p.tokens)
+    return pieces
