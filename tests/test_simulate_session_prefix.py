@@ -132,3 +132,23 @@ def test_the_prefix_changes_are_the_sessions_compactions_restarts_and_mcp_reconn
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
     assert prefix_changes(read_transcript(path)) == [2, 4]
+
+
+def test_none_repeats_what_the_session_sent_at_the_size_the_api_counted(tmp_path):
+    """erk 1b2fa935: none's view is the session's until its compaction, so those requests have their recorded
+    size, and after it none repeats them at that size: its peak is above the recorded one (the estimate
+    fitted over the whole session put it at less than half)."""
+    s = _turns(Session(), 0, [(0, 19_000, 11_000), (10, 30_000, 40_000), (20, 70_000, 40_000),
+                              (30, 110_000, 40_000), (40, 150_000, 5_000)])
+    s._add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "auto", "preTokens": 155_000}}, timedelta(seconds=50))
+    s.lines[-1]["parentUuid"] = None
+    s._add({"type": "user", "isCompactSummary": True, "message": {
+        "role": "user", "content": "This session is being continued from a previous conversation that ran out of "
+                                   "context. The conversation is summarized below: " + "the plan so far " * 40}},
+           timedelta(seconds=51))
+    _turns(s, 5, [(60, 19_000, 9_000), (70, 28_000, 500), (80, 28_500, 500), (90, 29_000, 500), (100, 29_500, 500),
+                  (110, 30_000, 500)])
+    result = s.simulate(tmp_path)
+    rows = result["rows"]
+    assert rows["none"].to_json()["peak_context"] > rows["recorded"].to_json()["peak_context"]

@@ -145,8 +145,12 @@ def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: in
     """``pieces`` with the tokens each had when an earlier request sent it (``sizes``, by digest; the
     pieces seen first here are added): a cached prefix is read at the size it was written, so the
     difference between this request's size and what it repeats is in what it adds. When what it repeats
-    is already more than its size, or it adds nothing, the pieces stay as they were cut."""
-    if prompt_tokens <= 0:
+    is already more than its size, or it adds nothing, the pieces stay as they were cut. Without a size
+    (``prompt_tokens`` 0: a request no one sent), what it repeats keeps its size and what it adds its own."""
+    if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
+        pieces = [Piece(p.digest, sizes.get(p.digest, p.tokens), p.breakpoint, p.lead) for p in pieces]
+        for p in pieces:
+            sizes.setdefault(p.digest, p.tokens)
         return pieces
     known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
     new = sum(p.tokens for p in pieces if p.digest not in sizes)

@@ -57,7 +57,7 @@ from .replayed import (
     warm_start,
 )
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
-from .session_prefix import SharedPrefix, keep_warm, restarts, with_epoch
+from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, with_epoch
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
@@ -155,12 +155,16 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             none_pieces, prefix = _prefix_pieces(lines, whole_points, base, counter, Path(tmp) / "whole.jsonl", memo,
                                                  same)
         else:
-            none_pieces = as_sent
+            none_pieces = same = as_sent
         cache = PromptCache() if caches else None
         marks, shared = restarts(t, points), session_prefix_model(t, points, as_sent, fit, base, caches)[1]
         warm = shared.tokens if shared is not None else 0.0
+        sizes: dict[bytes, float] = {}
         for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
-            pieces = with_epoch(exact(ps, fit, 0, warm), marks[k], warm)
+            # a request the session sent as it is here has the size the API counted; after the session's first
+            # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
+            tokens = point.usage.prompt_tokens if k < len(same) else 0
+            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm), marks[k], warm), sizes, tokens)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
