@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
 from .cache_model import Piece, PromptCache
+from .pricing import normalize_model
 from .usage import RecordedRequest
 
 #: The identity of the shared part of the overhead (the piece :func:`ctxkit.reports.replayed.exact` cuts off)
@@ -76,11 +77,15 @@ def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
 
 @dataclass(frozen=True)
 class SharedPrefix:
-    """The part of the prefix the session shares with others: its tokens (0: none seen), and whether other
-    sessions kept it in the cache whenever the session itself did not."""
+    """The part of the prefix the session shares with others: its tokens (0: none seen), and the models for
+    which other sessions kept it in the cache whenever the session itself did not (the cache is per model:
+    the user's other sessions keep warm the models they use)."""
 
     tokens: float
-    kept_warm: bool
+    warm_models: frozenset[str] = frozenset()
+
+    def kept_warm(self, model: str) -> bool:
+        return normalize_model(model) in self.warm_models
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -105,9 +110,9 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
     (the cached part of the tools and system prompt), else the median read of the cold requests; it was
-    kept warm when most cold requests read it."""
+    kept warm for a model when most of that model's cold requests read it."""
     if not points:
-        return SharedPrefix(0.0, False)
+        return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
     first = float(points[0].usage.cache_read_input_tokens)
     reads = [float(points[k].usage.cache_read_input_tokens) for k in cold]
@@ -115,10 +120,11 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     if not size:
         seen = [r for r in reads if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
-    if not size or not reads:
-        return SharedPrefix(size, False)
-    warm = sum(1 for r in reads if r >= SHARED_READ * size)
-    return SharedPrefix(size, warm * 2 > len(reads))
+    votes: dict[str, list[bool]] = {}
+    for k, r in zip(cold, reads, strict=True):
+        votes.setdefault(normalize_model(points[k].model), []).append(r >= SHARED_READ * size)
+    warm = frozenset(m for m, v in votes.items() if size and sum(v) * 2 > len(v))
+    return SharedPrefix(size, warm)
 
 
 def with_epoch(pieces: list[Piece], epoch: int, warm: float) -> list[Piece]:
@@ -136,7 +142,7 @@ def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRe
               ttl: int) -> None:
     """Before the request at ``point``: when other sessions kept the shared prefix warm, it is in the cache
     for the request's model (as if one of them had just sent it)."""
-    if cache is None or not shared.kept_warm or not pieces or pieces[0].digest != WARM:
+    if cache is None or not shared.kept_warm(point.model) or not pieces or pieces[0].digest != WARM:
         return
     cache.request(point.sent_at, point.model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
 
