@@ -152,3 +152,28 @@ def test_none_repeats_what_the_session_sent_at_the_size_the_api_counted(tmp_path
     result = s.simulate(tmp_path)
     rows = result["rows"]
     assert rows["none"].to_json()["peak_context"] > rows["recorded"].to_json()["peak_context"]
+
+
+def test_a_burst_of_parallel_tool_calls_is_read_back_whole(tmp_path):
+    """erk b9c6a158: an answer of 14 parallel tool calls and their 14 results (29 new blocks) and the next
+    request still read everything before it. Claude Code marks the last block of each of the last two
+    messages, so the previous request's end is within the API's 20-block lookback of the answer's mark
+    (marking the last message only, the model read the tools and system prompt alone and wrote the
+    conversation again)."""
+    s = _turns(Session(), 0, [(0, 0, 27_800)])
+    s.prompt("here is the design: " + "the parser reads one line at a time " * 2_000, timedelta(seconds=10))
+    s.answer("understood " * 30, timedelta(seconds=13), 27_800, 30_400)
+    s.prompt("read every module " * 8, timedelta(seconds=20))
+    calls = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/src/m{k}.py"}}
+             for k in range(14)]
+    s._add({"type": "assistant", "message": {
+        "id": "msg_burst", "type": "message", "role": "assistant", "model": OPUS, "content": calls,
+        "usage": {"input_tokens": 1, "cache_read_input_tokens": 58_200, "cache_creation_input_tokens": 300,
+                  "output_tokens": 900, "cache_creation": {"ephemeral_5m_input_tokens": 300}}}},
+           timedelta(seconds=25))
+    s._add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": f"module {k} " * 200} for k in range(14)]}},
+           timedelta(seconds=26))
+    s.answer("all read " * 30, timedelta(seconds=30), 58_500, 12_000)
+    _turns(s, 4, [(40, 70_500, 300), (50, 70_800, 300)])
+    assert _within_ten_percent(s.errors(tmp_path))

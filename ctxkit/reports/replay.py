@@ -68,7 +68,8 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
-    the last message. ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
+    each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
+    within the API's 20-block lookback of the previous request's end). ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
     blocks at every request: each is counted once)."""
     body = build_request(t, policy, now=now)
     memo = {} if memo is None else memo
@@ -85,6 +86,7 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             text = b.get("text", "") if isinstance(b, dict) else ""
             out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
     lead = len(out)
+    ends: list[int] = []  # the index of each message's last piece
     for mi, msg in enumerate(body["messages"]):
         content = msg["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -102,11 +104,13 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             if tokens is None:
                 tokens = memo[digest] = counter.count_message({"role": msg["role"], "content": [bare]})
             out.append(Piece(digest, tokens, _marked(block)))
+        if len(out) > lead and (not ends or ends[-1] != len(out) - 1):
+            ends.append(len(out) - 1)
     if not any(p.breakpoint for p in out):
         if lead:
             out[lead - 1].breakpoint = True
-        if len(out) > lead:
-            out[-1].breakpoint = True
+        for k in ends[-2:]:  # Claude Code marks the last block of each of the last two messages
+            out[k].breakpoint = True
     return out
 
 
