@@ -69,8 +69,9 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
     each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
-    within the API's 20-block lookback of the previous request's end). ``memo``: the tokens of each piece counted before, by digest (a replay sends the same
-    blocks at every request: each is counted once)."""
+    within the API's 20-block lookback of the previous request's end). ``memo``: the tokens of each
+    piece counted before, by digest (a replay sends the same blocks at every request: each is counted
+    once)."""
     body = build_request(t, policy, now=now)
     memo = {} if memo is None else memo
     out: list[Piece] = []
