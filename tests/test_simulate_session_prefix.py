@@ -1,7 +1,9 @@
-"""What the replayed row models of the start of a Claude Code request (docs/simulate.md, "The prefix a
-session shares"): the part other sessions keep warm, the part the session composes again after a
-restart, and when a request was sent. Each session here is synthetic, shaped as the real ones that
-showed the effect (named in the docs), and was more than 10% off before the model had it."""
+"""What simulate models of the prompt cache a Claude Code session found (docs/simulate.md, "The
+prompt-cache model"): the prefix part other sessions keep warm, the part the session composes again
+after a restart, when a request was sent, the sizes a cached prefix is read at and where Claude Code
+puts its breakpoints. Each session here is synthetic, shaped as the real one that showed the effect
+(named in the docs and in each test), and failed its assertion before the model had the effect; the
+expired shared prefix is the counter-case that keeps the warm one from being assumed."""
 from __future__ import annotations
 
 import json
