@@ -73,9 +73,6 @@ def test_the_fitted_overhead_and_scale_are_the_ones_behind_the_usage():
 #: Sessions the model does not bring within 10%, and why (docs/simulate.md): real effects the transcript
 #: does not record. strict: a change that fixes one of them must say so here.
 NOT_REPRODUCED = {
-    "spotter/tool_heavy.jsonl": "an /mcp reconnect changed the MCP tools in the cached prefix",
-    "kfischer/b3edadab-bca0-4054-9b41-f7ffa6941260.jsonl": "after an 18-minute pause the API still read 13,289 "
-                                                           "tokens: another session kept the system prompt warm",
     "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl": "a task notification's request rewrote 77,251 tokens "
                                                           "of a prefix the transcript shows unchanged",
 }

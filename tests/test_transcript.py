@@ -262,3 +262,32 @@ def test_openai_parallel_tool_messages_become_one_user_message(tmp_path):
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
     assert [b.get("tool_use_id") for b in msgs[2]["content"]] == ["a", "b", None]
     assert pairing_problems(msgs) == []
+
+
+def test_a_skills_text_written_between_the_results_of_one_round_stays_in_that_round(tmp_path):
+    """Claude Code 2.1 writes a Skill call's loaded text (``isMeta``, ``sourceToolUseID``) as its own user line
+    right after the Skill's result, before the result of a Task called beside it: the Task's result still
+    answers the round (it was read as answering nothing, and the whole file refused)."""
+    def line(uuid, parent, typ, content, **extra):
+        message = {"role": typ, "content": content}
+        if typ == "assistant":
+            message = {"id": "msg_1", "model": "claude-opus-4-6", "type": "message", **message}
+        return {"parentUuid": parent, "isSidechain": False, "sessionId": "s", "version": "2.1.63", "type": typ,
+                "uuid": uuid, "timestamp": "2026-02-26T01:44:47.000Z", "message": message, **extra}
+    lines = [line("u1", None, "user", "address the review"),
+             line("a1", "u1", "assistant", [{"type": "tool_use", "id": "toolu_skill", "name": "Skill",
+                                             "input": {"skill": "pr-operations"}}]),
+             line("a2", "a1", "assistant", [{"type": "tool_use", "id": "toolu_task", "name": "Task",
+                                             "input": {"prompt": "classify"}}]),
+             line("r1", "a2", "user", [{"type": "tool_result", "tool_use_id": "toolu_skill",
+                                        "content": "Launching skill: pr-operations"}]),
+             line("m1", "r1", "user", [{"type": "text", "text": "# PR Operations Skill"}], isMeta=True,
+                  sourceToolUseID="toolu_skill"),
+             line("r2", "m1", "user", [{"type": "tool_result", "tool_use_id": "toolu_task", "content": "1 thread"}])]
+    p = tmp_path / "skill.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    msgs = view_messages(read_transcript(p), "anthropic")
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    assert [(b["type"], b.get("tool_use_id"), b.get("content", b.get("text"))) for b in msgs[2]["content"]] == [
+        ("tool_result", "toolu_skill", "Launching skill: pr-operations"), ("tool_result", "toolu_task", "1 thread"),
+        ("text", None, "# PR Operations Skill")]

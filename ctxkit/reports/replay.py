@@ -69,9 +69,11 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
-    the last message. ``memo``: kept across a replay's requests (a replay sends the same blocks at every
-    request): the tokens of each piece counted before, by digest, so that each is counted once, and what
-    the request before sent at each place, so that a message sent again is not looked at again."""
+    each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
+    within the API's 20-block lookback of the previous request's end). ``memo``: kept across a replay's
+    requests (a replay sends the same blocks at every request): the tokens of each piece counted before,
+    by digest, so that each is counted once, and what the request before sent at each place, so that a
+    message sent again is not looked at again."""
     memo = {} if memo is None else memo
     body = build_request(t, policy, now=now, memo=memo)
     out: list[Piece] = []
@@ -88,15 +90,18 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
     lead = len(out)
     marked = any(p.breakpoint for p in out)
+    ends: list[int] = []  # the index of each message's last piece
     for mi, msg in enumerate(body["messages"]):
         pieces, has_mark = _message_pieces(mi, msg, counter, memo)
         out.extend(pieces)
         marked = marked or has_mark
+        if pieces:
+            ends.append(len(out) - 1)
     if not marked:  # (the pieces are shared with earlier requests: replaced, not changed)
         if lead:
             out[lead - 1] = replace(out[lead - 1], breakpoint=True)
-        if len(out) > lead:
-            out[-1] = replace(out[-1], breakpoint=True)
+        for k in ends[-2:]:  # Claude Code marks the last block of each of the last two messages
+            out[k] = replace(out[k], breakpoint=True)
     return out
 
 

@@ -48,6 +48,16 @@ from .cache_model import CacheResult, Piece, PromptCache
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
 from .rows import Request, Row
+from .session_prefix import (
+    WARM,
+    SharedPrefix,
+    consistent,
+    epochs,
+    keep_warm,
+    prefix_changes,
+    shared_prefix,
+    with_epoch,
+)
 from .usage import RecordedRequest, recorded_requests
 
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
@@ -57,8 +67,6 @@ TTL_5M, TTL_1H = 300, 3600
 #: The id prefix of a request the replay adds without a recorded counterpart (a compaction's summary
 #: request when no ``agent-acompact-*`` file holds it): priced in the row, left out of the calibration
 UNRECORDED = "unrecorded-"
-#: The part of the overhead a session found in the cache (:func:`warm_start`)
-WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
 
 
 def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, float]:
@@ -142,7 +150,7 @@ def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[P
         cut.append(Piece(p.digest, p.tokens, False, p.lead))
     if cut:
         cut[-1].breakpoint = True
-        cache.request(point.timestamp, point.model, cut, ttl)
+        cache.request(point.sent_at, point.model, cut, ttl)
 
 
 def salted(pieces: list[Piece], salt: bytes) -> list[Piece]:
@@ -163,22 +171,38 @@ class Replayed:
     pieces: list[list[Piece]]  # each request's calibrated pieces (the prefix of a compaction request)
 
 
+def first_overhead(points: list[RecordedRequest], raw: list[list[Piece]], fit: tuple[float, float]) -> float:
+    """The overhead piece of the conversation's first request (what its view does not hold)."""
+    return exact(raw[0], fit, points[0].usage.prompt_tokens)[0].tokens if points else 0.0
+
+
 def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], cache: PromptCache | None,
-                        default_ttl: int, fit: tuple[float, float], salt: bytes = b"") -> Replayed:
-    """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces."""
+                        default_ttl: int, fit: tuple[float, float], salt: bytes = b"",
+                        marks: list[int] | None = None, shared: SharedPrefix | None = None) -> Replayed:
+    """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces.
+    ``marks``: each request's epoch (:func:`ctxkit.reports.session_prefix.epochs`): the session's own part
+    of the overhead is another piece in each; ``shared``: the part of the overhead shared with other
+    sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
+    before every request when other sessions kept it warm."""
     out = Replayed([], [])
     warm = 0.0
+    sizes: dict[bytes, float] = {}
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
-        if k == 0:
-            first = exact(pieces, fit, point.usage.prompt_tokens)
-            warm = float(point.usage.cache_read_input_tokens) if cache is not None else 0.0
-            warm = warm if warm < first[0].tokens else 0.0  # more than the overhead: cut at a block (warm_start)
-        cal = exact(pieces, fit, point.usage.prompt_tokens, warm)
+        if k == 0 and cache is not None:
+            if shared is not None:
+                warm = shared.tokens
+            else:
+                warm = float(point.usage.cache_read_input_tokens)
+                warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm), marks[k] if marks else 0, warm)
+        cal = consistent(cal, sizes, point.usage.prompt_tokens)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
-        result = run_cache(cache, point.timestamp, point.model, cal, ttl)
+        elif shared is not None:
+            keep_warm(cache, shared, point, cal, ttl)
+        result = run_cache(cache, point.sent_at, point.model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         out.pieces.append(cal)
     return out
@@ -331,6 +355,15 @@ def read_subagents(path: str, t: Transcript,
     return out
 
 
+def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
+                         fit: tuple[float, float], policy: Policy, caches: bool) -> tuple[list[int], SharedPrefix | None]:
+    """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`) and the session's shared
+    prefix, estimated from its usage (None for a session whose API did not cache)."""
+    marks = epochs(points, prefix_changes(t))
+    ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
+    return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
+
+
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
                  subagent_reads: list[tuple[str, Transcript, list[RecordedRequest]]],
                  fit: tuple[float, float], policy: Policy, counter: Any, prices: PriceTable,
@@ -340,7 +373,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     cache = PromptCache() if caches else None
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
-    main = replay_conversation(points, pieces, cache, ttl, fit)
+    marks, shared = session_prefix_model(t, points, pieces, fit, policy, caches)
+    main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared)
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
     for name, sub, pts in subagent_reads:

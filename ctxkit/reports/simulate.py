@@ -53,9 +53,11 @@ from .replayed import (
     request_ttl,
     run_cache,
     session_caches,
+    session_prefix_model,
     warm_start,
 )
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
+from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, with_epoch
 from .stats import view_stats
 from .usage import RecordedRequest, recorded_requests
 
@@ -66,7 +68,7 @@ def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces:
     priced, and whether it went over the window. Output tokens are the recorded answer's; the cache
     lifetime is the one the session's request had there, unless the policy sets ``request.cache_ttl``."""
     ttl = policy.cache_minutes * 60
-    res = run_cache(cache, point.timestamp, point.model, pieces,
+    res = run_cache(cache, point.sent_at, point.model, pieces,
                     ttl if policy.explicit("request.cache_ttl") else request_ttl(point.usage, ttl))
     usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
                   output_tokens=point.usage.output_tokens, cache_write_1h_tokens=res.write_1h)
@@ -153,13 +155,20 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             none_pieces, prefix = _prefix_pieces(lines, whole_points, base, counter, Path(tmp) / "whole.jsonl", memo,
                                                  same)
         else:
-            none_pieces = as_sent
+            none_pieces = same = as_sent
         cache = PromptCache() if caches else None
-        warm = _warm(points, fit, caches)
+        marks, shared = restarts(t, points), session_prefix_model(t, points, as_sent, fit, base, caches)[1]
+        warm = shared.tokens if shared is not None else 0.0
+        sizes: dict[bytes, float] = {}
         for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
-            pieces = exact(ps, fit, 0, warm)
+            # a request the session sent as it is here has the size the API counted; after the session's first
+            # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
+            tokens = point.usage.prompt_tokens if k < len(same) else 0
+            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm), marks[k], warm), sizes, tokens)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
+            elif shared is not None:
+                keep_warm(cache, shared, point, pieces, base.cache_minutes * 60)
             none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
@@ -167,7 +176,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             ctx.tokens = counter
             none.breakdown = _breakdown(prefix, ctx)
         rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
-                            fit=fit, caches=caches, summaries_as=summaries_as)
+                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared))
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
@@ -215,7 +224,8 @@ def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable
 
 def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_lines: list[bytes],
                 prices: PriceTable, workdir: Path, context_window: int | None, cwd: Path | None,
-                path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None) -> Row:
+                path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None,
+                prefix: tuple[list[int], SharedPrefix | None] | None = None) -> Row:
     workdir.mkdir(parents=True)
     counter = make_counter(policy.estimator, model=policy.model)
     replay = PolicyReplay(policy, workdir, context_window=context_window, cwd=cwd or Path.cwd(),
@@ -224,7 +234,8 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
     cache = PromptCache() if caches else None
-    warm = _warm(points, fit, caches)
+    marks, shared = prefix or ([0] * len(points), None)
+    warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
     done, previous = 0, None
@@ -243,9 +254,12 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        previous = exact(request_segments(step.transcript, policy, counter, point.timestamp, memo), fit, 0, warm)
+        previous = with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp, memo), fit,
+                                    0, warm), marks[k], warm)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
+        elif shared is not None:
+            keep_warm(cache, shared, point, previous, policy.cache_minutes * 60)
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history

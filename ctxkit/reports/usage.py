@@ -31,6 +31,14 @@ class RecordedRequest:
     model: str
     usage: Usage
     sidechain: bool
+    #: when the request was sent: the time of the last line written before its response (the prompt or the
+    #: tool results it answers). A response line is written when its block is complete, minutes later for a
+    #: long one; the prompt cache counts its lifetime from the request.
+    sent: datetime | None = None
+
+    @property
+    def sent_at(self) -> datetime | None:
+        return self.sent or self.timestamp
 
 
 #: more tokens than any request holds: a usage figure above it is not a count (fuzzed or corrupted)
@@ -68,8 +76,11 @@ def _instant(text: Any) -> datetime | None:
 def recorded_requests(t: Transcript) -> list[RecordedRequest]:
     """Every model request of a Claude Code transcript, in the order their responses start."""
     by_id: dict[str, RecordedRequest] = {}
+    last: dict[bool, datetime | None] = {}  # the time of the last line written, main chain and sidechain apart
     for i in t.live_indexes():
         entry = t.entry(i)
+        side = bool(entry.get("isSidechain"))
+        before, last[side] = last.get(side), _instant(entry.get("timestamp")) or last.get(side)
         if entry.get("type") != "assistant" or entry.get("isApiErrorMessage"):
             continue
         msg = entry.get("message")
@@ -81,8 +92,9 @@ def recorded_requests(t: Transcript) -> list[RecordedRequest]:
         usage = _usage(msg.get("usage"))
         known = by_id.get(mid)
         if known is None:
-            by_id[mid] = RecordedRequest(mid, i, _instant(entry.get("timestamp")), str(msg.get("model") or ""),
-                                         usage, bool(entry.get("isSidechain")))
+            at = _instant(entry.get("timestamp"))
+            by_id[mid] = RecordedRequest(mid, i, at, str(msg.get("model") or ""), usage, side,
+                                         before if before is not None and at is not None and before <= at else at)
         elif "usage" in msg:
             known.usage = usage  # the later line has the figures of the response so far: the last is final
     return sorted(by_id.values(), key=lambda r: r.first_entry)

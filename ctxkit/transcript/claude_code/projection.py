@@ -301,6 +301,14 @@ def build_messages(t: Transcript, order: list[int]) -> View:
                 target.refs.extend(other_refs)
                 target.entries.append(i)
                 continue
+            if not results and others and open_assistant is not None and _awaits_results(msgs, open_assistant):
+                # written between the results of one round (the text a Skill call loads comes before the
+                # result of a Task called beside it): Claude Code sends it in the results' message, after them
+                target = _results_message(msgs, open_assistant)
+                target.content.extend(others)
+                target.refs.extend(other_refs)
+                target.entries.append(i)
+                continue
             if results:
                 notes.append(f"line {t.line_no(i)}: tool_result with no tool_use before it; left out of the view")
                 orphans.extend((i, b.get("tool_use_id")) for b in results)
@@ -373,6 +381,16 @@ def keep_while_reading(i: int, d: dict, size: int, kept: dict[int, dict], extrac
     elif typ == "system" and d.get("subtype") == "compact_boundary":
         kept.clear()
         extracts.clear()
+
+
+def _awaits_results(msgs: list[ViewMessage], assistant_index: int) -> bool:
+    """Whether the assistant message's round is still open: some of its tool calls answered, some not yet."""
+    calls = {b.get("id") for b in msgs[assistant_index].content if b.get("type") == "tool_use"}
+    nxt = assistant_index + 1
+    if not calls or nxt != len(msgs) - 1 or msgs[nxt].kind != TOOL_RESULTS:
+        return False
+    answered = {b.get("tool_use_id") for b in msgs[nxt].content if b.get("type") == "tool_result"}
+    return bool(answered) and bool(calls - answered)
 
 
 def _results_message(msgs: list[ViewMessage], assistant_index: int) -> ViewMessage:

@@ -1,0 +1,170 @@
+"""The start of every request a Claude Code session makes: the part it shares with other sessions, and
+when the rest of it changes.
+
+Claude Code's requests open with the tools and the system prompt. Their first part (the tools and the
+static system prompt, the same for every session of one user and version) is cached under its own
+breakpoint and shared by all of the user's sessions: a session's first request finds it cached (its
+recorded ``cache_read_input_tokens``), and so does a request made after a pause longer than the cache
+lifetime, or to another model, while other sessions keep it warm. The rest (the environment and git
+status of the process, the context Claude Code adds to the first message) is the session's own, and it
+is composed again when:
+
+* the session compacts itself (the history restarts from its summary, with its context re-added);
+* the process restarts: the user ran ``/exit`` (or ``/quit``) and resumed the session;
+* the tools change: ``/mcp`` reconnected a server.
+
+At those points the next request reads only the shared part and writes the rest again (measured on
+real sessions: docs/simulate.md). :func:`prefix_changes` finds them; :func:`shared_prefix` estimates,
+from the session's own usage, how large the shared part is and whether other sessions kept it warm.
+"""
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import dataclass
+
+from ..transcript.model import Transcript
+from ..transcript.prompts import slash_command
+from .cache_model import Piece, PromptCache
+from .pricing import normalize_model
+from .usage import RecordedRequest
+
+#: The identity of the shared part of the overhead (the piece :func:`ctxkit.reports.replayed.exact` cuts off)
+WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
+
+#: Slash commands after which Claude Code composes the session's own prefix again
+RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
+#: A request read the shared prefix when it read at least this share of it (the same prompt, one model's
+#: name in it more or less)
+SHARED_READ = 0.9
+
+
+def _command(entry: dict) -> str | None:
+    """The slash command a user or local-command entry echoes (``/mcp``), if any."""
+    content = entry.get("content") if entry.get("type") == "system" else (entry.get("message") or {}).get("content")
+    if isinstance(content, list):
+        content = next((b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
+    if not isinstance(content, str):
+        return None
+    line = slash_command(content)
+    return line.split()[0] if line else None
+
+
+def prefix_changes(t: Transcript) -> list[int]:
+    """Entry indexes (main chain) after which the session's own part of the prefix is composed again: its
+    own compactions, a restart (``/exit``, ``/quit``) and an MCP reconnect (``/mcp``)."""
+    out = []
+    for i in t.live_indexes():
+        e = t.entry(i)
+        if e.get("isSidechain") or e.get("type") not in ("system", "user"):
+            continue
+        if e.get("subtype") == "compact_boundary" or _command(e) in RESTARTING_COMMANDS:
+            out.append(i)
+    return out
+
+
+def epochs(points: list[RecordedRequest], changes: list[int]) -> list[int]:
+    """For each request, how many prefix changes came before it."""
+    return [sum(1 for c in changes if c < p.first_entry) for p in points]
+
+
+def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
+    """Each request's epoch counting restarts and reconnects only: the prefix changes that happen whatever
+    manages the context (``none`` and the policy rows have their own compactions, or none)."""
+    changes = [i for i in prefix_changes(t) if t.entry(i).get("subtype") != "compact_boundary"]
+    return epochs(points, changes)
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """The part of the prefix the session shares with others: its tokens (0: none seen), and the models for
+    which other sessions kept it in the cache whenever the session itself did not (the cache is per model:
+    the user's other sessions keep warm the models they use)."""
+
+    tokens: float
+    warm_models: frozenset[str] = frozenset()
+
+    def kept_warm(self, model: str) -> bool:
+        return normalize_model(model) in self.warm_models
+
+
+def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
+    """The requests (after the first) that found nothing of the session's own in the cache: the first to a
+    model, the first after a pause longer than the cache lifetime, the first after a prefix change
+    (``marks``: each request's epoch)."""
+    out, last_at, last_epoch = [], {}, None
+    for k, p in enumerate(points):
+        before = last_at.get(p.model)
+        at = p.sent_at
+        if k and (before is None or (at and before and (at - before).total_seconds() > ttl_of[k])
+                  or marks[k] != last_epoch):
+            out.append(k)
+        if at is not None:
+            last_at[p.model] = at
+        last_epoch = marks[k]
+    return out
+
+
+def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
+                  first_overhead: float) -> SharedPrefix:
+    """The shared prefix, estimated from the session's own usage (one figure per session, never per
+    request): its size is what the first request read from the cache when that is less than the overhead
+    (the cached part of the tools and system prompt), else the median read of the cold requests; it was
+    kept warm for a model when most of that model's cold requests read it."""
+    if not points:
+        return SharedPrefix(0.0)
+    cold = cold_requests(points, marks, ttl_of)
+    first = float(points[0].usage.cache_read_input_tokens)
+    reads = [float(points[k].usage.cache_read_input_tokens) for k in cold]
+    size = first if 0 < first < first_overhead else 0.0
+    if not size:
+        seen = [r for r in reads if 0 < r < first_overhead]
+        size = statistics.median(seen) if seen else 0.0
+    votes: dict[str, list[bool]] = {}
+    for k, r in zip(cold, reads, strict=True):
+        votes.setdefault(normalize_model(points[k].model), []).append(r >= SHARED_READ * size)
+    warm = frozenset(m for m, v in votes.items() if size and sum(v) * 2 > len(v))
+    return SharedPrefix(size, warm)
+
+
+def with_epoch(pieces: list[Piece], epoch: int, warm: float) -> list[Piece]:
+    """``pieces`` whose own part of the overhead (the piece after the shared one when there is one, else the
+    first) is that of ``epoch``: composed again, so another prefix for the cache."""
+    if not epoch or not pieces:
+        return pieces
+    own = 1 if warm > 0 and len(pieces) > 1 else 0
+    p = pieces[own]
+    digest = hashlib.blake2b(b"epoch%d" % epoch + p.digest, digest_size=16).digest()
+    return [*pieces[:own], Piece(digest, p.tokens, p.breakpoint, True), *pieces[own + 1:]]
+
+
+def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRequest, pieces: list[Piece],
+              ttl: int) -> None:
+    """Before the request at ``point``: when other sessions kept the shared prefix warm, it is in the cache
+    for the request's model (as if one of them had just sent it)."""
+    if cache is None or not shared.kept_warm(point.model) or not pieces or pieces[0].digest != WARM:
+        return
+    cache.request(point.sent_at, point.model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
+
+
+def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int) -> list[Piece]:
+    """``pieces`` with the tokens each had when an earlier request sent it (``sizes``, by digest; the
+    pieces seen first here are added): a cached prefix is read at the size it was written, so the
+    difference between this request's size and what it repeats is in what it adds. When what it repeats
+    is already more than its size, or it adds nothing, the pieces stay as they were cut. Without a size
+    (``prompt_tokens`` 0: a request no one sent), what it repeats keeps its size and what it adds its own."""
+    if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
+        pieces = [Piece(p.digest, sizes.get(p.digest, p.tokens), p.breakpoint, p.lead) for p in pieces]
+        for p in pieces:
+            sizes.setdefault(p.digest, p.tokens)
+        return pieces
+    known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
+    new = sum(p.tokens for p in pieces if p.digest not in sizes)
+    rest = prompt_tokens - known
+    if known and new > 0 and rest > 0:
+        factor = rest / new
+        pieces = [Piece(p.digest, sizes[p.digest] if p.digest in sizes else p.tokens * factor, p.breakpoint, p.lead)
+                  for p in pieces]
+    for p in pieces:
+        sizes.setdefault(p.digest, p.tokens)
+    return pieces

@@ -1,0 +1,181 @@
+"""What simulate models of the prompt cache a Claude Code session found (docs/simulate.md, "The
+prompt-cache model"): the prefix part other sessions keep warm, the part the session composes again
+after a restart, when a request was sent, the sizes a cached prefix is read at and where Claude Code
+puts its breakpoints. Each session here is synthetic, shaped as the real one that showed the effect
+(named in the docs and in each test), and failed its assertion before the model had the effect; the
+expired shared prefix is the counter-case that keeps the warm one from being assumed."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from ctxkit import load_policy
+from ctxkit.reports.pricing import load_pricing
+from ctxkit.reports.session_prefix import prefix_changes
+from ctxkit.reports.simulate import simulate_session
+from ctxkit.transcript import read_transcript
+
+T0 = datetime(2026, 2, 24, 3, 0, tzinfo=timezone.utc)
+OPUS = "claude-opus-4-6"
+
+
+class Session:
+    """A main chain of prompts and answers, each answer with the usage the API reported."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict] = []
+        self.n = 0
+
+    def _add(self, entry: dict, at: timedelta) -> None:
+        self.n += 1
+        parent = self.lines[-1]["uuid"] if self.lines else None
+        self.lines.append({"parentUuid": parent, "isSidechain": False, "sessionId": "s", "version": "2.1.50",
+                           "uuid": f"u{self.n}", "timestamp": (T0 + at).isoformat().replace("+00:00", "Z"),
+                           **entry})
+
+    def prompt(self, text: str, at: timedelta) -> Session:
+        self._add({"type": "user", "message": {"role": "user", "content": text}}, at)
+        return self
+
+    def command(self, name: str, at: timedelta) -> Session:
+        self._add({"type": "user", "message": {"role": "user", "content": f"<command-name>{name}</command-name>\n"
+                   f"<command-message>{name[1:]}</command-message>\n<command-args></command-args>"}}, at)
+        return self
+
+    def answer(self, text: str, at: timedelta, read: int, write: int, model: str = OPUS) -> Session:
+        usage = {"input_tokens": 1, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
+                 "output_tokens": 40, "cache_creation": {"ephemeral_5m_input_tokens": write,
+                                                         "ephemeral_1h_input_tokens": 0}}
+        self._add({"type": "assistant", "message": {"id": f"msg_{self.n}", "type": "message", "role": "assistant",
+                                                    "model": model, "content": [{"type": "text", "text": text}],
+                                                    "usage": usage}}, at)
+        return self
+
+    def simulate(self, tmp_path) -> dict:
+        path = tmp_path / "session.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in self.lines))
+        return simulate_session(str(path), [("default", load_policy(None))], load_pricing())
+
+    def errors(self, tmp_path) -> dict:
+        return self.simulate(tmp_path)["calibration"]["relative_error"]
+
+
+def _turns(s: Session, start: int, sizes: list[tuple[int, int, int]], model: str = OPUS) -> Session:
+    """Prompts and answers a few seconds apart: (seconds from T0, cache read, cache write) per request."""
+    for k, (at, read, write) in enumerate(sizes):
+        s.prompt(f"step {start + k}: " + "please go on with the plan " * 8, timedelta(seconds=at))
+        s.answer("done " * 30, timedelta(seconds=at + 3), read, write, model)
+    return s
+
+
+def _within_ten_percent(errors: dict) -> bool:
+    return all(abs(errors[k]) <= 0.10 for k in ("cost_usd", "cache_read_input_tokens", "cache_creation_input_tokens"))
+
+
+def test_after_a_pause_past_the_lifetime_the_shared_prefix_is_read_when_other_sessions_kept_it_warm(tmp_path):
+    """kfischer b3edadab: after 18 minutes (the session's writes lived 5) the API still read the tools and the
+    system prompt; the rest of the prompt was written again."""
+    s = _turns(Session(), 0, [(0, 0, 20_100), (30, 20_100, 150), (60, 20_250, 150)])
+    _turns(s, 3, [(1_200, 13_000, 7_550), (1_230, 20_550, 150)])
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_none_and_the_policy_rows_find_the_cache_as_the_session_did(tmp_path):
+    """The shared prefix kept warm, a restart, the send times: the same for every row (they are the world the
+    session ran in, not its management), so on a session no policy changes none costs what replayed costs."""
+    s = _turns(Session(), 0, [(0, 0, 20_100), (30, 20_100, 150), (60, 20_250, 150)])
+    _turns(s, 3, [(1_200, 13_000, 7_550), (1_230, 20_550, 150)])
+    s.command("/exit", timedelta(seconds=1_240))
+    _turns(s, 5, [(1_300, 13_000, 7_850)])
+    rows = s.simulate(tmp_path)["rows"]
+    replayed, none = rows["replayed"].to_json(), rows["none"].to_json()
+    for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):
+        assert abs(none[key] - replayed[key]) <= 0.02 * replayed[key], key
+
+
+def test_a_shared_prefix_that_expired_is_written_again(tmp_path):
+    """The same session where the pause cost the whole prefix: the model does not assume a warm cache."""
+    s = _turns(Session(), 0, [(0, 13_000, 7_100), (30, 20_100, 150), (60, 20_250, 150)])
+    _turns(s, 3, [(1_200, 0, 20_550), (1_230, 20_550, 150)])
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_a_switch_to_another_model_reads_the_shared_prefix_other_sessions_cached_for_it(tmp_path):
+    """erk 396380b6: the first request to Opus after Sonnet read the tools and system prompt at once."""
+    s = _turns(Session(), 0, [(0, 19_000, 12_800), (10, 31_800, 250), (20, 32_050, 250)], model="claude-sonnet-4-6")
+    _turns(s, 3, [(30, 19_040, 13_510), (40, 32_550, 250)])
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_exit_and_resume_writes_the_sessions_own_prefix_again(tmp_path):
+    """erk beddc0be: after /exit and a resume a minute later, the request read only the shared prefix (the
+    process composed its environment again) and wrote the rest."""
+    s = _turns(Session(), 0, [(0, 19_100, 12_000), (10, 31_100, 300), (20, 31_400, 300)])
+    s.command("/exit", timedelta(seconds=30))
+    _turns(s, 3, [(60, 19_100, 12_900), (70, 32_000, 300)])
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_a_requests_cache_time_is_when_it_was_sent_not_when_its_long_answer_was_written(tmp_path):
+    """sniffly d3ad4cdc: an answer written 4.5 minutes after its request, the next request sent 4 minutes after
+    that answer: 8.5 minutes after the cache was last used, so it read nothing."""
+    s = _turns(Session(), 0, [(0, 10_000, 4_000), (10, 14_000, 400)])
+    s.prompt("write the notebook " * 8, timedelta(seconds=20))
+    s.answer("a long notebook " * 40, timedelta(seconds=290), 14_400, 400)
+    s.prompt("now edit it " * 8, timedelta(seconds=530))
+    s.answer("edited " * 30, timedelta(seconds=535), 0, 15_300)
+    _turns(s, 4, [(545, 15_300, 300)])
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_the_prefix_changes_are_the_sessions_compactions_restarts_and_mcp_reconnects(tmp_path):
+    s = _turns(Session(), 0, [(0, 0, 20_000)])
+    s.command("/mcp", timedelta(seconds=5)).command("/model", timedelta(seconds=6)).command("/exit", timedelta(seconds=7))
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    assert prefix_changes(read_transcript(path)) == [2, 4]
+
+
+def test_none_repeats_what_the_session_sent_at_the_size_the_api_counted(tmp_path):
+    """erk 1b2fa935: none's view is the session's until its compaction, so those requests have their recorded
+    size, and after it none repeats them at that size: its peak is above the recorded one (the estimate
+    fitted over the whole session put it at less than half)."""
+    s = _turns(Session(), 0, [(0, 19_000, 11_000), (10, 30_000, 40_000), (20, 70_000, 40_000),
+                              (30, 110_000, 40_000), (40, 150_000, 5_000)])
+    s._add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "auto", "preTokens": 155_000}}, timedelta(seconds=50))
+    s.lines[-1]["parentUuid"] = None
+    s._add({"type": "user", "isCompactSummary": True, "message": {
+        "role": "user", "content": "This session is being continued from a previous conversation that ran out of "
+                                   "context. The conversation is summarized below: " + "the plan so far " * 40}},
+           timedelta(seconds=51))
+    _turns(s, 5, [(60, 19_000, 9_000), (70, 28_000, 500), (80, 28_500, 500), (90, 29_000, 500), (100, 29_500, 500),
+                  (110, 30_000, 500)])
+    result = s.simulate(tmp_path)
+    rows = result["rows"]
+    assert rows["none"].to_json()["peak_context"] > rows["recorded"].to_json()["peak_context"]
+
+
+def test_a_burst_of_parallel_tool_calls_is_read_back_whole(tmp_path):
+    """erk b9c6a158: an answer of 14 parallel tool calls and their 14 results (29 new blocks) and the next
+    request still read everything before it. Claude Code marks the last block of each of the last two
+    messages, so the previous request's end is within the API's 20-block lookback of the answer's mark
+    (marking the last message only, the model read the tools and system prompt alone and wrote the
+    conversation again)."""
+    s = _turns(Session(), 0, [(0, 0, 27_800)])
+    s.prompt("here is the design: " + "the parser reads one line at a time " * 2_000, timedelta(seconds=10))
+    s.answer("understood " * 30, timedelta(seconds=13), 27_800, 30_400)
+    s.prompt("read every module " * 8, timedelta(seconds=20))
+    calls = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/src/m{k}.py"}}
+             for k in range(14)]
+    s._add({"type": "assistant", "message": {
+        "id": "msg_burst", "type": "message", "role": "assistant", "model": OPUS, "content": calls,
+        "usage": {"input_tokens": 1, "cache_read_input_tokens": 58_200, "cache_creation_input_tokens": 300,
+                  "output_tokens": 900, "cache_creation": {"ephemeral_5m_input_tokens": 300}}}},
+           timedelta(seconds=25))
+    s._add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": f"module {k} " * 200} for k in range(14)]}},
+           timedelta(seconds=26))
+    s.answer("all read " * 30, timedelta(seconds=30), 58_500, 12_000)
+    _turns(s, 4, [(40, 70_500, 300), (50, 70_800, 300)])
+    assert _within_ten_percent(s.errors(tmp_path))
