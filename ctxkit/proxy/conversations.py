@@ -61,6 +61,11 @@ class Conversation:
     requests: int = 0
     counted: tuple[Counted, Counted] = field(default_factory=lambda: (Counted(), Counted()))  # original, managed
     log: RequestLog | None = None  # what each request cost, for simulate and report (:mod:`.request_log`)
+    #: the last request's original messages and the manager's answer to them, and how many leading messages
+    #: the answer left as they were (:func:`.rewrite.reuse_previous`, :func:`.rewrite.unchanged`)
+    last_original: list[dict] = field(default_factory=list)
+    last_managed: list[dict] = field(default_factory=list)
+    same_upto: int = 0
 
 
 class Conversations:
