@@ -297,6 +297,36 @@ def test_a_client_that_goes_away_cancels_the_upstream_request(tmp_path):
     assert up.cancelled == 1 and up.completed == 0
 
 
+def test_a_client_that_goes_away_before_the_upstream_answers_is_not_waited_for(tmp_path):
+    import threading
+    import time
+
+    logged = threading.Event()
+    records = []
+
+    def on_request(record):
+        records.append(record)
+        logged.set()
+
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s",
+                                                      on_request=on_request)) as proxy:
+        slow = Answer.sse("x" * 50, pieces=10, drip=0.05)
+        slow.delay = 6.0  # thinking: nothing is sent for a while
+        up.script.append(slow)
+        body = json.dumps(_body([{"role": "user", "content": "hi"}], stream=True))
+        with pytest.raises(httpx2.TimeoutException):
+            httpx2.post(proxy.url + "/v1/messages", content=body, timeout=httpx2.Timeout(30, read=0.5))
+        left = time.monotonic()
+        assert logged.wait(10)
+        waited = time.monotonic() - left
+        deadline = time.monotonic() + 10
+        while up.cancelled == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert waited < 3.0  # not the upstream's 6 s
+    assert records[0].error == "the client went away"
+    assert up.cancelled == 1 and up.completed == 0
+
+
 def test_a_policy_that_fails_costs_the_request_its_management_not_its_answer(tmp_path):
     class Failing(ContextManager):
         def prepare(self, messages, *, system=None, tools=None):

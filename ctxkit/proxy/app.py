@@ -249,32 +249,34 @@ class ProxyApp:
 
     async def _exchange(self, scope, receive, send, record: RequestRecord, content: Any, body_done: asyncio.Event,
                         route) -> str | None:
-        """Send the request upstream and relay its answer, while watching for the client leaving: whichever
-        ends first ends the other. The error to log, or None."""
+        """Send the request upstream and relay its answer, while a watcher waits for the client leaving:
+        then this task is cancelled, and with it the upstream request (its connection closed). The error to
+        log, or None."""
         complete = asyncio.Event()  # the answer's last byte was handed to the server
-        relay = asyncio.ensure_future(self._relay(scope, send, record, content, route is not None, complete))
+        task = asyncio.current_task()
+        gone = False
 
         async def watch() -> None:
+            nonlocal gone
             await body_done.wait()  # an unmanaged body is read by the relay until then
             while (await receive())["type"] != "http.disconnect":
                 pass
+            if not complete.is_set():
+                gone = True
+                task.cancel()
 
         watcher = asyncio.ensure_future(watch())
         try:
-            await asyncio.wait((relay, watcher), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # the server cancelled the request itself: both go
-            relay.cancel()
-            raise
-        finally:
-            watcher.cancel()
-        if not relay.done() and not complete.is_set():
-            relay.cancel()  # the client went away: the upstream request is cancelled, its connection closed
-            await asyncio.gather(relay, return_exceptions=True)
+            return await self._relay(scope, send, record, content, route is not None, complete)
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # the server's own cancellation
+            task.uncancel()
             return "the client went away"
-        try:
-            return await relay
         except _ClientGone:
             return "the client went away"
+        finally:
+            watcher.cancel()
 
     async def _relay(self, scope, send, record: RequestRecord, content: Any, managed_route: bool,
                      complete: asyncio.Event) -> str | None:

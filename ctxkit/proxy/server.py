@@ -43,9 +43,10 @@ def bind(host: str, port: int) -> socket.socket:
 
 def make_server(settings: ProxySettings) -> uvicorn.Server:
     """uvicorn serving the proxy: no Server or Date header of its own (the upstream's are relayed), no
-    access log (the proxy logs each request itself, without its headers)."""
+    access log (the proxy logs each request itself, without its headers), no ``X-Forwarded-*`` reading
+    (the proxy relays those headers; it does not act on them)."""
     config = uvicorn.Config(build_app(settings), log_level="warning", access_log=False, lifespan="on",
-                            timeout_keep_alive=75, server_header=False, date_header=False)
+                            timeout_keep_alive=75, server_header=False, date_header=False, proxy_headers=False)
     return uvicorn.Server(config)
 
 
