@@ -30,6 +30,7 @@ class Seen:
     path: str  # with the query string
     headers: dict[str, str]
     body: bytes
+    raw_path: bytes = b""  # as it came on the request line (percent-escapes kept)
 
     def json(self):
         return json.loads(self.body)
@@ -105,7 +106,7 @@ class Upstream:
         path = scope["path"] + (("?" + scope["query_string"].decode()) if scope["query_string"] else "")
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         with self._lock:
-            self.requests.append(Seen(scope["method"], path, headers, body))
+            self.requests.append(Seen(scope["method"], path, headers, body, scope.get("raw_path") or b""))
             answer = self.script.popleft() if self.script else Answer.json()
         if answer.delay:
             await asyncio.sleep(answer.delay)

@@ -218,6 +218,33 @@ def test_what_the_proxy_cannot_manage_passes_through_with_a_warning(tmp_path):
     assert records[2].usage == {} and records[2].conversation is None  # a path it does not manage: not read
 
 
+def test_requests_it_does_not_manage_reach_the_upstream_as_sent_bodies_streamed_and_no_header_added(tmp_path):
+    import http.client
+
+    upload = b"--b\r\nContent-Disposition: form-data; name=file\r\n\r\n" + bytes(range(256)) * 64 + b"\r\n--b--\r\n"
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s")) as proxy:
+        # a bare client (http.client sends only what it is told, besides Host and Accept-Encoding)
+        conn = http.client.HTTPConnection(proxy.url.removeprefix("http://"), timeout=30)
+        conn.request("POST", "/v1/files?purpose=batch", body=upload,
+                     headers={"x-api-key": SECRET, "content-type": "multipart/form-data; boundary=b",
+                              "anthropic-beta": "files-api-2025-04-14", "expect": "100-continue"})
+        assert conn.getresponse().read() and conn.sock is not None
+        # a body of unknown length, sent chunked
+        conn.request("PUT", "/v1/skills/abc%2Fdef", body=iter([b"part one, ", b"part two"]), encode_chunked=True,
+                     headers={"x-api-key": SECRET, "transfer-encoding": "chunked"})
+        conn.getresponse().read()
+        conn.close()
+    files, skills = up.requests
+    assert (files.method, files.path, files.body) == ("POST", "/v1/files?purpose=batch", upload)
+    assert files.headers["content-length"] == str(len(upload))
+    assert files.headers["content-type"] == "multipart/form-data; boundary=b" and files.headers["x-api-key"] == SECRET
+    assert files.headers["anthropic-beta"] == "files-api-2025-04-14"
+    assert "expect" not in files.headers  # the body is on its way already: nothing to wait for upstream
+    for added in ("user-agent", "accept"):  # the upstream hears the client's headers, not the proxy's
+        assert added not in files.headers and added not in skills.headers, added
+    assert (skills.method, skills.raw_path, skills.body) == ("PUT", b"/v1/skills/abc%2Fdef", b"part one, part two")
+
+
 def test_dry_run_forwards_the_original_and_says_what_it_would_save(tmp_path):
     records = []
     messages = synthetic(30, 3_000, big_every=3)

@@ -36,7 +36,8 @@ from .rewrite import Api, Outcome, prepare_body
 from .usage_tap import UsageTap
 
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
-                        b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length"})
+                        b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+                        b"expect"})  # uvicorn answered the client's 100-continue; the body is on its way
 RESPONSE_DROPPED = HOP_BY_HOP - {b"content-length"}
 READABLE_ENCODINGS = ("gzip", "deflate", "identity")
 #: headers aiohttp would add of its own accord: the upstream gets the client's, or none
