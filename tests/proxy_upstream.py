@@ -83,7 +83,8 @@ class Answer:
 
 
 class Upstream:
-    def __init__(self):
+    def __init__(self, tls: tuple[str, str] | None = None):
+        self.tls = tls  # (certificate file, key file): served over https
         self.requests: list[Seen] = []
         self.script: deque[Answer] = deque()
         self.cancelled = 0
@@ -146,8 +147,9 @@ class Upstream:
         from ctxkit.proxy.server import bind
         sock = bind("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._running = _InThread(uvicorn.Server(uvicorn.Config(self, log_level="critical", lifespan="on")), sock)
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        tls = {"ssl_certfile": self.tls[0], "ssl_keyfile": self.tls[1]} if self.tls else {}
+        self._running = _InThread(uvicorn.Server(uvicorn.Config(self, log_level="critical", lifespan="on", **tls)), sock)
         return self
 
     def __exit__(self, *exc) -> None:

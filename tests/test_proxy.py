@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx2
@@ -243,6 +245,28 @@ def test_requests_it_does_not_manage_reach_the_upstream_as_sent_bodies_streamed_
     for added in ("user-agent", "accept"):  # the upstream hears the client's headers, not the proxy's
         assert added not in files.headers and added not in skills.headers, added
     assert (skills.method, skills.raw_path, skills.body) == ("PUT", b"/v1/skills/abc%2Fdef", b"part one, part two")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the test's certificate")
+def test_an_https_upstream_is_reached_when_its_certificate_is_trusted_and_refused_when_not(tmp_path, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    body = json.dumps(_body([{"role": "user", "content": "hi"}]))
+    answer = Answer.json("over TLS", {"input_tokens": 5, "output_tokens": 2})
+    with Upstream(tls=(str(cert), str(key))) as up:
+        assert up.url.startswith("https://")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the way a user trusts their own certificate authority
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s")) as proxy:
+            up.script.append(answer)
+            trusted = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET})
+        monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle, which does not hold this certificate
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s2")) as proxy:
+            refused = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET})
+    assert trusted.status_code == 200 and trusted.content == answer.chunks[0]
+    assert up.requests[0].headers["x-api-key"] == SECRET and len(up.requests) == 1  # the key went to no one else
+    assert refused.status_code == 502 and "could not be reached" in refused.json()["error"]["message"]
 
 
 def test_dry_run_forwards_the_original_and_says_what_it_would_save(tmp_path):

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import ssl
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -119,6 +121,19 @@ class _Decoder:
             return b""
 
 
+def tls_context() -> ssl.SSLContext:
+    """The certificates the proxy trusts for an https upstream: those ``SSL_CERT_FILE`` or ``SSL_CERT_DIR``
+    name when set; else certifi's bundle, as httpx (and so the Anthropic and OpenAI SDKs the agents use)
+    trusts; else the system's."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()  # OpenSSL reads the two variables
+    try:
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 class _ClientGone(Exception):
     """The client disconnected (while its request was read, or the proxy waited or relayed)."""
 
@@ -154,7 +169,7 @@ class ProxyApp:
         if self._session is None:
             # no connection limit, no cookie kept between clients, no environment proxy, the body as sent
             # (decompressed only for the tap's copy); response header lines as long as a server may send
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=75)
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=75, ssl=tls_context())
             timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=self.settings.timeout)
             self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
                                                   cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=NOT_ADDED,
