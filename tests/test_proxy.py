@@ -269,6 +269,26 @@ def test_an_https_upstream_is_reached_when_its_certificate_is_trusted_and_refuse
     assert refused.status_code == 502 and "could not be reached" in refused.json()["error"]["message"]
 
 
+def test_the_upstream_is_reached_through_the_http_proxy_the_environment_names(tmp_path, monkeypatch):
+    body = json.dumps(_body([{"role": "user", "content": "hi"}]))
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with Upstream() as up, Upstream() as way_out:
+        monkeypatch.setenv("HTTP_PROXY", way_out.url)  # as the agent's SDK would go out
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s")) as proxy:
+            # (the test's own client ignores the environment: it talks to the proxy directly)
+            via = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET}, trust_env=False)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s2")) as proxy:
+            direct = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET},
+                                 trust_env=False)
+    assert via.status_code == direct.status_code == 200
+    [relayed] = way_out.requests  # the absolute URL of the upstream, as a forward proxy is asked
+    assert relayed.raw_path == f"{up.url}/v1/messages".encode() and relayed.headers["x-api-key"] == SECRET
+    [reached] = up.requests  # NO_PROXY: straight there
+    assert reached.body == body.encode()
+
+
 def test_dry_run_forwards_the_original_and_says_what_it_would_save(tmp_path):
     records = []
     messages = synthetic(30, 3_000, big_every=3)

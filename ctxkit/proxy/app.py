@@ -25,6 +25,8 @@ import json
 import os
 import ssl
 import time
+import urllib.parse
+import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +136,16 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def env_proxy(url: str) -> str | None:
+    """The HTTP proxy ``HTTPS_PROXY`` / ``HTTP_PROXY`` (or ``ALL_PROXY``) names for ``url``, unless ``NO_PROXY``
+    exempts its host: the way out the agent's SDK would have taken without ctxkit in between."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 class _ClientGone(Exception):
     """The client disconnected (while its request was read, or the proxy waited or relayed)."""
 
@@ -163,11 +175,13 @@ class ProxyApp:
         self.settings = settings
         self.conversations = Conversations(settings.make_manager, settings.store)
         self.base = settings.upstream.rstrip("/")
+        self.via = env_proxy(self.base)
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            # no connection limit, no cookie kept between clients, no environment proxy, the body as sent
+            # no connection limit, no cookie kept between clients, the environment's proxy (:func:`env_proxy`) and
+            # nothing else of it (aiohttp's trust_env would add ~/.netrc credentials), the body as sent
             # (decompressed only for the tap's copy); response header lines as long as a server may send
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=75, ssl=tls_context())
             timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=self.settings.timeout)
@@ -302,7 +316,7 @@ class ProxyApp:
         try:
             upstream = await self.session().request(scope["method"], URL(target, encoded=True), data=content,
                                                     headers=self._request_headers(scope, content),
-                                                    allow_redirects=False)
+                                                    allow_redirects=False, proxy=self.via)
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
             record.status = 504
             await _error(send, 504, "timeout_error", "ctxkit proxy: the upstream did not answer in time")
