@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import httpx2
-from proxy_load import UPSTREAM, body, conversation, free_port
+from proxy_load import body, conversation, free_port, stand_in
 
 ROOT = Path(__file__).resolve().parent.parent
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
@@ -80,27 +80,20 @@ def main() -> int:
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (Debian: apt-get install -y valgrind)")
-    up_port = free_port()
-    upstream = subprocess.Popen([sys.executable, str(UPSTREAM), str(up_port)], cwd=UPSTREAM.parent)
-    try:
+    trees = [("this tree", ROOT)] + ([("--old", args.old.resolve())] if args.old else [])
+    per: dict[str, float] = {}
+    with stand_in() as upstream:
         time.sleep(1)
-        trees = [("this tree", ROOT)] + ([("--old", args.old.resolve())] if args.old else [])
-        per: dict[str, float] = {}
         for name, tree in trees:
-            short = count(tree, f"http://127.0.0.1:{up_port}", args.first)
-            long = count(tree, f"http://127.0.0.1:{up_port}", args.first + args.requests)
+            short = count(tree, upstream, args.first)
+            long = count(tree, upstream, args.first + args.requests)
             per[name] = (long - short) / args.requests
             print(f"{name} ({tree}): {per[name] / 1e6:.2f} M instructions per request "
                   f"(requests {args.first + 1}–{args.first + args.requests} of the series; "
                   f"{short:,} for {args.first}, {long:,} for {args.first + args.requests})", flush=True)
-        if args.old:
-            print(f"ratio this tree / --old: {per['this tree'] / per['--old']:.2f}")
-        return 0
-    finally:
-        upstream.terminate()
-        upstream.wait(15)
-
+    if args.old:
+        print(f"ratio this tree / --old: {per['this tree'] / per['--old']:.2f}")
+    return 0
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(main())

@@ -19,10 +19,9 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx2
-from proxy_load import UPSTREAM, body, conversation, cpu_ms, free_port
+from proxy_load import body, conversation, cpu_ms, free_port, stand_in
 
 CLIENTS = ("none", "httpx2", "aiohttp")
 DROP = (b"host", b"content-length", b"connection", b"transfer-encoding")
@@ -115,25 +114,18 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    up_port = free_port()
-    upstream = subprocess.Popen([sys.executable, str(UPSTREAM), str(up_port)], cwd=UPSTREAM.parent)
-    try:
+    with stand_in() as upstream:
         figures: dict[str, list[float]] = {name: [] for name in CLIENTS}
         for _ in range(args.rounds):
             for name in CLIENTS:
-                figures[name].append(measure(name, args.requests, f"http://127.0.0.1:{up_port}"))
-        print(f"relaying alone, {args.requests} requests one at a time (bodies to "
-              f"{len(body(conversation('relay', args.requests + 1)[:2 * args.requests + 1], 'relay')) // 1024} KB), "
-              "the relay process's CPU per request:")
-        for name in CLIENTS:
-            shown = ", ".join(f"{x:.2f}" for x in figures[name])
-            print(f"  {name:8s} median {statistics.median(figures[name]):5.2f} ms  (rounds: {shown})")
-        return 0
-    finally:
-        upstream.terminate()
-        upstream.wait(15)
-
+                figures[name].append(measure(name, args.requests, upstream))
+    largest = len(body(conversation("relay", args.requests + 1)[:2 * args.requests + 1], "relay")) // 1024
+    print(f"relaying alone, {args.requests} requests one at a time (bodies to {largest} KB), the relay process's "
+          "CPU per request:")
+    for name in CLIENTS:
+        shown = ", ".join(f"{x:.2f}" for x in figures[name])
+        print(f"  {name:8s} median {statistics.median(figures[name]):5.2f} ms  (rounds: {shown})")
+    return 0
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(main())
