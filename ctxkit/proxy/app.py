@@ -201,6 +201,7 @@ class ProxyApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self.session()  # the certificates loaded now, not in the first request's time (~25 ms)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._session is not None:
