@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -50,6 +51,19 @@ def cpu_ms(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def stand_in():
+    """The tests' stand-in Messages API in a process of its own, answering every request with a short
+    stream: its URL (bench/proxy_relay.py, bench/proxy_instructions.py)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(UPSTREAM), str(port)], cwd=UPSTREAM.parent)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(15)
 
 
 def conversation(name: str, turns: int) -> list[dict]:

@@ -30,6 +30,7 @@ class Seen:
     path: str  # with the query string
     headers: dict[str, str]
     body: bytes
+    raw_path: bytes = b""  # as it came on the request line (percent-escapes kept)
 
     def json(self):
         return json.loads(self.body)
@@ -82,7 +83,8 @@ class Answer:
 
 
 class Upstream:
-    def __init__(self):
+    def __init__(self, tls: tuple[str, str] | None = None):
+        self.tls = tls  # (certificate file, key file): served over https
         self.requests: list[Seen] = []
         self.script: deque[Answer] = deque()
         self.cancelled = 0
@@ -105,7 +107,7 @@ class Upstream:
         path = scope["path"] + (("?" + scope["query_string"].decode()) if scope["query_string"] else "")
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         with self._lock:
-            self.requests.append(Seen(scope["method"], path, headers, body))
+            self.requests.append(Seen(scope["method"], path, headers, body, scope.get("raw_path") or b""))
             answer = self.script.popleft() if self.script else Answer.json()
         if answer.delay:
             await asyncio.sleep(answer.delay)
@@ -145,8 +147,9 @@ class Upstream:
         from ctxkit.proxy.server import bind
         sock = bind("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._running = _InThread(uvicorn.Server(uvicorn.Config(self, log_level="critical", lifespan="on")), sock)
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        tls = {"ssl_certfile": self.tls[0], "ssl_keyfile": self.tls[1]} if self.tls else {}
+        self._running = _InThread(uvicorn.Server(uvicorn.Config(self, log_level="critical", lifespan="on", **tls)), sock)
         return self
 
     def __exit__(self, *exc) -> None:

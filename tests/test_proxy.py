@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx2
@@ -218,6 +220,75 @@ def test_what_the_proxy_cannot_manage_passes_through_with_a_warning(tmp_path):
     assert records[2].usage == {} and records[2].conversation is None  # a path it does not manage: not read
 
 
+def test_requests_it_does_not_manage_reach_the_upstream_as_sent_bodies_streamed_and_no_header_added(tmp_path):
+    import http.client
+
+    upload = b"--b\r\nContent-Disposition: form-data; name=file\r\n\r\n" + bytes(range(256)) * 64 + b"\r\n--b--\r\n"
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s")) as proxy:
+        # a bare client (http.client sends only what it is told, besides Host and Accept-Encoding)
+        conn = http.client.HTTPConnection(proxy.url.removeprefix("http://"), timeout=30)
+        conn.request("POST", "/v1/files?purpose=batch", body=upload,
+                     headers={"x-api-key": SECRET, "content-type": "multipart/form-data; boundary=b",
+                              "anthropic-beta": "files-api-2025-04-14", "expect": "100-continue"})
+        assert conn.getresponse().read() and conn.sock is not None
+        # a body of unknown length, sent chunked
+        conn.request("PUT", "/v1/skills/abc%2Fdef", body=iter([b"part one, ", b"part two"]), encode_chunked=True,
+                     headers={"x-api-key": SECRET, "transfer-encoding": "chunked"})
+        conn.getresponse().read()
+        conn.close()
+    files, skills = up.requests
+    assert (files.method, files.path, files.body) == ("POST", "/v1/files?purpose=batch", upload)
+    assert files.headers["content-length"] == str(len(upload))
+    assert files.headers["content-type"] == "multipart/form-data; boundary=b" and files.headers["x-api-key"] == SECRET
+    assert files.headers["anthropic-beta"] == "files-api-2025-04-14"
+    assert "expect" not in files.headers  # the body is on its way already: nothing to wait for upstream
+    for added in ("user-agent", "accept"):  # the upstream hears the client's headers, not the proxy's
+        assert added not in files.headers and added not in skills.headers, added
+    assert (skills.method, skills.raw_path, skills.body) == ("PUT", b"/v1/skills/abc%2Fdef", b"part one, part two")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the test's certificate")
+def test_an_https_upstream_is_reached_when_its_certificate_is_trusted_and_refused_when_not(tmp_path, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    body = json.dumps(_body([{"role": "user", "content": "hi"}]))
+    answer = Answer.json("over TLS", {"input_tokens": 5, "output_tokens": 2})
+    with Upstream(tls=(str(cert), str(key))) as up:
+        assert up.url.startswith("https://")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the way a user trusts their own certificate authority
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s")) as proxy:
+            up.script.append(answer)
+            trusted = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET})
+        monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle, which does not hold this certificate
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s2")) as proxy:
+            refused = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET})
+    assert trusted.status_code == 200 and trusted.content == answer.chunks[0]
+    assert up.requests[0].headers["x-api-key"] == SECRET and len(up.requests) == 1  # the key went to no one else
+    assert refused.status_code == 502 and "could not be reached" in refused.json()["error"]["message"]
+
+
+def test_the_upstream_is_reached_through_the_http_proxy_the_environment_names(tmp_path, monkeypatch):
+    body = json.dumps(_body([{"role": "user", "content": "hi"}]))
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with Upstream() as up, Upstream() as way_out:
+        monkeypatch.setenv("HTTP_PROXY", way_out.url)  # as the agent's SDK would go out
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s")) as proxy:
+            # (the test's own client ignores the environment: it talks to the proxy directly)
+            via = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET}, trust_env=False)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        with RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s2")) as proxy:
+            direct = httpx2.post(proxy.url + "/v1/messages", content=body, headers={"x-api-key": SECRET},
+                                 trust_env=False)
+    assert via.status_code == direct.status_code == 200
+    [relayed] = way_out.requests  # the absolute URL of the upstream, as a forward proxy is asked
+    assert relayed.raw_path == f"{up.url}/v1/messages".encode() and relayed.headers["x-api-key"] == SECRET
+    [reached] = up.requests  # NO_PROXY: straight there
+    assert reached.body == body.encode()
+
+
 def test_dry_run_forwards_the_original_and_says_what_it_would_save(tmp_path):
     records = []
     messages = synthetic(30, 3_000, big_every=3)
@@ -294,6 +365,36 @@ def test_a_client_that_goes_away_cancels_the_upstream_request(tmp_path):
         deadline = time.monotonic() + 5
         while up.cancelled == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
+    assert up.cancelled == 1 and up.completed == 0
+
+
+def test_a_client_that_goes_away_before_the_upstream_answers_is_not_waited_for(tmp_path):
+    import threading
+    import time
+
+    logged = threading.Event()
+    records = []
+
+    def on_request(record):
+        records.append(record)
+        logged.set()
+
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=tmp_path / "s",
+                                                      on_request=on_request)) as proxy:
+        slow = Answer.sse("x" * 50, pieces=10, drip=0.05)
+        slow.delay = 6.0  # thinking: nothing is sent for a while
+        up.script.append(slow)
+        body = json.dumps(_body([{"role": "user", "content": "hi"}], stream=True))
+        with pytest.raises(httpx2.TimeoutException):
+            httpx2.post(proxy.url + "/v1/messages", content=body, timeout=httpx2.Timeout(30, read=0.5))
+        left = time.monotonic()
+        assert logged.wait(10)
+        waited = time.monotonic() - left
+        deadline = time.monotonic() + 10
+        while up.cancelled == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert waited < 3.0  # not the upstream's 6 s
+    assert records[0].error == "the client went away"
     assert up.cancelled == 1 and up.completed == 0
 
 

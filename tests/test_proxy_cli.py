@@ -126,3 +126,13 @@ def test_bad_options_are_refused_before_listening(tmp_path):
     assert in_use.stderr.startswith(f"ctxkit: error: cannot listen on 127.0.0.1:{port}: ")
     bad_policy = run("--upstream", "http://127.0.0.1:1", "-p", str(tmp_path / "missing.yaml"))
     assert bad_policy.returncode == 2 and "missing.yaml" in bad_policy.stderr
+
+
+def test_without_the_proxy_extra_installed_the_proxy_says_what_to_install(tmp_path):
+    # aiohttp made unimportable, as in an install without the ``proxy`` extra
+    script = ("import sys; sys.modules['aiohttp'] = None; from ctxkit.cli.main import run; "
+              "sys.argv = ['ctxkit', 'proxy', '--upstream', 'http://127.0.0.1:1']; run()")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("ctxkit: error: ctxkit proxy needs aiohttp, which is not installed: "
+                                   "pip install 'ctxkit[proxy]'")

@@ -102,6 +102,28 @@ def test_a_conversation_is_its_user_id_and_first_message():
     assert conversation_key(anonymous) == conversation_key({"messages": [first]})
 
 
+def test_one_conversation_keeps_one_manager_when_claude_code_moves_its_cache_breakpoint(tmp_path):
+    from ctxkit.proxy.conversations import Conversations
+
+    made = []
+    convs = Conversations(lambda store, model: made.append(store) or store, tmp_path)
+    text = "Fix the failing test in tests/test_app.py."
+    marked = {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+    # Claude Code marks the last message: the first request's only message carries the breakpoint (as a
+    # block); on the next requests the breakpoint has moved on, and the first message is a plain string
+    requests = [[{"role": "user", "content": [marked]}],
+                [{"role": "user", "content": text}, {"role": "assistant", "content": "Looking."},
+                 {"role": "user", "content": [{**marked, "text": "go on"}]}],
+                [{"role": "user", "content": [{"type": "text", "text": text}]}, {"role": "assistant", "content": "Done."},
+                 {"role": "user", "content": "thanks"}]]
+    got = [convs.get({"metadata": {"user_id": "session-1"}, "model": "claude-sonnet-4-5", "messages": m})
+           for m in requests]
+    assert got[0] is got[1] is got[2] and len(made) == 1
+    # another first message is still another conversation
+    convs.get({"metadata": {"user_id": "session-1"}, "messages": [{"role": "user", "content": "Title this."}]})
+    assert len(made) == 2
+
+
 @pytest.mark.parametrize("value,expected", [("8787", ("127.0.0.1", 8787)), (":0", ("127.0.0.1", 0)),
                                             ("0.0.0.0:80", ("0.0.0.0", 80)), ("[::1]:9000", ("::1", 9000))])
 def test_listen_addresses(value, expected):

@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 
 import httpx2
+import pytest
 from proxy_upstream import Answer, RunningProxy, Upstream
 
 from ctxkit.cli.main import app
 from ctxkit.proxy import ProxySettings
 from ctxkit.proxy.conversations import live_managers
-from ctxkit.proxy.request_log import MESSAGES, REQUESTS, RequestLog, proxy_sessions
+from ctxkit.proxy.request_log import MESSAGES, REQUESTS, RequestLog, is_anthropic, proxy_sessions
 
 USAGES = [{"input_tokens": 40 + i, "output_tokens": 5 + i, "cache_creation_input_tokens": 300 + 10 * i,
            "cache_read_input_tokens": 100 * i} for i in range(4)]
@@ -87,26 +88,73 @@ def test_a_history_the_agent_rewrote_starts_a_new_log_and_keeps_the_old(tmp_path
     assert [p[1].name for p in proxy_sessions(tmp_path)] == ["requests.1.jsonl", REQUESTS]
 
 
-def test_an_openai_conversation_in_the_store_is_skipped_with_a_warning(tmp_path, runner):
+def _serve_openai(store: Path, model: str) -> list[dict]:
+    """An OpenAI-SDK agent's tool loop through the proxy: three requests, each answered with a tool call and
+    the usage OpenAI reports (cached tokens inside prompt_tokens). The usages, as sent."""
+    usages = [{"prompt_tokens": 2_000 + 600 * i, "completion_tokens": 40 + i,
+               "prompt_tokens_details": {"cached_tokens": 1_536 * i}} for i in range(3)]
+    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=store)) as proxy:
+        messages = [{"role": "system", "content": "You are a coding agent."},
+                    {"role": "user", "content": "Run the tests and fix what fails."}]
+        for i, usage in enumerate(usages):
+            call = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{i}", "type": "function",
+                    "function": {"name": "shell", "arguments": json.dumps({"cmd": f"pytest -k case{i}"})}}]}
+            up.script.append(Answer(200, [json.dumps({"id": f"chatcmpl-{i}", "object": "chat.completion", "model": model,
+                                                      "choices": [{"index": 0, "message": call, "finish_reason": "tool_calls"}],
+                                                      "usage": usage}).encode()]))
+            body = {"model": model, "messages": messages}
+            assert httpx2.post(proxy.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
+            messages = [*messages, call, {"role": "tool", "tool_call_id": f"call_{i}", "content": f"case{i} ok\n" * 80}]
+    return usages
+
+
+def test_an_openai_conversation_in_the_store_is_replayed_at_openais_cached_input_prices(tmp_path, runner):
+    from ctxkit.reports.pricing import load_pricing
+
     store = tmp_path / "store"
     _serve(store, ["alice"])
-    with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=store)) as proxy:
-        up.script.append(Answer(200, [json.dumps({"id": "c", "object": "chat.completion", "choices": [],
-                                                  "usage": {"prompt_tokens": 90, "completion_tokens": 2}}).encode()]))
-        body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
-        assert httpx2.post(proxy.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
-    assert len(proxy_sessions(store)) == 2  # one pair of files each: a moving cache mark is no rewrite
-    assert not list(store.glob("proxy/*/messages.1.jsonl"))
+    usages = _serve_openai(store, "gpt-5.1")
+    [openai] = [requests for _, requests in proxy_sessions(store) if not is_anthropic(requests)]
     done = runner.invoke(app, ["simulate", str(store), "--json"])
     assert done.exit_code == 0, done.output
-    assert "OpenAI Chat Completions conversation" in done.stderr
-    assert len(json.loads(done.stdout)["sessions"]) == 1
+    assert str(openai) not in done.stderr  # not skipped; its replay reproduces its recorded usage
+    sessions = json.loads(done.stdout)["sessions"]
+    assert len(sessions) == 2
+    session = next(s for s in sessions if s["session"] == str(openai))
+    rec = session["recorded"]
+    cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
+    fresh = sum(u["prompt_tokens"] for u in usages) - cached
+    # automatic prefix caching: what a request did not read from the cache it wrote, at the input price
+    assert (rec["requests"], rec["input_tokens"], rec["cache_creation_input_tokens"]) == (3, 0, fresh)
+    assert rec["cache_read_input_tokens"] == cached
+    assert rec["output_tokens"] == sum(u["completion_tokens"] for u in usages)
+    rates = load_pricing().rates("gpt-5.1")
+    expected = (fresh * rates["input"] + cached * rates["cache_read"]
+                + rec["output_tokens"] * rates["output"]) / 1_000_000
+    assert rec["cost_usd"] == pytest.approx(expected, abs=1e-6)
+    none = session["none"]
+    assert none["requests"] == 3 and none["cost_usd"] == pytest.approx(rec["cost_usd"], rel=0.1)
+    page = tmp_path / "openai.html"
+    drawn = runner.invoke(app, ["report", str(openai.parent), "-o", str(page)])
+    assert drawn.exit_code == 0, drawn.output
+    assert str(openai) in page.read_text("utf-8")
+
+
+def test_an_openai_model_the_table_cannot_price_is_priced_as_unknown_with_a_warning(tmp_path, runner):
+    store = tmp_path / "store"
+    usages = _serve_openai(store, "gpt-4o")
+    done = runner.invoke(app, ["simulate", str(store), "--json"])
+    assert done.exit_code == 0, done.output
+    assert "no price for model 'gpt-4o'" in done.stderr and "priced as unknown" in done.stderr
+    rec = json.loads(done.stdout)["sessions"][0]["recorded"]
+    assert rec["cost_usd"] == 0 and rec["requests"] == 3
+    assert rec["cache_read_input_tokens"] == sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
 
 
 def test_a_store_with_nothing_to_replay_is_a_usage_error(tmp_path, runner):
     folder = tmp_path / "store" / "proxy" / "0123456789ab"
     folder.mkdir(parents=True)
-    (folder / REQUESTS).write_text('{"api":"openai","model":"gpt-4.1","usage":{},"messages":1}\n')
+    (folder / REQUESTS).write_text('{"api":"anthropic","model":"claude-sonnet-4-5","usage":{},"mess')  # cut short
     (folder / MESSAGES).write_text('{"role":"user","content":"hi"}\n')
     done = runner.invoke(app, ["simulate", str(tmp_path / "store")])
     assert done.exit_code == 2 and "none of the proxy's conversations there can be replayed" in done.stderr

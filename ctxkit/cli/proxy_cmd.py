@@ -61,9 +61,13 @@ def proxy(
 
     Example: ctxkit proxy --upstream https://api.anthropic.com, then ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
     """
-    from ..proxy.app import ProxySettings
+    try:  # the server stack is the ``proxy`` extra
+        from ..proxy.app import ProxySettings
+        from ..proxy.server import bind, parse_listen, serve
+    except ImportError as exc:
+        raise UsageError(f"ctxkit proxy needs {exc.name or 'its server packages'}, which is not installed: "
+                         "pip install 'ctxkit[proxy]'") from None
     from ..proxy.conversations import live_managers
-    from ..proxy.server import bind, parse_listen, serve
     from .run_setup import guard_policy, make_policy
 
     if not upstream.startswith(("http://", "https://")) or "//" not in upstream or not upstream.split("//", 1)[1]:

@@ -1,8 +1,8 @@
 """``ctxkit proxy``: the policies on the wire, for any agent that speaks the Anthropic Messages or the OpenAI
 Chat Completions API through a configurable base URL (docs/proxy.md).
 
-An established ASGI stack (uvicorn serving a Starlette app, httpx2 forwarding with streaming and a connection
-pool) — no HTTP is written by hand here. The parts, one concern each:
+An established stack (uvicorn serving a plain ASGI app, aiohttp's client forwarding with streaming and a
+connection pool) — no HTTP is written by hand here. The parts, one concern each:
 
 - :mod:`.conversations` — which conversation a request belongs to, and one ``ContextManager`` each;
 - :mod:`.gate` — the cost model: a managed body is sent only when it costs less than the original would,
@@ -23,7 +23,7 @@ __all__ = ["ProxySettings", "build_app"]
 
 
 def __getattr__(name: str) -> Any:
-    # the server stack (starlette, httpx2: the ``proxy`` extra) loads with the app, not with the package, so
+    # the server stack (uvicorn, aiohttp: the ``proxy`` extra) loads with the app, not with the package, so
     # that simulate and report can read a proxy's store (:mod:`.request_log`) without it
     if name in __all__:
         from . import app

@@ -10,33 +10,42 @@ from a copy. One header is managed: ``accept-encoding`` is narrowed to the encod
 Failures the proxy did not make reach the client as made: an upstream status and body are relayed whatever
 they are; an upstream that cannot be reached or times out before answering is a 502 or 504 in the API's
 error shape; one that breaks off mid-answer breaks the client's connection off too. A client that goes
-away cancels the upstream request (the disconnect is watched while the answer streams).
+away cancels the upstream request (its disconnect is watched from the moment its request is read, through
+the wait for the upstream's answer and while the answer streams).
+
+Why a plain ASGI callable, not a framework's routes, Request and Response, and aiohttp's client rather than
+httpx2: a proxied request's CPU is the proxy's added latency, and the proxy has one shape of route. The
+framework's layers and httpx2's pure-Python HTTP stack were ~40% of a request's CPU (docs/benchmarks.md);
+uvicorn still parses the HTTP, aiohttp (its C parser, its connection pool) speaks to the upstream.
 """
 from __future__ import annotations
 
-import contextlib
-import socket
+import asyncio
+import json
+import os
+import ssl
 import time
+import urllib.parse
+import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
-import anyio
-import httpx2
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount
+import aiohttp
+from yarl import URL
 
 from .conversations import Conversations
 from .rewrite import Api, Outcome, prepare_body
 from .usage_tap import UsageTap
 
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                        "transfer-encoding", "upgrade", "host", "content-length"})
+HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+                        b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+                        b"expect"})  # uvicorn answered the client's 100-continue; the body is on its way
+RESPONSE_DROPPED = HOP_BY_HOP - {b"content-length"}
 READABLE_ENCODINGS = ("gzip", "deflate", "identity")
-NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+#: headers aiohttp would add of its own accord: the upstream gets the client's, or none
+NOT_ADDED = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
 
 @dataclass
@@ -95,10 +104,6 @@ def _accept_encoding(value: str | None) -> str:
     return ", ".join(kept) or "identity"
 
 
-def _error(status: int, kind: str, message: str) -> Response:
-    return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status_code=status)
-
-
 class _Decoder:
     """Undoes the response's content-encoding for the usage tap's copy (the client gets the raw bytes)."""
 
@@ -118,155 +123,263 @@ class _Decoder:
             return b""
 
 
-class _Relay:
-    """An ASGI response that streams the upstream's answer and, at the same time, watches for the client
-    leaving: whichever ends first ends the other, and the upstream response is always closed."""
+def tls_context() -> ssl.SSLContext:
+    """The certificates the proxy trusts for an https upstream: those ``SSL_CERT_FILE`` or ``SSL_CERT_DIR``
+    name when set; else certifi's bundle, as httpx (and so the Anthropic and OpenAI SDKs the agents use)
+    trusts; else the system's."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()  # OpenSSL reads the two variables
+    try:
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
-    def __init__(self, upstream: httpx2.Response, headers: list[tuple[bytes, bytes]], tap: UsageTap,
-                 decode: _Decoder, done: Callable[[str | None], None]):
-        self.upstream, self.headers, self.tap, self.decode, self.done = upstream, headers, tap, decode, done
+
+def env_proxy(url: str) -> str | None:
+    """The HTTP proxy ``HTTPS_PROXY`` / ``HTTP_PROXY`` (or ``ALL_PROXY``) names for ``url``, unless ``NO_PROXY``
+    exempts its host: the way out the agent's SDK would have taken without ctxkit in between."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+class _ClientGone(Exception):
+    """The client disconnected (while its request was read, or the proxy waited or relayed)."""
+
+
+async def _read_body(receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _error(send, status: int, kind: str, message: str) -> None:
+    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ProxyApp:
+    """The ASGI app serving ``settings`` (run it with :func:`.server.serve`, or any ASGI server)."""
+
+    def __init__(self, settings: ProxySettings):
+        self.settings = settings
+        self.conversations = Conversations(settings.make_manager, settings.store)
+        self.base = settings.upstream.rstrip("/")
+        self.via = env_proxy(self.base)
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            # no connection limit, no cookie kept between clients, the environment's proxy (:func:`env_proxy`) and
+            # nothing else of it (aiohttp's trust_env would add ~/.netrc credentials), the body as sent
+            # (decompressed only for the tap's copy); response header lines as long as a server may send
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=75, ssl=tls_context())
+            timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=self.settings.timeout)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
+                                                  cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=NOT_ADDED,
+                                                  trust_env=False, max_line_size=65536, max_field_size=65536)
+        return self._session
 
     async def __call__(self, scope, receive, send) -> None:
-        error: str | None = None
-        finished = False
-        try:
-            async with anyio.create_task_group() as tg:
-                async def watch() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    nonlocal error
-                    if not finished:
-                        error = error or "the client went away"
-                    tg.cancel_scope.cancel()
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+        # websockets: not served (uvicorn refuses the handshake when the app returns without accepting)
 
-                tg.start_soon(watch)
-                try:
-                    await send({"type": "http.response.start", "status": self.upstream.status_code,
-                                "headers": self.headers})
-                    async for chunk in self.upstream.aiter_raw():
-                        self.tap.feed(self.decode(chunk))
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    finished = True
-                except httpx2.HTTPError as exc:
-                    # returning without finishing the response: the server breaks the client's connection off
-                    error = f"the upstream broke off: {type(exc).__name__}"
-                except OSError:
-                    error = error or "the client went away"
-                tg.cancel_scope.cancel()
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.upstream.aclose()
-                self.done(error)
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.session()  # the certificates loaded now, not in the first request's time (~25 ms)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._session is not None:
+                    await self._session.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
-
-def build_app(settings: ProxySettings) -> Starlette:
-    """The Starlette app serving ``settings`` (run it with :func:`.server.serve`, or any ASGI server)."""
-    conversations = Conversations(settings.make_manager, settings.store)
-    base = settings.upstream.rstrip("/")
-    state: dict[str, httpx2.AsyncClient] = {}
-
-    def client() -> httpx2.AsyncClient:
-        if "client" not in state:
-            limits = httpx2.Limits(max_connections=None, max_keepalive_connections=100)
-            # Nagle's algorithm off on the upstream connections, whatever the event loop does by default: a
-            # body written after its headers must not wait for the upstream's delayed ACK (~40 ms)
-            transport = httpx2.AsyncHTTPTransport(limits=limits, socket_options=NO_DELAY)
-            state["client"] = httpx2.AsyncClient(timeout=httpx2.Timeout(settings.timeout, connect=30.0),
-                                                 transport=transport, follow_redirects=False)
-        return state["client"]
-
-    async def handle(request: Request) -> Response | _Relay:
+    async def _http(self, scope, receive, send) -> None:
         started = time.perf_counter()
-        path = request.url.path
-        record = RequestRecord(request.method, path, dry_run=settings.dry_run)
-        route = _route(request.method, path)
+        method, path = scope["method"], scope["path"]
+        record = RequestRecord(method, path, dry_run=self.settings.dry_run)
+        route = _route(method, path)
         outcome: Outcome | None = None
-        if route is not None:
-            api, count_only = route
-            outcome = await prepare_body(await request.body(), api, conversations, dry_run=settings.dry_run,
-                                         count_only=count_only)
-            record.conversation = outcome.conversation.name if outcome.conversation else None
-            record.tokens_in, record.tokens_sent = outcome.tokens_in, outcome.tokens_sent
-            record.managed, record.warning = outcome.sent_managed, outcome.warning
-            if outcome.verdict is not None:
-                if outcome.sent_managed:
-                    record.saved_usd = outcome.verdict.saved
-                elif settings.dry_run and outcome.verdict.send_managed:
-                    record.would_save_usd = outcome.verdict.cost_original - outcome.verdict.cost_managed
-                    record.would_send = outcome.verdict.tokens_managed
-            content: Any = outcome.body
-        else:
-            content = request.stream()
-
-        def finish(error: str | None) -> None:
-            record.error = record.error or error
-            record.ms = (time.perf_counter() - started) * 1000
-            if outcome is not None and outcome.usage_fits and record.usage and route and not route[1] \
-                    and record.status == 200:
-                try:
-                    outcome.conversation.manager.record_usage(dict(record.usage))
-                except Exception as exc:  # a count the manager cannot take costs it accuracy, not the request
-                    record.warning = f"the response's usage was not recorded ({type(exc).__name__}: {exc})"
-            if outcome is not None and outcome.messages is not None and route and not route[1] \
-                    and record.status == 200 and outcome.conversation.log is not None:
-                try:
-                    outcome.conversation.log.append(model=outcome.model or "", messages=outcome.messages,
-                                                    usage=dict(record.usage), tokens_in=record.tokens_in,
-                                                    tokens_sent=record.tokens_sent, managed=record.managed,
-                                                    api=outcome.api or "anthropic")
-                except OSError as exc:  # a full disk costs the log a line, not the client its answer
-                    record.warning = f"the request was not logged in the store ({exc})"
-            if settings.on_request is not None:
-                settings.on_request(record)
-
+        body_done = asyncio.Event()
         try:
-            upstream_request = _upstream_request(request, path, content)
-        except Exception as exc:  # noqa: BLE001 - a request the client could send but httpx2 cannot: said, not a 500
-            record.status = 502
-            finish(f"the request could not be relayed: {type(exc).__name__}")
-            return _error(502, "api_error", f"ctxkit proxy: the request could not be relayed ({type(exc).__name__})")
-        return await relay(upstream_request, record, finish, route is not None)
+            if route is not None:
+                api, count_only = route
+                outcome = await prepare_body(await _read_body(receive), api, self.conversations,
+                                             dry_run=self.settings.dry_run, count_only=count_only)
+                self._note(record, outcome)
+                content: Any = outcome.body
+                body_done.set()
+            else:
+                content = self._body_stream(scope, receive, body_done)
+        except _ClientGone:
+            return  # nothing was sent upstream: nothing to cancel, nothing to log
+        error = await self._exchange(scope, receive, send, record, content, body_done, route)
+        self._finish(record, outcome, route, error, started)
 
-    def _upstream_request(request: Request, path: str, content: Any) -> httpx2.Request:
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
-        headers.append(("accept-encoding", _accept_encoding(request.headers.get("accept-encoding"))))
-        raw_path = request.scope.get("raw_path") or path.encode()
-        url = httpx2.URL(base + raw_path.decode("latin-1"), query=request.scope.get("query_string", b""))
-        return client().build_request(request.method, url, headers=headers, content=content)
+    def _note(self, record: RequestRecord, outcome: Outcome) -> None:
+        record.conversation = outcome.conversation.name if outcome.conversation else None
+        record.tokens_in, record.tokens_sent = outcome.tokens_in, outcome.tokens_sent
+        record.managed, record.warning = outcome.sent_managed, outcome.warning
+        verdict = outcome.verdict
+        if verdict is not None:
+            if outcome.sent_managed:
+                record.saved_usd = verdict.saved
+            elif self.settings.dry_run and verdict.send_managed:
+                record.would_save_usd = verdict.cost_original - verdict.cost_managed
+                record.would_send = verdict.tokens_managed
 
-    async def relay(upstream_request: httpx2.Request, record: RequestRecord, finish: Callable[[str | None], None],
-                    managed_route: bool) -> Response | _Relay:
+    @staticmethod
+    def _body_stream(scope, receive, done: asyncio.Event) -> AsyncIterator[bytes] | None:
+        """An unmanaged request's body, streamed upstream as it arrives (None: the request has none)."""
+        has_body = any(k in (b"content-length", b"transfer-encoding") for k, _ in scope["headers"])
+        if not has_body:
+            done.set()
+            return None
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _ClientGone
+                    if message.get("body"):
+                        yield message["body"]
+                    if not message.get("more_body"):
+                        return
+            finally:
+                done.set()
+        return chunks()
+
+    def _request_headers(self, scope, content: Any) -> list[tuple[str, str]]:
+        headers = []
+        accept = None
+        for k, v in scope["headers"]:
+            if k == b"accept-encoding":
+                accept = v.decode("latin-1")
+            elif k == b"content-length" and content is not None and not isinstance(content, bytes):
+                headers.append(("content-length", v.decode("latin-1")))  # a streamed body keeps its length
+            elif k not in HOP_BY_HOP:
+                headers.append((k.decode("latin-1"), v.decode("latin-1")))
+        headers.append(("accept-encoding", _accept_encoding(accept)))
+        return headers
+
+    async def _exchange(self, scope, receive, send, record: RequestRecord, content: Any, body_done: asyncio.Event,
+                        route) -> str | None:
+        """Send the request upstream and relay its answer, while a watcher waits for the client leaving:
+        then this task is cancelled, and with it the upstream request (its connection closed). The error to
+        log, or None."""
+        complete = asyncio.Event()  # the answer's last byte was handed to the server
+        task = asyncio.current_task()
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            await body_done.wait()  # an unmanaged body is read by the relay until then
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not complete.is_set():
+                gone = True
+                task.cancel()
+
+        watcher = asyncio.ensure_future(watch())
         try:
-            upstream = await client().send(upstream_request, stream=True)
-        except httpx2.TimeoutException:
+            return await self._relay(scope, send, record, content, route is not None, complete)
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # the server's own cancellation
+            task.uncancel()
+            return "the client went away"
+        except _ClientGone:
+            return "the client went away"
+        finally:
+            watcher.cancel()
+
+    async def _relay(self, scope, send, record: RequestRecord, content: Any, managed_route: bool,
+                     complete: asyncio.Event) -> str | None:
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        query = scope.get("query_string", b"")
+        target = self.base + raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        try:
+            upstream = await self.session().request(scope["method"], URL(target, encoded=True), data=content,
+                                                    headers=self._request_headers(scope, content),
+                                                    allow_redirects=False, proxy=self.via)
+        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
             record.status = 504
-            finish("the upstream did not answer in time")
-            return _error(504, "timeout_error", "ctxkit proxy: the upstream did not answer in time")
-        except httpx2.HTTPError as exc:
+            await _error(send, 504, "timeout_error", "ctxkit proxy: the upstream did not answer in time")
+            return "the upstream did not answer in time"
+        except aiohttp.ClientError as exc:
             record.status = 502
-            finish(f"the upstream could not be reached: {type(exc).__name__}")
-            return _error(502, "api_error", f"ctxkit proxy: the upstream could not be reached ({type(exc).__name__})")
-        record.status = upstream.status_code
+            await _error(send, 502, "api_error", f"ctxkit proxy: the upstream could not be reached "
+                         f"({type(exc).__name__})")
+            return f"the upstream could not be reached: {type(exc).__name__}"
+        except (ValueError, TypeError) as exc:  # a request the client could send but aiohttp cannot: said, not a 500
+            record.status = 502
+            await _error(send, 502, "api_error", f"ctxkit proxy: the request could not be relayed "
+                         f"({type(exc).__name__})")
+            return f"the request could not be relayed: {type(exc).__name__}"
+        record.status = upstream.status
         tap = UsageTap(upstream.headers.get("content-type", ""), enabled=managed_route)
-        out_headers = [(k, v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in
-                       HOP_BY_HOP - {"content-length"}]
-
-        def done(error: str | None) -> None:
+        decode = _Decoder(upstream.headers.get("content-encoding", ""))
+        error: str | None = None
+        try:
+            await send({"type": "http.response.start", "status": upstream.status,
+                        "headers": [(k, v) for k, v in upstream.raw_headers if k.lower() not in RESPONSE_DROPPED]})
+            async for chunk in upstream.content.iter_any():
+                tap.feed(decode(chunk))
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            complete.set()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            # returning without finishing the response: the server breaks the client's connection off
+            error = f"the upstream broke off: {type(exc).__name__}"
+        except OSError:
+            error = "the client went away"
+        finally:
             record.usage = tap.close()
-            finish(error)
+            if complete.is_set():
+                upstream.release()  # read to its end: the connection goes back to the pool
+            else:
+                upstream.close()  # cut short (or cancelled): the connection is closed, the upstream stops
+        return error
 
-        return _Relay(upstream, out_headers, tap, _Decoder(upstream.headers.get("content-encoding", "")), done)
+    def _finish(self, record: RequestRecord, outcome: Outcome | None, route, error: str | None,
+                started: float) -> None:
+        """After the last byte went to the client: the usage fed back, the request logged, the record given."""
+        record.error = record.error or error
+        record.ms = (time.perf_counter() - started) * 1000
+        answered = outcome is not None and route is not None and not route[1] and record.status == 200
+        if answered and outcome.usage_fits and record.usage:
+            try:
+                outcome.conversation.manager.record_usage(dict(record.usage))
+            except Exception as exc:  # a count the manager cannot take costs it accuracy, not the request
+                record.warning = f"the response's usage was not recorded ({type(exc).__name__}: {exc})"
+        if answered and outcome.messages is not None and outcome.conversation.log is not None:
+            try:
+                outcome.conversation.log.append(model=outcome.model or "", messages=outcome.messages,
+                                                usage=dict(record.usage), tokens_in=record.tokens_in,
+                                                tokens_sent=record.tokens_sent, managed=record.managed,
+                                                api=outcome.api or "anthropic")
+            except OSError as exc:  # a full disk costs the log a line, not the client its answer
+                record.warning = f"the request was not logged in the store ({exc})"
+        if self.settings.on_request is not None:
+            self.settings.on_request(record)
 
-    async def endpoint(scope, receive, send) -> None:
-        response = await handle(Request(scope, receive))
-        await response(scope, receive, send)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette):
-        yield
-        if "client" in state:
-            await state["client"].aclose()
-
-    return Starlette(routes=[Mount("", app=endpoint)], lifespan=lifespan)
+def build_app(settings: ProxySettings) -> ProxyApp:
+    """The ASGI app serving ``settings``."""
+    return ProxyApp(settings)

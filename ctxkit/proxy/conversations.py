@@ -1,7 +1,8 @@
 """Which conversation a request belongs to, and the state the proxy keeps for each.
 
 An agent sends its whole conversation again on every request; nothing on the wire says which conversation
-it is. The proxy names it so:
+it is. The proxy names it so (the first message digested without its ``cache_control`` marks, which agents
+move from request to request):
 
 - ``metadata.user_id``, taken whole, when the body has one (Claude Code puts its session there), joined
   with a digest of the first message — Claude Code sends its subagents and side queries (titles, topic
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .gate import Counted
+from .gate import Counted, without_marks
 from .request_log import RequestLog
 
 
@@ -34,9 +35,12 @@ def _digest(value: Any) -> str:
 
 
 def conversation_key(body: dict[str, Any]) -> str:
-    """The name of the conversation ``body`` continues (see the module docstring)."""
+    """The name of the conversation ``body`` continues (see the module docstring). The first message is
+    digested as the cache compares it (:func:`.gate.without_marks`): Claude Code marks its last message
+    with ``cache_control`` (as blocks), so a one-message conversation's first request carries a mark its
+    next one does not; with the mark in the key those were two conversations, each with its own manager."""
     messages = body.get("messages")
-    first = messages[0] if isinstance(messages, list) and messages else None
+    first = without_marks(messages[0]) if isinstance(messages, list) and messages else None
     metadata = body.get("metadata")
     user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
     if isinstance(user_id, str) and user_id:
@@ -61,6 +65,11 @@ class Conversation:
     requests: int = 0
     counted: tuple[Counted, Counted] = field(default_factory=lambda: (Counted(), Counted()))  # original, managed
     log: RequestLog | None = None  # what each request cost, for simulate and report (:mod:`.request_log`)
+    #: the last request's original messages and the manager's answer to them, and how many leading messages
+    #: the answer left as they were (:func:`.rewrite.reuse_previous`, :func:`.rewrite.unchanged`)
+    last_original: list[dict] = field(default_factory=list)
+    last_managed: list[dict] = field(default_factory=list)
+    same_upto: int = 0
 
 
 class Conversations:

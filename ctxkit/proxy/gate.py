@@ -84,7 +84,7 @@ class Counted:
 
     def update(self, messages: list[dict]) -> Counted:
         k, n = 0, min(len(messages), len(self.messages))
-        while k < n and messages[k] == self.messages[k]:
+        while k < n and (messages[k] is self.messages[k] or messages[k] == self.messages[k]):
             k += 1
         cumulative = self.cumulative[:k + 1]
         for m in messages[k:]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from ..transcript.plain.messages import from_openai
 from .gate import without_marks
 
 REQUESTS = "requests.jsonl"
@@ -129,7 +130,7 @@ def proxy_sessions(folder: Path) -> list[tuple[Path, Path]]:
 
 
 def is_anthropic(requests_path: Path) -> bool:
-    """Whether a logged conversation speaks the Anthropic Messages API (the one simulate replays)."""
+    """Whether a logged conversation speaks the Anthropic Messages API (else OpenAI's Chat Completions)."""
     return all(r.get("api", "anthropic") == "anthropic" for r in read_lines(requests_path) if isinstance(r, dict))
 
 
@@ -137,31 +138,54 @@ def _blocks(content: Any) -> Any:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
+def automatic_cache_usage(usage: dict[str, Any], model: str) -> dict[str, Any]:
+    """An OpenAI request's usage (in the Messages API's shape: cached tokens as cache reads) in the terms
+    of the cache simulate models. OpenAI caches prompts automatically: a prompt of at least the model's
+    minimum cacheable length is cached whole by the request that sends it, so the tokens it did not read
+    it wrote, at the input price (``pricing.json`` prices an OpenAI model's cache writes as its input)."""
+    from ..reports.cache_model import min_cacheable_tokens
+
+    out = dict(usage)
+    fresh = out.get("input_tokens")
+    prompt = sum(v for k, v in out.items() if k != "output_tokens" and isinstance(v, int))
+    if isinstance(fresh, int) and prompt >= min_cacheable_tokens(model):
+        out["input_tokens"] = 0
+        out["cache_creation_input_tokens"] = out.get("cache_creation_input_tokens", 0) + fresh
+    return out
+
+
 def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
     """One logged conversation as a Claude Code transcript's lines, so that simulate replays it as it replays
     any session: each original message a line; the answer to each request (the message after the ones it
     held) carries the model and usage the upstream reported; an assistant message no logged request
     answered (history the agent brought) is marked ``<synthetic>``, no request. The last request's answer
-    is not in the log (no later request held it): a placeholder carries its usage."""
+    is not in the log (no later request held it): a placeholder carries its usage. An OpenAI Chat
+    Completions conversation's messages are read as an OpenAI message list is (:func:`from_openai`: tool
+    calls as ``tool_use``, ``tool`` messages as results; its system message is left to the overhead, as a
+    system prompt is); its usage was logged in the Messages API's shape, cached tokens as cache reads."""
     messages = read_lines(messages_path)
-    if not is_anthropic(requests_path):
-        raise ValueError(f"{requests_path}: an OpenAI Chat Completions conversation; simulate replays the "
-                         "proxy's Anthropic Messages conversations only")
+    openai = not is_anthropic(requests_path)
     requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)]
+    if not requests:
+        raise ValueError(f"{requests_path}: no request of this conversation was logged whole; nothing to replay")
     answered = {r["messages"]: r for r in requests if r["messages"] <= len(messages)}
     if len(messages) in answered:
         messages = [*messages, {"role": "assistant", "content": NOT_KEPT}]
     lines, parent = [], None
     for i, m in enumerate(messages):
+        if openai and isinstance(m, dict):
+            m = from_openai(m)  # its system message: None, counted with the overhead as a system prompt is
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
             continue
         req = answered.get(i) if m["role"] == "assistant" else None
         at = next((r.get("at") for r in requests if r["messages"] >= i), requests[-1].get("at") if requests else None)
-        message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content"))}
+        message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content")) or _blocks("")}
         if m["role"] == "assistant":
             message = {"id": f"msg_proxy_{i}", "type": "message", **message,
                        "model": str(req["model"]) if req else "<synthetic>",
                        "usage": req["usage"] if req and isinstance(req.get("usage"), dict) else {}}
+            if openai and message["usage"]:
+                message["usage"] = automatic_cache_usage(message["usage"], message["model"])
         uuid = f"proxy-{i:06d}"
         lines.append({"parentUuid": parent, "isSidechain": False, "type": m["role"], "message": message,
                       "uuid": uuid, "timestamp": at if isinstance(at, str) else "1970-01-01T00:00:00.000Z", "sessionId": requests_path.parent.name})

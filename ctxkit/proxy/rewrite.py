@@ -69,6 +69,34 @@ def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return body, None
 
 
+def reuse_previous(previous: list[dict], messages: list[dict]) -> list[dict]:
+    """``messages`` with each leading message equal to the previous request's replaced by that one's object.
+
+    An agent resends its whole history with every request, parsed afresh into new objects; the manager's
+    check that the conversation goes on, the gate's counts and :func:`unchanged` would each walk every
+    message of two equal copies. Compared once here, the same objects are then told equal at a glance
+    (one deep comparison a request instead of three: ~1 ms of a 240 KB request's CPU)."""
+    k, n = 0, min(len(previous), len(messages))
+    while k < n and (messages[k] is previous[k] or messages[k] == previous[k]):
+        k += 1
+    return previous[:k] + messages[k:] if k else messages
+
+
+def unchanged(conv: Conversation, managed: list[dict], original: list[dict]) -> bool:
+    """Whether the manager's answer is the original messages; the leading pairs the last request found
+    equal, still the same objects on both sides, are not compared again."""
+    n = min(len(managed), len(original))
+    known = min(conv.same_upto, n)
+    before_m, before_o = conv.last_managed, conv.last_original
+    k = 0
+    while k < known and managed[k] is before_m[k] and original[k] is before_o[k]:
+        k += 1
+    while k < n and managed[k] == original[k]:
+        k += 1
+    conv.last_managed, conv.last_original, conv.same_upto = managed, original, k
+    return k == len(managed) == len(original)
+
+
 async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dry_run: bool = False,
                        count_only: bool = False) -> Outcome:
     """The body to send for ``raw`` (see the module docstring). ``count_only`` (``count_tokens``): the
@@ -80,8 +108,8 @@ async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dr
     if model_info(model) is None:
         return Outcome(raw, warning=f"unknown model {model!r}; passed through unmanaged")
     conv = conversations.get(body)
-    original = body["messages"]
     async with conv.lock:
+        original = reuse_previous(conv.last_original, body["messages"])
         try:
             managed = await _prepared(conv.manager, original, body, api)
         except Exception as exc:  # noqa: BLE001 - the manager's failure is not the client's: send what it sent
@@ -90,7 +118,7 @@ async def prepare_body(raw: bytes, api: Api, conversations: Conversations, *, dr
         now = conversations.clock()
         warm = conv.last_sent_at is not None and now - conv.last_sent_at < DEFAULT_CACHE_TTL
         verdict = None
-        if managed != original:
+        if not unchanged(conv, managed, original):
             verdict = judge(original, managed, previous=conv.last_sent, cache_warm=warm,
                             requests_so_far=conv.requests + 1, model=model, counts=conv.counted)
         else:

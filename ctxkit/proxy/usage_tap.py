@@ -58,10 +58,14 @@ class UsageTap:
                 self._overflow, self._buf = True, bytearray()
             return
         if b"\n" in chunk:
-            *lines, rest = bytes(self._buf).split(b"\n")
-            self._buf = bytearray(rest)
-            for line in lines:
-                self._line(line)
+            cut = self._buf.rindex(b"\n")
+            complete = self._buf[:cut]
+            del self._buf[:cut + 1]
+            # only the lines of the events that carry usage are parsed (two of an answer's many): the
+            # others, each text delta of a long answer among them, cost a search of the bytes, in C
+            if b"usage" in complete:
+                for line in bytes(complete).split(b"\n"):
+                    self._line(line)
         if len(self._buf) > MAX_LINE_BYTES:
             self._overflow, self._buf = True, bytearray()
 

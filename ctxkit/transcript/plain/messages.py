@@ -117,23 +117,13 @@ def project_openai(t: Transcript) -> View:
             blocks = _openai_content_blocks(d.get("content"))
             msgs.append(ViewMessage("system", blocks, SYSTEM, [BlockRef(i, k) for k in range(len(blocks))], [i], uid))
         elif role in ("tool", "function"):
-            block = {"type": "tool_result", "tool_use_id": d.get("tool_call_id") or d.get("name", ""),
-                     "content": d.get("content") if isinstance(d.get("content"), str)
-                     else _openai_content_blocks(d.get("content"))}
-            msgs.append(ViewMessage("user", [block], TOOL_RESULTS, [BlockRef(i, 0)], [i], uid))
+            msgs.append(ViewMessage("user", [_tool_result(d)], TOOL_RESULTS, [BlockRef(i, 0)], [i], uid))
         elif role == "assistant":
             blocks = _openai_content_blocks(d.get("content"))
             refs: list[BlockRef | None] = [BlockRef(i, k) for k in range(len(blocks))]
-            for call in d.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                args = fn.get("arguments") or "{}"
-                try:
-                    parsed = args if isinstance(args, dict) else orjson.loads(args)
-                except (orjson.JSONDecodeError, TypeError):
-                    parsed = {"arguments": args}
-                blocks.append({"type": "tool_use", "id": call["id"], "name": fn.get("name", ""),
-                               "input": parsed if isinstance(parsed, dict) else {"arguments": parsed}})
-                refs.append(None)
+            uses = _tool_uses(d)
+            blocks += uses
+            refs += [None] * len(uses)
             msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [i], uid))
         else:
             blocks = _openai_content_blocks(d.get("content"))
@@ -142,6 +132,40 @@ def project_openai(t: Transcript) -> View:
     notes: list[str] = []
     orphans: list[tuple[int, str]] = []
     return View(normalize(msgs, notes, orphans), notes, orphans)
+
+
+def _tool_result(d: dict) -> dict:
+    return {"type": "tool_result", "tool_use_id": d.get("tool_call_id") or d.get("name", ""),
+            "content": d.get("content") if isinstance(d.get("content"), str) else _openai_content_blocks(d.get("content"))}
+
+
+def _tool_uses(d: dict) -> list[dict]:
+    out = []
+    for call in d.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        args = fn.get("arguments") or "{}"
+        try:
+            parsed = args if isinstance(args, dict) else orjson.loads(args)
+        except (orjson.JSONDecodeError, TypeError):
+            parsed = {"arguments": args}
+        out.append({"type": "tool_use", "id": call["id"], "name": fn.get("name", ""),
+                    "input": parsed if isinstance(parsed, dict) else {"arguments": parsed}})
+    return out
+
+
+def from_openai(message: dict) -> dict | None:
+    """One OpenAI chat message as an Anthropic-shaped one, as :func:`project_openai` reads it (a ``tool``
+    message: a user message of its one ``tool_result``); None for a ``system`` or ``developer`` one, which
+    the Messages API carries outside its messages."""
+    role = message.get("role", "user")
+    if role in ("system", "developer"):
+        return None
+    if role in ("tool", "function"):
+        return {"role": "user", "content": [_tool_result(message)]}
+    blocks = _openai_content_blocks(message.get("content"))
+    if role == "assistant":
+        return {"role": "assistant", "content": blocks + _tool_uses(message)}
+    return {"role": "user", "content": blocks}
 
 
 def to_openai(messages: list[dict]) -> list[dict]:
