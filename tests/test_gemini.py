@@ -88,3 +88,18 @@ def test_compact_appends_what_gemini_resumes_and_expand_gives_the_session_back(t
     back = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert (tmp_path / "e.jsonl").read_bytes() == original
+
+
+def test_a_timestamp_or_tool_calls_of_the_wrong_type_is_named_with_its_line_also_inside_a_set(tmp_path):
+    # a number for a timestamp reached the clock (exit 4 in view --to anthropic-request), and a $set's
+    # messages were not checked at all (toolCalls: 5 was exit 4 in every command)
+    cases = {"ts.jsonl": ([metadata(), user("u1", "hi"), {**gemini("g1", "ok", tokens=500), "timestamp": 1e300}],
+                          "ts.jsonl:3: timestamp must be a string, got 1e+300"),
+             "set.jsonl": ([metadata(), {"$set": {"messages": [user("u1", "hi"),
+                                                               {**gemini("g1", "x"), "toolCalls": 5}]}}],
+                           "set.jsonl:2: $set.messages[1].toolCalls must be a list, got 5")}
+    for name, (records, said) in cases.items():
+        write(tmp_path / name, records)
+        for args in (("view", "--to", "anthropic-request"), ("compact", "--force", "-p", "no-llm")):
+            done = ctxkit(*args, name, cwd=tmp_path)
+            assert (done.returncode, done.stderr) == (3, f"ctxkit: error: {said}\n"), done.stderr
