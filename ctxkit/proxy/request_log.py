@@ -18,6 +18,8 @@ requests (``count_tokens``) and failed ones are not logged: they are no turn of 
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import re
 from datetime import datetime, timezone
@@ -151,12 +153,16 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
     answered = {r["messages"]: r for r in requests if r["messages"] <= len(messages)}
     if len(messages) in answered:
         messages = [*messages, {"role": "assistant", "content": NOT_KEPT}]
+    # a message's time: that of the first request (in log order) that held it; the running maximum of the
+    # requests' message counts is sorted, so a bisection finds it (a scan per message was quadratic)
+    reach = list(itertools.accumulate((r["messages"] for r in requests), max))
     lines, parent = [], None
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
             continue
         req = answered.get(i) if m["role"] == "assistant" else None
-        at = next((r.get("at") for r in requests if r["messages"] >= i), requests[-1].get("at") if requests else None)
+        k = bisect.bisect_left(reach, i)
+        at = requests[min(k, len(requests) - 1)].get("at") if requests else None
         message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content"))}
         if m["role"] == "assistant":
             message = {"id": f"msg_proxy_{i}", "type": "message", **message,
