@@ -122,3 +122,21 @@ def test_a_session_kept_as_one_json_document_is_read_but_its_compaction_is_not_w
     assert done.returncode == 1
     assert "autocompact: failed: a Gemini CLI session kept as one JSON document (before v0.39)" in done.stderr
     assert json.loads((tmp_path / "out.json").read_text()) == doc
+
+
+def test_doctor_finds_no_unanswered_call_where_gemini_recorded_the_result(tmp_path):
+    # each recorded result was taken for one the projection made up: every call of every session was an
+    # "orphan tool_use" error (exit 1), in a $set's messages too
+    call = tool_call("call-1", "read_file", {"path": "a"}, "content")
+    write(tmp_path / "ok.jsonl", [metadata(), user("u1", "hi"), gemini("g1", "Reading.", [call], tokens=500),
+                                  {"$set": {"summary": "x"}}])
+    write(tmp_path / "set.jsonl", [metadata(), {"$set": {"messages": [user("u1", "hi"), gemini("g1", "", [call])]}},
+                                   user("u2", "more"), gemini("g2", "ok", tokens=500)])
+    for name in ("ok.jsonl", "set.jsonl"):
+        done = ctxkit("doctor", name, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (0, ""), done.stdout
+    cancelled = tool_call("call-2", "run_shell_command", {"command": "rm *"}, None, "cancelled")
+    write(tmp_path / "cut.jsonl", [metadata(), user("u1", "hi"), gemini("g1", "", [cancelled]), user("u2", "go on"),
+                                   gemini("g2", "ok", tokens=500)])
+    done = ctxkit("doctor", "cut.jsonl", cwd=tmp_path)  # no result recorded: Gemini CLI sends the call unanswered
+    assert done.returncode == 1 and done.stdout.startswith("cut.jsonl:3: error: tool_use call-2 has no tool_result")
