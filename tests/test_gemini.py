@@ -140,3 +140,15 @@ def test_doctor_finds_no_unanswered_call_where_gemini_recorded_the_result(tmp_pa
                                    gemini("g2", "ok", tokens=500)])
     done = ctxkit("doctor", "cut.jsonl", cwd=tmp_path)  # no result recorded: Gemini CLI sends the call unanswered
     assert done.returncode == 1 and done.stdout.startswith("cut.jsonl:3: error: tool_use call-2 has no tool_result")
+
+
+def test_doctor_names_an_unreadable_line_in_the_middle(tmp_path):
+    # looking for the rewind a record may follow parsed every line before it, the unreadable one too: exit 3
+    # (and a scan back from each message, quadratic in a session without tokens)
+    write(tmp_path / "s.jsonl", [metadata(), user("u1", "hi"), gemini("g1", "ok"), user("u2", "more"),
+                                 gemini("g2", "ok")])
+    lines = (tmp_path / "s.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "s.jsonl").write_text("".join([*lines[:3], "{broken\n", *lines[3:]]))
+    done = ctxkit("doctor", "s.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("s.jsonl:4: error: the agent cannot read this line: ")
