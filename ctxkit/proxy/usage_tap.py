@@ -48,10 +48,11 @@ class UsageTap:
 
     def feed(self, chunk: bytes) -> None:
         if self._overflow:
-            if self.sse and b"\n" in chunk and self.enabled:  # resynchronise at the next line
-                self._overflow = False
-                self._buf = bytearray(chunk[chunk.rindex(b"\n") + 1:])
-            return
+            if not (self.sse and b"\n" in chunk and self.enabled):
+                return
+            # resynchronise at the next line: the lines after it in this chunk are read as any others
+            self._overflow, self._buf = False, bytearray()
+            chunk = chunk[chunk.index(b"\n") + 1:]
         self._buf += chunk
         if not self.sse:
             if len(self._buf) > MAX_JSON_BYTES:
