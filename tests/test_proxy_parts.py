@@ -146,3 +146,12 @@ def test_after_a_line_too_long_to_keep_the_tap_reads_every_line_that_follows():
         tap.feed(b'data: {"type":"content_block_delta","text":"' + b"x" * (MAX_LINE_BYTES + 10))
         tap.feed(b'"}\n\n' + usage + tail)
         assert tap.close() == {"input_tokens": 3, "output_tokens": 6}
+
+
+def test_an_answer_nested_too_deeply_has_no_usage_and_no_error():
+    # json.loads raised RecursionError in the response's last callback (after the client had its answer)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for kind, body in (("application/json", deep), ("text/event-stream", b'data: {"usage": ' + deep + b"}\n\n")):
+        tap = UsageTap(kind)
+        tap.feed(body)
+        assert tap.close() == {}

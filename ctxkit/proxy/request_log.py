@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from ..side_files import parse_json
 from .gate import without_marks
 
 REQUESTS = "requests.jsonl"
@@ -55,7 +56,7 @@ def read_lines(path: Path) -> list[Any]:
             out.append(orjson.loads(line))
         except orjson.JSONDecodeError:
             try:
-                out.append(json.loads(line))
+                out.append(parse_json(line))
             except ValueError:
                 continue  # cut short: the request it began was not finished being logged
     return out

@@ -8,8 +8,9 @@ whichever API answered: OpenAI's ``prompt_tokens`` include their ``cached_tokens
 """
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..side_files import parse_json
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
@@ -72,7 +73,7 @@ class UsageTap:
                 self._line(bytes(self._buf))
             else:
                 try:
-                    doc = json.loads(self._buf)
+                    doc = parse_json(self._buf)
                 except ValueError:
                     doc = None
                 if isinstance(doc, dict):
@@ -85,7 +86,7 @@ class UsageTap:
         if not line.startswith(b"data:") or b"usage" not in line:
             return
         try:
-            doc = json.loads(line[5:])
+            doc = parse_json(line[5:])
         except ValueError:
             return
         if not isinstance(doc, dict):
