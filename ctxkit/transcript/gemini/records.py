@@ -66,6 +66,8 @@ def check(d: dict) -> None:
 
 
 def _check_message(m: dict) -> None:
+    if m.get("type") not in MESSAGE_TYPES:
+        return  # a record of a kind this ctxkit does not know passes whatever it holds (it is not read)
     if m.get("type") == "gemini" and m.get("toolCalls") is not None and not isinstance(m["toolCalls"], list):
         _bad("a list", m["toolCalls"], "toolCalls")
     if m.get("timestamp") is not None and not isinstance(m["timestamp"], str):
