@@ -152,3 +152,12 @@ def test_doctor_names_an_unreadable_line_in_the_middle(tmp_path):
     done = ctxkit("doctor", "s.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("s.jsonl:4: error: the agent cannot read this line: ")
+
+
+def test_a_record_of_a_kind_ctxkit_does_not_know_passes_whatever_its_timestamp(tmp_path):
+    write(tmp_path / "s.jsonl", [metadata(), user("u1", "hi"), {"$frobnicate": {"at": 5}, "timestamp": 5},
+                                 {"id": "n1", "type": "newkind", "timestamp": 7, "content": "c"},
+                                 gemini("g1", "ok", tokens=500)])
+    done = ctxkit("view", "--to", "anthropic", "s.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2
