@@ -150,7 +150,8 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
     if not is_anthropic(requests_path):
         raise ValueError(f"{requests_path}: an OpenAI Chat Completions conversation; simulate replays the "
                          "proxy's Anthropic Messages conversations only")
-    requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)]
+    requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)
+                and not isinstance(r["messages"], bool)]
     answered = {r["messages"]: r for r in requests if r["messages"] <= len(messages)}
     if len(messages) in answered:
         messages = [*messages, {"role": "assistant", "content": NOT_KEPT}]
@@ -161,13 +162,16 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
             continue
+        if not isinstance(m.get("content"), (str, list)):  # the proxy logs only what the upstream accepted
+            raise ValueError(f"{messages_path}: message {i + 1} has no content the API takes (a string or a list "
+                             "of blocks): not a log the proxy wrote; this conversation is not replayed")
         req = answered.get(i) if m["role"] == "assistant" else None
         k = bisect.bisect_left(reach, i)
         at = requests[min(k, len(requests) - 1)].get("at") if requests else None
         message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content"))}
         if m["role"] == "assistant":
             message = {"id": f"msg_proxy_{i}", "type": "message", **message,
-                       "model": str(req["model"]) if req else "<synthetic>",
+                       "model": str(req.get("model") or "<synthetic>") if req else "<synthetic>",
                        "usage": req["usage"] if req and isinstance(req.get("usage"), dict) else {}}
         uuid = f"proxy-{i:06d}"
         lines.append({"parentUuid": parent, "isSidechain": False, "type": m["role"], "message": message,
