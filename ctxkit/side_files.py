@@ -9,9 +9,11 @@ naming the option and the path, raised before the file's content is used.
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from .confined import Refused, file_kind, read_regular
 from .errors import UsageError
@@ -103,3 +105,13 @@ def read_side_text(path: str | Path, option: str, *, missing_ok: bool = False) -
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SideFileError(option, path, f"not UTF-8 text (byte {exc.start})", NOT_TEXT) from None
+
+
+def parse_json(text: str | bytes | bytearray) -> Any:
+    """``json.loads`` for JSON from outside (a side file, a column of another tool's database, an answer on
+    the wire): a value nested deeper than the parser recurses raises :class:`ValueError`, as any other
+    text that is not JSON does (``json.loads`` raises ``RecursionError`` there: an internal error)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None

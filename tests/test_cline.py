@@ -127,3 +127,13 @@ def test_the_model_comes_from_the_task_metadata_beside_the_history(tmp_path):
     write(path, [task("fix it"), say("Fixed.", modelInfo={"modelId": "gpt-5", "providerId": "openai", "mode": "act"})])
     stats = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)
     assert stats["budget"]["model"] == "gpt-5"  # a message's own model first
+
+
+def test_task_metadata_nested_too_deeply_is_read_as_none(tmp_path):
+    # json.loads raised RecursionError: every command on the task was exit 4
+    path = tmp_path / "api_conversation_history.json"
+    write(path, [task("fix it"), say("Fixed.")])
+    (tmp_path / "task_metadata.json").write_text("[" * 100_000 + "]" * 100_000)
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["format"] == "cline"

@@ -158,6 +158,22 @@ def test_a_broken_zstd_stream_is_a_clear_error(tmp_path):
     assert done.returncode == 3 and "not a readable zstd stream" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_zstd_rollout_cut_short_is_named_and_one_of_several_frames_is_read_whole(tmp_path):
+    # the decompressor said nothing at a frame's missing end: a cut file read as an empty one (format
+    # "anthropic", 0 messages, exit 0)
+    plain = _long_session(tmp_path, "rollout.jsonl").read_bytes()
+    packed = zstandard.ZstdCompressor(level=3).compress(plain)
+    for cut in (10, len(packed) // 2, len(packed) - 3):
+        (tmp_path / "cut.jsonl.zst").write_bytes(packed[:cut])
+        done = ctxkit("stats", "cut.jsonl.zst", cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (3, "ctxkit: error: cut.jsonl.zst:0: a zstd stream cut short (its "
+                                                     "last frame does not end: the file is incomplete)\n")
+    two = zstandard.ZstdCompressor().compress(plain[:4000]) + zstandard.ZstdCompressor().compress(plain[4000:])
+    (tmp_path / "two.jsonl.zst").write_bytes(two)
+    assert len(read_transcript(tmp_path / "two.jsonl.zst").view().messages) == \
+        len(read_transcript(tmp_path / "rollout.jsonl").view().messages)
+
+
 def test_doctor_finds_nothing_wrong_with_a_call_codex_answers_itself(tmp_path):
     done = ctxkit("doctor", str(_session(tmp_path)), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

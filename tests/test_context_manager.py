@@ -244,6 +244,26 @@ def test_a_journal_cut_short_loses_only_its_last_call(tmp_path):
     assert later.reports.new_messages == 2 and again[:7] == kept
 
 
+@pytest.mark.parametrize("field, bad", [("out", '["{not json"]'), ("out", "[5]"), ("out", '["[1]"]'),
+                                        ("overhead", '"many"'), ("overhead", "-3")])
+def test_a_journal_that_is_not_ctxkits_is_a_conversation_that_starts_over(tmp_path, field, bad):
+    # each was an exception out of prepare (JSONDecodeError, AttributeError, TypeError), which the proxy
+    # turned into a conversation never managed again
+    full = synthetic(8, size=500, big_every=3)
+    store = tmp_path / "store"
+    first = ContextManager(policy="no-llm", store=store, now=NOW)
+    sent = first.prepare(full[:5])
+    first.close()
+    [journal] = (store / "live").iterdir()
+    lines = journal.read_bytes().splitlines()
+    record = orjson.loads(lines[1])
+    record[field] = orjson.loads(bad)
+    journal.write_bytes(b"\n".join([lines[0], orjson.dumps(record)]) + b"\n")
+    later = ContextManager(policy="no-llm", store=store, now=NOW)
+    assert later.prepare(full[:7])[:5] == sent  # from the start again: the ledger froze every decision
+    assert later.reports.new_messages == 7
+
+
 def test_ctxkit_expand_restores_a_saved_managed_list(tmp_path):
     """What a manager sent, saved as a message list, comes back whole through the command line too."""
     full = synthetic(8, size=500, big_every=3)

@@ -66,3 +66,15 @@ def test_compact_then_expand_gives_the_transcript_back_byte_for_byte(tmp_path):
     done = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "e.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_a_line_whose_role_is_missing_or_no_string_is_named_not_an_internal_error(tmp_path):
+    # the projection and the line index key on the role: a line without one (or with a list) was exit 4
+    for name, bad in (("missing.jsonl", {"message": {"content": [{"type": "text", "text": "look"}]}}),
+                      ("list.jsonl", {"role": [[]], "message": {"content": "hi"}})):
+        path = tmp_path / name
+        write(path, [user("why"), assistant("look"), bad])
+        for args in (("view", "--to", "anthropic-request"), ("compact", "--force", "-p", "no-llm")):
+            done = ctxkit(*args, name, cwd=tmp_path)
+            assert done.returncode == 3, done.stderr
+            assert f"{name}:3: role must be \"user\" or \"assistant\", got" in done.stderr

@@ -609,3 +609,19 @@ def test_a_secret_shaped_tool_id_is_described_not_printed(tmp_path):
     assert "tool_result toolu_01 answers no tool_use" in r.stdout
     assert "tool_use id a string of 40 characters is used again (first at line 2)" in r.stdout
     assert "the session ends with tool_use a string of 40 characters unanswered" in r.stdout
+
+
+def test_an_unreadable_line_of_another_agents_session_is_named_and_nothing_written(tmp_path):
+    import codex_rollouts as cx
+
+    lines = [*cx.opening(), *cx.turn(1, "list files", [("c1", "ls", "a\nb")], "Two files.", usage=(1000, 50))]
+    lines.insert(3, '{"timestamp": "2026-03-01T10:00:00.000Z", "type": "event_msg", "payl')  # a torn line
+    (tmp_path / "rollout.jsonl").write_text("\n".join(lines) + "\n")
+    r = ctxkit(["doctor", "--fix", "rollout.jsonl", "-o", "fixed.jsonl"], tmp_path)
+    assert r.returncode == 1 and not (tmp_path / "fixed.jsonl").exists()
+    # the fix said "in a plain message list": a Codex rollout is none
+    assert ("fix: move the line to the store, a record in its place (what it held is not guessed at; expand puts "
+            "it back byte for byte); in any other format (a plain message list, another agent's session), not "
+            "repaired: only a Claude Code session has a place for the record, so --fix writes nothing while it "
+            "is there") in r.stderr
+    assert "rollout.jsonl:4: not repaired: the agent cannot read this line" in r.stderr

@@ -88,3 +88,76 @@ def test_compact_appends_what_gemini_resumes_and_expand_gives_the_session_back(t
     back = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert (tmp_path / "e.jsonl").read_bytes() == original
+
+
+def test_a_timestamp_or_tool_calls_of_the_wrong_type_is_named_with_its_line_also_inside_a_set(tmp_path):
+    # a number for a timestamp reached the clock (exit 4 in view --to anthropic-request), and a $set's
+    # messages were not checked at all (toolCalls: 5 was exit 4 in every command)
+    cases = {"ts.jsonl": ([metadata(), user("u1", "hi"), {**gemini("g1", "ok", tokens=500), "timestamp": 1e300}],
+                          "ts.jsonl:3: timestamp must be a string, got 1e+300"),
+             "set.jsonl": ([metadata(), {"$set": {"messages": [user("u1", "hi"),
+                                                               {**gemini("g1", "x"), "toolCalls": 5}]}}],
+                           "set.jsonl:2: $set.messages[1].toolCalls must be a list, got 5")}
+    for name, (records, said) in cases.items():
+        write(tmp_path / name, records)
+        for args in (("view", "--to", "anthropic-request"), ("compact", "--force", "-p", "no-llm")):
+            done = ctxkit(*args, name, cwd=tmp_path)
+            assert (done.returncode, done.stderr) == (3, f"ctxkit: error: {said}\n"), done.stderr
+
+
+def test_a_session_kept_as_one_json_document_is_read_but_its_compaction_is_not_written(tmp_path):
+    # before v0.39 Gemini CLI kept a session as one document and resumed its messages as they stand: the
+    # rewind ctxkit appends to a .jsonl session landed inside the array, and the summary came on top of
+    # the whole history (the view said 29,000 -> 9,000 tokens; Gemini CLI would have sent more than before)
+    records = []
+    for k in range(30):
+        records += [user(f"u{k}", f"read file {k}"), gemini(f"g{k}", f"file {k} holds " + "x" * 3000, tokens=1000 * k + 500)]
+    doc = {**metadata(), "messages": records}
+    path = tmp_path / "session-2026-03-01T10-00-5a1e2b3c.json"
+    path.write_text(json.dumps(doc, indent=2))
+    stats = ctxkit("stats", "--json", path.name, cwd=tmp_path)
+    assert stats.returncode == 0 and json.loads(stats.stdout)["format"] == "gemini"
+    assert json.loads(stats.stdout)["messages"] == 60
+    done = ctxkit("compact", "--force", "-p", "no-llm", path.name, "-o", "out.json", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "autocompact: failed: a Gemini CLI session kept as one JSON document (before v0.39)" in done.stderr
+    assert json.loads((tmp_path / "out.json").read_text()) == doc
+
+
+def test_doctor_finds_no_unanswered_call_where_gemini_recorded_the_result(tmp_path):
+    # each recorded result was taken for one the projection made up: every call of every session was an
+    # "orphan tool_use" error (exit 1), in a $set's messages too
+    call = tool_call("call-1", "read_file", {"path": "a"}, "content")
+    write(tmp_path / "ok.jsonl", [metadata(), user("u1", "hi"), gemini("g1", "Reading.", [call], tokens=500),
+                                  {"$set": {"summary": "x"}}])
+    write(tmp_path / "set.jsonl", [metadata(), {"$set": {"messages": [user("u1", "hi"), gemini("g1", "", [call])]}},
+                                   user("u2", "more"), gemini("g2", "ok", tokens=500)])
+    for name in ("ok.jsonl", "set.jsonl"):
+        done = ctxkit("doctor", name, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (0, ""), done.stdout
+    cancelled = tool_call("call-2", "run_shell_command", {"command": "rm *"}, None, "cancelled")
+    write(tmp_path / "cut.jsonl", [metadata(), user("u1", "hi"), gemini("g1", "", [cancelled]), user("u2", "go on"),
+                                   gemini("g2", "ok", tokens=500)])
+    done = ctxkit("doctor", "cut.jsonl", cwd=tmp_path)  # no result recorded: Gemini CLI sends the call unanswered
+    assert done.returncode == 1 and done.stdout.startswith("cut.jsonl:3: error: tool_use call-2 has no tool_result")
+
+
+def test_doctor_names_an_unreadable_line_in_the_middle(tmp_path):
+    # looking for the rewind a record may follow parsed every line before it, the unreadable one too: exit 3
+    # (and a scan back from each message, quadratic in a session without tokens)
+    write(tmp_path / "s.jsonl", [metadata(), user("u1", "hi"), gemini("g1", "ok"), user("u2", "more"),
+                                 gemini("g2", "ok")])
+    lines = (tmp_path / "s.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "s.jsonl").write_text("".join([*lines[:3], "{broken\n", *lines[3:]]))
+    done = ctxkit("doctor", "s.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("s.jsonl:4: error: the agent cannot read this line: ")
+
+
+def test_a_record_of_a_kind_ctxkit_does_not_know_passes_whatever_its_timestamp(tmp_path):
+    write(tmp_path / "s.jsonl", [metadata(), user("u1", "hi"), {"$frobnicate": {"at": 5}, "timestamp": 5},
+                                 {"id": "n1", "type": "newkind", "timestamp": 7, "content": "c"},
+                                 gemini("g1", "ok", tokens=500)])
+    done = ctxkit("view", "--to", "anthropic", "s.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2

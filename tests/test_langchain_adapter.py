@@ -141,3 +141,18 @@ def test_the_usage_the_model_reports_counts(managed_run, tmp_path):
     middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(tmp_path / "heavy"), now=NOW)
     heavy, _ = run_agent([middleware], overhead=8000)
     assert first_summary(heavy) < first_summary(honest)
+
+
+def test_each_message_is_converted_once_a_model_call(tmp_path, monkeypatch):
+    # converting LangChain messages is most of what a call costs on a long history (45 ms for 1,500
+    # messages against 6 ms for the ContextManager's call): each was converted twice
+    import ctxkit.integrations.langchain as adapter
+
+    converted, given = [], []
+    real = adapter.convert_to_openai_messages
+    monkeypatch.setattr(adapter, "convert_to_openai_messages", lambda m: converted.append(m) or real(m))
+    middleware = CtxkitMiddleware(policy=write_policy(tmp_path), store=str(tmp_path / ".ctxkit"), now=NOW)
+    wrap = middleware.wrap_model_call
+    middleware.wrap_model_call = lambda request, handler: given.append(len(request.messages)) or wrap(request, handler)
+    run_agent([middleware])
+    assert len(given) == STEPS + 1 and len(converted) == sum(given)

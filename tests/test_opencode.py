@@ -133,3 +133,19 @@ def test_the_sessions_own_model_sets_the_budget(tmp_path):
     write(path, [user(1, "hi"), assistant(2, 1, "Hello.", tokens=3_000, modelID="gpt-5", providerID="openai")])
     stats = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)
     assert stats["budget"]["model"] == "gpt-5"
+
+
+def test_a_database_row_nested_too_deeply_is_read_as_an_empty_one(tmp_path):
+    # json.loads raised RecursionError on a message's data column: exit 4
+    import sqlite3
+
+    from opencode_sessions import database
+
+    _, msgs = _long(tmp_path)
+    db = tmp_path / "opencode.db"
+    database(db, msgs, wal=False)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE part SET data = ? WHERE id = (SELECT min(id) FROM part)", ("[" * 100_000 + "]" * 100_000,))
+    con.close()
+    done = ctxkit("stats", "--json", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr

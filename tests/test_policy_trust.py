@@ -261,10 +261,12 @@ def test_trust_without_a_repository_policy_says_so(runner, clone):
                             "to trust\n"
 
 
-def test_a_damaged_trust_record_is_named(runner, clone, tmp_path):
+@pytest.mark.parametrize("damage", ["{not json", "[" * 100_000 + "]" * 100_000], ids=["not-json", "nested-deep"])
+def test_a_damaged_trust_record_is_named(runner, clone, tmp_path, damage):
+    # nested too deeply, json.loads raised RecursionError: an internal error
     write_policy(clone / ".ctxkit.yaml", {"use": "command", "command": "true"})
     trust_file_path().parent.mkdir(parents=True)
-    trust_file_path().write_text("{not json")
+    trust_file_path().write_text(damage)
     result = compact(runner)
     assert result.exit_code == 2
     assert result.stderr.startswith(f"ctxkit: error: {trust_file_path()}: cannot read the record of trusted "

@@ -126,6 +126,11 @@ def test_bad_options_are_refused_before_listening(tmp_path):
     assert in_use.stderr.startswith(f"ctxkit: error: cannot listen on 127.0.0.1:{port}: ")
     bad_policy = run("--upstream", "http://127.0.0.1:1", "-p", str(tmp_path / "missing.yaml"))
     assert bad_policy.returncode == 2 and "missing.yaml" in bad_policy.stderr
+    (tmp_path / "a-file").write_text("not a store")
+    store_is_a_file = run("--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--store",
+                          str(tmp_path / "a-file"))  # it listened, and left every request unmanaged
+    assert (store_is_a_file.returncode, store_is_a_file.stderr) == (
+        2, f"ctxkit: error: --store {tmp_path / 'a-file'}: not a folder (each conversation's store is a folder in it)\n")
 
 
 def test_without_the_proxy_extra_installed_the_proxy_says_what_to_install(tmp_path):

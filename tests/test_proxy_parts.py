@@ -155,3 +155,25 @@ def test_a_disabled_tap_reads_nothing():
     tap = UsageTap("application/json", enabled=False)
     tap.feed(json.dumps({"usage": {"input_tokens": 3}}).encode())
     assert tap.close() == {}
+
+
+def test_after_a_line_too_long_to_keep_the_tap_reads_every_line_that_follows():
+    # it resynchronised at the chunk's last newline: the lines between (here the usage) were lost
+    from ctxkit.proxy.usage_tap import MAX_LINE_BYTES
+
+    usage = b'data: {"type":"message_delta","usage":{"output_tokens":6}}\n\n'
+    for tail in (b"", b'data: {"type":"message_stop"}\n\n'):
+        tap = UsageTap("text/event-stream")
+        tap.feed(b'data: {"type":"message_start","message":{"usage":{"input_tokens":3}}}\n\n')
+        tap.feed(b'data: {"type":"content_block_delta","text":"' + b"x" * (MAX_LINE_BYTES + 10))
+        tap.feed(b'"}\n\n' + usage + tail)
+        assert tap.close() == {"input_tokens": 3, "output_tokens": 6}
+
+
+def test_an_answer_nested_too_deeply_has_no_usage_and_no_error():
+    # json.loads raised RecursionError in the response's last callback (after the client had its answer)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for kind, body in (("application/json", deep), ("text/event-stream", b'data: {"usage": ' + deep + b"}\n\n")):
+        tap = UsageTap(kind)
+        tap.feed(body)
+        assert tap.close() == {}

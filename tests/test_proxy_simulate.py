@@ -158,3 +158,22 @@ def test_a_store_with_nothing_to_replay_is_a_usage_error(tmp_path, runner):
     (folder / MESSAGES).write_text('{"role":"user","content":"hi"}\n')
     done = runner.invoke(app, ["simulate", str(tmp_path / "store")])
     assert done.exit_code == 2 and "none of the proxy's conversations there can be replayed" in done.stderr
+
+
+def test_a_damaged_log_is_named_or_read_around_never_an_internal_error(tmp_path, runner):
+    # a request line whose message count was true (read as 1) and had no model was a KeyError (exit 4); a
+    # message whose content was a number was an error naming a temporary file
+    conv = tmp_path / "store" / "proxy" / "0123456789ab"
+    conv.mkdir(parents=True)
+    (conv / MESSAGES).write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "ok"}\n'
+                                 '[1, 2]\n{"role": "user", "content": [{"type": "text", "text": "more"}]}\n')
+    (conv / REQUESTS).write_text('{"messages": true}\n{"at": 5, "model": 7, "usage": "x", "messages": 1}\n'
+                                 '{"messages": 99}\n')
+    done = runner.invoke(app, ["simulate", str(tmp_path / "store"), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["sessions"][0]["session"] == str(conv / REQUESTS)
+    (conv / MESSAGES).write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": 5}\n')
+    for args in (["simulate", str(tmp_path / "store")], ["report", str(conv), "-o", str(tmp_path / "r.html")]):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 2 and not (tmp_path / "r.html").exists()
+        assert f"warning: {conv / MESSAGES}: message 2 has no content the API takes" in done.stderr

@@ -98,3 +98,31 @@ def test_a_batch_takes_task_folders_and_a_database_session(tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["sessions"] == 2 and out["messages"] == 4  # the task's two messages, the session's two
+
+
+def test_since_reads_no_session_older_than_it(tmp_path, monkeypatch):
+    # counting a session's tokens reads it whole: the filter came after, so every old session was read
+    from ctxkit.reports import sessions
+
+    home, work = _home(tmp_path)
+    read = []
+    real = sessions.read_transcript
+    monkeypatch.setattr(sessions, "read_transcript", lambda path, **kw: read.append(Path(path).name) or real(path, **kw))
+    found = sessions.find_sessions(home=home, env={}, cwd=work, since=sessions.parse_since("2024-01-01"))
+    assert {s.agent for s in found} == {"gemini", "opencode", "cline", "cursor", "aider"}
+    assert len(read) == 4 and not any(name.startswith("rollout-") or name.startswith("0b5c7e2a") for name in read)
+
+
+def test_an_opencode_session_updated_at_a_time_no_clock_reaches_is_listed_at_the_databases_time(tmp_path):
+    import sqlite3
+
+    home, work = _home(tmp_path)
+    db = home / ".local" / "share" / "opencode" / "opencode.db"
+    for value in (1e300, 99_999_999_999_999_999, -99_999_999_999_999_999):
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE session SET time_updated = ?", (value,))
+        con.close()
+        os.utime(db, (1_800_000_000, 1_800_000_000))
+        done = ctxkit("sessions", "--agent", "opencode", "--json", home=home, cwd=work)
+        assert done.returncode == 0, done.stderr  # was exit 4 (OverflowError, year out of range)
+        assert [s["last_used"] for s in json.loads(done.stdout)] == ["2027-01-15T08:00:00Z"]

@@ -104,3 +104,17 @@ def test_a_missing_state_file_is_still_only_a_warning(tmp_path):
     r = ctxkit(tmp_path, "compact", "s.jsonl", "-o", "out.jsonl", "--force", "--state", "nope.json")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out.jsonl").exists()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # JSON the stdlib parser recurses into until it gives up
+
+
+@pytest.mark.parametrize("before, option", SIDE_OPTIONS, ids=lambda x: x if isinstance(x, str) else x[0])
+def test_a_side_file_nested_too_deeply_is_no_internal_error(tmp_path, before, option):
+    # json.loads raised RecursionError: --tools, --pricing, --state and --queued were exit 4
+    shutil.copy(EXAMPLE, tmp_path / "s.jsonl")
+    (tmp_path / "deep.json").write_text(DEEP)
+    r = ctxkit(tmp_path, *before, option, "deep.json")
+    assert r.returncode in (0, 1, 2) and "internal error" not in r.stderr, r.stderr
+    if option in ("--tools", "--pricing"):
+        assert r.returncode == 2 and "nested too deeply to read" in r.stderr

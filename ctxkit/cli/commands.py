@@ -15,6 +15,7 @@ import typer
 
 from ..errors import ExitCode, TranscriptError, UsageError
 from ..fileio import atomic_output, check_output, names_open_file
+from ..side_files import parse_json
 from .app import (
     BadLineOpt,
     FormatOpt,
@@ -241,7 +242,7 @@ def _read_json_list(path: Path) -> list:
     from ..side_files import read_side_text
 
     try:
-        value = json.loads(read_side_text(path, "--tools") or "")
+        value = parse_json(read_side_text(path, "--tools") or "")
     except ValueError as exc:
         raise UsageError(f"--tools {path}: {exc}") from None
     if not isinstance(value, list):

@@ -76,6 +76,9 @@ def proxy(
         host, port = parse_listen(listen)
     except ValueError:
         raise UsageError(f"--listen must look like HOST:PORT or PORT, got {quote(listen)}") from None
+    store_dir = store or Path(".ctxkit")
+    if store_dir.exists() and not store_dir.is_dir():  # else every request would go unmanaged, each with a warning
+        raise UsageError(f"--store {store_dir}: not a folder (each conversation's store is a folder in it)")
     loaded = make_policy(policy, set_, context_window)
     guard_policy(loaded, summarizes=True)
     console = stderr_console()
@@ -85,7 +88,6 @@ def proxy(
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     where = sock.getsockname()
     shown = f"[{where[0]}]" if ":" in where[0] else where[0]
-    store_dir = store or Path(".ctxkit")
 
     def on_request(record: Any) -> None:
         if report == "json":

@@ -36,11 +36,14 @@ def to_dicts(messages: list[BaseMessage]) -> list[dict]:
     return [convert_to_openai_messages(m) for m in messages]
 
 
-def from_dicts(dicts: list[dict], originals: list[BaseMessage] = ()) -> list[BaseMessage]:
+def from_dicts(dicts: list[dict], originals: list[BaseMessage] = (),
+               original_dicts: list[dict] | None = None) -> list[BaseMessage]:
     """OpenAI chat dicts as LangChain messages; a dict equal to one made from ``originals`` is that
     message, a tool result whose content a stage changed is its original with the new content (id,
-    name, artifact kept)."""
-    pairs = [(convert_to_openai_messages(m), [m]) for m in originals]
+    name, artifact kept). ``original_dicts``: ``to_dicts(originals)``, when the caller has it (converting
+    is most of what a call costs on a long history: it is done once)."""
+    made = original_dicts if original_dicts is not None else to_dicts(list(originals))
+    pairs = [(d, [m]) for d, m in zip(made, originals, strict=True)]
     tool_messages = {m.tool_call_id: m for m in originals if isinstance(m, ToolMessage)}
 
     def convert(d: dict) -> list[BaseMessage]:
@@ -92,17 +95,18 @@ class CtxkitMiddleware(AgentMiddleware):
     def wrap_model_call(self, request, handler):
         dicts, kwargs = self._request_args(request)
         managed = self.manager.prepare(dicts, **kwargs)
-        response = handler(request.override(messages=from_dicts(managed, request.messages)))
+        response = handler(request.override(messages=from_dicts(managed, request.messages, dicts)))
         self._record(response)
         return response
 
     async def awrap_model_call(self, request, handler):
         dicts, kwargs = self._request_args(request)
         managed = await self.manager.aprepare(dicts, **kwargs)
-        response = await handler(request.override(messages=from_dicts(managed, request.messages)))
+        response = await handler(request.override(messages=from_dicts(managed, request.messages, dicts)))
         self._record(response)
         return response
 
     def restore(self, messages: list[BaseMessage]) -> list[BaseMessage]:
         """The messages with every original ctxkit stored put back (what ``ContextManager.restore`` does)."""
-        return from_dicts(self.manager.restore(to_dicts(messages)), messages)
+        dicts = to_dicts(messages)
+        return from_dicts(self.manager.restore(dicts), messages, dicts)

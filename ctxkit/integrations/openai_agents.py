@@ -92,9 +92,10 @@ def from_dict(d: dict) -> list[dict]:
     return [{"role": "user", "content": _user_content(d.get("content"))}]
 
 
-def from_dicts(dicts: list[dict], originals: list[Any] = ()) -> list[Any]:
+def from_dicts(dicts: list[dict], originals: list[Any] = (), pairs: list[tuple[dict, list[Any]]] | None = None) -> list[Any]:
     """Chat dicts as input items; a dict equal to one made from ``originals`` is those items, a tool
-    result whose content a stage changed is its original item with the new output (id, status kept)."""
+    result whose content a stage changed is its original item with the new output (id, status kept).
+    ``pairs``: ``to_pairs(originals)``, when the caller has it (converting is done once a call)."""
     outputs = {item["call_id"]: item for item in originals
                if isinstance(item, dict) and item.get("type") == "function_call_output"}
 
@@ -104,7 +105,7 @@ def from_dicts(dicts: list[dict], originals: list[Any] = ()) -> list[Any]:
             return [{**original, "output": from_dict(d)[0]["output"]}]
         return from_dict(d)
 
-    return back_to_framework(to_pairs(originals), dicts, convert)
+    return back_to_framework(pairs if pairs is not None else to_pairs(originals), dicts, convert)
 
 
 def function_tools(agent: Any) -> list[dict] | None:
@@ -142,10 +143,12 @@ class CtxkitInputFilter:
 
     async def __call__(self, data: CallModelData) -> ModelInputData:
         items = list(data.model_data.input)
-        managed = await self.manager.aprepare([d for d, _ in to_pairs(items)], system=data.model_data.instructions,
+        pairs = to_pairs(items)
+        managed = await self.manager.aprepare([d for d, _ in pairs], system=data.model_data.instructions,
                                               tools=function_tools(data.agent))
-        return ModelInputData(input=from_dicts(managed, items), instructions=data.model_data.instructions)
+        return ModelInputData(input=from_dicts(managed, items, pairs), instructions=data.model_data.instructions)
 
     def restore(self, items: list[Any]) -> list[Any]:
         """The items with every original ctxkit stored put back (what ``ContextManager.restore`` does)."""
-        return from_dicts(self.manager.restore([d for d, _ in to_pairs(items)]), items)
+        pairs = to_pairs(items)
+        return from_dicts(self.manager.restore([d for d, _ in pairs]), items, pairs)

@@ -207,12 +207,14 @@ def _from_dict(d: dict, names: dict[str, str]) -> list[ModelMessage]:
     return [ModelRequest(parts)]
 
 
-def from_dicts(dicts: list[dict], originals: list[ModelMessage] = ()) -> list[ModelMessage]:
+def from_dicts(dicts: list[dict], originals: list[ModelMessage] = (),
+               pairs: list[tuple[dict, list[ModelMessage]]] | None = None) -> list[ModelMessage]:
     """Anthropic message dicts as Pydantic AI messages; a dict equal to one made from ``originals`` is
     that message, one that differs from it only in tool results is that message with their new
-    content. The originals' system prompt parts stay first in the history."""
+    content. The originals' system prompt parts stay first in the history. ``pairs``: ``_pairs(originals)``,
+    when the caller has it (converting is most of what a call costs on a long history: it is done once)."""
     names = _tool_names(originals, dicts)
-    pairs = _pairs(originals)
+    pairs = pairs if pairs is not None else _pairs(originals)
     same_shape = {_signature(d): objects for d, objects in pairs}
 
     def convert(d: dict) -> list[ModelMessage]:
@@ -261,10 +263,12 @@ class CtxkitHistoryProcessor:
             if usage := usage_of(responses[-1]):
                 self.manager.record_usage(usage)
         system = "\n\n".join(p.content for p in system_parts(messages)) or None
-        managed = await self.manager.aprepare(to_dicts(messages), system=system)
+        pairs = _pairs(messages)
+        managed = await self.manager.aprepare([d for d, _ in pairs], system=system)
         self._prepared = True
-        return from_dicts(managed, messages)
+        return from_dicts(managed, messages, pairs)
 
     def restore(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """The messages with every original ctxkit stored put back (what ``ContextManager.restore`` does)."""
-        return from_dicts(self.manager.restore(to_dicts(messages)), messages)
+        pairs = _pairs(messages)
+        return from_dicts(self.manager.restore([d for d, _ in pairs]), messages, pairs)

@@ -133,9 +133,24 @@ def load(store: Store, key: str) -> LiveState | None:
             except orjson.JSONDecodeError:
                 break  # a record cut short: the calls before it stand
             state.seen.extend(str(d) for d in rec["seen"])
-            state.out[int(rec["keep"]):] = [str(x).encode() for x in rec["out"]]
-            state.sent_estimate, state.overhead = int(rec["sent_estimate"]), rec.get("overhead")
+            state.out[int(rec["keep"]):] = [_text(x).encode() for x in rec["out"]]
+            state.sent_estimate, state.overhead = int(rec["sent_estimate"]), _count(rec.get("overhead"))
+        state.out_msgs = [orjson.loads(line) for line in state.out]
+        if not all(isinstance(m, dict) for m in state.out_msgs):
+            return None
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return None
-    state.out_msgs = [orjson.loads(line) for line in state.out]
     return state
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not a line")
+    return value
+
+
+def _count(value: Any) -> int | None:
+    """A token count as a journal holds one (None: not known yet); anything else is not ctxkit's journal."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise TypeError("not a count")

@@ -45,6 +45,7 @@ from .. import resources
 from ..confined import Refused, read_regular
 from ..errors import PolicyError, Problem, UsageError
 from ..fileio import atomic_write
+from ..side_files import parse_json
 from .layers import MAX_POLICY_BYTES, Layer, LayerReader, user_config_path
 from .merge import Origin
 
@@ -117,7 +118,7 @@ def file_digest(path: Path) -> str:
 def _read_record(where: Path) -> Any:
     """The record of trusted files, parsed (bounded like any file read from outside)."""
     try:
-        return json.loads(read_regular(where, limit=MAX_RECORD_BYTES))
+        return parse_json(read_regular(where, limit=MAX_RECORD_BYTES))
     except Refused as exc:
         raise OSError(errno.EINVAL, exc.reason, str(where)) from None
 

@@ -18,6 +18,8 @@ requests (``count_tokens``) and failed ones are not logged: they are no turn of 
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import re
 from datetime import datetime, timezone
@@ -26,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from ..side_files import parse_json
 from ..transcript.plain.messages import from_openai
 from .gate import without_marks
 
@@ -54,7 +57,7 @@ def read_lines(path: Path) -> list[Any]:
             out.append(orjson.loads(line))
         except orjson.JSONDecodeError:
             try:
-                out.append(json.loads(line))
+                out.append(parse_json(line))
             except ValueError:
                 continue  # cut short: the request it began was not finished being logged
     return out
@@ -165,24 +168,32 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
     system prompt is); its usage was logged in the Messages API's shape, cached tokens as cache reads."""
     messages = read_lines(messages_path)
     openai = not is_anthropic(requests_path)
-    requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)]
+    requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)
+                and not isinstance(r["messages"], bool)]
     if not requests:
         raise ValueError(f"{requests_path}: no request of this conversation was logged whole; nothing to replay")
     answered = {r["messages"]: r for r in requests if r["messages"] <= len(messages)}
     if len(messages) in answered:
         messages = [*messages, {"role": "assistant", "content": NOT_KEPT}]
+    # a message's time: that of the first request (in log order) that held it; the running maximum of the
+    # requests' message counts is sorted, so a bisection finds it (a scan per message was quadratic)
+    reach = list(itertools.accumulate((r["messages"] for r in requests), max))
     lines, parent = [], None
     for i, m in enumerate(messages):
         if openai and isinstance(m, dict):
             m = from_openai(m)  # its system message: None, counted with the overhead as a system prompt is
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
             continue
+        if not isinstance(m.get("content"), (str, list)):  # the proxy logs only what the upstream accepted
+            raise ValueError(f"{messages_path}: message {i + 1} has no content the API takes (a string or a list "
+                             "of blocks): not a log the proxy wrote; this conversation is not replayed")
         req = answered.get(i) if m["role"] == "assistant" else None
-        at = next((r.get("at") for r in requests if r["messages"] >= i), requests[-1].get("at") if requests else None)
+        k = bisect.bisect_left(reach, i)
+        at = requests[min(k, len(requests) - 1)].get("at") if requests else None
         message: dict[str, Any] = {"role": m["role"], "content": _blocks(m.get("content")) or _blocks("")}
         if m["role"] == "assistant":
             message = {"id": f"msg_proxy_{i}", "type": "message", **message,
-                       "model": str(req["model"]) if req else "<synthetic>",
+                       "model": str(req.get("model") or "<synthetic>") if req else "<synthetic>",
                        "usage": req["usage"] if req and isinstance(req.get("usage"), dict) else {}}
             if openai and message["usage"]:
                 message["usage"] = automatic_cache_usage(message["usage"], message["model"])

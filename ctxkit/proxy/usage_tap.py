@@ -8,8 +8,9 @@ whichever API answered: OpenAI's ``prompt_tokens`` include their ``cached_tokens
 """
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..side_files import parse_json
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
@@ -48,10 +49,11 @@ class UsageTap:
 
     def feed(self, chunk: bytes) -> None:
         if self._overflow:
-            if self.sse and b"\n" in chunk and self.enabled:  # resynchronise at the next line
-                self._overflow = False
-                self._buf = bytearray(chunk[chunk.rindex(b"\n") + 1:])
-            return
+            if not (self.sse and b"\n" in chunk and self.enabled):
+                return
+            # resynchronise at the next line: the lines after it in this chunk are read as any others
+            self._overflow, self._buf = False, bytearray()
+            chunk = chunk[chunk.index(b"\n") + 1:]
         self._buf += chunk
         if not self.sse:
             if len(self._buf) > MAX_JSON_BYTES:
@@ -75,7 +77,7 @@ class UsageTap:
                 self._line(bytes(self._buf))
             else:
                 try:
-                    doc = json.loads(self._buf)
+                    doc = parse_json(self._buf)
                 except ValueError:
                     doc = None
                 if isinstance(doc, dict):
@@ -88,7 +90,7 @@ class UsageTap:
         if not line.startswith(b"data:") or b"usage" not in line:
             return
         try:
-            doc = json.loads(line[5:])
+            doc = parse_json(line[5:])
         except ValueError:
             return
         if not isinstance(doc, dict):

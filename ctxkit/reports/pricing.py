@@ -16,7 +16,6 @@ warning, rather than as a model it is not. Dated ids (``claude-sonnet-4-5-202509
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..quoting import quote
-from ..side_files import read_side_text
+from ..side_files import parse_json, read_side_text
 
 PRICING_FILE = Path(__file__).resolve().parent / "pricing.json"
 RATE_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
@@ -167,7 +166,7 @@ def load_pricing(path: str | Path | None = None) -> PriceTable:
     where = str(path) if path is not None else "the shipped pricing table"
     try:
         raw = read_side_text(target, "--pricing") if path is not None else target.read_text(encoding="utf-8")
-        doc = json.loads(raw or "")
+        doc = parse_json(raw or "")
     except OSError as exc:
         raise UsageError(f"--pricing {quote(str(target))}: {exc.strerror or exc}") from None
     except ValueError as exc:

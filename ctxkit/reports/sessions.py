@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -83,6 +84,10 @@ def _when(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _recent(seconds: float, since: datetime | None) -> bool:
+    return since is None or datetime.fromtimestamp(seconds, timezone.utc) >= since
+
+
 def _tokens(path: str) -> tuple[int | None, str | None]:
     try:
         t = read_transcript(path, check_pairing=False)
@@ -91,18 +96,21 @@ def _tokens(path: str) -> tuple[int | None, str | None]:
         return None, str(exc)
 
 
-def _files(agent: str, home: Path, env: Mapping[str, str], cwd: Path) -> Iterator[Session]:
+def _files(agent: str, home: Path, env: Mapping[str, str], cwd: Path, since: datetime | None) -> Iterator[Session]:
     for pattern in _globs(agent, home, env, cwd):
         for name in sorted(glob.glob(glob.escape(pattern[:pattern.index("*")]) + pattern[pattern.index("*"):]
                                      if "*" in pattern else glob.escape(pattern), recursive=True)):
-            if not os.path.isfile(name):
-                continue
-            st = os.stat(name)
+            try:
+                st = os.stat(name)
+            except OSError:
+                continue  # gone since the folder was listed (the agent rotated it), or a dangling link
+            if not stat.S_ISREG(st.st_mode) or not _recent(st.st_mtime, since):
+                continue  # an old session is not read: counting its tokens is the command's whole cost
             tokens, error = _tokens(name)
             yield Session(name, agent, st.st_size, _when(st.st_mtime), tokens, error)
 
 
-def _opencode(home: Path, env: Mapping[str, str]) -> Iterator[Session]:
+def _opencode(home: Path, env: Mapping[str, str], since: datetime | None) -> Iterator[Session]:
     base = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local" / "share"
     db = base / "opencode" / "opencode.db"
     if not db.is_file():
@@ -116,7 +124,13 @@ def _opencode(home: Path, env: Mapping[str, str]) -> Iterator[Session]:
         if not s["size"]:
             continue  # a session opened and left without a message: nothing to read
         last = s["time_updated"] / 1000 if isinstance(s["time_updated"], (int, float)) else db.stat().st_mtime
-        yield Session(f"{db}#{s['id']}", "opencode", s["size"], _when(last), s["tokens"] or None)
+        try:
+            when = _when(last)
+        except (OverflowError, ValueError, OSError):  # a time no clock reaches: the database's own
+            last = db.stat().st_mtime
+            when = _when(last)
+        if _recent(last, since):
+            yield Session(f"{db}#{s['id']}", "opencode", s["size"], when, s["tokens"] or None)
 
 
 def parse_since(text: str) -> datetime:
@@ -139,8 +153,6 @@ def find_sessions(*, home: Path | None = None, env: Mapping[str, str] | None = N
         raise UsageError(f"unknown agent {quote(agent)}; choose one of {', '.join(AGENTS)}")
     out: list[Session] = []
     for name in AGENTS if agent is None else (agent,):
-        out += _opencode(home, env) if name == "opencode" else _files(name, home, env, cwd)
-    if since is not None:
-        out = [s for s in out if datetime.fromisoformat(s.last_used.replace("Z", "+00:00")) >= since]
+        out += _opencode(home, env, since) if name == "opencode" else _files(name, home, env, cwd, since)
     out.sort(key=lambda s: (s.last_used, s.path), reverse=True)
     return out

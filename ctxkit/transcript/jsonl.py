@@ -95,7 +95,7 @@ def _decompressed(source: Source) -> Source:
     copy = tempfile.TemporaryFile(prefix="ctxkit-zstd-")
     try:
         source.file.seek(0)
-        zstandard.ZstdDecompressor().copy_stream(source.file, copy)
+        whole = _unzstd(zstandard, source.file, copy)
         copy.seek(0)
     except zstandard.ZstdError as exc:
         copy.close()
@@ -103,8 +103,28 @@ def _decompressed(source: Source) -> Source:
     except OSError as exc:
         copy.close()
         raise WriteError(f"a decompressed copy of {source.name} ({copy.name})", exc) from None
+    if not whole:
+        copy.close()
+        raise TranscriptError(source.name, 0, "a zstd stream cut short (its last frame does not end: the file is "
+                                              "incomplete)")
     source.close()
     return Source(name=source.name, file=copy, path=source.path, compressed="zstd")
+
+
+def _unzstd(zstandard, src: BinaryIO, dst: BinaryIO) -> bool:
+    """Decompress every frame of ``src`` into ``dst``; False when the last frame is cut short (a
+    decompressor reading a stream says nothing then: a truncated file read as an empty one)."""
+    d = zstandard.ZstdDecompressor()
+    frame, open_frame = d.decompressobj(), False
+    while chunk := src.read(1 << 20):
+        while chunk:
+            dst.write(frame.decompress(chunk))
+            open_frame = True
+            if frame.eof:
+                chunk, frame, open_frame = frame.unused_data, d.decompressobj(), False
+            else:
+                chunk = b""
+    return not open_frame
 
 
 def _first_line(source: Source) -> bytes:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...confined import read_in_folder
 from ...reminders import REMINDER_OPEN, unwrap
-from ...side_files import MISSING, UNREADABLE, SideFileError, read_side_text
+from ...side_files import MISSING, UNREADABLE, SideFileError, parse_json, read_side_text
 from ...transcript.claude_code import chain as claude_code_chain
 from ...transcript.claude_code import projection as claude_code
 from ...transcript.claude_code import session as claude_code_session
@@ -429,9 +429,11 @@ def load_state_file(path: str | Path) -> dict:
     """
     text = _read_input(path, "--state", "; deltas skipped")
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except json.JSONDecodeError as exc:
         raise AttachmentInputError(f"--state {path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg}); deltas skipped") from exc
+    except ValueError as exc:
+        raise AttachmentInputError(f"--state {path}: {exc}; deltas skipped") from exc
     if not isinstance(value, dict):
         raise AttachmentInputError(f"--state {path}: expected a JSON object, got {type(value).__name__}; deltas skipped")
     return value
@@ -445,8 +447,8 @@ def load_queued_file(path: str | Path) -> list[dict]:
     """
     text = _read_input(path, "--queued")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = parse_json(text)
+    except ValueError:
         value = None
     if isinstance(value, dict):
         value = [value]

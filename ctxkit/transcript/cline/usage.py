@@ -6,8 +6,7 @@ and ``cost``. Older histories, and Roo Code's, record none: their size is estima
 """
 from __future__ import annotations
 
-import json
-
+from ...side_files import parse_json
 from ..claude_code.session import RecordedSettings
 from ..lineindex import BAD
 from ..model import Transcript
@@ -45,7 +44,7 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
     path = t.source.path
     meta = path.parent / "task_metadata.json" if path is not None else None
     try:
-        data = json.loads(meta.read_bytes()) if meta is not None and meta.is_file() else None
+        data = parse_json(meta.read_bytes()) if meta is not None and meta.is_file() else None
     except (OSError, ValueError):
         data = None
     usage = data.get("model_usage") if isinstance(data, dict) else None

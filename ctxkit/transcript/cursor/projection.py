@@ -32,6 +32,10 @@ def looks_like(d: dict) -> bool:
 def check(d: dict) -> None:
     from ..shapes import Bad
 
+    if d.get("role") not in ("user", "assistant"):  # the projection and the line index key on it
+        exc = Bad('"user" or "assistant"', d.get("role"))
+        exc.path.append("role")
+        raise exc
     content = d.get("message", {}).get("content") if isinstance(d.get("message"), dict) else None
     if not isinstance(content, (str, list)):
         exc = Bad("a string or a list", content)

@@ -25,6 +25,11 @@ MARK = "ctxkit"
 
 
 def write_compacted(t: Transcript, view: View, keep_from: int, summary: str, timestamp: str) -> Transcript:
+    if t.source.document is not None:
+        # before v0.39 a session is one JSON document, and Gemini CLI resumes its ``messages`` as they stand:
+        # a rewind written into that array would not drop the history, and the summary would come on top
+        raise ValueError("a Gemini CLI session kept as one JSON document (before v0.39) is resumed as it stands, "
+                         "with no rewind: its compaction is not written (a .jsonl session's is)")
     messages, _ = conversation(t)
     if not messages:
         raise ValueError("the session holds no message to compact")

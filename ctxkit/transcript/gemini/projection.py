@@ -106,7 +106,9 @@ def project(t: Transcript) -> View:
                 else:
                     text = _result_text(c.get("result"))
                 results.append({"type": "tool_result", "tool_use_id": cid, "content": text})
-                result_refs.append(None)
+                # a recorded result is on the line holding the call's record (doctor takes a result with no
+                # line behind it for one the projection made up: an unanswered call)
+                result_refs.append(BlockRef(entry, -1) if entry >= 0 and c.get("result") is not None else None)
             if not blocks:
                 continue
             msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [entry], uuid=m.get("id"),

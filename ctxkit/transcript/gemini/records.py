@@ -49,14 +49,35 @@ def kind(d: dict) -> str:
 
 
 def check(d: dict) -> None:
-    if "$set" in d and not isinstance(d["$set"], dict):
-        exc = Bad("an object", d["$set"])
-        exc.path.append("$set")
-        raise exc
-    if d.get("type") == "gemini" and d.get("toolCalls") is not None and not isinstance(d["toolCalls"], list):
-        exc = Bad("a list", d["toolCalls"])
-        exc.path.append("toolCalls")
-        raise exc
+    """The fields the projection relies on, in a message record and in each message a ``$set`` holds
+    (those are the conversation too: a wrong type there is named by the ``$set`` line)."""
+    if "$set" in d:
+        update = d["$set"]
+        if not isinstance(update, dict):
+            _bad("an object", update, "$set")
+        for k, m in enumerate(update["messages"] if isinstance(update.get("messages"), list) else ()):
+            try:
+                if isinstance(m, dict):
+                    _check_message(m)
+            except Bad as exc:
+                exc.path += [k, "messages", "$set"]
+                raise
+    _check_message(d)
+
+
+def _check_message(m: dict) -> None:
+    if m.get("type") not in MESSAGE_TYPES:
+        return  # a record of a kind this ctxkit does not know passes whatever it holds (it is not read)
+    if m.get("type") == "gemini" and m.get("toolCalls") is not None and not isinstance(m["toolCalls"], list):
+        _bad("a list", m["toolCalls"], "toolCalls")
+    if m.get("timestamp") is not None and not isinstance(m["timestamp"], str):
+        _bad("a string", m["timestamp"], "timestamp")
+
+
+def _bad(expected: str, value: Any, field: str) -> None:
+    exc = Bad(expected, value)
+    exc.path.append(field)
+    raise exc
 
 
 def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:

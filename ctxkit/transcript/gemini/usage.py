@@ -6,21 +6,43 @@
 """
 from __future__ import annotations
 
+import bisect
+
 from ..claude_code.session import RecordedSettings
 from ..model import Transcript
+
+#: ``Transcript.memo`` key of :func:`_rewinds`
+REWINDS = "gemini_rewinds"
+
+
+def _rewinds(t: Transcript) -> tuple[list[int], list[int | None]]:
+    """The lines of every ``$rewindTo`` record, in order, and for each how many lines a ctxkit compaction
+    wrote after it (None: not ctxkit's). Found once per transcript version: a scan back from each
+    message was quadratic in a session whose messages carry no ``tokens``."""
+    found = t.memo.get(REWINDS)
+    if found is None:
+        lines: list[int] = []
+        counts: list[int | None] = []
+        for j in range(t.n_entries):
+            as_read = j < t.n_lines and j not in t.overrides
+            if as_read and (t.lines.bad(j) or t.lines.type(j) != "$rewindTo"):
+                continue  # (a line no reader can parse is no rewind)
+            if not as_read and "$rewindTo" not in t.entry(j):
+                continue
+            mark = t.entry(j).get("ctxkit")
+            n = mark.get("compaction") if isinstance(mark, dict) else None
+            lines.append(j)
+            counts.append(n if isinstance(n, int) and not isinstance(n, bool) else None)
+        found = t.memo[REWINDS] = (lines, counts)
+    return found
 
 
 def _copied_by_compaction(t: Transcript, i: int) -> bool:
     """Whether record ``i`` is a copy a ctxkit compaction appended after its rewind (its ``tokens``
-    counted the history the compaction replaced)."""
-    for j in range(i - 1, -1, -1):
-        kind = t.lines.type(j) if j < t.n_lines and j not in t.overrides else None
-        if kind is None and "$rewindTo" not in t.entry(j) or kind is not None and kind != "$rewindTo":
-            continue
-        mark = t.entry(j).get("ctxkit")
-        n = mark.get("compaction") if isinstance(mark, dict) else None
-        return isinstance(n, int) and j + n >= i
-    return False
+    counted the history the compaction replaced): the nearest rewind before it is ctxkit's, and wrote it."""
+    lines, counts = _rewinds(t)
+    k = bisect.bisect_left(lines, i) - 1
+    return k >= 0 and counts[k] is not None and lines[k] + counts[k] >= i
 
 
 def message_usage(t: Transcript, entries: list[int]) -> int | None:

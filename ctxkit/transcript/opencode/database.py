@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ...errors import InputError
+from ...side_files import parse_json
 
 MAGIC = b"SQLite format 3\x00"
 READ_ONLY = ("an OpenCode database is read-only for ctxkit (OpenCode may hold it open, and a row changed under "
@@ -46,7 +47,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _loads(text) -> dict:
     try:
-        value = json.loads(text) if isinstance(text, (str, bytes)) else None
+        value = parse_json(text) if isinstance(text, (str, bytes)) else None
     except ValueError:
         value = None
     return value if isinstance(value, dict) else {}
