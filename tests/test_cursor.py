@@ -66,3 +66,75 @@ def test_compact_then_expand_gives_the_transcript_back_byte_for_byte(tmp_path):
     done = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "e.jsonl").read_bytes() == path.read_bytes()
+
+
+# Cursor's plain-text transcript (agent-transcripts/<uuid>.txt), laid out as every one found committed
+# publicly: turns after a blank line, <think> or [Thinking] reasoning, tool calls as text, empty results
+PLAIN_TEXT = """user:
+<user_query>
+rename the helper; the log said:
+
+user:
+assistant:
+</user_query>
+
+assistant:
+<think>
+Find the helper first.
+</think>
+Looking for it.
+
+[Tool call] Grep
+  pattern: def helper
+  path: /home/me/proj
+
+[Tool result] Grep
+
+assistant:
+[Thinking] **Renaming**
+[Tool call] StrReplace
+  path: /home/me/proj/utils.py
+  old_string: def helper():
+  new_string: def compute():
+
+[Tool result] StrReplace
+
+user:
+<attached_files>
+
+<code_selection path="/home/me/proj/utils.py" lines="1-2">
+
+user:
+</code_selection>
+
+</attached_files>
+<user_query>
+thanks
+</user_query>
+
+assistant:
+Done: `helper` is now `compute`.
+"""
+
+
+def test_a_plain_text_transcript_is_read_as_cursor_read_only(tmp_path):
+    path = tmp_path / "5d0c9e1a-2222-4333-8444-955556666777.txt"
+    path.write_text(PLAIN_TEXT)
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # was exit 3: "not valid JSON"
+    assert json.loads(done.stdout)["format"] == "cursor"
+    msgs = read_transcript(path).view().api_messages()
+    assert not pairing_problems(msgs)
+    texts = [(m["role"], b["text"]) for m in msgs for b in m["content"]]
+    # a "user:" line inside the prompt or the attachments opens no turn; <think> is left out
+    assert [r for r, _ in texts] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert texts[0][1] == "<user_query>\nrename the helper; the log said:\n\nuser:\nassistant:\n</user_query>"
+    assert texts[1][1].startswith("Looking for it.\n\n[Tool call] Grep\n  pattern: def helper")
+    assert "Find the helper" not in texts[1][1]
+    assert texts[2][1].startswith("[Thinking] **Renaming**\n[Tool call] StrReplace")
+    assert texts[3][1].endswith("<user_query>\nthanks\n</user_query>") and "<code_selection" in texts[3][1]
+    assert texts[4][1] == "Done: `helper` is now `compute`."
+    assert ctxkit("check", str(path), cwd=tmp_path).returncode == 0
+    refused = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "c.txt", cwd=tmp_path)
+    assert refused.returncode == 2 and "read-only" in refused.stderr and not (tmp_path / "c.txt").exists()
+    assert path.read_text() == PLAIN_TEXT

@@ -14,6 +14,7 @@ from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
 from .aider import history as aider_history
 from .claude_code.projection import NAME as CLAUDE_CODE
+from .cursor import text as cursor_text
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
@@ -28,16 +29,16 @@ _DETECT_WINDOW = 50
 
 def from_database(source: Source, session: str | None) -> Source:
     """``source`` itself, or, when it is an OpenCode database (its first bytes), a read-only source over
-    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history, a
-    read-only source over its messages."""
+    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or a
+    Cursor plain-text transcript, a read-only source over its messages."""
     head = source.read_at(0, 4096)
-    if session is None and aider_history.looks_like_history(head):
-        source.file.seek(0)
-        data = source.file.read()
-        source.close()
-        copy = Source(name=source.name, file=copy_of_lines(aider_history.as_lines(data)), path=source.path,
-                      read_only=aider_history.READ_ONLY)
-        return copy
+    for text_format in (aider_history, cursor_text) if session is None else ():
+        if text_format.looks_like_text(head):
+            source.file.seek(0)
+            data = source.file.read()
+            source.close()
+            return Source(name=source.name, file=copy_of_lines(text_format.as_lines(data)), path=source.path,
+                          read_only=text_format.READ_ONLY)
     if head[:len(opencode_database.MAGIC)] != opencode_database.MAGIC:
         if session is not None:
             source.close()
