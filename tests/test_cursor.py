@@ -138,3 +138,36 @@ def test_a_plain_text_transcript_is_read_as_cursor_read_only(tmp_path):
     refused = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "c.txt", cwd=tmp_path)
     assert refused.returncode == 2 and "read-only" in refused.stderr and not (tmp_path / "c.txt").exists()
     assert path.read_text() == PLAIN_TEXT
+
+
+def test_a_json_array_transcript_is_read_as_cursor_read_only(tmp_path):
+    # Cursor's JSON layout (agent-transcripts/<uuid>.json, indented by two): calls in toolCalls, results
+    # holding only the tool's name
+    turns = [{"role": "user", "text": "<user_query>\nlist the files\n</user_query>"},
+             {"role": "assistant", "text": "<think>\nUse ls.\n</think>\nListing them.",
+              "toolCalls": [{"toolName": "list_dir", "args": {"target_directory": "/home/me"}}]},
+             {"role": "tool", "toolResult": {"toolName": "list_dir"}},
+             {"role": "assistant", "text": "Two files: a.py and b.py."}]
+    path = tmp_path / "5d0c9e1a-2222-4333-8444-955556666777.json"
+    path.write_text(json.dumps(turns, indent=2, ensure_ascii=False))
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    # was exit 3: 'tool_result "" answers no tool_use before it'
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["format"] == "cursor"
+    msgs = read_transcript(path).view().api_messages()
+    assert not pairing_problems(msgs)
+    texts = [(m["role"], b["text"]) for m in msgs for b in m["content"]]
+    assert texts == [("user", "<user_query>\nlist the files\n</user_query>"), ("assistant", "Listing them."),
+                     ("assistant", '[Tool call] list_dir {"target_directory": "/home/me"}'),
+                     ("assistant", "Two files: a.py and b.py.")]
+    refused = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "c.json", cwd=tmp_path)
+    assert refused.returncode == 2 and "read-only" in refused.stderr and not (tmp_path / "c.json").exists()
+
+
+def test_a_json_array_of_other_messages_is_not_taken_for_cursor(tmp_path):
+    # same opening, but a key Cursor's layout does not have: read as what it is (an Anthropic list)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([{"role": "user", "text": "x", "content": "hi"}]))
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr
+    assert done.returncode != 0 or json.loads(done.stdout)["format"] != "cursor"

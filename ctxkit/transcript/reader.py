@@ -14,7 +14,7 @@ from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
 from .aider import history as aider_history
 from .claude_code.projection import NAME as CLAUDE_CODE
-from .cursor import text as cursor_text
+from .cursor import legacy as cursor_legacy
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
@@ -29,15 +29,18 @@ _DETECT_WINDOW = 50
 
 def from_database(source: Source, session: str | None) -> Source:
     """``source`` itself, or, when it is an OpenCode database (its first bytes), a read-only source over
-    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or a
-    Cursor plain-text transcript, a read-only source over its messages."""
+    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or an
+    older Cursor transcript, a read-only source over its messages."""
     head = source.read_at(0, 4096)
-    for text_format in (aider_history, cursor_text) if session is None else ():
+    for text_format in (aider_history, cursor_legacy) if session is None else ():
         if text_format.looks_like_text(head):
             source.file.seek(0)
-            data = source.file.read()
+            lines = text_format.as_lines(source.file.read())
+            if lines is None:  # not that format after all: read as it is
+                source.file.seek(0)
+                break
             source.close()
-            return Source(name=source.name, file=copy_of_lines(text_format.as_lines(data)), path=source.path,
+            return Source(name=source.name, file=copy_of_lines(lines), path=source.path,
                           read_only=text_format.READ_ONLY)
     if head[:len(opencode_database.MAGIC)] != opencode_database.MAGIC:
         if session is not None:
