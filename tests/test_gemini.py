@@ -88,3 +88,18 @@ def test_compact_appends_what_gemini_resumes_and_expand_gives_the_session_back(t
     back = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert (tmp_path / "e.jsonl").read_bytes() == original
+
+
+def test_doctor_flags_only_the_calls_the_session_recorded_no_result_for(tmp_path):
+    # a result lives in its call's own record: every answered call was reported by doctor as an
+    # orphan tool_use ("a turn cut off"), 19 errors on a real session that resumes fine
+    path = tmp_path / "session-2026-03-01T10-00-5a1e2b3c.jsonl"
+    write(path, [metadata(), user("u1", "list files"),
+                 gemini("g1", "", [tool_call("call-1", "list_directory", {"path": "."}, "a.txt\nb.txt")]),
+                 gemini("g2", "Two files."), user("u2", "read b.txt"),
+                 gemini("g3", "", [tool_call("call-2", "read_file", {"path": "b.txt"}, None, "cancelled")]),
+                 user("u3", "never mind"), gemini("g4", "OK.")])
+    done = ctxkit("doctor", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    errors = [f for f in json.loads(done.stdout)["findings"] if f["severity"] == "error"]
+    assert [(f["rule"], f["line"]) for f in errors] == [("orphan-tool-use", 6)]

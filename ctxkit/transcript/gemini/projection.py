@@ -106,7 +106,9 @@ def project(t: Transcript) -> View:
                 else:
                     text = _result_text(c.get("result"))
                 results.append({"type": "tool_result", "tool_use_id": cid, "content": text})
-                result_refs.append(None)
+                # a recorded result lives in the call's own record (doctor: no problem of the file); an
+                # answer the view makes up has no line behind it
+                result_refs.append(BlockRef(ref_entry, -1) if ref_entry >= 0 and c.get("result") is not None else None)
             if not blocks:
                 continue
             msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [entry], uuid=m.get("id"),
