@@ -32,16 +32,17 @@ def from_database(source: Source, session: str | None) -> Source:
     the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or an
     older Cursor transcript, a read-only source over its messages."""
     head = source.read_at(0, 4096)
-    for text_format in (aider_history, cursor_legacy) if session is None else ():
-        if text_format.looks_like_text(head):
+    text_formats = ((aider_history.looks_like_history, aider_history.as_lines, aider_history.READ_ONLY),
+                    (cursor_legacy.looks_like_text, cursor_legacy.as_lines, cursor_legacy.READ_ONLY))
+    for looks_like, as_lines, read_only in text_formats if session is None else ():
+        if looks_like(head):
             source.file.seek(0)
-            lines = text_format.as_lines(source.file.read())
+            lines = as_lines(source.file.read())
             if lines is None:  # not that format after all: read as it is
                 source.file.seek(0)
                 break
             source.close()
-            return Source(name=source.name, file=copy_of_lines(lines), path=source.path,
-                          read_only=text_format.READ_ONLY)
+            return Source(name=source.name, file=copy_of_lines(lines), path=source.path, read_only=read_only)
     if head[:len(opencode_database.MAGIC)] != opencode_database.MAGIC:
         if session is not None:
             source.close()

@@ -19,7 +19,7 @@ READ_ONLY = ("an aider chat history is read-only for ctxkit (aider would read a 
              "stats, view, check and doctor read it; write the view with `ctxkit view --to anthropic`")
 
 
-def looks_like_text(head: bytes) -> bool:
+def looks_like_history(head: bytes) -> bool:
     return head.lstrip().startswith(OPENING)
 
 
