@@ -17,6 +17,7 @@ from .claude_code.projection import NAME as CLAUDE_CODE
 from .cursor import legacy as cursor_legacy
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
+from .gemini import prompt_log as gemini_prompt_log
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
@@ -32,6 +33,9 @@ def from_database(source: Source, session: str | None) -> Source:
     the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or an
     older Cursor transcript, a read-only source over its messages."""
     head = source.read_at(0, 4096)
+    if session is None and gemini_prompt_log.looks_like_prompt_log(head):
+        source.close()
+        raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
     text_formats = ((aider_history.looks_like_history, aider_history.as_lines, aider_history.READ_ONLY),
                     (cursor_legacy.looks_like_text, cursor_legacy.as_lines, cursor_legacy.READ_ONLY))
     for looks_like, as_lines, read_only in text_formats if session is None else ():
