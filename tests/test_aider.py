@@ -68,3 +68,14 @@ def test_compact_is_refused_and_writes_nothing(tmp_path):
     done = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "out.md", cwd=tmp_path)
     assert done.returncode == 2 and "read-only" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out.md").exists() and path.read_text() == HISTORY
+
+
+def test_doctor_takes_a_last_reply_ending_in_a_newline_for_no_problem(tmp_path):
+    # aider adds the next input after the history it restores: its last reply is never sent as a prefill,
+    # so the newline every Markdown reply ends with is no "final assistant content" error (it was, on a
+    # real history)
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(HISTORY)
+    done = ctxkit("doctor", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not [f for f in json.loads(done.stdout)["findings"] if f["severity"] == "error"]

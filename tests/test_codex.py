@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import zstandard
-from codex_rollouts import call, line, message, opening, output, token_count, turn, write
+from codex_rollouts import SESSION_ID, call, line, message, opening, output, token_count, turn, write
 
 from ctxkit.transcript import pairing_problems, read_transcript
 
@@ -185,3 +185,22 @@ def test_a_line_whose_type_is_a_list_is_no_crash_of_detection(tmp_path):
     path.write_text(json.dumps({"type": [], "payload": {}}) + "\n" + json.dumps({"type": {"a": 1}, "id": "x"}) + "\n")
     done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
     assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_thresholds_are_taken_from_the_window_codex_counts_against(tmp_path):
+    # a rollout of Codex 0.34 holds no turn_context (so no model): the window was the 200,000-token
+    # default, and a real session at 271,406 tokens of Codex's 272,000 was reported over the blocking limit
+    # of a window it never had; the window Codex counts against is in every token_count
+    lines = [line("session_meta", {"id": SESSION_ID, "timestamp": "2026-03-01T10:00:00Z", "cwd": "/w",
+                                   "originator": "codex_cli_rs", "cli_version": "0.34.0"}),
+             line("response_item", message("user", "fix the tests")),
+             line("response_item", message("assistant", "Done.")),
+             line("event_msg", token_count(150_000, 2_000, window=272_000))]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    budget = json.loads(done.stdout)["budget"]
+    assert (budget["context_window"], budget["context_window_source"]) == (272_000, "session")
+    over = ctxkit("stats", "--json", "--context-window", "200000", str(path), cwd=tmp_path)  # an explicit one wins
+    assert json.loads(over.stdout)["budget"]["context_window"] == 200_000

@@ -161,3 +161,31 @@ def test_a_record_of_a_kind_ctxkit_does_not_know_passes_whatever_its_timestamp(t
     done = ctxkit("view", "--to", "anthropic", "s.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 2
+
+def test_doctor_flags_only_the_calls_the_session_recorded_no_result_for(tmp_path):
+    # a result lives in its call's own record: every answered call was reported by doctor as an
+    # orphan tool_use ("a turn cut off"), 19 errors on a real session that resumes fine
+    path = tmp_path / "session-2026-03-01T10-00-5a1e2b3c.jsonl"
+    write(path, [metadata(), user("u1", "list files"),
+                 gemini("g1", "", [tool_call("call-1", "list_directory", {"path": "."}, "a.txt\nb.txt")]),
+                 gemini("g2", "Two files."), user("u2", "read b.txt"),
+                 gemini("g3", "", [tool_call("call-2", "read_file", {"path": "b.txt"}, None, "cancelled")]),
+                 user("u3", "never mind"), gemini("g4", "OK.")])
+    done = ctxkit("doctor", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    errors = [f for f in json.loads(done.stdout)["findings"] if f["severity"] == "error"]
+    assert [(f["rule"], f["line"]) for f in errors] == [("orphan-tool-use", 6)]
+
+
+def test_gemini_clis_prompt_log_is_refused_saying_what_it_is(tmp_path):
+    # logs.json, beside the chats: what was typed (LogEntry), no session. It was taken for Claude Code
+    # entries: "message must be an object or null" (exit 3) on real ones
+    path = tmp_path / "logs.json"
+    path.write_text(json.dumps([{"sessionId": "5a1e2b3c", "messageId": 0, "type": "user", "message": "list files",
+                                 "timestamp": "2026-03-01T10:00:01.000Z"},
+                                {"sessionId": "5a1e2b3c", "messageId": 1, "type": "user", "message": "/quit",
+                                 "timestamp": "2026-03-01T10:01:00.000Z"}], indent=2))
+    for command in ("stats", "compact"):
+        done = ctxkit(command, str(path), cwd=tmp_path)
+        assert done.returncode == 3 and "Traceback" not in done.stderr
+        assert "logs.json:1: a Gemini CLI prompt log" in done.stderr and "chats/session-" in done.stderr

@@ -126,3 +126,22 @@ def test_an_opencode_session_updated_at_a_time_no_clock_reaches_is_listed_at_the
         done = ctxkit("sessions", "--agent", "opencode", "--json", home=home, cwd=work)
         assert done.returncode == 0, done.stderr  # was exit 4 (OverflowError, year out of range)
         assert [s["last_used"] for s in json.loads(done.stdout)] == ["2027-01-15T08:00:00Z"]
+
+def test_cursors_older_transcripts_are_listed_too(tmp_path):
+    # agent-transcripts/<id>.txt and <id>.json, side by side (as found in public repositories); not the
+    # agent-tools/ outputs beside them
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    folder = home / ".cursor" / "projects" / "home-me-app" / "agent-transcripts"
+    folder.mkdir(parents=True)
+    (folder / "1abf84fa.txt").write_text("user:\n<user_query>\nhi\n</user_query>\n\nassistant:\nHello.\n")
+    (folder / "1abf84fa.json").write_text(json.dumps([{"role": "user", "text": "<user_query>\nhi\n</user_query>"},
+                                                      {"role": "assistant", "text": "Hello."}], indent=2))
+    tools = home / ".cursor" / "projects" / "home-me-app" / "agent-tools"
+    tools.mkdir()
+    (tools / "0cd9e488.txt").write_text("total 0\n")
+    done = ctxkit("sessions", "--agent", "cursor", "--json", home=home, cwd=work)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert sorted(Path(s["path"]).name for s in found) == ["1abf84fa.json", "1abf84fa.txt"]
+    assert all(s["error"] is None and s["tokens"] for s in found)

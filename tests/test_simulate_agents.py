@@ -126,7 +126,7 @@ def test_codex_cached_input_is_billed_at_the_cached_rate_of_its_model(tmp_path):
     assert r["cache_read_input_tokens"] == cached and r["cache_creation_input_tokens"] == 0
     # gpt-5.1-codex: 1.25 USD per million input, 0.125 cached, 10 output
     assert r["cost_usd"] == pytest.approx((r["input_tokens"] * 1.25 + cached * 0.125 + 1_200 * 10) / 1e6, abs=1e-6)
-    assert s["context_window"] == 400_000
+    assert s["context_window"] == 258_400  # the window Codex counts against (token_count), not the table's 400,000
 
 
 def test_a_long_codex_session_compacts_under_a_policy_and_the_row_says_so(tmp_path):

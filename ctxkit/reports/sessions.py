@@ -10,7 +10,7 @@ names):
 | gemini | ``~/.gemini/tmp/<project>/chats/session-*.jsonl`` (and the older ``.json``) |
 | opencode | ``$XDG_DATA_HOME/opencode/opencode.db`` or ``~/.local/share/opencode/opencode.db``: each session, as ``opencode.db#<id>`` |
 | cline | VS Code's (and VSCodium's, Cursor's, Windsurf's) ``globalStorage`` of Cline (``saoudrizwan.claude-dev``) and Roo Code (``rooveterinaryinc.roo-cline``): ``tasks/<id>/api_conversation_history.json``; the Cline CLI's ``~/.cline/data/tasks`` |
-| cursor | ``~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl`` |
+| cursor | ``~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl``, and the older ``<id>.txt`` and ``<id>.json`` |
 | aider | ``.aider.chat.history.md`` in the working folder (aider keeps it in each project: there is no one place) |
 
 Each session: its path, agent, size in bytes, last use (the file's modification time; an OpenCode
@@ -74,7 +74,9 @@ def _globs(agent: str, home: Path, env: Mapping[str, str], cwd: Path) -> list[st
                                    "api_conversation_history.json"))
         return out
     if agent == "cursor":
-        return [str(home / ".cursor" / "projects" / "*" / "agent-transcripts" / "*" / "*.jsonl")]
+        transcripts = home / ".cursor" / "projects" / "*" / "agent-transcripts"
+        # the JSONL ones in a folder each; the older plain-text and JSON ones (and some JSONL) beside them
+        return [str(transcripts / "*" / "*.jsonl"), *(str(transcripts / f"*.{ext}") for ext in ("jsonl", "txt", "json"))]
     if agent == "aider":
         return [str(cwd / ".aider.chat.history.md")]
     return []

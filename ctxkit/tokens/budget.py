@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError
-from ..policy.model import Policy, Thresholds
+from ..policy.model import SESSION_ORIGIN, Policy, Thresholds
 from .models import (
     DEFAULT_CONTEXT_WINDOW,
     model_info,
@@ -32,7 +32,7 @@ class Budget(NamedTuple):
     warning_threshold: int
     blocking_limit: int
     model: str | None = None
-    source: str = "model table"  # which setting gave the window: --context-window | policy | model table | default
+    source: str = "model table"  # which setting gave the window: --context-window | policy | session | model table | default
     notice: str | None = None
 
     @classmethod
@@ -101,7 +101,8 @@ def budget_for(policy: Policy, context_window_override: int | None = None) -> Bu
     if context_window_override is not None:
         window, source = int(context_window_override), "--context-window"
     elif policy.context_window is not None:
-        window, source = int(policy.context_window), "policy"
+        window = int(policy.context_window)
+        source = "session" if policy.origins.get("context_window", "").startswith(SESSION_ORIGIN) else "policy"
     elif info is not None:
         window, source = info.context_window, "model table"
     else:

@@ -13,7 +13,9 @@ prints which layer set each value.
 * ``max_output_tokens``: the newest recorded request's ``max_tokens``, else the model table's maximum
   for the session's model (what Claude Code asks for), else the policy's;
 * ``request.cache_ttl``: the lifetime the newest request's cache writes had (its usage's
-  ``cache_creation`` split).
+  ``cache_creation`` split);
+* ``context_window``: the window the agent itself counts against, where it records one (a Codex
+  rollout's ``model_context_window``), else the model table's for the session's model.
 
 Every command that reads a transcript resolves its policy here once (``ctxkit.run_context``,
 ``view``, ``simulate``); the origin of a value taken from the session reads ``session (<entry>)``.
@@ -56,6 +58,9 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
             limit, where = policy.max_output_tokens, ""
         if limit != policy.max_output_tokens:
             changes["max_output_tokens"], origins["max_output_tokens"] = limit, where
+    if facts.context_window and not policy.explicit("context_window") and policy.context_window is None:
+        changes["context_window"] = facts.context_window
+        origins["context_window"] = f"{SESSION_ORIGIN} (the agent's own window)"
     merged = dict(policy.merged)
     if facts.cache_ttl and not policy.explicit("request.cache_ttl") and facts.cache_ttl != policy.cache_ttl:
         merged["request"] = {**dict(merged.get("request") or {}), "cache_ttl": facts.cache_ttl}

@@ -15,8 +15,10 @@ from ..quoting import quote, quote_id
 from .aider import history as aider_history
 from .claude_code.grown import grown_from
 from .claude_code.projection import NAME as CLAUDE_CODE
+from .cursor import legacy as cursor_legacy
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
+from .gemini import prompt_log as gemini_prompt_log
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
@@ -29,16 +31,23 @@ _DETECT_WINDOW = 50
 
 def from_database(source: Source, session: str | None) -> Source:
     """``source`` itself, or, when it is an OpenCode database (its first bytes), a read-only source over
-    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history, a
-    read-only source over its messages."""
+    the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or an
+    older Cursor transcript, a read-only source over its messages."""
     head = source.read_at(0, 4096)
-    if session is None and aider_history.looks_like_history(head):
-        source.file.seek(0)
-        data = source.file.read()
+    if session is None and gemini_prompt_log.looks_like_prompt_log(head):
         source.close()
-        copy = Source(name=source.name, file=copy_of_lines(aider_history.as_lines(data)), path=source.path,
-                      read_only=aider_history.READ_ONLY)
-        return copy
+        raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
+    text_formats = ((aider_history.looks_like_history, aider_history.as_lines, aider_history.READ_ONLY),
+                    (cursor_legacy.looks_like_text, cursor_legacy.as_lines, cursor_legacy.READ_ONLY))
+    for looks_like, as_lines, read_only in text_formats if session is None else ():
+        if looks_like(head):
+            source.file.seek(0)
+            lines = as_lines(source.file.read())
+            if lines is None:  # not that format after all: read as it is
+                source.file.seek(0)
+                break
+            source.close()
+            return Source(name=source.name, file=copy_of_lines(lines), path=source.path, read_only=read_only)
     if head[:len(opencode_database.MAGIC)] != opencode_database.MAGIC:
         if session is not None:
             source.close()

@@ -54,6 +54,11 @@ class Problem:
         return "note" if self.rule == "interrupted-turn" else rule(self.rule).severity
 
 
+#: agents whose next request always adds the user's next input after the view (none sends a session that
+#: ends with its own answer as a prefill): a final answer's trailing whitespace is no problem of theirs
+PROMPTED_NEXT = frozenset({"aider", "codex", "gemini", "opencode", "cline", "cursor"})
+
+
 def find_problems(t: Transcript) -> list[Problem]:
     """Every problem of transcript ``t`` (read with ``check_pairing=False``, ``on_bad_line="skip"``), in line order."""
     view = t.view()
@@ -243,7 +248,7 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
                     yield Problem("thinking-model-changed", line, {"model": model, "current": current, "message": k,
                                                                    "block": bi}, {"ref": ref})
     yield from _assistant_blank_text(t, msgs)
-    if msgs and msgs[-1].role == "assistant":
+    if msgs and msgs[-1].role == "assistant" and t.format not in PROMPTED_NEXT:
         last = msgs[-1]
         if last.content and last.content[-1].get("type") == "text":
             text = last.content[-1].get("text")

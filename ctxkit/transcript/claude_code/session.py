@@ -178,6 +178,8 @@ class RecordedSettings:
     betas: tuple[str, ...] = ()
     thinking: dict | None = field(default=None, hash=False)
     cache_ttl: str | None = None  # "5m" | "1h": the newest answer's cache writes
+    #: the window the agent itself counts against, where it records one (a Codex rollout's token_count)
+    context_window: int | None = None
 
 
 def recorded_settings(t: Transcript) -> RecordedSettings:

@@ -6,7 +6,8 @@ Codex writes an ``event_msg`` ``{"type": "token_count", "info": {"last_token_usa
 ``last_token_usage`` is that one request's: its ``input_tokens`` (the cached ones included, as the
 Responses API counts them) plus its ``output_tokens`` (reasoning included) is everything the request
 held and the reply, as Claude Code's usage sum is for a Claude Code session. The model is the newest
-``turn_context``'s.
+``turn_context``'s; the window the thresholds are taken from is the newest ``model_context_window``
+(the one Codex itself counts against), else the model's.
 """
 from __future__ import annotations
 
@@ -61,12 +62,23 @@ def message_usage(t: Transcript, entries: list[int]) -> int | None:
 
 
 def recorded_settings(t: Transcript) -> RecordedSettings:
-    """The model the session ran with: the newest ``turn_context``'s ``model``."""
+    """The model the session ran with, the newest ``turn_context``'s ``model``, and the window Codex
+    counts against, the newest ``token_count``'s ``model_context_window`` (rollouts of Codex 0.3x hold
+    no ``turn_context``: the window is all they say)."""
+    model = window = None
     for i in range(t.n_entries - 1, -1, -1):
-        if i in t.removed or _kind_of(t, i) != "turn_context":
+        if model is not None and window is not None:
+            break
+        if i in t.removed or (i < t.n_lines and t.lines.flags[i] & BAD):
             continue
-        payload = t.entry(i).get("payload")
-        model = payload.get("model") if isinstance(payload, dict) else None
-        if isinstance(model, str) and model:
-            return RecordedSettings(model=model, model_source="turn context")
-    return RecordedSettings()
+        k = _kind_of(t, i)
+        if k == "turn_context" and model is None:
+            payload = t.entry(i).get("payload")
+            found = payload.get("model") if isinstance(payload, dict) else None
+            model = found if isinstance(found, str) and found else None
+        elif k == "event_msg" and window is None:
+            ev = event(t.entry(i)) or {}
+            info = ev.get("info") if ev.get("type") == "token_count" else None
+            found = info.get("model_context_window") if isinstance(info, dict) else None
+            window = found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
+    return RecordedSettings(model=model, model_source="turn context" if model else None, context_window=window)
