@@ -153,8 +153,8 @@ from ..store.offload import (
     original_content,
     store_original,
 )
+from ..transcript import outputs as tool_outputs
 from ..transcript.edits import archive_entries, replace_blocks, strip_thinking_after
-from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
 from .base import Context, Stage, StageResult
@@ -486,13 +486,4 @@ def _shown_in_input(t: Transcript, ref: BlockRef, block: dict, replacement: Any)
     before = t.input_entry(ref.entry)
     if before is None:
         return True
-    if t.format == "openai":
-        return before.get("content") == replacement
-    content: Any = before
-    for key in handler(t.format).content_path:
-        content = content.get(key) if isinstance(content, dict) else None
-    if not isinstance(content, list):
-        return False
-    tid = block.get("tool_use_id")
-    return any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tid
-               and b.get("content") == replacement for b in content)
+    return tool_outputs.shows_result(t.format, before, block.get("tool_use_id"), replacement)

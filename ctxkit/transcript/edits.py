@@ -14,6 +14,7 @@ import orjson
 from ..confined import Refused
 from ..quoting import quote_id
 from ..reminders import as_reminder
+from . import outputs as tool_outputs
 from .claude_code import chain as claude_code_chain
 from .claude_code import entries as claude_code_entries
 from .claude_code import records as claude_code_records
@@ -41,6 +42,9 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
     edited: dict[int, dict] = {}
     for ref, block in changes.items():
         entry = edited.get(ref.entry, t.entry(ref.entry))
+        if h.tool_outputs is not None and block.get("type") == "tool_result":
+            edited[ref.entry] = tool_outputs.write(t.format, entry, ref, block.get("content"))
+            continue
         if t.format == "openai":
             edited[ref.entry] = _openai_replace(entry, ref, block)
             continue

@@ -18,6 +18,25 @@ if TYPE_CHECKING:
     from .view import View
 
 
+class ToolOutputs(NamedTuple):
+    """Where a format keeps its tool calls' outputs, for one whose results are not ``tool_result``
+    blocks of a content list (Codex's output items, Gemini's ``toolCalls[].result``, OpenCode's tool
+    parts): what the stages that replace a result (tool-result-budget, microcompact) write through,
+    and what ``ctxkit expand`` puts the original back into.
+
+    A ``tool_result`` of the view made of such an output has the ref ``BlockRef(entry, k)``: ``k`` is
+    the output's index in ``slots(entry)``.
+    """
+
+    #: the outputs an entry holds, in order: ``(call id, key path to the output, the output as stored)``;
+    #: only outputs a replacement can be written into (a pruned or failed one is none)
+    slots: Callable[[dict], list[tuple[str, tuple, Any]]]
+    #: an output as stored -> the content of the view's ``tool_result`` (what a replacement is matched against)
+    shown: Callable[[Any], Any]
+    #: an output as stored, and the replacement text -> the output the agent reads back with that text
+    written: Callable[[Any, str], Any]
+
+
 class Format(NamedTuple):
     """What ctxkit needs of one transcript format.
 
@@ -56,6 +75,8 @@ class Format(NamedTuple):
     #: the settings the session ran with (:class:`ctxkit.transcript.claude_code.session.RecordedSettings`:
     #: its model, ...), for a format that records them otherwise than Claude Code (None: as Claude Code)
     settings: Callable[[Transcript], Any] | None = None
+    #: where the format keeps tool outputs, when not as ``tool_result`` blocks of ``content_path``
+    tool_outputs: ToolOutputs | None = None
 
 
 _REGISTRY: dict[str, Format] = {}

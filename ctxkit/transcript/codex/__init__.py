@@ -1,17 +1,18 @@
 """Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``, and ``.jsonl.zst``).
 
-The package's modules import one way: ``items`` < ``projection``, ``usage`` < this ``__init__``,
+The package's modules import one way: ``items`` < ``projection``, ``usage`` < ``outputs`` < this ``__init__``,
 which declares the format (:class:`ctxkit.transcript.interface.Format`).
 """
 from __future__ import annotations
 
 from ..interface import Format
 from .items import NAME, check, looks_like
+from .outputs import OUTPUTS
 from .projection import index_line, project
 from .usage import message_usage, recorded_settings
 
 FORMAT = Format(NAME, looks_like, index_line, project, ("payload", "content"), True, check=check,
-                usage=message_usage, stages=frozenset({"autocompact"}),
-                settings=recorded_settings)
+                usage=message_usage, stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
+                settings=recorded_settings, tool_outputs=OUTPUTS)
 
 __all__ = ["FORMAT", "NAME"]
