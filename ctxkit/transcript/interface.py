@@ -9,7 +9,8 @@ Adding an agent: one folder, its ``Format``, one line in :mod:`ctxkit.transcript
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ class Format(NamedTuple):
     settings: Callable[[Transcript], Any] | None = None
     #: where the format keeps tool outputs, when not as ``tool_result`` blocks of ``content_path``
     tool_outputs: ToolOutputs | None = None
+    #: why a stage outside ``stages`` is skipped on this format, by stage name (what the report says)
+    skip_reasons: Mapping[str, str] = MappingProxyType({})
 
 
 _REGISTRY: dict[str, Format] = {}

@@ -11,8 +11,12 @@ from .outputs import OUTPUTS
 from .projection import index_line, project
 from .usage import message_usage, recorded_settings
 
+#: why snip is skipped: turns taken out of the middle need the history rewritten
+_SNIP = ("taking turns out of a Codex rollout needs the history rewritten (a `compacted` line whose history leaves them out); "
+         "ctxkit does not write that for a snip yet")
 FORMAT = Format(NAME, looks_like, index_line, project, ("payload", "content"), True, check=check,
                 usage=message_usage, stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
-                settings=recorded_settings, tool_outputs=OUTPUTS)
+                settings=recorded_settings, tool_outputs=OUTPUTS,
+                skip_reasons={"snip": _SNIP})
 
 __all__ = ["FORMAT", "NAME"]

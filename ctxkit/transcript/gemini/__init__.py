@@ -1,17 +1,22 @@
 """Gemini CLI session recordings (``~/.gemini/tmp/<project>/chats/session-*.jsonl``).
 
-The package's modules import one way: ``records`` < ``projection``, ``usage``, ``compaction`` < this
+The package's modules import one way: ``records`` < ``projection``, ``usage``, ``compaction`` < ``outputs`` < this
 ``__init__``, which declares the format (:class:`ctxkit.transcript.interface.Format`).
 """
 from __future__ import annotations
 
 from ..interface import Format
+from .outputs import OUTPUTS
 from .projection import index_line, project
 from .records import NAME, check, looks_like
 from .usage import message_usage, recorded_settings
 
+#: why snip is skipped: turns taken out of the middle need the history rewritten
+_SNIP = ("taking turns out of a Gemini CLI session needs the history rewritten (a `$rewindTo` and the records kept after it); "
+         "ctxkit does not write that for a snip yet")
 FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=check, usage=message_usage,
-                stages=frozenset({"autocompact"}),
-                settings=recorded_settings)
+                stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
+                settings=recorded_settings, tool_outputs=OUTPUTS,
+                skip_reasons={"snip": _SNIP})
 
 __all__ = ["FORMAT", "NAME"]

@@ -52,7 +52,7 @@ def _blocks(content: Any, entry: int) -> tuple[list[dict], list[BlockRef | None]
     return blocks, refs
 
 
-def _result_text(result: Any) -> str:
+def result_text(result: Any) -> str:
     """A tool call's recorded result as the text the model read: each ``functionResponse``'s
     ``response.output`` (or the whole response), and any text part."""
     if isinstance(result, str):
@@ -93,7 +93,7 @@ def project(t: Transcript) -> View:
             if not calls:  # calls recorded as the content's own functionCall parts
                 calls = [{**p["functionCall"], "status": "cut off"} for p in _parts(m.get("content"))
                          if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)]
-            results, result_refs = [], []
+            results, result_refs, slot = [], [], 0
             for n, c in enumerate(calls):
                 cid = c.get("id") if isinstance(c.get("id"), str) else f"{m.get('id')}#{n}"
                 args = c.get("args")
@@ -104,9 +104,12 @@ def project(t: Transcript) -> View:
                     unanswered += 1
                     text = f"[no result recorded: the call was {c.get('status') or 'cut off'}]"
                 else:
-                    text = _result_text(c.get("result"))
+                    text = result_text(c.get("result"))
                 results.append({"type": "tool_result", "tool_use_id": cid, "content": text})
-                result_refs.append(None)
+                # (a recorded result's place among the record's, for the stages that replace it: gemini.outputs)
+                recorded = ref_entry >= 0 and c.get("result") is not None
+                result_refs.append(BlockRef(ref_entry, slot) if recorded else None)
+                slot += recorded
             if not blocks:
                 continue
             msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [entry], uuid=m.get("id"),
