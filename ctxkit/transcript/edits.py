@@ -163,7 +163,8 @@ def _outputs_as_read(t: Transcript, before: Transcript | None) -> tuple[Transcri
     view = t.view()
     in_view = {i for m in view.messages for i in m.entries} | {r.entry for m in view.messages for r in m.refs if r}
     earlier = before.overrides if before is not None else {}
-    behind = [i for i in t.overrides if i < t.n_lines and i not in in_view and i not in earlier]
+    # (a line a compaction removed went to the store as it was edited: its decisions restore it)
+    behind = [i for i in t.overrides if i < t.n_lines and i not in in_view and i not in earlier and i not in t.removed]
     if not behind:
         return t, []
     as_read = t.without_edits(behind)

@@ -6,6 +6,7 @@ The package's modules import one way: ``records`` < ``projection``, ``usage``, `
 from __future__ import annotations
 
 from ..interface import Format
+from . import contents
 from .outputs import OUTPUTS
 from .projection import index_line, project
 from .records import NAME, check, looks_like
@@ -19,4 +20,9 @@ FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check
                 settings=recorded_settings, tool_outputs=OUTPUTS,
                 skip_reasons={"snip": _SNIP})
 
-__all__ = ["FORMAT", "NAME"]
+#: ``/chat save`` checkpoints (:mod:`.contents`): the history as the API takes it
+CHECKPOINT_FORMAT = Format(contents.NAME, contents.looks_like, contents.index_line, contents.project, ("parts",), True,
+                           check=contents.check, stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
+                           tool_outputs=contents.OUTPUTS)
+
+__all__ = ["CHECKPOINT_FORMAT", "FORMAT", "NAME"]
