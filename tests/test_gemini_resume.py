@@ -87,3 +87,77 @@ def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tm
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "expanded.jsonl").read_bytes().startswith(before)
+
+
+def _as_older_json(session: Path) -> Path:
+    """The session Gemini CLI recorded, as Gemini CLI before 0.39 kept one: one ``ConversationRecord``
+    (``JSON.stringify(record, null, 2)`` to ``session-*.json``), its ``messages`` the conversation the
+    JSONL lines add up to (the metadata line, ``$set`` merged into it, records upserted by ``id``)."""
+    meta: dict = {}
+    messages: dict[str, dict] = {}
+    for raw in session.read_text().splitlines():
+        d = json.loads(raw)
+        if "$set" in d:
+            messages.update({m["id"]: m for m in d["$set"].pop("messages", [])})
+            meta.update(d["$set"])
+        elif "$rewindTo" in d:
+            raise AssertionError("a rewind in a fresh recording")
+        elif isinstance(d.get("id"), str) and "type" in d:
+            messages[d["id"]] = d
+        else:
+            meta.update(d)
+    older = session.with_suffix(".json")
+    older.write_text(json.dumps({**meta, "messages": list(messages.values())}, indent=2))
+    session.unlink()
+    return older
+
+
+def test_gemini_resumes_an_older_json_session_ctxkit_compacted(tmp_path):
+    """Gemini CLI 0.61 still resumes a session file of the older single-JSON layout (its
+    ``parseLegacyRecordFallback`` takes the ``messages`` as they are): ctxkit compacts one into another file,
+    which the user puts in place; the next request carries the summary, not the summarized calls."""
+    gemini = _gemini()
+    home, work = tmp_path / "home", tmp_path / "home" / "work"
+    (home / ".gemini").mkdir(parents=True)
+    work.mkdir()
+    (home / ".gemini" / "settings.json").write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": True},
+        "privacy": {"usageStatisticsEnabled": False}}))
+
+    def run(api: GeminiStandIn, *args: str) -> None:
+        env = {**os.environ, "HOME": str(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": api.url,
+               "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        done = subprocess.run([*gemini, *args, "--yolo", "-m", "gemini-2.5-pro"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    script = [[function_call("run_shell_command", {"command": f"seq {k} 3000"})] for k in range(3)]
+    with GeminiStandIn([*script, [text("Counted.")]]) as api:
+        run(api, "-p", "count three times")
+    [recorded] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
+    session_id = json.loads(recorded.read_bytes().splitlines()[0])["sessionId"]
+    session = _as_older_json(recorded)
+    before = session.read_bytes()
+
+    def ctxkit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True,
+                              timeout=120)
+
+    assert json.loads(ctxkit("stats", "--json", str(session)).stdout)["format"] == "gemini"
+    compacted = tmp_path / "compacted.json"
+    done = ctxkit("compact", "--force", "-p", "no-llm", "--store", str(tmp_path / "store"), str(session),
+                  "-o", str(compacted))
+    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+    assert "$rewindTo" not in compacted.read_text()  # (the older loader reads messages as they are)
+    shutil.copyfile(compacted, session)
+    with GeminiStandIn([[text("Resumed.")]]) as api:
+        run(api, "--resume", session_id, "-p", "and now?")
+        sent = api.requests[0]["body"]["contents"]
+    parts = [p for c in sent for p in c["parts"]]
+    texts = [p.get("text", "") for p in parts]
+    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
+    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
+    assert "Counted." in texts and texts[-1] == "and now?"
+    done = ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "e.json").read_bytes() == before

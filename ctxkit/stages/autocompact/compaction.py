@@ -343,6 +343,9 @@ def _write_plain(t: Transcript, view: View, c: Compaction, count: Callable[[list
     if not removed:
         raise CompactionError("nothing to summarize")
     gemini_document = t.format in (gemini.NAME, gemini.CHECKPOINT_FORMAT.name)
+    if gemini_document:  # every record up to the kept tail goes: those the view leaves out Gemini CLI may send
+        end = min(kept_entries, default=t.n_entries)
+        removed = sorted(({i for i in t.live_indexes() if removed[0] <= i < end} | set(removed)) - kept_entries)
     # the re-injected lines are archived too, so that ``ctxkit expand`` takes them out again (a Gemini
     # document gets none: no such messages; the model's acknowledgement after the summary is taken out so)
     reinjected = [] if gemini_document else list(append_messages(t, c.reinjected, timestamp).appended[len(t.appended):])
