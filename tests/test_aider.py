@@ -68,3 +68,16 @@ def test_compact_is_refused_and_writes_nothing(tmp_path):
     done = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "out.md", cwd=tmp_path)
     assert done.returncode == 2 and "read-only" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out.md").exists() and path.read_text() == HISTORY
+
+
+def test_the_model_is_the_newest_runs_announcement(tmp_path):
+    """aider announces its model when it starts (``Main model: <name> with <format> edit format``, or
+    ``Model:`` without a weak model): the newest run's names the model, its window and its prices."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(HISTORY + "\n# aider chat started at 2026-03-03 09:00:00\n\n> Aider v0.86.1\n"
+                              "> Model: openrouter/openai/gpt-4o with whole edit format\n\n#### more\n\nSure.\n")
+    budget = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)["budget"]
+    assert budget["model"] == "gpt-4o" and budget["context_window"] == 128_000  # (the provider's path dropped)
+    path.write_text(HISTORY)
+    budget = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)["budget"]
+    assert budget["model"] == "claude-sonnet-4-5"

@@ -19,6 +19,26 @@ if TYPE_CHECKING:
     from .view import View
 
 
+class RequestUsage(NamedTuple):
+    """What an agent recorded one model request used, in the shape the cost model prices (Anthropic's:
+    ``input_tokens`` without the cached ones), and the model the record names (None: the session's)."""
+
+    input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    output_tokens: int = 0
+    model: str | None = None
+
+
+#: more tokens than any request holds: a figure above it is not a count (as ``ctxkit.reports.usage`` reads one)
+MAX_REPORTED_TOKENS = 10 ** 9
+
+
+def reported(v: Any) -> int:
+    """A token figure as an agent records one (a count up to a billion); anything else counts as 0."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_REPORTED_TOKENS else 0
+
+
 class ToolOutputs(NamedTuple):
     """Where a format keeps its tool calls' outputs, for one whose results are not ``tool_result``
     blocks of a content list (Codex's output items, Gemini's ``toolCalls[].result``, OpenCode's tool
@@ -78,6 +98,10 @@ class Format(NamedTuple):
     settings: Callable[[Transcript], Any] | None = None
     #: where the format keeps tool outputs, when not as ``tool_result`` blocks of ``content_path``
     tool_outputs: ToolOutputs | None = None
+    #: what the agent recorded each request used: ``(transcript, the entries of an assistant view message) ->``
+    #: its :class:`RequestUsage`, None where it recorded none (``simulate`` and ``report`` price them);
+    #: None: the format records no usage (Cursor, aider), or records it as Claude Code does
+    request_usage: Callable[[Transcript, list[int]], RequestUsage | None] | None = None
     #: why a stage outside ``stages`` is skipped on this format, by stage name (what the report says)
     skip_reasons: Mapping[str, str] = MappingProxyType({})
 
