@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cline_tasks
 import codex_rollouts
 import gemini_sessions
 import opencode_sessions
@@ -151,3 +152,25 @@ def test_cursor_says_why_the_masking_stages_do_nothing_and_others_say_why_snip_d
                   cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "snip: skipped (taking turns out of a Codex rollout needs the history rewritten" in done.stderr
+
+
+def test_a_cline_history_with_native_calls_is_masked_as_an_anthropic_list_and_expanded(tmp_path):
+    """(Cline's messages are Anthropic's: its results are tool_result blocks. A history has no timestamps,
+    so --force says the cache is cold, as for any message list.)"""
+    msgs = [cline_tasks.task("read the files")]
+    for k in range(6):
+        size = 8000 if k in (1, 5) else 300
+        msgs += [cline_tasks.native_call(f"toolu_{k}", "read_file", {"path": f"f{k}"}),
+                 cline_tasks.native_result(f"toolu_{k}", f"line {k} " * size)]
+    msgs.append(cline_tasks.say("all read"))
+    path = tmp_path / "api_conversation_history.json"
+    cline_tasks.write(path, msgs)
+    done = ctxkit("compact", "-p", "no-llm", "--force", *OPTIONS, path.name, "-o", "c.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "tool-result-budget: applied: persisted 2 result(s)" in done.stderr
+    assert "microcompact: applied: cleared 4 old tool result(s)" in done.stderr
+    results = [b["content"] for m in json.loads((tmp_path / "c.json").read_text()) for b in m["content"]
+               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    assert results[:4] == [PLACEHOLDER] * 4 and results[5].startswith("<persisted-output>")
+    assert ctxkit("expand", "c.json", "-o", "e.json", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "e.json").read_bytes() == path.read_bytes()
