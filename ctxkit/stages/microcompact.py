@@ -11,8 +11,8 @@ lifetime) have passed since the model last answered (the newest assistant messag
 against `--now` or the clock), it replaces the content of old results of *compactable* tools with
 `[Old tool result content cleared]`, keeping the `keep_recent` (5) most recent compactable results
 as they are. Compactable tools are the policy's `tools.compactable` (default: Read, Bash, Shell,
-Grep, Glob, WebSearch, WebFetch, Edit, Write): tools whose output can be had again by calling
-them. The calls stay, each still followed by its (now short) result, so the conversation remains
+Grep, Glob, WebSearch, WebFetch, Edit, Write, and the same tools under Codex CLI's, Gemini CLI's and
+OpenCode's names: docs/formats.md): tools whose output can be had again by calling them. The calls stay, each still followed by its (now short) result, so the conversation remains
 valid for the API. Results already shorter than the placeholder are left alone; a cleared result
 never grows the view. `--force` does not clear a warm cache: like Claude Code's `/compact` it
 makes autocompact summarize whatever the thresholds say, and a manual compaction on a warm cache
