@@ -5,23 +5,15 @@ compacted in the shape Gemini CLI reads back, and expanded byte for byte."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import gemini_sessions as g
+from test_agent_masking import OPTIONS, ctxkit
 
 from ctxkit.transcript import pairing_problems, read_transcript
 
 SUMMARY_OPENING = "This session is being continued from a previous conversation"
-MASKING = ("--set", "stages.microcompact.options.keep_recent=2",
-           "--set", "stages.tool-result-budget.options.max_result_chars=30000",
-           "--set", "stages.autocompact.enabled=false")
-
-
-def ctxkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+MASKING = OPTIONS
 
 
 def _size(k: int) -> int:

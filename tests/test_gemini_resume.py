@@ -49,7 +49,9 @@ def _gemini() -> list[str]:
     return [node, str(script)]
 
 
-def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tmp_path):
+def _recorded(tmp_path: Path):
+    """A session the genuine Gemini CLI recorded (three shell calls with long outputs, then an answer), and
+    how to run it again in the same home: ``(the session file, run(api, *args))``."""
     gemini = _gemini()
     home, work = tmp_path / "home", tmp_path / "home" / "work"
     (home / ".gemini").mkdir(parents=True)
@@ -65,23 +67,31 @@ def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tm
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
 
-    # record: three shell calls with long outputs, then an answer
     script = [[function_call("run_shell_command", {"command": f"seq {k} 3000"})] for k in range(3)]
     with GeminiStandIn([*script, [text("Counted.")]]) as api:
         run(api, "-p", "count three times")
     [session] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
+    return session, run
+
+
+def _check_resumed(sent: list[dict]) -> None:
+    """The request after the resume: the summary, the kept answer, the new prompt; no summarized call."""
+    parts = [p for c in sent for p in c["parts"]]
+    texts = [p.get("text", "") for p in parts]
+    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
+    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
+    assert "Counted." in texts and texts[-1] == "and now?"  # the kept tail, then the new prompt
+
+
+def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tmp_path):
+    session, run = _recorded(tmp_path)
     before = session.read_bytes()
     session_id = json.loads(before.splitlines()[0])["sessionId"]
     compact_in_place(session, "gemini", tmp_path / "store")
     # resume in the genuine CLI: its next request is the compacted history, then the new prompt
     with GeminiStandIn([[text("Resumed.")]]) as api:
         run(api, "--resume", session_id, "-p", "and now?")
-        sent = api.requests[0]["body"]["contents"]
-    parts = [p for c in sent for p in c["parts"]]
-    texts = [p.get("text", "") for p in parts]
-    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
-    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
-    assert "Counted." in texts and texts[-1] == "and now?"  # the kept tail, then the new prompt
+        _check_resumed(api.requests[0]["body"]["contents"])
     done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "expand", "--store", str(tmp_path / "store"),
                            str(session), "-o", str(tmp_path / "expanded.jsonl")],
                           capture_output=True, text=True, timeout=120)
@@ -116,25 +126,7 @@ def test_gemini_resumes_an_older_json_session_ctxkit_compacted(tmp_path):
     """Gemini CLI 0.61 still resumes a session file of the older single-JSON layout (its
     ``parseLegacyRecordFallback`` takes the ``messages`` as they are): ctxkit compacts one into another file,
     which the user puts in place; the next request carries the summary, not the summarized calls."""
-    gemini = _gemini()
-    home, work = tmp_path / "home", tmp_path / "home" / "work"
-    (home / ".gemini").mkdir(parents=True)
-    work.mkdir()
-    (home / ".gemini" / "settings.json").write_text(json.dumps({
-        "security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": True},
-        "privacy": {"usageStatisticsEnabled": False}}))
-
-    def run(api: GeminiStandIn, *args: str) -> None:
-        env = {**os.environ, "HOME": str(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": api.url,
-               "GEMINI_CLI_TRUST_WORKSPACE": "true"}
-        done = subprocess.run([*gemini, *args, "--yolo", "-m", "gemini-2.5-pro"], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-
-    script = [[function_call("run_shell_command", {"command": f"seq {k} 3000"})] for k in range(3)]
-    with GeminiStandIn([*script, [text("Counted.")]]) as api:
-        run(api, "-p", "count three times")
-    [recorded] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
+    recorded, run = _recorded(tmp_path)
     session_id = json.loads(recorded.read_bytes().splitlines()[0])["sessionId"]
     session = _as_older_json(recorded)
     before = session.read_bytes()
@@ -152,12 +144,7 @@ def test_gemini_resumes_an_older_json_session_ctxkit_compacted(tmp_path):
     shutil.copyfile(compacted, session)
     with GeminiStandIn([[text("Resumed.")]]) as api:
         run(api, "--resume", session_id, "-p", "and now?")
-        sent = api.requests[0]["body"]["contents"]
-    parts = [p for c in sent for p in c["parts"]]
-    texts = [p.get("text", "") for p in parts]
-    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
-    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
-    assert "Counted." in texts and texts[-1] == "and now?"
+        _check_resumed(api.requests[0]["body"]["contents"])
     done = ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "e.json").read_bytes() == before
