@@ -98,3 +98,19 @@ def test_a_batch_takes_task_folders_and_a_database_session(tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["sessions"] == 2 and out["messages"] == 4  # the task's two messages, the session's two
+
+
+def test_gemini_clis_checkpoints_and_older_sessions_are_listed_as_gemini(tmp_path):
+    home, work = _home(tmp_path)
+    project = home / ".gemini" / "tmp" / "9f86d081"
+    (project / "checkpoint-before-refactor.json").write_text(json.dumps(
+        {"history": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "Hello."}]}],
+         "authType": "gemini-api-key"}, indent=2))
+    (project / "chats" / "session-2025-09-01T10-00-1a2b3c4d.json").write_text(json.dumps(
+        {**gemini_sessions.metadata(), "messages": [gemini_sessions.user("u1", "hi")]}, indent=2))
+    done = ctxkit("sessions", "--json", "--agent", "gemini", home=home, cwd=work)
+    assert done.returncode == 0, done.stderr
+    found = {Path(s["path"]).name: s for s in json.loads(done.stdout)}
+    assert set(found) == {"checkpoint-before-refactor.json", "session-2025-09-01T10-00-1a2b3c4d.json",
+                          "session-2026-03-01T10-00-5a1e2b3c.jsonl"}
+    assert all(s["agent"] == "gemini" and s["error"] is None and s["tokens"] for s in found.values())
