@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -70,8 +74,49 @@ def _recorded(tmp_path: Path):
     script = [[function_call("run_shell_command", {"command": f"seq {k} 3000"})] for k in range(3)]
     with GeminiStandIn([*script, [text("Counted.")]]) as api:
         run(api, "-p", "count three times")
+        run.history = [*api.requests[-1]["body"]["contents"], {"role": "model", "parts": [text("Counted.")]}]
     [session] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
+    run.interactive = lambda api, keys: _interactive(gemini, work, {
+        **os.environ, "HOME": str(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": api.url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true", "TERM": "xterm-256color"}, api, keys)
     return session, run
+
+
+def _interactive(gemini: list[str], work: Path, env: dict, api: GeminiStandIn, keys: list[tuple[str, str]]) -> str:
+    """Run Gemini CLI's interactive UI on a pseudo-terminal and type ``keys``: each ``(text, then wait for)``,
+    the text typed and Enter pressed once the screen shows what the step before waited for; after the last
+    one, wait for the stand-in's first request. Returns what the screen showed."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI, its terminal the pseudo-terminal
+        os.chdir(work)
+        os.execve(gemini[0], [*gemini, "--yolo", "-m", "gemini-2.5-pro"], env)
+    screen = b""
+
+    def until(done, seconds: float) -> bool:
+        nonlocal screen
+        end = time.monotonic() + seconds
+        while not done() and time.monotonic() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    return done()
+        return done()
+
+    try:
+        shown = "Authenticated with"
+        for typed, wait_for in keys:
+            assert until(lambda w=shown: w.encode() in screen, 180), screen[-2000:].decode(errors="replace")
+            os.write(fd, typed.encode())
+            until(lambda: False, 1.5)  # (the UI takes the keys in, then Enter)
+            os.write(fd, b"\r")
+            shown = wait_for
+        assert until(lambda: bool(api.requests), 180), screen[-2000:].decode(errors="replace")
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return screen.decode(errors="replace")
 
 
 def _check_resumed(sent: list[dict]) -> None:
@@ -145,6 +190,37 @@ def test_gemini_resumes_an_older_json_session_ctxkit_compacted(tmp_path):
     with GeminiStandIn([[text("Resumed.")]]) as api:
         run(api, "--resume", session_id, "-p", "and now?")
         _check_resumed(api.requests[0]["body"]["contents"])
+    done = ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "e.json").read_bytes() == before
+
+
+def test_gemini_resumes_a_chat_save_checkpoint_ctxkit_compacted(tmp_path):
+    """``/chat resume <tag>`` (interactive only: in ``-p`` mode Gemini CLI refuses its result) makes the
+    checkpoint's history the chat's: the next request carries the summary, not the summarized calls."""
+    recorded, run = _recorded(tmp_path)
+    checkpoint = recorded.parent.parent / "checkpoint-before.json"  # where /chat save writes (Logger)
+    checkpoint.write_text(json.dumps({"history": run.history, "authType": "gemini-api-key"}, indent=2))
+    before = checkpoint.read_bytes()
+
+    def ctxkit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True,
+                              timeout=120)
+
+    assert json.loads(ctxkit("stats", "--json", str(checkpoint)).stdout)["format"] == "gemini-checkpoint"
+    compacted = tmp_path / "compacted.json"
+    done = ctxkit("compact", "--force", "-p", "no-llm", "--store", str(tmp_path / "store"), str(checkpoint),
+                  "-o", str(compacted))
+    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+    shutil.copyfile(compacted, checkpoint)
+    with GeminiStandIn([[text("Resumed.")]]) as api:
+        run.interactive(api, [("/chat resume before", "Counted."), ("and now.", "")])
+        sent = api.requests[0]["body"]["contents"]
+    parts = [p for c in sent for p in c["parts"]]
+    texts = [p.get("text", "") for p in parts]
+    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
+    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
+    assert "Counted." in texts and texts[-1] == "and now."
     done = ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "e.json").read_bytes() == before
