@@ -20,7 +20,7 @@ def _size(k: int) -> int:
     return 20000 if k in (1, 5) else 300  # (two results over the 30,000 characters the budget allows)
 
 
-def history(with_ids: bool = True) -> list[dict]:
+def history(with_ids: bool = True, response_ids: bool = True) -> list[dict]:
     """A chat's history as ``/chat save`` writes it: the setup turn, then six turns with a shell call each."""
     out = [{"role": "user", "parts": [{"text": "This is the Gemini CLI. We are setting up the context for our chat."}]},
            {"role": "model", "parts": [{"text": "Got it. Thanks for the context!"}]}]
@@ -30,7 +30,8 @@ def history(with_ids: bool = True) -> list[dict]:
             call["id"] = f"c{k}"
         out += [{"role": "user", "parts": [{"text": f"count {k}"}]},
                 {"role": "model", "parts": [{"text": "**Counting**", "thought": True}, {"functionCall": call}]},
-                {"role": "user", "parts": [{"functionResponse": {"id": f"c{k}", "name": "run_shell_command",
+                {"role": "user", "parts": [{"functionResponse": {**({"id": f"c{k}"} if response_ids else {}),
+                                                                 "name": "run_shell_command",
                                                                  "response": {"output": f"{k}\n" * _size(k)}}}]},
                 {"role": "model", "parts": [{"text": f"counted {k}"}]}]
     return out
@@ -160,3 +161,21 @@ def test_a_kept_tail_opening_with_a_prompt_follows_gemini_clis_acknowledgement(t
     assert api[2] == {"role": "user", "content": [{"type": "text", "text": "count 5"}]}
     back = uncompact_plain(written.transcript, store)
     assert [back.entry(i) for i in back.live_indexes()] == [t.entry(i) for i in t.live_indexes()]
+
+
+def test_function_responses_without_ids_are_masked_by_the_call_they_answer(tmp_path):
+    """(Gemini CLI 0.61 sends, and so keeps in a chat's history, a function response without the id its call
+    has: the call before it says which result it is, for the stages and for expand.)"""
+    path = tmp_path / "checkpoint.json"
+    path.write_text(json.dumps({"history": history(response_ids=False), "authType": "gemini-api-key"}, indent=2))
+    api = read_transcript(path).view().api_messages()
+    assert [b["tool_use_id"] for m in api if isinstance(m["content"], list) for b in m["content"]
+            if b["type"] == "tool_result"] == [f"c{k}" for k in range(6)]
+    done = ctxkit("compact", "-p", "no-llm", "--force", *MASKING, path.name, "-o", "m.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "tool-result-budget: applied: persisted 2 result(s)" in done.stderr
+    assert "microcompact: applied: cleared 4 old tool result(s)" in done.stderr
+    assert (tmp_path / "m.json").read_text().count('"output": "[Old tool result content cleared]"') == 4
+    back = ctxkit("expand", "m.json", "-o", "e.json", cwd=tmp_path)
+    assert back.returncode == 0 and "restored 5 tool output(s)" in back.stderr, back.stderr
+    assert (tmp_path / "e.json").read_bytes() == path.read_bytes()

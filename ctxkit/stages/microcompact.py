@@ -486,4 +486,4 @@ def _shown_in_input(t: Transcript, ref: BlockRef, block: dict, replacement: Any)
     before = t.input_entry(ref.entry)
     if before is None:
         return True
-    return tool_outputs.shows_result(t.format, before, block.get("tool_use_id"), replacement)
+    return tool_outputs.shows_result(t, ref.entry, before, block.get("tool_use_id"), replacement)

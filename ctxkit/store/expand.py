@@ -168,11 +168,11 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
             continue
         if h.tool_outputs is not None:
             new_entry = entry
-            for k, (tid, _, raw) in enumerate(tool_outputs.slots(t.format, entry)):
+            for k, (tid, _, raw) in enumerate(tool_outputs.slots(t, i, entry)):
                 restored = _restore(tid, tool_outputs.shown(t.format, raw), own, _Where(store, search_dirs, (),
                                                                                          agent_outputs), report)
                 if restored is not _GONE and restored is not _ABSENT:
-                    new_entry = tool_outputs.put_back(t.format, new_entry, k, restored)
+                    new_entry = tool_outputs.put_back(t, i, new_entry, k, restored)
             if new_entry is not entry:
                 edits[i] = new_entry
             continue

@@ -43,7 +43,7 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
     for ref, block in changes.items():
         entry = edited.get(ref.entry, t.entry(ref.entry))
         if h.tool_outputs is not None and block.get("type") == "tool_result":
-            edited[ref.entry] = tool_outputs.write(t.format, entry, ref, block.get("content"))
+            edited[ref.entry] = tool_outputs.write(t, entry, ref, block.get("content"))
             continue
         if t.format == "openai":
             edited[ref.entry] = _openai_replace(entry, ref, block)

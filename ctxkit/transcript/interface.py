@@ -46,12 +46,14 @@ class ToolOutputs(NamedTuple):
     and what ``ctxkit expand`` puts the original back into.
 
     A ``tool_result`` of the view made of such an output has the ref ``BlockRef(entry, k)``: ``k`` is
-    the output's index in ``slots(entry)``.
+    the output's index in ``slots(t, entry, d)``.
     """
 
-    #: the outputs an entry holds, in order: ``(call id, key path to the output, the output as stored)``;
-    #: only outputs a replacement can be written into (a pruned or failed one is none)
-    slots: Callable[[dict], list[tuple[str, tuple, Any]]]
+    #: the outputs entry ``i`` of ``t`` holds when it is ``d`` (as read, or as edited), in order: ``(call id,
+    #: key path to the output, the output as stored)``; only outputs a replacement can be written into (a
+    #: pruned or failed one is none). ``t`` and ``i``: for a format whose outputs name their call only
+    #: through an earlier entry (a checkpoint's function response without an id)
+    slots: Callable[[Transcript, int, dict], list[tuple[str, tuple, Any]]]
     #: an output as stored -> the content of the view's ``tool_result`` (what a replacement is matched against)
     shown: Callable[[Any], Any]
     #: an output as stored, and the replacement text -> the output the agent reads back with that text

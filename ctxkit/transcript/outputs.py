@@ -23,17 +23,17 @@ def has_outputs(fmt: str) -> bool:
     return handler(fmt).tool_outputs is not None
 
 
-def slots(fmt: str, entry: dict) -> list[tuple[str, tuple, Any]]:
-    """The outputs ``entry`` holds: ``(call id, key path, output as stored)`` (none for a format without
-    a declaration)."""
-    outputs = handler(fmt).tool_outputs
-    return outputs.slots(entry) if outputs is not None else []
+def slots(t: Transcript, i: int, entry: dict) -> list[tuple[str, tuple, Any]]:
+    """The outputs entry ``i`` holds when it is ``entry``: ``(call id, key path, output as stored)`` (none
+    for a format without a declaration)."""
+    outputs = handler(t.format).tool_outputs
+    return outputs.slots(t, i, entry) if outputs is not None else []
 
 
 def stored(t: Transcript, ref: BlockRef) -> tuple[bool, Any]:
     """``(True, the output as stored)`` for a view ``tool_result`` made of a declared output, else
     ``(False, None)``."""
-    found = slots(t.format, t.entry(ref.entry))
+    found = slots(t, ref.entry, t.entry(ref.entry))
     return (True, found[ref.block][2]) if 0 <= ref.block < len(found) else (False, None)
 
 
@@ -42,29 +42,31 @@ def shown(fmt: str, raw: Any) -> Any:
     return handler(fmt).tool_outputs.shown(raw)
 
 
-def write(fmt: str, entry: dict, ref: BlockRef, content: Any) -> dict:
-    """``entry`` with output ``ref.block`` written as ``content`` (a replacement text) in the agent's shape."""
-    found = slots(fmt, entry)
+def write(t: Transcript, entry: dict, ref: BlockRef, content: Any) -> dict:
+    """``entry`` (entry ``ref.entry`` of ``t``) with output ``ref.block`` written as ``content`` (a
+    replacement text) in the agent's shape."""
+    found = slots(t, ref.entry, entry)
     if not 0 <= ref.block < len(found):
         return entry
     _, path, raw = found[ref.block]
     text = content if isinstance(content, str) else orjson.dumps(content).decode()
-    return deep_replace(entry, list(path), handler(fmt).tool_outputs.written(raw, text))
+    return deep_replace(entry, list(path), handler(t.format).tool_outputs.written(raw, text))
 
 
-def put_back(fmt: str, entry: dict, k: int, original: Any) -> dict:
-    """``entry`` with output ``k`` as it was stored (``ctxkit expand``)."""
-    _, path, _ = slots(fmt, entry)[k]
+def put_back(t: Transcript, i: int, entry: dict, k: int, original: Any) -> dict:
+    """``entry`` (entry ``i`` of ``t``) with output ``k`` as it was stored (``ctxkit expand``)."""
+    _, path, _ = slots(t, i, entry)[k]
     return deep_replace(entry, list(path), original)
 
 
-def shows_result(fmt: str, entry: dict, tid: Any, content: Any) -> bool:
-    """Whether ``entry`` (as read) shows ``content`` as the result of call ``tid``: in its own
-    ``content`` (an OpenAI ``tool`` message), a declared output, or a ``tool_result`` block."""
+def shows_result(t: Transcript, i: int, entry: dict, tid: Any, content: Any) -> bool:
+    """Whether ``entry`` (entry ``i`` of ``t`` as read) shows ``content`` as the result of call ``tid``: in
+    its own ``content`` (an OpenAI ``tool`` message), a declared output, or a ``tool_result`` block."""
+    fmt = t.format
     if fmt == "openai":
         return entry.get("content") == content
     if has_outputs(fmt):
-        return any(cid == tid and shown(fmt, raw) == content for cid, _, raw in slots(fmt, entry))
+        return any(cid == tid and shown(fmt, raw) == content for cid, _, raw in slots(t, i, entry))
     blocks: Any = entry
     for key in handler(fmt).content_path:
         blocks = blocks.get(key) if isinstance(blocks, dict) else None

@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..interface import ToolOutputs
+from ..model import Transcript
 from .items import response_item
 from .projection import output_content
 
 _WRITABLE = ("function_call_output", "custom_tool_call_output")
 
 
-def slots(d: dict) -> list[tuple[str, tuple, Any]]:
+def slots(t: Transcript, i: int, d: dict) -> list[tuple[str, tuple, Any]]:
     item = response_item(d)
     if item is None or item.get("type") not in _WRITABLE or not isinstance(item.get("call_id"), str):
         return []

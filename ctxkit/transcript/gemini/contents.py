@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from ..interface import ToolOutputs
-from ..lineindex import LineIndex
+from ..lineindex import BAD, LineIndex
 from ..model import Transcript
 from ..shapes import Bad
 from ..view import ASSISTANT, PROMPT, SUMMARY, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
@@ -67,14 +67,56 @@ def response_text(response: Any) -> str:
     return json.dumps(response, ensure_ascii=False)
 
 
-def slots(d: dict) -> list[tuple[str, tuple, Any]]:
-    """The function responses of a ``user`` content that carry their call's id (a replacement is written
-    as ``response: {"output": <text>}``, what Gemini CLI records for a tool's output)."""
+def _calls(j: int, parts: list, answers: list[dict]) -> list[tuple[str, str]]:
+    """``(id, name)`` of each function call of the ``model`` content on line ``j + 1``: the part's id, else
+    that of the response at its place in ``answers`` (the next content's) when it names the same tool, else
+    ``call-<line>-<part>``."""
+    out: list[tuple[str, str]] = []
+    for k, p in enumerate(parts):
+        call = _part(p, "functionCall")
+        if call is None:
+            continue
+        n = len(out)
+        cid = call.get("id") if isinstance(call.get("id"), str) else \
+            answers[n]["id"] if n < len(answers) and isinstance(answers[n].get("id"), str) \
+            and answers[n].get("name") == call.get("name") else f"call-{j + 1}-{k}"
+        out.append((cid, str(call.get("name", ""))))
+    return out
+
+
+def _answered(pending: list[tuple[str, str]], response: dict) -> tuple[str, str]:
+    """The call a function response answers, taken out of ``pending``: by id, else the first of its name,
+    else the first."""
+    n = next((x for x, (cid, _) in enumerate(pending) if cid == response.get("id")), None)
+    if n is None:
+        n = next((x for x, (_, name) in enumerate(pending) if name == response.get("name")), 0)
+    return pending.pop(n)
+
+
+def _responses(parts: Any) -> list[dict]:
+    return [r for p in parts or [] if (r := _part(p, "functionResponse")) is not None]
+
+
+def slots(t: Transcript, i: int, d: dict) -> list[tuple[str, tuple, Any]]:
+    """The function responses of a ``user`` content, each with the id of the call it answers (the model
+    content before it says which, when the response has no id of its own); a replacement is written as
+    ``response: {"output": <text>}``, what Gemini CLI records for a tool's output."""
     if d.get("role") != "user" or not isinstance(d.get("parts"), list):
         return []
-    return [(r["id"], ("parts", k, "functionResponse", "response"), r.get("response"))
-            for k, p in enumerate(d["parts"]) if (r := _part(p, "functionResponse")) is not None
-            and isinstance(r.get("id"), str) and "response" in r]
+    j = i - 1
+    while j >= 0 and (j in t.removed or j < t.n_lines and t.lines.flags[j] & BAD):
+        j -= 1
+    before = t.entry(j) if j >= 0 else {}
+    pending = _calls(j, before.get("parts") or [], _responses(d["parts"])) if before.get("role") == "model" else []
+    out = []
+    for k, p in enumerate(d["parts"]):
+        response = _part(p, "functionResponse")
+        if response is None:
+            continue
+        cid = _answered(pending, response)[0] if pending else response.get("id")
+        if isinstance(cid, str) and "response" in response:
+            out.append((cid, ("parts", k, "functionResponse", "response"), response["response"]))
+    return out
 
 
 OUTPUTS = ToolOutputs(slots, response_text, lambda response, text: {"output": text})
@@ -95,20 +137,16 @@ def project(t: Transcript) -> View:
             if pending:
                 unanswered += len(pending)
                 msgs.append(_unanswered(pending, i))
-                pending = []
             later = t.entry(live[pos + 1]).get("parts") if pos + 1 < len(live) else None
-            answers = [r for p in later or [] if (r := _part(p, "functionResponse")) is not None]
+            pending = _calls(i, parts, _responses(later))
+            calls = iter(pending)
             for k, p in enumerate(parts):
                 call = _part(p, "functionCall")
                 if call is not None:
-                    n = len(pending)
-                    cid = call.get("id") if isinstance(call.get("id"), str) else \
-                        answers[n]["id"] if n < len(answers) and isinstance(answers[n].get("id"), str) \
-                        and answers[n].get("name") == call.get("name") else f"call-{i + 1}-{k}"
                     args = call.get("args")
-                    blocks.append({"type": "tool_use", "id": cid, "name": str(call.get("name", "")),
+                    cid, name = next(calls)
+                    blocks.append({"type": "tool_use", "id": cid, "name": name,
                                    "input": args if isinstance(args, dict) else {}})
-                    pending.append((cid, str(call.get("name", ""))))
                 elif isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"] and not p.get("thought"):
                     blocks.append({"type": "text", "text": p["text"]})
                 else:
@@ -117,23 +155,17 @@ def project(t: Transcript) -> View:
             if blocks:
                 msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [i]))
             continue
-        slot = 0
-        for p in parts:
+        writable = {(path[1], cid): n for n, (cid, path, _) in enumerate(slots(t, i, d))}
+        for k, p in enumerate(parts):
             response = _part(p, "functionResponse")
             if response is not None and pending:
-                rid = response.get("id")
-                n = next((x for x, (cid, _) in enumerate(pending) if cid == rid), None)
-                if n is None:
-                    n = next((x for x, (_, name) in enumerate(pending) if name == response.get("name")), 0)
-                cid, _ = pending.pop(n)
+                cid, _ = _answered(pending, response)
                 blocks.append({"type": "tool_result", "tool_use_id": cid,
                                "content": response_text(response.get("response"))})
-                writable = isinstance(rid, str) and "response" in response
-                refs.append(BlockRef(i, slot) if writable and rid == cid else None)
-                slot += writable
+                slot = writable.get((k, cid))
+                refs.append(BlockRef(i, slot) if slot is not None else None)
             elif response is not None:
                 notes.append(f"line {i + 1}: a function response answers no call ({response.get('name')}): left out")
-                slot += isinstance(response.get("id"), str) and "response" in response
             elif isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]:
                 blocks.append({"type": "text", "text": p["text"]})
                 refs.append(None)

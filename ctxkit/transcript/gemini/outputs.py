@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..interface import ToolOutputs
+from ..model import Transcript
 from .projection import result_text
 
 
-def slots(d: dict) -> list[tuple[str, tuple, Any]]:
+def slots(t: Transcript, i: int, d: dict) -> list[tuple[str, tuple, Any]]:
     calls = d.get("toolCalls") if d.get("type") == "gemini" else None
     out = []
     n = 0  # the call's number among the dict ones (the projection's ids for a call without one)

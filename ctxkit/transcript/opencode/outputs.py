@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..interface import ToolOutputs
+from ..model import Transcript
 from .projection import writable_output
 
 
-def slots(d: dict) -> list[tuple[str, tuple, Any]]:
+def slots(t: Transcript, i: int, d: dict) -> list[tuple[str, tuple, Any]]:
     out = []
     for k, p in enumerate(d.get("parts") if isinstance(d.get("parts"), list) else []):
         if isinstance(p, dict) and p.get("type") == "tool" and isinstance(p.get("state"), dict):
