@@ -13,6 +13,7 @@ import cline_tasks
 import codex_rollouts
 import gemini_sessions
 import opencode_sessions
+import pytest
 import zstandard
 
 from ctxkit.batch.inputs import expand_inputs
@@ -70,6 +71,8 @@ def test_a_folder_of_every_agents_sessions_is_one_batch_and_nothing_else_is_read
                            str(tmp_path / "c.json")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert any((root / "store" / "blobs").rglob("*.json"))  # archived messages: JSON of messages, no session
+    # (and were a store to hold a file laid out as a session is, it is still the store's, not a session)
+    (root / "store" / "blobs" / "a.json").write_text((root / "gemini" / "checkpoint-mine.json").read_text())
     (root / ".ctxkit").mkdir()
     (root / ".ctxkit" / "x.jsonl").write_text("{}\n")
     found = sorted(item.rel for item in expand_inputs([str(root)]))
@@ -80,3 +83,19 @@ def test_a_folder_of_every_agents_sessions_is_one_batch_and_nothing_else_is_read
     docs = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert sorted(d["file"].removeprefix("sessions/") for d in docs[:-1]) == sorted(want)
     assert docs[-1]["totals"]["files"] == len(want) and all(d["status"] == "ok" for d in docs[:-1])
+
+
+def test_a_bucket_folder_is_walked_by_content_too(tmp_path):
+    """(A folder given as a URL, ``memory://`` here as ``s3://`` in a fleet: the same files, found the same way.)"""
+    fsspec = pytest.importorskip("fsspec", reason="the dask extra is not installed: pip install 'ctxkit[dask]'")
+    fs, root = fsspec.filesystem("memory"), f"/ctxkit-test-{tmp_path.name[-24:]}"
+    local = tmp_path / "sessions"
+    want = _mixed(local)
+    (local / "store" / "blobs").mkdir(parents=True)
+    (local / "store" / ".ctxkit-store").write_text('{"format": 1}')
+    (local / "store" / "blobs" / "a.json").write_text((local / "gemini" / "checkpoint-mine.json").read_text())
+    for path in local.rglob("*"):
+        if path.is_file():
+            fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    found = sorted(item.rel for item in expand_inputs([f"memory://{root}"]))
+    assert found == sorted(want)

@@ -35,9 +35,8 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ..quoting import quote
 from ..transcript.opencode.database import split_session
-from ..transcript.sniff import is_session_file, is_store
+from ..transcript.sniff import STORE_MARKER, is_session, is_session_file, is_store
 
-SUFFIX = ".jsonl"
 #: the files agents keep a session in under a name of their own, taken from a folder too (Cline's and Roo
 #: Code's task history, aider's chat history): a folder of task folders is a batch's input
 AGENT_FILES = ("api_conversation_history.json", ".aider.chat.history.md")
@@ -196,12 +195,17 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
     if fs.isdir(path):
         base = path.rstrip("/")
         found = []
-        for p in sorted(fs.find(base)):
+        keys = sorted(fs.find(base))
+        stores = {posixpath.dirname(p) + "/" for p in keys if posixpath.basename(p) == STORE_MARKER}
+        for p in keys:
             rel = posixpath.relpath(p, base)
-            if p.endswith(SUFFIX) and not _hidden(rel.split("/")[:-1]) and keep(p):
+            name = posixpath.basename(p)
+            if _hidden(rel.split("/")[:-1]) or any(p.startswith(s) for s in stores) or not keep(p):
+                continue
+            if name in AGENT_FILES or is_session(name, lambda p=p: fs.open(p, "rb")):
                 found.append(Item(url(p), rel))
         if not found:
-            raise UsageError(f"no *{SUFFIX} file under {quote(arg)}")
+            raise UsageError(f"no session file under {quote(arg)}")
         return found
     if not fs.isfile(path):
         raise UsageError(f"no such file or folder: {quote(arg)}")

@@ -13,6 +13,8 @@ folder holding its marker file): its blobs are JSON documents of archived messag
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import BinaryIO
 
 import orjson
 
@@ -38,13 +40,18 @@ def is_store(folder: str) -> bool:
 
 def is_session_file(path: str) -> bool:
     """Whether the file at ``path`` is a transcript ctxkit reads (see the module's docstring)."""
-    name = os.path.basename(path)
+    return is_session(os.path.basename(path), lambda: open(path, "rb"))
+
+
+def is_session(name: str, opener: Callable[[], BinaryIO]) -> bool:
+    """Whether a file called ``name`` is a transcript ctxkit reads; ``opener`` opens it (a local file,
+    an object of a bucket), and is called only for a name a session may have."""
     if name.endswith(".jsonl"):
         return True
     if not name.endswith((".json", ".md", ".zst")):
         return False
     try:
-        with open(path, "rb") as f:
+        with opener() as f:
             head = f.read(_HEAD)
             if name.endswith(".jsonl.zst"):
                 return head[:4] == ZSTD_MAGIC
@@ -56,9 +63,10 @@ def is_session_file(path: str) -> bool:
             if not (start == b"{" and any(k in head for k in _OBJECT_KEYS)
                     or start == b"[" and any(k in head for k in _ARRAY_KEYS)):
                 return False
-            if os.fstat(f.fileno()).st_size > LARGEST_DOCUMENT:
+            rest = f.read(LARGEST_DOCUMENT + 1 - len(head)) if len(head) == _HEAD else b""
+            if len(head) + len(rest) > LARGEST_DOCUMENT:
                 return False
-            data = head + f.read()
+            data = head + rest
     except OSError:
         return False
     found = as_lines(data)
