@@ -5,6 +5,7 @@ expand`` gives the file back byte for byte. Cursor records no results: the stage
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,11 +148,39 @@ def test_cursor_says_why_the_masking_stages_do_nothing_and_others_say_why_snip_d
     done = ctxkit("compact", "-p", "no-llm", "cursor.jsonl", "-o", "c.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "microcompact: skipped (a Cursor transcript records no tool result" in done.stderr
-    _codex(tmp_path / "codex.jsonl")
-    done = ctxkit("compact", "-p", "no-llm", "--set", "stages.snip.enabled=true", "codex.jsonl", "-o", "c2.jsonl",
+    _opencode(tmp_path / "export.json")
+    done = ctxkit("compact", "-p", "no-llm", "--set", "stages.snip.enabled=true", "export.json", "-o", "c2.json",
                   cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "snip: skipped (taking turns out of a Codex rollout needs the history rewritten" in done.stderr
+    assert "snip: skipped (taking turns out of an OpenCode export needs the history rewritten" in done.stderr
+
+
+def _id_of(path: Path, prompt: str, cwd: Path) -> str:
+    """The snip id ``ctxkit view --tag-ids`` shows on the user message ``prompt``."""
+    shown = ctxkit("view", "--tag-ids", path.name, cwd=cwd).stdout
+    [found] = re.findall(re.escape(json.dumps(prompt)[1:-1]) + r"\\n\[id:([0-9a-z]+)\]", shown)
+    return found
+
+
+def test_snip_takes_a_turn_out_of_a_codex_or_gemini_session_by_appending_its_rewritten_history(tmp_path):
+    for fmt in ("codex", "gemini"):
+        make, outputs, name = CASES[fmt]
+        folder = tmp_path / fmt
+        folder.mkdir()
+        path = folder / name
+        make(path)
+        sid = _id_of(path, "read file 2", folder)
+        done = ctxkit("snip", "--ids", sid, name, "-o", "snipped.jsonl", cwd=folder)
+        assert done.returncode == 0 and "snip: applied: snipped 1 turn" in done.stderr, done.stderr
+        snipped = (folder / "snipped.jsonl").read_bytes()
+        assert snipped.startswith(path.read_bytes())  # appended: the agent's own lines stay as they were
+        api = read_transcript(folder / "snipped.jsonl").view().api_messages()
+        texts = json.dumps(api)
+        assert "read file 2" not in texts and '"c2"' not in texts and "read file 3" in texts and "read file 1" in texts
+        assert not pairing_problems(api)
+        back = ctxkit("expand", "snipped.jsonl", "-o", "e.jsonl", cwd=folder)
+        assert back.returncode == 0, back.stderr
+        assert (folder / "e.jsonl").read_bytes() == path.read_bytes(), fmt
 
 
 def test_a_cline_history_with_native_calls_is_masked_as_an_anthropic_list_and_expanded(tmp_path):

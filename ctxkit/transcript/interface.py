@@ -104,6 +104,10 @@ class Format(NamedTuple):
     #: its :class:`RequestUsage`, None where it recorded none (``simulate`` and ``report`` price them);
     #: None: the format records no usage (Cursor, aider), or records it as Claude Code does
     request_usage: Callable[[Transcript, list[int]], RequestUsage | None] | None = None
+    #: a snip, for a format that records one as a rewritten history: ``(transcript, its view, the
+    #: ``[start, end)`` view ranges of the turns to drop, timestamp) ->`` the transcript with the rewrite
+    #: appended (None: the lines are removed, as from a message list)
+    drop_turns: Callable[[Transcript, View, list[tuple[int, int]], str], Transcript] | None = None
     #: why a stage outside ``stages`` is skipped on this format, by stage name (what the report says)
     skip_reasons: Mapping[str, str] = MappingProxyType({})
 

@@ -9,14 +9,11 @@ from ..interface import Format
 from .items import NAME, check, looks_like
 from .outputs import OUTPUTS
 from .projection import index_line, project
+from .turns import drop_turns
 from .usage import message_usage, recorded_settings, request_usage
 
-#: why snip is skipped: turns taken out of the middle need the history rewritten
-_SNIP = ("taking turns out of a Codex rollout needs the history rewritten (a `compacted` line whose history leaves them out); "
-         "ctxkit does not write that for a snip yet")
 FORMAT = Format(NAME, looks_like, index_line, project, ("payload", "content"), True, check=check,
-                usage=message_usage, request_usage=request_usage, stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
-                settings=recorded_settings, tool_outputs=OUTPUTS,
-                skip_reasons={"snip": _SNIP})
+                usage=message_usage, request_usage=request_usage, stages=frozenset({"tool-result-budget", "snip", "microcompact", "autocompact"}),
+                settings=recorded_settings, tool_outputs=OUTPUTS, drop_turns=drop_turns)
 
 __all__ = ["FORMAT", "NAME"]

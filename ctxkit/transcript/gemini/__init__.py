@@ -10,15 +10,12 @@ from . import contents
 from .outputs import OUTPUTS
 from .projection import index_line, project
 from .records import NAME, check, looks_like
+from .turns import drop_turns
 from .usage import message_usage, recorded_settings, request_usage
 
-#: why snip is skipped: turns taken out of the middle need the history rewritten
-_SNIP = ("taking turns out of a Gemini CLI session needs the history rewritten (a `$rewindTo` and the records kept after it); "
-         "ctxkit does not write that for a snip yet")
 FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=check, usage=message_usage, request_usage=request_usage,
-                stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
-                settings=recorded_settings, tool_outputs=OUTPUTS,
-                skip_reasons={"snip": _SNIP})
+                stages=frozenset({"tool-result-budget", "snip", "microcompact", "autocompact"}),
+                settings=recorded_settings, tool_outputs=OUTPUTS, drop_turns=drop_turns)
 
 #: ``/chat save`` checkpoints (:mod:`.contents`): the history as the API takes it
 CHECKPOINT_FORMAT = Format(contents.NAME, contents.looks_like, contents.index_line, contents.project, ("parts",), True,
