@@ -148,6 +148,9 @@ def test_cursor_says_why_the_masking_stages_do_nothing_and_others_say_why_snip_d
     done = ctxkit("compact", "-p", "no-llm", "cursor.jsonl", "-o", "c.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "microcompact: skipped (a Cursor transcript records no tool result" in done.stderr
+    done = ctxkit("compact", "-p", "no-llm", "--set", "stages.snip.enabled=true", "cursor.jsonl", "-o", "c3.jsonl",
+                  cwd=tmp_path)
+    assert "snip: skipped (a Cursor transcript has no room for a record of a snip" in done.stderr, done.stderr
     _opencode(tmp_path / "export.json")
     done = ctxkit("compact", "-p", "no-llm", "--set", "stages.snip.enabled=true", "export.json", "-o", "c2.json",
                   cwd=tmp_path)

@@ -12,6 +12,8 @@ _NO_RESULTS = ("a Cursor transcript records no tool result (its tool calls have 
                "there is nothing to replace")
 FORMAT = Format(NAME, looks_like, index_line, project, ("message", "content"), True, check=check,
                 stages=frozenset({"autocompact"}),
-                skip_reasons={"tool-result-budget": _NO_RESULTS, "microcompact": _NO_RESULTS})
+                skip_reasons={"tool-result-budget": _NO_RESULTS, "microcompact": _NO_RESULTS,
+                              "snip": "a Cursor transcript has no room for a record of a snip: the turns could "
+                                      "only be deleted, and ctxkit expand could not put them back"})
 
 __all__ = ["FORMAT", "NAME"]

@@ -20,6 +20,9 @@ FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check
 #: ``/chat save`` checkpoints (:mod:`.contents`): the history as the API takes it
 CHECKPOINT_FORMAT = Format(contents.NAME, contents.looks_like, contents.index_line, contents.project, ("parts",), True,
                            check=contents.check, stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}),
-                           tool_outputs=contents.OUTPUTS)
+                           tool_outputs=contents.OUTPUTS,
+                           skip_reasons={"snip": "a checkpoint is the history itself, with no room for a record of "
+                                                 "a snip: the turns could only be deleted, and ctxkit expand could "
+                                                 "not put them back"})
 
 __all__ = ["CHECKPOINT_FORMAT", "FORMAT", "NAME"]
