@@ -119,13 +119,36 @@ def _interactive(gemini: list[str], work: Path, env: dict, api: GeminiStandIn, k
     return screen.decode(errors="replace")
 
 
-def _check_resumed(sent: list[dict]) -> None:
+def _check_resumed(sent: list[dict], prompt: str = "and now?") -> None:
     """The request after the resume: the summary, the kept answer, the new prompt; no summarized call."""
     parts = [p for c in sent for p in c["parts"]]
     texts = [p.get("text", "") for p in parts]
     assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
     assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
-    assert "Counted." in texts and texts[-1] == "and now?"  # the kept tail, then the new prompt
+    assert "Counted." in texts and texts[-1] == prompt  # the kept tail, then the new prompt
+
+
+def _ctxkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _compact_document(tmp_path: Path, path: Path, fmt: str) -> Path:
+    """Compact a JSON document Gemini CLI reads whole into another file and put that in place, as a user
+    would (ctxkit does not write over such a file); returns the compacted file."""
+    assert json.loads(_ctxkit("stats", "--json", str(path)).stdout)["format"] == fmt
+    compacted = tmp_path / "compacted.json"
+    done = _ctxkit("compact", "--force", "-p", "no-llm", "--store", str(tmp_path / "store"), str(path),
+                   "-o", str(compacted))
+    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+    shutil.copyfile(compacted, path)
+    return compacted
+
+
+def _expands_to(tmp_path: Path, compacted: Path, before: bytes) -> None:
+    done = _ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "e.json").read_bytes() == before
 
 
 def test_gemini_resumes_a_session_ctxkit_compacted_with_the_compacted_history(tmp_path):
@@ -175,24 +198,12 @@ def test_gemini_resumes_an_older_json_session_ctxkit_compacted(tmp_path):
     session_id = json.loads(recorded.read_bytes().splitlines()[0])["sessionId"]
     session = _as_older_json(recorded)
     before = session.read_bytes()
-
-    def ctxkit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True,
-                              timeout=120)
-
-    assert json.loads(ctxkit("stats", "--json", str(session)).stdout)["format"] == "gemini"
-    compacted = tmp_path / "compacted.json"
-    done = ctxkit("compact", "--force", "-p", "no-llm", "--store", str(tmp_path / "store"), str(session),
-                  "-o", str(compacted))
-    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+    compacted = _compact_document(tmp_path, session, "gemini")
     assert "$rewindTo" not in compacted.read_text()  # (the older loader reads messages as they are)
-    shutil.copyfile(compacted, session)
     with GeminiStandIn([[text("Resumed.")]]) as api:
         run(api, "--resume", session_id, "-p", "and now?")
         _check_resumed(api.requests[0]["body"]["contents"])
-    done = ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "e.json").read_bytes() == before
+    _expands_to(tmp_path, compacted, before)
 
 
 def test_gemini_resumes_a_chat_save_checkpoint_ctxkit_compacted(tmp_path):
@@ -202,25 +213,8 @@ def test_gemini_resumes_a_chat_save_checkpoint_ctxkit_compacted(tmp_path):
     checkpoint = recorded.parent.parent / "checkpoint-before.json"  # where /chat save writes (Logger)
     checkpoint.write_text(json.dumps({"history": run.history, "authType": "gemini-api-key"}, indent=2))
     before = checkpoint.read_bytes()
-
-    def ctxkit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True,
-                              timeout=120)
-
-    assert json.loads(ctxkit("stats", "--json", str(checkpoint)).stdout)["format"] == "gemini-checkpoint"
-    compacted = tmp_path / "compacted.json"
-    done = ctxkit("compact", "--force", "-p", "no-llm", "--store", str(tmp_path / "store"), str(checkpoint),
-                  "-o", str(compacted))
-    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
-    shutil.copyfile(compacted, checkpoint)
-    with GeminiStandIn([[text("Resumed.")]]) as api:
+    compacted = _compact_document(tmp_path, checkpoint, "gemini-checkpoint")
+    with GeminiStandIn([[text("Resumed.")]]) as api:  # ("?" would open the UI's shortcut help)
         run.interactive(api, [("/chat resume before", "Counted."), ("and now.", "")])
-        sent = api.requests[0]["body"]["contents"]
-    parts = [p for c in sent for p in c["parts"]]
-    texts = [p.get("text", "") for p in parts]
-    assert any(x.startswith("This session is being continued from a previous conversation") for x in texts)
-    assert not any("functionCall" in p or "functionResponse" in p for p in parts)  # summarized, not sent again
-    assert "Counted." in texts and texts[-1] == "and now."
-    done = ctxkit("expand", "--store", str(tmp_path / "store"), str(compacted), "-o", str(tmp_path / "e.json"))
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "e.json").read_bytes() == before
+        _check_resumed(api.requests[0]["body"]["contents"], "and now.")
+    _expands_to(tmp_path, compacted, before)
