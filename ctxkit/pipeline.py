@@ -38,12 +38,13 @@ class Pipeline:
         current = transcript
         # the count every threshold decision uses (reported usage plus estimate, or estimate plus overhead)
         start = counted = ctx.view_tokens(current)
-        editable = handler(transcript.format).stages
+        fmt = handler(transcript.format)
+        editable = fmt.stages
         for stage in self.stages:
             if editable is not None and stage.name not in editable:
-                reports.append(Report(stage.id, stage.name, "skipped", f"does not edit {transcript.format} "
-                                      f"transcripts yet (only {', '.join(sorted(editable))} does)",
-                                      counted.total, counted.total))
+                why = fmt.skip_reasons.get(stage.name) or (f"does not edit {transcript.format} transcripts yet "
+                                                          f"(only {', '.join(sorted(editable))} does)")
+                reports.append(Report(stage.id, stage.name, "skipped", why, counted.total, counted.total))
                 continue
             result = stage.run(current, ctx)
             # a stage that changed nothing hands back its input: its view is counted already

@@ -22,10 +22,8 @@ I'll add it to `cli.py`.
 
 cli.py
 ```python
-<<<<<<< SEARCH
-=======
+
 parser.add_argument("--verbose")
->>>>>>> REPLACE
 ```
 
 > Applied edit to cli.py
@@ -79,3 +77,15 @@ def test_doctor_takes_a_last_reply_ending_in_a_newline_for_no_problem(tmp_path):
     done = ctxkit("doctor", "--json", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not [f for f in json.loads(done.stdout)["findings"] if f["severity"] == "error"]
+
+def test_the_model_is_the_newest_runs_announcement(tmp_path):
+    """aider announces its model when it starts (``Main model: <name> with <format> edit format``, or
+    ``Model:`` without a weak model): the newest run's names the model, its window and its prices."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(HISTORY + "\n# aider chat started at 2026-03-03 09:00:00\n\n> Aider v0.86.1\n"
+                              "> Model: openrouter/openai/gpt-4o with whole edit format\n\n#### more\n\nSure.\n")
+    budget = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)["budget"]
+    assert budget["model"] == "gpt-4o" and budget["context_window"] == 128_000  # (the provider's path dropped)
+    path.write_text(HISTORY)
+    budget = json.loads(ctxkit("stats", "--json", str(path), cwd=tmp_path).stdout)["budget"]
+    assert budget["model"] == "claude-sonnet-4-5"

@@ -230,7 +230,7 @@ def test_inputs_folders_globs_and_hidden_folders(tmp_path, monkeypatch):
     assert output_for(items[1], "s3://bucket/o/", False) == "s3://bucket/o/day/b.jsonl"
     assert output_for(items[1], None, True) == "logs/day/b.jsonl"
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UsageError, match=r"^no \*\.jsonl file under 'empty'$"):
+    with pytest.raises(UsageError, match=r"^no session file under 'empty'$"):
         expand_inputs(["empty"])
 
 

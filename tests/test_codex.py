@@ -115,7 +115,7 @@ def test_compact_appends_a_compacted_line_and_expand_gives_the_rollout_back_byte
     done = ctxkit("compact", "--force", "-p", "no-llm", str(path), "-o", "c.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "autocompact: applied" in done.stderr
-    assert "microcompact: skipped (does not edit codex transcripts yet" in done.stderr
+    assert "microcompact: applied" in done.stderr
     original, compacted = path.read_bytes(), (tmp_path / "c.jsonl").read_bytes()
     assert compacted.startswith(original)  # nothing the rollout held is rewritten
     added = [json.loads(x) for x in compacted[len(original):].splitlines()]

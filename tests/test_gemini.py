@@ -105,25 +105,6 @@ def test_a_timestamp_or_tool_calls_of_the_wrong_type_is_named_with_its_line_also
             assert (done.returncode, done.stderr) == (3, f"ctxkit: error: {said}\n"), done.stderr
 
 
-def test_a_session_kept_as_one_json_document_is_read_but_its_compaction_is_not_written(tmp_path):
-    # before v0.39 Gemini CLI kept a session as one document and resumed its messages as they stand: the
-    # rewind ctxkit appends to a .jsonl session landed inside the array, and the summary came on top of
-    # the whole history (the view said 29,000 -> 9,000 tokens; Gemini CLI would have sent more than before)
-    records = []
-    for k in range(30):
-        records += [user(f"u{k}", f"read file {k}"), gemini(f"g{k}", f"file {k} holds " + "x" * 3000, tokens=1000 * k + 500)]
-    doc = {**metadata(), "messages": records}
-    path = tmp_path / "session-2026-03-01T10-00-5a1e2b3c.json"
-    path.write_text(json.dumps(doc, indent=2))
-    stats = ctxkit("stats", "--json", path.name, cwd=tmp_path)
-    assert stats.returncode == 0 and json.loads(stats.stdout)["format"] == "gemini"
-    assert json.loads(stats.stdout)["messages"] == 60
-    done = ctxkit("compact", "--force", "-p", "no-llm", path.name, "-o", "out.json", cwd=tmp_path)
-    assert done.returncode == 1
-    assert "autocompact: failed: a Gemini CLI session kept as one JSON document (before v0.39)" in done.stderr
-    assert json.loads((tmp_path / "out.json").read_text()) == doc
-
-
 def test_doctor_finds_no_unanswered_call_where_gemini_recorded_the_result(tmp_path):
     # each recorded result was taken for one the projection made up: every call of every session was an
     # "orphan tool_use" error (exit 1), in a $set's messages too

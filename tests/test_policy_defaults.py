@@ -95,7 +95,7 @@ def test_policy_show_prints_the_schema_defaults_and_says_so(runner):
                  "  autocompact_buffer: 13000  # from schema default",
                  "  warning_buffer: 20000  # from schema default",
                  "  blocking_buffer: 3000  # from schema default",
-                 "  compactable: [Read, Bash, Shell, Grep, Glob, WebSearch, WebFetch, Edit, Write]  # from schema default",
+                 "  compactable: [Read, Bash, Shell, Grep, Glob, WebSearch, WebFetch, Edit, Write, shell, shell_command, exec_command, local_shell, apply_patch, read_file, read_many_files, run_shell_command, grep_search, search_file_content, glob, list_directory, web_fetch, google_web_search, write_file, replace, read, bash, grep, list, webfetch, websearch, edit, write, patch]  # from schema default",
                  "  collapsible: [Read, Grep, Glob, LS, WebSearch, WebFetch, NotebookRead]  # from schema default",
                  "  state_changing: [Edit, Write, MultiEdit, NotebookEdit, SendMessage, TodoWrite]  # from schema default",
                  "  use: auto  # from schema default",

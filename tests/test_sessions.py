@@ -145,3 +145,18 @@ def test_cursors_older_transcripts_are_listed_too(tmp_path):
     found = json.loads(done.stdout)
     assert sorted(Path(s["path"]).name for s in found) == ["1abf84fa.json", "1abf84fa.txt"]
     assert all(s["error"] is None and s["tokens"] for s in found)
+
+def test_gemini_clis_checkpoints_and_older_sessions_are_listed_as_gemini(tmp_path):
+    home, work = _home(tmp_path)
+    project = home / ".gemini" / "tmp" / "9f86d081"
+    (project / "checkpoint-before-refactor.json").write_text(json.dumps(
+        {"history": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "Hello."}]}],
+         "authType": "gemini-api-key"}, indent=2))
+    (project / "chats" / "session-2025-09-01T10-00-1a2b3c4d.json").write_text(json.dumps(
+        {**gemini_sessions.metadata(), "messages": [gemini_sessions.user("u1", "hi")]}, indent=2))
+    done = ctxkit("sessions", "--json", "--agent", "gemini", home=home, cwd=work)
+    assert done.returncode == 0, done.stderr
+    found = {Path(s["path"]).name: s for s in json.loads(done.stdout)}
+    assert set(found) == {"checkpoint-before-refactor.json", "session-2025-09-01T10-00-1a2b3c4d.json",
+                          "session-2026-03-01T10-00-5a1e2b3c.jsonl"}
+    assert all(s["agent"] == "gemini" and s["error"] is None and s["tokens"] for s in found.values())

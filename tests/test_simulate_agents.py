@@ -88,7 +88,7 @@ SESSIONS = {
     "cline": (_cline, 24, (sum(3_000 + 2_100 * k for k in range(12)), 2_400), ""),
     "opencode": (_opencode, 12, (sum(2_000 * (k + 1) - 200 for k in range(12)), 2_400), "claude-sonnet-4-5"),
     "cursor": (_cursor, 12, (0, 0), ""),
-    "aider": (_aider, 2, (0, 0), ""),
+    "aider": (_aider, 2, (0, 0), "claude-sonnet-4-5"),  # (its "Main model:" announcement)
 }
 
 
@@ -114,7 +114,8 @@ def test_simulate_replays_the_session_with_the_agents_own_usage_as_the_recorded_
     else:
         assert "records no usage" in done.stderr
     if model:
-        assert recorded["cost_usd"] > 0 and none["cost_usd"] > 0 and "no price" not in done.stderr
+        assert none["cost_usd"] > 0 and "no price" not in done.stderr
+        assert (recorded["cost_usd"] > 0) == bool(prompt)  # an agent that records no usage has no recorded bill
     else:  # nothing names the model: priced as unknown, said so, no crash
         assert recorded["cost_usd"] == none["cost_usd"] == 0 and "priced as unknown" in done.stderr
 

@@ -1,7 +1,8 @@
 """Which transcripts a batch reads, and where each one's output goes.
 
-A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them, and the
-files agents name their own way: :data:`AGENT_FILES`), one session of an OpenCode database
+A user names inputs the way a shell user would: files, folders (every ``*.jsonl`` below them, the
+files agents name their own way: :data:`AGENT_FILES`, and every file whose content is a session of a
+format ctxkit reads: :mod:`ctxkit.transcript.sniff`), one session of an OpenCode database
 (``opencode.db#<id>``) and
 shell-style globs (``logs/**/*.jsonl``), or fsspec URLs of any of these (``s3://bucket/day/``,
 ``memory://fleet/*.jsonl``). Each input becomes an :class:`Item`: the file, and its path relative
@@ -34,8 +35,8 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ..quoting import quote
 from ..transcript.opencode.database import split_session
+from ..transcript.sniff import STORE_MARKER, is_session, is_session_file, is_store
 
-SUFFIX = ".jsonl"
 #: the files agents keep a session in under a name of their own, taken from a folder too (Cline's and Roo
 #: Code's task history, aider's chat history): a folder of task folders is a batch's input
 AGENT_FILES = ("api_conversation_history.json", ".aider.chat.history.md")
@@ -98,7 +99,7 @@ def _local(arg: str, skip_under: str | None) -> list[Item]:
     if os.path.isdir(arg):
         found = _walk(arg, keep)
         if not found:
-            raise UsageError(f"no *{SUFFIX} file under {quote(arg)}")
+            raise UsageError(f"no session file under {quote(arg)}")
         return found
     if not os.path.exists(arg):
         base, session = split_session(arg)
@@ -153,16 +154,20 @@ def _below(base: str, *, files: bool) -> list[str]:
 
 
 def _walk(folder: str, keep) -> list[Item]:
-    """Every ``*.jsonl`` file (and agent file, :data:`AGENT_FILES`) below ``folder``, hidden folders skipped,
-    in a stable (sorted) order."""
+    """Every session file below ``folder`` (``*.jsonl``, an agent file, :data:`AGENT_FILES`, and any file
+    whose content is a session: :func:`ctxkit.transcript.sniff.is_session_file`), hidden folders and
+    ctxkit stores skipped, in a stable (sorted) order."""
     found = []
     for here, dirs, files in os.walk(folder):
+        if here != folder and is_store(here):
+            dirs[:] = []
+            continue  # a ctxkit store (named by --store, not hidden): its blobs are archived messages
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             path = os.path.join(here, name)
             if os.path.exists(path) and not os.path.isfile(path):
                 continue  # a FIFO, socket or device named *.jsonl is no transcript (reading a FIFO would wait forever)
-            if (name.endswith(SUFFIX) or name in AGENT_FILES) and keep(path):
+            if (name in AGENT_FILES or is_session_file(path)) and keep(path):
                 rel = Path(os.path.relpath(path, folder)).as_posix()
                 found.append(Item(rel if os.path.normpath(folder) == "." else path, rel))
     return found
@@ -190,12 +195,17 @@ def _remote(arg: str, skip_under: str | None) -> list[Item]:
     if fs.isdir(path):
         base = path.rstrip("/")
         found = []
-        for p in sorted(fs.find(base)):
+        keys = sorted(fs.find(base))
+        stores = {posixpath.dirname(p) + "/" for p in keys if posixpath.basename(p) == STORE_MARKER}
+        for p in keys:
             rel = posixpath.relpath(p, base)
-            if p.endswith(SUFFIX) and not _hidden(rel.split("/")[:-1]) and keep(p):
+            name = posixpath.basename(p)
+            if _hidden(rel.split("/")[:-1]) or any(p.startswith(s) for s in stores) or not keep(p):
+                continue
+            if name in AGENT_FILES or is_session(name, lambda p=p: fs.open(p, "rb")):
                 found.append(Item(url(p), rel))
         if not found:
-            raise UsageError(f"no *{SUFFIX} file under {quote(arg)}")
+            raise UsageError(f"no session file under {quote(arg)}")
         return found
     if not fs.isfile(path):
         raise UsageError(f"no such file or folder: {quote(arg)}")

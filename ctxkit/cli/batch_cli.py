@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 BatchReport = Literal["text", "json"]
 
 SourcesArg = Annotated[Optional[list[str]], typer.Argument(
-    metavar="FILE", help="Transcript files, folders (every *.jsonl below them, hidden folders skipped), "
+    metavar="FILE", help="Transcript files, folders (every session file below them, by its content; hidden folders skipped), "
     "shell globs or fsspec URLs; - (the default) for standard input.", show_default=False)]
 JobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="With several inputs: "
                                                 "run N at once in local processes (default: the number of CPUs).")]

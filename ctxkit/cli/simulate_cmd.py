@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..policy.model import Policy
 
 SessionsArg = Annotated[list[str], typer.Argument(metavar="SESSION", help="Sessions to replay (any agent ctxkit reads): files, "
-                                                  "folders (every *.jsonl below, hidden folders skipped) or globs; "
+                                                  "folders (every session file below, by its content; hidden folders skipped) or globs; "
                                                   "a ctxkit proxy's store: each conversation it served.")]
 
 

@@ -7,7 +7,7 @@ names):
 | --- | --- |
 | claude-code | ``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``: ``<project>/<session>.jsonl`` |
 | codex | ``$CODEX_HOME/sessions`` or ``~/.codex/sessions``: ``YYYY/MM/DD/rollout-*.jsonl`` (and ``.jsonl.zst``) |
-| gemini | ``~/.gemini/tmp/<project>/chats/session-*.jsonl`` (and the older ``.json``) |
+| gemini | ``~/.gemini/tmp/<project>/chats/session-*.jsonl`` (and the older ``.json``); ``/chat save`` checkpoints, ``~/.gemini/tmp/<project>/checkpoint-*.json`` |
 | opencode | ``$XDG_DATA_HOME/opencode/opencode.db`` or ``~/.local/share/opencode/opencode.db``: each session, as ``opencode.db#<id>`` |
 | cline | VS Code's (and VSCodium's, Cursor's, Windsurf's) ``globalStorage`` of Cline (``saoudrizwan.claude-dev``) and Roo Code (``rooveterinaryinc.roo-cline``): ``tasks/<id>/api_conversation_history.json``; the Cline CLI's ``~/.cline/data/tasks`` |
 | cursor | ``~/.cursor/projects/<project>/agent-transcripts/<id>/<id>.jsonl``, and the older ``<id>.txt`` and ``<id>.json`` |
@@ -61,7 +61,8 @@ def _globs(agent: str, home: Path, env: Mapping[str, str], cwd: Path) -> list[st
         return [str(base / "sessions" / "**" / "rollout-*.jsonl"), str(base / "sessions" / "**" / "rollout-*.jsonl.zst")]
     if agent == "gemini":
         return [str(home / ".gemini" / "tmp" / "*" / "chats" / "session-*.json"),
-                str(home / ".gemini" / "tmp" / "*" / "chats" / "session-*.jsonl")]
+                str(home / ".gemini" / "tmp" / "*" / "chats" / "session-*.jsonl"),
+                str(home / ".gemini" / "tmp" / "*" / "checkpoint-*.json")]
     if agent == "cline":
         roots = [home / ".config", home / "Library" / "Application Support", home / ".vscode-server" / "data"]
         if env.get("APPDATA"):

@@ -11,8 +11,8 @@ lifetime) have passed since the model last answered (the newest assistant messag
 against `--now` or the clock), it replaces the content of old results of *compactable* tools with
 `[Old tool result content cleared]`, keeping the `keep_recent` (5) most recent compactable results
 as they are. Compactable tools are the policy's `tools.compactable` (default: Read, Bash, Shell,
-Grep, Glob, WebSearch, WebFetch, Edit, Write): tools whose output can be had again by calling
-them. The calls stay, each still followed by its (now short) result, so the conversation remains
+Grep, Glob, WebSearch, WebFetch, Edit, Write, and the same tools under Codex CLI's, Gemini CLI's and
+OpenCode's names: docs/formats.md): tools whose output can be had again by calling them. The calls stay, each still followed by its (now short) result, so the conversation remains
 valid for the API. Results already shorter than the placeholder are left alone; a cleared result
 never grows the view. `--force` does not clear a warm cache: like Claude Code's `/compact` it
 makes autocompact summarize whatever the thresholds say, and a manual compaction on a warm cache
@@ -153,8 +153,8 @@ from ..store.offload import (
     original_content,
     store_original,
 )
+from ..transcript import outputs as tool_outputs
 from ..transcript.edits import archive_entries, replace_blocks, strip_thinking_after
-from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
 from .base import Context, Stage, StageResult
@@ -486,13 +486,4 @@ def _shown_in_input(t: Transcript, ref: BlockRef, block: dict, replacement: Any)
     before = t.input_entry(ref.entry)
     if before is None:
         return True
-    if t.format == "openai":
-        return before.get("content") == replacement
-    content: Any = before
-    for key in handler(t.format).content_path:
-        content = content.get(key) if isinstance(content, dict) else None
-    if not isinstance(content, list):
-        return False
-    tid = block.get("tool_use_id")
-    return any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tid
-               and b.get("content") == replacement for b in content)
+    return tool_outputs.shows_result(t, ref.entry, before, block.get("tool_use_id"), replacement)

@@ -90,8 +90,12 @@ a warning; if every id is refused the report says so.
   which knows nothing of ctxkit records, resumes into the snipped conversation. The entries as
   they were before the relinking are saved in the store behind an `archive` record, and
   `ctxkit expand` undoes the snip completely.
-* **Anthropic / OpenAI message lists** have no room for records: the lines are removed, after
-  being saved to the store as one JSON file (keyed by input line number); the report names it.
+* **Codex rollouts, Gemini CLI recordings**: their history is rewritten as the agent records one (a
+  `compacted` line, a `$rewindTo` and the messages kept), appended; `ctxkit expand` takes it out.
+  No nudge is written there (they have no reminder message).
+* **Anthropic / OpenAI message lists** (and JSON documents) have no room for records: the lines are
+  removed, after being saved to the store as one JSON file (keyed by input line number); the report
+  names it.
 
 Thinking blocks of assistant turns after the removed range are dropped (their signatures covered
 the removed messages) and archived the same way.
@@ -132,6 +136,7 @@ from ..transcript.claude_code import chain as claude_code_chain
 from ..transcript.claude_code import entries as claude_code_entries
 from ..transcript.claude_code import records as claude_code_records
 from ..transcript.edits import NewMessage, append_messages, archive_entries, replace_plain_range, strip_thinking_after
+from ..transcript.formats import handler
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import message_ids, parse_ids
 from ..transcript.view import PROMPT, SUMMARY, View, ViewMessage
@@ -183,6 +188,12 @@ def tags_enabled(policy: Any) -> bool:
     """Whether the policy's snip stage asks for ``[id:...]`` tags (and the snip tool) in views."""
     options = snip_options(policy)
     return bool(options and options["tag_ids"])
+
+
+def _rewrites_history(t: Transcript) -> bool:
+    """Whether a snip of ``t`` is a rewritten history its format appends (Codex, a Gemini CLI recording),
+    rather than lines removed (a message list, a JSON document)."""
+    return handler(t.format).drop_turns is not None and t.source.document is None
 
 
 def _records(t: Transcript, kind: str) -> list[tuple[int, dict]]:
@@ -242,7 +253,7 @@ class Snip(Stage):
         if calls:
             details["tool_calls"] = [tid for tid, _ in calls]
         nudged = False
-        if self.options["nudge"] and not ranges:
+        if self.options["nudge"] and not ranges and not _rewrites_history(t):  # (no reminder message there)
             new, nudged = self._nudge(new, ctx, details)
         if ranges:
             n = len(ranges)
@@ -290,6 +301,9 @@ class Snip(Stage):
                 t, RECORD_KIND, ctx.timestamp(), removedUuids=removed_uuids, ids=sorted(ranges),
                 toolUseIds=call_ids)])
             extra: dict[str, Any] = {"removed_uuids": len(removed_uuids)}
+        elif _rewrites_history(t):  # (Codex, Gemini CLI: the history from here on, appended; expand takes it out)
+            new, originals = handler(t.format).drop_turns(t, view, sorted(ranges.values()), ctx.timestamp()), {}
+            extra = {"rewritten_history": True}
         else:
             entries = sorted({e for k in gone for e in msgs[k].entries})
             originals = {i: t.entry(i) for i in entries}

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 from ..confined import BLOB_NAME, Refused, is_plain_name, read_under
+from ..transcript import outputs as tool_outputs
 from ..transcript.edits import restore_archived
 from ..transcript.formats import handler
 from ..transcript.model import HARNESS_ONLY_KEYS, RawLine, Transcript, deep_replace
@@ -164,6 +165,16 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
                 restored = _restore(entry.get("tool_call_id", ""), entry.get("content"), own, where, report)
                 if restored is not _GONE:
                     edits[i] = _with_content(entry, restored, to_openai_content)
+            continue
+        if h.tool_outputs is not None:
+            new_entry = entry
+            for k, (tid, _, raw) in enumerate(tool_outputs.slots(t, i, entry)):
+                restored = _restore(tid, tool_outputs.shown(t.format, raw), own, _Where(store, search_dirs, (),
+                                                                                         agent_outputs), report)
+                if restored is not _GONE and restored is not _ABSENT:
+                    new_entry = tool_outputs.put_back(t, i, new_entry, k, restored)
+            if new_entry is not entry:
+                edits[i] = new_entry
             continue
         container: Any = entry
         for key in h.content_path:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..confined import Refused
+from ..transcript import outputs as tool_outputs
 from .disk import Store
 
 if TYPE_CHECKING:
@@ -57,9 +58,14 @@ def decision_scope(t: Transcript) -> str:
 
 def original_content(t: Transcript, ref: BlockRef | None, block: dict) -> Any:
     """What to store as a tool_result's original: the block's content, except for OpenAI ``tool``
-    messages, where it is the line's own ``content`` (text and image_url parts as written)."""
+    messages, where it is the line's own ``content`` (text and image_url parts as written), and formats
+    that keep outputs elsewhere (:mod:`ctxkit.transcript.outputs`), where it is the output as stored."""
     if t.format == "openai" and ref is not None:
         return t.entry(ref.entry).get("content")
+    if ref is not None and tool_outputs.has_outputs(t.format):
+        found, raw = tool_outputs.stored(t, ref)  # (Codex's output item, Gemini's result parts, ...)
+        if found:
+            return raw
     return block.get("content")
 
 
@@ -68,6 +74,8 @@ def content_absent(t: Transcript, ref: BlockRef | None, block: dict) -> bool:
     as opposed to an empty or ``null`` one: ``ctxkit expand`` must give back the same shape."""
     if t.format == "openai" and ref is not None:
         return "content" not in t.entry(ref.entry)
+    if ref is not None and tool_outputs.has_outputs(t.format):
+        return False  # an output the format stores: present, if empty
     return "content" not in block
 
 

@@ -2,7 +2,9 @@
 
 Cline and Roo Code keep a task's history as one JSON array (``api_conversation_history.json``,
 written by ``JSON.stringify`` on one line); ``opencode export`` prints one object whose
-``messages`` array holds the session (indented by two). The reader works on lines, so such a file
+``messages`` array holds the session (indented by two); Gemini CLI's older session files hold theirs in
+``messages`` too, and its ``/chat save`` checkpoints their history in ``history`` (or are the bare
+array). The reader works on lines, so such a file
 is read from a copy holding each element of that array on a line of its own — the element's own
 bytes when they hold no newline, compact JSON otherwise — and the writer puts the document back
 together: the bytes before the first element, each element as it was (an unchanged line gives the
@@ -10,8 +12,8 @@ element's original bytes back, whatever whitespace they held), the separators be
 bytes after the last. So an unchanged document is written back byte for byte, and an edited one
 changes only where an element changed (a new element is laid out as the document's others are).
 
-The document is recognised by its content (a first byte ``[``, or an object with a ``messages``
-array that is not one JSONL line), never by the file's name.
+The document is recognised by its content (a first byte ``[``, or an object with a ``messages`` or
+``history`` array that is not one JSONL line), never by the file's name.
 """
 from __future__ import annotations
 
@@ -87,14 +89,14 @@ def _array_elements(data: bytes, start: int) -> tuple[list[tuple[int, int]], int
     return spans, pos
 
 
-def _messages_array(data: bytes, start: int) -> int | None:
-    """The offset of the ``[`` of the top-level ``messages`` member of the object at ``start``."""
+def _member_array(data: bytes, start: int, member: str) -> int | None:
+    """The offset of the ``[`` of the top-level member ``member`` (``messages``, ``history``) of the object at ``start``."""
     pos = _skip_ws(data, start + 1)
     while data[pos:pos + 1] == b'"':
         key_end = _value_end(data, pos)
         key = orjson.loads(data[pos:key_end])
         pos = _skip_ws(data, _skip_ws(data, key_end) + 1)  # past the colon
-        if key == "messages" and data[pos:pos + 1] == b"[":
+        if key == member and data[pos:pos + 1] == b"[":
             return pos
         pos = _skip_ws(data, _value_end(data, pos))
         if data[pos:pos + 1] == b",":
@@ -124,9 +126,9 @@ def as_lines(data: bytes) -> tuple[Document, bytes] | None:
         if not all(isinstance(e, dict) for e in whole):
             return None
         array = start
-    elif isinstance(whole, dict) and isinstance(whole.get("messages"), list) and \
-            all(isinstance(e, dict) for e in whole["messages"]):
-        array = _messages_array(data, start)
+    elif isinstance(whole, dict) and (key := "messages" if "messages" in whole else "history") and \
+            isinstance(whole.get(key), list) and all(isinstance(e, dict) for e in whole[key]):
+        array = _member_array(data, start, key)
         if array is None:
             return None
     else:

@@ -14,6 +14,7 @@ import orjson
 from ..confined import Refused
 from ..quoting import quote_id
 from ..reminders import as_reminder
+from . import outputs as tool_outputs
 from .claude_code import chain as claude_code_chain
 from .claude_code import entries as claude_code_entries
 from .claude_code import records as claude_code_records
@@ -41,6 +42,9 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
     edited: dict[int, dict] = {}
     for ref, block in changes.items():
         entry = edited.get(ref.entry, t.entry(ref.entry))
+        if h.tool_outputs is not None and block.get("type") == "tool_result":
+            edited[ref.entry] = tool_outputs.write(t, entry, ref, block.get("content"))
+            continue
         if t.format == "openai":
             edited[ref.entry] = _openai_replace(entry, ref, block)
             continue
@@ -132,8 +136,10 @@ def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Tr
     boundary would cost a rewritten line, its original bytes kept in the store, and a checkpoint that
     indexes it again). Nothing is dropped unless the walk of the chain is the same without those edits
     (a relinked entry behind the boundary keeps every edit): the view is then the same too."""
-    if t.format != "claude-code" or not t.overrides:
+    if not t.overrides:
         return t, []
+    if t.format != "claude-code":
+        return _outputs_as_read(t, before)
     order, _ = claude_code_chain.active_entries(t)
     in_view = set(order)
     earlier = before.overrides if before is not None else {}
@@ -144,6 +150,25 @@ def history_as_read(t: Transcript, before: Transcript | None = None) -> tuple[Tr
         return t, []
     as_read = t.without_edits(behind)
     if claude_code_chain.active_entries(as_read)[0] is not order:  # carried over: no routing field changed
+        return t, []
+    return as_read, behind
+
+
+def _outputs_as_read(t: Transcript, before: Transcript | None) -> tuple[Transcript, list[int]]:
+    """:func:`history_as_read` for a format that keeps tool outputs in lines of their own (Codex, Gemini
+    CLI, OpenCode): an output replaced by this run on a line the view no longer reads (behind the
+    ``compacted`` line, the ``$rewindTo``, the compaction a compaction appended) is written as read."""
+    if not tool_outputs.has_outputs(t.format):
+        return t, []
+    view = t.view()
+    in_view = {i for m in view.messages for i in m.entries} | {r.entry for m in view.messages for r in m.refs if r}
+    earlier = before.overrides if before is not None else {}
+    # (a line a compaction removed went to the store as it was edited: its decisions restore it)
+    behind = [i for i in t.overrides if i < t.n_lines and i not in in_view and i not in earlier and i not in t.removed]
+    if not behind:
+        return t, []
+    as_read = t.without_edits(behind)
+    if as_read.view().api_messages() != view.api_messages():
         return t, []
     return as_read, behind
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from . import aider, claude_code, cline, codex, cursor, gemini, opencode, plain
 from .interface import Format, handler, register, registered
 
-for _format in (aider.FORMAT, codex.FORMAT, gemini.FORMAT, opencode.FORMAT, cursor.FORMAT, claude_code.FORMAT, cline.FORMAT, plain.OPENAI_FORMAT,
+for _format in (aider.FORMAT, codex.FORMAT, gemini.FORMAT, gemini.CHECKPOINT_FORMAT, opencode.FORMAT, cursor.FORMAT, claude_code.FORMAT, cline.FORMAT, plain.OPENAI_FORMAT,
                 plain.ANTHROPIC_FORMAT):
     register(_format)
 
-FORMATS = ("claude-code", "anthropic", "openai", "codex", "gemini", "cline", "opencode", "cursor", "aider")
+FORMATS = ("claude-code", "anthropic", "openai", "codex", "gemini", "gemini-checkpoint", "cline", "opencode", "cursor",
+           "aider")
 OUTPUT_FORMATS = FORMATS + ("anthropic-request",)
 
 

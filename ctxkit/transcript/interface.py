@@ -9,13 +9,55 @@ Adding an agent: one folder, its ``Format``, one line in :mod:`ctxkit.transcript
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 if TYPE_CHECKING:
     from .lineindex import LineIndex
     from .model import Transcript
     from .view import View
+
+
+class RequestUsage(NamedTuple):
+    """What an agent recorded one model request used, in the shape the cost model prices (Anthropic's:
+    ``input_tokens`` without the cached ones), and the model the record names (None: the session's)."""
+
+    input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    output_tokens: int = 0
+    model: str | None = None
+
+
+#: more tokens than any request holds: a figure above it is not a count (as ``ctxkit.reports.usage`` reads one)
+MAX_REPORTED_TOKENS = 10 ** 9
+
+
+def reported(v: Any) -> int:
+    """A token figure as an agent records one (a count up to a billion); anything else counts as 0."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_REPORTED_TOKENS else 0
+
+
+class ToolOutputs(NamedTuple):
+    """Where a format keeps its tool calls' outputs, for one whose results are not ``tool_result``
+    blocks of a content list (Codex's output items, Gemini's ``toolCalls[].result``, OpenCode's tool
+    parts): what the stages that replace a result (tool-result-budget, microcompact) write through,
+    and what ``ctxkit expand`` puts the original back into.
+
+    A ``tool_result`` of the view made of such an output has the ref ``BlockRef(entry, k)``: ``k`` is
+    the output's index in ``slots(t, entry, d)``.
+    """
+
+    #: the outputs entry ``i`` of ``t`` holds when it is ``d`` (as read, or as edited), in order: ``(call id,
+    #: key path to the output, the output as stored)``; only outputs a replacement can be written into (a
+    #: pruned or failed one is none). ``t`` and ``i``: for a format whose outputs name their call only
+    #: through an earlier entry (a checkpoint's function response without an id)
+    slots: Callable[[Transcript, int, dict], list[tuple[str, tuple, Any]]]
+    #: an output as stored -> the content of the view's ``tool_result`` (what a replacement is matched against)
+    shown: Callable[[Any], Any]
+    #: an output as stored, and the replacement text -> the output the agent reads back with that text
+    written: Callable[[Any, str], Any]
 
 
 class Format(NamedTuple):
@@ -56,6 +98,18 @@ class Format(NamedTuple):
     #: the settings the session ran with (:class:`ctxkit.transcript.claude_code.session.RecordedSettings`:
     #: its model, ...), for a format that records them otherwise than Claude Code (None: as Claude Code)
     settings: Callable[[Transcript], Any] | None = None
+    #: where the format keeps tool outputs, when not as ``tool_result`` blocks of ``content_path``
+    tool_outputs: ToolOutputs | None = None
+    #: what the agent recorded each request used: ``(transcript, the entries of an assistant view message) ->``
+    #: its :class:`RequestUsage`, None where it recorded none (``simulate`` and ``report`` price them);
+    #: None: the format records no usage (Cursor, aider), or records it as Claude Code does
+    request_usage: Callable[[Transcript, list[int]], RequestUsage | None] | None = None
+    #: a snip, for a format that records one as a rewritten history: ``(transcript, its view, the
+    #: ``[start, end)`` view ranges of the turns to drop, timestamp) ->`` the transcript with the rewrite
+    #: appended (None: the lines are removed, as from a message list)
+    drop_turns: Callable[[Transcript, View, list[tuple[int, int]], str], Transcript] | None = None
+    #: why a stage outside ``stages`` is skipped on this format, by stage name (what the report says)
+    skip_reasons: Mapping[str, str] = MappingProxyType({})
 
 
 _REGISTRY: dict[str, Format] = {}

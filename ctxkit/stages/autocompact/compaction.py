@@ -52,6 +52,8 @@ from ...transcript.claude_code import entries as claude_code_entries
 from ...transcript.codex.compaction import uncompact as uncompact_codex
 from ...transcript.codex.compaction import write_compacted
 from ...transcript.edits import NewMessage, append_messages, plain_message, replace_plain_range
+from ...transcript.gemini.compaction import document_lines as gemini_document_lines
+from ...transcript.gemini.compaction import in_document as in_gemini_document
 from ...transcript.gemini.compaction import uncompact as uncompact_gemini
 from ...transcript.gemini.compaction import write_compacted as write_gemini_compacted
 from ...transcript.model import Transcript
@@ -194,7 +196,7 @@ def write_compaction(t: Transcript, view: View, c: Compaction, *, count: Callabl
         raise CompactionError(f"the kept tail would start with tool results (message {c.keep_from})")
     if t.format == "claude-code":
         return _write_claude_code(t, view, c, count, timestamp)
-    if t.format in _APPENDED:
+    if t.format in _APPENDED and not (t.format == gemini.NAME and in_gemini_document(t)):
         return _write_appended(t, view, c, count, timestamp)
     return _write_plain(t, view, c, count, store, timestamp)
 
@@ -340,13 +342,25 @@ def _write_plain(t: Transcript, view: View, c: Compaction, count: Callable[[list
     removed = sorted({i for m in view.messages[lead:c.keep_from] for i in m.entries} - kept_entries)
     if not removed:
         raise CompactionError("nothing to summarize")
-    # the re-injected lines are archived too, so that ``ctxkit expand`` takes them out again
-    reinjected = list(append_messages(t, c.reinjected, timestamp).appended[len(t.appended):])
+    gemini_document = t.format in (gemini.NAME, gemini.CHECKPOINT_FORMAT.name)
+    if gemini_document:  # every record up to the kept tail goes: those the view leaves out Gemini CLI may send
+        end = min(kept_entries, default=t.n_entries)
+        removed = sorted(({i for i in t.live_indexes() if removed[0] <= i < end} | set(removed)) - kept_entries)
+    # the re-injected lines are archived too, so that ``ctxkit expand`` takes them out again (a Gemini
+    # document gets none: no such messages; the model's acknowledgement after the summary is taken out so)
+    reinjected = [] if gemini_document else list(append_messages(t, c.reinjected, timestamp).appended[len(t.appended):])
+    # (no acknowledgement before a kept tail that opens with the model's own turn)
+    model_next = c.keep_from < len(view.messages) and view.messages[c.keep_from].role == "assistant"
+    after = gemini_document_lines(t, "", timestamp)[1:len(removed)] if gemini_document and not model_next else []
     archive = store.put_json({"format": t.format, "compacted_at": timestamp,
-                              "messages": [t.entry(i) for i in removed], "reinjected": reinjected})
+                              "messages": [t.entry(i) for i in removed], "reinjected": reinjected + after})
     hint = c.transcript_hint or str(archive)
     text = summary_text(c.summary, kept_tail=c.keep_from < len(view.messages), transcript_hint=hint)
-    new = replace_plain_range(t, removed, plain_message(t, "user", text))
+    if gemini_document:  # the summary, then the acknowledgement, where the first summarized ones were
+        lines = gemini_document_lines(t, text, timestamp)[:1] + after
+        new = t.with_edits(replace=dict(zip(removed, lines, strict=False)), remove=removed[len(lines):])
+    else:
+        new = replace_plain_range(t, removed, plain_message(t, "user", text))
     new = new.with_edits(append=reinjected)
     post = count(new.view().api_messages())
     return Written(new, post, {"archive": str(archive), "archived_lines": len(removed)})
@@ -366,7 +380,7 @@ def uncompact_plain(t: Transcript, store: Any, left: list | None = None) -> Tran
         return t
     if t.format == codex.NAME:
         return uncompact_codex(t)
-    if t.format == gemini.NAME:
+    if t.format == gemini.NAME and not in_gemini_document(t):
         return uncompact_gemini(t)
     if t.format == opencode.NAME:
         return uncompact_opencode(t)
@@ -376,7 +390,7 @@ def uncompact_plain(t: Transcript, store: Any, left: list | None = None) -> Tran
     fmt = t.format  # an OpenAI list's kept tail alone may read as Anthropic's: its history says which it is
     for pos, i in enumerate(live):
         entry = t.entry(i)
-        found = _HISTORY_HINT.search(_text(entry)) if entry.get("role") == "user" else None
+        found = _HISTORY_HINT.search(_text(entry)) if "user" in (entry.get("role"), entry.get("type")) else None
         if not found or not _text(entry).startswith(CONTINUATION_PREFIX) or not _is_blob_name(found.group(1)):
             continue
         try:
@@ -401,11 +415,12 @@ _HISTORY_HINT = re.compile(r"read the full transcript at: (\S+)")
 
 
 def _text(entry: dict) -> str:
-    content = entry["message"].get("content") if isinstance(entry.get("message"), dict) else entry.get("content")
+    content = entry["message"].get("content") if isinstance(entry.get("message"), dict) else \
+        entry.get("content", entry.get("parts"))  # (a Gemini content's parts)
     if isinstance(content, str):
         return content
-    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text") \
-        if isinstance(content, list) else ""
+    return "".join(b["text"] for b in content or [] if isinstance(b, dict) and b.get("type", "text") == "text"
+                   and isinstance(b.get("text"), str)) if isinstance(content, list) else ""
 
 
 def _is_blob_name(path: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...side_files import parse_json
 from ..claude_code.session import RecordedSettings
+from ..interface import RequestUsage, reported
 from ..lineindex import BAD
 from ..model import Transcript
 
@@ -52,3 +53,20 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
         if isinstance(entry, dict) and isinstance(entry.get("model_id"), str) and entry["model_id"]:
             return RecordedSettings(model=entry["model_id"], model_source="task_metadata.json")
     return RecordedSettings()
+
+
+def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
+    """The message's ``metrics.tokens`` (``prompt``, cached included, ``cached``, ``completion``) and its
+    ``modelInfo.modelId``."""
+    for i in reversed(entries):
+        d = t.entry(i)
+        metrics = d.get("metrics")
+        tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
+        if isinstance(tokens, dict):
+            cached = reported(tokens.get("cached"))
+            info = d.get("modelInfo") if isinstance(d.get("modelInfo"), dict) else {}
+            model = info.get("modelId") if isinstance(info.get("modelId"), str) else None
+            return RequestUsage(input_tokens=max(reported(tokens.get("prompt")) - cached, 0),
+                                cache_read_input_tokens=cached, output_tokens=reported(tokens.get("completion")),
+                                model=model)
+    return None

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..model import Transcript
 from ..view import View
-from .items import CTXKIT_SUMMARY_OPENING, response_item
+from .items import CTXKIT_SNIP_OPENING, CTXKIT_SUMMARY_OPENING, response_item
 from .projection import CONTEXTUAL_PREFIXES, history, history_position, is_user_turn
 
 
@@ -47,12 +47,18 @@ def write_compacted(t: Transcript, view: View, keep_from: int, summary: str, tim
     lead = [x for _, _, x in items[:min(first_prompt, start)] if _is_initial_context(x)]
     summary_item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}
     replacement: list[dict[str, Any]] = [*lead, summary_item, *(x for _, _, x in items[start:])]
+    return t.with_edits(append=[compacted_line(t, summary, replacement, timestamp)])
+
+
+def compacted_line(t: Transcript, message: str, replacement: list[dict], timestamp: str) -> dict:
+    """A ``compacted`` line whose ``replacement_history`` is the history from there on (the next
+    ``ordinal`` in a paginated rollout)."""
     line: dict[str, Any] = {"timestamp": timestamp}
     last = _last_ordinal(t)
     if last is not None:  # a paginated rollout (Codex 0.145 on): its resume continues from the last line's
         line["ordinal"] = last + 1
-    line.update(type="compacted", payload={"message": summary, "replacement_history": replacement})
-    return t.with_edits(append=[line])
+    line.update(type="compacted", payload={"message": message, "replacement_history": replacement})
+    return line
 
 
 def _last_ordinal(t: Transcript) -> int | None:
@@ -67,11 +73,12 @@ def _last_ordinal(t: Transcript) -> int | None:
 
 
 def is_ctxkit_compaction(d: dict) -> bool:
-    """Whether a line is a ``compacted`` line ctxkit wrote (its summary opens the way ctxkit's do)."""
+    """Whether a line is a ``compacted`` line ctxkit wrote (its summary opens the way ctxkit's do, or it
+    is a snip's)."""
     if d.get("type") != "compacted" or not isinstance(d.get("payload"), dict):
         return False
     message = d["payload"].get("message")
-    return isinstance(message, str) and message.startswith(CTXKIT_SUMMARY_OPENING)
+    return isinstance(message, str) and message.startswith((CTXKIT_SUMMARY_OPENING, CTXKIT_SNIP_OPENING))
 
 
 def uncompact(t: Transcript) -> Transcript:

@@ -31,6 +31,8 @@ OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "tool_search_
 #: the opening of every summary ctxkit writes (``ctxkit.summarize.prompt.CONTINUATION_PREFIX``): what
 #: tells ctxkit's ``compacted`` lines and summary messages from Codex's own
 CTXKIT_SUMMARY_OPENING = "This session is being continued from a previous conversation"
+#: the ``message`` of a ``compacted`` line ctxkit writes for a snip (a history without some turns, no summary)
+CTXKIT_SNIP_OPENING = "[ctxkit snip]"
 #: what Codex records for a call that never got a result (codex-rs/core/src/context_manager/normalize.rs,
 #: ``ensure_call_outputs_present``)
 ABORTED = "aborted"

@@ -133,9 +133,13 @@ def _tool_name(item: dict) -> str:
 
 
 def _result_content(item: dict) -> Any:
-    out = item.get("output")
     if item.get("type") == "tool_search_output":
         return orjson.dumps(item.get("tools", [])).decode()
+    return output_content(item.get("output"))
+
+
+def output_content(out: Any) -> Any:
+    """An output item's ``output`` as a ``tool_result``'s content."""
     if isinstance(out, dict):  # an older payload: {content, success}
         out = out.get("content", "")
     if isinstance(out, list):
@@ -210,7 +214,8 @@ def project(t: Transcript) -> View:
             else:
                 entry, pos, out = found
                 blocks.append({"type": "tool_result", "tool_use_id": cid, "content": _result_content(out)})
-                refs.append(BlockRef(entry, -1) if pos == -1 else None)
+                # (the output's place in its line, for the stages that replace it: codex.outputs)
+                refs.append(BlockRef(entry, 0) if pos == -1 and out.get("type") != "tool_search_output" else None)
                 entries.append(entry)
             answered.add(cid)
         if blocks:
@@ -223,6 +228,8 @@ def project(t: Transcript) -> View:
             cur = ViewMessage("assistant", [], ASSISTANT, [], [], uuid=position(here))
         if not cur.entries or cur.entries[-1] != entry:
             cur.entries.append(entry)
+            stamp = t.entry(entry).get("timestamp")  # when the model answered: microcompact's cache gap
+            cur.timestamp = stamp if isinstance(stamp, str) else cur.timestamp
         return cur
 
     here = 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..claude_code.session import RecordedSettings
+from ..interface import RequestUsage, reported
 from ..lineindex import BAD
 from ..model import Transcript
 from .items import CALL_TYPES, event, kind, response_item
@@ -82,3 +83,34 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
             found = info.get("model_context_window") if isinstance(info, dict) else None
             window = found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
     return RecordedSettings(model=model, model_source="turn context" if model else None, context_window=window)
+
+
+_BILLED_RESPONSE_SIDE = ("function_call", "custom_tool_call", "local_shell_call", "reasoning", "web_search_call",
+                         "image_generation_call")
+
+
+def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
+    """What the request an assistant view message answered was billed: the first ``token_count`` after the
+    message's newest entry, before the next response's items (``last_token_usage``: ``input_tokens``, the
+    cached ones included, ``cached_input_tokens``, ``output_tokens``, reasoning included)."""
+    for i in range(max(entries) + 1, t.n_entries):
+        if i in t.removed:
+            continue
+        d = t.entry(i)
+        k = kind(d)
+        if k == "compacted":
+            break
+        if k == "event_msg":
+            ev = event(d) or {}
+            info = ev.get("info")
+            last = info.get("last_token_usage") if ev.get("type") == "token_count" and isinstance(info, dict) else None
+            if isinstance(last, dict):
+                cached = reported(last.get("cached_input_tokens"))
+                return RequestUsage(input_tokens=max(reported(last.get("input_tokens")) - cached, 0),
+                                    cache_read_input_tokens=cached, output_tokens=reported(last.get("output_tokens")))
+        elif k == "response_item":
+            item = response_item(d) or {}
+            if item.get("type") in _BILLED_RESPONSE_SIDE or (item.get("type") == "message"
+                                                             and item.get("role") == "assistant"):
+                break
+    return None

@@ -18,6 +18,7 @@ import hashlib
 
 from ..model import Transcript
 from ..view import View
+from . import contents
 from .projection import IGNORED_USER_OPENINGS
 from .records import conversation, text_of
 
@@ -25,11 +26,6 @@ MARK = "ctxkit"
 
 
 def write_compacted(t: Transcript, view: View, keep_from: int, summary: str, timestamp: str) -> Transcript:
-    if t.source.document is not None:
-        # before v0.39 a session is one JSON document, and Gemini CLI resumes its ``messages`` as they stand:
-        # a rewind written into that array would not drop the history, and the summary would come on top
-        raise ValueError("a Gemini CLI session kept as one JSON document (before v0.39) is resumed as it stands, "
-                         "with no rewind: its compaction is not written (a .jsonl session's is)")
     messages, _ = conversation(t)
     if not messages:
         raise ValueError("the session holds no message to compact")
@@ -59,3 +55,20 @@ def uncompact(t: Transcript) -> Transcript:
         if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
             drop += live[pos:pos + 1 + n]
     return t.with_edits(remove=drop) if drop else t
+
+
+def in_document(t: Transcript) -> bool:
+    """Whether ``t`` was read from one JSON document (an older session file, a ``/chat save`` checkpoint):
+    Gemini CLI reads its ``messages`` (its ``history``) as they are, with no ``$rewindTo``, so a
+    compaction there puts the summary in place of what it summarizes (the store keeps the original)."""
+    return t.source.document is not None
+
+
+def document_lines(t: Transcript, text: str, timestamp: str) -> list[dict]:
+    """What takes the place of the summarized messages in a document: the summary as a ``user`` record
+    (an older session file), or as a ``user`` content and the model's acknowledgement, as Gemini CLI's
+    own compression writes them (a checkpoint: the roles of a history alternate)."""
+    if t.format == contents.NAME:
+        return contents.summary_lines(text)
+    sid = hashlib.sha256(f"{timestamp}|{text}".encode()).hexdigest()[:32]
+    return [{"id": f"ctxkit-summary-{sid}", "timestamp": timestamp, "type": "user", "content": [{"text": text}]}]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 
 from ..claude_code.session import RecordedSettings
+from ..interface import RequestUsage, reported
 from ..model import Transcript
 
 #: ``Transcript.memo`` key of :func:`_rewinds`
@@ -73,3 +74,19 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
         if d.get("type") == "gemini" and isinstance(d.get("model"), str) and d["model"]:
             return RecordedSettings(model=d["model"], model_source="gemini message")
     return RecordedSettings()
+
+
+def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
+    """The ``gemini`` record's ``tokens`` (``input``, cached included, ``cached``, ``output``, ``thoughts``)
+    and its ``model``."""
+    for i in reversed(entries):
+        d = t.entry(i)
+        tokens = d.get("tokens")
+        if isinstance(tokens, dict):
+            cached = reported(tokens.get("cached"))
+            model = d.get("model") if isinstance(d.get("model"), str) else None
+            return RequestUsage(input_tokens=max(reported(tokens.get("input")) - cached, 0),
+                                cache_read_input_tokens=cached,
+                                output_tokens=reported(tokens.get("output")) + reported(tokens.get("thoughts")),
+                                model=model)
+    return None

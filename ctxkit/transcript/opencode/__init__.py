@@ -1,16 +1,22 @@
 """OpenCode sessions: ``opencode export`` documents (read a message a line: :mod:`ctxkit.transcript.document`).
 
-The package's modules import one way: ``records`` < ``projection``, ``usage``, ``compaction`` < this
+The package's modules import one way: ``records`` < ``projection``, ``usage``, ``compaction`` < ``outputs`` < this
 ``__init__``, which declares the format (:class:`ctxkit.transcript.interface.Format`).
 """
 from __future__ import annotations
 
 from ..interface import Format
+from .outputs import OUTPUTS
 from .projection import index_line, project
 from .records import NAME, check, looks_like
-from .usage import message_usage, recorded_settings
+from .usage import message_usage, recorded_settings, request_usage
 
-FORMAT = Format(NAME, looks_like, index_line, project, ("parts",), True, check=check, usage=message_usage,
-                stages=frozenset({"autocompact"}), settings=recorded_settings)
+#: why snip is skipped: turns taken out of the middle need the history rewritten
+_SNIP = ("taking turns out of an OpenCode export needs the history rewritten (a compaction part whose kept tail leaves them out); "
+         "ctxkit does not write that for a snip yet")
+FORMAT = Format(NAME, looks_like, index_line, project, ("parts",), True, check=check, usage=message_usage, request_usage=request_usage,
+                stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}), settings=recorded_settings,
+                tool_outputs=OUTPUTS,
+                skip_reasons={"snip": _SNIP})
 
 __all__ = ["FORMAT", "NAME"]

@@ -12,9 +12,11 @@ out (it is the model's own, and not sent to other models).
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from ..lineindex import LineIndex
 from ..model import Transcript
-from ..view import ASSISTANT, PROMPT, SUMMARY, TOOL_RESULTS, View, ViewMessage, normalize
+from ..view import ASSISTANT, PROMPT, SUMMARY, TOOL_RESULTS, BlockRef, View, ViewMessage, normalize
 from .records import history, messages, unknown_parts
 
 COMPACTION_PROMPT = "What did we do so far?"
@@ -27,6 +29,23 @@ CTXKIT_SUMMARY_OPENING = "This session is being continued from a previous conver
 def index_line(lines: LineIndex, i: int, d: dict) -> None:
     info = d.get("info")
     lines.set_type(i, info.get("role") if isinstance(info, dict) else None)
+
+
+def _instant(time: object) -> str | None:
+    """When an assistant message was completed (else created), as an ISO instant: microcompact's cache gap."""
+    ms = (time.get("completed") or time.get("created")) if isinstance(time, dict) else None
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not 0 < ms < 1e14:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def writable_output(state: dict) -> str | None:
+    """A completed call's output a replacement may be written over (None: pruned, failed, running)."""
+    time = state.get("time")
+    if state.get("status") != "completed" or isinstance(time, dict) and time.get("compacted"):
+        return None
+    out = state.get("output")
+    return out if isinstance(out, str) else None
 
 
 def _result(state: dict) -> tuple[str, bool]:
@@ -80,9 +99,9 @@ def _assistant(i: int, m: dict) -> tuple[list[ViewMessage], int]:
             steps.append([])
         steps[-1].append(p)
     out: list[ViewMessage] = []
-    interrupted = 0
+    interrupted = slot = 0
     for step in steps:
-        blocks, results = [], []
+        blocks, results, result_refs = [], [], []
         for p in step:
             if p.get("type") == "text" and not p.get("ignored") and isinstance(p.get("text"), str) and p["text"]:
                 blocks.append({"type": "text", "text": p["text"]})
@@ -98,12 +117,16 @@ def _assistant(i: int, m: dict) -> tuple[list[ViewMessage], int]:
                 if is_error:
                     result["is_error"] = True
                 results.append(result)
+                # (an output's place among the message's, for the stages that replace it: opencode.outputs)
+                writable = writable_output(state) is not None
+                result_refs.append(BlockRef(i, slot) if writable else None)
+                slot += writable
         if blocks:
             kind = SUMMARY if info.get("summary") else ASSISTANT
             out.append(ViewMessage("assistant", blocks, kind, [None] * len(blocks), [i], uuid=info.get("id"),
-                                   msg_id=info.get("id")))
+                                   msg_id=info.get("id"), timestamp=_instant(info.get("time"))))
         if results:
-            out.append(ViewMessage("user", results, TOOL_RESULTS, [None] * len(results), [i]))
+            out.append(ViewMessage("user", results, TOOL_RESULTS, result_refs, [i]))
     return out, interrupted
 
 

@@ -7,6 +7,7 @@ the cached tokens out). The request's size is their sum.
 from __future__ import annotations
 
 from ..claude_code.session import RecordedSettings
+from ..interface import RequestUsage, reported
 from ..lineindex import BAD
 from ..model import Transcript
 
@@ -50,3 +51,28 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
                 and info["modelID"]:
             return RecordedSettings(model=info["modelID"], model_source="assistant message")
     return RecordedSettings()
+
+
+def _billed(tokens, model: str | None) -> RequestUsage | None:
+    if not isinstance(tokens, dict):
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    usage = RequestUsage(input_tokens=reported(tokens.get("input")), cache_read_input_tokens=reported(cache.get("read")),
+                         cache_creation_input_tokens=reported(cache.get("write")),
+                         output_tokens=reported(tokens.get("output")) + reported(tokens.get("reasoning")), model=model)
+    return usage if any(usage[:4]) else None
+
+
+def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
+    """The message's last ``step-finish`` part's ``tokens`` (else the message's own): ``input`` without the
+    cache, ``cache.read``, ``cache.write``, ``output``, ``reasoning``; its ``info.modelID``."""
+    for i in reversed(entries):
+        m = t.entry(i)
+        info = m.get("info") if isinstance(m.get("info"), dict) else {}
+        model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
+        steps = [p for p in m.get("parts") or [] if isinstance(p, dict) and p.get("type") == "step-finish"]
+        for tokens in [*(p.get("tokens") for p in reversed(steps)), info.get("tokens")]:
+            usage = _billed(tokens, model)
+            if usage is not None:
+                return usage
+    return None
