@@ -6,6 +6,9 @@ version that only replaced tool results, carried over from the earlier one, :mod
 the chain and view of a file read again after it grew by lines that extend the chain (``simulate``'s
 steps), carried over from the earlier read, :mod:`.grown`.
 
+Over 400 lines: the projection is one ordered walk (steps 1-9 below) whose steps share its state; the
+parts that stand alone are already modules of their own.
+
 The view follows ../shared/TRANSCRIPTS.md section 8 and what Claude Code 2.1.x
 really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
 
