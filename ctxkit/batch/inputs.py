@@ -34,8 +34,10 @@ from typing import NamedTuple
 
 from ..errors import UsageError
 from ..quoting import quote
+from ..store.disk import MARKER as STORE_MARKER
+from ..store.disk import is_marked_store
 from ..transcript.opencode.database import split_session
-from ..transcript.sniff import STORE_MARKER, is_session, is_session_file, is_store
+from ..transcript.sniff import is_session, is_session_file
 
 #: the files agents keep a session in under a name of their own, taken from a folder too (Cline's and Roo
 #: Code's task history, aider's chat history): a folder of task folders is a batch's input
@@ -159,7 +161,7 @@ def _walk(folder: str, keep) -> list[Item]:
     ctxkit stores skipped, in a stable (sorted) order."""
     found = []
     for here, dirs, files in os.walk(folder):
-        if here != folder and is_store(here):
+        if here != folder and is_marked_store(Path(here)):
             dirs[:] = []
             continue  # a ctxkit store (named by --store, not hidden): its blobs are archived messages
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -37,31 +37,9 @@ def _session_files(args: list[str]) -> list[str]:
 
 
 def _proxy_logs(args: list[str], tmp: Path) -> tuple[list[str], dict[str, str]]:
-    """The arguments with each proxy store (or conversation folder of one) replaced by its conversations,
-    written under ``tmp`` as Claude Code sessions (:func:`ctxkit.proxy.request_log.as_claude_code`), and
-    the name each is shown with (its ``requests.jsonl``). docs/proxy.md, "What a proxied day cost"."""
-    from ..proxy.request_log import as_claude_code, proxy_sessions
-    out, labels = [], {}
-    for arg in args:
-        pairs = proxy_sessions(Path(arg)) if arg != "-" and Path(arg).is_dir() else []
-        if not pairs:
-            out.append(arg)
-            continue
-        before = len(out)
-        for messages, requests in pairs:
-            try:
-                lines = as_claude_code(messages, requests)
-            except ValueError as exc:
-                print_warnings([str(exc)])
-                continue
-            session = tmp / f"{len(labels)}-{requests.parent.name}.jsonl"  # unique across stores
-            session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
-            out.append(str(session))
-            labels[str(session)] = str(requests)
-        if len(out) == before:
-            raise UsageError(f"{quote(arg)}: none of the proxy's conversations there can be replayed (see the "
-                             "warnings above)")
-    return out, labels
+    """:func:`ctxkit.proxy.request_log.as_sessions`, each warning printed as it comes."""
+    from ..proxy.request_log import as_sessions
+    return as_sessions(args, tmp, lambda w: print_warnings([w]))
 
 
 def _relabel(doc: dict[str, Any], results: list[dict[str, Any]], labels: dict[str, str]) -> None:

@@ -24,10 +24,12 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
+from ..errors import UsageError
+from ..quoting import quote
 from ..side_files import parse_json
 from ..transcript.plain.messages import from_openai
 from .gate import without_marks
@@ -134,7 +136,11 @@ def proxy_sessions(folder: Path) -> list[tuple[Path, Path]]:
 
 def is_anthropic(requests_path: Path) -> bool:
     """Whether a logged conversation speaks the Anthropic Messages API (else OpenAI's Chat Completions)."""
-    return all(r.get("api", "anthropic") == "anthropic" for r in read_lines(requests_path) if isinstance(r, dict))
+    return _speaks_anthropic(read_lines(requests_path))
+
+
+def _speaks_anthropic(logged: list[Any]) -> bool:
+    return all(r.get("api", "anthropic") == "anthropic" for r in logged if isinstance(r, dict))
 
 
 def _blocks(content: Any) -> Any:
@@ -167,8 +173,9 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
     calls as ``tool_use``, ``tool`` messages as results; its system message is left to the overhead, as a
     system prompt is); its usage was logged in the Messages API's shape, cached tokens as cache reads."""
     messages = read_lines(messages_path)
-    openai = not is_anthropic(requests_path)
-    requests = [r for r in read_lines(requests_path) if isinstance(r, dict) and isinstance(r.get("messages"), int)
+    logged = read_lines(requests_path)
+    openai = not _speaks_anthropic(logged)
+    requests = [r for r in logged if isinstance(r, dict) and isinstance(r.get("messages"), int)
                 and not isinstance(r["messages"], bool)]
     if not requests:
         raise ValueError(f"{requests_path}: no request of this conversation was logged whole; nothing to replay")
@@ -202,3 +209,32 @@ def as_claude_code(messages_path: Path, requests_path: Path) -> list[dict]:
                       "uuid": uuid, "timestamp": at if isinstance(at, str) else "1970-01-01T00:00:00.000Z", "sessionId": requests_path.parent.name})
         parent = uuid
     return lines
+
+
+def as_sessions(args: list[str], tmp: Path, warn: Callable[[str], None]) -> tuple[list[str], dict[str, str]]:
+    """``simulate``'s and ``report``'s arguments with each proxy store (or one conversation's folder of one)
+    replaced by its conversations, written under ``tmp`` as Claude Code sessions (:func:`as_claude_code`);
+    and the name each is shown with (its ``requests.jsonl``). ``warn`` is told why a conversation is left
+    out. docs/proxy.md, "What a proxied day cost"."""
+    out: list[str] = []
+    labels: dict[str, str] = {}
+    for arg in args:
+        pairs = proxy_sessions(Path(arg)) if arg != "-" and Path(arg).is_dir() else []
+        if not pairs:
+            out.append(arg)
+            continue
+        before = len(out)
+        for messages, requests in pairs:
+            try:
+                lines = as_claude_code(messages, requests)
+            except ValueError as exc:
+                warn(str(exc))
+                continue
+            session = tmp / f"{len(labels)}-{requests.parent.name}.jsonl"  # unique across stores
+            session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+            out.append(str(session))
+            labels[str(session)] = str(requests)
+        if len(out) == before:
+            raise UsageError(f"{quote(arg)}: none of the proxy's conversations there can be replayed (see the "
+                             "warnings above)")
+    return out, labels

@@ -7,8 +7,8 @@ name alone: a ``.json`` document holding a message array whose first elements a 
 recognises (a Gemini CLI session or checkpoint, a Cline or Roo Code history, an ``opencode export``),
 a ``.md`` file that opens as an aider chat history does, a ``.jsonl.zst`` that is a zstd stream. A
 document is looked at closely only when its first bytes name one of the keys a session document
-opens with; one over :data:`LARGEST_DOCUMENT` is not read. A ctxkit store is never walked into (a
-folder holding its marker file): its blobs are JSON documents of archived messages.
+opens with; one over :data:`LARGEST_DOCUMENT` is not read. (Which folders a batch does not walk into,
+a ctxkit store among them, is the batch's business: :mod:`ctxkit.batch.inputs`.)
 """
 from __future__ import annotations
 
@@ -29,15 +29,6 @@ _HEAD = 64 * 1024
 #: an export), or an array's messages
 _OBJECT_KEYS = (b'"messages"', b'"history"', b'"sessionId"')
 _ARRAY_KEYS = (b'"role"',)
-#: the file that makes a folder a ctxkit store (:data:`ctxkit.store.disk.MARKER`)
-STORE_MARKER = ".ctxkit-store"
-
-
-def is_store(folder: str) -> bool:
-    """Whether ``folder`` is a ctxkit store (its blobs are not sessions, whatever they hold)."""
-    return os.path.isfile(os.path.join(folder, STORE_MARKER))
-
-
 def is_session_file(path: str) -> bool:
     """Whether the file at ``path`` is a transcript ctxkit reads (see the module's docstring)."""
     return is_session(os.path.basename(path), lambda: open(path, "rb"))

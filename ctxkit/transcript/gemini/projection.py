@@ -109,10 +109,12 @@ def project(t: Transcript) -> View:
                 # (a recorded result's place among the record's, for the stages that replace it: gemini.outputs)
                 # (doctor takes a result with no line behind it for one the projection made up: a recorded
                 # result inside a $set's messages points at that line, at no place a stage can write)
-                recorded = ref_entry >= 0 and c.get("result") is not None
-                result_refs.append(BlockRef(ref_entry, slot) if recorded else BlockRef(entry, -1)
-                                   if entry >= 0 and c.get("result") is not None else None)
-                slot += recorded
+                recorded = c.get("result") is not None
+                if recorded and ref_entry >= 0:
+                    result_refs.append(BlockRef(ref_entry, slot))
+                    slot += 1
+                else:
+                    result_refs.append(BlockRef(entry, -1) if recorded and entry >= 0 else None)
             if not blocks:
                 continue
             msgs.append(ViewMessage("assistant", blocks, ASSISTANT, refs, [entry], uuid=m.get("id"),
