@@ -182,3 +182,12 @@ def test_a_json_array_of_other_messages_is_not_taken_for_cursor(tmp_path):
     done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
     assert done.returncode in (0, 3) and "Traceback" not in done.stderr
     assert done.returncode != 0 or json.loads(done.stdout)["format"] != "cursor"
+
+
+def test_a_json_array_transcript_nested_too_deeply_is_a_bad_file_not_an_internal_error(tmp_path):
+    # it opens as an older Cursor transcript; json.loads recursed past its limit (exit 4)
+    deep = "[" * 100_000 + "1" + "]" * 100_000
+    (tmp_path / "t.json").write_text('[{"role":"user","text":"hi"},' + deep + "]")
+    done = ctxkit("stats", "t.json", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("ctxkit: error: t.json:1: ") and "internal error" not in done.stderr

@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import re
 
+from ...side_files import parse_json
+
 READ_ONLY = ("an older Cursor transcript (plain text or JSON) is read-only for ctxkit (Cursor is not known to "
              "read one back, and it has no room for a compaction): stats, view, check and doctor read it; write "
              "the view with `ctxkit view --to anthropic`")
@@ -112,8 +114,8 @@ def as_lines(data: bytes) -> bytes | None:
     text = data.decode("utf-8", errors="replace")
     if _JSON_OPENING.match(data):
         try:
-            elements = json.loads(text) if text.lstrip("\ufeff \t\r\n").startswith("[") else \
-                [json.loads(line) for line in text.split("\n") if line.strip()]
+            elements = parse_json(text) if text.lstrip("\ufeff \t\r\n").startswith("[") else \
+                [parse_json(line) for line in text.split("\n") if line.strip()]
             turns = split_json(elements) if isinstance(elements, list) else None
         except ValueError:
             return None
