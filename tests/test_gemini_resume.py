@@ -76,8 +76,11 @@ def _recorded(tmp_path: Path):
         run(api, "-p", "count three times")
         run.history = [*api.requests[-1]["body"]["contents"], {"role": "model", "parts": [text("Counted.")]}]
     [session] = (home / ".gemini" / "tmp").rglob("session-*.jsonl")
+    # Gemini CLI runs headless, whatever its terminal, where CI=true or GITHUB_ACTIONS=true (its
+    # isHeadlessMode): the interactive run is given an environment without them, as a user's terminal is
+    outside_ci = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
     run.interactive = lambda api, keys: _interactive(gemini, work, {
-        **os.environ, "HOME": str(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": api.url,
+        **outside_ci, "HOME": str(home), "GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": api.url,
         "GEMINI_CLI_TRUST_WORKSPACE": "true", "TERM": "xterm-256color"}, api, keys)
     return session, run
 
