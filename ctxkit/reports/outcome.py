@@ -55,9 +55,9 @@ def over_threshold_message(result: PipelineResult, overhead_of: Callable[[], int
         return None
     overhead = overhead_of() if overhead_of is not None else 0
     head = (f"the view is still {result.tokens_after:,} tokens after every stage, over the autocompact threshold "
-            f"({threshold:,}) ({report.stage_id}: {report.action}: {report.reason})")
+            f"({threshold:,}) ({report.stage_id}: {report.action}: {report.reason}); the output was written")
     if overhead >= threshold:
-        return (f"{head}: the system prompt and tools alone take about {overhead:,} tokens (from the session's "
+        return (f"{head}. The system prompt and tools alone take about {overhead:,} tokens (from the session's "
                 "usage), which no compaction frees; use a model with a larger context window, or fewer tools")
     why = f", besides about {overhead:,} tokens of system prompt and tools (from the session's usage)" if overhead else ""
     return (f"{head}. The summary, the kept tail and the re-injected files do not fit{why}: lower "

@@ -63,7 +63,8 @@ REWRITTEN = "a stage changed the history the reported usage counted"
 MIN_SCALE = 0.5
 
 #: Why no usage is used when it is far below the estimate of the view it counted.
-IMPLAUSIBLE = "the reported usage ({:,} tokens) is below half the estimate of the view it counted ({:,}): not a count of it"
+IMPLAUSIBLE = ("the count from the reported usage ({:,} tokens) is below half the estimate of the view ({:,}): "
+               "the usage is not a count of it")
 
 #: The usage fields Claude Code adds up (its ``getTokenCountFromUsage``).
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -89,7 +90,9 @@ class Calibration(NamedTuple):
     def count(self, estimated: int) -> int:
         """A view's count from its estimate: equals the usage count on the view the calibration was made on,
         and never rises when the estimate falls."""
-        return self.overhead + (estimated if self.scale == 1.0 else round(estimated * self.scale))
+        if self.scale == 1.0 or estimated <= 0:
+            return self.overhead + estimated
+        return self.overhead + max(1, round(estimated * self.scale))  # content there is never 0 tokens
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens": self.overhead, "scale": self.scale}
