@@ -23,7 +23,6 @@ from .transcript.edits import history_as_read
 from .transcript.interface import handler
 from .transcript.model import Transcript
 
-
 #: How the note of a usage far below the estimate of its view begins
 IMPLAUSIBLE_PREFIX = IMPLAUSIBLE.split("{", 1)[0]
 

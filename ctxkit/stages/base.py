@@ -84,7 +84,6 @@ class Context:
         (which a policy file or ``--set`` naming it always makes the overhead)."""
         from ..store.sessions import session_key
         from ..tokens.view_count import Calibration, count_view
-
         from ..transcript.interface import handler
 
         # a format that records usage (Claude Code; Codex's token_count events): message lists have none
