@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import codex_rollouts
+import opencode_sessions
 import pytest
 from builders import Session
 
@@ -233,3 +234,27 @@ def test_a_codex_rollout_reads_back_as_compact_counted_it(runner, tmp_path, usag
         assert 0 < report["tokens_after"] < report["tokens_before"]
         r = runner.invoke(app, ["stats", f"out{k}.jsonl", "--store", f"st{k}", "--json"])
         assert json.loads(r.stdout)["tokens"] == report["tokens_after"], args
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["auto", "force"])
+def test_an_opencode_export_with_100000_tokens_outside_its_messages_compacts(runner, tmp_path, force):
+    """A real OpenCode export stood at 170,414 of 200,000 tokens, ~100,000 of them system prompt and tools: over
+    the 167,000 threshold, and refused before any work (exit 2: "may leave behind 204,303"). It is brought under
+    the threshold (forced: compacted to about the system prompt and tools plus the summary) and reads back as
+    compact counted it."""
+    msgs, n = [], 1
+    for k in range(30):
+        msgs += [opencode_sessions.user(n, f"read f{k}"),
+                 opencode_sessions.assistant(n + 1, n, "", [opencode_sessions.tool(
+                     n + 1, 0, "read", {"filePath": f"f{k}"}, f"line {k} " * 1200)], tokens=100_000 + 2_350 * (k + 1))]
+        n += 2
+    msgs += [opencode_sessions.user(n, "summarize"), opencode_sessions.assistant(
+        n + 1, n, "Done.", tokens=170_414, modelID="claude-sonnet-4-5", providerID="anthropic")]
+    opencode_sessions.write(tmp_path / "session-export.json", msgs)
+    report = _compact(runner, tmp_path / "session-export.json", *force, "--policy", "no-llm", "-o", "out.json")
+    assert report["tokens_before"] == 170_414 and 100_000 < report["tokens_after"] < 167_000
+    if force:  # auto: clearing the old results (a cold cache) brings it under the threshold first
+        compaction = next(s for s in report["stages"] if s["use"] == "autocompact")
+        assert compaction["action"] == "applied", compaction["reason"]
+        assert report["tokens_after"] < 110_000
+    assert _stats(runner, "out.json")["tokens"] == report["tokens_after"]
