@@ -18,13 +18,10 @@ from .stages.base import CALIBRATED_OVERHEAD, SUPERSEDED_USAGE, Context, Report,
 from .store.original_lines import keep_original_lines
 from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
-from .tokens.view_count import IMPLAUSIBLE, REWRITTEN, ViewTokens, prefix_digest
+from .tokens.view_count import REWRITTEN, ViewTokens, implausible, prefix_digest
 from .transcript.edits import history_as_read
 from .transcript.interface import handler
 from .transcript.model import Transcript
-
-#: How the note of a usage far below the estimate of its view begins
-IMPLAUSIBLE_PREFIX = IMPLAUSIBLE.split("{", 1)[0]
 
 
 @dataclass
@@ -72,9 +69,9 @@ def _remember_superseded_usage(start: ViewTokens, end: ViewTokens, out: Transcri
     """When this run rewrote the history the input's reported usage counted (its count went from the usage to
     the estimate), remember that response and the view left up to it, so that the output read back is counted
     as this run counted it (and decides the same way: compacting the output again changes nothing)."""
-    # a format that records usage (Claude Code, Codex); the usage used, or not used as no count of the view
-    # (far below its estimate): the view this run left may be small enough to make it look like one again
-    if start.anchor is None or start.source != "usage" and not (start.why or "").startswith(IMPLAUSIBLE_PREFIX):
+    # a format that records usage (Claude Code, Codex, Gemini, OpenCode, Cline); the usage used, or not used as no
+    # count of the view (far below its estimate): the view this run left may be small enough to look counted by it
+    if start.anchor is None or start.source != "usage" and not implausible(start):
         return
     if end.why != REWRITTEN:  # still the usage, or a boundary/record that says so itself
         return

@@ -147,7 +147,7 @@ def session_misfits(policy: Policy, stages: Mapping[str, Any], context_window: i
     What a compaction may leave behind is not judged with the session's overhead ahead of the run: that
     check adds the kept tail and re-injected files at their largest budgets (half the threshold), a bound
     real compactions rarely reach (a session with 70,000 tokens of system prompt and tools fits a 200,000
-    window, 75,000 tokens after a compaction, where the bound says 173,000). The run measures the view it
+    window, 71,000 tokens after a compaction, where the bound says 173,000). The run measures the view it
     leaves instead, and says when it is still over the threshold, and why
     (:func:`ctxkit.reports.outcome.over_threshold_message`). ``--force`` (compact now) is refused only by
     the policy's own misfits: a compaction that makes the view smaller is written, still over the

@@ -86,7 +86,7 @@ class Context:
         from ..tokens.view_count import Calibration, count_view
         from ..transcript.interface import handler
 
-        # a format that records usage (Claude Code; Codex's token_count events): message lists have none
+        # a format that records usage (Claude Code; Codex, Gemini, OpenCode, Cline): message lists have none
         recorded = t.format == "claude-code" or handler(t.format).usage is not None
         state = self.store.session_state(session_key(t)) if recorded else {}
         calibrated = None if self.policy.explicit("overhead_tokens") else self.calibrated_overhead

@@ -140,6 +140,11 @@ class ViewTokens(NamedTuple):
                 "tokens_source": self.source, "tokens_source_note": self.why}
 
 
+def implausible(count: ViewTokens) -> bool:
+    """Whether ``count`` left its usage aside as no count of the view (:data:`MIN_SCALE`)."""
+    return (count.why or "").startswith(IMPLAUSIBLE.split("{", 1)[0])
+
+
 def usage_total(usage: Any) -> int | None:
     """The four figures of a usage object added up, or None when it reports none of them, or none above 0:
     a request the API answered held tokens, so a usage of 0 (a proxy in front of another model that
