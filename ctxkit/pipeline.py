@@ -18,7 +18,7 @@ from .stages.base import CALIBRATED_OVERHEAD, SUPERSEDED_USAGE, Context, Report,
 from .store.original_lines import keep_original_lines
 from .store.sessions import session_key
 from .summarize.redaction_report import redaction_summary
-from .tokens.view_count import REWRITTEN, ViewTokens, prefix_digest
+from .tokens.view_count import REWRITTEN, ViewTokens, implausible, prefix_digest
 from .transcript.edits import history_as_read
 from .transcript.interface import handler
 from .transcript.model import Transcript
@@ -69,7 +69,9 @@ def _remember_superseded_usage(start: ViewTokens, end: ViewTokens, out: Transcri
     """When this run rewrote the history the input's reported usage counted (its count went from the usage to
     the estimate), remember that response and the view left up to it, so that the output read back is counted
     as this run counted it (and decides the same way: compacting the output again changes nothing)."""
-    if start.source != "usage" or start.anchor is None or out.format != "claude-code":
+    # a format that records usage (Claude Code, Codex, Gemini, OpenCode, Cline); the usage used, or not used as no
+    # count of the view (far below its estimate): the view this run left may be small enough to look counted by it
+    if start.anchor is None or start.source != "usage" and not implausible(start):
         return
     if end.why != REWRITTEN:  # still the usage, or a boundary/record that says so itself
         return
@@ -82,7 +84,7 @@ def _keep_calibration(end: ViewTokens, out: Transcript, ctx: Context) -> None:
     """When the output is counted with the calibrated overhead (this run made its usage stale: a rewrite, a
     compaction, a collapse commit), keep that overhead for the session's next run: the output read back is then
     counted on the same basis, not with the policy's ``overhead_tokens``."""
-    if end.overhead_source != "calibrated" or ctx.calibrated_overhead is None or out.format != "claude-code":
+    if end.overhead_source != "calibrated" or ctx.calibrated_overhead is None:
         return
     kept = {"estimator": ctx.estimator_name(), **ctx.calibrated_overhead.to_json()}
     key = session_key(out)

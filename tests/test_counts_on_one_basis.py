@@ -5,7 +5,8 @@ before and after each stage stand on one basis (docs/tokens.md, the calibrated o
 - ``stats`` of the output (with the run's store) says compact's final count;
 - the budget is the session's model's;
 - with ``--force`` every recorded Claude Code session compacts (the offline extractive summarizer: no
-  ``ANTHROPIC_API_KEY``), and the view quotes verbatim every prompt the user typed (slash commands aside).
+  ``ANTHROPIC_API_KEY``), and the view quotes verbatim every prompt the user typed (slash commands aside; a
+  subagent's file has none: its prompt is the main agent's).
 
 One test per session runs the four compactions (in process), so the corpus costs 18 tests (about a minute on a
 busy machine).
@@ -76,13 +77,15 @@ def test_counts_before_and_after_each_stage_stand_on_one_basis(path, runner, tmp
                                     "-o", str(out), "--report", "json", *(["--force"] if force else [])])
             if r.exit_code == 2 and not recorded:
                 # a compaction agent's file (spotter's agent-acompact): its one request read a conversation the
-                # file does not hold, so its usage leaves ~167,000 tokens besides the view; no window of the
-                # model fits that, and compact says so before any work
+                # file does not hold, so its usage leaves ~167,000 tokens besides the view; no threshold of the
+                # model's window is above that: an automatic run is refused before any work (--force compacts)
+                assert not force, r.stderr
                 assert "is below the system prompt and tools (about " in r.stderr, r.stderr
                 calibration = json.loads(runner.invoke(app, ["stats", str(path), "--json"]).stdout)["tokens_calibration"]
                 assert calibration["tokens"] > 150_000
                 continue
-            assert r.exit_code in (0, 1), f"{name}: {r.stderr}"
+            # forced, the compaction is made (or would not make the view smaller): exit 0, still over or not
+            assert r.exit_code in ((0,) if force else (0, 1)), f"{name}: {r.stderr}"
             report = json.loads(r.stderr[r.stderr.index("{"):])
             for stage in report["stages"]:
                 if _took_content_out(stage):
@@ -101,6 +104,8 @@ def test_counts_before_and_after_each_stage_stand_on_one_basis(path, runner, tmp
             elif compaction["action"] != "applied":  # a tiny session gains nothing (spotter/short: 275 tokens)
                 assert compaction["reason"] == "nothing new since the last compaction" or \
                     "would not be smaller than the" in compaction["reason"], (name, compaction["reason"])
+                continue
+            if "subagents" in path.parts:  # its prompt was written by the main agent, not typed by a person
                 continue
             text = _view_text(runner, out)
             for prompt in _typed_prompts(path):

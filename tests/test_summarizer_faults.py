@@ -245,6 +245,30 @@ def test_a_view_still_over_the_threshold_exits_1_and_is_not_a_breaker_failure(ru
     assert breaker_failures() == []
 
 
+def test_after_force_a_view_still_over_the_threshold_is_a_warning_and_exit_0(runner, tmp_path):
+    """--force is the user's /compact: the compaction was asked for and made (the view is smaller), so the view
+    still over the threshold is said as a warning, and the output written with exit 0."""
+    src = session(Path("s.jsonl"))
+    script = tmp_path / "long_summary.py"  # ~8,750 tokens: over the threshold, under the view it replaces
+    script.write_text("import sys\nsys.stdin.read()\n"
+                      "print('<summary>1. Primary Request and Intent:\\n' + 'detail ' * 5000 + '</summary>')\n")
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *NO_OVERHEAD,
+                                 "--force", "--set", "summarizer.use=command",
+                                 "--set", f"summarizer.command={sys.executable} {script}"])
+    assert result.exit_code == 0, result.stderr
+    assert Path("out.jsonl").read_bytes() != src.read_bytes()
+    assert "ctxkit: warning: the view is still " in result.stderr
+    assert "over the autocompact threshold (7,000) (autocompact: applied: manual compaction" in result.stderr
+    assert "ctxkit: error" not in result.stderr
+    # a compaction that would not make the view smaller is not made, forced or not: exit 1
+    script.write_text(script.read_text().replace("5000", "8000"))
+    result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out2.jsonl", "--context-window", WINDOW, *NO_OVERHEAD,
+                                 "--force", "--store", "st2", "--set", "summarizer.use=command",
+                                 "--set", f"summarizer.command={sys.executable} {script}"])
+    assert result.exit_code == 1
+    assert "would not be smaller than the" in result.stderr
+
+
 def test_a_view_brought_under_the_threshold_exits_0(runner):
     session(Path("s.jsonl"))
     result = runner.invoke(app, ["compact", "s.jsonl", "-o", "out.jsonl", "--context-window", WINDOW, *NO_OVERHEAD,

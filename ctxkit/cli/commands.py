@@ -127,7 +127,8 @@ def compact(
                    session_memory=session_memory, state_file=state, queued_file=queued, plan_mode=plan_mode,
                    summarizes=lambda pol: compile_pipeline(pol, only=stage).uses_summarizer(),
                    checkpoint=not (no_checkpoint or fresh), output=output,
-                   fits=lambda pol, overhead: _window_fits(pol, context_window, only=stage, overhead=overhead))
+                   fits=lambda pol, overhead: _window_fits(pol, context_window, only=stage, overhead=overhead,
+                                                            force=force))
     refuse_output_in_store(output, run.ctx.store.root)  # before any work: the output would destroy the store
     if to is None and run.transcript.source.read_only:  # before any work (a summary a model is paid for)
         raise UsageError(f"{run.transcript.source.name}: {run.transcript.source.read_only}")
@@ -142,11 +143,15 @@ def compact(
     pipeline = compile_pipeline(run.policy, only=stage)
     result = pipeline.run(start, run.ctx)
     run.write_output(result.transcript, output, to)
-    print_compact_report(result, report, sources=run_sources(run))
     failure = failure_message(result)
+    too_big = None if failure else over_threshold_message(result, lambda: run.ctx.session_overhead(result.transcript))
+    if too_big and force and any(r.use == "autocompact" and r.action == "applied" for r in result.reports):
+        # compacted as asked (/compact): the view is smaller, if still over the threshold; a warning, exit 0
+        result.warnings.append(too_big)
+        too_big = None
+    print_compact_report(result, report, sources=run_sources(run))
     if failure:
         raise fail(failure, ExitCode.CHECK_FAILED)
-    too_big = over_threshold_message(result)
     if too_big:
         raise fail(too_big, ExitCode.CHECK_FAILED)
 
@@ -330,17 +335,18 @@ def _render_stats(data: dict) -> None:
 
 
 def _window_fits(pol: Any, context_window: int | None, only: list[str] | None = None,
-                 overhead: int | None = None) -> None:
-    """``policy lint``'s fit check on the policy a run uses, in the run's window, with the session's system
-    prompt and tools (``overhead``) (exit 2 before any work); not asked when ``--stage`` leaves autocompact
-    out (nothing would compact)."""
+                 overhead: int = 0, force: bool = False) -> None:
+    """``policy lint``'s fit check on the policy a run uses, in the run's window, and, without ``--force``, a
+    threshold below the session's system prompt and tools (``overhead``) (exit 2 before any work:
+    :func:`ctxkit.policy.lint.session_misfits`); not asked when ``--stage`` leaves autocompact out (nothing
+    would compact)."""
     from ..pipeline import compile_pipeline
-    from ..policy.lint import require_window_fit
+    from ..policy.lint import require_window_fit, session_misfits
     from ..stages.registry import REGISTRY
 
     if only and not any(s.name == "autocompact" for s in compile_pipeline(pol, only=only).stages):
         return
-    require_window_fit(pol, REGISTRY, context_window, overhead=overhead)
+    require_window_fit(pol, REGISTRY, misfits=session_misfits(pol, REGISTRY, context_window, overhead, force=force))
 
 
 @app.command()

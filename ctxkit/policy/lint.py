@@ -136,12 +136,39 @@ def window_misfits(policy: Policy, stages: Mapping[str, Any], context_window: in
     return out
 
 
+def session_misfits(policy: Policy, stages: Mapping[str, Any], context_window: int | None, overhead: int, *,
+                    force: bool = False) -> list[Misfit]:
+    """What refuses a run on one session before any work (``ctxkit compact``): lint's findings with the
+    policy's own ``overhead_tokens`` (the policy cannot work in that window, whatever the session), else,
+    unless ``force``, an autocompact threshold below the session's own system prompt and tools (``overhead``,
+    its calibrated overhead): every request would be over it, and automatic compaction would run on every
+    turn without ever getting under it.
+
+    What a compaction may leave behind is not judged with the session's overhead ahead of the run: that
+    check adds the kept tail and re-injected files at their largest budgets (half the threshold), a bound
+    real compactions rarely reach (a session with 70,000 tokens of system prompt and tools fits a 200,000
+    window, 71,000 tokens after a compaction, where the bound says 173,000). The run measures the view it
+    leaves instead, and says when it is still over the threshold, and why
+    (:func:`ctxkit.reports.outcome.over_threshold_message`). ``--force`` (compact now) is refused only by
+    the policy's own misfits: a compaction that makes the view smaller is written, still over the
+    threshold or not."""
+    own = window_misfits(policy, stages, context_window)
+    if force or own and own[0].stage is None:
+        return own
+    below = [m for m in window_misfits(policy, stages, context_window, overhead=overhead) if m.stage is None]
+    if below:
+        return [Misfit(below[0].message, below[0].hint + "; `--force` compacts anyway")]
+    return own
+
+
 def require_window_fit(policy: Policy, stages: Mapping[str, Any], context_window: int | None = None,
-                       label: str | None = None, overhead: int | None = None) -> None:
+                       label: str | None = None, overhead: int | None = None, *,
+                       misfits: list[Misfit] | None = None) -> None:
     """Raise :class:`UsageError` (exit 2) with lint's message when :func:`window_misfits` finds the window
     too small for ``policy`` (``label``: the policy's name, when a command runs several; ``overhead``: the
-    session's system prompt and tools, when a run has one)."""
-    misfits = window_misfits(policy, stages, context_window, overhead=overhead)
+    session's system prompt and tools, when a run has one; ``misfits``: found already)."""
+    if misfits is None:
+        misfits = window_misfits(policy, stages, context_window, overhead=overhead)
     if misfits:
         where = f"policy {quote(label)}: " if label else ""
         raise UsageError(where + "; ".join(m.render() for m in misfits))

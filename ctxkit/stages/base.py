@@ -84,8 +84,11 @@ class Context:
         (which a policy file or ``--set`` naming it always makes the overhead)."""
         from ..store.sessions import session_key
         from ..tokens.view_count import Calibration, count_view
+        from ..transcript.interface import handler
 
-        state = self.store.session_state(session_key(t)) if t.format == "claude-code" else {}
+        # a format that records usage (Claude Code; Codex, Gemini, OpenCode, Cline): message lists have none
+        recorded = t.format == "claude-code" or handler(t.format).usage is not None
+        state = self.store.session_state(session_key(t)) if recorded else {}
         calibrated = None if self.policy.explicit("overhead_tokens") else self.calibrated_overhead
         kept = state.get(CALIBRATED_OVERHEAD)
         if calibrated is None and not self.policy.explicit("overhead_tokens") and isinstance(kept, dict) \

@@ -16,7 +16,8 @@ minus the estimate of the whole view, i.e. the usage minus the estimate of what 
 and the count of a view the usage no longer describes is that calibration plus the estimate of the
 new view. When the estimator counts the view above what the API reported (no room left for a system
 prompt: the corpus's stand-in API reports less than characters / 4), the calibration is a scale
-instead (the count over the estimate, below 1) and the overhead 0. So counts are continuous across a rewrite: a stage that takes content out of the view
+instead (the count over the estimate, below 1) and the overhead 0; a usage below half the estimate
+(:data:`MIN_SCALE`) is no count of the view at all, and not used. So counts are continuous across a rewrite: a stage that takes content out of the view
 lowers the count by the estimate of what it took out, never raises it. Without a calibration (message
 lists, which carry no usage) or when a policy file or ``--set`` names ``overhead_tokens`` (an explicit
 override), the overhead is the policy's ``overhead_tokens``. No usage describes the view for plain
@@ -53,6 +54,18 @@ from .counters import TokenCounter, message_key
 #: Why no usage is used when a stage of this run rewrote or removed entries the usage counted.
 REWRITTEN = "a stage changed the history the reported usage counted"
 
+#: The lowest usage over the estimate of the view it counted that is taken as a count of that view. A request
+#: holds the view and the system prompt and tools, so the usage of real sessions is above the estimate (scale 1
+#: on every public session); the corpus's stand-in API, which counts characters, is the lowest seen: 0.61 of
+#: ``tiktoken``'s estimate, 0.77 of ``rough``'s (docs/tokens.md). Below half the estimate the usage is not a count
+#: of the view (a fake or odd usage: 5 tokens for a view of 4,800): a scale fitted to it would count the view after
+#: a rewrite as next to nothing, 0 once rounded.
+MIN_SCALE = 0.5
+
+#: Why no usage is used when it is far below the estimate of the view it counted.
+IMPLAUSIBLE = ("the count from the reported usage ({:,} tokens) is below half the estimate of the view ({:,}): "
+               "the usage is not a count of it")
+
 #: The usage fields Claude Code adds up (its ``getTokenCountFromUsage``).
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
@@ -67,15 +80,19 @@ class Calibration(NamedTuple):
 
     @classmethod
     def of(cls, total: int, whole: int) -> Calibration:
-        """From a count from usage (``total``) and the estimate of the whole view it describes (``whole``)."""
+        """From a count from usage (``total``) and the estimate of the whole view it describes (``whole``); a
+        ``total`` below :data:`MIN_SCALE` of ``whole`` is not a count of that view (:func:`count_view` does
+        not use it): the scale is bounded there."""
         if total >= whole or whole <= 0:
             return cls(total - whole)
-        return cls(0, total / whole)
+        return cls(0, max(MIN_SCALE, total / whole))
 
     def count(self, estimated: int) -> int:
         """A view's count from its estimate: equals the usage count on the view the calibration was made on,
         and never rises when the estimate falls."""
-        return self.overhead + (estimated if self.scale == 1.0 else round(estimated * self.scale))
+        if self.scale == 1.0 or estimated <= 0:
+            return self.overhead + estimated
+        return self.overhead + max(1, round(estimated * self.scale))  # content there is never 0 tokens
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens": self.overhead, "scale": self.scale}
@@ -87,7 +104,7 @@ class Calibration(NamedTuple):
             return None
         tokens, scale = doc.get("tokens"), doc.get("scale", 1.0)
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0 \
-                or not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1:
+                or not isinstance(scale, (int, float)) or isinstance(scale, bool) or not MIN_SCALE <= scale <= 1:
             return None
         return cls(tokens, float(scale))
 
@@ -121,6 +138,11 @@ class ViewTokens(NamedTuple):
                 "tokens_estimate_scale": self.scale,
                 "tokens_calibration": None if self.calibration is None else self.calibration.to_json(),
                 "tokens_source": self.source, "tokens_source_note": self.why}
+
+
+def implausible(count: ViewTokens) -> bool:
+    """Whether ``count`` left its usage aside as no count of the view (:data:`MIN_SCALE`)."""
+    return (count.why or "").startswith(IMPLAUSIBLE.split("{", 1)[0])
 
 
 def usage_total(usage: Any) -> int | None:
@@ -221,6 +243,9 @@ def count_view(t: Transcript, counter: TokenCounter, overhead_tokens: int,
             estimated = counter.count_messages([*fragments, *(x.api() for x in rest)])
             whole = counter.count_messages([x.api() for x in messages])
         total = reported + estimated
+        if total < whole * MIN_SCALE:
+            why = IMPLAUSIBLE.format(total, whole)
+            break
         return ViewTokens(total, reported, estimated, 0, "usage", anchor=anchor,
                           calibration=Calibration.of(total, whole))
     estimated = counter.count_view_messages(messages)

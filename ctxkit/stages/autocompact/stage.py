@@ -64,15 +64,14 @@ usage error (exit 2) naming the smallest window that works.
 The summarizer is the policy's `summarizer:` (`anthropic`, `command`, `extractive`, or `auto`:
 `anthropic` when `ANTHROPIC_API_KEY` is set, else the offline extractive one); see
 docs/policies.md.
-**Failure.** A failed compaction (the summarizer errs, times out, or answers
-with no summary) changes nothing: the transcript passes through unchanged, the
-report says ``failed`` and the CLI exits 1. Failures in a row are counted in
-the store; after ``max_consecutive_failures`` autocompact stops trying
-(``breaker-open``, exit 1, a warning) until a compaction succeeds — with
-``--force``, which always tries. A compaction that succeeds but leaves the
-view (after every stage) still over the threshold is not a summarizer failure
-and is not counted; ``ctxkit compact`` reports it and exits 1
-(:func:`ctxkit.reports.outcome.over_threshold_message`). More: [summarizer.md](../summarizer.md).
+**Failure.** A failed compaction (the summarizer errs, times out, or answers with no summary) changes
+nothing: the transcript passes through unchanged, the report says ``failed`` and the CLI exits 1. Failures
+in a row are counted in the store; after ``max_consecutive_failures`` autocompact stops trying
+(``breaker-open``, exit 1, a warning) until a compaction succeeds — with ``--force``, which always tries.
+A compaction that succeeds but leaves the view (after every stage) still over the threshold is not a
+summarizer failure and is not counted; ``ctxkit compact`` reports it, naming the system prompt and tools
+the session's usage holds, and exits 1 — after ``--force``, which asked for it, a warning and exit 0
+(:func:`ctxkit.reports.outcome.over_threshold_message`; docs/policies.md). More: [summarizer.md](../summarizer.md).
 
 ## Retention, and `min_retention`
 
