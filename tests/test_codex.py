@@ -204,3 +204,29 @@ def test_the_thresholds_are_taken_from_the_window_codex_counts_against(tmp_path)
     assert (budget["context_window"], budget["context_window_source"]) == (272_000, "session")
     over = ctxkit("stats", "--json", "--context-window", "200000", str(path), cwd=tmp_path)  # an explicit one wins
     assert json.loads(over.stdout)["budget"]["context_window"] == 200_000
+
+
+def test_a_rollback_whose_num_turns_is_no_count_drops_no_turn_as_in_codex(tmp_path):
+    """codex-rs reads ``num_turns`` as a ``u32``: a line holding ``true`` (or ``1.5``, ``-1``) fails to parse and
+    Codex skips it, so no turn is rolled back; ctxkit reads it the same, says so, and keeps the line."""
+    for bad in (True, 1.5, -1, 2 ** 32):
+        lines = opening() + turn(1, "first task", [("c1", "ls", "a\n")], "done")
+        lines += turn(2, "second task", [("c2", "pwd", "/w\n")], "in /w")
+        lines.append(line("event_msg", {"type": "thread_rolled_back", "num_turns": bad}))
+        path = tmp_path / "r.jsonl"
+        write(path, lines)
+        before = path.read_bytes()
+        t = read_transcript(path)
+        texts = [b.get("text") for m in t.view().api_messages() if isinstance(m["content"], list) for b in m["content"]]
+        assert "second task" in texts and "in /w" in texts, bad
+        warning = [n for n in t.view().notes if "thread_rolled_back" in n]
+        assert warning and f"line {len(lines)}" in warning[0] and "no turn is dropped" in warning[0], bad
+        done = ctxkit("compact", "--force", "-p", "no-llm", "--store", str(tmp_path / "store"), str(path),
+                      "-o", str(tmp_path / "c.jsonl"), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "c.jsonl").read_bytes().startswith(before)  # the line kept byte for byte
+    lines[-1] = line("event_msg", {"type": "thread_rolled_back", "num_turns": 1})  # a count: the turn goes
+    write(path, lines)
+    texts = [b.get("text") for m in read_transcript(path).view().api_messages() if isinstance(m["content"], list)
+             for b in m["content"]]
+    assert "second task" not in texts and "first task" in texts

@@ -221,3 +221,46 @@ def test_gemini_resumes_a_chat_save_checkpoint_ctxkit_compacted(tmp_path):
         run.interactive(api, [("/chat resume before", "Counted."), ("and now.", "")])
         _check_resumed(api.requests[0]["body"]["contents"], "and now.")
     _expands_to(tmp_path, compacted, before)
+
+
+def _sent_items(contents: list[dict]) -> list[tuple]:
+    """The texts, calls and responses of a request Gemini CLI sent, in order (its fresh session context aside)."""
+    items = []
+    for c in contents:
+        for p in c["parts"]:
+            if "functionCall" in p:
+                items.append(("call", p["functionCall"]["name"], p["functionCall"].get("args", {})))
+            elif "functionResponse" in p:
+                response = p["functionResponse"]["response"]
+                items.append(("text", response["output"] if set(response) == {"output"} else json.dumps(response)))
+            elif isinstance(p.get("text"), str) and not p.get("thought") and not p["text"].startswith("<session_context>"):
+                items.append(("text", p["text"]))
+    return items
+
+
+def test_the_view_of_a_resumed_session_carries_what_gemini_cli_sends(tmp_path):
+    """Uncompacted, a session resumes as ctxkit views it: every text, call and response of the request the
+    genuine CLI sent is in ``view --to anthropic-request``, in the same order — the function-response records
+    0.61 writes besides the calls' results are sent too, so the view carries each output twice — and every
+    call of the view is answered by the message after it."""
+    session, run = _recorded(tmp_path)
+    session_id = json.loads(session.read_bytes().splitlines()[0])["sessionId"]
+    done = _ctxkit("view", "--to", "anthropic-request", str(session))
+    assert done.returncode == 0, done.stderr
+    messages = json.loads(done.stdout)["messages"]
+    with GeminiStandIn([[text("Resumed.")]]) as api:
+        run(api, "--resume", session_id, "-p", "and now?")
+        sent = _sent_items(api.requests[0]["body"]["contents"])
+    assert sent[-1] == ("text", "and now?")
+    viewed = []
+    for k, m in enumerate(messages):
+        blocks = [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]
+        for b in blocks:
+            if b["type"] == "tool_use":
+                viewed.append(("call", b["name"], b["input"]))
+                answers = [r for r in messages[k + 1]["content"] if r["type"] == "tool_result"]
+                assert [r["tool_use_id"] for r in answers].count(b["id"]) == 1
+            elif b["type"] in ("text", "tool_result"):
+                viewed.append(("text", b.get("text", b.get("content"))))
+    assert sum(x[0] == "call" for x in sent) == 3 and len(sent) == 1 + 3 * 3 + 1 + 1
+    assert viewed == sent[:-1]

@@ -141,3 +141,34 @@ def test_without_the_proxy_extra_installed_the_proxy_says_what_to_install(tmp_pa
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == ("ctxkit: error: ctxkit proxy needs aiohttp, which is not installed: "
                                    "pip install 'ctxkit[proxy]'")
+
+
+def test_sigterm_right_after_the_answers_loses_no_log_line(tmp_path):
+    """The log is written off the requests' path, after the answers went: a SIGTERM the moment the last
+    answer arrives still leaves every request's line and every message in the store."""
+    store, users = tmp_path / "store", [f"user{k}" for k in range(12)]
+    messages = synthetic(30, 3_000, big_every=3)  # ~0.6 MB a conversation: writes that take a while
+    with Upstream() as up:
+        up.script.extend(Answer.json("ok", {"input_tokens": 7, "output_tokens": 3}) for _ in users)
+        proxy = ProxyProcess(up.url, store)
+
+        def send(user: str) -> int:
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 10, "metadata": {"user_id": user},
+                    "messages": [{"role": "user", "content": f"{user}: fix the failing tests."}, *messages[1:]]}
+            return httpx2.post(proxy.url + "/v1/messages", json=body, timeout=60).status_code
+
+        codes: list[int] = []
+        threads = [threading.Thread(target=lambda u=u: codes.append(send(u))) for u in users]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        proxy.proc.send_signal(signal.SIGTERM)
+        code, _, err = proxy.stop()
+    assert code == 0 and codes == [200] * len(users), err
+    logged = sorted(store.glob("proxy/*/requests.jsonl"))
+    assert len(logged) == len(users)
+    for requests in logged:
+        [line] = requests.read_text().splitlines()
+        assert json.loads(line)["messages"] == len(messages)
+        assert len((requests.parent / "messages.jsonl").read_text().splitlines()) == len(messages)

@@ -177,3 +177,41 @@ def test_a_damaged_log_is_named_or_read_around_never_an_internal_error(tmp_path,
         done = runner.invoke(app, args)
         assert done.exit_code == 2 and not (tmp_path / "r.html").exists()
         assert f"warning: {conv / MESSAGES}: message 2 has no content the API takes" in done.stderr
+
+
+def _request(log: RequestLog, messages: list[dict]) -> None:
+    log.append(model="claude-sonnet-4-5", messages=messages, usage={"input_tokens": 1}, tokens_in=1, tokens_sent=1,
+               managed=False)
+
+
+def test_a_restarted_proxy_goes_on_from_the_ends_of_the_log_not_a_read_of_all_of_it(tmp_path):
+    """The first request after a restart takes what ``messages.jsonl`` holds from the last request's line (its
+    count and the file's size) and the file's first and last lines: a middle line it cannot read (here made
+    unreadable on purpose, same size) does not matter, and the conversation goes on in the same files. A file
+    not the size the last request left (a line cut short) is read whole, as before."""
+    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "a"},
+               {"role": "user", "content": "two"}, {"role": "assistant", "content": "b"},
+               {"role": "user", "content": "three"}]
+    _request(RequestLog(tmp_path), history[:3])
+    lines = (tmp_path / MESSAGES).read_bytes().splitlines(keepends=True)
+    (tmp_path / MESSAGES).write_bytes(lines[0] + b"#" * (len(lines[1]) - 1) + b"\n" + lines[2])
+    _request(RequestLog(tmp_path), history)  # a new RequestLog: the proxy restarted
+    assert not list(tmp_path.glob("messages.*.jsonl"))  # went on: no new pair
+    assert (tmp_path / MESSAGES).read_bytes().count(b"\n") == 5
+    with open(tmp_path / MESSAGES, "ab") as f:
+        f.write(b'{"role": "user", "con')  # cut short by a killed proxy: the sizes differ, read whole
+    _request(RequestLog(tmp_path), [*history, {"role": "assistant", "content": "c"}])
+    assert list(tmp_path.glob("messages.1.jsonl"))  # the unreadable line counted out: no longer the same list
+
+
+def test_a_log_write_that_fails_is_said_and_the_writer_goes_on(tmp_path):
+    from ctxkit.proxy.log_writer import LogWriter
+
+    said: list[str] = []
+    writer = LogWriter(on_error=said.append)
+    (tmp_path / "a-file").write_text("not a folder")
+    writer.submit(_request, log=RequestLog(tmp_path / "a-file" / "conv"), messages=[{"role": "user", "content": "x"}])
+    writer.submit(_request, log=RequestLog(tmp_path / "conv"), messages=[{"role": "user", "content": "y"}])
+    writer.close()
+    assert len(said) == 1 and "a request was not logged in the store" in said[0] and "a-file" in said[0]
+    assert len((tmp_path / "conv" / REQUESTS).read_text().splitlines()) == 1

@@ -36,6 +36,8 @@ import aiohttp
 from yarl import URL
 
 from .conversations import Conversations
+from .log_writer import LogWriter
+from .request_log import logged_at
 from .rewrite import Api, Outcome, prepare_body
 from .usage_tap import UsageTap
 
@@ -177,6 +179,7 @@ class ProxyApp:
         self.base = settings.upstream.rstrip("/")
         self.via = env_proxy(self.base)
         self._session: aiohttp.ClientSession | None = None
+        self.log_writer = LogWriter()
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -206,6 +209,7 @@ class ProxyApp:
             elif message["type"] == "lifespan.shutdown":
                 if self._session is not None:
                     await self._session.close()
+                await asyncio.to_thread(self.log_writer.close)  # every request's log line written first
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -369,13 +373,11 @@ class ProxyApp:
             except Exception as exc:  # a count the manager cannot take costs it accuracy, not the request
                 record.warning = f"the response's usage was not recorded ({type(exc).__name__}: {exc})"
         if answered and outcome.messages is not None and outcome.conversation.log is not None:
-            try:
-                outcome.conversation.log.append(model=outcome.model or "", messages=outcome.messages,
-                                                usage=dict(record.usage), tokens_in=record.tokens_in,
-                                                tokens_sent=record.tokens_sent, managed=record.managed,
-                                                api=outcome.api or "anthropic")
-            except OSError as exc:  # a full disk costs the log a line, not the client its answer
-                record.warning = f"the request was not logged in the store ({exc})"
+            # written by the log's thread, off this request's path and every other's (:mod:`.log_writer`)
+            self.log_writer.submit(outcome.conversation.log.append, model=outcome.model or "",
+                                   messages=outcome.messages, usage=dict(record.usage), tokens_in=record.tokens_in,
+                                   tokens_sent=record.tokens_sent, managed=record.managed,
+                                   api=outcome.api or "anthropic", at=logged_at())
         if self.settings.on_request is not None:
             self.settings.on_request(record)
 

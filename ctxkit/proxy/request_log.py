@@ -13,7 +13,10 @@ of the messages. So the proxy appends, per conversation, to ``STORE/proxy/<name>
   written is not the same: the agent compacted or edited its history) starts a new pair of files, the old pair renamed aside (``messages.<n>.jsonl``, ``requests.<n>.jsonl``), never
   overwritten: each pair is one session for :func:`as_claude_code`.
 
-Both are appends of whole lines (a line cut short by a killed process is skipped when read). Count-only
+Both are appends of whole lines (a line cut short by a killed process is skipped when read); the proxy
+makes them on one thread of their own, off the requests' path (:mod:`.log_writer`). Each request's line
+keeps the size ``messages.jsonl`` had after it (``messages_bytes``), so that a conversation's first request
+after a restart reads that file's first and last lines only. Count-only
 requests (``count_tokens``) and failed ones are not logged: they are no turn of the conversation.
 """
 from __future__ import annotations
@@ -65,6 +68,27 @@ def read_lines(path: Path) -> list[Any]:
     return out
 
 
+def logged_at() -> str:
+    """Now, as a request's line says when it was answered."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _last_line(path: Path) -> bytes:
+    """The last line of ``path`` (with its newline), read from the end: one line, whatever the file's size."""
+    with open(path, "rb") as f:
+        end = f.seek(0, 2)
+        pos, tail = end, b""
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            tail = f.read(step) + tail
+            cut = tail.rfind(b"\n", 0, len(tail) - 1)
+            if cut >= 0:
+                return tail[cut + 1:]
+        return tail
+
+
 class RequestLog:
     """One conversation's log (see the module docstring); ``folder`` is its ``STORE/proxy/<name>``."""
 
@@ -74,9 +98,29 @@ class RequestLog:
 
     def _messages_written(self) -> tuple[int, bytes, bytes]:
         if self._written is None:
-            lines = [_line(m) for m in read_lines(self.folder / MESSAGES)]
-            self._written = (len(lines), lines[0], lines[-1]) if lines else (0, b"", b"")
+            self._written = self._from_last_request() or self._from_messages()
         return self._written
+
+    def _from_last_request(self) -> tuple[int, bytes, bytes] | None:
+        """What ``messages.jsonl`` holds, as the last request's line says (its ``messages`` and the file's size
+        it left, ``messages_bytes``): the file's first and last lines read, not the whole of it (a proxy
+        restarted on a long conversation read and parsed every message it had logged). None when the line
+        does not say, or the file is not the size it left (a write cut short): then it is read whole."""
+        try:
+            last = orjson.loads(_last_line(self.folder / REQUESTS))
+            size = (self.folder / MESSAGES).stat().st_size
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        n = last.get("messages") if isinstance(last, dict) else None
+        if not (isinstance(n, int) and not isinstance(n, bool) and n > 0 and last.get("messages_bytes") == size):
+            return None
+        with open(self.folder / MESSAGES, "rb") as f:
+            first = f.readline()
+        return n, first, _last_line(self.folder / MESSAGES)
+
+    def _from_messages(self) -> tuple[int, bytes, bytes]:
+        lines = [_line(m) for m in read_lines(self.folder / MESSAGES)]
+        return (len(lines), lines[0], lines[-1]) if lines else (0, b"", b"")
 
     def _continues(self, messages: list[dict]) -> bool:
         """Whether ``messages`` go on from what is written: as many at least, the first and the last written
@@ -87,7 +131,8 @@ class RequestLog:
                           and _line(without_marks(messages[n - 1])) == last)
 
     def append(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
-               tokens_sent: int | None, managed: bool, api: str = "anthropic") -> None:
+               tokens_sent: int | None, managed: bool, api: str = "anthropic", at: str | None = None) -> None:
+        """Log one answered request (``at``: when it was answered; now, unless told)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         if not self._continues(messages):  # a history the agent rewrote: a new pair of files, the old one kept
             n = 1
@@ -99,13 +144,13 @@ class RequestLog:
             self._written = (0, b"", b"")
         count, first, last = self._messages_written()
         new = [_line(without_marks(m)) for m in messages[count:]]
-        if new:
-            with open(self.folder / MESSAGES, "ab") as f:
+        with open(self.folder / MESSAGES, "ab") as f:
+            if new:
                 f.write(b"".join(new))
-            self._written = (len(messages), first or new[0], new[-1])
-        entry = {"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                 "api": api, "model": model, "usage": usage, "tokens_in": tokens_in, "tokens_sent": tokens_sent,
-                 "managed": managed, "messages": len(messages)}
+                self._written = (len(messages), first or new[0], new[-1])
+            size = f.tell()
+        entry = {"at": at or logged_at(), "api": api, "model": model, "usage": usage, "tokens_in": tokens_in,
+                 "tokens_sent": tokens_sent, "managed": managed, "messages": len(messages), "messages_bytes": size}
         with open(self.folder / REQUESTS, "ab") as f:
             f.write(_line(entry))
 

@@ -3,7 +3,9 @@
 What Codex sends is rebuilt the way ``codex-rs/core/src/session/rollout_reconstruction.rs`` replays a
 rollout: response items in order; a ``compacted`` line with a ``replacement_history`` replaces the
 history so far with it (one without, from older versions: the user messages so far and the summary);
-an ``event_msg`` ``thread_rolled_back`` drops the newest ``num_turns`` user turns. Then, as
+an ``event_msg`` ``thread_rolled_back`` drops the newest ``num_turns`` user turns (a line whose
+``num_turns`` is no ``u32`` — ``true``, ``1.5``, ``-1`` — Codex fails to parse and skips: so does the
+view, with a warning; the line is kept as it is). Then, as
 ``codex-rs/core/src/context_manager/normalize.rs`` does before every request, every call without a
 result gets Codex's own answer (``aborted``) and a result that answers no call is left out.
 
@@ -82,7 +84,13 @@ def history(t: Transcript) -> tuple[list[tuple[int, int, dict]], list[str]]:
         elif k == "event_msg":
             ev = event(d) or {}
             if ev.get("type") == "thread_rolled_back":
-                items = _drop_turns(items, ev.get("num_turns"))
+                n = ev.get("num_turns")
+                if _is_u32(n):
+                    items = _drop_turns(items, n)
+                else:
+                    notes.append(f"warning: line {i + 1}: a thread_rolled_back whose num_turns is not a count "
+                                 f"({orjson.dumps(n).decode()[:40]}): Codex cannot read the line and skips it, "
+                                 "so no turn is dropped; kept as it is")
         elif k == "inter_agent_communication":
             continue
         elif k not in _SILENT and k not in ROLLOUT_TYPES:
@@ -93,8 +101,14 @@ def history(t: Transcript) -> tuple[list[tuple[int, int, dict]], list[str]]:
     return items, notes
 
 
-def _drop_turns(items: list[tuple[int, int, dict]], n: Any) -> list[tuple[int, int, dict]]:
-    if not isinstance(n, int) or n <= 0:
+def _is_u32(n: Any) -> bool:
+    """Whether ``num_turns`` deserializes as codex-rs's ``ThreadRolledBackEvent.num_turns: u32`` (serde_json
+    takes no bool, float, negative or larger number for one: the line fails to parse and Codex skips it)."""
+    return isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2 ** 32
+
+
+def _drop_turns(items: list[tuple[int, int, dict]], n: int) -> list[tuple[int, int, dict]]:
+    if n <= 0:
         return items
     turns = [k for k, (_, _, x) in enumerate(items) if is_user_turn(x)]
     if not turns:

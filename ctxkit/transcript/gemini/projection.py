@@ -7,6 +7,15 @@ messages that are commands (``/...``, ``?...``) or harness context (``<session_c
 (its ``id``), and the calls' results in the user message after it. A call without a recorded result
 (cancelled, or cut off) is answered with its status, so the view stays a valid request. Thoughts are
 left out (they are the model's own, and not sent back by other models).
+
+Gemini CLI 0.61 also records each batch of function responses as a ``user`` message of its own, after
+the ``gemini`` message whose calls they answer. ``convertSessionToClientHistory`` does not skip it (its
+text, ``partListUnionToString``, is ``[Function Response: <name>]``, no ignored opening) and sends its
+parts as they are, so on resume every such output reaches the model twice: in the calls' results and
+again in this record, the two merged into one ``user`` content (checked against the genuine CLI:
+tests/test_gemini_resume.py). The view carries what is sent: the record's responses follow the calls'
+``tool_result`` blocks as text (each response's output), since a second ``tool_result`` for a call is
+not a valid Anthropic request.
 """
 from __future__ import annotations
 
@@ -15,7 +24,7 @@ from typing import Any
 
 from ..lineindex import LineIndex
 from ..model import Transcript
-from ..view import ASSISTANT, PROMPT, SUMMARY, TOOL_RESULTS, BlockRef, View, ViewMessage
+from ..view import ASSISTANT, META, PROMPT, SUMMARY, TOOL_RESULTS, BlockRef, View, ViewMessage
 from .records import conversation, kind, text_of
 
 IGNORED_USER_OPENINGS = ("/", "?", "<session_context>", "<hook_context>")
@@ -72,6 +81,28 @@ def result_text(result: Any) -> str:
     return "\n".join(out)
 
 
+def _function_responses(content: Any) -> bool:
+    return any(isinstance(p, dict) and isinstance(p.get("functionResponse"), dict) for p in _parts(content))
+
+
+def _add_responses(msgs: list[ViewMessage], content: Any, ref_entry: int, entry: int) -> None:
+    """A recorded function-response message, as the text Gemini CLI sends again after the calls' results."""
+    blocks, refs = [], []
+    for k, p in enumerate(_parts(content)):
+        text = result_text([p])
+        if text:
+            blocks.append({"type": "text", "text": text})
+            refs.append(BlockRef(ref_entry, k) if ref_entry >= 0 else None)
+    if not blocks:
+        return
+    if msgs and msgs[-1].role == "user" and msgs[-1].kind == TOOL_RESULTS:  # (sent merged with them)
+        msgs[-1].content.extend(blocks)
+        msgs[-1].refs.extend(refs)
+        msgs[-1].entries.append(entry)
+    else:
+        msgs.append(ViewMessage("user", blocks, META, refs, [entry]))
+
+
 def project(t: Transcript) -> View:
     messages, notes = conversation(t)
     msgs: list[ViewMessage] = []
@@ -79,10 +110,12 @@ def project(t: Transcript) -> View:
     for entry, m in messages:
         typ = m.get("type")
         ref_entry = entry if entry >= 0 and m is t.entry(entry) else -1
-        if typ == "user":
+        if typ == "user" and _function_responses(m.get("content")):
+            _add_responses(msgs, m.get("content"), ref_entry, entry)
+        elif typ == "user":
             text = text_of(m.get("content")).strip()
             if not text or text.startswith(IGNORED_USER_OPENINGS):
-                continue  # (a recorded function response too: the gemini message's tool calls carry it)
+                continue
             blocks, refs = _blocks(m.get("content"), ref_entry)
             k = SUMMARY if text.startswith(CTXKIT_SUMMARY_OPENING) else PROMPT
             if blocks:

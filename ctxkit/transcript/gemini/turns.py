@@ -1,6 +1,5 @@
 """A snip in a Gemini CLI session: a ``$rewindTo`` the first message, then every message of the
-conversation but the snipped turns' (the records the view leaves out too: Gemini CLI 0.61 sends its
-function-response records), as a compaction is written (:mod:`.compaction`, whose mark ``ctxkit expand``
+conversation but the snipped turns' (their function-response records with them), as a compaction is written (:mod:`.compaction`, whose mark ``ctxkit expand``
 reads to take the lines out again). A turn is the records from its prompt up to the next prompt.
 """
 from __future__ import annotations
