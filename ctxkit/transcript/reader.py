@@ -13,6 +13,7 @@ from typing import BinaryIO
 from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
 from .aider import history as aider_history
+from .carried import carry
 from .claude_code.grown import grown_from
 from .claude_code.projection import NAME as CLAUDE_CODE
 from .cursor import legacy as cursor_legacy
@@ -210,7 +211,8 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed, settled), cache=cache,
                    keep_all_parsed=chosen.keep_parsed, extracts=extracts)
     if start is not None and start.grown_from is not None:
-        grown_from(t, start.grown_from)
+        grown_from(t, start.grown_from)  # (Claude Code's chain and view)
+        carry(t, start.grown_from)  # (the formats whose projection is a fold over their lines)
     if check_pairing:
         view = t.view()
         if view.orphans:
