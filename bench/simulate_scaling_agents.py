@@ -10,7 +10,9 @@ and an answer with its recorded usage; the Codex rollout rolls a turn back every
 simulated R times (default 3) under the default policy, in process (imports done once, before),
 alternating the two; the figure is the least CPU time of each (``time.process_time``: other work on a
 shared machine inflates a run, never shrinks it), and their ratio. Linear time would be 2x for twice
-the turns (target: at most 2.3x).
+the turns (target: at most 2.3x). A second line times the reads alone: the session read again and
+projected before each of its requests, as simulate's steps read it (``GrowingRead``), without the
+requests, the cache model and the policy's stages.
 """
 from __future__ import annotations
 
@@ -60,7 +62,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from ctxkit import load_policy
     from ctxkit.reports.pricing import load_pricing
+    from ctxkit.reports.agent_usage import agent_requests
+    from ctxkit.reports.replay import GrowingRead
     from ctxkit.reports.simulate import simulate
+    from ctxkit.transcript import read_transcript
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
@@ -81,14 +86,25 @@ def main() -> None:
                 simulate([str(path)], [("default", policy)], prices, cwd=Path(tmp))
                 return time.process_time() - start
 
-            cpu(paths["N"])  # warm: imports, the pricing table
-            times: dict[str, list[float]] = {"N": [], "2N": []}
-            for _ in range(args.runs):
-                for size in times:
-                    times[size].append(cpu(paths[size]))
-            n, n2 = min(times["N"]), min(times["2N"])
-            print(f"{fmt}: {args.turns} turns {n:.2f} s, {2 * args.turns} turns {n2:.2f} s CPU "
-                  f"(least of {args.runs}); ratio {n2 / n:.2f}")
+            def reads(path: Path) -> float:
+                t = read_transcript(str(path))
+                lines = [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
+                start = time.process_time()
+                growing, done = GrowingRead(Path(tmp) / "growing.jsonl"), 0
+                for point in agent_requests(t):
+                    growing.add(lines[done:point.first_entry]).view()
+                    done = point.first_entry
+                return time.process_time() - start
+
+            for what, run in (("simulate", cpu), ("reads and views", reads)):
+                run(paths["N"])  # warm: imports, the pricing table
+                times: dict[str, list[float]] = {"N": [], "2N": []}
+                for _ in range(args.runs):
+                    for size in times:
+                        times[size].append(run(paths[size]))
+                n, n2 = min(times["N"]), min(times["2N"])
+                print(f"{fmt} {what}: {args.turns} turns {n:.2f} s, {2 * args.turns} turns {n2:.2f} s CPU "
+                      f"(least of {args.runs}); ratio {n2 / n:.2f}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from operator import is_
+from itertools import takewhile
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,8 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[
     return out, marked
 
 
+_lead = attrgetter("lead")
+
 #: The identity of the overhead piece: the same in every request of a replay
 OVERHEAD = _digest("overhead")
 
@@ -144,7 +147,8 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece
     """``pieces`` as the API counts them: each estimate times ``scale``, after an overhead piece (the
     system prompt and tools the request body does not hold, and the estimator's constant error: see
     :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does."""
-    head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in pieces if p.lead), lead=True)
+    # (the lead pieces come first: what follows them is not looked at)
+    head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
     return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
 
 
