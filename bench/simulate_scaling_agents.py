@@ -61,8 +61,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
     from ctxkit import load_policy
-    from ctxkit.reports.pricing import load_pricing
     from ctxkit.reports.agent_usage import agent_requests
+    from ctxkit.reports.pricing import load_pricing
     from ctxkit.reports.replay import GrowingRead
     from ctxkit.reports.simulate import simulate
     from ctxkit.transcript import read_transcript

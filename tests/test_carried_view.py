@@ -7,7 +7,6 @@ same bytes as with every view projected afresh."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from codex_rollouts import call, line, message, opening, output, turn

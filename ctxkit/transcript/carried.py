@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .model import Transcript
+from .view import View
 
 #: ``Transcript.memo`` key: the :class:`Fold` state the projection of this transcript ended with
 FOLD = "projection-fold"
@@ -33,6 +34,26 @@ class Fold:
 
     n: int = 0
     taken: bool = False
+
+    def grow(self, t: Transcript) -> bool:
+        """Fold ``t``'s entries after the first ``n`` (all of them, for a new state); False, nothing folded,
+        when the new entries do more than this fold can go on with."""
+        raise NotImplementedError
+
+    def view(self) -> View:
+        """The view of the entries folded."""
+        raise NotImplementedError
+
+
+def project(t: Transcript, kind: type[Fold]) -> View:
+    """The view of ``t`` by a format's fold: going on from the state of the transcript ``t`` grew from
+    when there is one and the new entries allow it, else folding every entry afresh."""
+    fold = take(t, kind)
+    if fold is None or not fold.grow(t):
+        fold = kind()
+        fold.grow(t)
+    keep(t, fold)
+    return fold.view()
 
 
 def carry(t: Transcript, earlier: Transcript) -> None:

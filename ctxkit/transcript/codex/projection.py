@@ -216,12 +216,7 @@ POSITION = "codex:"
 def project(t: Transcript) -> View:
     """The view of ``t``; when ``t`` grew by lines from a transcript projected before (a replay's next
     request: :mod:`ctxkit.transcript.carried`), that projection's state goes on with the new lines only."""
-    fold = carried.take(t, _Projection)
-    if fold is None or not fold.grow(t):
-        fold = _Projection()
-        fold.grow(t)
-    carried.keep(t, fold)
-    return fold.view()
+    return carried.project(t, _Projection)
 
 
 class _Projection(carried.Fold):
