@@ -7,6 +7,7 @@ same bytes as with every view projected afresh."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from codex_rollouts import call, line, message, opening, output, turn
@@ -130,3 +131,43 @@ def test_simulate_gives_the_same_rows_with_every_view_projected_afresh(lines, tm
     assert any(x is not None for x in taken)
     monkeypatch.setattr(carried, "take", lambda t, kind: None)
     assert with_carried == rows()
+
+
+def _document_lines(tmp_path: Path, fmt: str) -> list[bytes]:
+    """The lines simulate's steps read of a Cline history, an OpenCode export or a Cursor transcript: one
+    message a line, as the read lays the document out."""
+    path = tmp_path / f"{fmt}.json"
+    if fmt == "cline":
+        import cline_tasks
+        msgs = [cline_tasks.task("fix the bug")]
+        for k in range(40):
+            msgs += [cline_tasks.native_call(f"c{k}", "read_file", {"path": f"f{k}"}),
+                     cline_tasks.native_result(f"c{k}", f"x{k} " * 40)]
+        cline_tasks.write(path, msgs)
+    elif fmt == "opencode":
+        import opencode_sessions as oc
+        msgs = []
+        for k in range(40):
+            n = 2 * k + 1
+            msgs += [oc.user(n, f"read f{k}"), oc.assistant(n + 1, n, "", [oc.tool(n + 1, 0, "read", {"filePath": f"f{k}"},
+                                                                                  f"x{k} " * 40)], tokens=2_000 + k)]
+        oc.write(path, msgs)
+    else:
+        import test_cursor
+        test_cursor.write(path, [m for k in range(40) for m in (test_cursor.user(f"task {k}"),
+                                                                  test_cursor.assistant("Let me look.", ("Read", {"path": f"f{k}"})))])
+    t = read_transcript(str(path))
+    return [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
+
+
+@pytest.mark.parametrize("fmt", ["cline", "opencode", "cursor"])
+def test_a_document_agent_s_lines_are_read_once_and_viewed_as_a_fresh_read_does(fmt, tmp_path):
+    lines = _document_lines(tmp_path, fmt)
+    growing, resumed = replay.GrowingRead(tmp_path / "grown.jsonl"), 0
+    for n in range(1, len(lines) + 1):
+        t = growing.add(lines[n - 1:n])
+        (tmp_path / "fresh.jsonl").write_bytes(b"".join(lines[:n]))
+        fresh = read_transcript(str(tmp_path / "fresh.jsonl"), on_bad_line="skip")
+        assert (t.format, t.view()) == (fresh.format, fresh.view()), f"after line {n}"
+        resumed += t.info.resumed == (n - 1, sum(map(len, lines[:n - 1])))
+    assert t.format == fmt and resumed == len(lines) - 50  # every read once detection had its 50 lines
