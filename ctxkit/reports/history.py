@@ -22,9 +22,13 @@ _CHAINED = ("user", "assistant", "attachment")
 
 
 def own_boundaries(t: Transcript) -> list[int]:
-    """Entry indexes of the session's own compactions (main-chain ``compact_boundary`` entries)."""
-    return [i for i in t.live_indexes() if t.entry(i).get("type") == "system"
-            and t.entry(i).get("subtype") == "compact_boundary" and not t.entry(i).get("isSidechain")]
+    """Entry indexes of the session's own compactions (main-chain ``compact_boundary`` entries). A Claude
+    Code line's type is in the line index: only the ``system`` lines are parsed (a large session's
+    others are not, when it holds none)."""
+    typed = t.format == "claude-code" and not t.overrides
+    return [i for i in t.live_indexes() if (not typed or i >= t.n_lines or t.lines.type(i) == "system")
+            and t.entry(i).get("type") == "system" and t.entry(i).get("subtype") == "compact_boundary"
+            and not t.entry(i).get("isSidechain")]
 
 
 def whole_history(t: Transcript, raw_lines: list[bytes],

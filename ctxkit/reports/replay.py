@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from operator import is_
+from itertools import takewhile
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,8 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[
     return out, marked
 
 
+_lead = attrgetter("lead")
+
 #: The identity of the overhead piece: the same in every request of a replay
 OVERHEAD = _digest("overhead")
 
@@ -144,7 +147,8 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece
     """``pieces`` as the API counts them: each estimate times ``scale``, after an overhead piece (the
     system prompt and tools the request body does not hold, and the estimator's constant error: see
     :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does."""
-    head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in pieces if p.lead), lead=True)
+    # (the lead pieces come first: what follows them is not looked at)
+    head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
     return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
 
 
@@ -152,13 +156,24 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece
 _KEPT_AS_FILE_GROWS = frozenset({"input-line-facts", EARLIER})
 
 
+def resumable(t: Transcript) -> bool:
+    """Whether a read of ``t``'s file grown by whole lines may start from ``t``'s line index: every line
+    read, ending with a newline, the format decided from lines the longer file has too, and lines (not a
+    document read whole)."""
+    return (not t.info.bad_lines.count and t.info.settled and bool(t.n_lines) and t.ends_with_newline()
+            and t.source.document is None and not t.source.compressed)
+
+
 class GrowingRead:
     """A file that grows by whole lines and is read after each growth, reading only the lines added:
     the previous read's line index is where the next one resumes (as a run resumes from one of
     compact's checkpoints), so a replay of N requests reads each line once, not N times.
 
-    Every line added ends with a newline; a read that met an unreadable line (or did not decide on
-    Claude Code's format from its first lines) is not resumed from: the next one reads in full."""
+    Every line added ends with a newline; a read that met an unreadable line (or whose format a longer
+    file might not have: :attr:`ctxkit.transcript.model.ReadInfo.settled`) is not resumed from: the
+    next one reads in full. Any line-based format resumes so (Claude Code's, Codex's rollouts, Gemini
+    CLI's recordings, ...); what the view carries over from the read before is the format's own
+    (:mod:`ctxkit.transcript.claude_code.grown`, :mod:`ctxkit.transcript.carried`)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -177,14 +192,13 @@ class GrowingRead:
 
     def _resume(self) -> Resume | None:
         t = self.previous
-        if t is None or t.format != "claude-code" or t.info.bad_lines.count or not t.info.detected_early \
-                or not t.n_lines or not t.ends_with_newline():
+        if t is None or not resumable(t):
             return None
         # maps over the lines read so far are built again for the longer file; what is kept per line (its
         # facts) and the earlier prompts (checked against the file when used, as a checkpoint's are) still hold
         t.lines.memo = {k: v for k, v in t.lines.memo.items() if k in _KEPT_AS_FILE_GROWS}
         # (its chain and view go on from this read's)
-        return Resume(t.lines, t.lines.end, True, parsed=t.parsed_input_lines(), grown_from=t)
+        return Resume(t.lines, t.lines.end, True, parsed=t.parsed_input_lines(), grown_from=t, fmt=t.format)
 
 
 @dataclass
@@ -315,15 +329,14 @@ class PolicyReplay:
     def _output_resume(self, read: Transcript, out: Transcript) -> Resume | None:
         """Where the next step's read resumes: the line index of this step's output, told from the edits
         without reading it back (None: the next step reads in full)."""
-        if read.format != "claude-code" or read.info.bad_lines.count or not read.info.detected_early \
-                or not read.n_lines or not read.ends_with_newline():
+        if not resumable(read):
             return None
         lines = output_index(read, out)
         if lines is None or lines.end != self.output_size:
             return None
         # the lines no stage edited are the input's, parsed already
         parsed = {i: d for i, d in out.parsed_input_lines().items() if i not in out.overrides}
-        return Resume(lines, lines.end, True, parsed=parsed, grown_from=out)
+        return Resume(lines, lines.end, True, parsed=parsed, grown_from=out, fmt=out.format)
 
     def _summarizer_calls(self, result: PipelineResult, out: Transcript) -> list[dict[str, Any]]:
         """The summaries a compaction made: the history it summarized in, the compact prompt, the summary out;

@@ -36,6 +36,7 @@ import orjson
 from ..confined import Refused, read_under
 from ..transcript.claude_code import projection as claude_code
 from ..transcript.claude_code import session as claude_code_session
+from ..transcript.interface import handler
 from ..transcript.jsonl import Source
 from ..transcript.lineindex import LineIndex, index_from_state, index_state
 from ..transcript.model import Transcript
@@ -311,11 +312,17 @@ def _written_index(read: Transcript, written: Transcript,
     if written.removed or written.lines is not read.lines:
         return None
     n = read.n_lines
+    fmt = written.format
     # what a read checks and indexes (shapes, routing fields) leaves the harness-only fields out: the
     # copies in memory do (no line is parsed again)
     entries = {i: written.entry(i) for i in (*written.overrides, *range(n, written.n_entries))}
-    if any(problem(claude_code.NAME, d) is not None for d in entries.values()):
+    if fmt != read.format or any(problem(fmt, d) is not None for d in entries.values()):
         return None
+    if fmt == claude_code.NAME:
+        def index_line(lines: LineIndex, i: int, d: dict) -> None:
+            claude_code.index_line(lines, i, d, facts=False)
+    else:  # (the other formats' routing fields are the line's own: no session facts)
+        index_line = handler(fmt).index_line
     src = read.lines
     out = LineIndex()
     out.starts = src.starts[:0]
@@ -347,11 +354,11 @@ def _written_index(read: Transcript, written: Transcript,
                 out.starts.append(pos)
                 out.flags[i] = 0
                 out.sources.pop(i, None)
-            claude_code.index_line(out, i, entries[i] if i in entries else written.entry(i), facts=False)
+            index_line(out, i, entries[i] if i in entries else written.entry(i))
             chunks.append((pos, data))
             pos += len(data)
     out.end = pos
-    out.facts = claude_code_session.current_facts(written).copy()
+    out.facts = claude_code_session.current_facts(written).copy() if fmt == claude_code.NAME else src.facts
     if read_digests is None:
         return out, []
     same = pos if same is None else same

@@ -116,6 +116,10 @@ class ReadInfo:
     detected_early: bool = False
     #: (lines, bytes) read from a checkpoint instead of the file (:class:`ctxkit.transcript.reader.Resume`)
     resumed: tuple[int, int] | None = None
+    #: whether auto-detection decided the format from lines every longer file starting with these has too
+    #: (Claude Code chosen early, or a whole detection window of another format's lines): a read of such a
+    #: file grown by more lines may resume from this one (``ctxkit simulate``'s steps)
+    settled: bool = False
 
 
 class Transcript:

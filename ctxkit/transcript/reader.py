@@ -13,6 +13,7 @@ from typing import BinaryIO
 from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
 from .aider import history as aider_history
+from .carried import carry
 from .claude_code.grown import grown_from
 from .claude_code.projection import NAME as CLAUDE_CODE
 from .cursor import legacy as cursor_legacy
@@ -66,9 +67,10 @@ def from_database(source: Source, session: str | None) -> Source:
 class Resume:
     """A prefix of the input already indexed (by an earlier run): its line index (session facts
     included) and its length in bytes. Every line of the prefix ends with a newline and none is
-    unreadable; the format is Claude Code. ``detected_early``: auto-detection chose Claude Code from
-    the prefix's lines (then it does for every file that starts with them), so a run with
-    ``--format auto`` may resume too."""
+    unreadable; the prefix was read as ``fmt`` (Claude Code unless told). ``detected_early``:
+    auto-detection chose ``fmt`` from the prefix's lines alone (then it does for every file that starts
+    with them: :attr:`ctxkit.transcript.model.ReadInfo.settled`), so a run with ``--format auto`` may
+    resume too."""
 
     lines: LineIndex
     size: int
@@ -80,6 +82,8 @@ class Resume:
     #: is): its active chain and view go on from there, the new lines' only worked out
     #: (:mod:`ctxkit.transcript.claude_code.grown`)
     grown_from: Transcript | None = None
+    #: the format the prefix was read as
+    fmt: str = CLAUDE_CODE
 
 
 def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", on_bad_line: str = "fail",
@@ -105,8 +109,8 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
     source = from_database(open_source(path, stdin), session)
     try:
         start = resume(source) if resume is not None and fmt in ("auto", CLAUDE_CODE) else None
-        if start is not None and fmt == "auto" and not start.detected_early:
-            start = None  # a full read would decide the format from lines after the prefix too
+        if start is not None and (fmt not in ("auto", start.fmt) or fmt == "auto" and not start.detected_early):
+            start = None  # another format told, or a full read would decide the format from lines after the prefix too
         return _read(source, fmt, on_bad_line, check_pairing, start, keep)
     except BaseException:
         source.close()
@@ -133,9 +137,10 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     pending: list[tuple[int, dict, int]] = []  # parsed entries (and their size) waiting for the format
     cache: dict[int, dict] = dict(start.parsed) if start is not None and start.parsed else {}
     extracts: dict[tuple, object] = {}  # see Transcript.extract
-    chosen = handler(CLAUDE_CODE) if start is not None else None if fmt == "auto" else handler(fmt)
+    chosen = handler(start.fmt) if start is not None else None if fmt == "auto" else handler(fmt)
     index: Callable[[int, dict, int], None] | None = None
-    detected_early = start is not None and start.detected_early
+    detected_early = start is not None and start.detected_early and start.fmt == CLAUDE_CODE
+    settled = start is not None and start.detected_early  # auto-detection decided from lines a longer file has too
     resumed = (len(lines), start.size) if start is not None else None
 
     def indexer(h) -> Callable[[int, dict, int], None]:
@@ -162,11 +167,12 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
 
     def settle():
         """Decide the format from the entries read so far, and index them with it."""
-        nonlocal detected_early, index
+        nonlocal detected_early, settled, index
         decided = handler(detect([e for _, e, _ in pending]) or "anthropic")
         # detection takes the first Claude Code-looking entry of the window: whatever follows these
-        # lines, a read of a file starting with them decides the same
+        # lines, a read of a file starting with them decides the same; so does a whole window of them
         detected_early = decided.name == CLAUDE_CODE
+        settled = detected_early or len(pending) >= _DETECT_WINDOW
         index = indexer(decided)
         for ln, e, size in pending:
             index(ln, e, size)
@@ -202,10 +208,11 @@ def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume
     lines.end = offset + len(raw)
     if chosen is None:
         chosen = settle()
-    t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed), cache=cache,
+    t = Transcript(source, lines, chosen.name, ReadInfo(bad, detected_early, resumed, settled), cache=cache,
                    keep_all_parsed=chosen.keep_parsed, extracts=extracts)
     if start is not None and start.grown_from is not None:
-        grown_from(t, start.grown_from)
+        grown_from(t, start.grown_from)  # (Claude Code's chain and view)
+        carry(t, start.grown_from)  # (the formats whose projection is a fold over their lines)
     if check_pairing:
         view = t.view()
         if view.orphans:

@@ -83,19 +83,49 @@ def _bad(expected: str, value: Any, field: str) -> None:
 def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:
     """The messages Gemini CLI loads on resume, as ``(entry holding it, record)``, and notes on what
     was skipped."""
-    messages: dict[str, tuple[int, dict]] = {}
-    notes: list[str] = []
-    unknown: dict[str, int] = {}
+    c = Conversation()
+    c.feed(t, 0)
+    return list(c.messages.values()), c.notes()
 
-    def put(i: int, records: Any) -> None:
+
+def _rewrites(d: dict) -> bool:
+    """Whether a line does more than put messages (see :meth:`Conversation._one`)."""
+    if isinstance(d.get("$rewindTo"), str):
+        return True
+    if isinstance(d.get("id"), str):
+        return False
+    if isinstance(d.get("$set"), dict):
+        return isinstance(d["$set"].get("messages"), list)
+    return isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str) \
+        and isinstance(d.get("messages"), list)
+
+
+class Conversation:
+    """The load of a recording's lines in order (:func:`conversation`), kept to go on with more lines."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, tuple[int, dict]] = {}
+        self.unknown: dict[str, int] = {}
+
+    def feed(self, t: Transcript, start: int, only_upserts: bool = False) -> list[str] | None:
+        """Load entries ``start`` on; the ids of the messages they put. ``only_upserts``: refuse (None,
+        nothing changed) entries that do more than put messages (a rewind, a ``$set`` of messages)."""
+        todo = [i for i in range(start, t.n_entries) if i not in t.removed and not (i < t.n_lines and t.lines.flags[i] & BAD)]
+        if only_upserts and any(map(_rewrites, map(t.entry, todo))):
+            return None
+        put: list[str] = []
+        for i in todo:
+            self._one(i, t.entry(i), put)
+        return put
+
+    def _put(self, i: int, records: Any, put: list[str]) -> None:
         for m in records if isinstance(records, list) else ():
             if isinstance(m, dict) and isinstance(m.get("id"), str):
-                messages[m["id"]] = (i, m)
+                self.messages[m["id"]] = (i, m)
+                put.append(m["id"])
 
-    for i in range(t.n_entries):
-        if i in t.removed or (i < t.n_lines and t.lines.flags[i] & BAD):
-            continue
-        d = t.entry(i)
+    def _one(self, i: int, d: dict, put: list[str]) -> None:
+        messages = self.messages
         rewind = d.get("$rewindTo")
         if isinstance(rewind, str):
             if rewind in messages:
@@ -106,18 +136,19 @@ def conversation(t: Transcript) -> tuple[list[tuple[int, dict]], list[str]]:
                 messages.clear()
         elif isinstance(d.get("id"), str):
             messages[d["id"]] = (i, d)
+            put.append(d["id"])
         elif isinstance(d.get("$set"), dict):
             if isinstance(d["$set"].get("messages"), list):  # the conversation from here on
                 messages.clear()
-                put(i, d["$set"]["messages"])
+                self._put(i, d["$set"]["messages"], put)
         elif isinstance(d.get("sessionId"), str) and isinstance(d.get("projectHash"), str):
-            put(i, d.get("messages"))
+            self._put(i, d.get("messages"), put)
         else:
-            unknown[kind(d)] = unknown.get(kind(d), 0) + 1
-    for k, n in sorted(unknown.items()):
-        notes.append(f"warning: {n} line(s) of a record type this ctxkit does not know ({k}): kept as they are, "
-                     "left out of the view")
-    return list(messages.values()), notes
+            self.unknown[kind(d)] = self.unknown.get(kind(d), 0) + 1
+
+    def notes(self) -> list[str]:
+        return [f"warning: {n} line(s) of a record type this ctxkit does not know ({k}): kept as they are, "
+                "left out of the view" for k, n in sorted(self.unknown.items())]
 
 
 def text_of(content: Any) -> str:
