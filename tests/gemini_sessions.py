@@ -34,5 +34,12 @@ def gemini(mid: str, text: str, calls: list[dict] = (), tokens: int | None = Non
     return rec
 
 
+def responses(mid: str, calls: list[dict]) -> dict:
+    """The batch of function responses Gemini CLI 0.61 records as a ``user`` message of its own after the
+    ``gemini`` message whose calls it answers (``recordSyntheticMessage``): each call's result parts, in order."""
+    return {"id": mid, "timestamp": "2026-03-01T10:00:02.500Z", "type": "user",
+            "content": [p for c in calls for p in c.get("result") or []]}
+
+
 def write(path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

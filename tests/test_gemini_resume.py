@@ -264,3 +264,31 @@ def test_the_view_of_a_resumed_session_carries_what_gemini_cli_sends(tmp_path):
                 viewed.append(("text", b.get("text", b.get("content"))))
     assert sum(x[0] == "call" for x in sent) == 3 and len(sent) == 1 + 3 * 3 + 1 + 1
     assert viewed == sent[:-1]
+
+
+def test_gemini_resumes_a_masked_session_sending_the_replacement_in_both_copies(tmp_path):
+    """tool-result-budget and microcompact replace an output where the call's ``result`` keeps it and in the
+    function-response record Gemini CLI 0.61 keeps besides it, which a resume sends too: the genuine CLI,
+    resuming, sends the replacement in both places and the original in neither; expand gives the file back."""
+    session, run = _recorded(tmp_path)
+    before = session.read_bytes()
+    session_id = json.loads(before.splitlines()[0])["sessionId"]
+    done = _ctxkit("compact", "-p", "no-llm", "--store", str(tmp_path / "store"), "--now", "2099-01-01T00:00:00Z",
+                   "--set", "stages.autocompact.enabled=false", "--set", "stages.microcompact.options.keep_recent=1",
+                   "--set", "stages.tool-result-budget.options.max_result_chars=5000", str(session), "-o", str(session))
+    assert done.returncode == 0, done.stderr
+    assert "tool-result-budget: applied: persisted 3 result(s)" in done.stderr, done.stderr
+    assert "microcompact: applied: cleared 2 old tool result(s)" in done.stderr, done.stderr
+    with GeminiStandIn([[text("Resumed.")]]) as api:
+        run(api, "--resume", session_id, "-p", "and now?")
+        contents = api.requests[0]["body"]["contents"]
+    outputs = [p["functionResponse"]["response"]["output"] for c in contents for p in c["parts"]
+               if "functionResponse" in p]
+    # each of the three outputs twice (the call's result, then the recorded batch, merged into one content)
+    assert len(outputs) == 6 and outputs[0::2] == outputs[1::2]
+    assert outputs[0:4] == ["[Old tool result content cleared]"] * 4
+    assert outputs[4].startswith("<persisted-output>\nOutput too large") and outputs[5] == outputs[4]
+    assert "\n2999\n3000" not in json.dumps(contents)  # no output's end: none of them sent whole
+    back = _ctxkit("expand", "--store", str(tmp_path / "store"), str(session), "-o", str(tmp_path / "e.jsonl"))
+    assert back.returncode == 0, back.stderr
+    assert (tmp_path / "e.jsonl").read_bytes().startswith(before)

@@ -155,6 +155,8 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
     first_session = own[0] if t.format == "claude-code" else None
     h = handler(t.format)
     edits: dict[int, dict] = {}
+    put_back: list[tuple[str, Any, Any]] = []  # (call id, output as it was, as restored): for their copies
+    holders: list[int] = []  # the entries holding copies of outputs (Gemini CLI's function-response records)
     for i in t.live_indexes():
         # read once and let go: a parsed copy of every line would be kept (twice the file, and more)
         # while only the entries restored here are needed again (``ctxkit expand`` streams)
@@ -173,8 +175,11 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
                                                                                          agent_outputs), report)
                 if restored is not _GONE and restored is not _ABSENT:
                     new_entry = tool_outputs.put_back(t, i, new_entry, k, restored)
+                    put_back.append((tid, raw, restored))
             if new_entry is not entry:
                 edits[i] = new_entry
+            if tool_outputs.copies(t.format, entry):
+                holders.append(i)
             continue
         container: Any = entry
         for key in h.content_path:
@@ -194,7 +199,27 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
                 new_entry = deep_replace(new_entry, [*h.content_path, k], _with_content(block, restored))
         if new_entry is not entry:
             edits[i] = new_entry
+    _put_back_copies(t, edits, holders, put_back)
     return t.with_edits(replace=edits), report
+
+
+def _put_back_copies(t: Transcript, edits: dict[int, dict], holders: list[int],
+                     put_back: list[tuple[str, Any, Any]]) -> None:
+    """Each copy of an output put back (a Gemini CLI function-response record), as it was: where the copy
+    is what the output was before (ctxkit wrote the replacement in both places)."""
+    if not put_back:
+        return
+    by_call: dict[str, list[tuple[Any, Any]]] = {}
+    for tid, raw, restored in put_back:
+        by_call.setdefault(tid, []).append((raw, restored))
+    for j in holders:
+        entry = edits.get(j) or t.peek(j)
+        new = entry
+        for cid in tool_outputs.copies(t.format, entry):
+            for raw, restored in by_call.get(cid, ()):
+                new = tool_outputs.mirrored(t.format, new, cid, raw, restored)
+        if new is not entry:
+            edits[j] = new
 
 
 def original_of(store: Store, tool_use_id: str, content: Any, *, scopes: Sequence[str],

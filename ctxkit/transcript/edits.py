@@ -40,10 +40,13 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
         return t
     h = handler(t.format)
     edited: dict[int, dict] = {}
+    changed: list[tuple[int, tuple]] = []  # the outputs written, for the copies the agent sends with them
     for ref, block in changes.items():
         entry = edited.get(ref.entry, t.entry(ref.entry))
         if h.tool_outputs is not None and block.get("type") == "tool_result":
-            edited[ref.entry] = tool_outputs.write(t, entry, ref, block.get("content"))
+            edited[ref.entry], written = tool_outputs.write(t, entry, ref, block.get("content"))
+            if written is not None:
+                changed.append((ref.entry, written))
             continue
         if t.format == "openai":
             edited[ref.entry] = _openai_replace(entry, ref, block)
@@ -52,6 +55,7 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
             edited[ref.entry] = deep_replace(entry, list(h.content_path), [block])
         else:
             edited[ref.entry] = deep_replace(entry, [*h.content_path, ref.block], block)
+    tool_outputs.write_copies(t, edited, changed)
     out = t.with_edits(replace=edited)
     if t.format == "claude-code" and all(ref.block >= 0 for ref in changes):
         # what changed, for the projection (claude_code_carry.carried_over): these blocks, nothing else

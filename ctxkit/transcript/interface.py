@@ -58,6 +58,13 @@ class ToolOutputs(NamedTuple):
     shown: Callable[[Any], Any]
     #: an output as stored, and the replacement text -> the output the agent reads back with that text
     written: Callable[[Any, str], Any]
+    #: the call ids whose outputs entry ``d`` holds a copy of, sent again besides the calls' own (Gemini
+    #: CLI 0.61's function-response records); None: the format keeps no copies
+    copies: Callable[[dict], list[str]] | None = None
+    #: ``(d, call id, the output as it was stored, as it is now) ->`` ``d`` with its copy of that output
+    #: written as it is now, when the copy is, part for part and key for key, the output as it was
+    #: (``d`` itself otherwise): a replacement reaches every copy, and ``ctxkit expand`` puts each back
+    mirror: Callable[[dict, str, Any, Any], dict] | None = None
 
 
 class Format(NamedTuple):

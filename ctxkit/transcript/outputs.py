@@ -42,15 +42,52 @@ def shown(fmt: str, raw: Any) -> Any:
     return handler(fmt).tool_outputs.shown(raw)
 
 
-def write(t: Transcript, entry: dict, ref: BlockRef, content: Any) -> dict:
+def write(t: Transcript, entry: dict, ref: BlockRef, content: Any) -> tuple[dict, tuple[str, Any, Any] | None]:
     """``entry`` (entry ``ref.entry`` of ``t``) with output ``ref.block`` written as ``content`` (a
-    replacement text) in the agent's shape."""
+    replacement text) in the agent's shape, and what changed: ``(call id, output before, output now)``
+    (None: nothing), for :func:`write_copies`."""
     found = slots(t, ref.entry, entry)
     if not 0 <= ref.block < len(found):
-        return entry
-    _, path, raw = found[ref.block]
+        return entry, None
+    cid, path, raw = found[ref.block]
     text = content if isinstance(content, str) else orjson.dumps(content).decode()
-    return deep_replace(entry, list(path), handler(t.format).tool_outputs.written(raw, text))
+    now = handler(t.format).tool_outputs.written(raw, text)
+    return deep_replace(entry, list(path), now), (cid, raw, now)
+
+
+def copies(fmt: str, entry: dict) -> list[str]:
+    """The call ids whose outputs ``entry`` holds a copy of, sent again besides the calls' own (Gemini
+    CLI's function-response records); none for a format that keeps no copies."""
+    outputs = handler(fmt).tool_outputs
+    return outputs.copies(entry) if outputs is not None and outputs.copies is not None else []
+
+
+def mirrored(fmt: str, entry: dict, cid: str, before: Any, now: Any) -> dict:
+    """``entry`` with its copy of call ``cid``'s output written as ``now``, where the copy is the output
+    as it was (``before``), key for key; ``entry`` itself otherwise."""
+    if cid not in copies(fmt, entry):
+        return entry
+    return handler(fmt).tool_outputs.mirror(entry, cid, before, now)
+
+
+def write_copies(t: Transcript, edited: dict[int, dict], changed: list[tuple[int, tuple[str, Any, Any]]]) -> None:
+    """Write each output ``changed`` (``(entry, (call id, before, now))``) into the copies the agent sends
+    with it: the other entries of the view message its result is in (Gemini CLI sends a recorded batch
+    of function responses merged with the calls' results). ``edited``: the entries edited so far, by
+    index, which this adds to."""
+    if not changed or handler(t.format).tool_outputs.copies is None:
+        return
+    sent_with: dict[int, list[int]] = {}
+    for m in t.view().messages:
+        if len(m.entries) > 1:
+            for i in m.entries:
+                sent_with.setdefault(i, []).extend(j for j in m.entries if j != i)
+    for i, (cid, before, now) in changed:
+        for j in sent_with.get(i, ()):
+            entry = edited.get(j, t.entry(j))
+            new = mirrored(t.format, entry, cid, before, now)
+            if new is not entry:
+                edited[j] = new
 
 
 def put_back(t: Transcript, i: int, entry: dict, k: int, original: Any) -> dict:
