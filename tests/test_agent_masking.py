@@ -48,24 +48,30 @@ def _codex_outputs(path: Path) -> dict[str, str]:
 
 
 def _gemini(path: Path) -> None:
+    """Six turns of one call each, every batch of responses recorded again as Gemini CLI 0.61 does."""
     g = gemini_sessions
     recs = [g.metadata()]
     for k in range(6):
         size = 8000 if k in (1, 5) else 300
-        recs += [g.user(f"u{k}", f"read file {k}"),
-                 g.gemini(f"g{k}", "", [g.tool_call(f"c{k}", "read_file", {"path": f"f{k}"}, f"line {k} " * size)]),
+        call = g.tool_call(f"c{k}", "read_file", {"path": f"f{k}"}, f"line {k} " * size)
+        recs += [g.user(f"u{k}", f"read file {k}"), g.gemini(f"g{k}", "", [call]), g.responses(f"r{k}", [call]),
                  g.gemini(f"h{k}", f"read f{k}")]
     g.write(path, recs)
 
 
 def _gemini_outputs(path: Path) -> dict[str, str]:
-    out = {}
+    """Each call's output, checked to be the same in its ``result`` and in the recorded batch of responses."""
+    out, copies = {}, {}
     for raw in path.read_text().splitlines():
         d = json.loads(raw)
         for c in d.get("toolCalls") or []:
             [part] = c["result"]  # one functionResponse part, as Gemini CLI records a result
             assert part["functionResponse"]["id"] == c["id"] and part["functionResponse"]["name"] == c["name"]
             out[c["id"]] = part["functionResponse"]["response"]["output"]
+        if d.get("type") == "user":
+            copies.update({p["functionResponse"]["id"]: p["functionResponse"]["response"]["output"]
+                           for p in d["content"] if "functionResponse" in p})
+    assert copies == out  # the copy Gemini CLI sends again is what the call's result is
     return out
 
 
@@ -121,6 +127,36 @@ def test_masking_stages_write_each_agents_own_output_and_expand_gives_the_file_b
         assert back.returncode == 0, back.stderr
         assert "restored 5 tool output(s)" in back.stderr  # four cleared, one preview, (fmt, back.stderr)
         assert (folder / ("e" + path.suffix)).read_bytes() == path.read_bytes(), fmt
+
+
+def test_a_gemini_output_is_replaced_in_its_recorded_batch_too_and_the_view_holds_neither_copy(tmp_path):
+    """Gemini CLI 0.61 records each batch of function responses again (a ``user`` record) and sends it on
+    resume besides the calls' results: a cleared output is replaced in both, so neither the view nor ``view
+    --to anthropic`` holds it. A batch part that is not, key for key, the result is no copy of it: it stays
+    as recorded (and is sent whole). Expand gives the file back byte for byte."""
+    g = gemini_sessions
+    recs, whole = [g.metadata()], {}
+    for k in range(4):
+        calls = [g.tool_call(f"c{k}{x}", "read_file", {"path": f"{x}{k}"}, f"{x} {k} " * 3000) for x in "ab"]
+        whole.update({c["id"]: f"{c['id'][2]} {k} " * 3000 for c in calls})
+        batch = g.responses(f"r{k}", calls)
+        if k == 1:  # the second response with its keys in another order: not the result as recorded
+            fr = batch["content"][1]["functionResponse"]
+            batch["content"][1] = {"functionResponse": {"name": fr["name"], "response": fr["response"], "id": fr["id"]}}
+        recs += [g.user(f"u{k}", f"read pair {k}"), g.gemini(f"g{k}", "", calls), batch, g.gemini(f"h{k}", "read")]
+    g.write(tmp_path / "s.jsonl", recs)
+    done = ctxkit("compact", "-p", "no-llm", *OPTIONS, "s.jsonl", "-o", "c.jsonl", cwd=tmp_path)
+    assert done.returncode == 0 and "microcompact: applied: cleared 6 old tool result(s)" in done.stderr, done.stderr
+    shown = ctxkit("view", "--to", "anthropic", "c.jsonl", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    view = json.dumps(read_transcript(tmp_path / "c.jsonl").view().api_messages())
+    sent = {"c0a": 0, "c0b": 0, "c1a": 0, "c1b": 1, "c2a": 0, "c2b": 0, "c3a": 2, "c3b": 2}  # times each is whole
+    assert {cid: shown.stdout.count(out) for cid, out in whole.items()} == sent
+    assert {cid: view.count(out) for cid, out in whole.items()} == sent
+    assert shown.stdout.count(PLACEHOLDER) == 6 + 5  # each cleared result, and each copy of one
+    back = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
+    assert back.returncode == 0 and "restored 6 tool output(s)" in back.stderr, back.stderr
+    assert (tmp_path / "e.jsonl").read_bytes() == (tmp_path / "s.jsonl").read_bytes()
 
 
 def test_a_codex_output_kept_as_content_items_comes_back_as_items(tmp_path):

@@ -6,6 +6,9 @@ Codex keeps an output as an item of its own (``function_call_output``), Gemini C
 result decide on the view's ``tool_result`` blocks, as for every format; these functions find where
 the result they replace is stored, write the replacement there in the agent's own shape (so the agent
 reads it back when it resumes), and give ``ctxkit expand`` the output to put the original back into.
+Where the agent keeps a copy of an output that it sends too (Gemini CLI 0.61's function-response
+records), the replacement is written into the copy as well (:func:`write_copies`), and expand puts
+the copy back with the output.
 """
 from __future__ import annotations
 
