@@ -96,6 +96,8 @@ a warning; if every id is refused the report says so.
 * **Anthropic / OpenAI message lists** (and JSON documents) have no room for records: the lines are
   removed, after being saved to the store as one JSON file (keyed by input line number); the report
   names it.
+* **OpenCode exports, Gemini CLI checkpoints, Cursor transcripts**: skipped, the report saying why
+  (docs/formats.md).
 
 Thinking blocks of assistant turns after the removed range are dropped (their signatures covered
 the removed messages) and archived the same way.
