@@ -133,7 +133,8 @@ def test_a_gemini_output_is_replaced_in_its_recorded_batch_too_and_the_view_hold
     """Gemini CLI 0.61 records each batch of function responses again (a ``user`` record) and sends it on
     resume besides the calls' results: a cleared output is replaced in both, so neither the view nor ``view
     --to anthropic`` holds it. A batch part that is not, key for key, the result is no copy of it: it stays
-    as recorded (and is sent whole). Expand gives the file back byte for byte."""
+    as recorded (and is sent whole). Expand gives the file back byte for byte: a JSONL recording, and the
+    older single-JSON session."""
     g = gemini_sessions
     recs, whole = [g.metadata()], {}
     for k in range(4):
@@ -145,18 +146,21 @@ def test_a_gemini_output_is_replaced_in_its_recorded_batch_too_and_the_view_hold
             batch["content"][1] = {"functionResponse": {"name": fr["name"], "response": fr["response"], "id": fr["id"]}}
         recs += [g.user(f"u{k}", f"read pair {k}"), g.gemini(f"g{k}", "", calls), batch, g.gemini(f"h{k}", "read")]
     g.write(tmp_path / "s.jsonl", recs)
-    done = ctxkit("compact", "-p", "no-llm", *OPTIONS, "s.jsonl", "-o", "c.jsonl", cwd=tmp_path)
-    assert done.returncode == 0 and "microcompact: applied: cleared 6 old tool result(s)" in done.stderr, done.stderr
-    shown = ctxkit("view", "--to", "anthropic", "c.jsonl", cwd=tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    view = json.dumps(read_transcript(tmp_path / "c.jsonl").view().api_messages())
+    (tmp_path / "s.json").write_text(json.dumps({**recs[0], "messages": recs[1:]}, indent=2))
     sent = {"c0a": 0, "c0b": 0, "c1a": 0, "c1b": 1, "c2a": 0, "c2b": 0, "c3a": 2, "c3b": 2}  # times each is whole
-    assert {cid: shown.stdout.count(out) for cid, out in whole.items()} == sent
-    assert {cid: view.count(out) for cid, out in whole.items()} == sent
-    assert shown.stdout.count(PLACEHOLDER) == 6 + 5  # each cleared result, and each copy of one
-    back = ctxkit("expand", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
-    assert back.returncode == 0 and "restored 6 tool output(s)" in back.stderr, back.stderr
-    assert (tmp_path / "e.jsonl").read_bytes() == (tmp_path / "s.jsonl").read_bytes()
+    for name in ("s.jsonl", "s.json"):
+        out = "c" + Path(name).suffix
+        done = ctxkit("compact", "-p", "no-llm", *OPTIONS, name, "-o", out, cwd=tmp_path)
+        assert done.returncode == 0 and "microcompact: applied: cleared 6 old tool result(s)" in done.stderr, done.stderr
+        shown = ctxkit("view", "--to", "anthropic", out, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        view = json.dumps(read_transcript(tmp_path / out).view().api_messages())
+        assert {cid: shown.stdout.count(text) for cid, text in whole.items()} == sent, name
+        assert {cid: view.count(text) for cid, text in whole.items()} == sent, name
+        assert shown.stdout.count(PLACEHOLDER) == 6 + 5  # each cleared result, and each copy of one
+        back = ctxkit("expand", out, "-o", "e" + Path(name).suffix, cwd=tmp_path)
+        assert back.returncode == 0 and "restored 6 tool output(s)" in back.stderr, back.stderr
+        assert (tmp_path / ("e" + Path(name).suffix)).read_bytes() == (tmp_path / name).read_bytes(), name
 
 
 def test_a_codex_output_kept_as_content_items_comes_back_as_items(tmp_path):
