@@ -37,6 +37,7 @@ from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
 from ..tokens.session import session_policy
 from ..transcript import read_transcript
+from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
 from .agent_usage import agent_requests
 from .cache_model import Piece, PromptCache
@@ -263,8 +264,8 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history
-        replay.sent = {"read": request.usage.cache_read_input_tokens,
-                       "write": request.usage.cache_creation_input_tokens + request.usage.input_tokens}
+        replay.sent = RequestUsage(request.usage.input_tokens, request.usage.cache_read_input_tokens,
+                                   request.usage.cache_creation_input_tokens)
         row.final = step
     replay.finish()
     if row.final is not None:

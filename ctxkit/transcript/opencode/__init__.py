@@ -9,12 +9,12 @@ from ..interface import Format
 from .outputs import OUTPUTS
 from .projection import index_line, project
 from .records import NAME, check, looks_like
-from .usage import message_usage, recorded_settings, request_usage
+from .usage import USAGE_WRITER, message_usage, recorded_settings, request_usage
 
 #: why snip is skipped: turns taken out of the middle need the history rewritten
 _SNIP = ("taking turns out of an OpenCode export needs the history rewritten (a compaction part whose kept tail leaves them out); "
          "ctxkit does not write that for a snip yet")
-FORMAT = Format(NAME, looks_like, index_line, project, ("parts",), True, check=check, usage=message_usage, request_usage=request_usage,
+FORMAT = Format(NAME, looks_like, index_line, project, ("parts",), True, check=check, usage=message_usage, request_usage=request_usage, usage_writer=USAGE_WRITER,
                 stages=frozenset({"tool-result-budget", "microcompact", "autocompact"}), settings=recorded_settings,
                 tool_outputs=OUTPUTS,
                 skip_reasons={"snip": _SNIP})

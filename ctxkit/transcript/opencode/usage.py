@@ -7,7 +7,7 @@ the cached tokens out). The request's size is their sum.
 from __future__ import annotations
 
 from ..claude_code.session import RecordedSettings
-from ..interface import RequestUsage, reported
+from ..interface import RequestUsage, UsageWriter, reported
 from ..lineindex import BAD
 from ..model import Transcript
 
@@ -76,3 +76,25 @@ def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
             if usage is not None:
                 return usage
     return None
+
+
+def replace_usage(entry: dict, usage: RequestUsage) -> bool:
+    """An assistant message's ``tokens`` (its ``info``'s and every ``step-finish`` part's) report ``usage``'s
+    input (``input`` without the cache, ``cache.read``, ``cache.write``); output and reasoning kept."""
+    info = entry.get("info")
+    places = [p for p in entry.get("parts") or [] if isinstance(p, dict) and p.get("type") == "step-finish"
+              and isinstance(p.get("tokens"), dict)]
+    if isinstance(info, dict) and isinstance(info.get("tokens"), dict):
+        places.append(info)
+    if not isinstance(info, dict) or info.get("role") != "assistant" or not places:
+        return False
+    for place in places:
+        tokens = place["tokens"]
+        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        place["tokens"] = {**tokens, "input": usage.input_tokens,
+                           "cache": {**cache, "read": usage.cache_read_input_tokens,
+                                     "write": usage.cache_creation_input_tokens}}
+    return True
+
+
+USAGE_WRITER = UsageWriter(b'"tokens"', replace_usage)
