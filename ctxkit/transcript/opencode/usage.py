@@ -10,6 +10,22 @@ from ..claude_code.session import RecordedSettings
 from ..interface import RequestUsage, UsageWriter, reported
 from ..lineindex import BAD
 from ..model import Transcript
+from .records import messages, newest_compaction
+
+#: ``Transcript.memo`` key of :func:`_compacted_up_to`
+COMPACTED = "opencode_compacted_up_to"
+
+
+def _compacted_up_to(t: Transcript) -> int:
+    """The entry of the newest completed compaction's summary (-1: none). The messages up to it, the kept
+    tail's included, were answered before the compaction: their tokens counted the history it replaced,
+    and the summary's counted the summarizer's request. Found once per transcript version."""
+    found = t.memo.get(COMPACTED)
+    if found is None:
+        msgs = messages(t)
+        latest = newest_compaction(msgs)
+        found = t.memo[COMPACTED] = msgs[latest[1]][0] if latest is not None else -1
+    return found
 
 
 def _n(v) -> int:
@@ -25,6 +41,10 @@ def total(tokens) -> int | None:
 
 
 def message_usage(t: Transcript, entries: list[int]) -> int | None:
+    """The tokens of an assistant view message's last step (else of the message): the size of the request
+    it answered; None for a message answered before the newest compaction (:func:`_compacted_up_to`)."""
+    if entries and max(entries) <= _compacted_up_to(t):
+        return None
     for i in reversed(entries):
         if i < 0:
             continue
