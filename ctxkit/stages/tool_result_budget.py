@@ -124,6 +124,9 @@ class ToolResultBudget(Stage):
         unlike: list[str] = []  # earlier decisions replayed here that this policy would not make
         store = ctx.store
         scope = decision_scope(t)
+        #: the blocks a decision of the ledger applied to when this run looked (by identity: the view holds them);
+        #: unless this run recorded another for their tool id, they need no "seen" record below
+        known: set[int] = set()
         for msg in view.messages:
             if msg.role != "user":
                 continue
@@ -138,6 +141,8 @@ class ToolResultBudget(Stage):
                 decision = store.decision(tid, scope=scope)
                 if decision and not decision_applies(decision, content, store.digests):
                     decision = None  # the same tool id in another conversation: this result is fresh
+                if decision:
+                    known.add(id(block))
                 own = _own_decision(decision)
                 if own is not None:
                     # the frozen replacement, unless a later stage's (microcompact's placeholder) shows already
@@ -191,10 +196,13 @@ class ToolResultBudget(Stage):
                     total += saved - size
                     persisted.append(block["tool_use_id"])
         # everything the model is about to see in full is frozen from now on
+        recorded = {*persisted, *noted_empty}  # the tool ids whose decision this run wrote
         for msg in view.messages:
             for k, block in enumerate(msg.content):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
+                    if id(block) in known and tid not in recorded:
+                        continue  # (its decision applies: looked up above)
                     content = block.get("content")
                     if tid and not decision_applies(store.decision(tid, scope=scope), content, store.digests):
                         seen = {"state": "seen", "accepts": [content_digest(content, store.digests)]}
@@ -223,10 +231,15 @@ class ToolResultBudget(Stage):
         return len(persisted_message(text, str(store.blob_path(data, suffix)), self.options["preview_bytes"])) < len(text)
 
     def _limit(self, tool: str) -> int:
-        """The tool's own limit (the defaults, then ``per_tool``), capped at the global ``max_result_chars``."""
-        per_tool = {**self.options_schema["properties"]["per_tool"]["default"], **self.options["per_tool"]}
-        cap = int(self.options["max_result_chars"])
-        return min(int(per_tool.get(tool, cap)), cap)
+        """The tool's own limit (the defaults, then ``per_tool``), capped at the global ``max_result_chars``
+        (worked out once per tool: a replay asks about every result at every request)."""
+        limits = self.__dict__.setdefault("_limits", {})
+        found = limits.get(tool)
+        if found is None:
+            per_tool = {**self.options_schema["properties"]["per_tool"]["default"], **self.options["per_tool"]}
+            cap = int(self.options["max_result_chars"])
+            found = limits[tool] = min(int(per_tool.get(tool, cap)), cap)
+        return found
 
     def _persist(self, t: Transcript, block: dict, ref: BlockRef | None, tid: str, changes: dict, store,
                  scope: str) -> int | None:
