@@ -144,13 +144,23 @@ _lead = attrgetter("lead")
 OVERHEAD = _digest("overhead")
 
 
-def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece]:
+def calibrated(pieces: list[Piece], overhead: float, scale: float, memo: dict | None = None) -> list[Piece]:
     """``pieces`` as the API counts them: each estimate times ``scale``, after an overhead piece (the
     system prompt and tools the request body does not hold, and the estimator's constant error: see
-    :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does."""
+    :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does.
+    ``memo``: kept across a replay's requests, which send the same pieces again: each piece scaled by the
+    same factor is the same calibrated piece (made once, not once per request)."""
     # (the lead pieces come first: what follows them is not looked at)
     head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
-    return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
+    if memo is None:
+        return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
+    out = [head]
+    for p in pieces:
+        found = memo.get(id(p))
+        if found is None or found[0] is not p or found[1] != scale:  # (the piece is kept: its id is no other's)
+            found = memo[id(p)] = (p, scale, Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
+        out.append(found[2])
+    return out
 
 
 #: what a line index's memo keeps for a file that grew by whole lines (see :meth:`GrowingRead._resume`)

@@ -118,19 +118,21 @@ def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Pie
     return cache.request(when, model, pieces, ttl)
 
 
-def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0) -> list[Piece]:
+def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0,
+          memo: dict | None = None) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
-    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own."""
+    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
+    ``memo``: :func:`ctxkit.reports.replay.calibrated`'s."""
     overhead, scale = fit
     estimate = sum(p.tokens for p in pieces)
     if prompt_tokens <= 0:
-        out = calibrated(pieces, overhead, scale)
+        out = calibrated(pieces, overhead, scale, memo)
     elif scale * estimate > prompt_tokens:
-        out = calibrated(pieces, 0.0, prompt_tokens / estimate)
+        out = calibrated(pieces, 0.0, prompt_tokens / estimate, memo)
     else:
-        out = calibrated(pieces, prompt_tokens - scale * estimate, scale)
+        out = calibrated(pieces, prompt_tokens - scale * estimate, scale, memo)
     if warm > 0:
         head = out[0]
         shared = min(warm, head.tokens)
@@ -193,6 +195,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     out = Replayed([], {})
     warm = 0.0
     sizes: dict[bytes, float] = {}
+    scaled: dict = {}
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
         if k == 0 and cache is not None:
@@ -201,7 +204,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             else:
                 warm = float(point.usage.cache_read_input_tokens)
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
-        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm), marks[k] if marks else 0, warm)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled), marks[k] if marks else 0, warm)
         cal = consistent(cal, sizes, point.usage.prompt_tokens)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
