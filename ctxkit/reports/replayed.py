@@ -196,6 +196,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     warm = 0.0
     sizes: dict[bytes, float] = {}
     scaled: dict = {}
+    resized: dict = {}
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
         if k == 0 and cache is not None:
@@ -205,7 +206,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
                 warm = float(point.usage.cache_read_input_tokens)
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
         cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled), marks[k] if marks else 0, warm)
-        cal = consistent(cal, sizes, point.usage.prompt_tokens)
+        cal = consistent(cal, sizes, point.usage.prompt_tokens, resized)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)

@@ -162,11 +162,13 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
+        resized: dict = {}
         for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
             tokens = point.usage.prompt_tokens if k < len(same) else 0
-            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm, scaled), marks[k], warm), sizes, tokens)
+            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm, scaled), marks[k], warm), sizes, tokens,
+                                resized)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
