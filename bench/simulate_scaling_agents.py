@@ -2,7 +2,7 @@
 """How ``ctxkit simulate``'s CPU time grows with another agent's session: a synthetic Codex rollout and
 Gemini CLI recording of N turns against the same of 2N turns.
 
-    python bench/simulate_scaling_agents.py [--turns N] [--runs R] [--format codex|gemini|all]
+    python bench/simulate_scaling_agents.py [--turns N] [--runs R] [--format codex|gemini|all] [--context-window W]
 
 Each session is written by the generators the tests use (``tests/codex_rollouts.py``,
 ``tests/gemini_sessions.py``): every turn a prompt, two tool calls with their outputs (a few KB each)
@@ -12,7 +12,9 @@ alternating the two; the figure is the least CPU time of each (``time.process_ti
 shared machine inflates a run, never shrinks it), and their ratio. Linear time would be 2x for twice
 the turns (target: at most 2.3x). A second line times the reads alone: the session read again and
 projected before each of its requests, as simulate's steps read it (``GrowingRead``), without the
-requests, the cache model and the policy's stages.
+requests, the cache model and the policy's stages. A third line gives the policy's compactions in each
+session (with ``--context-window``, a window the sessions outgrow: a replay that trusted the agent's recorded
+usage after a compaction compacted again at nearly every request).
 """
 from __future__ import annotations
 
@@ -71,10 +73,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--format", choices=[*GENERATORS, "all"], default="all")
+    parser.add_argument("--context-window", type=int, default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctxkit-bench-") as tmp:
         policy = load_policy(None, [], cwd=Path(tmp))
         prices = load_pricing()
+        compactions: dict[Path, int] = {}  # the policy's, in each session (of its last run)
         for fmt in GENERATORS if args.format == "all" else [args.format]:
             paths = {}
             for size in ("N", "2N"):
@@ -83,8 +87,11 @@ def main() -> None:
 
             def cpu(path: Path) -> float:
                 start = time.process_time()
-                simulate([str(path)], [("default", policy)], prices, cwd=Path(tmp))
-                return time.process_time() - start
+                doc, _ = simulate([str(path)], [("default", policy)], prices, cwd=Path(tmp),
+                                  context_window=args.context_window)
+                spent = time.process_time() - start
+                compactions[path] = doc["sessions"][0]["policies"][0]["compactions"]
+                return spent
 
             def reads(path: Path) -> float:
                 t = read_transcript(str(path))
@@ -105,6 +112,8 @@ def main() -> None:
                 n, n2 = min(times["N"]), min(times["2N"])
                 print(f"{fmt} {what}: {args.turns} turns {n:.2f} s, {2 * args.turns} turns {n2:.2f} s CPU "
                       f"(least of {args.runs}); ratio {n2 / n:.2f}")
+            print(f"{fmt} compactions under the default policy: {args.turns} turns {compactions[paths['N']]}, "
+                  f"{2 * args.turns} turns {compactions[paths['2N']]}")
 
 
 if __name__ == "__main__":

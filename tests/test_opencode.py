@@ -149,3 +149,21 @@ def test_a_database_row_nested_too_deeply_is_read_as_an_empty_one(tmp_path):
     con.close()
     done = ctxkit("stats", "--json", str(db), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_compaction_over_the_threshold_counts_the_view_it_leaves_not_the_kept_tails_usage(tmp_path):
+    """The kept tail's answers came before the compaction: their step tokens counted the whole history. Counted
+    by them, the compacted view was as large as before, and compact declined ("would not be smaller")."""
+    msgs, n = [], 1
+    for k in range(50):  # the newest step reports 100,000 tokens: over the threshold of a 120,000 window (87,000)
+        msgs += [user(n, f"read f{k}"),
+                 assistant(n + 1, n, "", [tool(n + 1, 0, "read", {"filePath": f"f{k}"}, f"line {k} " * 800)],
+                           tokens=2_000 * (k + 1))]
+        n += 2
+    write(tmp_path / "e.json", msgs)
+    done = ctxkit("compact", "-p", "no-llm", "--set", "stages.microcompact.enabled=false", "--context-window",
+                  "120000", "e.json", "-o", "c.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "autocompact: applied" in done.stderr, done.stderr
+    stats = json.loads(ctxkit("stats", "--json", "--context-window", "120000", "c.json", cwd=tmp_path).stdout)
+    assert stats["tokens_source"] == "estimate" and stats["tokens"] < 87_000  # under the threshold it crossed

@@ -194,3 +194,86 @@ def test_an_opencode_database_is_replayed_as_its_export_is(tmp_path):
         s = json.loads(done.stdout)["sessions"][0]
         rows.append({k: s[k] for k in ("recorded", "none")})
     assert rows[0] == rows[1] and rows[0]["recorded"]["requests"] == 6 and rows[0]["recorded"]["cost_usd"] > 0
+
+
+# -- the same conversation in each agent's format: a policy compacts it as often -----------------------------
+def _read(k: int) -> str:
+    return f"line {k} of the file, " * 600
+
+
+def _prompt_size(k: int) -> int:  # what the agent recorded the k-th turn's requests held
+    return 6_000 + 3_600 * k
+
+
+def _same_as_claude_code(d: Path, turns: int) -> Path:
+    from builders import Call, Turn, conversation, write
+    entries, order = conversation([Turn(f"read f{k}", [[Call("Read", {"file_path": f"f{k}"}, _read(k))]],
+                                        answer=f"read f{k}") for k in range(turns)]), {}
+    for e in entries:
+        if e.get("type") == "assistant":  # two responses a turn: the call, then the answer
+            k = order.setdefault(e["message"]["id"], len(order)) // 2
+            e["message"].update(model="claude-sonnet-4-5", usage={
+                "input_tokens": _prompt_size(k) // 2, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": _prompt_size(k) - _prompt_size(k) // 2, "output_tokens": 100})
+    return write(d / "session.jsonl", entries)
+
+
+def _same_as_codex(d: Path, turns: int) -> Path:
+    lines = cx.opening()
+    for k in range(turns):
+        lines += cx.turn(k, f"read f{k}", [(f"c{k}", f"cat f{k}", _read(k))], f"read f{k}", second=k * 4,
+                         usage=(_prompt_size(k), 100))
+    cx.write(d / "rollout.jsonl", lines)
+    return d / "rollout.jsonl"
+
+
+def _same_as_gemini(d: Path, turns: int) -> Path:
+    recs = [gs.metadata()]
+    for k in range(turns):
+        call = gs.tool_call(f"c{k}", "read_file", {"path": f"f{k}"}, _read(k))
+        recs += [gs.user(f"u{k}", f"read f{k}"), gs.gemini(f"g{k}", "", [call], tokens=_prompt_size(k)),
+                 gs.gemini(f"h{k}", f"read f{k}", tokens=_prompt_size(k) + 100)]
+    gs.write(d / "session.jsonl", recs)
+    return d / "session.jsonl"
+
+
+def _same_as_opencode(d: Path, turns: int) -> Path:
+    msgs, n = [], 1
+    for k in range(turns):
+        msgs += [oc.user(n, f"read f{k}"),
+                 oc.assistant(n + 1, n, "", [oc.tool(n + 1, 0, "read", {"filePath": f"f{k}"}, _read(k))],
+                              tokens=_prompt_size(k))]
+        n += 2
+    oc.write(d / "export.json", msgs)
+    return d / "export.json"
+
+
+def _same_as_cline(d: Path, turns: int) -> Path:
+    msgs = [ct.task("read the files")]
+    for k in range(turns):
+        msgs += [ct.native_call(f"toolu_{k}", "read_file", {"path": f"f{k}"}), ct.native_result(f"toolu_{k}", _read(k)),
+                 ct.say(f"read f{k}", metrics={"tokens": {"prompt": _prompt_size(k), "completion": 100, "cached": 0}})]
+    ct.write(d / "api_conversation_history.json", msgs)
+    return d / "api_conversation_history.json"
+
+
+def _compactions(path: Path) -> int:
+    done = ctxkit("simulate", "--json", "-p", "no-llm", "--context-window", "120000", str(path), cwd=path.parent)
+    assert done.returncode == 0, done.stderr
+    s = json.loads(done.stdout)["sessions"][0]
+    assert s["none"]["failures"] > 0 and s["policies"][0]["failures"] == 0  # the history does not fit; the policy's does
+    return s["policies"][0]["compactions"]
+
+
+@pytest.mark.parametrize("build", [_same_as_codex, _same_as_gemini, _same_as_opencode, _same_as_cline])
+def test_a_policy_compacts_an_agents_session_as_often_as_the_same_conversation_in_claude_code(tmp_path, build):
+    """After a policy's compaction, the agent's next recorded usage counted the context the agent sent (its whole
+    history), not the one the policy left: the replay puts the simulated request's figures where the format records
+    usage, as it does in a Claude Code transcript. Before, every request after the first compaction compacted
+    again (Codex 37 times in 120 requests, Gemini 38, Cline 73 where Claude Code compacts twice), and OpenCode
+    never did (its kept tail's tokens counted the compacted view as large as the original)."""
+    (tmp_path / "cc").mkdir()
+    (tmp_path / "agent").mkdir()
+    expected = _compactions(_same_as_claude_code(tmp_path / "cc", 60))
+    assert expected == 2
+    assert _compactions(build(tmp_path / "agent", 60)) == expected

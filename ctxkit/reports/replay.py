@@ -38,6 +38,7 @@ from ..store.disk import Store
 from ..summarize.prompt import build_compact_prompt
 from ..transcript import read_transcript
 from ..transcript.claude_code.chain import leaf_uuid
+from ..transcript.interface import RequestUsage, UsageWriter, handler
 from ..transcript.model import Transcript
 from ..transcript.prompts import EARLIER
 from ..transcript.reader import Resume
@@ -143,13 +144,23 @@ _lead = attrgetter("lead")
 OVERHEAD = _digest("overhead")
 
 
-def calibrated(pieces: list[Piece], overhead: float, scale: float) -> list[Piece]:
+def calibrated(pieces: list[Piece], overhead: float, scale: float, memo: dict | None = None) -> list[Piece]:
     """``pieces`` as the API counts them: each estimate times ``scale``, after an overhead piece (the
     system prompt and tools the request body does not hold, and the estimator's constant error: see
-    :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does."""
+    :mod:`ctxkit.reports.calibration`). The overhead carries a breakpoint unless a system block does.
+    ``memo``: kept across a replay's requests, which send the same pieces again: each piece scaled by the
+    same factor is the same calibrated piece (made once, not once per request)."""
     # (the lead pieces come first: what follows them is not looked at)
     head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
-    return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
+    if memo is None:
+        return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
+    out = [head]
+    for p in pieces:
+        found = memo.get(id(p))
+        if found is None or found[0] is not p or found[1] != scale:  # (the piece is kept: its id is no other's)
+            found = memo[id(p)] = (p, scale, Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
+        out.append(found[2])
+    return out
 
 
 #: what a line index's memo keeps for a file that grew by whole lines (see :meth:`GrowingRead._resume`)
@@ -237,20 +248,25 @@ class PolicyReplay:
         self.kept = 0  # the bytes at the start of the previous step's output that were its input's
         self.alias: dict[str, str] = {}  # recorded leaf uuid -> the leaf new lines chain onto instead
         self.resume: Resume | None = None  # the line index of ``output``, where the next read resumes
-        #: what the simulated previous request held (``cache_read`` / ``cache_creation`` tokens): the usage
-        #: the answer to it would have reported. Set by the caller after each step's request is modelled.
-        self.sent: dict[str, int] | None = None
+        #: what the simulated previous request held (its input, cache reads and cache writes): the usage the
+        #: answer to it would have reported. Set by the caller after each step's request is modelled.
+        self.sent: RequestUsage | None = None
+        #: where the session's format records usage (known once the first step has read the session)
+        self.usage_writer: UsageWriter | None = None
 
     def _rewrite(self, line: bytes) -> bytes:
         """A recorded line as this policy's transcript would hold it.
 
         - Its parent: after a step that moved the leaf, a line naming the old leaf chains onto the new one.
-        - An answer's usage: the recorded figures describe the context Claude Code sent, not the one this
+        - An answer's usage: the recorded figures describe the context the agent sent, not the one this
           policy would have sent; thresholds count by usage (:mod:`ctxkit.tokens.view_count`), so the
-          recorded figures would make every step compact again. The answer gets the simulated request's
-          input figures instead, and keeps its recorded output tokens."""
+          recorded figures would make every step after a compaction compact again. The answer gets the
+          simulated request's input figures instead, and keeps its recorded output tokens, wherever the
+          session's format records usage (its :attr:`ctxkit.transcript.interface.Format.usage_writer`:
+          Claude Code's ``message.usage``, Codex's ``token_count`` events, Gemini's ``tokens``, ...)."""
         wants_parent = bool(self.alias) and b'"parentUuid"' in line
-        wants_usage = self.sent is not None and b'"usage"' in line
+        writer = self.usage_writer
+        wants_usage = self.sent is not None and writer is not None and writer.marker in line
         if not (wants_parent or wants_usage):
             return line
         try:
@@ -267,11 +283,7 @@ class PolicyReplay:
                 seen.add(parent)
                 parent = self.alias[parent]
             entry["parentUuid"], changed = parent, True
-        msg = entry.get("message")
-        if wants_usage and entry.get("type") == "assistant" and not entry.get("isSidechain") \
-                and isinstance(msg, dict) and isinstance(msg.get("usage"), dict):
-            msg["usage"] = {**msg["usage"], "input_tokens": 0, "cache_creation_input_tokens": self.sent["write"],
-                            "cache_read_input_tokens": self.sent["read"]}
+        if wants_usage and writer.write(entry, self.sent):
             changed = True
         return orjson.dumps(entry) + b"\n" if changed else line
 
@@ -281,6 +293,8 @@ class PolicyReplay:
             f.write(b"".join(self._rewrite(line) for line in new_lines))
         start = self.resume  # the previous output's lines are not read again
         t = read_transcript(str(path), on_bad_line="skip", resume=lambda source: start)
+        if t.format is not None:
+            self.usage_writer = handler(t.format).usage_writer
         ctx = build_context(self.policy, self.store, now=now, transcript=t,
                             context_window=self.context_window, cwd=self.cwd, transcript_path=self.transcript_path)
         ctx.tokens = self.counter  # one counter for the whole replay: its cache makes each step cheap

@@ -27,6 +27,9 @@ What is replayed:
 
 A session whose usage never reports a cache read or write talked to an API that did not cache (a
 stand-in server, or caching turned off): every row of it is replayed without a cache.
+
+Over 400 lines: the row's parts (the main chain, its own compactions' requests, the subagents inline and
+in files beside it) and its calibration share the fit and the conversation replay defined here.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
 from .cache_model import CacheResult, Piece, PromptCache
+from .history import own_boundaries
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
 from .rows import Request, Row
@@ -114,19 +118,21 @@ def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Pie
     return cache.request(when, model, pieces, ttl)
 
 
-def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0) -> list[Piece]:
+def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0,
+          memo: dict | None = None) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
-    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own."""
+    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
+    ``memo``: :func:`ctxkit.reports.replay.calibrated`'s."""
     overhead, scale = fit
     estimate = sum(p.tokens for p in pieces)
     if prompt_tokens <= 0:
-        out = calibrated(pieces, overhead, scale)
+        out = calibrated(pieces, overhead, scale, memo)
     elif scale * estimate > prompt_tokens:
-        out = calibrated(pieces, 0.0, prompt_tokens / estimate)
+        out = calibrated(pieces, 0.0, prompt_tokens / estimate, memo)
     else:
-        out = calibrated(pieces, prompt_tokens - scale * estimate, scale)
+        out = calibrated(pieces, prompt_tokens - scale * estimate, scale, memo)
     if warm > 0:
         head = out[0]
         shared = min(warm, head.tokens)
@@ -168,7 +174,7 @@ class Replayed:
     """What the replay of one conversation (the main chain or a subagent) gives the row."""
 
     requests: list[tuple[RecordedRequest, CacheResult, float]]  # (point, cache result, context)
-    pieces: list[list[Piece]]  # each request's calibrated pieces (the prefix of a compaction request)
+    pieces: dict[int, list[Piece]]  # the calibrated pieces of the requests kept (the prefix of a compaction request)
 
 
 def first_overhead(points: list[RecordedRequest], raw: list[list[Piece]], fit: tuple[float, float]) -> float:
@@ -178,15 +184,19 @@ def first_overhead(points: list[RecordedRequest], raw: list[list[Piece]], fit: t
 
 def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], cache: PromptCache | None,
                         default_ttl: int, fit: tuple[float, float], salt: bytes = b"",
-                        marks: list[int] | None = None, shared: SharedPrefix | None = None) -> Replayed:
+                        marks: list[int] | None = None, shared: SharedPrefix | None = None,
+                        keep: frozenset[int] = frozenset()) -> Replayed:
     """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces.
     ``marks``: each request's epoch (:func:`ctxkit.reports.session_prefix.epochs`): the session's own part
     of the overhead is another piece in each; ``shared``: the part of the overhead shared with other
     sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
-    before every request when other sessions kept it warm."""
-    out = Replayed([], [])
+    before every request when other sessions kept it warm. ``keep``: the requests whose calibrated pieces the
+    result holds (only those: each request's are new objects, and all would grow with the square of the requests)."""
+    out = Replayed([], {})
     warm = 0.0
     sizes: dict[bytes, float] = {}
+    scaled: dict = {}
+    resized: dict = {}
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
         if k == 0 and cache is not None:
@@ -195,8 +205,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             else:
                 warm = float(point.usage.cache_read_input_tokens)
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
-        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm), marks[k] if marks else 0, warm)
-        cal = consistent(cal, sizes, point.usage.prompt_tokens)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled), marks[k] if marks else 0, warm)
+        cal = consistent(cal, sizes, point.usage.prompt_tokens, resized)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
@@ -204,7 +214,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             keep_warm(cache, shared, point, cal, ttl)
         result = run_cache(cache, point.sent_at, point.model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
-        out.pieces.append(cal)
+        if k in keep:
+            out.pieces[k] = cal
     return out
 
 
@@ -281,6 +292,10 @@ def inline_subagents(t: Transcript, points: list[RecordedRequest]) -> list[tuple
     return out
 
 
+def _last_before(points: list[RecordedRequest], entry: int) -> int | None:
+    return max((j for j, p in enumerate(points) if p.first_entry < entry), default=None)  # (None: none before)
+
+
 def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Replayed, acompact: list[RecordedRequest],
                         counter: Any, fit: tuple[float, float], cache: PromptCache | None,
                         default_ttl: int) -> list[tuple[RecordedRequest, CacheResult, float]]:
@@ -289,16 +304,15 @@ def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Repl
     by the previous request's model. With the ``agent-acompact-*`` file's request, its size and output
     are the recorded ones; otherwise the prompt is ctxkit's copy of Claude Code's and the output the
     summary the session wrote."""
-    boundaries = [i for i in t.live_indexes() if t.entry(i).get("type") == "system"
-                  and t.entry(i).get("subtype") == "compact_boundary" and not t.entry(i).get("isSidechain")]
+    boundaries = own_boundaries(t)
     summaries = {min(m.entries): m for m in t.view().messages if m.kind == SUMMARY and m.entries}
     out = []
     prompt_tokens = counter.count_text(build_compact_prompt())
     for k, b in enumerate(boundaries):
-        before = [j for j, p in enumerate(points) if p.first_entry < b]
-        if not before:
+        before = _last_before(points, b)
+        if before is None:
             continue
-        prev, pieces = points[before[-1]], main.pieces[before[-1]]
+        prev, pieces = points[before], main.pieces[before]
         history = sum(p.tokens for p in pieces)
         recorded = acompact[k] if k < len(acompact) else None
         if recorded is not None and recorded.usage.prompt_tokens > history:
@@ -374,7 +388,9 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
     marks, shared = session_prefix_model(t, points, pieces, fit, policy, caches)
-    main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared)
+    before = (_last_before(points, b) for b in own_boundaries(t))
+    main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
+                               keep=frozenset(k for k in before if k is not None))
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
     for name, sub, pts in subagent_reads:

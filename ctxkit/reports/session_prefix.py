@@ -147,14 +147,27 @@ def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRe
     cache.request(point.sent_at, point.model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
 
 
-def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int) -> list[Piece]:
+def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int,
+               memo: dict | None = None) -> list[Piece]:
     """``pieces`` with the tokens each had when an earlier request sent it (``sizes``, by digest; the
     pieces seen first here are added): a cached prefix is read at the size it was written, so the
     difference between this request's size and what it repeats is in what it adds. When what it repeats
     is already more than its size, or it adds nothing, the pieces stay as they were cut. Without a size
-    (``prompt_tokens`` 0: a request no one sent), what it repeats keeps its size and what it adds its own."""
+    (``prompt_tokens`` 0: a request no one sent), what it repeats keeps its size and what it adds its own.
+    ``memo``: kept across a replay's requests, which send the same pieces again: a piece given the same size
+    again is the same piece (made once, not once per request)."""
+    memo = {} if memo is None else memo
+
+    def sized(p: Piece, tokens: float) -> Piece:
+        if tokens == p.tokens:
+            return p
+        found = memo.get(id(p))
+        if found is None or found[0] is not p or found[1] != tokens:  # (the piece is kept: its id is no other's)
+            found = memo[id(p)] = (p, tokens, Piece(p.digest, tokens, p.breakpoint, p.lead))
+        return found[2]
+
     if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
-        pieces = [Piece(p.digest, sizes.get(p.digest, p.tokens), p.breakpoint, p.lead) for p in pieces]
+        pieces = [sized(p, sizes.get(p.digest, p.tokens)) for p in pieces]
         for p in pieces:
             sizes.setdefault(p.digest, p.tokens)
         return pieces
@@ -163,8 +176,7 @@ def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: in
     rest = prompt_tokens - known
     if known and new > 0 and rest > 0:
         factor = rest / new
-        pieces = [Piece(p.digest, sizes[p.digest] if p.digest in sizes else p.tokens * factor, p.breakpoint, p.lead)
-                  for p in pieces]
+        pieces = [sized(p, sizes[p.digest] if p.digest in sizes else p.tokens * factor) for p in pieces]
     for p in pieces:
         sizes.setdefault(p.digest, p.tokens)
     return pieces

@@ -37,6 +37,7 @@ from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
 from ..tokens.session import session_policy
 from ..transcript import read_transcript
+from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
 from .agent_usage import agent_requests
 from .cache_model import Piece, PromptCache
@@ -160,11 +161,14 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         marks, shared = restarts(t, points), session_prefix_model(t, points, as_sent, fit, base, caches)[1]
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
+        scaled: dict = {}
+        resized: dict = {}
         for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
             tokens = point.usage.prompt_tokens if k < len(same) else 0
-            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm), marks[k], warm), sizes, tokens)
+            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm, scaled), marks[k], warm), sizes, tokens,
+                                resized)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
@@ -237,6 +241,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     marks, shared = prefix or ([0] * len(points), None)
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}
+    scaled: dict = {}  # (calibrated pieces, by the piece: replay.calibrated)
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
     done, previous = 0, None
     for k, point in enumerate(points):
@@ -255,7 +260,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
         previous = with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp, memo), fit,
-                                    0, warm), marks[k], warm)
+                                    0, warm, scaled), marks[k], warm)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:
@@ -263,8 +268,8 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history
-        replay.sent = {"read": request.usage.cache_read_input_tokens,
-                       "write": request.usage.cache_creation_input_tokens + request.usage.input_tokens}
+        replay.sent = RequestUsage(request.usage.input_tokens, request.usage.cache_read_input_tokens,
+                                   request.usage.cache_creation_input_tokens)
         row.final = step
     replay.finish()
     if row.final is not None:

@@ -408,6 +408,12 @@ class Microcompact(Stage):
         cleared by this run even when an earlier stage already put the placeholder back, so a second run
         on the same input drops the same thinking as the first one did."""
         scope = decision_scope(t)
+        if not clear_now and ctx.store.used and not any(
+                isinstance(d, dict) and d.get("state") == "cleared" for d in ctx.store.sessions.get(scope or "default", {}).values()):
+            # nothing to clear now and no clearing to replay: the walk below would find nothing (a simulate replay
+            # runs this at every request, over every result of the view; the walk's one side effect, marking the
+            # store used, is done already)
+            return {}, [], [], None, []
         names = view.tool_names()
         compactable = ctx.policy.tools.compactable
         placeholder = self.options["placeholder"]

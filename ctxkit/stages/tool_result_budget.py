@@ -124,6 +124,14 @@ class ToolResultBudget(Stage):
         unlike: list[str] = []  # earlier decisions replayed here that this policy would not make
         store = ctx.store
         scope = decision_scope(t)
+        #: the blocks a decision of the ledger applied to when this run looked (by identity: the view holds them);
+        #: unless this run recorded another for their tool id, they need no "seen" record below
+        known: set[int] = set()
+        # the results the previous run left as they were under a decision of the ledger (by identity: a replay runs
+        # the stage at every request over a view that shares its blocks): the same block under the same decision
+        # object, of the same tool, is left as it is again, with the size and the note it had
+        frozen_before: dict[int, tuple] = self.__dict__.get("_frozen", {})
+        frozen: dict[int, tuple] = {}
         for msg in view.messages:
             if msg.role != "user":
                 continue
@@ -136,8 +144,19 @@ class ToolResultBudget(Stage):
                 tid = block.get("tool_use_id", "")
                 content = block.get("content")
                 decision = store.decision(tid, scope=scope)
+                before = frozen_before.get(id(block))
+                if before is not None and before[0] is block and decision is not None and before[1] is decision \
+                        and before[2] == names.get(tid, ""):
+                    known.add(id(block))
+                    frozen[id(block)] = before
+                    total += before[3]
+                    if before[4]:
+                        unlike.append(tid)
+                    continue
                 if decision and not decision_applies(decision, content, store.digests):
                     decision = None  # the same tool id in another conversation: this result is fresh
+                if decision:
+                    known.add(id(block))
                 own = _own_decision(decision)
                 if own is not None:
                     # the frozen replacement, unless a later stage's (microcompact's placeholder) shows already
@@ -152,9 +171,12 @@ class ToolResultBudget(Stage):
                 size = content_size(content)
                 total += size
                 if decision or ref is None:
-                    if decision and decision.get("state") == "seen" and self._would_persist(names.get(tid, ""),
-                                                                                             content, store):
+                    odd = bool(decision) and decision.get("state") == "seen" and self._would_persist(
+                        names.get(tid, ""), content, store)
+                    if odd:
                         unlike.append(tid)  # seen in full before a lower limit: frozen all the same
+                    if decision:
+                        frozen[id(block)] = (block, decision, names.get(tid, ""), size, odd)
                     continue  # seen in full before: frozen
                 tool = names.get(tid, "")
                 if is_empty(content) and not has_media(content):
@@ -191,14 +213,18 @@ class ToolResultBudget(Stage):
                     total += saved - size
                     persisted.append(block["tool_use_id"])
         # everything the model is about to see in full is frozen from now on
+        recorded = {*persisted, *noted_empty}  # the tool ids whose decision this run wrote
         for msg in view.messages:
             for k, block in enumerate(msg.content):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
+                    if id(block) in known and tid not in recorded:
+                        continue  # (its decision applies: looked up above)
                     content = block.get("content")
                     if tid and not decision_applies(store.decision(tid, scope=scope), content, store.digests):
                         seen = {"state": "seen", "accepts": [content_digest(content, store.digests)]}
                         store.record_decision(tid, seen, scope=scope)
+        self._frozen = frozen  # (the blocks of this view only: what the next run may meet again)
         new = replace_blocks(t, changes)
         action = "applied" if changes else "nothing-to-do"
         details: dict[str, Any] = {"persisted": persisted, "replayed": replayed, "empty_notes": noted_empty,
@@ -223,10 +249,15 @@ class ToolResultBudget(Stage):
         return len(persisted_message(text, str(store.blob_path(data, suffix)), self.options["preview_bytes"])) < len(text)
 
     def _limit(self, tool: str) -> int:
-        """The tool's own limit (the defaults, then ``per_tool``), capped at the global ``max_result_chars``."""
-        per_tool = {**self.options_schema["properties"]["per_tool"]["default"], **self.options["per_tool"]}
-        cap = int(self.options["max_result_chars"])
-        return min(int(per_tool.get(tool, cap)), cap)
+        """The tool's own limit (the defaults, then ``per_tool``), capped at the global ``max_result_chars``
+        (worked out once per tool: a replay asks about every result at every request)."""
+        limits = self.__dict__.setdefault("_limits", {})
+        found = limits.get(tool)
+        if found is None:
+            per_tool = {**self.options_schema["properties"]["per_tool"]["default"], **self.options["per_tool"]}
+            cap = int(self.options["max_result_chars"])
+            found = limits[tool] = min(int(per_tool.get(tool, cap)), cap)
+        return found
 
     def _persist(self, t: Transcript, block: dict, ref: BlockRef | None, tid: str, changes: dict, store,
                  scope: str) -> int | None:

@@ -39,6 +39,23 @@ def reported(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_REPORTED_TOKENS else 0
 
 
+class UsageWriter(NamedTuple):
+    """How a format's recorded usage is replaced by a simulated request's (``ctxkit simulate``: a policy's
+    replay appends the session's lines to a history the policy rewrote, and the usage the agent recorded
+    counted the context the agent sent, not the one the policy would have sent; thresholds count by usage,
+    so a recorded figure left in would make every step after a compaction compact again).
+
+    Each format records usage in its own place (Claude Code's ``message.usage``, Codex's ``token_count``
+    event, Gemini's ``tokens``, ...): its writer puts the simulated figures where its usage reader
+    (:attr:`Format.usage`, :attr:`Format.request_usage`) finds them."""
+
+    #: bytes every line that carries usage holds: a line without them is not parsed
+    marker: bytes
+    #: ``(entry, usage) ->`` whether ``entry`` carries usage, then changed in place to report ``usage``'s
+    #: input figures (plain input, cache reads, cache writes); the recorded output figures are kept
+    write: Callable[[dict, RequestUsage], bool]
+
+
 class ToolOutputs(NamedTuple):
     """Where a format keeps its tool calls' outputs, for one whose results are not ``tool_result``
     blocks of a content list (Codex's output items, Gemini's ``toolCalls[].result``, OpenCode's tool
@@ -117,6 +134,8 @@ class Format(NamedTuple):
     drop_turns: Callable[[Transcript, View, list[tuple[int, int]], str], Transcript] | None = None
     #: why a stage outside ``stages`` is skipped on this format, by stage name (what the report says)
     skip_reasons: Mapping[str, str] = MappingProxyType({})
+    #: where a simulated request's usage replaces the recorded one (None: the format records no usage)
+    usage_writer: UsageWriter | None = None
 
 
 _REGISTRY: dict[str, Format] = {}

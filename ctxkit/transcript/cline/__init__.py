@@ -11,9 +11,9 @@ from ..interface import Format
 from ..shapes import CHECKS
 from .projection import index_line, project
 from .records import NAME, looks_like
-from .usage import message_usage, recorded_settings, request_usage
+from .usage import USAGE_WRITER, message_usage, recorded_settings, request_usage
 
 FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=CHECKS["anthropic"],
-                usage=message_usage, request_usage=request_usage, settings=recorded_settings)
+                usage=message_usage, request_usage=request_usage, usage_writer=USAGE_WRITER, settings=recorded_settings)
 
 __all__ = ["FORMAT", "NAME"]

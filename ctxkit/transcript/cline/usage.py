@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...side_files import parse_json
 from ..claude_code.session import RecordedSettings
-from ..interface import RequestUsage, reported
+from ..interface import RequestUsage, UsageWriter, reported
 from ..lineindex import BAD
 from ..model import Transcript
 
@@ -70,3 +70,18 @@ def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
                                 cache_read_input_tokens=cached, output_tokens=reported(tokens.get("completion")),
                                 model=model)
     return None
+
+
+def replace_usage(entry: dict, usage: RequestUsage) -> bool:
+    """A message's ``metrics.tokens`` report ``usage``'s input (``prompt``, the cached ones included,
+    ``cached`` the cache reads); ``completion`` and ``cost`` kept."""
+    metrics = entry.get("metrics")
+    tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
+    if entry.get("role") != "assistant" or not isinstance(tokens, dict):
+        return False
+    held = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    metrics["tokens"] = {**tokens, "prompt": held, "cached": usage.cache_read_input_tokens}
+    return True
+
+
+USAGE_WRITER = UsageWriter(b'"tokens"', replace_usage)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..claude_code.session import RecordedSettings
-from ..interface import RequestUsage, reported
+from ..interface import RequestUsage, UsageWriter, reported
 from ..lineindex import BAD
 from ..model import Transcript
 from .items import CALL_TYPES, event, kind, response_item
@@ -114,3 +114,21 @@ def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
                                                              and item.get("role") == "assistant"):
                 break
     return None
+
+
+def replace_usage(entry: dict, usage: RequestUsage) -> bool:
+    """A ``token_count`` event's ``last_token_usage`` reports ``usage``'s input (``input_tokens``, the cached
+    ones included as the Responses API counts them, ``cached_input_tokens`` the cache reads); its output
+    figures are kept. (``total_token_usage``, the session's running sum, is read by nothing here.)"""
+    ev = event(entry)
+    info = ev.get("info") if ev is not None and ev.get("type") == "token_count" else None
+    last = info.get("last_token_usage") if isinstance(info, dict) else None
+    if not isinstance(last, dict):
+        return False
+    held = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    info["last_token_usage"] = {**last, "input_tokens": held, "cached_input_tokens": usage.cache_read_input_tokens,
+                                "total_tokens": held + reported(last.get("output_tokens"))}
+    return True
+
+
+USAGE_WRITER = UsageWriter(b'"token_count"', replace_usage)

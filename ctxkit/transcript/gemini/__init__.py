@@ -11,9 +11,9 @@ from .outputs import OUTPUTS
 from .projection import index_line, project
 from .records import NAME, check, looks_like
 from .turns import drop_turns
-from .usage import message_usage, recorded_settings, request_usage
+from .usage import USAGE_WRITER, message_usage, recorded_settings, request_usage
 
-FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=check, usage=message_usage, request_usage=request_usage,
+FORMAT = Format(NAME, looks_like, index_line, project, ("content",), True, check=check, usage=message_usage, request_usage=request_usage, usage_writer=USAGE_WRITER,
                 stages=frozenset({"tool-result-budget", "snip", "microcompact", "autocompact"}),
                 settings=recorded_settings, tool_outputs=OUTPUTS, drop_turns=drop_turns)
 

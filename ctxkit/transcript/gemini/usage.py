@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 
 from ..claude_code.session import RecordedSettings
-from ..interface import RequestUsage, reported
+from ..interface import RequestUsage, UsageWriter, reported
 from ..model import Transcript
 
 #: ``Transcript.memo`` key of :func:`_rewinds`
@@ -90,3 +90,18 @@ def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
                                 output_tokens=reported(tokens.get("output")) + reported(tokens.get("thoughts")),
                                 model=model)
     return None
+
+
+def replace_usage(entry: dict, usage: RequestUsage) -> bool:
+    """A ``gemini`` record's ``tokens`` report ``usage``'s input (``input``, the cached ones included,
+    ``cached`` the cache reads; ``total`` is that and the output, thoughts and tool tokens kept)."""
+    tokens = entry.get("tokens")
+    if entry.get("type") != "gemini" or not isinstance(tokens, dict):
+        return False
+    held = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    entry["tokens"] = {**tokens, "input": held, "cached": usage.cache_read_input_tokens,
+                       "total": held + sum(reported(tokens.get(k)) for k in ("output", "thoughts", "tool"))}
+    return True
+
+
+USAGE_WRITER = UsageWriter(b'"tokens"', replace_usage)

@@ -43,12 +43,10 @@ def messages(t: Transcript) -> list[tuple[int, dict]]:
             if not (i < t.n_lines and t.lines.flags[i] & BAD)]
 
 
-def history(msgs: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
-    """The messages OpenCode sends on, in the order it sends them (``filterCompacted``,
-    ``message-v2.ts``): everything, until a compaction completes — a user message with a ``compaction``
-    part that a summary ``assistant`` message (``summary``, ``finish``, no ``error``) names as its
-    ``parentID``. From the newest such one on: that message and its summary first, then the tail the
-    compaction kept (from its ``tail_start_id`` up to the compaction), then what came after the summary."""
+def newest_compaction(msgs: list[tuple[int, dict]]) -> tuple[int, int] | None:
+    """The positions in ``msgs`` of the newest compaction that completed (``filterCompacted``,
+    ``message-v2.ts``): a user message with a ``compaction`` part that a summary ``assistant`` message
+    (``summary``, ``finish``, no ``error``) names as its ``parentID``; ``(marker, summary)``, None when none did."""
     markers: dict = {}
     latest = None
     for pos, (_, m) in enumerate(msgs):
@@ -58,6 +56,15 @@ def history(msgs: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
         elif info.get("role") == "assistant" and info.get("summary") and info.get("finish") and not info.get("error") \
                 and info.get("parentID") in markers:
             latest = (markers[info["parentID"]], pos)
+    return latest
+
+
+def history(msgs: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """The messages OpenCode sends on, in the order it sends them (``filterCompacted``,
+    ``message-v2.ts``): everything, until a compaction completes (:func:`newest_compaction`). From the
+    newest such one on: that message and its summary first, then the tail the compaction kept (from its
+    ``tail_start_id`` up to the compaction), then what came after the summary."""
+    latest = newest_compaction(msgs)
     if latest is None:
         return list(msgs)
     marker, summary = latest

@@ -7,9 +7,25 @@ the cached tokens out). The request's size is their sum.
 from __future__ import annotations
 
 from ..claude_code.session import RecordedSettings
-from ..interface import RequestUsage, reported
+from ..interface import RequestUsage, UsageWriter, reported
 from ..lineindex import BAD
 from ..model import Transcript
+from .records import messages, newest_compaction
+
+#: ``Transcript.memo`` key of :func:`_compacted_up_to`
+COMPACTED = "opencode_compacted_up_to"
+
+
+def _compacted_up_to(t: Transcript) -> int:
+    """The entry of the newest completed compaction's summary (-1: none). The messages up to it, the kept
+    tail's included, were answered before the compaction: their tokens counted the history it replaced,
+    and the summary's counted the summarizer's request. Found once per transcript version."""
+    found = t.memo.get(COMPACTED)
+    if found is None:
+        msgs = messages(t)
+        latest = newest_compaction(msgs)
+        found = t.memo[COMPACTED] = msgs[latest[1]][0] if latest is not None else -1
+    return found
 
 
 def _n(v) -> int:
@@ -25,6 +41,10 @@ def total(tokens) -> int | None:
 
 
 def message_usage(t: Transcript, entries: list[int]) -> int | None:
+    """The tokens of an assistant view message's last step (else of the message): the size of the request
+    it answered; None for a message answered before the newest compaction (:func:`_compacted_up_to`)."""
+    if entries and max(entries) <= _compacted_up_to(t):
+        return None
     for i in reversed(entries):
         if i < 0:
             continue
@@ -76,3 +96,25 @@ def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
             if usage is not None:
                 return usage
     return None
+
+
+def replace_usage(entry: dict, usage: RequestUsage) -> bool:
+    """An assistant message's ``tokens`` (its ``info``'s and every ``step-finish`` part's) report ``usage``'s
+    input (``input`` without the cache, ``cache.read``, ``cache.write``); output and reasoning kept."""
+    info = entry.get("info")
+    places = [p for p in entry.get("parts") or [] if isinstance(p, dict) and p.get("type") == "step-finish"
+              and isinstance(p.get("tokens"), dict)]
+    if isinstance(info, dict) and isinstance(info.get("tokens"), dict):
+        places.append(info)
+    if not isinstance(info, dict) or info.get("role") != "assistant" or not places:
+        return False
+    for place in places:
+        tokens = place["tokens"]
+        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        place["tokens"] = {**tokens, "input": usage.input_tokens,
+                           "cache": {**cache, "read": usage.cache_read_input_tokens,
+                                     "write": usage.cache_creation_input_tokens}}
+    return True
+
+
+USAGE_WRITER = UsageWriter(b'"tokens"', replace_usage)
