@@ -179,3 +179,36 @@ def test_a_burst_of_parallel_tool_calls_is_read_back_whole(tmp_path):
     s.answer("all read " * 30, timedelta(seconds=30), 58_500, 12_000)
     _turns(s, 4, [(40, 70_500, 300), (50, 70_800, 300)])
     assert _within_ten_percent(s.errors(tmp_path))
+
+
+def _long_turns(s: Session, start: int, sizes: list[tuple[int, int, int]]) -> Session:
+    """Turns whose prompts are long (about 10,000 tokens each: a file pasted in), as _turns."""
+    for k, (at, read, write) in enumerate(sizes):
+        s.prompt(f"step {start + k}: here is the file\n" + "the parser reads one line at a time\n" * 1_100,
+                 timedelta(seconds=at))
+        s.answer("read it " * 30, timedelta(seconds=at + 3), read, write)
+    return s
+
+
+def test_a_history_claude_code_cleared_in_place_is_written_again(tmp_path):
+    """erk 22db8d99 (and 27 more of erk's sessions, on Claude Code 2.0.67 and 2.1): at 135,000 tokens a request
+    counted 25,000 fewer than the one before, with nothing in the transcript between them but a tool result:
+    Claude Code's microcompact had cleared old tool results in place. It read the tools and system prompt
+    (19,615) and wrote the rest; the model, which saw the same messages as before, read them all."""
+    s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000),
+                                   (30, 50_000, 10_000), (40, 60_000, 10_000), (50, 70_000, 10_000)])
+    _long_turns(s, 6, [(60, 20_000, 35_000), (70, 55_000, 10_000), (80, 65_000, 10_000)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    cleared = result["rows"]["replayed"].requests[6].usage
+    assert cleared.cache_read_input_tokens < 30_000 and cleared.cache_creation_input_tokens > 25_000
+
+
+def test_a_request_that_counts_a_little_less_still_reads_the_conversation(tmp_path):
+    """kfischer b3edadab: requests 167 and 823 tokens smaller than the one before read everything up to the
+    change: a small drop is no rewrite of the history."""
+    s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000)])
+    _long_turns(s, 3, [(30, 49_000, 200), (40, 49_200, 10_000)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens > 40_000
