@@ -212,3 +212,13 @@ def test_a_request_that_counts_a_little_less_still_reads_the_conversation(tmp_pa
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens > 40_000
+
+
+def test_the_first_request_of_a_new_day_writes_the_sessions_own_prefix_again(tmp_path):
+    """erk 10f6142b (a CI runner, UTC): 17 seconds after a request that read 41,442 tokens, the first request
+    after midnight read nothing and wrote it all again: Claude Code writes today's date into the prompt."""
+    s = _turns(Session(), 0, [(75_540, 0, 20_100), (75_560, 20_100, 150)])  # 23:59:00 and 23:59:20
+    _turns(s, 2, [(75_620, 0, 20_400), (75_640, 20_400, 150)])  # 00:00:20, the next day
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0
