@@ -222,3 +222,27 @@ def test_the_first_request_of_a_new_day_writes_the_sessions_own_prefix_again(tmp
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0
+
+
+def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_input(tmp_path):
+    """erk acc08e6d: of 9 parallel reads, the 4th call finished last; the request sent the results in the
+    order of the calls with its breakpoint on that one, so the 5 after it (28,802 tokens) were plain input,
+    written by the next request (the model wrote them at once, and the session, which compacted before a
+    next request, came out 11.7% over on writes)."""
+    s = _turns(Session(), 0, [(0, 0, 20_000)])
+    s.prompt("read both modules " * 8, timedelta(seconds=10))
+    calls = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/src/{k}.py"}}
+             for k in ("a", "b")]
+    s._add({"type": "assistant", "message": {
+        "id": "msg_round", "type": "message", "role": "assistant", "model": OPUS, "content": calls,
+        "usage": {"input_tokens": 1, "cache_read_input_tokens": 20_000, "cache_creation_input_tokens": 150,
+                  "output_tokens": 90, "cache_creation": {"ephemeral_5m_input_tokens": 150}}}}, timedelta(seconds=13))
+    for k, text in (("b", "the parser reads one line at a time\n" * 600), ("a", "short module\n")):  # b finished first
+        s._add({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": text}]}}, timedelta(seconds=14))
+    s.answer("both read " * 30, timedelta(seconds=18), 20_150, 100, )
+    s.lines[-1]["message"]["usage"]["input_tokens"] = 5_400
+    _turns(s, 2, [(30, 20_250, 5_600)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[2].usage.input_tokens > 4_000
