@@ -72,10 +72,10 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
     each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
     within the API's 20-block lookback of the previous request's end), a round's tool results taken in
-    the order of their calls with the mark on the one written last (:func:`_in_call_order`). ``memo``: kept across a replay's
-    requests (a replay sends the same blocks at every request): the tokens of each piece counted before,
-    by digest, so that each is counted once, and what the request before sent at each place, so that a
-    message sent again is not looked at again."""
+    the order of their calls with the mark on the one written last (:func:`_in_call_order`). ``memo``:
+    kept across a replay's requests (a replay sends the same blocks at every request): the tokens of
+    each piece counted before, by digest, so that each is counted once, and what the request before
+    sent at each place, so that a message sent again is not looked at again."""
     memo = {} if memo is None else memo
     body = build_request(t, policy, now=now, memo=memo)
     out: list[Piece] = []

@@ -16,7 +16,7 @@ What is replayed:
   usage gives the pipeline's counts, fitted here over all of the session's usages, since pricing
   splits every request into pieces); what the model decides is how that size splits into cache
   reads, cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
-* the conversation rewritten where Claude Code cleared old tool results in place (its microcompact, not in the transcript);
+* the conversation written again where Claude Code cleared old tool results in place (its microcompact);
 * each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any 1-hour tokens, else
   5 minutes when it wrote any 5-minute ones, else the session's);
 * the session's own compactions as Claude Code makes them: one request of the history before the
@@ -380,7 +380,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         if name.startswith("agent-acompact"):
             acompact.extend(pts)
         elif pts:
-            subagents.append((name, pts, estimated_pieces([sub.raw_line(i)[0] + b"\n" for i in range(sub.n_lines)], policy, counter, pts)))
+            lines = [sub.raw_line(i)[0] + b"\n" for i in range(sub.n_lines)]
+            subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
     for name, lines, pts in inline_subagents(t, [r for r in recorded_requests(t) if r.sidechain]):
         subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
     compactions = {p.first_entry: (p, res, ctx) for p, res, ctx in
