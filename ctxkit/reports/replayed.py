@@ -358,7 +358,7 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
                          fit: tuple[float, float], policy: Policy, caches: bool) -> tuple[list[int], SharedPrefix | None]:
     """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`) and the session's shared
     prefix, estimated from its usage (None for a session whose API did not cache)."""
-    marks = epochs(points, prefix_changes(t))
+    marks = epochs(points, prefix_changes(t), t.format == "claude-code")
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
 

@@ -112,10 +112,12 @@ def with_rewrites(pieces: list[Piece], rewrites: int) -> list[Piece]:
                                    p.breakpoint, p.lead) for p in pieces]
 
 
-def epochs(points: list[RecordedRequest], changes: list[int]) -> list[int]:
+def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True) -> list[int]:
     """For each request, how many prefix changes came before it: the entries ``changes``, and each new day
-    (:func:`new_days`)."""
-    return [sum(1 for c in changes if c < p.first_entry) + d for p, d in zip(points, new_days(points), strict=True)]
+    (:func:`new_days`) when ``days`` (a Claude Code session: what other agents put in their prompts is not
+    modelled)."""
+    new = new_days(points) if days else [0] * len(points)
+    return [sum(1 for c in changes if c < p.first_entry) + d for p, d in zip(points, new, strict=True)]
 
 
 def new_days(points: list[RecordedRequest]) -> list[int]:
@@ -138,7 +140,7 @@ def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
     """Each request's epoch counting restarts and reconnects only: the prefix changes that happen whatever
     manages the context (``none`` and the policy rows have their own compactions, or none)."""
     changes = [i for i in prefix_changes(t) if t.entry(i).get("subtype") != "compact_boundary"]
-    return epochs(points, changes)
+    return epochs(points, changes, t.format == "claude-code")
 
 
 @dataclass(frozen=True)
