@@ -179,3 +179,70 @@ def test_a_burst_of_parallel_tool_calls_is_read_back_whole(tmp_path):
     s.answer("all read " * 30, timedelta(seconds=30), 58_500, 12_000)
     _turns(s, 4, [(40, 70_500, 300), (50, 70_800, 300)])
     assert _within_ten_percent(s.errors(tmp_path))
+
+
+def _long_turns(s: Session, start: int, sizes: list[tuple[int, int, int]]) -> Session:
+    """Turns whose prompts are long (about 10,000 tokens each: a file pasted in), as _turns."""
+    for k, (at, read, write) in enumerate(sizes):
+        s.prompt(f"step {start + k}: here is the file\n" + "the parser reads one line at a time\n" * 1_100,
+                 timedelta(seconds=at))
+        s.answer("read it " * 30, timedelta(seconds=at + 3), read, write)
+    return s
+
+
+def test_a_history_claude_code_cleared_in_place_is_written_again(tmp_path):
+    """erk 22db8d99 (and 27 more of erk's sessions, on Claude Code 2.0.67 and 2.1): at 135,000 tokens a request
+    counted 25,000 fewer than the one before, with nothing in the transcript between them but a tool result:
+    Claude Code's microcompact had cleared old tool results in place. It read the tools and system prompt
+    (19,615) and wrote the rest; the model, which saw the same messages as before, read them all."""
+    s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000),
+                                   (30, 50_000, 10_000), (40, 60_000, 10_000), (50, 70_000, 10_000)])
+    _long_turns(s, 6, [(60, 20_000, 35_000), (70, 55_000, 10_000), (80, 65_000, 10_000)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    cleared = result["rows"]["replayed"].requests[6].usage
+    assert cleared.cache_read_input_tokens < 30_000 and cleared.cache_creation_input_tokens > 25_000
+
+
+def test_a_request_that_counts_a_little_less_still_reads_the_conversation(tmp_path):
+    """kfischer b3edadab: requests 167 and 823 tokens smaller than the one before read everything up to the
+    change: a small drop is no rewrite of the history."""
+    s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000)])
+    _long_turns(s, 3, [(30, 49_000, 200), (40, 49_200, 10_000)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens > 40_000
+
+
+def test_the_first_request_of_a_new_day_writes_the_sessions_own_prefix_again(tmp_path):
+    """erk 10f6142b (a CI runner, UTC): 17 seconds after a request that read 41,442 tokens, the first request
+    after midnight read nothing and wrote it all again: Claude Code writes today's date into the prompt."""
+    s = _turns(Session(), 0, [(75_540, 0, 20_100), (75_560, 20_100, 150)])  # 23:59:00 and 23:59:20
+    _turns(s, 2, [(75_620, 0, 20_400), (75_640, 20_400, 150)])  # 00:00:20, the next day
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0
+
+
+def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_input(tmp_path):
+    """erk acc08e6d: of 9 parallel reads, the 4th call finished last; the request sent the results in the
+    order of the calls with its breakpoint on that one, so the 5 after it (28,802 tokens) were plain input,
+    written by the next request (the model wrote them at once, and the session, which compacted before a
+    next request, came out 11.7% over on writes)."""
+    s = _turns(Session(), 0, [(0, 0, 20_000)])
+    s.prompt("read both modules " * 8, timedelta(seconds=10))
+    calls = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/src/{k}.py"}}
+             for k in ("a", "b")]
+    s._add({"type": "assistant", "message": {
+        "id": "msg_round", "type": "message", "role": "assistant", "model": OPUS, "content": calls,
+        "usage": {"input_tokens": 1, "cache_read_input_tokens": 20_000, "cache_creation_input_tokens": 150,
+                  "output_tokens": 90, "cache_creation": {"ephemeral_5m_input_tokens": 150}}}}, timedelta(seconds=13))
+    for k, text in (("b", "the parser reads one line at a time\n" * 600), ("a", "short module\n")):  # b finished first
+        s._add({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": text}]}}, timedelta(seconds=14))
+    s.answer("both read " * 30, timedelta(seconds=18), 20_150, 100, )
+    s.lines[-1]["message"]["usage"]["input_tokens"] = 5_400
+    _turns(s, 2, [(30, 20_250, 5_600)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[2].usage.input_tokens > 4_000

@@ -72,10 +72,11 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
     each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
-    within the API's 20-block lookback of the previous request's end). ``memo``: kept across a replay's
-    requests (a replay sends the same blocks at every request): the tokens of each piece counted before,
-    by digest, so that each is counted once, and what the request before sent at each place, so that a
-    message sent again is not looked at again."""
+    within the API's 20-block lookback of the previous request's end), a round's tool results taken in
+    the order of their calls with the mark on the one written last (:func:`_in_call_order`). ``memo``:
+    kept across a replay's requests (a replay sends the same blocks at every request): the tokens of
+    each piece counted before, by digest, so that each is counted once, and what the request before
+    sent at each place, so that a message sent again is not looked at again."""
     memo = {} if memo is None else memo
     body = build_request(t, policy, now=now, memo=memo)
     out: list[Piece] = []
@@ -92,23 +93,46 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
     lead = len(out)
     marked = any(p.breakpoint for p in out)
-    ends: list[int] = []  # the index of each message's last piece
+    ends: list[int] = []  # the index of each message's piece Claude Code marks (that of its last line)
+    calls: tuple = ()
     for mi, msg in enumerate(body["messages"]):
-        pieces, has_mark = _message_pieces(mi, msg, counter, memo)
+        pieces, has_mark, last = _message_pieces(mi, msg, counter, memo, calls)
+        calls = _call_ids(msg)
         out.extend(pieces)
         marked = marked or has_mark
         if pieces:
-            ends.append(len(out) - 1)
+            ends.append(len(out) - len(pieces) + last)
     if not marked:  # (the pieces are shared with earlier requests: replaced, not changed)
         if lead:
             out[lead - 1] = replace(out[lead - 1], breakpoint=True)
-        for k in ends[-2:]:  # Claude Code marks the last block of each of the last two messages
+        for k in ends[-2:]:  # Claude Code marks the last line of each of the last two messages
             out[k] = replace(out[k], breakpoint=True)
     return out
 
 
-def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[Piece], bool]:
-    """The pieces of message ``mi`` of a request, and whether one carries a breakpoint. A message whose
+def _call_ids(msg: dict) -> tuple:
+    """The ids of an assistant message's tool calls, in order."""
+    content = msg["content"] if msg["role"] == "assistant" else None
+    return tuple(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use") \
+        if isinstance(content, list) else ()
+
+
+def _in_call_order(pieces: list[Piece], blocks: list, calls: tuple) -> tuple[list[Piece], int]:
+    """A round's tool results as Claude Code sends them, in the order of the calls they answer (the view
+    has them in the order they were written: as each call finished), and where the one written last is
+    now: Claude Code marks the message it appended last, so the results after it in the order of the
+    calls are plain input (erk: 325 of 346 rounds whose last result to finish was not the last call)."""
+    rank = {c: k for k, c in enumerate(calls)}
+    keys = [rank.get(b.get("tool_use_id"), len(rank)) if isinstance(b, dict) and b.get("type") == "tool_result"
+            else len(rank) for b in blocks]
+    order = sorted(range(len(pieces)), key=lambda k: (keys[k], k))
+    return [pieces[k] for k in order], order.index(len(pieces) - 1)
+
+
+def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict,
+                    calls: tuple = ()) -> tuple[list[Piece], bool, int]:
+    """The pieces of message ``mi`` of a request, whether one carries a breakpoint, and which piece is that
+    of its last block (:func:`_in_call_order`: ``calls``, the previous message's tool calls). A message whose
     blocks are the objects the message at that place had in the request before (a growing view sends the
     same blocks again) has that message's pieces; a block sent before at the same place has its digest,
     a block of the same bytes its tokens."""
@@ -116,7 +140,7 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[
     kept = memo.get(("message", mi))
     if kept is not None and kept[0] == role and (kept[1] is content or not isinstance(content, str) and (
             isinstance(kept[1], list) and len(kept[1]) == len(content) and all(map(is_, kept[1], content)))):
-        return kept[2], kept[3]
+        return kept[2], kept[3], kept[4]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     out = []
     for bi, block in enumerate(blocks):
@@ -134,8 +158,11 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict) -> tuple[list[
             tokens = memo[digest] = counter.count_message({"role": role, "content": [bare]})
         out.append(Piece(digest, tokens, _marked(block)))
     marked = any(p.breakpoint for p in out)
-    memo[("message", mi)] = (role, content, out, marked)  # (a request's messages are not changed once built)
-    return out, marked
+    last = len(out) - 1
+    if len(calls) > 1 and not marked and role == "user":
+        out, last = _in_call_order(out, blocks, calls)
+    memo[("message", mi)] = (role, content, out, marked, last)  # (a request's messages are not changed once built)
+    return out, marked, last
 
 
 _lead = attrgetter("lead")

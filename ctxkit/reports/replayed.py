@@ -16,14 +16,14 @@ What is replayed:
   usage gives the pipeline's counts, fitted here over all of the session's usages, since pricing
   splits every request into pieces); what the model decides is how that size splits into cache
   reads, cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
-* each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any
-  1-hour tokens, else 5 minutes when it wrote any 5-minute ones, else the session's);
+* the conversation written again where Claude Code cleared old tool results in place (its microcompact);
+* each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any 1-hour tokens, else
+  5 minutes when it wrote any 5-minute ones, else the session's);
 * the session's own compactions as Claude Code makes them: one request of the history before the
   boundary (read from the cache) plus the compact prompt, by the model of the request before it;
   its figures are those of the ``agent-acompact-*`` file beside the session when there is one;
-* the subagents' requests: the files under ``<session>/subagents/`` (and, for Claude Code 2.0, the
-  ``agent-*.jsonl`` files beside the session that name its ``sessionId``), each replayed the same
-  way with an overhead piece of its own.
+* the subagents' requests: the files under ``<session>/subagents/`` (and, for Claude Code 2.0, the ``agent-*.jsonl``
+  files beside the session that name its ``sessionId``), each replayed the same way with an overhead piece of its own.
 
 A session whose usage never reports a cache read or write talked to an API that did not cache (a
 stand-in server, or caching turned off): every row of it is replayed without a cache.
@@ -57,10 +57,12 @@ from .session_prefix import (
     SharedPrefix,
     consistent,
     epochs,
+    history_rewrites,
     keep_warm,
     prefix_changes,
     shared_prefix,
     with_epoch,
+    with_rewrites,
 )
 from .usage import RecordedRequest, recorded_requests
 
@@ -197,6 +199,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     sizes: dict[bytes, float] = {}
     scaled: dict = {}
     resized: dict = {}
+    rewritten: dict = {}
+    rewrites = history_rewrites(points, raw)  # (Claude Code's microcompact, which its transcript does not show)
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
         if k == 0 and cache is not None:
@@ -206,7 +210,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
                 warm = float(point.usage.cache_read_input_tokens)
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
         cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled), marks[k] if marks else 0, warm)
-        cal = consistent(cal, sizes, point.usage.prompt_tokens, resized)
+        cal = consistent(with_rewrites(cal, rewrites[k], rewritten), sizes, point.usage.prompt_tokens, resized)
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
@@ -253,10 +257,6 @@ def estimated_pieces(lines: list[bytes], policy: Policy, counter: Any, points: l
             done = point.first_entry
             out.append(request_segments(prefix, policy, counter, point.timestamp, memo))
     return out
-
-
-def file_lines(t: Transcript) -> list[bytes]:
-    return [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
 
 
 def inline_subagents(t: Transcript, points: list[RecordedRequest]) -> list[tuple[str, list[bytes], list[RecordedRequest]]]:
@@ -373,7 +373,7 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
                          fit: tuple[float, float], policy: Policy, caches: bool) -> tuple[list[int], SharedPrefix | None]:
     """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`) and the session's shared
     prefix, estimated from its usage (None for a session whose API did not cache)."""
-    marks = epochs(points, prefix_changes(t))
+    marks = epochs(points, prefix_changes(t), t.format == "claude-code")
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
 
@@ -397,7 +397,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         if name.startswith("agent-acompact"):
             acompact.extend(pts)
         elif pts:
-            subagents.append((name, pts, estimated_pieces(file_lines(sub), policy, counter, pts)))
+            lines = [sub.raw_line(i)[0] + b"\n" for i in range(sub.n_lines)]
+            subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
     for name, lines, pts in inline_subagents(t, [r for r in recorded_requests(t) if r.sidechain]):
         subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
     compactions = {p.first_entry: (p, res, ctx) for p, res, ctx in

@@ -11,17 +11,25 @@ is composed again when:
 
 * the session compacts itself (the history restarts from its summary, with its context re-added);
 * the process restarts: the user ran ``/exit`` (or ``/quit``) and resumed the session;
-* the tools change: ``/mcp`` reconnected a server.
+* the tools change: ``/mcp`` reconnected a server;
+* the date changes (Claude Code writes today's date into it).
 
 At those points the next request reads only the shared part and writes the rest again (measured on
 real sessions: docs/simulate.md). :func:`prefix_changes` finds them; :func:`shared_prefix` estimates,
 from the session's own usage, how large the shared part is and whether other sessions kept it warm.
+
+The messages themselves change where the transcript does not say so: Claude Code's microcompact clears
+old tool results in place (their text becomes a placeholder) once that saves enough, and the
+transcript keeps the results as they were. The next request then reads the tools and system prompt and
+writes the whole conversation again. Its recorded size says so: smaller than the request before
+although the conversation only grew (:func:`history_rewrites`).
 """
 from __future__ import annotations
 
 import hashlib
 import statistics
 from dataclasses import dataclass
+from datetime import timezone
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
@@ -63,16 +71,86 @@ def prefix_changes(t: Transcript) -> list[int]:
     return out
 
 
-def epochs(points: list[RecordedRequest], changes: list[int]) -> list[int]:
-    """For each request, how many prefix changes came before it."""
-    return [sum(1 for c in changes if c < p.first_entry) for p in points]
+#: Claude Code's microcompact clears old tool results only when that saves at least 20,000 tokens by its
+#: count; a request whose prompt is smaller than the previous one's by more than half of that (what the
+#: request adds since, and Claude Code counting characters rather than tokens, take the rest) while its
+#: conversation only grew had its history rewritten. Smaller drops are other edits that keep the prefix
+#: (an interrupted answer left out, a thinking block dropped: kfischer b3edadab, 167 and 823 tokens)
+CLEARED_HISTORY_TOKENS = 10_000
+
+
+def history_rewrites(points: list[RecordedRequest], raw: list[list[Piece]]) -> list[int]:
+    """For each request, how many times before it (itself included) Claude Code rewrote the conversation in
+    place without a trace in the transcript: the request's recorded prompt is smaller than the previous
+    request's (same model) by more than :data:`CLEARED_HISTORY_TOKENS`, while its messages (``raw``:
+    the estimated pieces) start with all of the previous request's. A compaction, a rewind or a policy's
+    edit changes the messages themselves, and is not one."""
+    out, n = [], 0
+    for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
+        if k and _rewritten(points[k - 1], point, raw[k - 1], pieces):
+            n += 1
+        out.append(n)
+    return out
+
+
+def _rewritten(before: RecordedRequest, now: RecordedRequest, raw_before: list[Piece], raw_now: list[Piece]) -> bool:
+    was, size = before.usage.prompt_tokens, now.usage.prompt_tokens
+    if not size or was - size <= CLEARED_HISTORY_TOKENS or normalize_model(before.model) != normalize_model(now.model):
+        return False
+    old = [p.digest for p in raw_before if not p.lead]
+    new = [p.digest for p in raw_now if not p.lead]
+    return len(new) >= len(old) and new[:len(old)] == old
+
+
+def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) -> list[Piece]:
+    """``pieces`` whose messages are those of the ``rewrites``-th rewrite of the conversation: other bytes
+    (so another prefix for the cache, and sizes of their own) after the same tools and system prompt.
+    ``memo``: kept across a replay's requests, which send the same pieces again: a piece rewritten the same
+    way again is the same piece (made once, not once per request, as :func:`consistent` keeps them)."""
+    if not rewrites:
+        return pieces
+    memo = {} if memo is None else memo
+    salt = b"rewrite%d" % rewrites
+
+    def rewritten(p: Piece) -> Piece:
+        found = memo.get(id(p))
+        if found is None or found[0] is not p or found[1] != rewrites:  # (the piece is kept: its id is no other's)
+            made = Piece(hashlib.blake2b(salt + p.digest, digest_size=16).digest(), p.tokens, p.breakpoint, p.lead)
+            found = memo[id(p)] = (p, rewrites, made)
+        return found[2]
+
+    return [p if p.lead else rewritten(p) for p in pieces]
+
+
+def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True) -> list[int]:
+    """For each request, how many prefix changes came before it: the entries ``changes``, and each new day
+    (:func:`new_days`) when ``days`` (a Claude Code session: what other agents put in their prompts is not
+    modelled)."""
+    new = new_days(points) if days else [0] * len(points)
+    return [sum(1 for c in changes if c < p.first_entry) + d for p, d in zip(points, new, strict=True)]
+
+
+def new_days(points: list[RecordedRequest]) -> list[int]:
+    """For each request, how many times the date changed since the first: Claude Code writes today's date
+    into the session's own part of the prompt, so the first request of a new day writes that part again.
+    The date is Claude Code's local one; the transcript's times are UTC and it does not say which timezone
+    the session ran in, so the day is UTC's (a CI runner's: erk's sessions on GitHub's runners rewrote it
+    at every midnight they crossed; elsewhere the rewrite may be modelled some hours early or late)."""
+    out, n, last = [], 0, None
+    for p in points:
+        day = p.sent_at.astimezone(timezone.utc).date() if p.sent_at is not None else None
+        if day is not None:
+            n += last is not None and day != last
+            last = day
+        out.append(n)
+    return out
 
 
 def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
     """Each request's epoch counting restarts and reconnects only: the prefix changes that happen whatever
     manages the context (``none`` and the policy rows have their own compactions, or none)."""
     changes = [i for i in prefix_changes(t) if t.entry(i).get("subtype") != "compact_boundary"]
-    return epochs(points, changes)
+    return epochs(points, changes, t.format == "claude-code")
 
 
 @dataclass(frozen=True)
