@@ -13,7 +13,8 @@ of the messages. So the proxy appends, per conversation, to ``STORE/proxy/<name>
   written is not the same: the agent compacted or edited its history) starts a new pair of files, the old pair renamed aside (``messages.<n>.jsonl``, ``requests.<n>.jsonl``), never
   overwritten: each pair is one session for :func:`as_claude_code`.
 
-Both are appends of whole lines (a line cut short by a killed process is skipped when read); the proxy
+Both are appends of whole lines (a line cut short by a killed process or a full disk is ended before the
+next append, and skipped when read); the proxy
 makes them on one thread of their own, off the requests' path (:mod:`.log_writer`). Each request's line
 keeps the size ``messages.jsonl`` had after it (``messages_bytes``), so that a conversation's first request
 after a restart reads that file's first and last lines only. Count-only
@@ -89,6 +90,20 @@ def _last_line(path: Path) -> bytes:
         return tail
 
 
+def _append(path: Path, data: bytes) -> int:
+    """Append ``data`` (whole lines) to ``path``; the file's size after. A last line cut short (a proxy killed
+    mid-write, a full disk) is ended first, so that it stays one unreadable line, skipped when read: the
+    first line appended after it would otherwise join it and be lost with it."""
+    with open(path, "a+b") as f:
+        end = f.seek(0, 2)
+        if end and data:
+            f.seek(end - 1)
+            if f.read(1) != b"\n":
+                data = b"\n" + data
+        f.write(data)  # (appended at the end, whatever was read)
+        return f.tell()
+
+
 class RequestLog:
     """One conversation's log (see the module docstring); ``folder`` is its ``STORE/proxy/<name>``."""
 
@@ -144,15 +159,16 @@ class RequestLog:
             self._written = (0, b"", b"")
         count, first, last = self._messages_written()
         new = [_line(without_marks(m)) for m in messages[count:]]
-        with open(self.folder / MESSAGES, "ab") as f:
-            if new:
-                f.write(b"".join(new))
-                self._written = (len(messages), first or new[0], new[-1])
-            size = f.tell()
+        try:
+            size = _append(self.folder / MESSAGES, b"".join(new))
+        except BaseException:  # (a full disk: what the file holds now is read from it the next time)
+            self._written = None
+            raise
+        if new:
+            self._written = (len(messages), first or new[0], new[-1])
         entry = {"at": at or logged_at(), "api": api, "model": model, "usage": usage, "tokens_in": tokens_in,
                  "tokens_sent": tokens_sent, "managed": managed, "messages": len(messages), "messages_bytes": size}
-        with open(self.folder / REQUESTS, "ab") as f:
-            f.write(_line(entry))
+        _append(self.folder / REQUESTS, _line(entry))
 
 
 # -- read back, for simulate and report ---------------------------------------------------------------
