@@ -75,19 +75,23 @@ def logged_at() -> str:
 
 
 def _last_line(path: Path) -> bytes:
-    """The last line of ``path`` (with its newline), read from the end: one line, whatever the file's size."""
+    """The last line of ``path`` (with its newline), read from the end: one line, whatever the file's size.
+    Each block read is searched once and joined once (a message of 60 MB, screenshots in it, took 17 s
+    when the tail read so far was searched and copied again at every block)."""
     with open(path, "rb") as f:
-        end = f.seek(0, 2)
-        pos, tail = end, b""
+        pos, blocks = f.seek(0, 2), []
         while pos > 0:
             step = min(65536, pos)
             pos -= step
             f.seek(pos)
-            tail = f.read(step) + tail
-            cut = tail.rfind(b"\n", 0, len(tail) - 1)
+            block = f.read(step)
+            # (the file's own last byte is the line's newline, not the end of the line before)
+            cut = block.rfind(b"\n", 0, len(block) - 1 if not blocks else len(block))
             if cut >= 0:
-                return tail[cut + 1:]
-        return tail
+                blocks.append(block[cut + 1:])
+                break
+            blocks.append(block)
+        return b"".join(reversed(blocks))
 
 
 def _append(path: Path, data: bytes) -> int:
