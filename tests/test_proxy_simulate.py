@@ -277,3 +277,15 @@ def test_after_a_write_the_disk_had_no_room_for_the_next_request_logs_every_mess
     lines = as_claude_code(tmp_path / MESSAGES, tmp_path / REQUESTS)
     assert [x["message"]["content"][0]["text"] for x in lines] == [f"message {k}" for k in range(7)] + [NOT_KEPT]
     assert lines[-1]["message"]["usage"] == {"input_tokens": 7}
+
+
+@pytest.mark.parametrize("before,last", [(0, 10), (5, 65_535), (5, 65_536), (70_000, 65_535), (3, 200_000), (0, 0)])
+def test_a_restart_finds_the_last_line_across_the_blocks_it_reads(tmp_path, before, last):
+    """The last line, read from the end in blocks, whichever block its start falls in."""
+    from ctxkit.proxy.request_log import _last_line
+
+    line = b"y" * last + b"\n"
+    (tmp_path / "f").write_bytes(b"x" * before + b"\n" + line if before else line)
+    assert _last_line(tmp_path / "f") == line
+    (tmp_path / "f").write_bytes(b"x" * before + b"\n" + line[:-1])  # cut short: the piece after the newline
+    assert _last_line(tmp_path / "f") == line[:-1]
