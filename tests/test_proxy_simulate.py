@@ -284,8 +284,8 @@ def test_a_restart_finds_the_last_line_across_the_blocks_it_reads(tmp_path, befo
     """The last line, read from the end in blocks, whichever block its start falls in."""
     from ctxkit.proxy.request_log import _last_line
 
-    line = b"y" * last + b"\n"
-    (tmp_path / "f").write_bytes(b"x" * before + b"\n" + line if before else line)
+    line, lines_before = b"y" * last + b"\n", b"x" * before + b"\n" if before else b""
+    (tmp_path / "f").write_bytes(lines_before + line)
     assert _last_line(tmp_path / "f") == line
-    (tmp_path / "f").write_bytes(b"x" * before + b"\n" + line[:-1])  # cut short: the piece after the newline
+    (tmp_path / "f").write_bytes(lines_before + line[:-1])  # cut short: the piece after the newline
     assert _last_line(tmp_path / "f") == line[:-1]
