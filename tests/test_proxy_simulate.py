@@ -289,3 +289,16 @@ def test_a_restart_finds_the_last_line_across_the_blocks_it_reads(tmp_path, befo
     assert _last_line(tmp_path / "f") == line
     (tmp_path / "f").write_bytes(lines_before + line[:-1])  # cut short: the piece after the newline
     assert _last_line(tmp_path / "f") == line[:-1]
+
+
+def test_a_first_line_cut_short_is_not_taken_for_the_conversation_s_first_message(tmp_path):
+    """The proxy killed while it wrote a conversation's first messages: restarted, it logs them after the cut
+    line; restarted again, the conversation goes on in the same files (the cut line was taken for its first
+    message, and the conversation for another: a second pair of files, the history counted twice)."""
+    history = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"message {k}"} for k in range(5)]
+    (tmp_path / MESSAGES).write_bytes(b'{"role":"user","cont')
+    _request(RequestLog(tmp_path), history[:3])
+    _request(RequestLog(tmp_path), history)
+    assert not list(tmp_path.glob("messages.*.jsonl"))
+    lines = as_claude_code(tmp_path / MESSAGES, tmp_path / REQUESTS)
+    assert [x["message"]["content"][0]["text"] for x in lines] == [m["content"] for m in history] + [NOT_KEPT]

@@ -49,24 +49,33 @@ def _line(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
 
 
+def _parsed(line: bytes) -> Any:
+    """A log line's value; :data:`_CUT` for a line cut short (or blank)."""
+    if not line.strip():
+        return _CUT
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            return parse_json(line)
+        except ValueError:
+            return _CUT  # cut short: the request it began was not finished being logged
+
+
+_CUT = object()
+
+
+def _readable(line: bytes) -> bool:
+    return _parsed(line) is not _CUT
+
+
 def read_lines(path: Path) -> list[Any]:
-    """The whole JSON lines of ``path`` (none when it is missing); a last line cut short is left out."""
+    """The whole JSON lines of ``path`` (none when it is missing); a line cut short is left out."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return []
-    out = []
-    for line in raw.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            try:
-                out.append(parse_json(line))
-            except ValueError:
-                continue  # cut short: the request it began was not finished being logged
-    return out
+    return [v for v in map(_parsed, raw.split(b"\n")) if v is not _CUT]
 
 
 def logged_at() -> str:
@@ -134,8 +143,9 @@ class RequestLog:
         if not (isinstance(n, int) and not isinstance(n, bool) and n > 0 and last.get("messages_bytes") == size):
             return None
         with open(self.folder / MESSAGES, "rb") as f:
-            first = f.readline()
-        return n, first, _last_line(self.folder / MESSAGES)
+            # (a line cut short before the first message written whole: the proxy killed as it began)
+            first = next((line for line in f if _readable(line)), None)
+        return None if first is None else (n, first, _last_line(self.folder / MESSAGES))
 
     def _from_messages(self) -> tuple[int, bytes, bytes]:
         lines = [_line(m) for m in read_lines(self.folder / MESSAGES)]
