@@ -103,7 +103,7 @@ def _last_line(path: Path) -> bytes:
         return b"".join(reversed(blocks))
 
 
-def _append(path: Path, data: bytes) -> int:
+def _append_lines(path: Path, data: bytes) -> int:
     """Append ``data`` (whole lines) to ``path``; the file's size after. A last line cut short (a proxy killed
     mid-write, a full disk) is ended first, so that it stays one unreadable line, skipped when read: the
     first line appended after it would otherwise join it and be lost with it."""
@@ -161,7 +161,19 @@ class RequestLog:
 
     def append(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
                tokens_sent: int | None, managed: bool, api: str = "anthropic", at: str | None = None) -> None:
-        """Log one answered request (``at``: when it was answered; now, unless told)."""
+        """Log one answered request (``at``: when it was answered; now, unless told). A write that fails
+        names this conversation's folder (a full disk's error names no file: the proxy's warning would not
+        say which conversation lost a line)."""
+        try:
+            self._log(model=model, messages=messages, usage=usage, tokens_in=tokens_in, tokens_sent=tokens_sent,
+                         managed=managed, api=api, at=at)
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = str(self.folder)
+            raise
+
+    def _log(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
+                tokens_sent: int | None, managed: bool, api: str, at: str | None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if not self._continues(messages):  # a history the agent rewrote: a new pair of files, the old one kept
             n = 1
@@ -174,7 +186,7 @@ class RequestLog:
         count, first, last = self._messages_written()
         new = [_line(without_marks(m)) for m in messages[count:]]
         try:
-            size = _append(self.folder / MESSAGES, b"".join(new))
+            size = _append_lines(self.folder / MESSAGES, b"".join(new))
         except BaseException:  # (a full disk: what the file holds now is read from it the next time)
             self._written = None
             raise
@@ -182,7 +194,7 @@ class RequestLog:
             self._written = (len(messages), first or new[0], new[-1])
         entry = {"at": at or logged_at(), "api": api, "model": model, "usage": usage, "tokens_in": tokens_in,
                  "tokens_sent": tokens_sent, "managed": managed, "messages": len(messages), "messages_bytes": size}
-        _append(self.folder / REQUESTS, _line(entry))
+        _append_lines(self.folder / REQUESTS, _line(entry))
 
 
 # -- read back, for simulate and report ---------------------------------------------------------------
