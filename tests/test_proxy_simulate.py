@@ -12,7 +12,15 @@ from proxy_upstream import Answer, RunningProxy, Upstream
 from ctxkit.cli.main import app
 from ctxkit.proxy import ProxySettings
 from ctxkit.proxy.conversations import live_managers
-from ctxkit.proxy.request_log import MESSAGES, REQUESTS, RequestLog, is_anthropic, proxy_sessions
+from ctxkit.proxy.request_log import (
+    MESSAGES,
+    NOT_KEPT,
+    REQUESTS,
+    RequestLog,
+    as_claude_code,
+    is_anthropic,
+    proxy_sessions,
+)
 
 USAGES = [{"input_tokens": 40 + i, "output_tokens": 5 + i, "cache_creation_input_tokens": 300 + 10 * i,
            "cache_read_input_tokens": 100 * i} for i in range(4)]
@@ -215,3 +223,83 @@ def test_a_log_write_that_fails_is_said_and_the_writer_goes_on(tmp_path):
     writer.close()
     assert len(said) == 1 and "a request was not logged in the store" in said[0] and "a-file" in said[0]
     assert len((tmp_path / "conv" / REQUESTS).read_text().splitlines()) == 1
+
+
+def test_a_log_line_cut_short_does_not_take_the_next_one_with_it(tmp_path):
+    """A proxy killed while it wrote a message leaves that line cut short; restarted, it writes the messages
+    from there again: the cut line stays one unreadable line of its own, and every message, the last
+    request's usage with it, is read back in order (the next line used to join the cut one and be lost)."""
+    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "a"},
+               {"role": "user", "content": "two"}, {"role": "assistant", "content": "b"},
+               {"role": "user", "content": "three"}]
+    _request(RequestLog(tmp_path), history[:3])
+    with open(tmp_path / MESSAGES, "ab") as f:
+        f.write(b'{"role":"assistant","con')
+    with open(tmp_path / REQUESTS, "ab") as f:
+        f.write(b'{"at":"2026')
+    _request(RequestLog(tmp_path), history)
+    lines = as_claude_code(tmp_path / MESSAGES, tmp_path / REQUESTS)
+    assert [(x["type"], x["message"]["content"][0]["text"]) for x in lines] == [
+        ("user", "one"), ("assistant", "a"), ("user", "two"), ("assistant", "b"), ("user", "three"),
+        ("assistant", NOT_KEPT)]
+    assert lines[-1]["message"]["usage"] == {"input_tokens": 1}
+
+
+_FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from ctxkit.proxy.request_log import RequestLog
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+folder, history = Path(sys.argv[1]), [{"role": "user" if k % 2 == 0 else "assistant", "content": f"message {k}"}
+                                      for k in range(7)]
+log = RequestLog(folder)
+def request(n):
+    log.append(model="m", messages=history[:n], usage={"input_tokens": n}, tokens_in=1, tokens_sent=1, managed=False)
+request(3)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, ((folder / "messages.jsonl").stat().st_size + 30, hard))
+try:
+    request(5)
+except OSError as exc:
+    print("not logged:", exc)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # room again
+request(7)
+"""
+
+
+def test_after_a_write_the_disk_had_no_room_for_the_next_request_logs_every_message(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    # (the error names the conversation: the proxy's warning says which one lost a line)
+    assert done.returncode == 0 and f"not logged: [Errno 27] File too large: '{tmp_path}'" in done.stdout, done.stderr
+    lines = as_claude_code(tmp_path / MESSAGES, tmp_path / REQUESTS)
+    assert [x["message"]["content"][0]["text"] for x in lines] == [f"message {k}" for k in range(7)] + [NOT_KEPT]
+    assert lines[-1]["message"]["usage"] == {"input_tokens": 7}
+
+
+@pytest.mark.parametrize("before,last", [(0, 10), (5, 65_535), (5, 65_536), (70_000, 65_535), (3, 200_000), (0, 0)])
+def test_a_restart_finds_the_last_line_across_the_blocks_it_reads(tmp_path, before, last):
+    """The last line, read from the end in blocks, whichever block its start falls in."""
+    from ctxkit.proxy.request_log import _last_line
+
+    line, lines_before = b"y" * last + b"\n", b"x" * before + b"\n" if before else b""
+    (tmp_path / "f").write_bytes(lines_before + line)
+    assert _last_line(tmp_path / "f") == line
+    (tmp_path / "f").write_bytes(lines_before + line[:-1])  # cut short: the piece after the newline
+    assert _last_line(tmp_path / "f") == line[:-1]
+
+
+def test_a_first_line_cut_short_is_not_taken_for_the_conversation_s_first_message(tmp_path):
+    """The proxy killed while it wrote a conversation's first messages: restarted, it logs them after the cut
+    line; restarted again, the conversation goes on in the same files (the cut line was taken for its first
+    message, and the conversation for another: a second pair of files, the history counted twice)."""
+    history = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"message {k}"} for k in range(5)]
+    (tmp_path / MESSAGES).write_bytes(b'{"role":"user","cont')
+    _request(RequestLog(tmp_path), history[:3])
+    _request(RequestLog(tmp_path), history)
+    assert not list(tmp_path.glob("messages.*.jsonl"))
+    lines = as_claude_code(tmp_path / MESSAGES, tmp_path / REQUESTS)
+    assert [x["message"]["content"][0]["text"] for x in lines] == [m["content"] for m in history] + [NOT_KEPT]

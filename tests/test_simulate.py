@@ -183,8 +183,9 @@ def test_a_plain_message_list_is_refused_with_the_reason(runner, tmp_path):
     path = write(tmp_path / "m.jsonl", conversation([Turn("hi")], fmt="anthropic"))
     result = runner.invoke(app, ["simulate", str(path)])
     assert result.exit_code == 2
-    assert result.stderr == (f"ctxkit: error: {path}: simulate replays a Claude Code transcript (the recorded "
-                             "requests and their usage); this one is anthropic messages\n")
+    assert result.stderr == (f"ctxkit: error: {path}: simulate replays an agent's session (the requests it "
+                             "recorded and their usage: Claude Code, Codex, Gemini CLI, ...); this one is anthropic "
+                             "messages\n")
 
 
 @needs_corpus

@@ -46,8 +46,8 @@ def test_one_bad_session_does_not_stop_the_others(runner, tmp_path):
     assert result.exit_code == 3  # the most severe of all: a transcript could not be read
     assert [x for x in result.stderr.splitlines() if ": warning: " not in x] == [
         f"ctxkit: error: {folder}/b.jsonl:1: not valid JSON: unexpected end of data",
-        f"ctxkit: error: {folder}/c.jsonl: simulate replays a Claude Code transcript (the recorded requests and "
-        "their usage); this one is anthropic messages"]
+        f"ctxkit: error: {folder}/c.jsonl: simulate replays an agent's session (the requests it recorded and "
+        "their usage: Claude Code, Codex, Gemini CLI, ...); this one is anthropic messages"]
     doc = json.loads(result.stdout)
     assert [s["session"] for s in doc["sessions"]] == [f"{folder}/a.jsonl", f"{folder}/d.jsonl"]
     assert doc["total"]["sessions"] == 2
@@ -62,8 +62,9 @@ def test_an_empty_file_is_named_empty_not_a_message_list(runner, tmp_path):
     (tmp_path / "empty.jsonl").write_bytes(b"")
     result = runner.invoke(app, ["simulate", str(tmp_path / "empty.jsonl")])
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (f"ctxkit: error: {tmp_path}/empty.jsonl: simulate replays a Claude Code transcript (the "
-                             "recorded requests and their usage); this file is empty\n")
+    assert result.stderr == (f"ctxkit: error: {tmp_path}/empty.jsonl: simulate replays an agent's session (the "
+                             "requests it recorded and their usage: Claude Code, Codex, Gemini CLI, ...); this file "
+                             "is empty\n")
 
 
 def test_standard_input_is_refused_with_the_reason(runner):

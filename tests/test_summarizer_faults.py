@@ -283,5 +283,6 @@ def test_help_says_what_exit_1_means():
     text = " ".join(CliRunner().invoke(app, ["--help"]).stdout.split())
     assert "autocompact was skipped" not in text
     assert ("1 a threshold check failed (ctxkit check), a stage failed, autocompact's circuit breaker is open or "
-            "the compacted view is still over the autocompact threshold (ctxkit compact), the summarizer failed "
+            "the compacted view is still over the autocompact threshold (ctxkit compact; after --force, which made "
+            "it smaller, a warning), the summarizer failed "
             "(ctxkit memory update), or ctxkit expand could not restore some output;") in text

@@ -26,7 +26,8 @@ from .conventions import CtxkitApp, CtxkitGroup, choices_metavar
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a threshold check failed (ctxkit check), a stage failed, autocompact's circuit breaker "
-    "is open or the compacted view is still over the autocompact threshold (ctxkit compact), the summarizer "
+    "is open or the compacted view is still over the autocompact threshold (ctxkit compact; after --force, which "
+    "made it smaller, a warning), the summarizer "
     "failed (ctxkit memory update), or ctxkit expand could not restore some output; "
     "2 usage or policy error, or an input that does not exist or cannot be opened (one input or many); "
     "3 bad transcript (a file read that is not one); 4 internal error."

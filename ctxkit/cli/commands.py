@@ -78,7 +78,8 @@ def compact(
                                                        "repeatable). Stages compose in a pipe.",
                                                        autocompletion=complete_stage)] = None,
     force: Annotated[bool, typer.Option("--force", help="Compact now regardless of thresholds (like /compact); "
-                                        "also closes an open circuit breaker.")] = False,
+                                        "also closes an open circuit breaker. A view the compaction made smaller "
+                                        "but left over the threshold is a warning (exit 0).")] = False,
     instructions: Annotated[Optional[str], typer.Option("--instructions", metavar="FOCUS",
                                                         help="Focus for the summary.")] = None,
     session_memory: Annotated[Optional[Path], typer.Option("--session-memory", metavar="FILE", help="Markdown session notes "

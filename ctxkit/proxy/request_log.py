@@ -13,7 +13,8 @@ of the messages. So the proxy appends, per conversation, to ``STORE/proxy/<name>
   written is not the same: the agent compacted or edited its history) starts a new pair of files, the old pair renamed aside (``messages.<n>.jsonl``, ``requests.<n>.jsonl``), never
   overwritten: each pair is one session for :func:`as_claude_code`.
 
-Both are appends of whole lines (a line cut short by a killed process is skipped when read); the proxy
+Both are appends of whole lines (a line cut short by a killed process or a full disk is ended before the
+next append, and skipped when read); the proxy
 makes them on one thread of their own, off the requests' path (:mod:`.log_writer`). Each request's line
 keeps the size ``messages.jsonl`` had after it (``messages_bytes``), so that a conversation's first request
 after a restart reads that file's first and last lines only. Count-only
@@ -48,24 +49,33 @@ def _line(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
 
 
+def _parsed(line: bytes) -> Any:
+    """A log line's value; :data:`_CUT` for a line cut short (or blank)."""
+    if not line.strip():
+        return _CUT
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            return parse_json(line)
+        except ValueError:
+            return _CUT  # cut short: the request it began was not finished being logged
+
+
+_CUT = object()
+
+
+def _readable(line: bytes) -> bool:
+    return _parsed(line) is not _CUT
+
+
 def read_lines(path: Path) -> list[Any]:
-    """The whole JSON lines of ``path`` (none when it is missing); a last line cut short is left out."""
+    """The whole JSON lines of ``path`` (none when it is missing); a line cut short is left out."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return []
-    out = []
-    for line in raw.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            try:
-                out.append(parse_json(line))
-            except ValueError:
-                continue  # cut short: the request it began was not finished being logged
-    return out
+    return [v for v in map(_parsed, raw.split(b"\n")) if v is not _CUT]
 
 
 def logged_at() -> str:
@@ -74,19 +84,37 @@ def logged_at() -> str:
 
 
 def _last_line(path: Path) -> bytes:
-    """The last line of ``path`` (with its newline), read from the end: one line, whatever the file's size."""
+    """The last line of ``path`` (with its newline), read from the end: one line, whatever the file's size.
+    Each block read is searched once and joined once (a message of 60 MB, screenshots in it, took 17 s
+    when the tail read so far was searched and copied again at every block)."""
     with open(path, "rb") as f:
-        end = f.seek(0, 2)
-        pos, tail = end, b""
+        pos, blocks = f.seek(0, 2), []
         while pos > 0:
             step = min(65536, pos)
             pos -= step
             f.seek(pos)
-            tail = f.read(step) + tail
-            cut = tail.rfind(b"\n", 0, len(tail) - 1)
+            block = f.read(step)
+            # (the file's own last byte is the line's newline, not the end of the line before)
+            cut = block.rfind(b"\n", 0, len(block) - 1 if not blocks else len(block))
             if cut >= 0:
-                return tail[cut + 1:]
-        return tail
+                blocks.append(block[cut + 1:])
+                break
+            blocks.append(block)
+        return b"".join(reversed(blocks))
+
+
+def _append_lines(path: Path, data: bytes) -> int:
+    """Append ``data`` (whole lines) to ``path``; the file's size after. A last line cut short (a proxy killed
+    mid-write, a full disk) is ended first, so that it stays one unreadable line, skipped when read: the
+    first line appended after it would otherwise join it and be lost with it."""
+    with open(path, "a+b") as f:
+        end = f.seek(0, 2)
+        if end and data:
+            f.seek(end - 1)
+            if f.read(1) != b"\n":
+                data = b"\n" + data
+        f.write(data)  # (appended at the end, whatever was read)
+        return f.tell()
 
 
 class RequestLog:
@@ -115,8 +143,9 @@ class RequestLog:
         if not (isinstance(n, int) and not isinstance(n, bool) and n > 0 and last.get("messages_bytes") == size):
             return None
         with open(self.folder / MESSAGES, "rb") as f:
-            first = f.readline()
-        return n, first, _last_line(self.folder / MESSAGES)
+            # (a line cut short before the first message written whole: the proxy killed as it began)
+            first = next((line for line in f if _readable(line)), None)
+        return None if first is None else (n, first, _last_line(self.folder / MESSAGES))
 
     def _from_messages(self) -> tuple[int, bytes, bytes]:
         lines = [_line(m) for m in read_lines(self.folder / MESSAGES)]
@@ -132,7 +161,19 @@ class RequestLog:
 
     def append(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
                tokens_sent: int | None, managed: bool, api: str = "anthropic", at: str | None = None) -> None:
-        """Log one answered request (``at``: when it was answered; now, unless told)."""
+        """Log one answered request (``at``: when it was answered; now, unless told). A write that fails
+        names this conversation's folder (a full disk's error names no file: the proxy's warning would not
+        say which conversation lost a line)."""
+        try:
+            self._log(model=model, messages=messages, usage=usage, tokens_in=tokens_in, tokens_sent=tokens_sent,
+                         managed=managed, api=api, at=at)
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = str(self.folder)
+            raise
+
+    def _log(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
+                tokens_sent: int | None, managed: bool, api: str, at: str | None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if not self._continues(messages):  # a history the agent rewrote: a new pair of files, the old one kept
             n = 1
@@ -144,15 +185,16 @@ class RequestLog:
             self._written = (0, b"", b"")
         count, first, last = self._messages_written()
         new = [_line(without_marks(m)) for m in messages[count:]]
-        with open(self.folder / MESSAGES, "ab") as f:
-            if new:
-                f.write(b"".join(new))
-                self._written = (len(messages), first or new[0], new[-1])
-            size = f.tell()
+        try:
+            size = _append_lines(self.folder / MESSAGES, b"".join(new))
+        except BaseException:  # (a full disk: what the file holds now is read from it the next time)
+            self._written = None
+            raise
+        if new:
+            self._written = (len(messages), first or new[0], new[-1])
         entry = {"at": at or logged_at(), "api": api, "model": model, "usage": usage, "tokens_in": tokens_in,
                  "tokens_sent": tokens_sent, "managed": managed, "messages": len(messages), "messages_bytes": size}
-        with open(self.folder / REQUESTS, "ab") as f:
-            f.write(_line(entry))
+        _append_lines(self.folder / REQUESTS, _line(entry))
 
 
 # -- read back, for simulate and report ---------------------------------------------------------------

@@ -126,8 +126,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     t = read_transcript(path)  # an unreadable line stops here, named (exit 3); the steps read their own output
     if t.format in ("anthropic", "openai") or not t.lines:  # a message list records no requests, no usage
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
-        raise UsageError(f"{path}: simulate replays a Claude Code transcript (the recorded requests and their "
-                         f"usage); {what}")
+        raise UsageError(f"{path}: simulate replays an agent's session (the requests it recorded and their "
+                         f"usage: Claude Code, Codex, Gemini CLI, ...); {what}")
     # each policy as it applies to this session: its model, max_tokens and cache lifetime where the policy names none
     policies = [(name, session_policy(pol, t)) for name, pol in policies]
     everything = recorded_requests(t) if t.format == "claude-code" else agent_requests(t)

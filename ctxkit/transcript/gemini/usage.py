@@ -68,7 +68,7 @@ def message_usage(t: Transcript, entries: list[int]) -> int | None:
 def recorded_settings(t: Transcript) -> RecordedSettings:
     """The model the session ran with: the newest ``gemini`` message's ``model``."""
     for i in range(t.n_entries - 1, -1, -1):
-        if i in t.removed:
+        if i in t.removed or i < t.n_lines and t.lines.bad(i):  # (a line cut short, skipped: nothing to read)
             continue
         d = t.entry(i)
         if d.get("type") == "gemini" and isinstance(d.get("model"), str) and d["model"]:
