@@ -170,3 +170,18 @@ def test_gemini_clis_prompt_log_is_refused_saying_what_it_is(tmp_path):
         done = ctxkit(command, str(path), cwd=tmp_path)
         assert done.returncode == 3 and "Traceback" not in done.stderr
         assert "logs.json:1: a Gemini CLI prompt log" in done.stderr and "chats/session-" in done.stderr
+
+
+def test_an_antigravity_agent_log_is_refused_saying_what_it_is_not_read_as_claude_code(tmp_path):
+    # Antigravity's transcript.jsonl, committed publicly as gemini-session.jsonl: `stats` said claude-code
+    path = tmp_path / "gemini-session.jsonl"
+    steps = [{"step_index": 0, "source": "USER_EXPLICIT", "type": "USER_INPUT", "status": "DONE",
+              "created_at": "2026-03-01T10:00:00Z", "content": "<USER_REQUEST>\nbuild it\n</USER_REQUEST>"},
+             {"step_index": 1, "source": "MODEL", "type": "PLANNER_RESPONSE", "status": "DONE",
+              "created_at": "2026-03-01T10:00:05Z", "content": "Looking.",
+              "tool_calls": [{"name": "list_dir", "args": {"DirectoryPath": "\"/w\""}}]}]
+    path.write_text("".join(json.dumps(s, separators=(",", ":")) + "\n" for s in steps))
+    for command in ("stats", "compact"):
+        done = ctxkit(command, str(path), cwd=tmp_path)
+        assert done.returncode == 3 and done.stdout == "" and "Traceback" not in done.stderr
+        assert "gemini-session.jsonl:1: a Google Antigravity agent log" in done.stderr
