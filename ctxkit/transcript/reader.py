@@ -19,7 +19,7 @@ from .claude_code.projection import NAME as CLAUDE_CODE
 from .cursor import legacy as cursor_legacy
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
-from .gemini import antigravity
+from .gemini import not_sessions
 from .gemini import prompt_log as gemini_prompt_log
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
@@ -39,9 +39,10 @@ def from_database(source: Source, session: str | None) -> Source:
     if session is None and gemini_prompt_log.looks_like_prompt_log(head):
         source.close()
         raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
-    if session is None and antigravity.looks_like_log(head):
+    what = not_sessions.what_it_is(source.read_at(0, not_sessions.HEAD)) if session is None else None
+    if what is not None:
         source.close()
-        raise TranscriptError(source.name, 1, antigravity.WHAT)
+        raise TranscriptError(source.name, 1, what)
     text_formats = ((aider_history.looks_like_history, aider_history.as_lines, aider_history.READ_ONLY),
                     (cursor_legacy.looks_like_text, cursor_legacy.as_lines, cursor_legacy.READ_ONLY))
     for looks_like, as_lines, read_only in text_formats if session is None else ():
