@@ -16,6 +16,7 @@ from .aider import history as aider_history
 from .carried import carry
 from .claude_code.grown import grown_from
 from .claude_code.projection import NAME as CLAUDE_CODE
+from .cline import ui_messages as cline_ui_messages
 from .cursor import legacy as cursor_legacy
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
@@ -39,7 +40,9 @@ def from_database(source: Source, session: str | None) -> Source:
     if session is None and gemini_prompt_log.looks_like_prompt_log(head):
         source.close()
         raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
-    what = not_sessions.what_it_is(source.read_at(0, not_sessions.HEAD)) if session is None else None
+    # what an agent writes beside its sessions, or for them, that is none: refused naming what it is
+    first = source.read_at(0, not_sessions.HEAD) if session is None else b""
+    what = not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first) if first else None
     if what is not None:
         source.close()
         raise TranscriptError(source.name, 1, what)
