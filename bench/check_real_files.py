@@ -2,6 +2,8 @@
 """Run issue 29's checks on a folder of real agent sessions and print one row per file.
 
     nice python bench/check_real_files.py FOLDER [--json] [--timeout S]
+    nice python bench/check_real_files.py --not-sessions FOLDER
+
 
 For sessions found where their users committed them (none is kept in this repository): every file
 below FOLDER (an OpenCode database's ``-wal``/``-shm`` companions aside) goes through the ctxkit of
@@ -16,6 +18,11 @@ this interpreter, in a scratch folder, as a user would run it:
   file. A file too full for the policy to compact (exit 2, "would compact again") is compacted again
   under a 1,000,000-token window. A read-only format (aider, Cursor's older transcripts, an
   ``opencode.db``) must refuse to write its own format (exit 2).
+
+``--not-sessions``: a folder of files found beside the sessions, or named like them, that are none (an
+agent's UI log or prompt log, another program's database, a headless run's output): each must be refused
+by ``stats`` naming the file and what it is (exit 2 or 3, nothing on standard output), never read as a
+session nor answered with an internal error.
 
 A call missing from the view is a failure only where nothing in the file compacted, rolled back,
 rewound or condensed the history (``history`` column). Exit 4 (ctxkit's internal error), a traceback,
@@ -83,6 +90,8 @@ def file_calls(path: Path) -> tuple[list, set[str]]:
     text = raw.decode("utf-8", "replace")
     stripped = text.lstrip()
     messages = _documents(text) if stripped[:1] in "[{" and "\n{" not in stripped[:4096] else None
+    if messages is None and not stripped.startswith("{"):  # Cursor's older plain-text transcript
+        return ["cursor"] * sum(line.startswith("[Tool call]") for line in text.split("\n")), history
     if messages is None:
         messages = []
         for line in text.split("\n"):
@@ -114,6 +123,7 @@ def file_calls(path: Path) -> tuple[list, set[str]]:
                 history.add("compacted")
             if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
                 calls.append(part["functionCall"].get("id") or "checkpoint")
+        calls += ["cursor" for c in m.get("toolCalls") or [] if isinstance(c, dict) and "toolName" in c]  # Cursor's older JSON array
         content = m.get("content")
         if isinstance(m.get("message"), dict):  # a Cursor transcript line
             content = m["message"].get("content")
@@ -223,22 +233,42 @@ def roundtrip(src: Path, work: Path, agent: str | None, row: dict, timeout: floa
     return back.read_bytes() == src.read_bytes()
 
 
+def refused(path: Path, root: Path, timeout: float) -> dict:
+    """``--not-sessions``: ``stats`` on a file that is no session refuses it, naming it."""
+    row: dict = {"file": str(path.relative_to(root)), "bytes": path.stat().st_size, "problems": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / path.name
+        shutil.copy(path, src)
+        run = ctxkit(["stats", "--json", str(src)], Path(tmp), timeout)
+    message = run.stderr.decode(errors="replace").strip()
+    row["format"], row["message"] = f"exit {run.returncode}", message.replace(str(src), path.name)[:160]
+    if run.returncode not in (2, 3) or run.stdout or crashed(run) or path.name not in message:
+        row["problems"].append(f"not refused clearly: exit {run.returncode}, {message[-200:]}")
+    return row
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--json", action="store_true", help="one JSON object a file instead of the table")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a command may take")
+    parser.add_argument("--not-sessions", action="store_true", help="every file must be refused, naming what it is")
     args = parser.parse_args()
     root = args.folder.resolve()
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.endswith(("-wal", "-shm")))
     failed = 0
-    if not args.json:
+    if not args.json and args.not_sessions:
+        print(f"{'file':58} {'stats':8} what ctxkit says")
+    elif not args.json:
         print(f"{'file':58} {'format':18} {'calls':>11} {'unans':>5} {'doctor':>6} {'sim':>3} {'back':>9}  problems")
     for path in files:
-        row = check(path, root, args.timeout)
+        row = refused(path, root, args.timeout) if args.not_sessions else check(path, root, args.timeout)
         failed += bool(row["problems"])
         if args.json:
             print(json.dumps(row), flush=True)
+            continue
+        if args.not_sessions:
+            print(f"{row['file'][-58:]:58} {row['format']:8} {'; '.join(row['problems']) or row['message']}", flush=True)
             continue
         calls = f"{row['file_calls']}/{row.get('view_calls', '-')}"
         back = {True: "same", False: "DIFFERENT"}.get(row["roundtrip"], row["roundtrip"])
