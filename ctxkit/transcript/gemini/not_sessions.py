@@ -1,7 +1,9 @@
-"""Files Google's agents write beside their sessions, or for them, that are no session: recognised by
-their first lines to be refused, naming what they are (exit 3), instead of being read as a Claude Code
-session of no message (their lines have a ``type``: ``stats`` said ``claude-code``). Both were found
-committed publicly, one as ``gemini-session.jsonl``, the other as ``transcript.jsonl``.
+"""Files Google's agents write beside their sessions, or for them, that are no session, recognised to be
+refused clearly.
+
+Recognised by their first lines and refused naming what they are (exit 3), instead of being read as a
+Claude Code session of no message (their lines have a ``type``: ``stats`` said ``claude-code``). Both
+were found committed publicly, one as ``gemini-session.jsonl``, the other as ``transcript.jsonl``.
 
 - **Antigravity's agent log** (Google's agent IDE):
   ``~/.gemini/antigravity/brain/<id>/.system_generated/logs/transcript.jsonl``, one JSON object a line
