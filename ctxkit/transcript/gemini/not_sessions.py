@@ -43,7 +43,7 @@ def what_it_is(head: bytes) -> str | None:
             value = orjson.loads(line)
         except orjson.JSONDecodeError:
             break
-        if not isinstance(value, dict) or value.get("type") not in _STREAM_EVENTS:
+        if not isinstance(value, dict) or not isinstance(value.get("type"), str) or value["type"] not in _STREAM_EVENTS:
             return None
         events.append(value)
     if any(e["type"] == "init" and isinstance(e.get("session_id"), str) and "model" in e for e in events):
