@@ -87,7 +87,9 @@ def file_calls(path: Path) -> tuple[list, set[str]]:
     if path.name.endswith(".zst"):
         import zstandard
         raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
-    text = raw.decode("utf-8", "replace")
+    boms = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+    bom, how = next(((b, h) for b, h in boms if raw.startswith(b)), (b"", "utf-8"))
+    text = raw[len(bom):].decode(how, "replace")
     stripped = text.lstrip()
     messages = _documents(text) if stripped[:1] in "[{" and "\n{" not in stripped[:4096] else None
     if messages is None and not stripped.startswith("{"):  # Cursor's older plain-text transcript

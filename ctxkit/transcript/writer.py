@@ -9,7 +9,7 @@ import orjson
 from ..errors import UsageError
 from ..quoting import quote
 from .document import documenting
-from .jsonl import compressing, dumps, split_ending
+from .jsonl import compressing, dumps, encoding, split_ending
 from .model import RawLine, Transcript
 from .plain.messages import to_openai
 
@@ -22,8 +22,10 @@ def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
     if to is None:
         if t.source.read_only:
             raise UsageError(f"{t.source.name}: {t.source.read_only}")
-        # a .jsonl.zst rollout stays one; a JSON document (a Cline task history) is put back together
-        with compressing(out, t.source.compressed) as stream, documenting(stream, t.source.document) as lines:
+        # a .jsonl.zst rollout stays one, a file that opened with a byte order mark is encoded as it was; a JSON
+        # document (a Cline task history) is put back together
+        with compressing(out, t.source.compressed) as packed, encoding(packed, t.source.encoding) as stream, \
+                documenting(stream, t.source.document) as lines:
             if ends_unterminated(t, originals):
                 lines = _WithoutLastByte(lines)
             t.write(lines, originals)
