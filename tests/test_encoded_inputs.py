@@ -6,23 +6,15 @@ command line."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import codex_rollouts as codex
 import pytest
 from cline_tasks import native_call, native_result, task
 from cline_tasks import write as write_cline
-from opencode_sessions import assistant, tool, user
-from opencode_sessions import write as write_export
+from test_opencode import _long, ctxkit
 
 BOMS = {"utf-8-sig": b"\xef\xbb\xbf", "utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}
-
-
-def ctxkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
 
 
 def _rollout(path: Path) -> None:
@@ -34,13 +26,7 @@ def _rollout(path: Path) -> None:
 
 
 def _export(path: Path) -> None:
-    msgs, n = [], 1
-    for k in range(8):
-        msgs += [user(n, f"read f{k} — é"),
-                 assistant(n + 1, n, "", [tool(n + 1, 0, "read", {"filePath": f"f{k}"}, f"line {k} " * 800)],
-                           tokens=2_000 * (k + 1))]
-        n += 2
-    write_export(path, msgs)
+    path.write_bytes(_long(path.parent)[0].read_bytes())  # test_opencode's session, 31 calls
 
 
 def _history(path: Path) -> None:
