@@ -137,3 +137,30 @@ def test_task_metadata_nested_too_deeply_is_read_as_none(tmp_path):
     done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["format"] == "cline"
+
+
+def test_the_chat_panel_s_ui_messages_are_refused_naming_the_history_beside_them(tmp_path):
+    # ui_messages.json (ClineMessage: ts, type say/ask), found committed publicly: `stats` said claude-code, 0 messages
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps([{"ts": 1760534080239, "type": "say", "say": "text", "text": "build an MCP server"},
+                                {"ts": 1760534080301, "type": "say", "say": "api_req_started",
+                                 "text": json.dumps({"tokensIn": 12, "tokensOut": 3})},
+                                {"ts": 1760534090000, "type": "ask", "ask": "command", "text": "npm test"}], indent=4))
+    for command in ("stats", "compact"):
+        done = ctxkit(command, str(path), cwd=tmp_path)
+        assert done.returncode == 3 and done.stdout == "" and "Traceback" not in done.stderr
+        assert "ui_messages.json:1: the chat panel's log of a Cline or Roo Code task" in done.stderr
+        assert "api_conversation_history.json beside it" in done.stderr
+
+
+def test_a_prompt_count_that_leaves_the_cache_reads_out_is_counted_with_them(tmp_path):
+    # through the Anthropic provider Cline records input_tokens as `prompt` (a real history: prompt 10, cached
+    # 66,105): the usage counted 1,101 tokens, below half the estimate, and was thrown away
+    path = tmp_path / "api_conversation_history.json"
+    write(path, [task("fix the bug"), native_call("toolu_1", "read_file", {"path": "b.py"}),
+                 native_result("toolu_1", "print(2)\n" * 3_000),
+                 say("Fixed.", metrics={"tokens": {"prompt": 10, "completion": 1_071, "cached": 6_000}})])
+    done = ctxkit("stats", "--json", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)
+    assert stats["tokens_source"] == "usage" and stats["tokens_reported"] == 10 + 6_000 + 1_071

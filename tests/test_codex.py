@@ -230,3 +230,30 @@ def test_a_rollback_whose_num_turns_is_no_count_drops_no_turn_as_in_codex(tmp_pa
     texts = [b.get("text") for m in read_transcript(path).view().api_messages() if isinstance(m["content"], list)
              for b in m["content"]]
     assert "second task" not in texts and "first task" in texts
+
+
+def test_an_empty_text_item_of_an_output_is_left_out_of_the_view(tmp_path):
+    # Codex 0.144 ends a command's output with an empty input_text when the command printed nothing (7 such
+    # outputs in one public rollout): the view carried empty text blocks, a request the Messages API refuses,
+    # and doctor reported each as an error
+    lines = opening() + turn(0, "run it", [], "Done.")
+    silent = {"type": "custom_tool_call_output", "call_id": "c1",
+              "output": [{"type": "input_text", "text": "Script completed\nWall time 0.1 seconds\nOutput:\n"},
+                         {"type": "input_text", "text": ""}]}
+    empty = {**silent, "call_id": "c2", "output": [{"type": "input_text", "text": ""}]}
+    lines[-3:-3] = [line("response_item", {"type": "custom_tool_call", "call_id": "c1", "name": "exec",
+                                           "input": "python3 build.py"}),
+                    line("response_item", silent),
+                    line("response_item", {"type": "custom_tool_call", "call_id": "c2", "name": "exec",
+                                           "input": "true"}),
+                    line("response_item", empty)]
+    path = tmp_path / "rollout.jsonl"
+    write(path, lines)
+    done = ctxkit("view", "--to", "anthropic-request", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = {b["tool_use_id"]: b.get("content") for m in json.loads(done.stdout)["messages"]
+               if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"}
+    assert results["c1"] == [{"type": "text", "text": "Script completed\nWall time 0.1 seconds\nOutput:\n"}]
+    assert results["c2"] in ("", [])
+    done = ctxkit("doctor", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

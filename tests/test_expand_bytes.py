@@ -205,3 +205,42 @@ def test_a_store_written_with_a_file_per_line_is_still_read(runner, tmp_path):
     r = runner.invoke(app, ["expand", "out.jsonl", "--store", "st", "-o", "back.jsonl"])
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "back.jsonl").read_bytes() == path.read_bytes()
+
+
+def _unterminated_sessions() -> dict[str, bytes]:
+    """A session of each appending or line-list format whose last line has no newline (as a user's
+    export or an editor may leave it: seen on a Cursor transcript committed publicly)."""
+    import codex_rollouts as codex
+    import gemini_sessions as gemini
+
+    rollout = codex.opening()
+    for k in range(6):
+        rollout += codex.turn(k, f"look at f{k}", [(f"c{k}", f"cat f{k}", "x = 1\n" * 400)], f"f{k} sets x",
+                              usage=(3_000 + 500 * k, 90), second=k * 5)
+    records = [gemini.metadata()]
+    for k in range(6):
+        records += [gemini.user(f"u{k}", f"look at f{k}"),
+                    gemini.gemini(f"g{k}", f"f{k} sets x", [gemini.tool_call(f"c{k}", "read_file", {"p": f"f{k}"},
+                                                                            "x = 1\n" * 400)], tokens=3_000 + 500 * k)]
+    cursor = []
+    for k in range(6):
+        cursor += [{"role": "user", "message": {"content": [{"type": "text", "text": f"<user_query>\nf{k}?\n"
+                                                                                     "</user_query>"}]}},
+                   {"role": "assistant", "message": {"content": [{"type": "text", "text": "x = 1 " * 400},
+                                                                {"type": "tool_use", "name": "Read",
+                                                                 "input": {"path": f"f{k}"}}]}}]
+    as_lines = lambda values: "\n".join(json.dumps(v) for v in values).encode()  # noqa: E731
+    return {"codex": "\n".join(rollout).encode(), "gemini": as_lines(records), "cursor": as_lines(cursor),
+            "anthropic": as_lines(_anthropic_lines()), "openai": as_lines(_openai_lines())}
+
+
+@pytest.mark.parametrize("fmt", ["codex", "gemini", "cursor", "anthropic", "openai"])
+def test_a_last_line_without_its_newline_comes_back_without_it(runner, tmp_path, fmt):
+    """A file whose last line has no newline gets one when compact writes after it; the store keeps the
+    line as it was, so expand gives back the file byte for byte (it ended with a newline before)."""
+    data = _unterminated_sessions()[fmt]
+    (tmp_path / "in.jsonl").write_bytes(data)
+    compacted, back = _round_trip(runner, tmp_path, data, ["--force", "-p", "no-llm", "--report", "none"])
+    assert json.loads(runner.invoke(app, ["stats", "--json", str(tmp_path / "in.jsonl")]).stdout)["format"] == fmt
+    assert compacted.endswith("\n")
+    assert back == data

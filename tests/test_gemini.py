@@ -170,3 +170,38 @@ def test_gemini_clis_prompt_log_is_refused_saying_what_it_is(tmp_path):
         done = ctxkit(command, str(path), cwd=tmp_path)
         assert done.returncode == 3 and "Traceback" not in done.stderr
         assert "logs.json:1: a Gemini CLI prompt log" in done.stderr and "chats/session-" in done.stderr
+
+
+def test_an_antigravity_agent_log_is_refused_saying_what_it_is_not_read_as_claude_code(tmp_path):
+    # Antigravity's transcript.jsonl, committed publicly as gemini-session.jsonl: `stats` said claude-code
+    path = tmp_path / "gemini-session.jsonl"
+    steps = [{"step_index": 0, "source": "USER_EXPLICIT", "type": "USER_INPUT", "status": "DONE",
+              "created_at": "2026-03-01T10:00:00Z", "content": "<USER_REQUEST>\nbuild it\n</USER_REQUEST>"},
+             {"step_index": 1, "source": "MODEL", "type": "PLANNER_RESPONSE", "status": "DONE",
+              "created_at": "2026-03-01T10:00:05Z", "content": "Looking.",
+              "tool_calls": [{"name": "list_dir", "args": {"DirectoryPath": "\"/w\""}}]}]
+    path.write_text("".join(json.dumps(s, separators=(",", ":")) + "\n" for s in steps))
+    for command in ("stats", "compact"):
+        done = ctxkit(command, str(path), cwd=tmp_path)
+        assert done.returncode == 3 and done.stdout == "" and "Traceback" not in done.stderr
+        assert "gemini-session.jsonl:1: a Google Antigravity agent log" in done.stderr
+
+
+def test_gemini_cli_s_stream_json_output_is_refused_saying_where_the_session_is(tmp_path):
+    # `gemini -p ... --output-format stream-json` captured by an eval harness and committed as transcript.jsonl
+    # (its own prompt line first): `stats` said claude-code, 0 messages
+    path = tmp_path / "transcript.jsonl"
+    events = [{"type": "message", "role": "user", "content": "build the page", "ts": "2026-03-01T10:00:00"},
+              {"type": "init", "timestamp": "2026-03-01T10:00:01.000Z", "session_id": "6727b31e", "model": "gemini-3-pro"},
+              {"type": "tool_use", "timestamp": "2026-03-01T10:00:02.000Z", "tool_name": "read_file",
+               "tool_id": "read_file-1", "parameters": {"file_path": "a.py"}},
+              {"type": "tool_result", "timestamp": "2026-03-01T10:00:03.000Z", "tool_id": "read_file-1",
+               "status": "success", "output": "x = 1"}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    done = ctxkit("stats", str(path), cwd=tmp_path)
+    assert done.returncode == 3 and done.stdout == "" and "Traceback" not in done.stderr
+    assert "transcript.jsonl:1: the output of a headless Gemini CLI run" in done.stderr
+    assert "chats/session-" in done.stderr
+    plain = tmp_path / "plain.jsonl"  # a message list whose lines carry a type is still one
+    plain.write_text(json.dumps({"type": "message", "role": "user", "content": "hi"}) + "\n")
+    assert ctxkit("stats", str(plain), cwd=tmp_path).returncode == 0

@@ -179,3 +179,16 @@ def test_function_responses_without_ids_are_masked_by_the_call_they_answer(tmp_p
     back = ctxkit("expand", "m.json", "-o", "e.json", cwd=tmp_path)
     assert back.returncode == 0 and "restored 5 tool output(s)" in back.stderr, back.stderr
     assert (tmp_path / "e.json").read_bytes() == path.read_bytes()
+
+
+def test_a_document_with_crlf_line_endings_comes_back_byte_for_byte(tmp_path):
+    """A session or checkpoint laid out with CRLF (written, or checked out, on Windows): the elements a
+    compaction takes out are laid out again with CRLF when expand puts them back (they came back with LF)."""
+    _write(tmp_path)
+    for name in FILES:
+        crlf = tmp_path / f"crlf-{name}"
+        crlf.write_bytes((tmp_path / name).read_bytes().replace(b"\n", b"\r\n"))
+        done = ctxkit("compact", "-p", "no-llm", "--force", crlf.name, "-o", f"c-{name}", cwd=tmp_path)
+        assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+        assert ctxkit("expand", f"c-{name}", "-o", f"e-{name}", cwd=tmp_path).returncode == 0
+        assert (tmp_path / f"e-{name}").read_bytes() == crlf.read_bytes(), name

@@ -167,3 +167,23 @@ def test_a_compaction_over_the_threshold_counts_the_view_it_leaves_not_the_kept_
     assert "autocompact: applied" in done.stderr, done.stderr
     stats = json.loads(ctxkit("stats", "--json", "--context-window", "120000", "c.json", cwd=tmp_path).stdout)
     assert stats["tokens_source"] == "estimate" and stats["tokens"] < 87_000  # under the threshold it crossed
+
+def test_the_older_go_opencode_s_database_is_refused_naming_what_it_is(tmp_path):
+    """A project's ``.opencode/opencode.db`` committed publicly is most often the older Go OpenCode's
+    (opencode-ai/opencode, now Crush: ``sessions``/``messages`` tables by goose migrations, found so on 5
+    real ones): refused naming what it is and where OpenCode keeps its sessions, not "no such table"."""
+    import sqlite3
+
+    db = tmp_path / "opencode.db"
+    with sqlite3.connect(db) as con:
+        con.executescript("CREATE TABLE goose_db_version (id INTEGER PRIMARY KEY, version_id INTEGER);"
+                          "CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, message_count INTEGER);"
+                          "CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, parts TEXT);"
+                          "INSERT INTO sessions VALUES ('s1', 'fix it', 1);"
+                          "INSERT INTO messages VALUES ('m1', 's1', 'user', '[]');")
+    con.close()
+    before = db.read_bytes()
+    done = ctxkit("stats", "--json", str(db), cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "older Go OpenCode (opencode-ai/opencode" in done.stderr and "~/.local/share/opencode" in done.stderr
+    assert "Traceback" not in done.stderr and db.read_bytes() == before

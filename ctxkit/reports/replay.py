@@ -199,7 +199,7 @@ def resumable(t: Transcript) -> bool:
     read, ending with a newline, the format decided from lines the longer file has too, and lines (not a
     document read whole)."""
     return (not t.info.bad_lines.count and t.info.settled and bool(t.n_lines) and t.ends_with_newline()
-            and t.source.document is None and not t.source.compressed)
+            and t.source.document is None and not t.source.compressed and t.source.encoding is None)
 
 
 class GrowingRead:
@@ -357,7 +357,7 @@ class PolicyReplay:
         first = plan[0] if plan else ()
         kept = first[3] if len(first) == 4 and first[0] == 0 and first[2] == 0 else 0
         skip, self.kept = min(self.kept, kept), kept
-        if skip and not out.source.compressed and out.source.document is None:
+        if skip and not out.source.compressed and out.source.document is None and out.source.encoding is None:
             f.seek(skip)
             out.write(f, start=skip)
         else:

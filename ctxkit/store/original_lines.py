@@ -50,12 +50,15 @@ def _write_pack(store: Store, pack: dict[str, str]) -> None:
 
 def keep_original_lines(before: Transcript, after: Transcript, store: Store) -> int:
     """Save the bytes of each input line of ``before`` that ``after`` rewrites or removes, when they
-    differ from the entry's compact serialization ended by ``\n``; returns how many were saved (none
-    in a dry run)."""
+    differ from the entry's compact serialization ended by ``\n`` (the last line too, when it has no newline);
+    returns how many were saved (none in a dry run)."""
     if store.dry_run:
         return 0
     n = len(before.lines)
-    touched = sorted(i for i in {*after.overrides, *after.removed} if i < n and not before.lines.bad(i))
+    # a last line without its newline is written with one (something may follow it): kept, so that
+    # expand gives the file back without it (:func:`ctxkit.transcript.writer.ends_unterminated`)
+    unterminated = {n - 1} if n and not before.ends_with_newline() else set()
+    touched = sorted(i for i in {*after.overrides, *after.removed, *unterminated} if i < n and not before.lines.bad(i))
     saved, size, pack = 0, 0, {}
     for i in touched:
         found = _uncompact(before, i)

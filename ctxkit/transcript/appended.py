@@ -119,6 +119,10 @@ def write_over(original: Transcript, new: Transcript, output: str | os.PathLike 
         raise TranscriptError(original.source.name, 0, f"a {original.source.compressed}-compressed input is not "
                               "written over (what the agent appends meanwhile could not be kept): write to another "
                               "file with -o")
+    if onto_input and original.source.encoding is not None:
+        raise TranscriptError(original.source.name, 0, f"a file encoded {original.source.encoding} (it opens with a "
+                              "byte order mark) is not written over (what the agent appends meanwhile could not be "
+                              "kept): write to another file with -o")
     if onto_input and original.source.document is not None:
         raise TranscriptError(original.source.name, 0, "a JSON document (the agent rewrites it whole, so what it "
                               "writes meanwhile could not be kept) is not written over: write to another file "

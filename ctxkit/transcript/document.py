@@ -45,6 +45,8 @@ class Document:
     #: the indentation of an element on a line of its own, and the indentation step (None: compact)
     indent: bytes | None = None
     step: int = 2
+    #: the line ending of the layout (a document written on Windows, or checked out there, has ``\r\n``)
+    newline: bytes = b"\n"
 
 
 def _skip_ws(data: bytes, pos: int) -> int:
@@ -150,6 +152,7 @@ def as_lines(data: bytes) -> tuple[Document, bytes] | None:
     sep = doc.separators[0] if doc.separators else doc.head[doc.head.rfind(b"[") + 1:]
     if b"\n" in sep:
         doc.indent = sep[sep.rfind(b"\n") + 1:]
+        doc.newline = b"\r\n" if sep.endswith(b"\r\n" + doc.indent) else b"\n"
         inner = re.search(rb"\n([ \t]+)\S", data[spans[0][0]:spans[0][1]]) if spans else None
         if inner is not None:
             doc.step = max(1, len(inner.group(1)) - len(doc.indent))
@@ -171,7 +174,7 @@ def _element(doc: Document, line: bytes) -> bytes:
     if doc.indent is None:
         return line
     text = json.dumps(orjson.loads(line), indent=doc.step, ensure_ascii=False)
-    return text.replace("\n", "\n" + doc.indent.decode()).encode()
+    return text.replace("\n", (doc.newline + doc.indent).decode()).encode()
 
 
 class _Collect:
@@ -198,7 +201,8 @@ def documenting(out: BinaryIO, doc: Document | None) -> Iterator[BinaryIO]:
     sink = _Collect()
     yield sink
     lines = [ln for ln in b"".join(sink.parts).split(b"\n") if ln.strip()]
-    default = doc.separators[-1] if doc.separators else (b",\n" + doc.indent if doc.indent is not None else b",")
+    default = doc.separators[-1] if doc.separators else (b"," + doc.newline + doc.indent if doc.indent is not None
+                                                          else b",")
     out.write(doc.head)
     for k, line in enumerate(lines):
         if k:

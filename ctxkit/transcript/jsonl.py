@@ -8,13 +8,14 @@ a temporary file first so that it can be read twice, unless it is a file already
 """
 from __future__ import annotations
 
+import codecs
 import os
 import select
 import stat
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -46,6 +47,10 @@ class Source:
     document: Document | None = None
     #: why the input cannot be written back in its own format (an OpenCode database), None when it can
     read_only: str | None = None
+    #: how the input was encoded when it opened with a byte order mark (``utf-8-sig``; ``utf-16-le`` or
+    #: ``utf-16-be``: what Windows PowerShell 5.1 redirects a program's output as), None when it did not;
+    #: ``file`` then holds it as UTF-8 without the mark, and the output is encoded the same way
+    encoding: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -76,7 +81,7 @@ def open_source(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -
     not its name) is read from a decompressed copy."""
     source = _open_source(path, stdin)
     try:
-        return _as_lines(_decompressed(source))
+        return _as_lines(_decoded(_decompressed(source)))
     except BaseException:
         source.close()
         raise
@@ -127,6 +132,57 @@ def _unzstd(zstandard, src: BinaryIO, dst: BinaryIO) -> bool:
     return not open_frame
 
 
+#: the byte order marks an input may open with, and the encoding each names
+BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _decoded(source: Source) -> Source:
+    """``source`` itself, or, when it opens with a byte order mark, a source over a copy of it in UTF-8
+    without the mark (the output is encoded back: :func:`encoding`, so the file comes back byte for byte)."""
+    head = source.read_at(0, 3)
+    how = next((name for bom, name in BOMS if head.startswith(bom)), None)
+    if how is None:
+        return source
+    source.file.seek(0)
+    data = source.file.read()
+    try:
+        text = data[3:].decode("utf-8") if how == "utf-8-sig" else data[2:].decode(how)
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(source.name, 0, f"not readable as {how} (it opens with that byte order mark): "
+                                              f"{exc.reason} at byte {exc.start}") from None
+    copy = tempfile.TemporaryFile(prefix="ctxkit-decoded-")
+    copy.write(text.encode("utf-8", "surrogatepass"))
+    copy.seek(0)
+    source.close()
+    return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, encoding=how)
+
+
+@contextmanager
+def encoding(out: BinaryIO, how: str | None) -> Iterator[BinaryIO]:
+    """A stream that writes UTF-8 bytes to ``out`` encoded ``how`` (after its byte order mark), or ``out``
+    itself when None."""
+    if how is None:
+        yield out
+        return
+    bom = next(bom for bom, name in BOMS if name == how)
+    out.write(bom)
+    if how == "utf-8-sig":
+        yield out
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogatepass")
+
+    class _Encoding:
+        def write(self, data: bytes) -> int:
+            out.write(decoder.decode(bytes(data)).encode(how, "surrogatepass"))
+            return len(data)
+
+        def flush(self) -> None:
+            pass
+
+    yield _Encoding()
+    out.write(decoder.decode(b"", final=True).encode(how, "surrogatepass"))
+
+
 def _first_line(source: Source) -> bytes:
     """The input's first line (or all of it, when it has no newline)."""
     out, at = b"", 0
@@ -160,7 +216,8 @@ def _as_lines(source: Source) -> Source:
     doc, lines = found
     copy = copy_of_lines(lines)
     source.close()
-    return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, document=doc)
+    return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, document=doc,
+                  encoding=source.encoding)
 
 
 def document_source(name: str, path: Path | None, data: bytes, read_only: str | None = None) -> Source:

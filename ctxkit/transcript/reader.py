@@ -16,9 +16,11 @@ from .aider import history as aider_history
 from .carried import carry
 from .claude_code.grown import grown_from
 from .claude_code.projection import NAME as CLAUDE_CODE
+from .cline import ui_messages as cline_ui_messages
 from .cursor import legacy as cursor_legacy
 from .document import copy_of_lines
 from .formats import FORMATS, detect, handler
+from .gemini import not_sessions
 from .gemini import prompt_log as gemini_prompt_log
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
 from .lineindex import LineIndex
@@ -38,6 +40,12 @@ def from_database(source: Source, session: str | None) -> Source:
     if session is None and gemini_prompt_log.looks_like_prompt_log(head):
         source.close()
         raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
+    # what an agent writes beside its sessions, or for them, that is none: refused naming what it is
+    first = source.read_at(0, not_sessions.HEAD) if session is None else b""
+    what = not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first) if first else None
+    if what is not None:
+        source.close()
+        raise TranscriptError(source.name, 1, what)
     text_formats = ((aider_history.looks_like_history, aider_history.as_lines, aider_history.READ_ONLY),
                     (cursor_legacy.looks_like_text, cursor_legacy.as_lines, cursor_legacy.READ_ONLY))
     for looks_like, as_lines, read_only in text_formats if session is None else ():

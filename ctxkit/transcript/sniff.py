@@ -21,7 +21,7 @@ import orjson
 from .aider.history import looks_like_history
 from .document import as_lines
 from .formats import detect
-from .jsonl import ZSTD_MAGIC
+from .jsonl import BOMS, ZSTD_MAGIC
 
 LARGEST_DOCUMENT = 512 * 1024 * 1024
 _HEAD = 64 * 1024
@@ -46,18 +46,19 @@ def is_session(name: str, opener: Callable[[], BinaryIO]) -> bool:
             head = f.read(_HEAD)
             if name.endswith(".jsonl.zst"):
                 return head[:4] == ZSTD_MAGIC
-            if name.endswith(".md"):
-                return looks_like_history(head)
             if name.endswith(".zst"):
                 return False
+            head, whole = _without_bom(head, f)
+            if name.endswith(".md"):
+                return looks_like_history(head)
             start = head.lstrip()[:1]
             if not (start == b"{" and any(k in head for k in _OBJECT_KEYS)
                     or start == b"[" and any(k in head for k in _ARRAY_KEYS)):
                 return False
-            rest = f.read(LARGEST_DOCUMENT + 1 - len(head)) if len(head) == _HEAD else b""
+            rest = f.read(LARGEST_DOCUMENT + 1 - len(head)) if len(head) == _HEAD and whole is None else b""
             if len(head) + len(rest) > LARGEST_DOCUMENT:
                 return False
-            data = head + rest
+            data = whole if whole is not None else head + rest
     except OSError:
         return False
     found = as_lines(data)
@@ -72,3 +73,21 @@ def is_session(name: str, opener: Callable[[], BinaryIO]) -> bool:
         if isinstance(d, dict):
             entries.append(d)
     return bool(entries) and detect(entries) is not None
+
+
+def _without_bom(head: bytes, f: BinaryIO) -> tuple[bytes, bytes | None]:
+    """``head`` as it is (and None), or, when the file opens with a byte order mark, the head of the whole
+    file decoded to UTF-8 and the whole of it (at most :data:`LARGEST_DOCUMENT` read), as the reader
+    takes such a file (:func:`ctxkit.transcript.jsonl.open_source`)."""
+    bom, how = next(((b, h) for b, h in BOMS if head.startswith(b)), (None, None))
+    if bom is None:
+        return head, None
+    raw = head + f.read(LARGEST_DOCUMENT + 1 - len(head))
+    if len(raw) > LARGEST_DOCUMENT:
+        return b"", b""
+    try:
+        text = raw[len(bom):].decode("utf-8" if how == "utf-8-sig" else how)
+    except UnicodeDecodeError:
+        return b"", b""
+    whole = text.encode("utf-8")
+    return whole[:_HEAD], whole

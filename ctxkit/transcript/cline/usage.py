@@ -1,8 +1,13 @@
 """What the API reported a Cline request used: an assistant message's ``metrics.tokens``.
 
 ``ClineMessageMetricsInfo`` (cline/cline ``src/shared/messages/metrics.ts``): ``tokens.prompt`` (every
-input token, cached ones included), ``tokens.completion``, ``tokens.cached`` (a part of ``prompt``),
-and ``cost``. Older histories, and Roo Code's, record none: their size is estimated.
+input token, cached ones included, by its type), ``tokens.completion``, ``tokens.cached`` (a part of
+``prompt``), and ``cost``. Older histories, and Roo Code's, record none: their size is estimated.
+
+Through the Anthropic provider ``prompt`` is the API's ``input_tokens``, which leaves the cache reads
+out: a real history's messages hold ``prompt: 10, cached: 66105``. A ``cached`` above ``prompt`` cannot be
+a part of it, so it is added to it (the cache writes such a request made are recorded nowhere, and stay
+uncounted).
 """
 from __future__ import annotations
 
@@ -17,8 +22,14 @@ def _count(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
+def _input(tokens: dict) -> tuple[int, int]:
+    """(every input token, the cached ones among them) of a message's ``metrics.tokens``."""
+    prompt, cached = _count(tokens.get("prompt")) or 0, _count(tokens.get("cached")) or 0
+    return (prompt + cached if cached > prompt else prompt), cached
+
+
 def message_usage(t: Transcript, entries: list[int]) -> int | None:
-    """``prompt + completion`` of the message an assistant view message was made of."""
+    """Every input token plus ``completion`` of the message an assistant view message was made of."""
     for i in reversed(entries):
         if i < 0:
             continue
@@ -28,7 +39,7 @@ def message_usage(t: Transcript, entries: list[int]) -> int | None:
             continue
         prompt, completion = _count(tokens.get("prompt")), _count(tokens.get("completion"))
         if prompt is not None or completion is not None:
-            return (prompt or 0) + (completion or 0)
+            return _input(tokens)[0] + (completion or 0)
     return None
 
 
@@ -56,19 +67,18 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
 
 
 def request_usage(t: Transcript, entries: list[int]) -> RequestUsage | None:
-    """The message's ``metrics.tokens`` (``prompt``, cached included, ``cached``, ``completion``) and its
+    """The message's ``metrics.tokens`` (every input token, ``cached``, ``completion``) and its
     ``modelInfo.modelId``."""
     for i in reversed(entries):
         d = t.entry(i)
         metrics = d.get("metrics")
         tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
         if isinstance(tokens, dict):
-            cached = reported(tokens.get("cached"))
+            total, cached = _input(tokens)
             info = d.get("modelInfo") if isinstance(d.get("modelInfo"), dict) else {}
             model = info.get("modelId") if isinstance(info.get("modelId"), str) else None
-            return RequestUsage(input_tokens=max(reported(tokens.get("prompt")) - cached, 0),
-                                cache_read_input_tokens=cached, output_tokens=reported(tokens.get("completion")),
-                                model=model)
+            return RequestUsage(input_tokens=total - cached, cache_read_input_tokens=cached,
+                                output_tokens=reported(tokens.get("completion")), model=model)
     return None
 
 

@@ -182,17 +182,19 @@ def _result_content(item: dict) -> Any:
 
 
 def output_content(out: Any) -> Any:
-    """An output item's ``output`` as a ``tool_result``'s content."""
+    """An output item's ``output`` as a ``tool_result``'s content. An empty text item is left out: Codex
+    0.144 ends a command's output with one when the command printed nothing (``Script completed ... Output:``,
+    then ``""``), and the Messages API refuses an empty text block."""
     if isinstance(out, dict):  # an older payload: {content, success}
         out = out.get("content", "")
     if isinstance(out, list):
         blocks = []
         for c in out:
-            if isinstance(c, dict) and isinstance(c.get("text"), str):
+            if isinstance(c, dict) and isinstance(c.get("text"), str) and c["text"]:
                 blocks.append({"type": "text", "text": c["text"]})
             elif isinstance(c, dict) and isinstance(c.get("image_url"), str):
                 blocks.append({"type": "image", "source": {"type": "url", "url": c["image_url"]}})
-        return blocks
+        return blocks or ""
     return out if isinstance(out, str) else ""
 
 

@@ -108,5 +108,26 @@ def export(path: Path, name: str, session: str | None) -> bytes:
         finally:
             con.close()
     except sqlite3.Error as exc:
+        if _is_go_opencode(path):
+            raise InputError(name, 0, GO_OPENCODE) from None
         raise InputError(name, 0, f"not a readable OpenCode database ({exc})") from None
     return (json.dumps({"info": info, "messages": messages}, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+#: what the older Go OpenCode's database is (its ``sessions`` and ``messages`` tables, by goose migrations):
+#: committed publicly in projects' ``.opencode/`` folders far more often than sst/opencode's
+GO_OPENCODE = ("the database of the older Go OpenCode (opencode-ai/opencode, now Crush: tables `sessions` and "
+               "`messages`), not a format ctxkit reads; OpenCode (sst/opencode) keeps its sessions in "
+               "~/.local/share/opencode/opencode.db (or `opencode export <session>` prints one)")
+
+
+def _is_go_opencode(path: Path) -> bool:
+    try:
+        con = _connect(path)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return {"sessions", "messages"} <= tables and "session" not in tables
