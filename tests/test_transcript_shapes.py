@@ -7,6 +7,8 @@ transcript with the request it sent next. Set CTXKIT_EXTRA_CORPUS to a folder of
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,28 @@ def test_text_streamed_after_a_tool_use_is_sent_before_the_tool_calls(tmp_path):
     assert [(b["type"], b.get("text") or b.get("id")) for b in a] == [
         ("text", "Looking again."), ("text", "And listing."), ("tool_use", "t1"), ("tool_use", "t2")]
     assert [b["tool_use_id"] for b in msgs[2]["content"]] == ["t1", "t2"]
+
+
+def test_a_result_written_above_the_answer_that_called_it_follows_it_along_the_chain(tmp_path):
+    """Claude Code 2.1.121 wrote a tool's result two lines above the answer that called it (its
+    ``parentUuid`` that answer's, the chain intact): Claude Code reads along the chain, so the view has
+    the call, then its result; it was a broken file ("answers no tool_use before it", exit 3)."""
+    entries = [
+        {**_user("look"), "uuid": "u1", "parentUuid": None},
+        {**_asst("m1", _tool_use("t1", command="ls")), "uuid": "a1", "parentUuid": "u1"},
+        {**_result("t1"), "uuid": "r1", "parentUuid": "a1"},
+        {**_result("t2", "listed"), "uuid": "r2", "parentUuid": "a3"},  # written before its parents
+        {**_asst("m2", {"type": "text", "text": "Listing again."}), "uuid": "a2", "parentUuid": "r1"},
+        {**_asst("m2", _tool_use("t2", command="ls -l")), "uuid": "a3", "parentUuid": "a2"},
+        {**_asst("m3", {"type": "text", "text": "done"}), "uuid": "a4", "parentUuid": "r2"},
+    ]
+    msgs = _view(tmp_path, entries)
+    assert [_types(m) for m in msgs] == [["str"], ["tool_use"], ["tool_result"], ["text", "tool_use"],
+                                         ["tool_result"], ["text"]]
+    assert msgs[4]["content"][0]["content"] == "listed"
+    done = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "stats", "--json", str(tmp_path / "t.jsonl")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_thinking_after_a_tool_use_keeps_its_place(tmp_path):
