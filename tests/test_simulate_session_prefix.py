@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from ctxkit import load_policy
 from ctxkit.reports.pricing import load_pricing
 from ctxkit.reports.session_prefix import prefix_changes
@@ -22,14 +24,16 @@ OPUS = "claude-opus-4-6"
 class Session:
     """A main chain of prompts and answers, each answer with the usage the API reported."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str | None = "2.1.50") -> None:
         self.lines: list[dict] = []
         self.n = 0
+        self.version = version  # the Claude Code version its lines name (None: left out)
 
     def _add(self, entry: dict, at: timedelta) -> None:
         self.n += 1
         parent = self.lines[-1]["uuid"] if self.lines else None
-        self.lines.append({"parentUuid": parent, "isSidechain": False, "sessionId": "s", "version": "2.1.50",
+        version = {"version": self.version} if self.version else {}
+        self.lines.append({"parentUuid": parent, "isSidechain": False, "sessionId": "s", **version,
                            "uuid": f"u{self.n}", "timestamp": (T0 + at).isoformat().replace("+00:00", "Z"),
                            **entry})
 
@@ -224,12 +228,14 @@ def test_the_first_request_of_a_new_day_writes_the_sessions_own_prefix_again(tmp
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0
 
 
-def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_input(tmp_path):
-    """erk acc08e6d: of 9 parallel reads, the 4th call finished last; the request sent the results in the
-    order of the calls with its breakpoint on that one, so the 5 after it (28,802 tokens) were plain input,
-    written by the next request (the model wrote them at once, and the session, which compacted before a
-    next request, came out 11.7% over on writes)."""
-    s = _turns(Session(), 0, [(0, 0, 20_000)])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.67", "2.1.50", "2.1.328", None])
+def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_input(version, tmp_path):
+    """erk acc08e6d (2.0.67): of 9 parallel reads, the 4th call finished last; Claude Code sent the results
+    as they finished with its breakpoint on that one, and the API counted the 5 after it in the order of
+    the calls (28,802 tokens) as plain input, written by the next request (the model wrote them at once,
+    and the session, which compacted before a next request, came out 11.7% over on writes). Every version
+    sends the same order (docs/simulate.md, "Parallel tool results on the wire"): no version is exempt."""
+    s = _turns(Session(version), 0, [(0, 0, 20_000)])
     s.prompt("read both modules " * 8, timedelta(seconds=10))
     calls = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/src/{k}.py"}}
              for k in ("a", "b")]
