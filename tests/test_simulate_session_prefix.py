@@ -12,9 +12,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ctxkit import load_policy
+from ctxkit.reports import replay
 from ctxkit.reports.pricing import load_pricing
 from ctxkit.reports.session_prefix import prefix_changes
 from ctxkit.reports.simulate import simulate_session
+from ctxkit.tokens.counters import RoughCounter
 from ctxkit.transcript import read_transcript
 
 T0 = datetime(2026, 2, 24, 3, 0, tzinfo=timezone.utc)
@@ -252,3 +254,21 @@ def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_in
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[2].usage.input_tokens > 4_000
+
+
+def test_a_recorded_mark_stays_on_its_result_when_the_round_is_taken_in_call_order():
+    """A session that recorded its requests (2.1.328) sent a round's results as they finished with the mark
+    on the last, as every version does: the cache takes them in the order of the calls too, the mark on the
+    same result, so the result after it in that order is plain input there as well."""
+    counter = RoughCounter()
+    calls = ("toolu_slow", "toolu_fast")
+    sent = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_fast", "content": "fast-b"},
+        {"type": "tool_result", "tool_use_id": "toolu_slow", "content": "slow-a " * 50,
+         "cache_control": {"type": "ephemeral"}}]}
+    pieces, marked, _ = replay._message_pieces(2, sent, counter, {}, calls)
+    alone = [replay._message_pieces(2, {"role": "user", "content": [block]}, counter, {})[0][0]
+             for block in sent["content"]]
+    assert marked
+    assert [p.breakpoint for p in pieces] == [True, False]
+    assert [p.tokens for p in pieces] == [alone[1].tokens, alone[0].tokens]

@@ -72,9 +72,9 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
     each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
-    within the API's 20-block lookback of the previous request's end), a round's tool results taken in
-    the order of their calls, as the API caches them, with the mark on the one written last
-    (:func:`_in_call_order`). ``memo``:
+    within the API's 20-block lookback of the previous request's end), the mark on the result of a round
+    written last. Every body's round of tool results is taken in the order of the calls, as the API caches
+    them, each mark kept on its block (:func:`_in_call_order`). ``memo``:
     kept across a replay's requests (a replay sends the same blocks at every request): the tokens of
     each piece counted before, by digest, so that each is counted once, and what the request before
     sent at each place, so that a message sent again is not looked at again."""
@@ -162,7 +162,7 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict,
         out.append(Piece(digest, tokens, _marked(block)))
     marked = any(p.breakpoint for p in out)
     last = len(out) - 1
-    if len(calls) > 1 and not marked and role == "user":
+    if len(calls) > 1 and role == "user":  # (a recorded mark stays on its block)
         out, last = _in_call_order(out, blocks, calls)
     memo[("message", mi)] = (role, content, out, marked, last)  # (a request's messages are not changed once built)
     return out, marked, last
