@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from ctxkit import load_policy
+from ctxkit.reports import replay
 from ctxkit.reports.pricing import load_pricing
 from ctxkit.reports.session_prefix import prefix_changes
 from ctxkit.reports.simulate import simulate_session
+from ctxkit.tokens.counters import RoughCounter
 from ctxkit.transcript import read_transcript
 
 T0 = datetime(2026, 2, 24, 3, 0, tzinfo=timezone.utc)
@@ -22,14 +26,16 @@ OPUS = "claude-opus-4-6"
 class Session:
     """A main chain of prompts and answers, each answer with the usage the API reported."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str | None = "2.1.50") -> None:
         self.lines: list[dict] = []
         self.n = 0
+        self.version = version  # the Claude Code version its lines name (None: left out)
 
     def _add(self, entry: dict, at: timedelta) -> None:
         self.n += 1
         parent = self.lines[-1]["uuid"] if self.lines else None
-        self.lines.append({"parentUuid": parent, "isSidechain": False, "sessionId": "s", "version": "2.1.50",
+        version = {"version": self.version} if self.version else {}
+        self.lines.append({"parentUuid": parent, "isSidechain": False, "sessionId": "s", **version,
                            "uuid": f"u{self.n}", "timestamp": (T0 + at).isoformat().replace("+00:00", "Z"),
                            **entry})
 
@@ -224,12 +230,14 @@ def test_the_first_request_of_a_new_day_writes_the_sessions_own_prefix_again(tmp
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0
 
 
-def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_input(tmp_path):
-    """erk acc08e6d: of 9 parallel reads, the 4th call finished last; the request sent the results in the
-    order of the calls with its breakpoint on that one, so the 5 after it (28,802 tokens) were plain input,
-    written by the next request (the model wrote them at once, and the session, which compacted before a
-    next request, came out 11.7% over on writes)."""
-    s = _turns(Session(), 0, [(0, 0, 20_000)])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.67", "2.1.50", "2.1.328", None])
+def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_input(version, tmp_path):
+    """erk acc08e6d (2.0.67): of 9 parallel reads, the 4th call finished last; Claude Code sent the results
+    as they finished with its breakpoint on that one, and the API counted the 5 after it in the order of
+    the calls (28,802 tokens) as plain input, written by the next request (the model wrote them at once,
+    and the session, which compacted before a next request, came out 11.7% over on writes). Every version
+    sends the same order (docs/simulate.md, "Parallel tool results on the wire"): no version is exempt."""
+    s = _turns(Session(version), 0, [(0, 0, 20_000)])
     s.prompt("read both modules " * 8, timedelta(seconds=10))
     calls = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/src/{k}.py"}}
              for k in ("a", "b")]
@@ -246,3 +254,21 @@ def test_results_after_the_last_to_finish_in_the_order_of_the_calls_are_plain_in
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[2].usage.input_tokens > 4_000
+
+
+def test_a_recorded_mark_stays_on_its_result_when_the_round_is_taken_in_call_order():
+    """A session that recorded its requests (2.1.328) sent a round's results as they finished with the mark
+    on the last, as every version does: the cache takes them in the order of the calls too, the mark on the
+    same result, so the result after it in that order is plain input there as well."""
+    counter = RoughCounter()
+    calls = ("toolu_slow", "toolu_fast")
+    sent = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_fast", "content": "fast-b"},
+        {"type": "tool_result", "tool_use_id": "toolu_slow", "content": "slow-a " * 50,
+         "cache_control": {"type": "ephemeral"}}]}
+    pieces, marked, _ = replay._message_pieces(2, sent, counter, {}, calls)
+    alone = [replay._message_pieces(2, {"role": "user", "content": [block]}, counter, {})[0][0]
+             for block in sent["content"]]
+    assert marked
+    assert [p.breakpoint for p in pieces] == [True, False]
+    assert [p.tokens for p in pieces] == [alone[1].tokens, alone[0].tokens]

@@ -72,8 +72,9 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     records no requests) is marked where Claude Code marks it: the system prompt (the overhead piece
     :func:`calibrated` puts first stands for it when the session recorded none) and the last block of
     each of the last two messages (so that the answer's blocks, a burst of parallel tool calls, are
-    within the API's 20-block lookback of the previous request's end), a round's tool results taken in
-    the order of their calls with the mark on the one written last (:func:`_in_call_order`). ``memo``:
+    within the API's 20-block lookback of the previous request's end), the mark on the result of a round
+    written last. Every body's round of tool results is taken in the order of the calls, as the API caches
+    them, each mark kept on its block (:func:`_in_call_order`). ``memo``:
     kept across a replay's requests (a replay sends the same blocks at every request): the tokens of
     each piece counted before, by digest, so that each is counted once, and what the request before
     sent at each place, so that a message sent again is not looked at again."""
@@ -118,10 +119,12 @@ def _call_ids(msg: dict) -> tuple:
 
 
 def _in_call_order(pieces: list[Piece], blocks: list, calls: tuple) -> tuple[list[Piece], int]:
-    """A round's tool results as Claude Code sends them, in the order of the calls they answer (the view
-    has them in the order they were written: as each call finished), and where the one written last is
-    now: Claude Code marks the message it appended last, so the results after it in the order of the
-    calls are plain input (erk: 325 of 346 rounds whose last result to finish was not the last call)."""
+    """A round's tool results as the API caches them: in the order of the calls they answer, and where the
+    one written last is now. Claude Code sends them as the transcript has them (as each call finished)
+    with its mark on the last; the usage shows the API counts the results after that one in the order
+    of the calls as plain input (erk: 325 of 346 rounds whose last result to finish was not the last
+    call). Every Claude Code version sends the same order (docs/simulate.md: the genuine CLI, 1.0 to
+    2.1.328), so this holds for every session, whatever its version."""
     rank = {c: k for k, c in enumerate(calls)}
     keys = [rank.get(b.get("tool_use_id"), len(rank)) if isinstance(b, dict) and b.get("type") == "tool_result"
             else len(rank) for b in blocks]
@@ -159,7 +162,7 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict,
         out.append(Piece(digest, tokens, _marked(block)))
     marked = any(p.breakpoint for p in out)
     last = len(out) - 1
-    if len(calls) > 1 and not marked and role == "user":
+    if len(calls) > 1 and role == "user":  # (a recorded mark stays on its block)
         out, last = _in_call_order(out, blocks, calls)
     memo[("message", mi)] = (role, content, out, marked, last)  # (a request's messages are not changed once built)
     return out, marked, last
