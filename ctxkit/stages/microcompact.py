@@ -415,6 +415,7 @@ class Microcompact(Stage):
             # store used, is done already)
             return {}, [], [], None, []
         names = view.tool_names()
+        shared = view.shared_result_ids()  # (left whole: their originals could not be told apart in the store)
         compactable = ctx.policy.tools.compactable
         placeholder = self.options["placeholder"]
         candidates: list[tuple[int, BlockRef, dict]] = []
@@ -429,6 +430,8 @@ class Microcompact(Stage):
                 if block.get("type") != "tool_result" or ref is None:
                     continue
                 tid = block.get("tool_use_id", "")
+                if tid in shared:
+                    continue
                 decision = ctx.store.decision(tid, scope=scope) or {}
                 if not decision_applies(decision, block.get("content"), ctx.store.digests):
                     decision = {}  # the same tool id in another conversation: not this result's decision

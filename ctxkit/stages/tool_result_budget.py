@@ -117,6 +117,7 @@ class ToolResultBudget(Stage):
     def run(self, t: Transcript, ctx: Context) -> StageResult:
         view = t.view()
         names = view.tool_names()
+        shared = view.shared_result_ids()  # (left whole: their originals could not be told apart in the store)
         changes: dict[BlockRef, dict] = {}
         persisted: list[str] = []
         replayed: list[str] = []
@@ -142,6 +143,8 @@ class ToolResultBudget(Stage):
                     continue
                 ref = msg.refs[k]
                 tid = block.get("tool_use_id", "")
+                if tid in shared:
+                    continue
                 content = block.get("content")
                 decision = store.decision(tid, scope=scope)
                 before = frozen_before.get(id(block))
@@ -218,6 +221,8 @@ class ToolResultBudget(Stage):
             for k, block in enumerate(msg.content):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
+                    if tid in shared:
+                        continue
                     if id(block) in known and tid not in recorded:
                         continue  # (its decision applies: looked up above)
                     content = block.get("content")

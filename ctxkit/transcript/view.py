@@ -87,6 +87,19 @@ class View:
         """tool_use id -> tool name."""
         return {b["id"]: b.get("name", "") for m in self.messages if m.role == "assistant" for b in m.tool_uses()}
 
+    def shared_result_ids(self) -> set[str]:
+        """The tool ids more than one tool result answers (a call id an agent used twice, a session
+        pasted into another): the store keeps one decision per tool id, so a stage that replaced two
+        results of one id would keep the original of one of them only (``ctxkit expand`` would put it
+        back in both); the masking stages leave them whole."""
+        seen: set[str] = set()
+        shared: set[str] = set()
+        for m in self.messages:
+            for b in m.tool_results():
+                tid = b.get("tool_use_id", "")
+                (shared if tid in seen else seen).add(tid)
+        return shared
+
 
 def pairing_problems(messages: list[dict]) -> list[str]:
     """Messages API pairing rules (TRANSCRIPTS.md section 9.2) a list of API messages breaks.
