@@ -88,3 +88,35 @@ def test_a_file_not_in_the_encoding_its_mark_names_is_a_clear_error(tmp_path):
     path.write_bytes(BOMS["utf-16-le"] + b'{"a"}')  # an odd number of bytes after the mark: no UTF-16
     done = ctxkit("stats", str(path), cwd=tmp_path)
     assert done.returncode == 3 and "not readable as utf-16-le" in done.stderr and "Traceback" not in done.stderr
+    assert "odd.jsonl:1:" in done.stderr  # the line it is cut short in
+
+
+def _bad_line(tmp_path: Path, how: str) -> Path:
+    """A rollout with a byte order mark whose line 5 is no valid text: a byte no UTF-8 has, or for UTF-16
+    a lone surrogate."""
+    _rollout(tmp_path / "plain.jsonl")
+    lines = (tmp_path / "plain.jsonl").read_text(encoding="utf-8").split("\n")
+    path = tmp_path / f"{how}.jsonl"
+    if how == "utf-8-sig":
+        raw = [ln.encode() for ln in lines]
+        raw[4] = raw[4][:40] + b"\xff" + raw[4][40:]
+        path.write_bytes(BOMS[how] + b"\n".join(raw))
+    else:
+        lines[4] = lines[4][:40] + "\ud800" + lines[4][40:]
+        path.write_bytes(BOMS[how] + "\n".join(lines).encode(how, "surrogatepass"))
+    return path
+
+
+@pytest.mark.parametrize("how", sorted(BOMS))
+def test_a_line_of_an_encoded_file_that_is_no_text_is_named_skipped_and_given_back(tmp_path, how):
+    """The line is named as in any JSONL file (it was the whole file, as line 0, and --on-bad-line skip
+    could not read the rest), and under --on-bad-line skip compact and expand give it back as it was."""
+    path = _bad_line(tmp_path, how)
+    done = ctxkit("stats", path.name, cwd=tmp_path)
+    assert done.returncode == 3 and f"{path.name}:5:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    done = ctxkit("compact", "--force", "-p", "no-llm", "--on-bad-line", "skip", path.name, "-o", "c.jsonl",
+                  cwd=tmp_path)
+    assert done.returncode == 0 and "autocompact: applied" in done.stderr, done.stderr
+    done = ctxkit("expand", "--on-bad-line", "skip", "c.jsonl", "-o", "e.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "e.jsonl").read_bytes() == path.read_bytes()

@@ -145,16 +145,29 @@ def _decoded(source: Source) -> Source:
         return source
     source.file.seek(0)
     data = source.file.read()
-    try:
-        text = data[3:].decode("utf-8") if how == "utf-8-sig" else data[2:].decode(how)
-    except UnicodeDecodeError as exc:
-        raise TranscriptError(source.name, 0, f"not readable as {how} (it opens with that byte order mark): "
-                                              f"{exc.reason} at byte {exc.start}") from None
     copy = tempfile.TemporaryFile(prefix="ctxkit-decoded-")
-    copy.write(text.encode("utf-8", "surrogatepass"))
+    copy.write(as_utf8(source.name, data, how))
     copy.seek(0)
     source.close()
     return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, encoding=how)
+
+
+def as_utf8(name: str, data: bytes, how: str) -> bytes:
+    """``data`` (a whole file that opens with the byte order mark of encoding ``how``) as UTF-8 without
+    the mark. UTF-8's is only taken off, and UTF-16's lone surrogates are carried over as they are
+    (``surrogatepass``): a line that is no valid text stays that line's problem, named by its number as in
+    any JSONL file (and skipped under ``--on-bad-line skip``), and :func:`encoding` writes it back as it
+    was. Raises :class:`TranscriptError` for UTF-16 cut short (an odd number of bytes), naming its line."""
+    bom = next(bom for bom, name in BOMS if name == how)
+    body = data[len(bom):]
+    if how == "utf-8-sig":
+        return body
+    try:
+        return body.decode(how, "surrogatepass").encode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        line = body[:exc.start].decode(how, "surrogatepass").count("\n") + 1
+        raise TranscriptError(name, line, f"not readable as {how} (it opens with that byte order mark): "
+                                          f"{exc.reason} at byte {exc.start + len(bom)}") from None
 
 
 @contextmanager

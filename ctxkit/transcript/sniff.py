@@ -18,10 +18,11 @@ from typing import BinaryIO
 
 import orjson
 
+from ..errors import TranscriptError
 from .aider.history import looks_like_history
 from .document import as_lines
 from .formats import detect
-from .jsonl import BOMS, ZSTD_MAGIC
+from .jsonl import BOMS, ZSTD_MAGIC, as_utf8
 
 LARGEST_DOCUMENT = 512 * 1024 * 1024
 _HEAD = 64 * 1024
@@ -48,7 +49,7 @@ def is_session(name: str, opener: Callable[[], BinaryIO]) -> bool:
                 return head[:4] == ZSTD_MAGIC
             if name.endswith(".zst"):
                 return False
-            head, whole = _without_bom(head, f)
+            head, whole = _without_bom(name, head, f)
             if name.endswith(".md"):
                 return looks_like_history(head)
             start = head.lstrip()[:1]
@@ -75,7 +76,7 @@ def is_session(name: str, opener: Callable[[], BinaryIO]) -> bool:
     return bool(entries) and detect(entries) is not None
 
 
-def _without_bom(head: bytes, f: BinaryIO) -> tuple[bytes, bytes | None]:
+def _without_bom(name: str, head: bytes, f: BinaryIO) -> tuple[bytes, bytes | None]:
     """``head`` as it is (and None), or, when the file opens with a byte order mark, the head of the whole
     file decoded to UTF-8 and the whole of it (at most :data:`LARGEST_DOCUMENT` read), as the reader
     takes such a file (:func:`ctxkit.transcript.jsonl.open_source`)."""
@@ -86,8 +87,7 @@ def _without_bom(head: bytes, f: BinaryIO) -> tuple[bytes, bytes | None]:
     if len(raw) > LARGEST_DOCUMENT:
         return b"", b""
     try:
-        text = raw[len(bom):].decode("utf-8" if how == "utf-8-sig" else how)
-    except UnicodeDecodeError:
+        whole = as_utf8(name, raw, how)
+    except TranscriptError:
         return b"", b""
-    whole = text.encode("utf-8")
     return whole[:_HEAD], whole
