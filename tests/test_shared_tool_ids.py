@@ -5,21 +5,14 @@ both places (the first output lost). Run from the command line."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import gemini_sessions as g
+from test_agent_masking import ctxkit
 
-PLACEHOLDER = "[Old tool result content cleared]"
 OPTIONS = ("--force", "-p", "no-llm", "--set", "stages.microcompact.options.keep_recent=1",
            "--set", "stages.tool-result-budget.options.max_result_chars=2000",
            "--set", "stages.autocompact.enabled=false")
-
-
-def ctxkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ctxkit.cli.main", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
 
 
 def _messages(path: Path) -> None:
