@@ -113,8 +113,10 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
             tid = b.get("id")
             uses.setdefault(tid, (k, ref))
             line = line_of(t, ref, m)
-            if tid in first_line and first_line[tid] != line:
-                result = _result_after(msgs, k, tid)
+            # (a second call of the id in the same message, on the same line too: the API refuses it as well)
+            again = sum(1 for x in m.content[:bi] if x.get("type") == "tool_use" and x.get("id") == tid)
+            if tid in first_line and (first_line[tid] != line or again):
+                result = _result_after(msgs, k, tid, again)
                 yield Problem("duplicate-tool-use-id", line, {"ids": bare_id(tid), "first": first_line[tid], "message": k,
                                                               "block": bi},
                               {"use": ref, "result": result, "tool_id": tid})
@@ -176,13 +178,14 @@ def _where_sent(t: Transcript, msgs: list[ViewMessage], entry: int, tid: str) ->
     return k, own
 
 
-def _result_after(msgs: list[ViewMessage], k: int, tid: str) -> BlockRef | None:
-    """Where the result of the call ``tid`` of message ``k`` is: the next message's result of that id."""
+def _result_after(msgs: list[ViewMessage], k: int, tid: str, nth: int = 0) -> BlockRef | None:
+    """Where the result of the call ``tid`` of message ``k`` is: the next message's result of that id (its
+    ``nth`` after the first, for the ``nth`` call after the first of that id in message ``k``)."""
     if k + 1 < len(msgs):
         m = msgs[k + 1]
-        for b, ref in zip(m.content, m.refs, strict=False):
-            if b.get("type") == "tool_result" and b.get("tool_use_id") == tid:
-                return ref
+        found = [ref for b, ref in zip(m.content, m.refs, strict=False)
+                 if b.get("type") == "tool_result" and b.get("tool_use_id") == tid]
+        return found[nth] if nth < len(found) else None
     return None
 
 
