@@ -133,6 +133,8 @@ The report says which: `the prompt cache is warm` (the gap is below `gap_minutes
 enough to clear` (no more compactable results than `keep_recent`, or only short ones), or `the
 transcript has no timestamps (use --force to clear anyway)`. If the store cannot be written the
 command stops before any output is written: a result is never cleared without its copy.
+Two results that answer one tool id (an agent that used a call id twice) are left whole: the store
+keeps one decision per tool id, so clearing both would keep only one of the two originals.
 """
 # Over 400 lines: about 120 are the docstring above (the stage's user documentation) and 70 the
 # options schema of its two modes (rewrite, API-native edits); the code is one stage.

@@ -65,6 +65,8 @@ outputs (here byte-identical to the input).
 When nothing is over a limit the report says `nothing-to-do (every tool result is within
 budget)`. If the store cannot be written, the command stops before writing any output, with exit
 code 2 and a message naming the path: a result is never replaced without its copy.
+Two results that answer one tool id (an agent that used a call id twice) are left whole: the store
+keeps one decision per tool id, so replacing both would keep only one of the two originals.
 """
 from __future__ import annotations
 

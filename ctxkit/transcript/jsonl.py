@@ -139,27 +139,22 @@ BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff"
 def _decoded(source: Source) -> Source:
     """``source`` itself, or, when it opens with a byte order mark, a source over a copy of it in UTF-8
     without the mark (the output is encoded back: :func:`encoding`, so the file comes back byte for byte)."""
-    head = source.read_at(0, 3)
-    how = next((name for bom, name in BOMS if head.startswith(bom)), None)
+    how = next((name for bom, name in BOMS if source.read_at(0, 3).startswith(bom)), None)
     if how is None:
         return source
     source.file.seek(0)
-    data = source.file.read()
+    data = as_utf8(source.name, source.file.read(), how)  # (before the copy: an error leaves none open)
     copy = tempfile.TemporaryFile(prefix="ctxkit-decoded-")
-    copy.write(as_utf8(source.name, data, how))
+    copy.write(data)
     copy.seek(0)
     source.close()
     return Source(name=source.name, file=copy, path=source.path, compressed=source.compressed, encoding=how)
 
 
 def as_utf8(name: str, data: bytes, how: str) -> bytes:
-    """``data`` (a whole file that opens with the byte order mark of encoding ``how``) as UTF-8 without
-    the mark. UTF-8's is only taken off, and UTF-16's lone surrogates are carried over as they are
-    (``surrogatepass``): a line that is no valid text stays that line's problem, named by its number as in
-    any JSONL file (and skipped under ``--on-bad-line skip``), and :func:`encoding` writes it back as it
-    was. Raises :class:`TranscriptError` for UTF-16 cut short (an odd number of bytes), naming its line."""
-    bom = next(bom for bom, name in BOMS if name == how)
-    body = data[len(bom):]
+    """``data`` (a file opening with ``how``'s byte order mark) in UTF-8 without the mark; UTF-16's lone surrogates
+    carried over (that line's problem, as in any JSONL file). UTF-16 cut short: an error naming its line."""
+    body = data[len(next(bom for bom, name in BOMS if name == how)):]
     if how == "utf-8-sig":
         return body
     try:
@@ -167,7 +162,7 @@ def as_utf8(name: str, data: bytes, how: str) -> bytes:
     except UnicodeDecodeError as exc:
         line = body[:exc.start].decode(how, "surrogatepass").count("\n") + 1
         raise TranscriptError(name, line, f"not readable as {how} (it opens with that byte order mark): "
-                                          f"{exc.reason} at byte {exc.start + len(bom)}") from None
+                                          f"{exc.reason} at byte {exc.start + len(data) - len(body)}") from None
 
 
 @contextmanager
