@@ -166,14 +166,14 @@ class RequestLog:
         say which conversation lost a line)."""
         try:
             self._log(model=model, messages=messages, usage=usage, tokens_in=tokens_in, tokens_sent=tokens_sent,
-                         managed=managed, api=api, at=at)
+                      managed=managed, api=api, at=at)
         except OSError as exc:
             if exc.filename is None:
                 exc.filename = str(self.folder)
             raise
 
     def _log(self, *, model: str, messages: list[dict], usage: dict[str, int], tokens_in: int | None,
-                tokens_sent: int | None, managed: bool, api: str, at: str | None) -> None:
+             tokens_sent: int | None, managed: bool, api: str, at: str | None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if not self._continues(messages):  # a history the agent rewrote: a new pair of files, the old one kept
             n = 1

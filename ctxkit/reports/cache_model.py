@@ -24,6 +24,7 @@ Prefixes are compared by a chained digest of their pieces, so one request costs 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import accumulate, compress
@@ -67,6 +68,16 @@ class Piece:
     tokens: float
     breakpoint: bool = False
     lead: bool = False  # tools or system (the part before the messages)
+
+
+def remade(memo: dict, p: Piece, key: object, make: Callable[[Piece], Piece]) -> Piece:
+    """``make(p)``, made once per ``(p, key)`` over a replay's requests (``memo``, kept across them): a replay
+    sends the same pieces again at every request, and a piece derived the same way again is the same piece.
+    Looked up by ``p``'s identity; the memo keeps ``p``, so its id is no other piece's."""
+    found = memo.get(id(p))
+    if found is None or found[0] is not p or found[1] != key:
+        found = memo[id(p)] = (p, key, make(p))
+    return found[2]
 
 
 @dataclass(frozen=True)

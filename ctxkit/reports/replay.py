@@ -44,7 +44,7 @@ from ..transcript.prompts import EARLIER
 from ..transcript.reader import Resume
 from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
-from .cache_model import Piece
+from .cache_model import Piece, remade
 from .request import build_request
 
 
@@ -184,13 +184,8 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float, memo: dict | 
     head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
     if memo is None:
         return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
-    out = [head]
-    for p in pieces:
-        found = memo.get(id(p))
-        if found is None or found[0] is not p or found[1] != scale:  # (the piece is kept: its id is no other's)
-            found = memo[id(p)] = (p, scale, Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
-        out.append(found[2])
-    return out
+    return [head, *(remade(memo, p, scale, lambda p: Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
+                    for p in pieces)]
 
 
 #: what a line index's memo keeps for a file that grew by whole lines (see :meth:`GrowingRead._resume`)

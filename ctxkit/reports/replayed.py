@@ -298,13 +298,12 @@ def _last_before(points: list[RecordedRequest], entry: int) -> int | None:
 
 def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Replayed, acompact: list[RecordedRequest],
                         counter: Any, fit: tuple[float, float], cache: PromptCache | None,
-                        default_ttl: int) -> list[tuple[RecordedRequest, CacheResult, float]]:
+                        default_ttl: int, boundaries: list[int]) -> list[tuple[RecordedRequest, CacheResult, float]]:
     """The summary request of each of the session's own compactions, as Claude Code makes it: the history
     before the boundary (the previous request's pieces, so read from the cache), then the compact prompt,
     by the previous request's model. With the ``agent-acompact-*`` file's request, its size and output
     are the recorded ones; otherwise the prompt is ctxkit's copy of Claude Code's and the output the
-    summary the session wrote."""
-    boundaries = own_boundaries(t)
+    summary the session wrote. ``boundaries``: the session's own compact boundaries (:func:`own_boundaries`)."""
     summaries = {min(m.entries): m for m in t.view().messages if m.kind == SUMMARY and m.entries}
     out = []
     prompt_tokens = counter.count_text(build_compact_prompt())
@@ -388,7 +387,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
     marks, shared = session_prefix_model(t, points, pieces, fit, policy, caches)
-    before = (_last_before(points, b) for b in own_boundaries(t))
+    boundaries = own_boundaries(t)
+    before = (_last_before(points, b) for b in boundaries)
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
                                keep=frozenset(k for k in before if k is not None))
     acompact: list[RecordedRequest] = []
@@ -402,7 +402,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     for name, lines, pts in inline_subagents(t, [r for r in recorded_requests(t) if r.sidechain]):
         subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
     compactions = {p.first_entry: (p, res, ctx) for p, res, ctx in
-                   compaction_requests(t, points, main, acompact, counter, fit, cache, ttl)}
+                   compaction_requests(t, points, main, acompact, counter, fit, cache, ttl, boundaries)}
     for k, (point, res, ctx) in enumerate(main.requests):
         for at in [b for b in compactions if b < point.first_entry]:
             row.requests.append(_request(*compactions.pop(at), prices, "summarizer"))

@@ -33,7 +33,7 @@ from datetime import timezone
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
-from .cache_model import Piece, PromptCache
+from .cache_model import Piece, PromptCache, remade
 from .pricing import normalize_model
 from .usage import RecordedRequest
 
@@ -113,13 +113,9 @@ def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) 
     salt = b"rewrite%d" % rewrites
 
     def rewritten(p: Piece) -> Piece:
-        found = memo.get(id(p))
-        if found is None or found[0] is not p or found[1] != rewrites:  # (the piece is kept: its id is no other's)
-            made = Piece(hashlib.blake2b(salt + p.digest, digest_size=16).digest(), p.tokens, p.breakpoint, p.lead)
-            found = memo[id(p)] = (p, rewrites, made)
-        return found[2]
+        return Piece(hashlib.blake2b(salt + p.digest, digest_size=16).digest(), p.tokens, p.breakpoint, p.lead)
 
-    return [p if p.lead else rewritten(p) for p in pieces]
+    return [p if p.lead else remade(memo, p, rewrites, rewritten) for p in pieces]
 
 
 def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True) -> list[int]:
@@ -239,10 +235,7 @@ def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: in
     def sized(p: Piece, tokens: float) -> Piece:
         if tokens == p.tokens:
             return p
-        found = memo.get(id(p))
-        if found is None or found[0] is not p or found[1] != tokens:  # (the piece is kept: its id is no other's)
-            found = memo[id(p)] = (p, tokens, Piece(p.digest, tokens, p.breakpoint, p.lead))
-        return found[2]
+        return remade(memo, p, tokens, lambda p: Piece(p.digest, tokens, p.breakpoint, p.lead))
 
     if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
         pieces = [sized(p, sizes.get(p.digest, p.tokens)) for p in pieces]

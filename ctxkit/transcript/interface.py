@@ -29,6 +29,11 @@ class RequestUsage(NamedTuple):
     output_tokens: int = 0
     model: str | None = None
 
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token the request held: plain input, cache reads and cache writes."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
 
 #: more tokens than any request holds: a figure above it is not a count (as ``ctxkit.reports.usage`` reads one)
 MAX_REPORTED_TOKENS = 10 ** 9

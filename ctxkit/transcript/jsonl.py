@@ -132,14 +132,14 @@ def _unzstd(zstandard, src: BinaryIO, dst: BinaryIO) -> bool:
     return not open_frame
 
 
-#: the byte order marks an input may open with, and the encoding each names
-BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+#: the encodings an input may be in, each with the byte order mark a file in it opens with
+BOMS = {"utf-8-sig": b"\xef\xbb\xbf", "utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}
 
 
 def _decoded(source: Source) -> Source:
     """``source`` itself, or, when it opens with a byte order mark, a source over a copy of it in UTF-8
     without the mark (the output is encoded back: :func:`encoding`, so the file comes back byte for byte)."""
-    how = next((name for bom, name in BOMS if source.read_at(0, 3).startswith(bom)), None)
+    how = next((name for name, bom in BOMS.items() if source.read_at(0, 3).startswith(bom)), None)
     if how is None:
         return source
     source.file.seek(0)
@@ -154,7 +154,7 @@ def _decoded(source: Source) -> Source:
 def as_utf8(name: str, data: bytes, how: str) -> bytes:
     """``data`` (a file opening with ``how``'s byte order mark) in UTF-8 without the mark; UTF-16's lone surrogates
     carried over (that line's problem, as in any JSONL file). UTF-16 cut short: an error naming its line."""
-    body = data[len(next(bom for bom, name in BOMS if name == how)):]
+    body = data[len(BOMS[how]):]
     if how == "utf-8-sig":
         return body
     try:
@@ -172,7 +172,7 @@ def encoding(out: BinaryIO, how: str | None) -> Iterator[BinaryIO]:
     if how is None:
         yield out
         return
-    bom = next(bom for bom, name in BOMS if name == how)
+    bom = BOMS[how]
     out.write(bom)
     if how == "utf-8-sig":
         yield out

@@ -67,10 +67,9 @@ def copies(fmt: str, entry: dict) -> list[str]:
 
 def mirrored(fmt: str, entry: dict, cid: str, before: Any, now: Any) -> dict:
     """``entry`` with its copy of call ``cid``'s output written as ``now``, where the copy is the output
-    as it was (``before``), key for key; ``entry`` itself otherwise."""
-    if cid not in copies(fmt, entry):
-        return entry
-    return handler(fmt).tool_outputs.mirror(entry, cid, before, now)
+    as it was (``before``), key for key; ``entry`` itself otherwise (one of a format that keeps no copies too)."""
+    mirror = handler(fmt).tool_outputs.mirror
+    return entry if mirror is None else mirror(entry, cid, before, now)
 
 
 def write_copies(t: Transcript, edited: dict[int, dict], changed: list[tuple[int, tuple[str, Any, Any]]]) -> None:

@@ -36,13 +36,13 @@ def from_database(source: Source, session: str | None) -> Source:
     """``source`` itself, or, when it is an OpenCode database (its first bytes), a read-only source over
     the session ``session`` of it as ``opencode export`` prints it; when it is an aider chat history or an
     older Cursor transcript, a read-only source over its messages."""
-    head = source.read_at(0, 4096)
+    first = source.read_at(0, not_sessions.HEAD if session is None else 4096)
+    head = first[:4096]
     if session is None and gemini_prompt_log.looks_like_prompt_log(head):
         source.close()
         raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
     # what an agent writes beside its sessions, or for them, that is none: refused naming what it is
-    first = source.read_at(0, not_sessions.HEAD) if session is None else b""
-    what = not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first) if first else None
+    what = (not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first)) if session is None else None
     if what is not None:
         source.close()
         raise TranscriptError(source.name, 1, what)

@@ -80,7 +80,7 @@ def _without_bom(name: str, head: bytes, f: BinaryIO) -> tuple[bytes, bytes | No
     """``head`` as it is (and None), or, when the file opens with a byte order mark, the head of the whole
     file decoded to UTF-8 and the whole of it (at most :data:`LARGEST_DOCUMENT` read), as the reader
     takes such a file (:func:`ctxkit.transcript.jsonl.open_source`)."""
-    bom, how = next(((b, h) for b, h in BOMS if head.startswith(b)), (None, None))
+    bom, how = next(((b, h) for h, b in BOMS.items() if head.startswith(b)), (None, None))
     if bom is None:
         return head, None
     raw = head + f.read(LARGEST_DOCUMENT + 1 - len(head))

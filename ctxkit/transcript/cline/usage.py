@@ -89,7 +89,7 @@ def replace_usage(entry: dict, usage: RequestUsage) -> bool:
     tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
     if entry.get("role") != "assistant" or not isinstance(tokens, dict):
         return False
-    held = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    held = usage.prompt_tokens
     metrics["tokens"] = {**tokens, "prompt": held, "cached": usage.cache_read_input_tokens}
     return True
 

@@ -125,7 +125,7 @@ def replace_usage(entry: dict, usage: RequestUsage) -> bool:
     last = info.get("last_token_usage") if isinstance(info, dict) else None
     if not isinstance(last, dict):
         return False
-    held = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    held = usage.prompt_tokens
     info["last_token_usage"] = {**last, "input_tokens": held, "cached_input_tokens": usage.cache_read_input_tokens,
                                 "total_tokens": held + reported(last.get("output_tokens"))}
     return True

@@ -79,7 +79,7 @@ def mirror(d: dict, cid: str, old: Any, new: Any) -> dict:
     """``d`` (a recorded batch) with the run of parts that is call ``cid``'s output ``old`` replaced by
     ``new``; ``d`` itself when it holds no such run."""
     before, after = _as_parts(old), _as_parts(new)
-    content = d.get("content")
+    content = d.get("content") if d.get("type") == "user" else None  # (the records :func:`copies` names)
     if not before or after is None or not isinstance(content, list):
         return d
     n = len(before)

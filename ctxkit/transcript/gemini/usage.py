@@ -98,7 +98,7 @@ def replace_usage(entry: dict, usage: RequestUsage) -> bool:
     tokens = entry.get("tokens")
     if entry.get("type") != "gemini" or not isinstance(tokens, dict):
         return False
-    held = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    held = usage.prompt_tokens
     entry["tokens"] = {**tokens, "input": held, "cached": usage.cache_read_input_tokens,
                        "total": held + sum(reported(tokens.get(k)) for k in ("output", "thoughts", "tool"))}
     return True
