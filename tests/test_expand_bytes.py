@@ -31,11 +31,14 @@ TOOL = "Edit"  # Read calls would be collapsed first; the collapse test below us
 
 
 def _tool_calls(tid_prefix: str) -> list[tuple[str, str, object]]:
-    """(tool id, tool, content or None for no content key): an empty result without ``content``, a big
-    one, and enough medium ones for microcompact to clear the oldest."""
+    """(tool id, tool, content or None for no content key): an empty result without ``content`` the model
+    has answered (left as it is), enough medium ones for microcompact to clear the oldest, a big one, and
+    last an empty result without ``content`` the model has not read yet (it gets a note). The transcript
+    ends with that result."""
     calls = [(f"{tid_prefix}0", "Bash", None)]
     calls += [(f"{tid_prefix}{k}", TOOL, f"café {k}: {MEDIUM}") for k in range(1, 9)]
-    return [*calls, (f"{tid_prefix}9", "Bash", BIG)]  # among the recent ones microcompact keeps
+    return [*calls, (f"{tid_prefix}9", "Bash", BIG),  # among the recent ones microcompact keeps
+            (f"{tid_prefix}10", "Bash", None)]
 
 
 def _anthropic_lines() -> list[dict]:
@@ -47,7 +50,7 @@ def _anthropic_lines() -> list[dict]:
         if content is not None:
             block["content"] = content
         lines.append({"role": "user", "content": [block]})
-    return [*lines, {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]
+    return lines
 
 
 def _openai_lines() -> list[dict]:
@@ -59,11 +62,12 @@ def _openai_lines() -> list[dict]:
         if content is not None:
             message["content"] = content
         lines.append(message)
-    return [*lines, {"role": "assistant", "content": "done"}]
+    return lines
 
 
-def _claude_code_lines() -> list[dict]:
-    """A Claude Code session with thinking after the results microcompact clears (archived, then put back)."""
+def _claude_code_lines(done: bool = False) -> list[dict]:
+    """A Claude Code session with thinking after the results microcompact clears (archived, then put back);
+    with ``done``, the model's last answer after the last result."""
     def env(kind, uid, parent, message, **fields):
         return entry(kind, message, uuid=uid, parent=parent, version=None, **fields)
 
@@ -81,9 +85,11 @@ def _claude_code_lines() -> list[dict]:
         lines.append(env("user", f"r{k}", f"a{k}", message={"role": "user", "content": [block]},
                          toolUseResult={"stdout": content or "", "stderr": ""}))
         parent = f"r{k}"
-    done = {"id": "msg_done", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
-            "content": [{"type": "text", "text": "done"}]}
-    return [*lines, env("assistant", "done", parent, message=done)]
+    if done:
+        lines.append(env("assistant", "done", parent, message={
+            "id": "msg_done", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": "done"}]}))
+    return lines
 
 
 def _write(path, lines: list[dict], spaced: bool) -> bytes:
@@ -116,7 +122,8 @@ def test_compact_then_expand_gives_back_the_input_byte_for_byte(runner, tmp_path
     data = _write(tmp_path / "in.jsonl", make(), spaced)
     compacted, back = _round_trip(runner, tmp_path, data, STAGES)
     assert "Output too large" in compacted and "[Old tool result content cleared]" in compacted
-    assert "completed with no output" in compacted  # the result without content got a note
+    # the unread result without content got a note; the one the model had answered did not
+    assert compacted.count("(Bash completed with no output)") == 1
     assert back == data
 
 
@@ -134,7 +141,7 @@ def test_collapsed_runs_come_back_byte_for_byte(runner, tmp_path, make, spaced, 
 def test_lines_a_compaction_put_behind_its_boundary_come_back_byte_for_byte(runner, tmp_path, spaced):
     """Thinking stripped after a cleared result is archived; a compaction in the same run then puts those
     entries behind its boundary, where they are written as read: expand leaves their bytes alone."""
-    data = _write(tmp_path / "in.jsonl", _claude_code_lines(), spaced)
+    data = _write(tmp_path / "in.jsonl", _claude_code_lines(done=True), spaced)  # every thinking turn before the kept one
     out, back, store = tmp_path / "out.jsonl", tmp_path / "back.jsonl", tmp_path / "store"
     r = runner.invoke(app, ["compact", str(tmp_path / "in.jsonl"), "-o", str(out), "--store", str(store), *STAGES,
                             "--stage", "autocompact", "--policy", "no-llm", "--report", "json"])

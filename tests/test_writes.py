@@ -315,7 +315,7 @@ def test_readme_flow_output_in_another_folder_expands_from_anywhere(runner, tmp_
     assert not (other / ".ctxkit").exists()  # the store stays beside the input
     code, restored, err = expand_from_elsewhere(runner, other / "compacted.jsonl", elsewhere, monkeypatch)
     assert code == 0, err
-    assert err.splitlines()[1:] == ["restored 5 tool output(s)"]  # after the warning naming the store used
+    assert err.splitlines()[1:] == ["restored 4 tool output(s)"]  # after the warning naming the store used
     assert restored == lines(EXAMPLE)
 
 
@@ -351,7 +351,7 @@ def test_plain_output_in_another_folder_names_its_store_in_a_sidecar(runner, tmp
     assert json.loads((other / "p.jsonl.ctxkit-store").read_text()) == {"store": str((a / ".ctxkit").resolve())}
     code, restored, err = expand_from_elsewhere(runner, out, elsewhere, monkeypatch)
     assert code == 0, err
-    assert err.splitlines()[1:] == ["restored 2 tool output(s)"]  # the persisted log and the empty result's note
+    assert err.splitlines()[1:] == ["restored 1 tool output(s)"]  # the persisted log (the empty result was answered)
     assert restored == lines(a / "plain.jsonl")
 
 

@@ -48,7 +48,7 @@ behind an `archive` record, so `ctxkit expand` restores them too.
 
 On `examples/session.jsonl` at 13:00 (`--now 2026-11-20T13:00:00Z`), when the last reply
 (11:00:50) is almost two hours old, the report says
-`microcompact: applied: cleared 4 old tool result(s) [12,433 -> 11,838 tokens]`:
+`microcompact: applied: cleared 4 old tool result(s) [12,425 -> 11,830 tokens]`:
 
 ```
 before (the view after tool-result-budget)
@@ -57,7 +57,7 @@ user       tool_result "shop/models.py:11:    def total(self):\ntests/test_model
 assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
 user       tool_result "<persisted-output>\nOutput too large (172.9KB). ..."
 assistant  tool_use Bash(git status --porcelain)
-user       tool_result "(Bash completed with no output)"
+user       tool_result ""
 assistant  tool_use Edit(/home/dev/shop/shop/models.py)
 user       tool_result "The file /home/dev/shop/shop/models.py has been updated."
 ...        (5 more tool results: Bash, Write, Bash, Read, Edit)
@@ -68,13 +68,13 @@ user       tool_result "[Old tool result content cleared]" | tool_result "[Old t
 assistant  tool_use Bash(python -m pytest -vv 2>&1 | tee test.log)
 user       tool_result "[Old tool result content cleared]"
 assistant  tool_use Bash(git status --porcelain)
-user       tool_result "(Bash completed with no output)"
+user       tool_result ""
 assistant  tool_use Edit(/home/dev/shop/shop/models.py)
 user       tool_result "[Old tool result content cleared]"
 ...        (the 5 most recent compactable results unchanged)
 ```
 
-The empty-result note is shorter than the placeholder and stays; the persisted test log's ledger
+The empty `git status` result is shorter than the placeholder and stays; the persisted test log's ledger
 entry keeps pointing at the full original, so `ctxkit expand` restores the log itself. With
 `--now 2026-11-20T12:00:00Z` (59 minutes after) nothing is cleared: the cache is still warm.
 

@@ -14,7 +14,10 @@ does:
   preview would not be shorter stays as it is.
 * **Per message**: when the tool results of one user message together exceed `max_message_chars`
   (200,000), the largest ones not yet seen are persisted until the rest fits.
-* **Empty results** become a short note: `(Bash completed with no output)`.
+* **Empty results the model has not read yet** (after the view's last assistant message) become a
+  short note: `(Bash completed with no output)`, as Claude Code writes it when it makes the result.
+  An empty result the model has already answered stays as it is: a note there would add tokens and
+  change bytes the provider's prompt cache holds (Claude Code never rewrites it either).
 * **Frozen decisions**: once the model has seen a result (in full, or as a preview) that decision
   never changes: the ledger in the store remembers each tool_use id (per session: transcripts
   sharing a store may reuse ids, see `ctxkit.store.offload.decision_scope`), and a replacement is
@@ -30,7 +33,7 @@ does:
 ## Before and after
 
 On `examples/session.jsonl` (the README's worked example), a 177,020-character test log and an
-empty `git status`:
+empty `git status` the model has already answered:
 
 ```
 before
@@ -49,13 +52,14 @@ user       tool_result "<persisted-output>
                         ...
                         </persisted-output>"
 assistant  tool_use Bash(git status --porcelain)
-user       tool_result "(Bash completed with no output)"
+user       tool_result ""
 ```
 
-The report says `tool-result-budget: applied: persisted 1 result(s), replayed 0, noted 1 empty`;
-a second run on the same session says `replayed 2`: the budget's two decisions (the persisted log's
-preview and the empty-output note) come back byte for byte; microcompact replays its own clearings
-at its place, so every stage sees the view it saw the first time.
+The report says `tool-result-budget: applied: persisted 1 result(s), replayed 0, noted 0 empty`;
+a second run on the same session says `replayed 1`: the persisted log's preview comes back byte for
+byte; microcompact replays its own clearings at its place, so every stage sees the view it saw the
+first time. Had the session ended with the empty result, before the model's answer, it would have
+the note (`noted 1 empty`), and every later run, on the session grown past it, would replay it.
 
 `ctxkit expand compacted.jsonl -o restored.jsonl` writes the transcript back with the full
 outputs (here byte-identical to the input).
@@ -135,7 +139,10 @@ class ToolResultBudget(Stage):
         # object, of the same tool, is left as it is again, with the size and the note it had
         frozen_before: dict[int, tuple] = self.__dict__.get("_frozen", {})
         frozen: dict[int, tuple] = {}
-        for msg in view.messages:
+        # results before the last assistant message have been read by the model as they are: an empty one keeps
+        # its bytes (a note there would grow the view and rewrite the prompt cache from that point)
+        answered = next((i for i in range(len(view.messages) - 1, -1, -1) if view.messages[i].role == "assistant"), -1)
+        for index, msg in enumerate(view.messages):
             if msg.role != "user":
                 continue
             fresh: list[tuple[int, int]] = []  # (block index, size) still eligible for the aggregate budget
@@ -184,7 +191,7 @@ class ToolResultBudget(Stage):
                         frozen[id(block)] = (block, decision, names.get(tid, ""), size, odd)
                     continue  # seen in full before: frozen
                 tool = names.get(tid, "")
-                if is_empty(content) and not has_media(content):
+                if index > answered and is_empty(content) and not has_media(content):
                     note = self.options["empty_note"].format(tool=tool or "Tool")
                     changes[ref] = {**block, "content": note}
                     original = original_content(t, ref, block)
