@@ -74,8 +74,10 @@ def test_the_fitted_overhead_and_scale_are_the_ones_behind_the_usage():
 #: does not record. strict: a change that fixes one of them must say so here.
 NOT_REPRODUCED = {
     "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl": "a task notification's request rewrote 77,251 tokens "
-                                                          "of a prefix the transcript shows unchanged (no "
-                                                          "smaller prompt, no date change: docs/simulate.md)",
+                                                          "of a prefix the transcript shows unchanged; the "
+                                                          "genuine CLI does so after a PostToolUse hook "
+                                                          "added context, which a 2.1.39 transcript does "
+                                                          "not record (docs/simulate.md)",
 }
 
 

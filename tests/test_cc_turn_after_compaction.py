@@ -1,0 +1,76 @@
+"""What the genuine Claude Code CLI sends in the turn after a turn that compacted itself, and after hook context.
+
+docs/simulate.md (spotter ``4d5611e5``) leaves one real session unexplained: the first request after a
+turn that compacted itself read only the tools and system prompt. ``bench/cc_turn_after_compaction.py``
+records such turns with the real CLI (against the cc-harness stand-in on loopback) and compares the last
+request of turn 1 with the first of turn 2. The compaction is not what changes the messages: the next
+turn sends every message of the compacted turn's last request first, as the cache model assumes. What
+does change them, in 2.0.67 to 2.1.150, is a PostToolUse hook's ``additionalContext``: within its turn
+a text block after the tool result, from the next turn on folded into the result's content, so the next
+turn rewrites from the first such result. A 2.1.39 transcript (spotter's version) does not record what a
+hook printed, so simulate cannot see it; these tests keep what the CLI does. The ``/compact`` control
+shows the comparison does tell two message lists apart. Skips with the reason when the harness or the
+CLI is not here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SHARED
+
+BENCH = ROOT / "bench" / "cc_turn_after_compaction.py"
+CACHE = Path(os.environ.get("CC_HARNESS_CACHE", Path.home() / ".cache" / "cc-harness"))
+
+
+def _record(tmp_path: Path, version: str, scenario: str, *flags: str) -> dict:
+    package = CACHE / version / "package"
+    if not (SHARED / "tools" / "cc-harness" / "mock_anthropic.py").exists():
+        pytest.skip(f"cc-harness not found under {SHARED / 'tools'}")
+    if not (package / "claude").exists() and not ((package / "cli.js").exists() and shutil.which("node")):
+        pytest.skip(f"Claude Code {version} is not cached at {package} (or node is missing for its cli.js)")
+    done = subprocess.run([sys.executable, str(BENCH), version, "stream", scenario, str(tmp_path / "run"), *flags],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, CTXKIT_SHARED=str(SHARED)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(("version", "scenario", "flags"), [
+    ("2.1.38", "bgearly", ("--opus", "--hooks")),  # spotter's shape: a queued task notification, Opus, compact hooks
+    ("2.1.39", "bgearly", ("--opus", "--hooks")),
+    ("2.1.328", "auto", ()),
+])
+def test_the_turn_after_an_automatic_compaction_sends_the_previous_request_again_first(tmp_path, version,
+                                                                                       scenario, flags):
+    report = _record(tmp_path, version, scenario, *flags)
+    assert report["compacted"], "the stand-in's usage did not make the CLI compact"
+    assert report["last1_messages"] >= 5  # the compacted turn went on with tool calls after its summary
+    assert report["system_same"] and report["tools_same"] and report["params_differ"] == {}
+    assert report["prefix_as_blocks"], (report.get("last1_at"), report.get("first2_at"))
+    assert report["first2_messages"] > report["last1_messages"]
+
+
+def test_after_a_manual_compact_the_next_turn_shares_no_message_of_the_turn_before(tmp_path):
+    report = _record(tmp_path, "2.1.38", "manual")
+    assert report["compacted"]
+    assert not report["prefix_as_blocks"] and report["part_at"] == 0
+
+
+@pytest.mark.parametrize("version", ["2.1.38", "2.1.39"])
+def test_a_post_tool_hooks_context_is_folded_into_its_result_from_the_next_turn_on(tmp_path, version):
+    report = _record(tmp_path, version, "none", "--post-tool-context")
+    assert not report["compacted"]
+    assert report["part_at"] == 2 and not report["prefix_as_blocks"]  # from the first tool result on
+    before, after = report["last1_at"]["content"], report["first2_at"]["content"]
+    assert [b["type"] for b in before] == ["tool_result", "text"] and "Captured the call." in before[1]["text"]
+    assert [b["type"] for b in after] == ["tool_result"] and "Captured the call." in json.dumps(after[0]["content"])
+
+
+def test_claude_code_2_1_328_keeps_a_post_tool_hooks_context_where_it_was(tmp_path):
+    report = _record(tmp_path, "2.1.328", "none", "--post-tool-context")
+    assert report["prefix_as_blocks"], (report.get("last1_at"), report.get("first2_at"))
