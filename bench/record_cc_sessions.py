@@ -20,10 +20,10 @@ fresh fixture project. A scenario is::
 
     {"files": {"REL": "text" | {"line": "...", "times": N} | {"png": [W, H]}},
      "tools": ["Bash", ...],            # --allowedTools (default: the harness's list plus Agent, TodoWrite)
-     "runs": [{"prompt": "...", "steps": [...], "summary": "..."}, ...]}
+     "runs": [{"prompt": "...", "steps": [...], "summary": "...", "args": ["--model", "sonnet"]}, ...]}
 
-``steps`` and ``summary`` are the stand-in's (see its docstring); every run after the first resumes
-the session (``--resume``); ``WORKDIR`` in a scenario stands for the project folder. OUT_DIR/NAME/
+``steps`` and ``summary`` are the stand-in's (see its docstring); ``args`` go to that run's ``claude``
+(another model); every run after the first resumes the session (``--resume``); ``WORKDIR`` in a scenario stands for the project folder. OUT_DIR/NAME/
 gets ``session.jsonl``, ``subagents/`` and ``tool-results/`` when written, ``requests.jsonl.gz`` (every
 body sent, oldest first, as the shared corpus holds it) and ``workdir/``. Nothing recorded is
 committed: the sessions stay outside the repository.

@@ -181,3 +181,33 @@ def test_the_billing_header_reads_the_prompt_after_a_mentioned_file_s_reminders(
     assert header == billing_header("2.1.328", "sdk-cli", "@app/models.py explain this file")
     assert header != billing_header("2.1.328", "sdk-cli", "")
     assert first_prompt_text(opening) == "@app/models.py explain this file"  # not the first message's: none
+
+
+def test_a_resumed_run_on_another_model_is_sent_to_that_model_as_recorded(tmp_path, runner):
+    """``claude --resume ID --model sonnet``: the run writes a model attachment (a system message after
+    the prompt) and the prompt with its reminders as one recorded message. Claude Code sends that
+    message, then the system one, to the new model, with the max_tokens it sent before (128,000, more
+    than ctxkit's table gives Sonnet 5). The request was the old model's, capped at 64,000, with the
+    prompt and the reminders twice."""
+    s = Recorded(tmp_path)
+    s.prompt("Say hi")
+    first = {"role": "user", "content": "Say hi"}
+    s.request("r1", [first])
+    s.say("Hi.")
+    s.prompt("Continue on another model")
+    powered = "You are powered by the model named Sonnet 5.5. The exact model ID is claude-sonnet-5-5."
+    s.attach({"type": "model", "identity": {"modelId": "claude-sonnet-5-5"}, "text": powered}, powered)
+    s.attach({"type": "remote_session_change"}, ATTRIBUTION.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    merged = {"role": "user", "content": [{"type": "text", "text": ATTRIBUTION + "\n"},
+                                          {"type": "text", "text": "Continue on another model"}]}
+    system = {"role": "system", "content": [{"type": "text", "text": powered}]}
+    s.blob(merged)
+    s.blob(system)
+    s.write(tmp_path / "s.jsonl")
+    done = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / "s.jsonl")])
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.stdout)
+    assert (body["model"], body["max_tokens"]) == ("claude-sonnet-5-5", 128000)
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}
+    assert without_cache_control(body["messages"]) == [first, answer, merged, system]

@@ -156,8 +156,11 @@ def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: s
     k = 0
     while k < len(new):
         run, recorded = _recorded_run(new, k, users)
-        out.append(recorded if recorded is not None else _as_recorded(new[k], blobs))
-        seen.add(message_digest(out[-1]))
+        # the merged user message, then the system messages written among its parts
+        added = [_as_recorded(new[k], blobs)] if recorded is None else \
+            [recorded, *(_as_recorded(m, blobs) for m in new[k:k + run] if m.role == "system")]
+        out += added
+        seen.update(message_digest(m) for m in added)
         k += run
     for h, (at, message) in sorted(records.blobs.items(), key=lambda kv: kv[1][0]):
         if at > index and h not in seen:
@@ -170,12 +173,15 @@ def _recorded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]])
     """The user messages of the view from ``new[k]`` on that Claude Code sent as one recorded message, and
     that message: it merges consecutive user messages (a prompt after a local command's lines, the
     reminders written with it, a notification after a summary of tools used), ending each text but the
-    last with a newline, so the merged message is a blob and not the view's messages. (1, None) when no
-    blob written since holds exactly the pieces of a run of them."""
+    last with a newline, so the merged message is a blob and not the view's messages. The system
+    messages among them (a resumed run's model attachment after its prompt) are sent after it. (1, None)
+    when no blob written since holds exactly the pieces of a run of them."""
     if new[k].role != "user" or not users:
         return 1, None
     pieces: list[str] = []
     for end in range(k, len(new)):
+        if new[end].role == "system":
+            continue
         if new[end].role != "user":
             break
         pieces += [_piece(b) for b in as_blocks(new[end].api())["content"]]
