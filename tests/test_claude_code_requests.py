@@ -54,12 +54,13 @@ def _opens_with(body: dict, prompts: set[str]) -> bool:
 
 def _cuts(session):
     """(entry index of each api-request entry, the body Claude Code sent with it), in order: the sent
-    bodies minus the compaction summary requests, which Claude Code records no entry for, and minus
-    its subagents' requests, which their own transcripts record."""
+    bodies minus the compaction summary requests, which Claude Code records no entry for, minus its
+    subagents' requests, which their own transcripts record, and minus token counts."""
     lines = (session / "session.jsonl").read_bytes().splitlines(keepends=True)
     cuts = [i for i, line in enumerate(lines) if json.loads(line).get("type") == "api-request"]
     with gzip.open(session / "requests.jsonl.gz", "rt", encoding="utf-8") as f:
-        bodies = [json.loads(line)["body"] for line in f]
+        # (``/context`` asks the token-counting endpoint: not a request the model answers)
+        bodies = [row["body"] for row in map(json.loads, f) if "count_tokens" not in row.get("path", "")]
     bodies = [b for b in bodies if COMPACTION_REQUEST not in json.dumps(b["messages"][-1:])
               and not _opens_with(b, _subagent_prompts(session))]
     assert len(bodies) == len(cuts)
