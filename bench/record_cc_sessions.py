@@ -14,9 +14,9 @@ of several lines with thinking answers, CLAUDE.md files, hooks that add context,
 autocompaction or a ``/compact``.
 
 How: the genuine CLI (``$CC_HARNESS_CACHE/<CC_VERSION>/package/claude``, default 2.1.328 under
-``~/.cache/cc-harness``) runs ``claude -p`` against the shared stand-in API
-(``$CC_HARNESS/mock_anthropic.py``, default ``/work/shared/tools/cc-harness``) on loopback, in a
-fresh fixture project. A scenario is::
+``~/.cache/cc-harness``) runs ``claude -p`` against a stand-in API on loopback (``cc_stand_in.py``:
+the shared harness's, ``/work/shared/tools/cc-harness``, that also knows a second compaction's
+request), in a fresh fixture project. A scenario is::
 
     {"files": {"REL": "text" | {"line": "...", "times": N} | {"png": [W, H]}},
      "tools": ["Bash", ...],            # --allowedTools (default: the harness's list plus Agent, TodoWrite)
@@ -50,6 +50,7 @@ import zlib
 from pathlib import Path
 
 HARNESS = Path(os.environ.get("CC_HARNESS", "/work/shared/tools/cc-harness"))
+STAND_IN = Path(__file__).resolve().parent / "cc_stand_in.py"
 VERSION = os.environ.get("CC_VERSION", "2.1.328")
 CLI = Path(os.environ.get("CC_HARNESS_CACHE", Path.home() / ".cache/cc-harness")) / VERSION / "package/claude"
 TOOLS = ["Bash", "Read", "Grep", "Glob", "Edit", "Write", "Agent", "Task", "TodoWrite"]
@@ -100,7 +101,7 @@ def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | N
     step_file = raw / f"run{k}.json"
     step_file.write_text(json.dumps({key: v for key, v in run.items() if key != "prompt"}))
     port = free_port()
-    mock = subprocess.Popen([sys.executable, str(HARNESS / "mock_anthropic.py"), str(port), str(step_file),
+    mock = subprocess.Popen([sys.executable, str(STAND_IN), str(port), str(step_file),
                              str(raw / "requests.jsonl")])
     try:
         for _ in range(100):

@@ -52,6 +52,13 @@ def _opens_with(body: dict, prompts: set[str]) -> bool:
     return any(json.dumps(b.get("text")) in prompts for b in as_blocks(body["messages"][0])["content"])
 
 
+def _is_compaction(body: dict) -> bool:
+    """A compaction summary request: its last user message asks for the summary (after a compaction
+    Claude Code ends the history with a system message, so the request may end with that)."""
+    users = [m for m in body["messages"] if m.get("role") == "user"]
+    return COMPACTION_REQUEST in json.dumps(users[-1:])
+
+
 def _cuts(session):
     """(entry index of each api-request entry, the body Claude Code sent with it), in order: the sent
     bodies minus the compaction summary requests, which Claude Code records no entry for, minus its
@@ -61,7 +68,7 @@ def _cuts(session):
     with gzip.open(session / "requests.jsonl.gz", "rt", encoding="utf-8") as f:
         # (``/context`` asks the token-counting endpoint: not a request the model answers)
         bodies = [row["body"] for row in map(json.loads, f) if "count_tokens" not in row.get("path", "")]
-    bodies = [b for b in bodies if COMPACTION_REQUEST not in json.dumps(b["messages"][-1:])
+    bodies = [b for b in bodies if not _is_compaction(b)
               and not _opens_with(b, _subagent_prompts(session))]
     assert len(bodies) == len(cuts)
     return lines, list(zip(cuts, bodies, strict=True))
