@@ -29,6 +29,21 @@ def cc_sessions() -> list[Path]:
     return sorted(p for p in CC_CORPUS.iterdir() if (p / "session.jsonl").exists())
 
 
+def extra_cc_sessions() -> list[Path]:
+    """Claude Code sessions recorded outside the repository (``bench/record_cc_sessions.py``), named by
+    ``CTXKIT_EXTRA_CC_SESSIONS`` (a folder of session folders): the request and summary checks run on
+    them too, so sessions ctxkit has not seen are checked like the corpus. [] when unset or absent."""
+    folder = os.environ.get("CTXKIT_EXTRA_CC_SESSIONS")
+    if not folder or not Path(folder).is_dir():
+        return []
+    return sorted(p for p in Path(folder).iterdir() if (p / "session.jsonl").exists())
+
+
+def recorded_cc_sessions() -> list[Path]:
+    """The corpus's recorded sessions, then the extra ones (``extra_cc_sessions``)."""
+    return cc_sessions() + extra_cc_sessions()
+
+
 def public_transcripts() -> list[Path]:
     if not PUBLIC_CORPUS.is_dir():
         return []

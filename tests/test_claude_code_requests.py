@@ -8,7 +8,7 @@ import json
 
 import pytest
 from builders import Turn, conversation, write
-from conftest import cc_sessions, needs_corpus
+from conftest import cc_sessions, extra_cc_sessions, needs_corpus, recorded_cc_sessions
 
 from ctxkit.cli.main import app
 from ctxkit.policy.model import Policy
@@ -34,14 +34,42 @@ def _comparable(body: dict) -> dict:
     return out
 
 
+def _subagent_prompts(session) -> set[str]:
+    """The prompts the session's subagents started with (``subagents/agent-*.jsonl``, their first user
+    entry): their requests went to the same API but are recorded in their own transcripts."""
+    out = set()
+    for path in sorted((session / "subagents").glob("agent-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line)
+            if entry.get("type") == "user":
+                out.add(json.dumps(entry["message"]["content"]))
+                break
+    return out
+
+
+def _opens_with(body: dict, prompts: set[str]) -> bool:
+    """Whether the body's first message holds one of ``prompts`` (a subagent's request)."""
+    return any(json.dumps(b.get("text")) in prompts for b in as_blocks(body["messages"][0])["content"])
+
+
+def _is_compaction(body: dict) -> bool:
+    """A compaction summary request: its last user message asks for the summary (after a compaction
+    Claude Code ends the history with a system message, so the request may end with that)."""
+    users = [m for m in body["messages"] if m.get("role") == "user"]
+    return COMPACTION_REQUEST in json.dumps(users[-1:])
+
+
 def _cuts(session):
     """(entry index of each api-request entry, the body Claude Code sent with it), in order: the sent
-    bodies minus the compaction summary requests, which Claude Code records no entry for."""
+    bodies minus the compaction summary requests, which Claude Code records no entry for, minus its
+    subagents' requests, which their own transcripts record, and minus token counts."""
     lines = (session / "session.jsonl").read_bytes().splitlines(keepends=True)
     cuts = [i for i, line in enumerate(lines) if json.loads(line).get("type") == "api-request"]
     with gzip.open(session / "requests.jsonl.gz", "rt", encoding="utf-8") as f:
-        bodies = [json.loads(line)["body"] for line in f]
-    bodies = [b for b in bodies if COMPACTION_REQUEST not in json.dumps(b["messages"][-1:])]
+        # (``/context`` asks the token-counting endpoint: not a request the model answers)
+        bodies = [row["body"] for row in map(json.loads, f) if "count_tokens" not in row.get("path", "")]
+    bodies = [b for b in bodies if not _is_compaction(b)
+              and not _opens_with(b, _subagent_prompts(session))]
     assert len(bodies) == len(cuts)
     return lines, list(zip(cuts, bodies, strict=True))
 
@@ -62,8 +90,21 @@ def test_every_recorded_request_is_rebuilt_and_its_digest_checks(tmp_path):
     assert checked == 58
 
 
-@needs_corpus
-@pytest.mark.parametrize("session", cc_sessions(), ids=lambda p: p.name)
+@pytest.mark.skipif(not extra_cc_sessions(), reason="CTXKIT_EXTRA_CC_SESSIONS names no folder of recorded sessions")
+@pytest.mark.parametrize("session", extra_cc_sessions(), ids=lambda p: p.name)
+def test_every_request_of_an_extra_session_is_rebuilt_and_its_digest_checks(session, tmp_path):
+    lines, cuts = _cuts(session)
+    for cut, _ in cuts:
+        t = read_transcript(write_lines(tmp_path / "cut.jsonl", lines[:cut + 1]))
+        records = request_records(t)
+        lookup = {message_digest(m.api()): m.api() for m in t.view().messages}
+        assert records.requests[-1].index == cut
+        assert records.verified(records.requests[-1], lookup.get), f"{session.name}: line {cut + 1}"
+    assert cuts
+
+
+@pytest.mark.skipif(not recorded_cc_sessions(), reason="no recorded Claude Code sessions (shared corpus absent)")
+@pytest.mark.parametrize("session", recorded_cc_sessions(), ids=lambda p: p.name)
 def test_the_request_equals_what_claude_code_sent_before_every_recorded_request(session, runner, tmp_path):
     lines, cuts = _cuts(session)
     matched = []

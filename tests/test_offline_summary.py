@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from builders import Session
-from conftest import PUBLIC_CORPUS, cc_sessions
+from conftest import PUBLIC_CORPUS, recorded_cc_sessions
 
 from ctxkit.cli.main import app
 from ctxkit.summarize import ExtractiveSummarizer, SessionFacts
@@ -68,28 +68,40 @@ def compact_forced(runner, src: Path, tmp_path: Path, *extra: str) -> tuple[str,
     return summary, rest
 
 
-def assert_requests(summary: str, rest: str, typed: list[str]) -> None:
+def assert_requests(summary: str, rest: str, typed: list[str], also: list[str] = ()) -> None:
     """Every typed prompt is named (in the summary's list, or kept word for word after it), nothing
-    else is listed as one, and no local command or harness text is quoted as a request."""
+    else is listed as one (but the custom commands ``also`` names), and no local command or harness
+    text is quoted as a request."""
     listed = bullets(summary)
-    for prompt in typed:
-        assert prompt in listed or prompt in rest, f"{prompt!r} is not named\n{summary}"
-    assert [p for p in listed if p not in typed] == []
+    others = section(summary, 6).strip() + "\n"  # a prompt of several lines is one item of several lines
+    for prompt in [*typed, *also]:
+        item = f"- {prompt}\n"
+        if item in others:
+            others = others.replace(item, "", 1)
+        else:
+            assert prompt not in typed or prompt in rest, f"{prompt!r} is not named\n{summary}"
+    assert [p[2:] for p in others.splitlines() if p.startswith("- ")] == []
+    assert all(p in listed for p in typed if "\n" not in p and p not in rest)
     for request in requests(summary):
         assert not request.startswith(HARNESS), request
 
 
 # -- the done-when test: every recorded session ------------------------------------------------------
-@pytest.mark.skipif(not cc_sessions(), reason="shared corpus not found")
-@pytest.mark.parametrize("folder", cc_sessions(), ids=lambda p: p.name)
+@pytest.mark.skipif(not recorded_cc_sessions(), reason="shared corpus not found")
+@pytest.mark.parametrize("folder", recorded_cc_sessions(), ids=lambda p: p.name)
 def test_every_prompt_the_user_typed_is_named_after_a_forced_offline_compaction(runner, tmp_path, folder):
     src = folder / "session.jsonl"
     entries = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
-    typed = [e["content"] for e in entries if e.get("type") == "queue-operation" and e.get("operation") == "enqueue"
-             and isinstance(e.get("content"), str) and not e["content"].startswith("/")]
+    queued = [e["content"] for e in entries if e.get("type") == "queue-operation" and e.get("operation") == "enqueue"
+              and isinstance(e.get("content"), str)]
+    # Claude Code queues a background task's notification too: not typed, never a request
+    typed = [x for x in queued if not x.startswith(("/", "<task-notification>"))]
     assert typed
     summary, rest = compact_forced(runner, src, tmp_path)
-    assert_requests(summary, rest, typed)
+    # a custom command that expanded into a prompt may be listed as its command line; a local one never
+    commands = [x for x in queued if x.startswith("/")]
+    assert_requests(summary, rest, typed, also=[x for x in commands if x not in ("/cost", "/compact", "/usage")
+                                                and not x.startswith("/compact ")])
 
 
 # The public corpus: its queue-operations hold a background-task notification and `/mcp` (neither is a
@@ -143,6 +155,40 @@ def test_prompts_before_an_earlier_compaction_are_listed_from_the_transcript(run
     assert bullets(summary) == ["Rename the billing module to invoicing", "Now update the imports in app.py",
                                 "And run the tests"]
     assert "The user's first request:\nRename the billing module to invoicing" in section(summary, 1)
+
+
+def test_a_subagent_s_long_prompt_is_cut_where_a_typed_one_is_not(runner, tmp_path):
+    """A subagent's transcript (its lines on the sidechain): its prompt is the main agent's (spotter's
+    compaction agent: 8,900 characters of instructions), cut at 2,000 characters; the same prompt typed
+    by a person is quoted whole."""
+    prompt = "Summarise the conversation; " + "list every file and error in detail. " * 120  # 4,500 characters
+    quoted = {}
+    for sidechain in (False, True):
+        s = Session(tmp_path / str(sidechain))
+        s.prompt(prompt)
+        s.tool("Bash", {"command": "ls"}, "a.py\n" * 2000)
+        s.say("Done.")
+        for e in s.entries:
+            e["isSidechain"] = sidechain
+        (tmp_path / str(sidechain)).mkdir()
+        s.write(tmp_path / str(sidechain) / "s.jsonl")
+        summary, _ = compact_forced(runner, tmp_path / str(sidechain) / "s.jsonl", tmp_path / str(sidechain))
+        quoted[sidechain] = section(summary, 6)
+    assert f"- {prompt}\n" in quoted[False]
+    assert f"- {prompt[:2000]} [… {len(prompt) - 2000:,} more characters omitted]\n" in quoted[True]
+
+
+def test_a_prompt_s_own_spaces_are_kept(runner, tmp_path):
+    """Verbatim means the prompt as typed: a trailing space stays (recorded with Claude Code 2.1.328, it
+    was taken off); the seam of a hook's reminder after the words does not."""
+    s = Session(tmp_path)
+    s.prompt("Rename «Order» in café.py, then explain why. ")
+    s.tool("Bash", {"command": "ls"}, "café.py\n" * 400)
+    s.prompt("Use tmp_path there <system-reminder>hook context</system-reminder>")
+    s.say("Done.")
+    s.write(tmp_path / "s.jsonl")
+    summary, _ = compact_forced(runner, tmp_path / "s.jsonl", tmp_path)
+    assert "- Rename «Order» in café.py, then explain why. \n- Use tmp_path there\n" in section(summary, 6)
 
 
 # -- harness messages and local commands are not requests ------------------------------------------
@@ -207,10 +253,21 @@ def test_plain_messages_leave_the_same_harness_shapes_out():
 
 
 def test_a_long_prompt_is_verbatim_up_to_its_limit_then_marked():
-    prompt = "Refactor. " * 500  # 5,000 characters
+    prompt = "Refactor. " * 1300  # 13,000 characters
     summary = ExtractiveSummarizer(facts=SessionFacts(prompts=(prompt,))).summarize(
         [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]}])
-    assert f"- {prompt[:2000]} [… 3,000 more characters omitted]\n" in section(summary, 6)
+    assert f"- {prompt[:10000]} [… 3,000 more characters omitted]\n" in section(summary, 6)
+
+
+def test_a_prompt_of_a_few_thousand_characters_is_quoted_whole():
+    """A 2,800-character prompt (instructions with unicode, quotes, a tab) is the user's request word for
+    word: it was cut at 2,000 characters before."""
+    prompt = "Rename «Order» → «Bestellung» in café.py — keep \"日本語\" and 🚀, a \\ and a tab\there. " + \
+        "Also explain why. " * 150
+    summary = ExtractiveSummarizer(facts=SessionFacts(prompts=(prompt, "Thanks"))).summarize(
+        [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]}])
+    assert bullets(summary) == [prompt, "Thanks"]
+    assert f"The user's first request:\n{prompt}\n" in section(summary, 1)
 
 
 # -- errors quoted from the stored original ------------------------------------------------------------
@@ -329,7 +386,7 @@ def test_the_next_step_answers_the_latest_prompt_of_the_session_when_nothing_ans
 def test_a_secret_in_an_earlier_prompt_is_redacted_before_the_prompt_is_cut(runner, tmp_path):
     token = "ghp_" + "".join("abcdefghijkLMNOPQRSTU0123456789"[b % 31] for b in hashlib.shake_256(b"gh").digest(36))
     s = Session(tmp_path)
-    s.prompt("a" * 1990 + " " + token + " is the token for the release script")  # cut at 2,000 inside the token
+    s.prompt("a" * 9990 + " " + token + " is the token for the release script")  # cut at 10,000 inside the token
     s.say("Released.")
     s.boundary()
     s.prompt("Now tag it")

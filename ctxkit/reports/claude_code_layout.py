@@ -5,6 +5,8 @@ request is the newest recorded one, rebuilt exactly (its digest checked against 
 followed by what the session added since, in the order Claude Code adds it:
 
 * the conversation's new messages (the answer, its tool results, a new prompt), as the view has them;
+  user messages Claude Code merged into one (a local command's lines and output with the next prompt,
+  a notification after the tools-used reminder) as the blob it recorded for them;
 * the system-role messages of the attachments written since; a message Claude Code recorded as a
   blob is taken from the blob (it may carry fields the attachment does not, such as
   ``output_config``);
@@ -36,9 +38,11 @@ from ..transcript.claude_code.requests import (
     without_cache_control,
 )
 from ..transcript.model import Transcript
-from ..transcript.view import ASSISTANT, ATTACHMENT, PROMPT, SUMMARY, SYSTEM, ViewMessage
+from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYSTEM, ViewMessage
 
 REMINDER_PREFIX = "<system-reminder>"
+#: How the lines Claude Code writes for a command typed as a prompt start.
+COMMAND_LINES = ("<command-message>", "<command-name>", "<local-command-caveat>")
 #: What Claude Code sends as ``thinking`` on a session's first request, by version: before its first
 #: ``api-request`` entry a session records no parameters. Observed on every session of the corpus.
 FIRST_REQUEST_THINKING: dict[str, dict[str, str]] = {"2.1.328": {"type": "adaptive", "display": "omitted"}}
@@ -75,7 +79,7 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
                       "recorded")
     lead = _lead(msgs)
     blobs = sorted((at, h, m) for h, (at, m) in records.blobs.items() if at > start)
-    if blobs and lead is not None and any(_holds(m, _text(lead.api())) for _, _, m in blobs if m.get("role") == "user") \
+    if blobs and lead is not None and any(_holds(m, _opening_text(lead)) for _, _, m in blobs if m.get("role") == "user") \
             and all(_in_view(m, pieces) for _, _, m in blobs):
         # Claude Code opened this history itself: it wrote the whole first request as blobs
         out = [copy.deepcopy(m) for _, _, m in blobs]
@@ -144,17 +148,47 @@ def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: s
     """What the session added after entry ``index``: the view's messages (a system message as its blob
     when Claude Code recorded one), then the blobs written since that none of them is."""
     blobs = _blobs_in_order(records)
+    new = [m for m in msgs if min(m.entries, default=-1) > index]
+    users = [(h, m) for h, (at, m) in sorted(records.blobs.items(), key=lambda kv: kv[1][0])
+             if at > index and m.get("role") == "user"]
     out: list[dict] = []
     seen = set(sent)
-    for m in msgs:
-        if min(m.entries, default=-1) > index:
-            out.append(_as_recorded(m, blobs))
-            seen.add(message_digest(out[-1]))
+    k = 0
+    while k < len(new):
+        run, recorded = _recorded_run(new, k, users)
+        # the merged user message, then the system messages written among its parts
+        added = [_as_recorded(new[k], blobs)] if recorded is None else \
+            [recorded, *(_as_recorded(m, blobs) for m in new[k:k + run] if m.role == "system")]
+        out += added
+        seen.update(message_digest(m) for m in added)
+        k += run
     for h, (at, message) in sorted(records.blobs.items(), key=lambda kv: kv[1][0]):
         if at > index and h not in seen:
             out.append(copy.deepcopy(message))
             seen.add(h)
     return out
+
+
+def _recorded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, dict | None]:
+    """The user messages of the view from ``new[k]`` on that Claude Code sent as one recorded message, and
+    that message: it merges consecutive user messages (a prompt after a local command's lines, the
+    reminders written with it, a notification after a summary of tools used), ending each text but the
+    last with a newline, so the merged message is a blob and not the view's messages. The system
+    messages among them (a resumed run's model attachment after its prompt) are sent after it. (1, None)
+    when no blob written since holds exactly the pieces of a run of them."""
+    if new[k].role != "user" or not users:
+        return 1, None
+    pieces: list[str] = []
+    for end in range(k, len(new)):
+        if new[end].role == "system":
+            continue
+        if new[end].role != "user":
+            break
+        pieces += [_piece(b) for b in as_blocks(new[end].api())["content"]]
+        for _, blob in users:
+            if sorted(_piece(b) for b in as_blocks(blob)["content"]) == sorted(pieces):
+                return end - k + 1, copy.deepcopy(blob)
+    return 1, None
 
 
 def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = None) -> list[dict]:
@@ -172,7 +206,7 @@ def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = 
     if lead is None:
         return [_as_recorded(m, blobs) for m in msgs]
     reminders = [m for m in opening if m.kind == ATTACHMENT and m.role == "user"]
-    recorded = next((b for b in reversed(blobs) if b.get("role") == "user" and _holds(b, _text(lead.api()))), None)
+    recorded = next((b for b in reversed(blobs) if b.get("role") == "user" and _holds(b, _opening_text(lead))), None)
     if recorded is not None and not _in_view(recorded, _view_pieces(msgs)):
         recorded = None  # a stage changed what it holds: the view's own messages, laid out
     if recorded is not None:
@@ -196,8 +230,10 @@ def _is_reminder(block: Any) -> bool:
 
 
 def _lead(msgs: list[ViewMessage]) -> ViewMessage | None:
-    """The message that opens the history: the compact summary, else the first prompt."""
-    return next((m for m in msgs if m.kind == SUMMARY), None) or next((m for m in msgs if m.kind == PROMPT), None)
+    """The message that opens the history: the compact summary, else the first prompt (a command typed as
+    the prompt, ``/greet Alice``, opens it as its command lines: the view keeps them as harness text)."""
+    return next((m for m in msgs if m.kind == SUMMARY), None) or next(
+        (m for m in msgs if m.kind == PROMPT or m.kind == META and _opening_text(m).startswith(COMMAND_LINES)), None)
 
 
 def _text(message: dict) -> str:
@@ -205,9 +241,18 @@ def _text(message: dict) -> str:
                        if isinstance(b, dict) and b.get("type") == "text")
 
 
+def _opening_text(lead: ViewMessage) -> str:
+    """The text that identifies the message opening a history: its first text that is not a reminder (a
+    prompt, a compact summary, or the command line of a custom command, which its expansion follows)."""
+    return next((b["text"] for b in as_blocks(lead.api())["content"] if isinstance(b, dict) and b.get("type") == "text"
+                 and isinstance(b.get("text"), str) and not _is_reminder(b)), "")
+
+
 def _holds(message: dict, text: str) -> bool:
-    """Whether ``message`` has a text block (or a string content) that is ``text``."""
-    return bool(text) and any(isinstance(b, dict) and b.get("type") == "text" and b.get("text") == text
+    """Whether ``message`` has a text block (or a string content) that is ``text``, but for the newline
+    Claude Code ends a text with when it merges the next user message into it."""
+    return bool(text) and any(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+                              and b["text"].removesuffix("\n") == text.removesuffix("\n")
                               for b in as_blocks(message)["content"])
 
 
@@ -222,14 +267,16 @@ def _as_recorded(m: ViewMessage, blobs: list[dict]) -> dict:
 
 
 def first_prompt_text(messages: list[dict]) -> str:
-    """The text Claude Code's billing fingerprint reads: the first message's first text that is not a
-    reminder."""
-    if not messages:
-        return ""
-    for block in as_blocks(messages[0]).get("content") or []:
-        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
-        if isinstance(text, str) and not text.startswith(REMINDER_PREFIX):
-            return text
+    """The text Claude Code's billing fingerprint reads: the first text of a user message that is not a
+    reminder. Usually the first message's; a prompt that mentions a file (``@app/models.py explain``)
+    follows the messages of the Read it triggered, which are reminders only."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        for block in as_blocks(message).get("content") or []:
+            text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+            if isinstance(text, str) and not text.startswith(REMINDER_PREFIX):
+                return text
     return ""
 
 

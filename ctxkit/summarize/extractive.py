@@ -69,11 +69,14 @@ class SessionFacts:
     None when the transcript cannot say (plain message lists), and the prompts are then read off the
     messages. ``originals``: tool_use id -> the original text of a failed call's result or of a shell
     command's output that the view shows replaced (cleared by microcompact, persisted by the budget),
-    from the store: the summary quotes their error lines.
+    from the store: the summary quotes their error lines. ``typed``: whether a person typed the
+    prompts (False in a subagent's transcript, whose prompt the main agent wrote): only a typed prompt
+    is quoted up to :data:`TYPED_PROMPT_CHARS`.
     """
 
     prompts: tuple[str, ...] | None = None
     originals: Mapping[str, str] = field(default_factory=dict)
+    typed: bool = True
 
 
 @dataclass
@@ -86,6 +89,14 @@ class _Call:
     result: str | None = None
     is_error: bool = False
     answered: bool = False
+
+
+#: How much of each prompt the transcript says was typed (``SessionFacts.prompts``) the summary quotes
+#: verbatim: a prompt of a few pages (a spec, instructions with examples) is the user's request word for
+#: word; beyond, a paste is cut with a marker. A 2,800-character prompt recorded with Claude Code 2.1.328
+#: was cut at 2,000 before (bench/cc_scenarios/unicode-long.json). The user messages of a plain message
+#: list keep ``user_message_chars``: there a tool's output may be a user text (Cline's results).
+TYPED_PROMPT_CHARS = 10_000
 
 
 class ExtractiveSummarizer:
@@ -196,7 +207,9 @@ class _Extraction:
         return [text for _, text in self.user]
 
     def verbatim(self, text: str) -> str:
-        return shortened(text, self.settings.user_message_chars)
+        typed = self.facts.prompts is not None and self.facts.typed
+        return shortened(text, max(TYPED_PROMPT_CHARS, self.settings.user_message_chars) if typed
+                         else self.settings.user_message_chars)
 
     # -- the sections ---------------------------------------------------------------------
 

@@ -77,8 +77,10 @@ def typed_words(text: str) -> str | None:
     """What a person typed in one user text: reminders taken out; None when nothing of it was typed
     (harness text, a slash-command echo, only reminders). A slash command is left out here: whether
     it asked the model anything shows only in the transcript (:func:`session_prompts`)."""
-    text = without_reminders(text).strip()
-    if not text or is_harness(text) or slash_command(text) is not None:
+    inner = without_reminders(text)
+    # verbatim: a prompt's own leading or trailing spaces stay; the seams of reminders taken out do not
+    text = inner.strip() if inner != text else inner
+    if not text.strip() or is_harness(text) or slash_command(text) is not None:
         return None
     return text
 

@@ -32,12 +32,15 @@ def session_facts(t: Transcript, view: View, keep_from: int, ctx: Context) -> Se
     failed calls' results and shell commands' outputs the summarized messages show replaced (the
     summary quotes their error lines)."""
     redactor = redact.redactor_for(ctx)
-    prompts = None
+    prompts, typed = None, True
     if t.format == "claude-code":
         kept = {i for m in view.messages[keep_from:] for i in m.entries}
-        prompts = tuple(redactor.texts([p.text for p in session_prompts(t) if p.entry not in kept]))
+        found = [p for p in session_prompts(t) if p.entry not in kept]
+        prompts = tuple(redactor.texts([p.text for p in found]))
+        # a subagent's transcript (its lines are the sidechain's): the main agent wrote its prompt
+        typed = not any(t.entry(p.entry).get("isSidechain") is True for p in found)
     originals = {tid: redactor.text(text) for tid, text in _error_originals(t, view, keep_from, ctx).items()}
-    return SessionFacts(prompts=prompts, originals=originals)
+    return SessionFacts(prompts=prompts, originals=originals, typed=typed)
 
 
 def _error_originals(t: Transcript, view: View, keep_from: int, ctx: Context) -> dict[str, str]:

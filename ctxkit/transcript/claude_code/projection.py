@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ...reminders import unwrap
+from ...reminders import REMINDER_CLOSE, REMINDER_OPEN, unwrap
 from ..lineindex import MAYBE_TYPED, LineIndex
 from ..model import HARNESS_ONLY_KEYS, Transcript
 from ..view import (
@@ -121,7 +121,12 @@ def looks_like(d: dict) -> bool:
 
 
 def _unwrapped(text: str) -> str:
-    """A system-role attachment's text as sent: its ``<system-reminder>`` wrapper taken off, if it has one."""
+    """A system-role attachment's text as sent: its ``<system-reminder>`` wrapper taken off, if it has one.
+    Claude Code takes off exactly the wrapper's ``<system-reminder>\n`` and ``\n</system-reminder>``: a
+    text that ends in a newline of its own (the task reminder's) is sent with it."""
+    head, tail = REMINDER_OPEN + "\n", "\n" + REMINDER_CLOSE
+    if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
+        return text[len(head):-len(tail)]
     inside = unwrap(text)
     return text if inside is None else inside
 
@@ -224,7 +229,8 @@ def _grown_view(t: Transcript) -> View | None:
     first = None
     for i in added:  # the first entry that makes a message must open a new assistant message
         typ = entry_type(t, i)
-        if typ == "attachment" and t.extract(i, attachment_summary).texts or typ == "user":
+        if typ == "attachment" and t.extract(i, attachment_summary).texts or typ == "user" \
+                or typ == "system" and t.entry(i).get("subtype") == "local_command":
             return None
         if typ == "assistant":
             d = t.entry(i)
@@ -265,6 +271,13 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             continue
         d = t.entry(i)
         typ = d.get("type")
+        if typ == "system" and d.get("subtype") == "local_command" and isinstance(d.get("content"), str):
+            # a local command's output (``/cost``): written as a system entry, sent as user text after
+            # the command's own lines
+            open_assistant = None
+            msgs.append(ViewMessage("user", [{"type": "text", "text": d["content"]}], META, [None], [i],
+                                    d.get("uuid"), d.get("timestamp"), True))
+            continue
         if typ == "assistant":
             msg = d.get("message") or {}
             if msg.get("model") == "<synthetic>" or d.get("isApiErrorMessage"):

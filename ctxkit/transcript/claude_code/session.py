@@ -81,12 +81,14 @@ class SessionFacts:
         elif typ == "queue-operation":
             self.queue_ops.append({"operation": d.get("operation"), "content": d.get("content"),
                                    "timestamp": d.get("timestamp")})
-        elif typ == "attachment" and self.model is None:
+        elif typ == "attachment":
             att = d.get("attachment")
             identity = att.get("identity") if isinstance(att, dict) and att.get("type") == "model" else None
             name = identity.get("modelId") if isinstance(identity, dict) else None
             if isinstance(name, str) and name:
                 self.attachment_model = name
+                if self.model is not None:  # a resumed run on another model (``--model``) says so first
+                    self.model = (name, "model attachment")
 
     def _add_settings(self, typ: str, d: dict) -> None:
         """What an answer or a recorded request says about the settings (see the module docstring)."""

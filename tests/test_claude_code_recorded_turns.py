@@ -1,0 +1,213 @@
+"""What sessions recorded with Claude Code 2.1.328 beyond the shared corpus showed (bench/cc_scenarios,
+recorded by bench/record_cc_sessions.py): the request ``view --to anthropic-request`` builds equals the
+body Claude Code sent after a local command (``/cost``), a custom command typed as the first prompt, a
+subagent's notification, and a task reminder. Small synthetic sessions shaped like those recordings:
+request records (``api-request-shape``, ``-blob``, ``api-request``) with digests made as Claude Code
+makes them (:mod:`ctxkit.transcript.claude_code.requests`)."""
+from __future__ import annotations
+
+import json
+
+from builders import Session
+
+from ctxkit.cli.main import app
+from ctxkit.reports.claude_code_layout import first_prompt_text
+from ctxkit.transcript.claude_code.requests import (
+    as_blocks,
+    billing_header,
+    digest,
+    message_digest,
+    without_cache_control,
+)
+
+SHAPE = {"system": [{"type": "text", "text": "You are a test agent."}],
+         "tools": [{"name": "Bash", "description": "Run a command", "input_schema": {"type": "object"}}]}
+PARAMS = {"model": "claude-opus-5-5", "max_tokens": 128000, "thinking": {"type": "adaptive", "display": "omitted"}}
+ATTRIBUTION = "<system-reminder>\nEnd git commit messages with:\nCo-Authored-By: Claude\n</system-reminder>"
+CAVEAT = ("<local-command-caveat>The command below was run directly in Claude Code, not sent to you as a request, "
+          "and its output goes straight to the user.</local-command-caveat>")
+USAGE = "<command-name>/usage</command-name>\n            <command-message>usage</command-message>\n" \
+        "            <command-args></command-args>"
+STDOUT = "<local-command-stdout>Estimated cost:        $0.0221\nTotal duration (API):  0s</local-command-stdout>"
+GREET = "<command-message>greet</command-message>\n<command-name>/greet</command-name>\n<command-args>Alice</command-args>"
+
+
+class Recorded(Session):
+    """A :class:`Session` that also writes Claude Code's request records."""
+
+    def __init__(self, cwd):
+        super().__init__(cwd)
+        self.sent: dict[str, list[dict]] = {}
+        self.meta("api-request-shape", shapeHash=digest(SHAPE), shape=SHAPE, version="2.1.328")
+
+    def say(self, text):
+        e = super().say(text)
+        e["message"]["model"] = PARAMS["model"]  # the model a request is built for: the session's
+        return e
+
+    def blob(self, message: dict) -> str:
+        h = message_digest(message)
+        self.meta("api-request-blob", hash=h, message=message)
+        return h
+
+    def request(self, rid: str, messages: list[dict], base: str | None = None, keep: int = 0) -> None:
+        """An ``api-request`` sending ``messages`` (the first ``keep`` as request ``base`` sent them)."""
+        body = {**PARAMS, "system": SHAPE["system"], "tools": SHAPE["tools"],
+                "messages": [as_blocks(m) for m in messages]}
+        self.meta("api-request", id=rid, version="2.1.328", querySource="sdk", shapeHash=digest(SHAPE),
+                  params=PARAMS, **({"base": base} if base else {}), keep=keep,
+                  tail=[message_digest(m) for m in messages[keep:]], cacheControl=[], requestDigest=digest(body))
+        self.sent[rid] = messages
+
+    def local_command(self, stdout: str) -> None:
+        """``/cost`` typed as a prompt: the caveat, the command's lines, its output as a system entry."""
+        self.prompt(CAVEAT, isMeta=True)
+        self.prompt(USAGE)
+        self._chain("system", subtype="local_command", content=stdout, level="info", isMeta=False)
+
+
+def request_messages(runner, path) -> list[dict]:
+    result = runner.invoke(app, ["view", "--to", "anthropic-request", str(path)])
+    assert result.exit_code == 0, result.output
+    return without_cache_control(json.loads(result.stdout)["messages"])
+
+
+def test_a_local_command_s_output_is_sent_and_the_prompt_after_it_is_the_recorded_message(tmp_path, runner):
+    """After ``/cost``, Claude Code sends one user message: the caveat, the command, its output (a system
+    entry) and the next prompt, each text but the last ending in a newline. The request had the
+    output missing and that message twice (the view's, then the recorded one)."""
+    s = Recorded(tmp_path)
+    s.prompt("List the files")
+    s.attach({"type": "remote_session_change"}, ATTRIBUTION.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    first = {"role": "user", "content": [{"type": "text", "text": ATTRIBUTION + "\n"},
+                                         {"type": "text", "text": "List the files"}]}
+    s.blob(first)
+    s.request("r1", [first])
+    s.say("Three files.")
+    s.local_command(STDOUT)
+    s.prompt("Now list the app folder")
+    merged = {"role": "user", "content": [{"type": "text", "text": x + "\n"} for x in (CAVEAT, USAGE, STDOUT)]
+              + [{"type": "text", "text": "Now list the app folder"}]}
+    s.blob(merged)
+    s.write(tmp_path / "s.jsonl")
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Three files."}]}
+    assert request_messages(runner, tmp_path / "s.jsonl") == [first, answer, merged]
+    view = "\n".join(json.dumps(m.content) for m in s.write(tmp_path / "s.jsonl").view().messages)
+    assert "Estimated cost" in view  # the output is part of what the model reads next
+
+
+def test_a_custom_command_typed_as_the_first_prompt_opens_the_request_as_recorded(tmp_path, runner):
+    """``/greet Alice`` as the session's first prompt: its lines and expansion (an isMeta entry) with the
+    reminders before them, as Claude Code recorded the message; the request had the view's
+    message without the reminders, and the reminders as a message of their own after it."""
+    s = Recorded(tmp_path)
+    s.prompt(GREET)
+    s.prompt([{"type": "text", "text": "Greet Alice warmly and read README.md first.\n"}], isMeta=True)
+    s._chain("attachment", attachment={"type": "model", "identity": {"modelId": PARAMS["model"]}})
+    s.attach({"type": "remote_session_change"}, ATTRIBUTION.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    opening = {"role": "user", "content": [{"type": "text", "text": ATTRIBUTION + "\n"},
+                                           {"type": "text", "text": GREET + "\n"},
+                                           {"type": "text", "text": "Greet Alice warmly and read README.md first.\n"}]}
+    s.blob(opening)
+    s.write(tmp_path / "s.jsonl")
+    assert request_messages(runner, tmp_path / "s.jsonl") == [opening]
+
+
+def test_a_notification_after_a_summary_of_tools_used_is_sent_as_recorded_once(tmp_path, runner):
+    """A subagent's notification arrives after the attachment naming the tools used: Claude Code sends
+    them as one message (recorded as a blob); the request had both the view's messages and the blob."""
+    s = Recorded(tmp_path)
+    s.prompt("Use an agent")
+    first = {"role": "user", "content": "Use an agent"}
+    s.request("r1", [first])
+    s.say("The agent found one test file.")
+    s.attach({"type": "tools_used_summary"}, "<tools-used-before-summary>Read</tools-used-before-summary>",
+             role="user")
+    note = "<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n</task-notification>"
+    s.prompt(note, origin={"kind": "task-notification"})
+    written = s.write(tmp_path / "s.jsonl")
+    sent_note = written.view().messages[-1].content[-1]["text"]  # the notice Claude Code wraps it in
+    assert sent_note.startswith("<system-reminder>\n[SYSTEM NOTIFICATION") and note in sent_note
+    merged = {"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>\n<tools-used-before-summary>Read</tools-used-before-summary>\n"
+                                 "</system-reminder>\n"}, {"type": "text", "text": sent_note}]}
+    s.blob(merged)
+    s.write(tmp_path / "s.jsonl")
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "The agent found one test file."}]}
+    assert request_messages(runner, tmp_path / "s.jsonl") == [first, answer, merged]
+
+
+def test_a_system_reminder_keeps_the_newline_its_own_text_ends_with(tmp_path):
+    """The task reminder renders as ``<system-reminder>\\n...applicable.\\n\\n</system-reminder>``; Claude
+    Code sends ``...applicable.\\n``: it takes off the wrapper's newlines, not the text's own."""
+    s = Session(tmp_path)
+    s.prompt("Summarise what changed")
+    s.attach({"type": "task_reminder", "content": [], "itemCount": 0},
+             "The task tools haven't been used recently. This is just a gentle reminder.\n")
+    system = [m for m in s.write(tmp_path / "s.jsonl").view().messages if m.role == "system"]
+    assert [b["text"] for b in system[0].content] == [
+        "The task tools haven't been used recently. This is just a gentle reminder.\n"]
+
+
+def test_the_billing_header_reads_the_prompt_after_a_mentioned_file_s_reminders(tmp_path, runner):
+    """``@app/models.py explain this file``: Claude Code's first messages are the Read the mention
+    triggered (reminders only), then the prompt; the header's fingerprint is the prompt's. The request
+    had the fingerprint of an empty text (the first message has no text but reminders)."""
+    s = Recorded(tmp_path)
+    s.prompt("@app/models.py explain this file", entrypoint="sdk-cli")
+    s._chain("attachment", attachment={"type": "model", "identity": {"modelId": PARAMS["model"]}})
+    called = "<system-reminder>\nCalled the Read tool with the following input: {\"file_path\":\"app/models.py\"}\n" \
+             "</system-reminder>"
+    result = "<system-reminder>\nResult of calling the Read tool:\n1\tclass User: pass\n</system-reminder>"
+    s.attach({"type": "file", "filename": "app/models.py"}, called.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    s.attach({"type": "file", "filename": "app/models.py"}, result.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    s.attach({"type": "remote_session_change"}, ATTRIBUTION.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    opening = [{"role": "user", "content": called},
+               {"role": "user", "content": [{"type": "text", "text": result + "\n"},
+                                            {"type": "text", "text": ATTRIBUTION + "\n"},
+                                            {"type": "text", "text": "@app/models.py explain this file"}]}]
+    for message in opening:
+        s.blob(message)
+    s.write(tmp_path / "s.jsonl")
+    done = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / "s.jsonl")])
+    assert done.exit_code == 0, done.output
+    assert without_cache_control(json.loads(done.stdout)["messages"]) == opening
+    header = json.loads(done.stdout)["system"][0]["text"]
+    assert header == billing_header("2.1.328", "sdk-cli", "@app/models.py explain this file")
+    assert header != billing_header("2.1.328", "sdk-cli", "")
+    assert first_prompt_text(opening) == "@app/models.py explain this file"  # not the first message's: none
+
+
+def test_a_resumed_run_on_another_model_is_sent_to_that_model_as_recorded(tmp_path, runner):
+    """``claude --resume ID --model sonnet``: the run writes a model attachment (a system message after
+    the prompt) and the prompt with its reminders as one recorded message. Claude Code sends that
+    message, then the system one, to the new model, with the max_tokens it sent before (128,000, more
+    than ctxkit's table gives Sonnet 5). The request was the old model's, capped at 64,000, with the
+    prompt and the reminders twice."""
+    s = Recorded(tmp_path)
+    s.prompt("Say hi")
+    first = {"role": "user", "content": "Say hi"}
+    s.request("r1", [first])
+    s.say("Hi.")
+    s.prompt("Continue on another model")
+    powered = "You are powered by the model named Sonnet 5.5. The exact model ID is claude-sonnet-5-5."
+    s.attach({"type": "model", "identity": {"modelId": "claude-sonnet-5-5"}, "text": powered}, powered)
+    s.attach({"type": "remote_session_change"}, ATTRIBUTION.removeprefix("<system-reminder>\n")
+             .removesuffix("\n</system-reminder>"), role="user")
+    merged = {"role": "user", "content": [{"type": "text", "text": ATTRIBUTION + "\n"},
+                                          {"type": "text", "text": "Continue on another model"}]}
+    system = {"role": "system", "content": [{"type": "text", "text": powered}]}
+    s.blob(merged)
+    s.blob(system)
+    s.write(tmp_path / "s.jsonl")
+    done = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / "s.jsonl")])
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.stdout)
+    assert (body["model"], body["max_tokens"]) == ("claude-sonnet-5-5", 128000)
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}
+    assert without_cache_control(body["messages"]) == [first, answer, merged, system]
