@@ -203,20 +203,36 @@ def trailing_whitespace() -> tuple[list[dict], int]:
 
 
 def model_switched() -> tuple[list[dict], int]:
-    """Thinking blocks written by one model; the user switched models (/model) and went on."""
+    """A thinking block written by one model in the turn in progress (before its tool call); the turn went on
+    with another model (a fallback): the tool loop must send that block back, to a model that did not sign it."""
+    entries = healthy()
+    k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "tool_use"
+                 and e["message"]["content"][0].get("name") == "Read")
+    think = copy.deepcopy(entries[k - 1])
+    think["message"]["content"] = [{"type": "thinking", "thinking": "They want the file.", "signature": SIG}]
+    think["uuid"] = "think-1"
+    think["parentUuid"] = entries[k - 1]["parentUuid"]
+    think["message"]["model"] = "claude-sonnet-4-5"
+    entries[k - 1]["parentUuid"] = "think-1"
+    entries.insert(k - 1, think)
+    entries[k]["message"]["model"] = "claude-sonnet-4-5"
+    return entries, k
+
+
+def model_switched_earlier() -> list[dict]:
+    """A thinking block another model wrote in an earlier turn: the API strips it unread (real sessions went on
+    after Claude Code fell back from Opus 4.1 to Sonnet 4 with the Opus thinking in their history)."""
     entries = healthy()
     k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "text")
     think = copy.deepcopy(entries[k - 1])
     think["message"]["content"] = [{"type": "thinking", "thinking": "They want a count.", "signature": SIG}]
     think["uuid"] = "think-1"
+    think["parentUuid"] = entries[k - 1]["parentUuid"]
     think["message"]["model"] = "claude-sonnet-4-5"
     entries[k - 1]["parentUuid"] = "think-1"
     entries.insert(k - 1, think)
-    for e in entries[k:]:
-        if e["type"] == "assistant":
-            e["message"]["model"] = "claude-opus-4-6"
     entries[k]["message"]["model"] = "claude-sonnet-4-5"
-    return entries, k
+    return entries
 
 
 def truncated_signature() -> tuple[list[dict], int]:

@@ -625,3 +625,14 @@ def test_an_unreadable_line_of_another_agents_session_is_named_and_nothing_writt
             "repaired: only a Claude Code session has a place for the record, so --fix writes nothing while it "
             "is there") in r.stderr
     assert "rollout.jsonl:4: not repaired: the agent cannot read this line" in r.stderr
+
+
+def test_another_models_thinking_of_an_earlier_turn_is_no_error(tmp_path):
+    """The API strips an earlier turn's thinking unread; real sessions went on after a switch with it in their
+    history (SWORDIntel/claude-backups: Claude Code 1.0.89 falling back from Opus 4.1 to Sonnet 4 sent the Opus
+    thinking of earlier turns as it was, and Sonnet answered). Only the turn in progress must send it back."""
+    path = tmp_path / "earlier.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in fx.model_switched_earlier()))
+    r = ctxkit(["doctor", str(path), "--json"], tmp_path)
+    assert r.returncode == 0, r.stdout
+    assert not [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "thinking-model-changed"]

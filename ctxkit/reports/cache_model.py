@@ -112,10 +112,13 @@ class PromptCache:
         return chain
 
     def request(self, when: datetime | None, model: str, pieces: list[Piece], ttl_seconds: int) -> CacheResult:
-        """Run one request made ``when`` to ``model`` with ``pieces``; its writes live ``ttl_seconds``."""
+        """Run one request made ``when`` to ``model`` with ``pieces``; its writes live ``ttl_seconds``.
+        ``model`` may name the platform after an ``@`` (:attr:`ctxkit.reports.usage.RecordedRequest.cache_model`):
+        each platform caches apart."""
         now = when.timestamp() if when is not None else 0.0
-        key = normalize_model(model)
-        minimum = min_cacheable_tokens(model)
+        base, _, platform = model.partition("@")
+        key = normalize_model(base) + (f"@{platform}" if platform else "")
+        minimum = min_cacheable_tokens(base)
         # (over the pieces in C: a request's pieces are as many as the blocks of its context)
         chain = self._chain(list(map(_DIGEST, pieces)))
         cumulative = list(accumulate(map(_TOKENS, pieces), initial=0.0))[1:]  # (in order, as one at a time)

@@ -3,8 +3,9 @@ its policy rows.
 
 ``none`` means no context management, and a policy row means this policy's management alone: neither
 may inherit the compactions the session's agent made. Each main-chain ``compact_boundary`` and the
-compact summary after it are left out, and the lines that chained onto them chain onto the last
-conversation entry before the boundary instead (its ``logicalParentUuid`` when that entry was
+compact summary after it (Claude Code 1.0: the summary alone, which starts the chain anew) are left
+out, and the lines that chained onto them chain onto the last conversation entry before the boundary
+instead (its ``logicalParentUuid`` when that entry was
 written, else the last user, assistant or attachment entry before it; real files name entries that
 were never written). What Claude Code re-injected after the compaction (files read again, the todo
 list) stays: it is what the session held next.
@@ -15,20 +16,45 @@ import dataclasses
 
 import orjson
 
+from ..transcript.lineindex import SIDECHAIN
 from ..transcript.model import Transcript
 from .usage import RecordedRequest
 
 _CHAINED = ("user", "assistant", "attachment")
 
 
+def is_compaction(entry: dict, answered: bool = True) -> bool:
+    """Whether a main-chain entry starts one of the session's own compactions: a ``compact_boundary``
+    (Claude Code 2.x, and 1.0 from its late releases), or a compact summary that starts the chain anew
+    (``parentUuid`` null: Claude Code 1.0 up to at least 1.0.90 wrote no boundary line, only the summary).
+    ``answered``: whether the session made a request before the entry; a summary before any is the one a
+    continued session starts with (1.0 began a new file with the previous session's summary), not a
+    compaction of this session's history."""
+    if entry.get("isSidechain"):
+        return False
+    if entry.get("type") == "system":
+        return entry.get("subtype") == "compact_boundary"
+    return (answered and entry.get("type") == "user" and bool(entry.get("isCompactSummary"))
+            and entry.get("parentUuid") is None)
+
+
 def own_boundaries(t: Transcript) -> list[int]:
-    """Entry indexes of the session's own compactions (main-chain ``compact_boundary`` entries). A Claude
-    Code line's type is in the line index: only the ``system`` lines are parsed (a large session's
-    others are not, when it holds none)."""
+    """Entry indexes of the session's own compactions (:func:`is_compaction`). A Claude Code line's type is
+    in the line index: only the ``system`` and ``user`` lines are parsed."""
     typed = t.format == "claude-code" and not t.overrides
-    return [i for i in t.live_indexes() if (not typed or i >= t.n_lines or t.lines.type(i) == "system")
-            and t.entry(i).get("type") == "system" and t.entry(i).get("subtype") == "compact_boundary"
-            and not t.entry(i).get("isSidechain")]
+    out, answered = [], False
+    for i in t.live_indexes():
+        if typed and i < t.n_lines:
+            kind = t.lines.type(i)
+            if kind == "assistant" and not t.lines.flags[i] & SIDECHAIN:
+                answered = True
+            if kind not in ("system", "user"):
+                continue
+        entry = t.peek(i)
+        if is_compaction(entry, answered):
+            out.append(i)
+        answered = answered or (entry.get("type") == "assistant" and not entry.get("isSidechain"))
+    return out
 
 
 def whole_history(t: Transcript, raw_lines: list[bytes],

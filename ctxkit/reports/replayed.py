@@ -16,7 +16,10 @@ What is replayed:
   usage gives the pipeline's counts, fitted here over all of the session's usages, since pricing
   splits every request into pieces); what the model decides is how that size splits into cache
   reads, cache writes and plain input (:mod:`ctxkit.reports.cache_model`);
-* the conversation written again where Claude Code cleared old tool results in place (its microcompact);
+* the conversation written again where Claude Code cleared old tool results in place (its microcompact),
+  and keyed anew by what a turn's prompt set: a Claude Code 1.x turn's thinking budget and directory,
+  the model its system prompt names (:mod:`ctxkit.reports.turn_settings`); each platform (the Anthropic
+  API, Vertex AI, Bedrock) caching apart (:attr:`ctxkit.reports.usage.RecordedRequest.cache_model`);
 * each request's cache lifetime, from its usage's ``cache_creation`` split (1 hour when it wrote any 1-hour tokens, else
   5 minutes when it wrote any 5-minute ones, else the session's);
 * the session's own compactions as Claude Code makes them: one request of the history before the
@@ -64,6 +67,7 @@ from .session_prefix import (
     with_epoch,
     with_rewrites,
 )
+from .turn_settings import TurnSetting, turn_settings, with_turn
 from .usage import RecordedRequest, recorded_requests
 
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
@@ -158,7 +162,7 @@ def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[P
         cut.append(Piece(p.digest, p.tokens, False, p.lead))
     if cut:
         cut[-1].breakpoint = True
-        cache.request(point.sent_at, point.model, cut, ttl)
+        cache.request(point.sent_at, point.cache_model, cut, ttl)
 
 
 def salted(pieces: list[Piece], salt: bytes) -> list[Piece]:
@@ -187,12 +191,13 @@ def first_overhead(points: list[RecordedRequest], raw: list[list[Piece]], fit: t
 def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], cache: PromptCache | None,
                         default_ttl: int, fit: tuple[float, float], salt: bytes = b"",
                         marks: list[int] | None = None, shared: SharedPrefix | None = None,
-                        keep: frozenset[int] = frozenset()) -> Replayed:
+                        keep: frozenset[int] = frozenset(), turns: list[TurnSetting] | None = None) -> Replayed:
     """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces.
     ``marks``: each request's epoch (:func:`ctxkit.reports.session_prefix.epochs`): the session's own part
     of the overhead is another piece in each; ``shared``: the part of the overhead shared with other
     sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
-    before every request when other sessions kept it warm. ``keep``: the requests whose calibrated pieces the
+    before every request when other sessions kept it warm; ``turns``: each request's turn setting
+    (:func:`ctxkit.reports.turn_settings.turn_settings`). ``keep``: the requests whose calibrated pieces the
     result holds (only those: each request's are new objects, and all would grow with the square of the requests)."""
     out = Replayed([], {})
     warm = 0.0
@@ -200,6 +205,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     scaled: dict = {}
     resized: dict = {}
     rewritten: dict = {}
+    keyed: dict = {}
     rewrites = history_rewrites(points, raw)  # (Claude Code's microcompact, which its transcript does not show)
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
@@ -211,12 +217,13 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
         cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled), marks[k] if marks else 0, warm)
         cal = consistent(with_rewrites(cal, rewrites[k], rewritten), sizes, point.usage.prompt_tokens, resized)
+        cal = with_turn(cal, turns[k], keyed) if turns else cal
         cal = salted(cal, salt) if salt else cal
         if k == 0:
             warm_start(cache, point, cal, ttl)
         elif shared is not None:
             keep_warm(cache, shared, point, cal, ttl)
-        result = run_cache(cache, point.sent_at, point.model, cal, ttl)
+        result = run_cache(cache, point.sent_at, point.cache_model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         if k in keep:
             out.pieces[k] = cal
@@ -390,7 +397,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     boundaries = own_boundaries(t)
     before = (_last_before(points, b) for b in boundaries)
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
-                               keep=frozenset(k for k in before if k is not None))
+                               keep=frozenset(k for k in before if k is not None),
+                               turns=turn_settings(t, points))
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
     for name, sub, pts in subagent_reads:

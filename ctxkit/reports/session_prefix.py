@@ -34,6 +34,7 @@ from datetime import timezone
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
 from .cache_model import Piece, PromptCache, remade
+from .history import is_compaction
 from .pricing import normalize_model
 from .usage import RecordedRequest
 
@@ -61,12 +62,13 @@ def _command(entry: dict) -> str | None:
 def prefix_changes(t: Transcript) -> list[int]:
     """Entry indexes (main chain) after which the session's own part of the prefix is composed again: its
     own compactions, a restart (``/exit``, ``/quit``) and an MCP reconnect (``/mcp``)."""
-    out = []
+    out, answered = [], False
     for i in t.live_indexes():
         e = t.entry(i)
+        answered = answered or (e.get("type") == "assistant" and not e.get("isSidechain"))
         if e.get("isSidechain") or e.get("type") not in ("system", "user"):
             continue
-        if e.get("subtype") == "compact_boundary" or _command(e) in RESTARTING_COMMANDS:
+        if is_compaction(e, answered) or _command(e) in RESTARTING_COMMANDS:
             out.append(i)
     return out
 
@@ -145,7 +147,7 @@ def new_days(points: list[RecordedRequest]) -> list[int]:
 def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
     """Each request's epoch counting restarts and reconnects only: the prefix changes that happen whatever
     manages the context (``none`` and the policy rows have their own compactions, or none)."""
-    changes = [i for i in prefix_changes(t) if t.entry(i).get("subtype") != "compact_boundary"]
+    changes = [i for i in prefix_changes(t) if not is_compaction(t.entry(i))]  # (a restart or reconnect)
     return epochs(points, changes, t.format == "claude-code")
 
 
@@ -159,7 +161,13 @@ class SharedPrefix:
     warm_models: frozenset[str] = frozenset()
 
     def kept_warm(self, model: str) -> bool:
-        return normalize_model(model) in self.warm_models
+        return _warm_key(model) in self.warm_models
+
+
+def _warm_key(model: str) -> str:
+    """A cache model (``model@platform``) as :attr:`SharedPrefix.warm_models` holds it."""
+    base, _, platform = model.partition("@")
+    return normalize_model(base) + (f"@{platform}" if platform else "")
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -168,13 +176,13 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     (``marks``: each request's epoch)."""
     out, last_at, last_epoch = [], {}, None
     for k, p in enumerate(points):
-        before = last_at.get(p.model)
+        before = last_at.get(p.cache_model)
         at = p.sent_at
         if k and (before is None or (at and before and (at - before).total_seconds() > ttl_of[k])
                   or marks[k] != last_epoch):
             out.append(k)
         if at is not None:
-            last_at[p.model] = at
+            last_at[p.cache_model] = at
         last_epoch = marks[k]
     return out
 
@@ -196,7 +204,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         size = statistics.median(seen) if seen else 0.0
     votes: dict[str, list[bool]] = {}
     for k, r in zip(cold, reads, strict=True):
-        votes.setdefault(normalize_model(points[k].model), []).append(r >= SHARED_READ * size)
+        votes.setdefault(_warm_key(points[k].cache_model), []).append(r >= SHARED_READ * size)
     warm = frozenset(m for m, v in votes.items() if size and sum(v) * 2 > len(v))
     return SharedPrefix(size, warm)
 
@@ -216,9 +224,9 @@ def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRe
               ttl: int) -> None:
     """Before the request at ``point``: when other sessions kept the shared prefix warm, it is in the cache
     for the request's model (as if one of them had just sent it)."""
-    if cache is None or not shared.kept_warm(point.model) or not pieces or pieces[0].digest != WARM:
+    if cache is None or not shared.kept_warm(point.cache_model) or not pieces or pieces[0].digest != WARM:
         return
-    cache.request(point.sent_at, point.model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
+    cache.request(point.sent_at, point.cache_model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
 
 
 def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int,

@@ -60,6 +60,7 @@ from .replayed import (
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, with_epoch
 from .stats import view_stats
+from .turn_settings import TurnSetting, turn_settings, with_turn
 from .usage import RecordedRequest, recorded_requests
 
 
@@ -69,7 +70,7 @@ def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces:
     priced, and whether it went over the window. Output tokens are the recorded answer's; the cache
     lifetime is the one the session's request had there, unless the policy sets ``request.cache_ttl``."""
     ttl = policy.cache_minutes * 60
-    res = run_cache(cache, point.sent_at, point.model, pieces,
+    res = run_cache(cache, point.sent_at, point.cache_model, pieces,
                     ttl if policy.explicit("request.cache_ttl") else request_ttl(point.usage, ttl))
     usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
                   output_tokens=point.usage.output_tokens, cache_write_1h_tokens=res.write_1h)
@@ -159,6 +160,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             none_pieces = same = as_sent
         cache = PromptCache() if caches else None
         marks, shared = restarts(t, points), session_prefix_model(t, points, as_sent, fit, base, caches)[1]
+        turns, keyed = turn_settings(t, points), {}
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
@@ -167,8 +169,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
             tokens = point.usage.prompt_tokens if k < len(same) else 0
-            pieces = consistent(with_epoch(exact(ps, fit, tokens, warm, scaled), marks[k], warm), sizes, tokens,
-                                resized)
+            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, warm, scaled), marks[k], warm), sizes,
+                                              tokens, resized), turns[k], keyed)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
@@ -180,7 +182,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             ctx.tokens = counter
             none.breakdown = _breakdown(prefix, ctx)
         rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
-                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared))
+                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns))
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
@@ -229,7 +231,7 @@ def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable
 def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_lines: list[bytes],
                 prices: PriceTable, workdir: Path, context_window: int | None, cwd: Path | None,
                 path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None,
-                prefix: tuple[list[int], SharedPrefix | None] | None = None) -> Row:
+                prefix: tuple[list[int], SharedPrefix | None, list[TurnSetting]] | None = None) -> Row:
     workdir.mkdir(parents=True)
     counter = make_counter(policy.estimator, model=policy.model)
     replay = PolicyReplay(policy, workdir, context_window=context_window, cwd=cwd or Path.cwd(),
@@ -238,7 +240,8 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
     cache = PromptCache() if caches else None
-    marks, shared = prefix or ([0] * len(points), None)
+    marks, shared, turns = prefix or ([0] * len(points), None, [TurnSetting()] * len(points))
+    keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}
     scaled: dict = {}  # (calibrated pieces, by the piece: replay.calibrated)
@@ -259,8 +262,9 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        previous = with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp, memo), fit,
-                                    0, warm, scaled), marks[k], warm)
+        previous = with_turn(with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp,
+                                                                   memo), fit, 0, warm, scaled), marks[k], warm),
+                                 turns[k], keyed)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:

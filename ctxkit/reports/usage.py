@@ -40,6 +40,19 @@ class RecordedRequest:
     def sent_at(self) -> datetime | None:
         return self.sent or self.timestamp
 
+    @property
+    def cache_model(self) -> str:
+        """The model as the prompt cache knows it: each platform caches apart, so a request served by
+        Vertex AI or Bedrock (their message ids say so) does not read what the Anthropic API cached for
+        the same model (``aistrad/work``: a router sent one session's requests to both, and each read
+        only what its own platform had cached)."""
+        platform = next((name for prefix, name in PLATFORMS if self.message_id.startswith(prefix)), "")
+        return f"{self.model}@{platform}" if platform else self.model
+
+
+#: message id prefixes of the platforms other than the Anthropic API, and the name the cache keys them by
+PLATFORMS = (("msg_vrtx_", "vertex"), ("msg_bdrk_", "bedrock"))
+
 
 #: more tokens than any request holds: a usage figure above it is not a count (fuzzed or corrupted)
 MAX_REPORTED_TOKENS = 10 ** 9

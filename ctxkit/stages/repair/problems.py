@@ -29,6 +29,7 @@ from ...transcript.claude_code.metas import Metas
 from ...transcript.jsonl import parse_line
 from ...transcript.lineindex import BAD, SIDECHAIN
 from ...transcript.model import Transcript
+from ...transcript.prompts import typed_words
 from ...transcript.shapes import problem as shape_problem
 from ...transcript.view import BlockRef, View, ViewMessage
 
@@ -223,9 +224,23 @@ def inner_blocks(b: dict) -> Iterator[tuple[int | None, dict]]:
                 yield j, inner
 
 
+def _turn_start(msgs: list[ViewMessage]) -> int:
+    """The index of the last user message that holds a prompt (no tool result in it, or words a person
+    typed after the results: the view merges a prompt typed after an interrupted call into their
+    message): where the turn in progress starts. The API strips earlier turns' thinking blocks
+    (Anthropic's extended-thinking documentation: thinking blocks need returning only with the tool
+    results of their turn)."""
+    def prompt(m: ViewMessage) -> bool:
+        return not any(b.get("type") == "tool_result" for b in m.content) or any(
+            b.get("type") == "text" and typed_words(str(b.get("text") or "")) for b in m.content)
+
+    return max((k for k, m in enumerate(msgs) if m.role == "user" and prompt(m)), default=-1)
+
+
 def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
     msgs = convo(view)
     current = _current_model(t, msgs)
+    turn = _turn_start(msgs)
     for k, m in enumerate(msgs):
         for bi, (b, ref) in enumerate(zip(m.content, m.refs, strict=False)):
             line = line_of(t, ref, m)
@@ -247,7 +262,9 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
                     yield Problem("thinking-signature-missing", line, {"message": k, "block": bi}, {"ref": ref})
                     continue
                 model = _model_of(t, ref)
-                if current and model and model != current and not model.startswith("<"):
+                # another model's thinking of an earlier turn is stripped unread: real sessions went on
+                # after a switch (Claude Code 1.0 falling back from Opus 4.1 to Sonnet 4 sent it as it was)
+                if current and model and model != current and not model.startswith("<") and k > turn:
                     yield Problem("thinking-model-changed", line, {"model": model, "current": current, "message": k,
                                                                    "block": bi}, {"ref": ref})
     yield from _assistant_blank_text(t, msgs)

@@ -1,0 +1,148 @@
+"""What the prompt that starts a Claude Code turn sets for the prompt cache (docs/simulate.md, "The
+prompt-cache model"; :mod:`ctxkit.reports.turn_settings`), and Claude Code 1.0's compactions, which
+write a summary and no boundary line. Each session is synthetic, shaped as the real one that showed the
+effect (``SWORDIntel/claude-backups``, Claude Code 1.0.80-1.0.90, named in each test), and failed its
+assertion before the model had the effect: the replay then read what the session had written again."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from test_simulate_session_prefix import T0, Session, _within_ten_percent
+
+from ctxkit.reports.turn_settings import prompt_budget
+
+OPUS_41 = "claude-opus-4-1-20250805"
+SONNET_4 = "claude-sonnet-4-20250514"
+
+
+class OldSession(Session):
+    """A Claude Code 1.0 session: every line names the version and the directory the agent was in."""
+
+    def __init__(self, cwd: str = "/home/me/project") -> None:
+        super().__init__(version="1.0.89")
+        self.cwd = cwd
+
+    def _add(self, entry: dict, at: timedelta) -> None:
+        super()._add({"cwd": self.cwd, "userType": "external", **entry}, at)
+
+
+def _turn(s: Session, at: int, prompt: str, read: int, write: int, model: str = OPUS_41) -> Session:
+    s.prompt(prompt + " " + "the build of the image fails at the last step " * 6, timedelta(seconds=at))
+    return s.answer("looked at it " * 25, timedelta(seconds=at + 4), read, write, model)
+
+
+def test_the_thinking_words_of_a_prompt_set_the_budget():
+    assert prompt_budget("ultrathink check the usb persistence") == 31_999
+    assert prompt_budget("Think hard about it") == 10_000
+    assert prompt_budget("think") == 4_000
+    assert prompt_budget("I think it is broken, we think so too") == 0
+    assert prompt_budget("rethinking is not thinking") == 0
+
+
+def test_a_turn_without_the_thinking_of_the_turns_before_writes_the_messages_again(tmp_path):
+    """78b51334 (1.0.89): two "ultrathink" turns read everything; the next prompt had no thinking word and
+    its request read the tools and system prompt only (14,513 of 28,108), writing the messages again."""
+    s = OldSession()
+    _turn(s, 0, "ultrathink: why does it fail", 11_000, 9_000)
+    _turn(s, 30, "ultrathink: and the next error", 20_000, 300)
+    _turn(s, 60, "ultrathink: look again", 20_300, 300)
+    _turn(s, 90, "now fix it", 11_000, 9_900)
+    _turn(s, 120, "and run the tests", 20_900, 300)
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_a_turn_begun_in_another_directory_writes_the_sessions_own_prefix_again(tmp_path):
+    """0c45b0a6 (1.0.81): the agent moved to another directory during a turn; the next prompt's request read
+    only the 11,704 tokens shared with other sessions and wrote the rest again."""
+    s = OldSession("/home/me/project")
+    _turn(s, 0, "load the notes", 11_000, 9_000)
+    _turn(s, 30, "what is in agents", 20_000, 300)
+    s.cwd = "/home/me/project/agents"  # (a cd in the turn: the lines after it say so)
+    _turn(s, 60, "build the bridge", 11_000, 9_600)
+    _turn(s, 90, "and launch it", 20_600, 300)
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_after_a_fallback_within_a_turn_the_next_turn_names_the_new_model(tmp_path):
+    """8bc71cde (1.0.89): "Claude Opus limit reached, now using Sonnet 4" within a turn; that turn's Sonnet
+    request was cold, and the next turn's read only the shared prefix again: its system prompt named Sonnet,
+    the one cached for Sonnet named Opus."""
+    s = OldSession()
+    _turn(s, 0, "load the notes", 11_000, 9_000)
+    _turn(s, 30, "check the persistence", 20_000, 300)
+    s.prompt("i just installed docker", timedelta(seconds=60))
+    s.answer("updating the plan " * 20, timedelta(seconds=64), 20_300, 300, OPUS_41)
+    s.answer("it works with docker " * 20, timedelta(seconds=70), 11_000, 9_900, SONNET_4)
+    _turn(s, 100, "how would i run it in ram", 11_000, 10_300, SONNET_4)
+    _turn(s, 130, "and on a given drive", 21_300, 300, SONNET_4)
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_a_claude_code_1_0_compaction_counts_and_none_keeps_the_history(tmp_path):
+    """0c45b0a6 (1.0.81): Claude Code 1.0 wrote its compaction as a summary line that starts the chain anew
+    (``parentUuid`` null, ``isCompactSummary``) and no ``compact_boundary``: it is the session's compaction,
+    and ``none`` keeps the history it dropped, so its peak is above the recorded one."""
+    s = OldSession()
+    for k in range(6):
+        _turn(s, 30 * k, f"step {k}: " + "a long piece of work " * 200, 11_000 + 3_000 * k if k else 11_000, 3_000 + 9_000 * (not k))
+    s.lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": s.cwd, "sessionId": "s",
+                    "version": "1.0.89", "type": "user", "isCompactSummary": True, "uuid": "summary",
+                    "timestamp": (T0 + timedelta(seconds=200)).isoformat().replace("+00:00", "Z"),
+                    "message": {"role": "user", "content": "This session is being continued from a previous "
+                                "conversation that ran out of context. The conversation is summarized below: work."}})
+    s.answer("going on from the summary " * 10, timedelta(seconds=205), 11_000, 2_000)
+    _turn(s, 240, "next step", 13_000, 400)
+    out = s.simulate(tmp_path)
+    recorded, none = out["rows"]["recorded"].to_json(), out["rows"]["none"].to_json()
+    assert recorded["compactions"] == 1
+    assert none["peak_context"] > recorded["peak_context"]
+    assert json.dumps(out["calibration"]["unrecorded"]) != json.dumps({"requests": 0, "cost_usd": 0})
+
+
+def test_the_summary_a_continued_claude_code_1_0_session_starts_with_is_no_compaction_of_it(tmp_path):
+    """05305169 (1.0.89): the file starts with the summary of the session it continues; nothing of this
+    session was compacted, so none is the session as it was."""
+    s = OldSession()
+    s.lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": s.cwd, "sessionId": "s",
+                    "version": "1.0.89", "type": "user", "isCompactSummary": True, "uuid": "summary",
+                    "timestamp": T0.isoformat().replace("+00:00", "Z"),
+                    "message": {"role": "user", "content": "This session is being continued from a previous "
+                                "conversation that ran out of context. The conversation is summarized below: work."}})
+    s.answer("going on from the summary " * 10, timedelta(seconds=5), 11_000, 2_000)
+    _turn(s, 30, "next step", 13_000, 400)
+    out = s.simulate(tmp_path)
+    recorded, none = out["rows"]["recorded"].to_json(), out["rows"]["none"].to_json()
+    assert recorded["compactions"] == 0
+    assert none["peak_context"] == recorded["peak_context"]
+
+
+def test_claude_code_2_names_the_directory_it_started_in_whatever_the_shells_is(tmp_path):
+    """9341ff92 (2.1.97): turns begun after the agent had moved to two other directories read everything:
+    Claude Code 2 names the directory it was started in, so a move keeps the prefix."""
+    s = Session()
+    _turn(s, 0, "look at the config", 11_000, 9_000, "claude-sonnet-4-6")
+    _turn(s, 30, "and the users", 20_000, 300, "claude-sonnet-4-6")
+    for line in s.lines[-2:]:
+        line["cwd"] = "/home/me/config/users"
+    _turn(s, 60, "now the hardware", 20_300, 300, "claude-sonnet-4-6")
+    for line in s.lines[-2:]:
+        line["cwd"] = "/home/me/config/hardware"
+    _turn(s, 90, "and install it", 20_600, 300, "claude-sonnet-4-6")
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_each_platform_caches_apart(tmp_path):
+    """aistrad/work 2fe673c3 (2.1.12): a router sent the session's requests now to Vertex AI (``msg_vrtx_``
+    ids), now to the Anthropic API; the first request to each read nothing of what the other had cached."""
+    s = Session("2.1.12")
+    sonnet = "claude-sonnet-4-5-20250929"
+    _turn(s, 0, "look at the loader", 0, 20_000, sonnet)
+    _turn(s, 30, "and the rules", 20_000, 300, sonnet)
+    _turn(s, 60, "fix the subfolders", 0, 20_600, sonnet)
+    _turn(s, 90, "run it", 20_300, 600, sonnet)
+    _turn(s, 120, "and commit", 20_600, 600, sonnet)
+    answers = [line for line in s.lines if line["type"] == "assistant"]
+    for k in (0, 1, 3):  # (served by Vertex AI)
+        answers[k]["message"]["id"] = answers[k]["message"]["id"].replace("msg_", "msg_vrtx_")
+    assert _within_ten_percent(s.errors(tmp_path))
