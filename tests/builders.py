@@ -230,6 +230,16 @@ class Session:
         return self._chain("attachment", attachment=attachment, rendered=[{"content": reminder(text)}],
                            renderedRole=role)
 
+    def hook_context(self, text, hook="PostToolUse:Bash"):
+        """A hook's added context after the tool result just written, as Claude Code 2.1.150 records it: the
+        hook's ``hook_success`` line, then a ``hook_additional_context`` one, neither with ``rendered``."""
+        call = self.entries[-1]["message"]["content"][0]["tool_use_id"]
+        out = json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": text}})
+        common = {"hookName": hook, "toolUseID": call, "hookEvent": hook.split(":")[0]}
+        self._chain("attachment", attachment={"type": "hook_success", **common, "content": "", "stdout": out + "\n",
+                                              "stderr": "", "exitCode": 0, "command": f"echo '{out}'"})
+        return self._chain("attachment", attachment={"type": "hook_additional_context", "content": [text], **common})
+
     def meta(self, typ, **fields):
         _, ts = self._next()
         self.entries.append({"type": typ, "timestamp": ts, "sessionId": "sess-1", **fields})

@@ -8,7 +8,9 @@ turn sends every message of the compacted turn's last request first, as the cach
 does change them, in 2.0.67 to 2.1.150, is a PostToolUse hook's ``additionalContext``: within its turn
 a text block after the tool result, from the next turn on folded into the result's content, so the next
 turn rewrites from the first such result. A 2.1.39 transcript (spotter's version) does not record what a
-hook printed, so simulate cannot see it; these tests keep what the CLI does. The ``/compact`` control
+hook printed, so simulate cannot see it; these tests keep what the CLI does. A 2.1.150 or 2.1.328
+transcript does record it: ctxkit's request, at each point of such a session, is the body the CLI sent.
+The ``/compact`` control
 shows the comparison does tell two message lists apart. Skips with the reason when the harness or the
 CLI is not here.
 """
@@ -23,6 +25,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SHARED
+
+from ctxkit.cli.main import app
+from ctxkit.transcript.claude_code.requests import as_blocks, without_cache_control
 
 BENCH = ROOT / "bench" / "cc_turn_after_compaction.py"
 CACHE = Path(os.environ.get("CC_HARNESS_CACHE", Path.home() / ".cache" / "cc-harness"))
@@ -74,3 +79,40 @@ def test_a_post_tool_hooks_context_is_folded_into_its_result_from_the_next_turn_
 def test_claude_code_2_1_328_keeps_a_post_tool_hooks_context_where_it_was(tmp_path):
     report = _record(tmp_path, "2.1.328", "none", "--post-tool-context")
     assert report["prefix_as_blocks"], (report.get("last1_at"), report.get("first2_at"))
+
+
+def _main_bodies(run: Path) -> list[dict]:
+    bodies = [json.loads(x)["body"] for x in (run / "requests.jsonl").read_text().splitlines()]
+    return [b for b in bodies if b.get("tools") and not any(
+        s in json.dumps(b["messages"][-1:]) for s in ("<analysis>", "[SUGGESTION MODE"))]
+
+
+@pytest.mark.parametrize(("version", "unrecorded"), [
+    ("2.1.150", 1),  # its first message's context (skills, date) is not written where ctxkit reads it
+    ("2.1.328", 0),
+])
+def test_where_a_transcript_records_a_hooks_context_ctxkit_sends_it_where_the_cli_did(tmp_path, runner, version,
+                                                                                     unrecorded):
+    report = _record(tmp_path, version, "none", "--post-tool-context")
+    run = Path(report["out"])
+    sessions = [p for p in (run / "home" / ".claude" / "projects").glob("*/*.jsonl") if not p.name.startswith("agent-")]
+    lines = sessions[0].read_text().splitlines()
+    answers = []  # the line each answer opens on: the request it answers was made from the lines before it
+    for k, line in enumerate(lines):
+        d = json.loads(line)
+        mid = (d.get("message") or {}).get("id") if d.get("type") == "assistant" else None
+        if mid and mid not in {m for _, m in answers}:
+            answers.append((k, mid))
+    bodies = _main_bodies(run)
+    assert len(answers) == len(bodies) == 7
+    folded = 0
+    for (cut, _), body in zip(answers, bodies, strict=True):
+        (tmp_path / "prefix.jsonl").write_text("".join(x + "\n" for x in lines[:cut]))
+        done = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / "prefix.jsonl")])
+        assert done.exit_code == 0, done.output
+        got = [as_blocks(m) for m in without_cache_control(json.loads(done.stdout)["messages"])]
+        sent = [as_blocks(m) for m in without_cache_control(body["messages"])]
+        assert got[unrecorded:] == sent[unrecorded:]
+        folded += "hook additional context" in json.dumps([b.get("content") for m in sent for b in m["content"]
+                                                          if b.get("type") == "tool_result"])
+    assert folded == (2 if version == "2.1.150" else 0)  # turn 2's two requests send turn 1's results folded

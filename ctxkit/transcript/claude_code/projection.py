@@ -22,7 +22,8 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
 5. entries are ordered by file position; assistant fragments sharing a ``message.id`` are
    merged; their tool results are gathered into the one user message that follows;
 6. attachments are rendered from the ``rendered``/``renderedRole`` fields Claude Code writes
-   (system-role ones become mid-conversation system messages), metadata entries dropped;
+   (system-role ones become mid-conversation system messages), metadata entries dropped; a hook's
+   context written without them (2.1.150) as Claude Code sends it (:mod:`.hook_context`);
 7. what Claude Code derives when it sends (checked against recorded requests): text streamed after
    a tool_use goes before the message's trailing tool calls; an assistant message with nothing
    visible (only thinking, or whitespace text) is left out; a tool result holding
@@ -55,6 +56,7 @@ from ..view import (
 from .carry import carried_over, loads_tools
 from .chain import active_entries, content_blocks, entry_type
 from .grown import GROWN
+from .hook_context import fold_earlier_turns, unrendered_texts
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
 
@@ -241,7 +243,7 @@ def _grown_view(t: Transcript) -> View | None:
     if new.messages and (new.messages[0].role != "assistant" or new.messages[0].entries[0] != first):
         return None  # (an answer that shows nothing is left out: what follows it could join the earlier view)
     t.memo["view_handled"] = False
-    return View(earlier.messages + new.messages, new.notes, new.orphans)
+    return View(fold_earlier_turns(earlier.messages + new.messages), new.notes, new.orphans)
 
 
 def build_messages(t: Transcript, order: list[int]) -> View:
@@ -339,7 +341,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             m.timestamp = t.entry(m.entries[-1]).get("timestamp")
     # Claude Code leaves out a response that showed nothing (it then asks again with an isMeta nudge)
     msgs = [m for m in msgs if m.role != "assistant" or _visible(m.content)]
-    return View(normalize(msgs, notes, orphans), notes, orphans)
+    return View(fold_earlier_turns(normalize(msgs, notes, orphans)), notes, orphans)
 
 
 class AttachmentSummary(NamedTuple):
@@ -367,7 +369,8 @@ def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSumma
     kind = a.get("type") if isinstance(a, dict) and isinstance(a.get("type"), str) else None
     size = line_size if line_size is not None else len(orjson.dumps(a)) if kind is not None else 0
     small = a if kind is not None and size <= SMALL_ATTACHMENT else None
-    return AttachmentSummary(kind, tuple(rendered_texts(d)), d.get("renderedRole"), d.get("uuid"),
+    texts = tuple(rendered_texts(d)) or unrendered_texts(a)  # (2.1.150 writes a hook's context unrendered)
+    return AttachmentSummary(kind, texts, d.get("renderedRole"), d.get("uuid"),
                              d.get("timestamp"), small)
 
 
