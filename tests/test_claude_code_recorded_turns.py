@@ -211,3 +211,32 @@ def test_a_resumed_run_on_another_model_is_sent_to_that_model_as_recorded(tmp_pa
     assert (body["model"], body["max_tokens"]) == ("claude-sonnet-5-5", 128000)
     answer = {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}
     assert without_cache_control(body["messages"]) == [first, answer, merged, system]
+
+
+def _texts_after_local_command(tmp_path, version: str, **marks) -> str:
+    """The view's user text of a session where ``/model`` ran between two prompts (its lines and its output
+    both system entries, as Claude Code 2.1.59 writes them), the entries written by ``version``."""
+    s = Session(tmp_path)
+    s.prompt("List the files")
+    s.say("Three files.")
+    s._chain("system", subtype="local_command", content=USAGE.replace("usage", "model"), level="info", isMeta=False)
+    s._chain("system", subtype="local_command", content="<local-command-stdout>Kept model as sonnet</local-command-stdout>",
+             level="info", isMeta=False, **marks)
+    s.prompt("Now list the app folder")
+    for e in s.entries:
+        e["version"] = version
+    return "\n".join(json.dumps(m.content) for m in s.write(tmp_path / "s.jsonl").view().messages)
+
+
+def test_a_local_command_is_sent_only_by_the_versions_that_send_it(tmp_path):
+    """Claude Code sends a local command's system entries as user text from 2.1.63 on; up to 2.1.62 its
+    request builder dropped every system entry, and 2.1.328 drops an output marked ``isDisplayOnly``.
+    The view had them in every version: a 2.0 or 2.1.59 session's counts and request carried
+    text its model never read."""
+    assert "Kept model" in _texts_after_local_command(tmp_path, "2.1.63")
+    assert "/model" in _texts_after_local_command(tmp_path, "2.1.328")
+    for old in ("1.0.98", "2.0.67", "2.1.59", "2.1.62"):
+        view = _texts_after_local_command(tmp_path, old)
+        assert "Kept model" not in view and "/model" not in view, old
+    shown = _texts_after_local_command(tmp_path, "2.1.328", isDisplayOnly=True)
+    assert "Kept model" not in shown and "/model" in shown  # the command line was sent, its output shown only

@@ -27,7 +27,8 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
    a tool_use goes before the message's trailing tool calls; an assistant message with nothing
    visible (only thinking, or whitespace text) is left out; a tool result holding
    ``tool_reference`` blocks (ToolSearch) is followed by a ``Tool loaded.`` text; a background-task
-   notification prompt (``origin.kind: task-notification``) is sent wrapped in its system notice;
+   notification prompt (``origin.kind: task-notification``) is sent wrapped in its system notice; a
+   local command's system entry is sent as user text from Claude Code 2.1.63 on (``.fields``);
 8. records ctxkit appended (``type: "ctxkit-record"``) are replayed by registered handlers.
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..view import (
 )
 from .carry import carried_over, loads_tools
 from .chain import active_entries, content_blocks, entry_type
+from .fields import local_command_text
 from .grown import GROWN
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
@@ -271,11 +273,12 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             continue
         d = t.entry(i)
         typ = d.get("type")
-        if typ == "system" and d.get("subtype") == "local_command" and isinstance(d.get("content"), str):
+        command = local_command_text(d) if typ == "system" else None
+        if command is not None:
             # a local command's output (``/cost``): written as a system entry, sent as user text after
-            # the command's own lines
+            # the command's own lines (not by every version: .fields.local_command_text)
             open_assistant = None
-            msgs.append(ViewMessage("user", [{"type": "text", "text": d["content"]}], META, [None], [i],
+            msgs.append(ViewMessage("user", [{"type": "text", "text": command}], META, [None], [i],
                                     d.get("uuid"), d.get("timestamp"), True))
             continue
         if typ == "assistant":
