@@ -240,3 +240,24 @@ def test_a_local_command_is_sent_only_by_the_versions_that_send_it(tmp_path):
         assert "Kept model" not in view and "/model" not in view, old
     shown = _texts_after_local_command(tmp_path, "2.1.328", isDisplayOnly=True)
     assert "Kept model" not in shown and "/model" in shown  # the command line was sent, its output shown only
+
+
+def test_a_run_resumed_on_a_model_that_writes_less_asks_no_more_than_it_can_write(tmp_path, runner):
+    """``claude --resume ID --model haiku`` after requests of 128,000 max_tokens on Opus 5.5: Haiku 4.5
+    writes 64,000 tokens at most and the API refuses a request asking more; the rebuilt request asked
+    the recorded 128,000. Sonnet 5.5 (128,000 in Claude Code 2.1.328's own table) keeps them."""
+    for model, expected in (("claude-haiku-4-5", 64000), ("claude-sonnet-5-5", 128000)):
+        s = Recorded(tmp_path / model)
+        s.prompt("List the files")
+        first = {"role": "user", "content": [{"type": "text", "text": "List the files"}]}
+        s.blob(first)
+        s.request("r1", [first])
+        s.say("Three files.")
+        s.prompt("Now the tests")
+        s._chain("attachment", attachment={"type": "model", "identity": {"modelId": model}})
+        (tmp_path / model).mkdir()
+        s.write(tmp_path / model / "s.jsonl")
+        result = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / model / "s.jsonl")])
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert (body["model"], body["max_tokens"]) == (model, expected)
