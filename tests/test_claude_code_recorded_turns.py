@@ -261,3 +261,26 @@ def test_a_run_resumed_on_a_model_that_writes_less_asks_no_more_than_it_can_writ
         assert result.exit_code == 0, result.output
         body = json.loads(result.stdout)
         assert (body["model"], body["max_tokens"]) == (model, expected)
+
+
+def test_the_parts_of_one_system_attachment_are_one_text_a_line_apart(tmp_path, runner):
+    """A subagent's notification queued after the tools-used summary (``queued_command``, rendered as two
+    system parts; recorded with Claude Code 2.1.328): sent as one system text, the parts a newline
+    apart. The view joined them by a blank line, so the request held the view's message and then the
+    recorded one: the notification twice."""
+    tools_used = "<tools-used-before-summary>Glob</tools-used-before-summary>"
+    notice = "[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<status>completed</status>\n</task-notification>"
+    s = Recorded(tmp_path)
+    s.prompt("Use an agent to survey the tests")
+    first = {"role": "user", "content": [{"type": "text", "text": "Use an agent to survey the tests"}]}
+    s.blob(first)
+    s.request("r1", [first])
+    s.say("Delegating.")
+    s._chain("attachment", attachment={"type": "queued_command", "commandMode": "task-notification"},
+             rendered=[{"content": f"<system-reminder>\n{x}\n</system-reminder>"} for x in (tools_used, notice)],
+             renderedRole="system")
+    merged = {"role": "system", "content": [{"type": "text", "text": f"{tools_used}\n{notice}"}]}
+    s.blob(merged)
+    s.write(tmp_path / "s.jsonl")
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Delegating."}]}
+    assert request_messages(runner, tmp_path / "s.jsonl") == [first, answer, merged]

@@ -259,7 +259,9 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             if not a.texts:
                 continue
             if a.role == "system":
-                content = [{"type": "text", "text": _unwrapped(x)} for x in a.texts]
+                # the parts of one attachment are one text, each on its own line (a queued notification after
+                # the tools-used summary); the texts of attachments written together are joined by blank lines
+                content = [{"type": "text", "text": "\n".join(_unwrapped(x) for x in a.texts)}]
                 msgs.append(ViewMessage("system", content, SYSTEM, [None] * len(content), [i], a.uuid, a.timestamp))
             else:
                 content = [{"type": "text", "text": x} for x in a.texts]
