@@ -211,3 +211,76 @@ def test_a_resumed_run_on_another_model_is_sent_to_that_model_as_recorded(tmp_pa
     assert (body["model"], body["max_tokens"]) == ("claude-sonnet-5-5", 128000)
     answer = {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}
     assert without_cache_control(body["messages"]) == [first, answer, merged, system]
+
+
+def _texts_after_local_command(tmp_path, version: str, **marks) -> str:
+    """The view's user text of a session where ``/model`` ran between two prompts (its lines and its output
+    both system entries, as Claude Code 2.1.59 writes them), the entries written by ``version``."""
+    s = Session(tmp_path)
+    s.prompt("List the files")
+    s.say("Three files.")
+    s._chain("system", subtype="local_command", content=USAGE.replace("usage", "model"), level="info", isMeta=False)
+    s._chain("system", subtype="local_command", content="<local-command-stdout>Kept model as sonnet</local-command-stdout>",
+             level="info", isMeta=False, **marks)
+    s.prompt("Now list the app folder")
+    for e in s.entries:
+        e["version"] = version
+    return "\n".join(json.dumps(m.content) for m in s.write(tmp_path / "s.jsonl").view().messages)
+
+
+def test_a_local_command_is_sent_only_by_the_versions_that_send_it(tmp_path):
+    """Claude Code sends a local command's system entries as user text from 2.1.63 on; up to 2.1.62 its
+    request builder dropped every system entry, and 2.1.328 drops an output marked ``isDisplayOnly``.
+    The view had them in every version: a 2.0 or 2.1.59 session's counts and request carried
+    text its model never read."""
+    assert "Kept model" in _texts_after_local_command(tmp_path, "2.1.63")
+    assert "/model" in _texts_after_local_command(tmp_path, "2.1.328")
+    for old in ("1.0.98", "2.0.67", "2.1.59", "2.1.62"):
+        view = _texts_after_local_command(tmp_path, old)
+        assert "Kept model" not in view and "/model" not in view, old
+    shown = _texts_after_local_command(tmp_path, "2.1.328", isDisplayOnly=True)
+    assert "Kept model" not in shown and "/model" in shown  # the command line was sent, its output shown only
+
+
+def test_a_run_resumed_on_a_model_that_writes_less_asks_no_more_than_it_can_write(tmp_path, runner):
+    """``claude --resume ID --model haiku`` after requests of 128,000 max_tokens on Opus 5.5: Haiku 4.5
+    writes 64,000 tokens at most and the API refuses a request asking more; the rebuilt request asked
+    the recorded 128,000. Sonnet 5.5 (128,000 in Claude Code 2.1.328's own table) keeps them."""
+    for model, expected in (("claude-haiku-4-5", 64000), ("claude-sonnet-5-5", 128000)):
+        s = Recorded(tmp_path / model)
+        s.prompt("List the files")
+        first = {"role": "user", "content": [{"type": "text", "text": "List the files"}]}
+        s.blob(first)
+        s.request("r1", [first])
+        s.say("Three files.")
+        s.prompt("Now the tests")
+        s._chain("attachment", attachment={"type": "model", "identity": {"modelId": model}})
+        (tmp_path / model).mkdir()
+        s.write(tmp_path / model / "s.jsonl")
+        result = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / model / "s.jsonl")])
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert (body["model"], body["max_tokens"]) == (model, expected)
+
+
+def test_the_parts_of_one_system_attachment_are_one_text_a_line_apart(tmp_path, runner):
+    """A subagent's notification queued after the tools-used summary (``queued_command``, rendered as two
+    system parts; recorded with Claude Code 2.1.328): sent as one system text, the parts a newline
+    apart. The view joined them by a blank line, so the request held the view's message and then the
+    recorded one: the notification twice."""
+    tools_used = "<tools-used-before-summary>Glob</tools-used-before-summary>"
+    notice = "[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<status>completed</status>\n</task-notification>"
+    s = Recorded(tmp_path)
+    s.prompt("Use an agent to survey the tests")
+    first = {"role": "user", "content": [{"type": "text", "text": "Use an agent to survey the tests"}]}
+    s.blob(first)
+    s.request("r1", [first])
+    s.say("Delegating.")
+    s._chain("attachment", attachment={"type": "queued_command", "commandMode": "task-notification"},
+             rendered=[{"content": f"<system-reminder>\n{x}\n</system-reminder>"} for x in (tools_used, notice)],
+             renderedRole="system")
+    merged = {"role": "system", "content": [{"type": "text", "text": f"{tools_used}\n{notice}"}]}
+    s.blob(merged)
+    s.write(tmp_path / "s.jsonl")
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Delegating."}]}
+    assert request_messages(runner, tmp_path / "s.jsonl") == [first, answer, merged]

@@ -270,6 +270,26 @@ def test_a_prompt_of_a_few_thousand_characters_is_quoted_whole():
     assert f"The user's first request:\n{prompt}\n" in section(summary, 1)
 
 
+
+def test_many_pasted_prompts_share_one_cut_and_the_compaction_still_frees_room(runner, tmp_path):
+    """Thirty prompts each pasting a 9,000-character log: quoted up to 10,000 characters each, the summary
+    was larger than the conversation and ``compact --force`` left the session as it was ("would not be
+    smaller"). The prompts share one cut, never below 2,000 characters, and the compaction frees room."""
+    s = Session(tmp_path)
+    for k in range(30):
+        log = "\n".join(f"ERROR step {k}-{j}: worker {j * 7 % 13} lost lease {k * 31 + j}" for j in range(200))
+        s.prompt(f"Log {k}, please fix:\n" + log[:9000])
+        s.say(f"Fixed issue {k}.")
+    s.write(tmp_path / "s.jsonl")
+    summary, _ = compact_forced(runner, tmp_path / "s.jsonl", tmp_path)  # asserts it applied
+    quoted = re.findall(r"^- (Log \d+, please fix:\n.*?) \[… [\d,]+ more characters omitted\]$", section(summary, 6),
+                        re.DOTALL | re.MULTILINE)
+    assert len(quoted) == 30 and len({len(q) for q in quoted}) == 1  # one cut for all
+    assert 2000 <= len(quoted[0]) < 9000
+    few = ExtractiveSummarizer(facts=SessionFacts(prompts=("x" * 9000, "y" * 9000))).summarize(
+        [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]}])
+    assert bullets(few) == ["x" * 9000, "y" * 9000]  # two long prompts still whole
+
 # -- errors quoted from the stored original ------------------------------------------------------------
 ERROR = ("Exit code 1\nTraceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    import yaml\n"
          "ModuleNotFoundError: No module named 'yaml'")

@@ -31,7 +31,6 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import Clock
-from ..policy.model import SESSION_ORIGIN
 from ..quoting import quote
 from ..reminders import as_reminder
 from ..stages.microcompact import Microcompact, betas_for, cache_gap_minutes, context_management
@@ -161,7 +160,7 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
                             thinking=_thinking_on(thinking))
     if cm:
         body["context_management"] = cm
-    body["max_tokens"] = max_tokens or _max_tokens(policy)
+    body["max_tokens"] = max_tokens or budget_for(policy).max_output
     if "output_config" in params:  # Claude Code 2.1.3xx: as its newest request
         body["output_config"] = params["output_config"]
     if layout is not None:
@@ -169,16 +168,6 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if store is not None:
         apply_cache_edits(body, t, policy, store, now=now)  # microcompact mode cached (ctxkit.reports.cache_edits)
     return body
-
-
-def _max_tokens(policy: Any) -> int:
-    """The policy's output budget; the session's own when Claude Code recorded it with a request and
-    the model is the session's too (as sent, not capped by ctxkit's model table: Claude Code 2.1.328
-    sent 128,000 to Sonnet 5.5 too). A model the user chose caps it (it may write less)."""
-    if str(policy.origins.get("max_output_tokens", "")).startswith(f"{SESSION_ORIGIN} (api-request)") \
-            and not policy.explicit("model"):
-        return int(policy.max_output_tokens)
-    return budget_for(policy).max_output
 
 
 def required_betas(body: dict[str, Any]) -> list[str]:

@@ -33,6 +33,7 @@ from .extractive_text import (
     opening,
     path_of,
     remark,
+    shared_limit,
     shortened,
     split_sections,
     squash,
@@ -97,6 +98,10 @@ class _Call:
 #: was cut at 2,000 before (bench/cc_scenarios/unicode-long.json). The user messages of a plain message
 #: list keep ``user_message_chars``: there a tool's output may be a user text (Cline's results).
 TYPED_PROMPT_CHARS = 10_000
+#: What the typed prompts' quotes may take together: past it, every prompt is cut at one shorter length,
+#: never below ``user_message_chars``. Thirty pasted 9,000-character
+#: logs quoted whole made a summary larger than the conversation it replaced, and no compaction at all.
+TYPED_PROMPTS_TOTAL_CHARS = 20_000
 
 
 class ExtractiveSummarizer:
@@ -146,6 +151,7 @@ class _Extraction:
         self.settings = settings
         self.facts = facts
         self.messages = list(messages)
+        self._prompt_limit: int | None = None  # the cut of every typed prompt's quote (verbatim)
         self.user: list[tuple[int, str]] = []  # (message index, what the user typed in it)
         self.remarks: list[tuple[int, str]] = []  # (message index, assistant text)
         self.calls: list[_Call] = []
@@ -207,9 +213,13 @@ class _Extraction:
         return [text for _, text in self.user]
 
     def verbatim(self, text: str) -> str:
-        typed = self.facts.prompts is not None and self.facts.typed
-        return shortened(text, max(TYPED_PROMPT_CHARS, self.settings.user_message_chars) if typed
-                         else self.settings.user_message_chars)
+        floor = self.settings.user_message_chars
+        if self.facts.prompts is None or not self.facts.typed:
+            return shortened(text, floor)
+        if self._prompt_limit is None:  # one cut for every prompt, worked out once
+            self._prompt_limit = shared_limit([len(p) for p in self.requests], floor,
+                                              TYPED_PROMPT_CHARS, TYPED_PROMPTS_TOTAL_CHARS)
+        return shortened(text, self._prompt_limit)
 
     # -- the sections ---------------------------------------------------------------------
 

@@ -108,6 +108,21 @@ def shortened(text: str, limit: int) -> str:
     return f"{text[:limit]} [… {len(text) - limit:,} more characters omitted]"
 
 
+def shared_limit(lengths: Sequence[int], floor: int, ceiling: int, total: int) -> int:
+    """The one cut, between ``floor`` and ``ceiling`` characters, that quotes texts of ``lengths`` in at most
+    ``total`` characters together: the largest that fits, ``floor`` when even that does not (each text
+    keeps ``floor`` whatever the total). The same lengths always give the same cut."""
+    def used(limit: int) -> int:
+        return sum(min(n, limit) for n in lengths)
+    if used(ceiling) <= total or ceiling <= floor:
+        return max(ceiling, floor)
+    low, high = floor, ceiling
+    while low < high:  # the largest limit whose quotes fit in the total
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if used(mid) <= total else (low, mid - 1)
+    return low
+
+
 def error_quote(text: str, limit: int = 600, tail_lines: int = 6) -> str:
     """An error as it was written, in whole lines: all of it when short, else its first line (``Exit
     code 1``, the exception) and its last lines (where tracebacks and test runs say what failed)."""

@@ -42,6 +42,9 @@ KNOWN_MODELS: dict[str, ModelInfo] = {
     # Claude 5.x
     "claude-opus-5": ModelInfo(ONE_MILLION, 128_000),
     "claude-sonnet-5": ModelInfo(200_000, 64_000),
+    # Claude Code 2.1.328's own table: a 1,000,000-token window, 128,000 output (sent as max_tokens on a
+    # run resumed with ``--model sonnet``, bench/cc_scenarios/commands.json)
+    "claude-sonnet-5-5": ModelInfo(ONE_MILLION, 128_000),
     "claude-haiku-5": ModelInfo(200_000, 64_000),
     "claude-fable-5": ModelInfo(200_000, 128_000),
     "claude-mythos-5": ModelInfo(200_000, 128_000),

@@ -28,7 +28,8 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
    a tool_use goes before the message's trailing tool calls; an assistant message with nothing
    visible (only thinking, or whitespace text) is left out; a tool result holding
    ``tool_reference`` blocks (ToolSearch) is followed by a ``Tool loaded.`` text; a background-task
-   notification prompt (``origin.kind: task-notification``) is sent wrapped in its system notice;
+   notification prompt (``origin.kind: task-notification``) is sent wrapped in its system notice; a
+   local command's system entry is sent as user text from Claude Code 2.1.63 on (``.fields``);
 8. records ctxkit appended (``type: "ctxkit-record"``) are replayed by registered handlers.
 """
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ..view import (
 )
 from .carry import carried_over, loads_tools
 from .chain import active_entries, content_blocks, entry_type
+from .fields import local_command_text
 from .grown import GROWN
 from .hook_context import fold_earlier_turns, unrendered_texts
 from .records import RECORD_HANDLERS, records
@@ -259,7 +261,9 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             if not a.texts:
                 continue
             if a.role == "system":
-                content = [{"type": "text", "text": _unwrapped(x)} for x in a.texts]
+                # the parts of one attachment are one text, each on its own line (a queued notification after
+                # the tools-used summary); the texts of attachments written together are joined by blank lines
+                content = [{"type": "text", "text": "\n".join(_unwrapped(x) for x in a.texts)}]
                 msgs.append(ViewMessage("system", content, SYSTEM, [None] * len(content), [i], a.uuid, a.timestamp))
             else:
                 content = [{"type": "text", "text": x} for x in a.texts]
@@ -273,11 +277,12 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             continue
         d = t.entry(i)
         typ = d.get("type")
-        if typ == "system" and d.get("subtype") == "local_command" and isinstance(d.get("content"), str):
+        command = local_command_text(d) if typ == "system" else None
+        if command is not None:
             # a local command's output (``/cost``): written as a system entry, sent as user text after
-            # the command's own lines
+            # the command's own lines (not by every version: .fields.local_command_text)
             open_assistant = None
-            msgs.append(ViewMessage("user", [{"type": "text", "text": d["content"]}], META, [None], [i],
+            msgs.append(ViewMessage("user", [{"type": "text", "text": command}], META, [None], [i],
                                     d.get("uuid"), d.get("timestamp"), True))
             continue
         if typ == "assistant":
