@@ -35,7 +35,7 @@ def compact_with(tmp_path, command, *, total=20):
     r = subprocess.run([sys.executable, "-m", "ctxkit.cli.main", "compact", "s.jsonl", "-o", "out.jsonl", "--force",
                         "--set", "summarizer.use=command", "--set", f"summarizer.command={command}",
                         "--set", f"summarizer.total_timeout_seconds={total}"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     seconds = time.monotonic() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return r, seconds, (peak if peak > before else 0) / 1024
@@ -44,7 +44,7 @@ def compact_with(tmp_path, command, *, total=20):
 def test_a_command_that_floods_stdout_is_stopped_at_the_bound(tmp_path):
     r, seconds, peak_mb = compact_with(tmp_path, "cat /dev/zero")
     assert r.returncode == 1, r.stderr
-    assert seconds < 15
+    assert seconds < 60  # stopped at the byte bound, well before its time ran out (loose: a loaded machine)
     assert peak_mb < 300  # 8 MiB of output kept at most; before, it grew until killed
     assert (f"autocompact: failed: the summarizer command 'cat /dev/zero' printed more than "
             f"{MIN_SUMMARY_BYTES:,} bytes, more than a summary of") in r.stderr
@@ -54,10 +54,10 @@ def test_a_command_that_floods_stdout_is_stopped_at_the_bound(tmp_path):
 def test_a_child_left_holding_stdout_does_not_hold_the_run_and_the_summary_is_used(tmp_path):
     marker = tmp_path / "child-finished"
     (tmp_path / "summary.txt").write_text(SUMMARY + "\n")
-    (tmp_path / "summarize.sh").write_text(f"cat summary.txt; (sleep 60; touch {marker}) &\n")
-    r, seconds, _ = compact_with(tmp_path, "sh summarize.sh", total=30)
+    (tmp_path / "summarize.sh").write_text(f"cat summary.txt; (sleep 150; touch {marker}) &\n")
+    r, seconds, _ = compact_with(tmp_path, "sh summarize.sh", total=60)
     assert r.returncode == 0, r.stderr
-    assert seconds < 15  # was: until the child closed stdout (60 s here)
+    assert seconds < 60  # was: until the child closed stdout (150 s here), past the 60 s total: the summary lost
     assert "the summary the command printed" in (tmp_path / "out.jsonl").read_text()
     time.sleep(0.2)
     out = subprocess.run(["pgrep", "-f", f"touch {marker}"], capture_output=True, text=True)
@@ -103,12 +103,12 @@ CHATTY_CHILD = "(while true; do echo x; sleep 0.5; done) &"
 
 
 def test_a_child_that_keeps_printing_after_the_command_exited_0_does_not_lose_the_summary(tmp_path):
-    """Before: the pipe never went quiet, so the run waited out total_timeout_seconds (8 s) and failed
+    """Before: the pipe never went quiet, so the run waited out total_timeout_seconds (30 s) and failed
     "timed out", throwing away the summary the command had printed."""
     (tmp_path / "summary.txt").write_text(SUMMARY + "\n")
-    r, seconds, _ = compact_with(tmp_path, f"cat >/dev/null; cat summary.txt; {CHATTY_CHILD}", total=8)
+    r, seconds, _ = compact_with(tmp_path, f"cat >/dev/null; cat summary.txt; {CHATTY_CHILD}", total=30)
     assert r.returncode == 0, r.stderr
-    assert seconds < 6
+    assert seconds < 25
     assert "timed out" not in r.stderr
     assert "the summary the command printed" in (tmp_path / "out.jsonl").read_text()
 
@@ -116,8 +116,8 @@ def test_a_child_that_keeps_printing_after_the_command_exited_0_does_not_lose_th
 def test_what_a_child_prints_after_the_command_exited_is_not_part_of_the_summary():
     # the child starts printing a moment later: what it printed before the command exited would count
     summarizer = CommandSummarizer(f"cat >/dev/null; printf '%s\\n' '{SUMMARY}'; (while sleep 0.3; do echo x; done) &",
-                                   timeout_seconds=8, total_timeout_seconds=8)
+                                   timeout_seconds=20, total_timeout_seconds=20)
     start = time.monotonic()
     text = summarizer.complete([{"role": "user", "content": "go"}], system=None, max_tokens=1000)
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 15
     assert text == SUMMARY + "\n"
