@@ -13,7 +13,7 @@ import typer
 from ..errors import CtxkitError, UsageError
 from ..fileio import atomic_output, check_output
 from ..quoting import quote
-from .app import OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
+from .app import BadLineOpt, OutputOpt, SetOpt, WindowOpt, app, handle_errors, print_warnings, stderr_console
 from .completion import complete_policy
 
 if TYPE_CHECKING:
@@ -104,6 +104,7 @@ def simulate_cmd(
                                                  "went over the window is marked.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")] = False,
     summaries_as: SummariesAsOpt = None,
+    on_bad_line: BadLineOpt = "fail",
 ) -> None:
     """Replay sessions request by request under policies: context, compactions, tokens and cost.
 
@@ -127,7 +128,7 @@ def simulate_cmd(
     with tempfile.TemporaryDirectory(prefix="ctxkit-proxy-sessions-") as tmp:
         args, labels = _proxy_logs(sessions, Path(tmp))
         doc, results = simulate(_session_files(args), rows, prices, context_window=context_window, cwd=Path.cwd(),
-                                sweep=parsed, on_error=skip, summaries_as=summaries_as)
+                                sweep=parsed, on_error=skip, summaries_as=summaries_as, on_bad_line=on_bad_line)
     _relabel(doc, results, labels)
     if failed and not doc["sessions"]:
         raise typer.Exit(max(failed))
@@ -204,6 +205,7 @@ def report_cmd(
     context_window: WindowOpt = None,
     pricing: PricingOpt = None,
     summaries_as: SummariesAsOpt = None,
+    on_bad_line: BadLineOpt = "fail",
 ) -> None:
     """Write one self-contained HTML page about a session under policies (what simulate computes).
 
@@ -226,7 +228,7 @@ def report_cmd(
             raise UsageError(f"{quote(session)} {what}: report draws one session (simulate takes folders; "
                              "give report one conversation's folder, STORE/proxy/<name>)")
         doc, results = simulate(args, rows, prices, context_window=context_window, cwd=Path.cwd(),
-                                summaries_as=summaries_as)
+                                summaries_as=summaries_as, on_bad_line=on_bad_line)
     _relabel(doc, results, labels)
     session = doc["sessions"][0]["session"]
     print_warnings([f"{session}: {w}" for w in doc["sessions"][0]["warnings"]])

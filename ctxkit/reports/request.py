@@ -41,7 +41,7 @@ from ..transcript.claude_code.requests import request_records
 from ..transcript.claude_code.session import recorded_settings
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
-from ..transcript.view import ViewMessage
+from ..transcript.view import ViewMessage, answer_cut_off_calls
 from .cache_edits import apply_cache_edits
 from .claude_code_layout import claude_code_layout, mark_breakpoints, recorded_params, session_header
 from .tool_definitions import snip_tool
@@ -150,6 +150,7 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     else:
         body["messages"] = api_messages(msgs, keep_system=keep_system, memo=memo)
     params = recorded_params(layout.records, layout.messages) if layout is not None else {}
+    body["messages"] = answer_cut_off_calls(body["messages"])  # before the cache pins digest the messages
     thinking = params.get("thinking") or recorded_thinking(t)
     if thinking is not None:
         body["thinking"] = thinking

@@ -39,6 +39,7 @@ from ..tokens.session import session_policy
 from ..transcript import read_transcript
 from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
+from ..transcript.reader import read_bytes
 from .agent_usage import agent_requests
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
@@ -118,13 +119,19 @@ def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Po
 
 def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: PriceTable, *,
                      context_window: int | None = None, cwd: Path | None = None,
-                     summaries_as: str | None = None) -> dict[str, Any]:
+                     summaries_as: str | None = None, on_bad_line: str = "fail") -> dict[str, Any]:
     """Replay one recorded session (Claude Code's, or another agent's: its requests from
     :mod:`ctxkit.reports.agent_usage`) under each policy; returns its rows (see the module docstring).
 
     The result holds :class:`Row` objects under ``"rows"`` (for the HTML report) beside the JSON
-    parts; :func:`session_json` keeps only what ``simulate --json`` prints."""
-    t = read_transcript(path)  # an unreadable line stops here, named (exit 3); the steps read their own output
+    parts; :func:`session_json` keeps only what ``simulate --json`` prints.
+    ``on_bad_line="skip"``: an unreadable line is left out of every row, as if the file did not hold it
+    (:func:`_without_bad_lines`), with a warning naming the first."""
+    # an unreadable line stops here, named (exit 3), unless skipped; the steps read their own output
+    t = read_transcript(path, on_bad_line=on_bad_line)
+    skipped = t.info.bad_lines
+    if skipped.count:
+        t = _without_bad_lines(path, t)
     if t.format in ("anthropic", "openai") or not t.lines:  # a message list records no requests, no usage
         what = f"this one is {t.format} messages" if t.lines else "this file is empty"  # empty: no format to name
         raise UsageError(f"{path}: simulate replays an agent's session (the requests it recorded and their "
@@ -185,6 +192,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                             fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns))
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys([*prices.warnings, *unread]))
+    if skipped.count:
+        warnings.insert(0, f"skipped {skipped.count} unreadable line(s); first: {skipped.first[0]}")
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
         warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
     actual = sum_rows("recorded", [recorded.to_json(), sidechain.to_json()])
@@ -203,6 +212,15 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             "rows": {"recorded": recorded, "sidechain": sidechain, "replayed": replayed, "none": none,
                      "policies": rows},
             "warnings": warnings}
+
+
+def _without_bad_lines(path: str, t: Transcript) -> Transcript:
+    """``t`` read again without its unreadable lines: every row (recorded, replayed, none, each policy)
+    then comes from the same lines, the ones a file without the bad lines holds. The replay steps number
+    requests by line, so the lines are gone, not only out of the view."""
+    data = b"".join(t.raw_line(i)[0] + b"\n" for i in range(t.n_lines) if not t.lines.bad(i))
+    t.close()
+    return read_bytes(data, name=path, fmt=t.format, on_bad_line="skip")
 
 
 def _warm(points: list[RecordedRequest], fit: tuple[float, float], caches: bool) -> float:
@@ -326,7 +344,7 @@ def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: Price
              context_window: int | None = None, cwd: Path | None = None,
              sweep: tuple[str, list[str]] | None = None,
              on_error: Callable[[str, CtxkitError], None] | None = None,
-             summaries_as: str | None = None,
+             summaries_as: str | None = None, on_bad_line: str = "fail",
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Every session under every policy: (the ``--json`` document, the per-session results with rows).
 
@@ -338,7 +356,7 @@ def simulate(paths: list[str], policies: list[tuple[str, Policy]], prices: Price
     for p in paths:
         try:
             results.append(simulate_session(p, policies, prices, context_window=context_window, cwd=cwd,
-                                            summaries_as=summaries_as))
+                                            summaries_as=summaries_as, on_bad_line=on_bad_line))
         except CtxkitError as exc:
             if on_error is None:
                 raise

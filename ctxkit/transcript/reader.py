@@ -125,7 +125,8 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
         raise
 
 
-def read_bytes(data: bytes, *, name: str, fmt: str = "auto", check_pairing: bool = True) -> Transcript:
+def read_bytes(data: bytes, *, name: str, fmt: str = "auto", check_pairing: bool = True,
+               on_bad_line: str = "fail") -> Transcript:
     """Read a transcript held in memory (JSONL ``data``; ``name`` names it in errors): what
     :class:`ctxkit.ContextManager` reads a message list from, without a file."""
     import io
@@ -134,7 +135,9 @@ def read_bytes(data: bytes, *, name: str, fmt: str = "auto", check_pairing: bool
 
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown format {quote(fmt)}; choose one of auto, {', '.join(FORMATS)}")
-    return _read(Source(name=name, file=io.BytesIO(data)), fmt, "fail", check_pairing, None, True)
+    if on_bad_line not in BAD_LINE_POLICIES:
+        raise UsageError(f"--on-bad-line must be one of {', '.join(BAD_LINE_POLICIES)}, got {quote(on_bad_line)}")
+    return _read(Source(name=name, file=io.BytesIO(data)), fmt, on_bad_line, check_pairing, None, True)
 
 
 def _read(source, fmt: str, on_bad_line: str, check_pairing: bool, start: Resume | None, keep: bool) -> Transcript:

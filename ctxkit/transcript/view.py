@@ -143,6 +143,33 @@ def pairing_problems(messages: list[dict]) -> list[str]:
     return problems
 
 
+#: the content of the error result synthesized for a call no result answers (as Claude Code answers one on resume)
+NO_RESULT = "[tool call interrupted: no result was recorded]"
+
+
+def answer_cut_off_calls(messages: list[dict]) -> list[dict]:
+    """API ``messages`` with a user message of error results after each assistant message whose calls
+    another assistant message follows (a turn cut off and begun again, whose results never came): the
+    API refuses such a call, and Claude Code answers it on resume with a user message of its own
+    (``ensureToolResultPairing``). The view keeps the two assistant messages as the transcript has them
+    (every view message stands for lines of it: doctor and repair name and fix the call there); this is
+    for a request built from the view. A call in the last message is the turn in progress, left alone."""
+    convo = [m for m in messages if m.get("role") != "system"]
+    cut = {id(m) for m, nxt in zip(convo, convo[1:], strict=False) if m.get("role") == "assistant" == nxt.get("role")}
+    if not cut:
+        return messages
+    out: list[dict] = []
+    for m in messages:
+        out.append(m)
+        content = m.get("content")
+        ids = [b.get("id") for b in content if b.get("type") == "tool_use"] if id(m) in cut and isinstance(
+            content, list) else []
+        if ids:
+            out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": x, "is_error": True,
+                                                     "content": NO_RESULT} for x in ids]})
+    return out
+
+
 def normalize(msgs: list[ViewMessage], notes: list[str], orphans: list | None = None) -> list[ViewMessage]:
     """Merge consecutive user (and system) messages and repair what the Messages API would reject."""
     out: list[ViewMessage] = []
@@ -206,8 +233,8 @@ def _repair_pairing(msgs: list[ViewMessage], notes: list[str], orphans: list) ->
         missing = [x for x in ids if x not in answered]
         if missing:
             lead = sum(1 for b in nxt.content if b.get("type") == "tool_result")
-            synth = [{"type": "tool_result", "tool_use_id": x, "is_error": True,
-                      "content": "[tool call interrupted: no result was recorded]"} for x in missing]
+            synth = [{"type": "tool_result", "tool_use_id": x, "is_error": True, "content": NO_RESULT}
+                     for x in missing]
             nxt.content[lead:lead] = synth
             nxt.refs[lead:lead] = [None] * len(synth)
             notes.append(f"synthesized an error result for {len(missing)} unanswered tool call(s): {', '.join(missing)}")
