@@ -101,13 +101,18 @@ def start_mock(out: Path, scenario: str, work: Path, opus: bool) -> tuple[subpro
     with open(out / "stand-in.log", "w") as errors:  # it reports each connection the CLI drops on exit
         mock = subprocess.Popen([sys.executable, str(MOCK), str(port), str(out / "scenario.json"),
                                  str(out / "requests.jsonl")], stderr=errors)
+    wait_for_port(port)
+    return mock, port
+
+
+def wait_for_port(port: int) -> None:
+    """Wait (up to about 30 s) until something listens on loopback ``port``: the stand-in has started."""
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            return
         except OSError:
             time.sleep(0.1)
-    return mock, port
 
 
 def env_for(out: Path, port: int) -> dict:

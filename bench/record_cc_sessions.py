@@ -40,14 +40,14 @@ import gzip
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 from pathlib import Path
+
+from cc_turn_after_compaction import free_port, wait_for_port  # the same stand-in start-up
 
 HARNESS = Path(os.environ.get("CC_HARNESS", "/work/shared/tools/cc-harness"))
 STAND_IN = Path(__file__).resolve().parent / "cc_stand_in.py"
@@ -90,11 +90,6 @@ def make_project(files: dict) -> Path:
     return work
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | None, k: int) -> str:
     """One ``claude -p`` run against a fresh stand-in; returns the session id the CLI reports."""
@@ -104,12 +99,7 @@ def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | N
     mock = subprocess.Popen([sys.executable, str(STAND_IN), str(port), str(step_file),
                              str(raw / "requests.jsonl")])
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
         env = {**os.environ, "HOME": str(raw / "home"), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
                "ANTHROPIC_API_KEY": "sk-ant-harness", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}

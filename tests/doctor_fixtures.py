@@ -208,15 +208,21 @@ def model_switched() -> tuple[list[dict], int]:
     entries = healthy()
     k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "tool_use"
                  and e["message"]["content"][0].get("name") == "Read")
+    _think_before(entries, k, "They want the file.")
+    return entries, k
+
+
+def _think_before(entries: list[dict], k: int, thought: str) -> None:
+    """Insert, before line ``k - 1``, a thinking line another model (Sonnet 4.5) signed, chained in; line ``k``
+    (then the answer after it) names that model too."""
     think = copy.deepcopy(entries[k - 1])
-    think["message"]["content"] = [{"type": "thinking", "thinking": "They want the file.", "signature": SIG}]
+    think["message"]["content"] = [{"type": "thinking", "thinking": thought, "signature": SIG}]
     think["uuid"] = "think-1"
     think["parentUuid"] = entries[k - 1]["parentUuid"]
     think["message"]["model"] = "claude-sonnet-4-5"
     entries[k - 1]["parentUuid"] = "think-1"
     entries.insert(k - 1, think)
     entries[k]["message"]["model"] = "claude-sonnet-4-5"
-    return entries, k
 
 
 def model_switched_earlier() -> list[dict]:
@@ -224,14 +230,7 @@ def model_switched_earlier() -> list[dict]:
     after Claude Code fell back from Opus 4.1 to Sonnet 4 with the Opus thinking in their history)."""
     entries = healthy()
     k = _line_of(entries, lambda e: e["type"] == "assistant" and e["message"]["content"][0].get("type") == "text")
-    think = copy.deepcopy(entries[k - 1])
-    think["message"]["content"] = [{"type": "thinking", "thinking": "They want a count.", "signature": SIG}]
-    think["uuid"] = "think-1"
-    think["parentUuid"] = entries[k - 1]["parentUuid"]
-    think["message"]["model"] = "claude-sonnet-4-5"
-    entries[k - 1]["parentUuid"] = "think-1"
-    entries.insert(k - 1, think)
-    entries[k]["message"]["model"] = "claude-sonnet-4-5"
+    _think_before(entries, k, "They want a count.")
     return entries
 
 

@@ -32,6 +32,15 @@ def _turn(s: Session, at: int, prompt: str, read: int, write: int, model: str = 
     return s.answer("looked at it " * 25, timedelta(seconds=at + 4), read, write, model)
 
 
+
+def _summary_line(s, seconds: int) -> None:
+    """A Claude Code 1.0 compact summary line: no compact_boundary before it, its chain begun anew."""
+    s.lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": s.cwd, "sessionId": "s",
+                    "version": "1.0.89", "type": "user", "isCompactSummary": True, "uuid": "summary",
+                    "timestamp": (T0 + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z"),
+                    "message": {"role": "user", "content": "This session is being continued from a previous "
+                                "conversation that ran out of context. The conversation is summarized below: work."}})
+
 def test_the_thinking_words_of_a_prompt_set_the_budget():
     assert prompt_budget("ultrathink check the usb persistence") == 31_999
     assert prompt_budget("Think hard about it") == 10_000
@@ -86,11 +95,7 @@ def test_a_claude_code_1_0_compaction_counts_and_none_keeps_the_history(tmp_path
     s = OldSession()
     for k in range(6):
         _turn(s, 30 * k, f"step {k}: " + "a long piece of work " * 200, 11_000 + 3_000 * k if k else 11_000, 3_000 + 9_000 * (not k))
-    s.lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": s.cwd, "sessionId": "s",
-                    "version": "1.0.89", "type": "user", "isCompactSummary": True, "uuid": "summary",
-                    "timestamp": (T0 + timedelta(seconds=200)).isoformat().replace("+00:00", "Z"),
-                    "message": {"role": "user", "content": "This session is being continued from a previous "
-                                "conversation that ran out of context. The conversation is summarized below: work."}})
+    _summary_line(s, 200)
     s.answer("going on from the summary " * 10, timedelta(seconds=205), 11_000, 2_000)
     _turn(s, 240, "next step", 13_000, 400)
     out = s.simulate(tmp_path)
@@ -104,11 +109,7 @@ def test_the_summary_a_continued_claude_code_1_0_session_starts_with_is_no_compa
     """05305169 (1.0.89): the file starts with the summary of the session it continues; nothing of this
     session was compacted, so none is the session as it was."""
     s = OldSession()
-    s.lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": s.cwd, "sessionId": "s",
-                    "version": "1.0.89", "type": "user", "isCompactSummary": True, "uuid": "summary",
-                    "timestamp": T0.isoformat().replace("+00:00", "Z"),
-                    "message": {"role": "user", "content": "This session is being continued from a previous "
-                                "conversation that ran out of context. The conversation is summarized below: work."}})
+    _summary_line(s, 0)
     s.answer("going on from the summary " * 10, timedelta(seconds=5), 11_000, 2_000)
     _turn(s, 30, "next step", 13_000, 400)
     out = s.simulate(tmp_path)
