@@ -103,6 +103,17 @@ def _retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = 
 # --------------------------------------------------------------------------------------------
 
 
+def _cause(exc: BaseException) -> str:
+    """What caused a connection error, for the message after the SDK's own: its type always, its text only
+    where the SDK did not already say it (anthropic 2.x puts the cause's text in its message; 0.x says only
+    "Connection error.")."""
+    cause = exc.__cause__
+    if cause is None:
+        return ""
+    text = str(cause)
+    return f" ({type(cause).__name__})" if text and text in str(exc) else f" ({type(cause).__name__}: {text})"
+
+
 def _seconds(value: float) -> str:
     """Seconds for a message: ``1.5``, ``600`` (a timeout cut to what was left is 1.49999...)."""
     return f"{round(value, 1):g}"
@@ -265,8 +276,8 @@ class _AnthropicAPI:
                     # the same server would send it again: not retried
                     error = LLMError(_redact(f"malformed response: the API at {where} answered {what} with "
                                              f"{exc.__cause__}", self._secret))
-                else:  # refused, reset, closed mid-answer: the SDK's "Connection error." and what caused it
-                    why = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
+                else:  # refused, reset, closed mid-answer: the SDK's message and what caused it, said once
+                    why = _cause(exc)
                     error = LLMError(_redact(f"could not reach the Anthropic API at {where}: {exc}{why}",
                                              self._secret), retryable=True)
                 cause = exc
