@@ -69,6 +69,19 @@ class Piece:
     breakpoint: bool = False
     lead: bool = False  # tools or system (the part before the messages)
 
+    def keyed(self, salt: bytes) -> Piece:
+        """The same block under another prefix (a rewrite, a turn's thinking budget, another conversation):
+        another identity for the cache, the same tokens and breakpoint."""
+        return Piece(hashlib.blake2b(salt + self.digest, digest_size=16).digest(), self.tokens, self.breakpoint,
+                     self.lead)
+
+
+def cache_key(model: str) -> str:
+    """The cache a request to ``model`` reads: the model's (dated ids and aliases as one), and apart for
+    each platform named after an ``@`` (:attr:`ctxkit.reports.usage.RecordedRequest.cache_model`)."""
+    base, _, platform = model.partition("@")
+    return normalize_model(base) + (f"@{platform}" if platform else "")
+
 
 def remade(memo: dict, p: Piece, key: object, make: Callable[[Piece], Piece]) -> Piece:
     """``make(p)``, made once per ``(p, key)`` over a replay's requests (``memo``, kept across them): a replay
@@ -116,9 +129,8 @@ class PromptCache:
         ``model`` may name the platform after an ``@`` (:attr:`ctxkit.reports.usage.RecordedRequest.cache_model`):
         each platform caches apart."""
         now = when.timestamp() if when is not None else 0.0
-        base, _, platform = model.partition("@")
-        key = normalize_model(base) + (f"@{platform}" if platform else "")
-        minimum = min_cacheable_tokens(base)
+        key = cache_key(model)
+        minimum = min_cacheable_tokens(model.partition("@")[0])
         # (over the pieces in C: a request's pieces are as many as the blocks of its context)
         chain = self._chain(list(map(_DIGEST, pieces)))
         cumulative = list(accumulate(map(_TOKENS, pieces), initial=0.0))[1:]  # (in order, as one at a time)

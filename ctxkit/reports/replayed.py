@@ -170,9 +170,7 @@ def salted(pieces: list[Piece], salt: bytes) -> list[Piece]:
     when its overhead (system prompt, tools) is another one; the salt goes into the first piece."""
     if not pieces:
         return pieces
-    head = pieces[0]
-    return [Piece(hashlib.blake2b(salt + head.digest, digest_size=16).digest(), head.tokens, head.breakpoint,
-                  head.lead), *pieces[1:]]
+    return [pieces[0].keyed(salt), *pieces[1:]]
 
 
 @dataclass

@@ -33,7 +33,7 @@ from datetime import timezone
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
-from .cache_model import Piece, PromptCache, remade
+from .cache_model import Piece, PromptCache, cache_key, remade
 from .history import is_compaction
 from .pricing import normalize_model
 from .usage import RecordedRequest
@@ -113,11 +113,7 @@ def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) 
         return pieces
     memo = {} if memo is None else memo
     salt = b"rewrite%d" % rewrites
-
-    def rewritten(p: Piece) -> Piece:
-        return Piece(hashlib.blake2b(salt + p.digest, digest_size=16).digest(), p.tokens, p.breakpoint, p.lead)
-
-    return [p if p.lead else remade(memo, p, rewrites, rewritten) for p in pieces]
+    return [p if p.lead else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
 
 
 def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True) -> list[int]:
@@ -161,13 +157,7 @@ class SharedPrefix:
     warm_models: frozenset[str] = frozenset()
 
     def kept_warm(self, model: str) -> bool:
-        return _warm_key(model) in self.warm_models
-
-
-def _warm_key(model: str) -> str:
-    """A cache model (``model@platform``) as :attr:`SharedPrefix.warm_models` holds it."""
-    base, _, platform = model.partition("@")
-    return normalize_model(base) + (f"@{platform}" if platform else "")
+        return cache_key(model) in self.warm_models
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -204,7 +194,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         size = statistics.median(seen) if seen else 0.0
     votes: dict[str, list[bool]] = {}
     for k, r in zip(cold, reads, strict=True):
-        votes.setdefault(_warm_key(points[k].cache_model), []).append(r >= SHARED_READ * size)
+        votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * size)
     warm = frozenset(m for m, v in votes.items() if size and sum(v) * 2 > len(v))
     return SharedPrefix(size, warm)
 

@@ -34,7 +34,6 @@ after the agent had moved to another directory read only the 11,704 tokens share
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
@@ -137,10 +136,10 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
     place = b"cwd" + setting.cwd.encode() + b"model" + setting.model.encode()
 
     def keyed(p: Piece) -> Piece:
-        return Piece(hashlib.blake2b(salt + p.digest, digest_size=16).digest(), p.tokens, p.breakpoint, p.lead)
+        return p.keyed(salt)
 
     def moved(p: Piece) -> Piece:
-        return Piece(hashlib.blake2b(place + p.digest, digest_size=16).digest(), p.tokens, p.breakpoint, p.lead)
+        return p.keyed(place)
 
     out = []
     for k, p in enumerate(pieces):
