@@ -1,7 +1,8 @@
 """A call whose result never came, followed by another assistant message (the turn was cut off and the
 model called again; a real aistrad session has one): ``view --to anthropic-request`` answers it with an
 error result in a user message of its own, as Claude Code does on resume, so the API does not refuse
-the request. The view itself, doctor's finding and what compact and expand do stay as they were."""
+the request; so do the message lists (``view``, ``--to openai``). Doctor's finding and what compact and
+expand do to the file stay as they were."""
 from __future__ import annotations
 
 import json
@@ -40,11 +41,22 @@ def test_the_request_answers_a_call_another_assistant_message_follows(runner, tm
     assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user", "assistant"]
 
 
-def test_the_view_and_doctor_still_show_the_call_as_the_file_has_it(runner, tmp_path):
-    path, call, line = _cut_off(tmp_path)
+def test_the_message_lists_answer_the_call_too_so_that_either_api_takes_them(runner, tmp_path):
+    """``view`` (anthropic messages) and ``--to openai``: lists a user sends on; both APIs refuse a call with
+    no result after it, so the call is answered there too, in words that say what happened."""
+    path, call, _ = _cut_off(tmp_path)
     view = runner.invoke(app, ["view", str(path)])
     msgs = [json.loads(x) for x in view.stdout.splitlines()]
-    assert [m["role"] for m in msgs] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert pairing_problems(msgs) == []
+    assert msgs[2]["content"][0]["tool_use_id"] == call and msgs[2]["content"][0]["content"] == NO_RESULT
+    openai = [json.loads(x) for x in runner.invoke(app, ["view", str(path), "--to", "openai"]).stdout.splitlines()]
+    answered = [m for m in openai if m["role"] == "tool" and m.get("tool_call_id") == call]
+    assert len(answered) == 1 and NO_RESULT in json.dumps(answered[0])
+
+
+def test_doctor_compact_and_expand_still_see_the_call_as_the_file_has_it(runner, tmp_path):
+    path, call, line = _cut_off(tmp_path)
     doctor = runner.invoke(app, ["doctor", str(path), "--json"])
     found = [(f["rule"], f["line"]) for f in json.loads(doctor.stdout)["findings"] if f["severity"] == "error"]
     assert ("consecutive-assistant", line + 1) in found, found

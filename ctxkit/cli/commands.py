@@ -202,9 +202,8 @@ def view(
     from ..stages.snip import tags_enabled
     from ..tokens.session import session_policy
     from ..transcript import read_transcript
-    from ..transcript.plain.messages import to_openai
     from ..transcript.snip_ids import tag_view
-    from ..transcript.writer import write_messages
+    from ..transcript.writer import sendable, write_messages
     from .run_setup import guard_policy, parse_now
 
     pol = load_policy(policy, list(set_ or []), cwd=Path.cwd(), labels=CLI_LABELS)
@@ -237,8 +236,7 @@ def view(
             v = t.view()
             if tags_enabled(pol) if tag_ids is None else tag_ids:
                 v = tag_view(v)
-            msgs = v.api_messages()
-            write_messages(to_openai(msgs) if to == "openai" else msgs, out)
+            write_messages(sendable(v.api_messages(), to), out)
     warn_bad_lines(t)
     for note in t.view().notes:
         stderr_console().print(f"ctxkit: note: {note}", markup=False)

@@ -12,6 +12,7 @@ from .document import documenting
 from .jsonl import compressing, dumps, encoding, split_ending
 from .model import RawLine, Transcript
 from .plain.messages import to_openai
+from .view import answer_cut_off_calls
 
 
 def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
@@ -38,8 +39,15 @@ def write_transcript(t: Transcript, out: BinaryIO, to: str | None = None,
 
 
 def view_messages(t: Transcript, to: str) -> list[dict[str, Any]]:
-    """The view as a list of API messages in format ``to`` (``anthropic`` or ``openai``)."""
-    msgs = t.view().api_messages()
+    """The view as a list of API messages in format ``to`` (``anthropic`` or ``openai``), ready to send: a
+    call cut off by another assistant message is answered with an error result
+    (:func:`ctxkit.transcript.view.answer_cut_off_calls`), as both APIs refuse a call with no result."""
+    return sendable(t.view().api_messages(), to)
+
+
+def sendable(msgs: list[dict[str, Any]], to: str) -> list[dict[str, Any]]:
+    """A view's API messages in format ``to``, with each cut-off call answered (see :func:`view_messages`)."""
+    msgs = answer_cut_off_calls(msgs)
     if to == "openai":
         return to_openai(msgs)
     if to == "anthropic":
