@@ -45,6 +45,9 @@ _CALL = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_pa
 _ANSWER = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"}
 
 # (transcript text, the line that is bad, the message after "file:line: ")
+_HOOK_LOG = ("message is missing: this is a log of prompts and tool calls (as ~/.claude/transcripts/ holds), not "
+             "a session; Claude Code's sessions are ~/.claude/projects/PROJECT/SESSION.jsonl")
+
 CASES = {
     "message is true": (_cc(_user("hi"), {**_assistant([]), "message": True}), 2,
                         "message must be an object or null, got true"),
@@ -77,6 +80,14 @@ CASES = {
                                           "runs": [{"key": "k", "toolUseIds": [1]}]}), 2,
                         "runs[0].toolUseIds[0] must be a string, got 1"),
     "record without a kind": (_cc(_user("hi"), {"type": "ctxkit-record"}), 2, "record is missing"),
+    # a user or assistant line with nothing to show read as an empty session before, without a word
+    "assistant without a message": (_cc(_user("hi"), {"type": "assistant", "uuid": U2, "parentUuid": U1}), 2,
+                                    "message is missing"),
+    "a hook log's prompt": (_cc({"type": "user", "timestamp": "2026-11-29T09:00:00Z", "content": "fix the tests"}), 1,
+                            _HOOK_LOG),
+    "a hook log's tool call": (_cc(_user("hi"), {"type": "tool_use", "timestamp": "2026-11-29T09:00:04Z",
+                                                 "tool_name": "bash", "tool_input": {"command": "pytest"}}), 2,
+                               _HOOK_LOG),
     "api-request-shape system a string": (_cc(_user("hi"), {"type": "api-request-shape", "shape": {"system": "x"}}), 2,
                                           'shape.system must be a list or null, got "x"'),
     "prompt_snapshot systemPrompt": (_cc(_user("hi"), {"type": "attachment", "uuid": U2, "parentUuid": U1,
