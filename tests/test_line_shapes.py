@@ -83,8 +83,6 @@ CASES = {
     # a user or assistant line with nothing to show read as an empty session before, without a word
     "assistant without a message": (_cc(_user("hi"), {"type": "assistant", "uuid": U2, "parentUuid": U1}), 2,
                                     "message is missing"),
-    "a hook log's prompt": (_cc({"type": "user", "timestamp": "2026-11-29T09:00:00Z", "content": "fix the tests"}), 1,
-                            _HOOK_LOG),
     "a hook log's tool call": (_cc(_user("hi"), {"type": "tool_use", "timestamp": "2026-11-29T09:00:04Z",
                                                  "tool_name": "bash", "tool_input": {"command": "pytest"}}), 2,
                                _HOOK_LOG),
@@ -127,6 +125,24 @@ def test_under_skip_the_bad_line_is_kept_byte_for_byte(runner, tmp_path, name):
     assert r.exit_code == 0, r.stderr
     assert text.splitlines()[line - 1] in r.stdout.splitlines()
     assert f"skipped 1 unreadable line(s); first: {path}:{line}: {message}" in r.stderr
+
+
+@pytest.mark.parametrize("on_bad_line", ["fail", "skip"])
+def test_a_hook_log_is_refused_as_no_session(runner, tmp_path, on_bad_line):
+    """OpenCode's Claude Code compatibility logs prompts and tool calls to ~/.claude/transcripts/: read
+    before as a Claude Code session of no message, doctor saying the resume would work."""
+    path = tmp_path / "ses_4a1b2c3d4e5fAbCdEfGhIjKlMn.jsonl"
+    path.write_text(_cc({"type": "user", "timestamp": "2026-11-29T09:00:00Z", "content": "fix the tests"},
+                        {"type": "tool_use", "timestamp": "2026-11-29T09:00:04Z", "tool_name": "bash",
+                         "tool_input": {"command": "pytest"}},
+                        {"type": "tool_result", "timestamp": "2026-11-29T09:00:09Z", "tool_name": "bash",
+                         "tool_input": {"command": "pytest"}, "tool_output": {"output": "1 passed"}}))
+    for command in (["stats"], ["view"], ["doctor"], ["simulate"], ["compact", "-p", "no-llm"]):
+        option = [] if command == ["doctor"] else ["--on-bad-line", on_bad_line]  # (doctor reads every line)
+        r = runner.invoke(app, [*command, str(path), *option])
+        assert r.exit_code == 3, (command, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"ctxkit: error: {path}:1: a hook log of prompts and tool calls"), r.stderr
+        assert "not a session" in r.stderr and r.stdout == ""
 
 
 def test_a_huge_value_is_quoted_short(runner, tmp_path):

@@ -26,6 +26,7 @@ from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_so
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
 from .opencode import database as opencode_database
+from .opencode import hook_log as opencode_hook_log
 from .opencode.database import split_session
 from .shapes import CHECKS, Bad
 
@@ -42,7 +43,8 @@ def from_database(source: Source, session: str | None) -> Source:
         source.close()
         raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
     # what an agent writes beside its sessions, or for them, that is none: refused naming what it is
-    what = (not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first)) if session is None else None
+    what = (not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first)
+            or opencode_hook_log.what_it_is(first)) if session is None else None
     if what is not None:
         source.close()
         raise TranscriptError(source.name, 1, what)
