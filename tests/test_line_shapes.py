@@ -145,6 +145,18 @@ def test_a_hook_log_is_refused_as_no_session(runner, tmp_path, on_bad_line):
         assert "not a session" in r.stderr and r.stdout == ""
 
 
+def test_claude_codes_prompt_history_is_refused_as_no_session(runner, tmp_path):
+    """~/.claude/history.jsonl sits beside the sessions; it was refused with "role is missing"."""
+    path = tmp_path / "history.jsonl"
+    path.write_text(_cc({"display": "/model ", "pastedContents": {}, "timestamp": 1762004100002, "project": "/home/u"},
+                        {"display": "fix the tests", "pastedContents": {}, "timestamp": 1762004200002,
+                         "project": "/home/u/app"}))
+    r = runner.invoke(app, ["stats", str(path)])
+    assert r.exit_code == 3
+    assert r.stderr.startswith(f"ctxkit: error: {path}:1: Claude Code's prompt history (~/.claude/history.jsonl"), r.stderr
+    assert "~/.claude/projects/PROJECT/SESSION.jsonl" in r.stderr
+
+
 def test_a_huge_value_is_quoted_short(runner, tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text(_cc(_user("hi", timestamp=["x" * 1_000_000])))

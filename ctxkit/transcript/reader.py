@@ -12,6 +12,7 @@ from typing import BinaryIO
 
 from ..errors import InputError, TranscriptError, UsageError
 from ..quoting import quote, quote_id
+from . import claude_dir_logs
 from .aider import history as aider_history
 from .carried import carry
 from .claude_code.grown import grown_from
@@ -26,7 +27,6 @@ from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_so
 from .lineindex import LineIndex
 from .model import ReadInfo, Transcript
 from .opencode import database as opencode_database
-from .opencode import hook_log as opencode_hook_log
 from .opencode.database import split_session
 from .shapes import CHECKS, Bad
 
@@ -44,7 +44,7 @@ def from_database(source: Source, session: str | None) -> Source:
         raise TranscriptError(source.name, 1, gemini_prompt_log.WHAT)
     # what an agent writes beside its sessions, or for them, that is none: refused naming what it is
     what = (not_sessions.what_it_is(first) or cline_ui_messages.what_it_is(first)
-            or opencode_hook_log.what_it_is(first)) if session is None else None
+            or claude_dir_logs.what_it_is(first)) if session is None else None
     if what is not None:
         source.close()
         raise TranscriptError(source.name, 1, what)
