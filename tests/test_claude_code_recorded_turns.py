@@ -242,11 +242,12 @@ def test_a_local_command_is_sent_only_by_the_versions_that_send_it(tmp_path):
     assert "Kept model" not in shown and "/model" in shown  # the command line was sent, its output shown only
 
 
-def test_a_run_resumed_on_a_model_that_writes_less_asks_no_more_than_it_can_write(tmp_path, runner):
-    """``claude --resume ID --model haiku`` after requests of 128,000 max_tokens on Opus 5.5: Haiku 4.5
-    writes 64,000 tokens at most and the API refuses a request asking more; the rebuilt request asked
-    the recorded 128,000. Sonnet 5.5 (128,000 in Claude Code 2.1.328's own table) keeps them."""
-    for model, expected in (("claude-haiku-4-5", 64000), ("claude-sonnet-5-5", 128000)):
+def test_a_run_resumed_on_another_model_asks_what_claude_code_sends_that_model(tmp_path, runner):
+    """``claude --resume ID --model claude-haiku-4-5`` after requests of 128,000 max_tokens on Opus 5.5:
+    Claude Code 2.1.328 sent Haiku 4.5 its own default, 32,000 (run against the stand-in API), not the
+    recorded 128,000 (which the API refuses: Haiku 4.5 writes 64,000 at most) nor 64,000. Sonnet 5.5's
+    default is 128,000 too."""
+    for model, expected in (("claude-haiku-4-5", 32000), ("claude-sonnet-5-5", 128000)):
         s = Recorded(tmp_path / model)
         s.prompt("List the files")
         first = {"role": "user", "content": [{"type": "text", "text": "List the files"}]}

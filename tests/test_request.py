@@ -77,7 +77,9 @@ def test_which_models_take_system_messages():
     assert accepts_system_messages("claude-opus-4-8-20261001")
     assert not accepts_system_messages("claude-sonnet-4-5-20250929")
     assert not accepts_system_messages("claude-opus-4-20250514") and not accepts_system_messages("gpt-4o")
-    assert not accepts_system_messages("sonnet")
+    # an alias is what Claude Code 2.1.328 sends for it: sonnet is Sonnet 5.5 (a Claude 5 model), as the
+    # request of a run with --model sonnet shows (it was Sonnet 4.5 before)
+    assert accepts_system_messages("sonnet") and accepts_system_messages("haiku")
 
 
 def test_the_policy_can_force_folding(tmp_path):

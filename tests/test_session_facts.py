@@ -84,8 +84,9 @@ def test_a_policy_file_that_names_the_model_wins(tmp_path):
     (tmp_path / "p.yaml").write_text("model: claude-haiku-4-5\n")
     named = session_policy(load_policy(str(tmp_path / "p.yaml"), cwd=tmp_path), t)
     assert named.model == "claude-haiku-4-5"
-    # the output limit follows the session's model when the policy names neither
-    assert session_policy(load_policy(cwd=tmp_path), t).max_output_tokens == 128_000
+    # the output limit follows the session's model when the policy names neither: the max_tokens Claude
+    # Code 2.1.328 sends Opus 4.6 (64,000; the model can write 128,000)
+    assert session_policy(load_policy(cwd=tmp_path), t).max_output_tokens == 64_000
 
 
 def test_the_model_attachment_before_any_answer_and_the_cache_lifetime(tmp_path):
@@ -127,3 +128,39 @@ def test_a_checkpoint_keeps_the_settings(corpus_session):
     kept = SessionFacts.from_json(json.loads(json.dumps(t.lines.facts.to_json())))
     assert kept.settings() == t.lines.facts.settings() == recorded_settings(t)
     assert kept.settings().model == "claude-opus-5-5" and kept.settings().max_tokens == 128_000
+
+
+def _session_on(tmp_path, model: str):
+    """A Claude Code session whose answers name ``model`` and that records no request (as every version
+    before 2.1.3xx writes them)."""
+    entries = conversation([Turn("hi", [], "hello")])
+    for e in entries:
+        if e["type"] == "assistant":
+            e["message"]["model"] = model
+    return str(write(tmp_path / f"{model}.jsonl", entries))
+
+
+@pytest.mark.parametrize(("model", "window", "max_tokens"), [
+    # the max_tokens Claude Code 2.1.328 sends each model by default and the window it counts against
+    # (its catalog; each seen in the request and result of a run with --model, docs/tokens.md)
+    ("claude-opus-4-5", 200_000, 32_000),
+    ("claude-sonnet-4-5-20250929", 200_000, 32_000),
+    ("claude-haiku-4-5-20251001", 200_000, 32_000),
+    ("claude-opus-4-6", 200_000, 64_000),
+    ("claude-sonnet-5", 1_000_000, 64_000),
+    ("claude-opus-5-5", 1_000_000, 128_000),
+])
+def test_a_session_without_a_recorded_request_gets_what_claude_code_sends_its_model(tmp_path, runner, model,
+                                                                                    window, max_tokens):
+    path = _session_on(tmp_path, model)
+
+    def run(*args):
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    body = run("view", "--to", "anthropic-request", path)
+    assert (body["model"], body["max_tokens"]) == (model, max_tokens)
+    stats = run("stats", path, "--json")
+    assert (stats["budget"]["context_window"], stats["budget"]["max_output"]) == (window, max_tokens)
+

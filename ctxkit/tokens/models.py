@@ -1,6 +1,14 @@
-"""The model table: context window and maximum output per model id, and the aliases people type."""
+"""The model table: context window, maximum output and the max_tokens Claude Code sends, per model id,
+and the aliases people type.
+
+The Claude rows are Claude Code 2.1.328's own model catalog (the one baked into its ``claude`` binary:
+``context.window``, ``max_output_tokens.upper`` and ``max_output_tokens.default``), so that a budget,
+a threshold or a rebuilt request for a session uses what Claude Code itself used for that model
+(docs/tokens.md has the table and how each value was checked).
+"""
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from ..quoting import quote
@@ -12,46 +20,70 @@ from ..quoting import quote
 
 class ModelInfo(NamedTuple):
     context_window: int
+    #: the most the model can write in one answer (a larger ``max_tokens`` is refused by the API)
     max_output_tokens: int
+    #: the ``max_tokens`` Claude Code sends to this model when nothing overrides it; ``None`` for models
+    #: Claude Code does not drive (the agents that run them ask for up to the maximum)
+    default_max_tokens: int | None = None
+
+    @property
+    def sent_max_tokens(self) -> int:
+        """The ``max_tokens`` an agent asks this model for by default: Claude Code's default where the
+        table has one, else the model's maximum."""
+        return self.max_output_tokens if self.default_max_tokens is None else self.default_max_tokens
 
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 ONE_MILLION = 1_000_000
+#: What Claude Code 2.1.328 assumes for a model its catalog does not know: max_tokens 32,000 sent, at
+#: most 128,000 (its window for such a model is 1,000,000; ctxkit keeps 200,000, docs/tokens.md).
+ASSUMED_DEFAULT_MAX_TOKENS = 32_000
+ASSUMED_MAX_OUTPUT_TOKENS = 128_000
 
-#: Context window and maximum output per model id prefix; the longest matching prefix wins,
-#: so dated ids (``claude-sonnet-4-5-20250929``) and provider-prefixed ids
-#: (``us.anthropic.claude-…``) resolve. A ``[1m]`` suffix (Claude Code's 1M-context marker)
-#: sets the window to 1,000,000. Claude 5 values follow what Claude Code 2.1.328 did in
-#: ``corpus/`` (Opus 5.5: max_tokens 128,000, compaction first triggered near 990,000).
+#: Per model id prefix: window, maximum output, and the max_tokens Claude Code sends. The longest row
+#: that matches wins, and a row matches only up to a boundary (the end of the id, ``-``, ``@`` or
+#: ``[``) that does not start another version: ``claude-opus-4-1-20250805`` is Opus 4.1, the dated
+#: ``claude-opus-4-20250514`` and the vertex ``claude-sonnet-4@20250514`` are Opus 4 and Sonnet 4,
+#: while ``claude-sonnet-4-50`` and ``claude-opus-4-9`` are no row's (Claude Code knows neither).
 KNOWN_MODELS: dict[str, ModelInfo] = {
-    # Claude 3.x
-    "claude-3-opus": ModelInfo(200_000, 4_096),
-    "claude-3-haiku": ModelInfo(200_000, 4_096),
-    "claude-3-5-haiku": ModelInfo(200_000, 8_192),
-    "claude-3-5-sonnet": ModelInfo(200_000, 8_192),
-    "claude-3-7-sonnet": ModelInfo(200_000, 64_000),
-    # Claude 4.x
-    "claude-opus-4": ModelInfo(200_000, 32_000),
-    "claude-opus-4-1": ModelInfo(200_000, 32_000),
-    "claude-opus-4-5": ModelInfo(200_000, 64_000),
-    "claude-opus-4-6": ModelInfo(200_000, 128_000),
-    "claude-sonnet-4": ModelInfo(200_000, 64_000),
-    "claude-sonnet-4-5": ModelInfo(200_000, 64_000),
-    "claude-sonnet-4-6": ModelInfo(200_000, 64_000),
-    "claude-haiku-4-5": ModelInfo(200_000, 64_000),
-    # Claude 5.x
-    "claude-opus-5": ModelInfo(ONE_MILLION, 128_000),
-    "claude-sonnet-5": ModelInfo(200_000, 64_000),
-    # Claude Code 2.1.328's own table: a 1,000,000-token window, 128,000 output (sent as max_tokens on a
-    # run resumed with ``--model sonnet``, bench/cc_scenarios/commands.json)
-    "claude-sonnet-5-5": ModelInfo(ONE_MILLION, 128_000),
-    "claude-haiku-5": ModelInfo(200_000, 64_000),
-    "claude-fable-5": ModelInfo(200_000, 128_000),
-    "claude-mythos-5": ModelInfo(200_000, 128_000),
+    # Claude 3.x (Claude Code 2.1.328 has no window for these in its catalog: it uses 200,000; Claude 3
+    # Opus and Haiku, not in its catalog, are hard-coded to 4,096 output)
+    "claude-3-opus": ModelInfo(200_000, 4_096, 4_096),
+    "claude-3-sonnet": ModelInfo(200_000, 8_192, 8_192),
+    "claude-3-haiku": ModelInfo(200_000, 4_096, 4_096),
+    "claude-3-5-haiku": ModelInfo(200_000, 8_192, 8_192),
+    "claude-3-5-sonnet": ModelInfo(200_000, 8_192, 8_192),
+    "claude-3-7-sonnet": ModelInfo(200_000, 64_000, 32_000),
+    # Claude 4.x: 200,000 unless the session asked for 1M ([1m]); Opus 4.7 and 4.8 are 1M natively
+    "claude-opus-4": ModelInfo(200_000, 32_000, 32_000),
+    "claude-opus-4-1": ModelInfo(200_000, 32_000, 32_000),
+    "claude-opus-4-5": ModelInfo(200_000, 64_000, 32_000),
+    "claude-opus-4-6": ModelInfo(200_000, 128_000, 64_000),
+    "claude-opus-4-7": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-opus-4-8": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-sonnet-4": ModelInfo(200_000, 64_000, 32_000),
+    "claude-sonnet-4-5": ModelInfo(200_000, 64_000, 32_000),
+    "claude-sonnet-4-6": ModelInfo(200_000, 128_000, 32_000),
+    "claude-haiku-4-5": ModelInfo(200_000, 64_000, 32_000),
+    # Claude 5.x: all 1M natively (Opus 5.5 compacted near 990,000 in corpus/claude-code-2.1.328)
+    "claude-opus-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-opus-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000),
+    "claude-sonnet-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-sonnet-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000),
+    "claude-haiku-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000),
+    "claude-fable-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-fable-5-1": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-fable-5-2": ModelInfo(ONE_MILLION, 128_000, 128_000),
+    "claude-mythos-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-mythos-5-1": ModelInfo(ONE_MILLION, 128_000, 64_000),
+    "claude-mythos-5-2": ModelInfo(ONE_MILLION, 128_000, 128_000),
     # OpenAI
     "gpt-4o": ModelInfo(128_000, 16_384),
     "gpt-4.1": ModelInfo(1_047_576, 32_768),
-    "gpt-5": ModelInfo(400_000, 128_000),  # gpt-5, 5.1, 5.2, 5.3 and their -codex lines
+    "gpt-5": ModelInfo(400_000, 128_000),  # gpt-5 and its -mini, -nano, -codex lines
+    "gpt-5.1": ModelInfo(400_000, 128_000),
+    "gpt-5.2": ModelInfo(400_000, 128_000),
+    "gpt-5.3": ModelInfo(400_000, 128_000),
     "gpt-5.4": ModelInfo(1_050_000, 128_000),
     "gpt-5.5": ModelInfo(1_050_000, 128_000),
     "gpt-5.4-mini": ModelInfo(400_000, 128_000),
@@ -63,33 +95,57 @@ KNOWN_MODELS: dict[str, ModelInfo] = {
     "o4-mini": ModelInfo(200_000, 100_000),
 }
 
-#: Claude Code's short model aliases (``--model sonnet``), matched exactly.
+#: Claude Code's short model aliases (``--model sonnet``), matched exactly: what they name on the
+#: Anthropic API in Claude Code 2.1.328 (on Bedrock, Vertex and the other providers they name older
+#: models; a session records the model it ran, which is what ctxkit reads).
 MODEL_ALIASES: dict[str, str] = {
-    "sonnet": "claude-sonnet-4-5",
-    "opus": "claude-opus-4-5",
-    "haiku": "claude-haiku-4-5",
-    "fable": "claude-fable-5",
+    "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
+    "haiku": "claude-haiku-5-5",
+    "fable": "claude-fable-5-2",
+    "best": "claude-opus-5-5",  # the catalog's "best" is the opus alias
 }
+
+#: After a row's id: another version of it (``-9`` after ``claude-opus-4``), not a date or a suffix.
+_ANOTHER_VERSION = re.compile(r"-\d{1,2}(?!\d)")
+#: ``claude-opus-4.5`` is spelled ``claude-opus-4-5`` on the API (Claude Code rewrites it the same way).
+_DOTTED_VERSION = re.compile(r"(claude-(?:[a-z]+-)?\d{1,2})\.(?=\d)")
+
+
+def _row(name: str) -> str | None:
+    """The longest :data:`KNOWN_MODELS` id that ``name`` starts with up to a boundary (see there)."""
+    best = None
+    for key in KNOWN_MODELS:
+        if not name.startswith(key) or (best is not None and len(key) <= len(best)):
+            continue
+        rest = name[len(key):]
+        if rest and rest[0] not in "-@[":
+            continue
+        if key[-1].isdigit() and _ANOTHER_VERSION.match(rest):
+            continue
+        best = key
+    return best
 
 
 def model_info(model: str | None) -> ModelInfo | None:
-    """What :data:`KNOWN_MODELS` says about ``model`` (longest prefix match), or ``None``."""
+    """What :data:`KNOWN_MODELS` says about ``model`` (an id, a dated or provider-prefixed id, an alias,
+    with or without ``[1m]``), or ``None`` for a model it does not know."""
     if not model:
         return None
     name = model.strip().lower()
     one_m = name.endswith("[1m]")
     if one_m:
         name = name[:-4]
-    name = MODEL_ALIASES.get(name, name)
+    name = _DOTTED_VERSION.sub(r"\1-", MODEL_ALIASES.get(name, name))
     candidates = [name]
-    if "claude-" in name and not name.startswith("claude-"):  # bedrock / vertex spellings
+    if "claude-" in name and not name.startswith("claude-"):  # bedrock / vertex / gateway spellings
         candidates.append(name[name.index("claude-"):])
     for candidate in candidates:
-        matches = [k for k in KNOWN_MODELS if candidate.startswith(k)]
-        if matches:
-            info = KNOWN_MODELS[max(matches, key=len)]
-            return ModelInfo(ONE_MILLION, info.max_output_tokens) if one_m else info
-    return ModelInfo(ONE_MILLION, 32_000) if one_m else None
+        key = _row(candidate)
+        if key is not None:
+            info = KNOWN_MODELS[key]
+            return info._replace(context_window=ONE_MILLION) if one_m else info
+    return ModelInfo(ONE_MILLION, ASSUMED_MAX_OUTPUT_TOKENS, ASSUMED_DEFAULT_MAX_TOKENS) if one_m else None
 
 
 def unknown_model_notice(model: str) -> str:

@@ -56,7 +56,7 @@ class SessionFacts:
         self.model: tuple[str, str] | None = None
         self.attachment_model: str | None = None  # the ``model`` attachment's, written before any answer
         self.side_model: str | None = None  # the newest sidechain answer's (a subagent's own file)
-        self.request: dict[str, Any] = {}  # the newest api-request's params: max_tokens, betas, thinking
+        self.request: dict[str, Any] = {}  # the newest api-request's params: model, max_tokens, betas, thinking
         self.cache_ttls: dict[str, str] = {}  # message id -> "5m" | "1h", as its usage's cache writes were
 
     def add(self, i: int, d: dict) -> None:
@@ -95,7 +95,7 @@ class SessionFacts:
         if typ == "api-request":
             params = d.get("params")
             if isinstance(params, dict) and not d.get("isSidechain"):
-                self.request = {k: params[k] for k in ("max_tokens", "betas", "thinking") if k in params}
+                self.request = {k: params[k] for k in ("model", "max_tokens", "betas", "thinking") if k in params}
                 if isinstance(params.get("model"), str) and params["model"]:
                     self.model = (params["model"], "api-request")
             return
@@ -125,6 +125,7 @@ class SessionFacts:
             model=model, model_source=source,
             max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool)
             and max_tokens > 0 else None,
+            max_tokens_model=request["model"] if isinstance(request.get("model"), str) else None,
             betas=tuple(b for b in betas if isinstance(b, str)) if isinstance(betas, list) else (),
             thinking=dict(thinking) if isinstance(thinking, dict) else None,
             cache_ttl=next(reversed(self.cache_ttls.values()), None) if self.cache_ttls else None)
@@ -177,6 +178,9 @@ class RecordedSettings:
     model: str | None = None
     model_source: str | None = None  # "api-request" | "assistant message" | "model attachment"
     max_tokens: int | None = None  # the newest recorded request's max_tokens
+    #: the model that request went to (None from a checkpoint kept before ctxkit collected it): a resumed
+    #: run on another model sends that model's own default, not this max_tokens
+    max_tokens_model: str | None = None
     betas: tuple[str, ...] = ()
     thinking: dict | None = field(default=None, hash=False)
     cache_ttl: str | None = None  # "5m" | "1h": the newest answer's cache writes
