@@ -16,6 +16,10 @@ the new one, as Claude Code would have written them had ctxkit compacted its tra
 :func:`request_segments` cuts a request body (tools, system, each content block) into the pieces
 the prompt-cache model compares (:mod:`ctxkit.reports.cache_model`): two requests share a cached
 prefix as long as their pieces are byte-identical, in order.
+
+Over 400 lines: the steps and the pieces of each step's request are one replay, carried from request to
+request through one memo (what the request before sent, cut and calibrated: a step works on what it adds);
+kept together so that what the memo holds is read where it is written.
 """
 from __future__ import annotations
 
