@@ -71,3 +71,36 @@ def test_the_replay_sees_the_next_turn_rewrite_the_messages_from_the_folded_resu
     lead = sum(p.lead for p in before)
     assert part == lead + 2  # the prompt and the call are the same; the result is not
     assert len(after) == len(before)  # (the context's own block is gone into it; the prompt added one)
+
+
+def test_a_view_grown_line_by_line_folds_as_a_view_read_whole(tmp_path, monkeypatch):
+    """A grown view folds on from where the earlier view's fold left off (the turns before it are not looked
+    at again): after every line, through three turns, its messages are the ones a read of the whole file
+    shows, the earlier turns' context folded into their results and the last turn's beside its own."""
+    from ctxkit.transcript import read_transcript
+    from ctxkit.transcript.claude_code import projection
+
+    went_on: list[int] = []  # the messages each fold was told it had folded before
+    fold = projection.fold_earlier_turns
+    monkeypatch.setattr(projection, "fold_earlier_turns", lambda msgs, *a: went_on.append(a[0] if a else 0)
+                        or fold(msgs, *a))
+    s = _two_turns(tmp_path)
+    s.say("Turn two done.")
+    s.prompt("A third turn please")
+    s.tool("Bash", {"command": "echo three"}, "three\n")
+    s.hook_context("Captured the call.")
+    lines = [json.dumps(e).encode() + b"\n" for e in s.entries]
+    answers = [k for k, e in enumerate(s.entries) if e["type"] == "assistant"]
+    # line by line, and request by request as simulate reads it (an answer and the prompt after it: a grown
+    # view whose new messages open a turn, so the turn before is folded then)
+    for cuts in (list(range(1, len(lines) + 1)), [*answers[1:], len(lines)]):
+        growing, done = replay.GrowingRead(tmp_path / f"grown-{len(cuts)}.jsonl"), 0
+        for k in cuts:
+            view = growing.add(lines[done:k]).view()
+            done = k
+            (tmp_path / "whole.jsonl").write_bytes(b"".join(lines[:k]))
+            whole = read_transcript(str(tmp_path / "whole.jsonl")).view()
+            assert [m.api() for m in view.messages] == [m.api() for m in whole.messages]
+    folded = [m for m in view.messages if m.kind == "tool_results"]
+    assert [len(m.content) for m in folded] == [1, 1, 2]  # (the last turn's context is a block of its own)
+    assert sum(1 for n in went_on if n) >= 3  # (most lines: the view grew from the one before)

@@ -430,3 +430,20 @@ def test_no_secret_survives_whatever_surrounds_it_and_redacting_again_changes_no
     once = r.text(text)
     assert leaked(once) == []
     assert r.text(once) == once and Redactor().text(once) == once
+
+
+def test_a_text_redacted_again_in_a_run_is_scanned_once_and_redacted_as_the_first_time(monkeypatch):
+    """A compaction redacts the history for its summary, then again to measure what the summary kept: a
+    text the run's redactor scanned before is not scanned again, and comes out as it did (the secrets
+    it holds still counted once)."""
+    text = f"deploy with aws_secret_access_key = {AWS_SECRET} and id {AWS_KEY_ID}"
+    plain = "nothing to hide here"
+    redactor = Redactor()
+    scanned: list[str] = []
+    find = Redactor._find
+    monkeypatch.setattr(Redactor, "_find", lambda self, t, depth=0: scanned.append(t) or find(self, t, depth))
+    first = redactor.texts([text, plain])
+    again = redactor.messages([{"role": "user", "content": [{"type": "text", "text": text}]}])
+    assert scanned.count(text) == 1 and scanned.count(plain) == 1
+    assert AWS_SECRET not in first[0] and again[0]["content"][0]["text"] == first[0]
+    assert first == Redactor().texts([text, plain]) and redactor.summary()["secrets"] == 2

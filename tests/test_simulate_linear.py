@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from builders import Call, Turn, conversation, write
+from conftest import CC_CORPUS
 
 from ctxkit import load_policy
 from ctxkit.reports import replay
@@ -13,6 +15,9 @@ from ctxkit.reports.pricing import load_pricing
 from ctxkit.reports.simulate import simulate
 from ctxkit.tokens import make_counter
 from ctxkit.transcript.lineindex import LineIndex
+from ctxkit.transcript.view import ViewMessage
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "session.jsonl"
 
 
 def _session(tmp_path: Path, turns: int) -> Path:
@@ -91,3 +96,124 @@ def test_a_request_s_prefix_digests_are_those_a_fresh_cache_works_out():
     carried = PromptCache()
     for digests in requests:
         assert carried._chain(list(digests)) == PromptCache()._chain(list(digests))
+
+
+def _from_nothing(monkeypatch) -> None:
+    """Every step worked out from nothing: no request goes on from the one before (nothing is shared)."""
+    from ctxkit.reports import request, session_prefix
+
+    for module in (replay, request, session_prefix):
+        monkeypatch.setattr(module, "same_leading", lambda a, b: 0)
+
+
+def _requests(results: list) -> list:
+    rows = results[0]["rows"]
+    return [(row.policy, [(r.context, r.usage, r.cost, r.failed) for r in row.requests], row.compactions)
+            for row in [rows["replayed"], rows["none"], *rows["policies"]]]
+
+
+@pytest.mark.parametrize("session", ["example", "autocompact", "multi-prompt"])
+def test_each_request_goes_on_from_the_one_before_and_costs_what_one_from_nothing_does(session, tmp_path,
+                                                                                        monkeypatch):
+    """Each request's messages, pieces, calibration and sizes go on from the request before (what it sent
+    first, the same objects, is taken whole): request by request, every row is the one a replay that works
+    each request out from nothing gives, through the policy's compactions (which rewrite the history) and
+    the session's own (after which `none` replays the whole history)."""
+    path = EXAMPLE if session == "example" else CC_CORPUS / session / "session.jsonl"
+    if not path.is_file():
+        pytest.skip(f"shared corpus not found at {CC_CORPUS}")
+    pol = load_policy(None, ["thresholds.summary_reserve=5000", "thresholds.autocompact_buffer=3000",
+                             "stages.tool-result-budget.enabled=false"], cwd=tmp_path)
+
+    def run() -> tuple:
+        doc, results = simulate([str(path)], [("default", pol)], load_pricing(), context_window=40000, cwd=tmp_path)
+        return doc, _requests(results)
+
+    carried = run()
+    assert carried[1][2][2], "the policy compacts: the steps after it send a rewritten history"
+    _from_nothing(monkeypatch)
+    assert run() == carried
+
+
+def _message(role: str, *texts: str, kind: str = "text") -> ViewMessage:
+    return ViewMessage(role, [{"type": "text", "text": x} for x in texts], kind)
+
+
+def test_request_messages_go_on_from_where_the_call_before_stood():
+    """api_messages takes the view messages the call before was given (the same objects, first) as it made
+    them, and goes on from there: system texts pending, a user message merged into, a view that changed
+    before its end or got shorter: each call's messages are the ones a call from nothing makes."""
+    from ctxkit.reports.request import api_messages
+
+    m = [_message("user", "p0"), _message("system", "s1"), _message("assistant", "a2"), _message("system", "s3"),
+         _message("user", "u4"), _message("user", "u5"), _message("system", "s6"), _message("assistant", "a7"),
+         _message("user", "p8")]
+    other = _message("user", "changed")
+    views = [m[:1], m[:2], m[:3], m[:4], m[:5], m[:6], m[:7], m[:9], m[:3] + [other] + m[4:9], m[:2], m[:9], m[:0]]
+    for keep in (False, True):
+        memo: dict = {}
+        for msgs in views:
+            assert api_messages(msgs, keep_system=keep, memo=memo) == api_messages(msgs, keep_system=keep)
+
+
+def test_a_cut_off_call_is_answered_as_an_answer_from_nothing_answers_it():
+    """A request's cut-off calls are answered going on from the request before, whatever the two share."""
+    from ctxkit.reports.request import _answered
+    from ctxkit.transcript.view import answer_cut_off_calls
+
+    def call(k: int) -> dict:
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": f"c{k}", "name": "Bash", "input": {}}]}
+
+    m = [{"role": "user", "content": "go"}, call(1), call(2), {"role": "system", "content": "s"}, call(3),
+         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c3", "content": "ok"}]}, call(4)]
+    memo: dict = {}
+    for msgs in [m[:2], m[:3], m[:4], m[:5], m[:7], m[:3] + [{"role": "user", "content": "x"}] + m[3:], m[:1], m]:
+        assert _answered(msgs, memo) == answer_cut_off_calls(msgs)
+
+
+def test_sizes_kept_from_the_request_before_are_those_worked_out_again():
+    """consistent without a size to make up goes on from the call before: a piece it was given at the same
+    place keeps what it made, unless that is not the size first held for its digest (one digest sent twice
+    at two sizes in a request): then, as everything the call adds, it is worked out again."""
+    from ctxkit.reports.cache_model import Piece
+    from ctxkit.reports.session_prefix import consistent
+
+    head = [Piece(b"overhead", 100.0, True, True)]
+    a, b, twin, c = Piece(b"a", 10.0), Piece(b"b", 20.0), Piece(b"a", 15.0), Piece(b"c", 5.0)
+    requests = [[a, twin], [a, twin, b], [a, twin, b, c], [a, b], [a, twin, b, c]]
+    carried_sizes, carried_memo = {}, {}
+    fresh_sizes = {}
+    sent = []
+    for pieces in requests:
+        carried = consistent([*head, *pieces], carried_sizes, 0, carried_memo)
+        assert carried == consistent([*head, *pieces], fresh_sizes, 0, {})
+        sent.append([p.tokens for p in carried[1:]])
+    # the twin is first sent at its own size (nothing held yet), then at the size a was first sent with
+    assert sent == [[10.0, 15.0], [10.0, 10.0, 20.0], [10.0, 10.0, 20.0, 5.0], [10.0, 20.0], [10.0, 10.0, 20.0, 5.0]]
+
+
+def test_a_round_of_results_sent_again_changed_keeps_the_order_of_the_calls_before_it():
+    """The pieces of a request's messages go on from the request before; a message it did not send as it
+    is here (a round of results a reminder was merged into: a new message) is cut anew, its results in the
+    order of the calls of the message before it, which the two requests share: as a request from nothing."""
+    pol = load_policy(None, [])
+    counter = make_counter(pol.estimator, model=pol.model)
+
+    def result(k: int) -> dict:
+        return {"type": "tool_result", "tool_use_id": f"c{k}", "content": f"out {k} " * (20 + 30 * k)}
+
+    calls = {"role": "assistant", "content": [{"type": "tool_use", "id": f"c{k}", "name": "Bash",
+                                               "input": {"command": str(k)}} for k in range(3)]}
+    prompt = {"role": "user", "content": "run them"}
+    results = [result(2), result(0), result(1)]  # as they finished
+    reminder = {"type": "text", "text": "<system-reminder>later</system-reminder>"}
+    requests = [[prompt, calls, {"role": "user", "content": results}],
+                [prompt, calls, {"role": "user", "content": [*results, reminder]}]]
+    memo: dict = {}
+    for messages in requests:
+        carried = replay._messages_pieces(messages, counter, memo)
+        assert carried == replay._messages_pieces(messages, counter, {})
+    pieces, ends, _ = carried
+    fresh_results = replay._messages_pieces([prompt, calls, {"role": "user", "content": [result(k) for k in range(3)]}],
+                                            counter, {})[0][2:5]
+    assert [p.tokens for p in pieces[2:5]] == [p.tokens for p in fresh_results]  # (in the order of the calls)

@@ -24,11 +24,11 @@ Prefixes are compared by a chained digest of their pieces, so one request costs 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import accumulate, compress
-from operator import attrgetter
+from operator import attrgetter, is_
 
 from .pricing import family_and_version, normalize_model
 
@@ -162,6 +162,17 @@ class PromptCache:
 
 
 _DIGEST, _TOKENS, _BREAKPOINT = attrgetter("digest"), attrgetter("tokens"), attrgetter("breakpoint")
+
+
+def same_leading(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many first items of ``a`` and ``b`` are the same objects (compared in C): what a replay's request
+    repeats of the one before, where each step keeps the objects it did not change (a view's messages, a
+    request's message dicts), so that a step works on what is new, not on the whole request again."""
+    same = list(map(is_, a, b))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 def _shared_prefix(a: list[bytes], b: list[bytes]) -> int:

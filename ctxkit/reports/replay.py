@@ -16,6 +16,10 @@ the new one, as Claude Code would have written them had ctxkit compacted its tra
 :func:`request_segments` cuts a request body (tools, system, each content block) into the pieces
 the prompt-cache model compares (:mod:`ctxkit.reports.cache_model`): two requests share a cached
 prefix as long as their pieces are byte-identical, in order.
+
+Over 400 lines: the steps and the pieces of each step's request are one replay, carried from request to
+request through one memo (what the request before sent, cut and calibrated: a step works on what it adds);
+kept together so that what the memo holds is read where it is written.
 """
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ from ..transcript.prompts import EARLIER
 from ..transcript.reader import Resume
 from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
-from .cache_model import Piece, remade
+from .cache_model import Piece, remade, same_leading
 from .request import build_request
 
 
@@ -93,22 +97,49 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
             text = b.get("text", "") if isinstance(b, dict) else ""
             out.append(Piece(_digest("system", k, _unmarked(b)), counter.count_text(text), _marked(b), lead=True))
     lead = len(out)
-    marked = any(p.breakpoint for p in out)
-    ends: list[int] = []  # the index of each message's piece Claude Code marks (that of its last line)
-    calls: tuple = ()
-    for mi, msg in enumerate(body["messages"]):
-        pieces, has_mark, last = _message_pieces(mi, msg, counter, memo, calls)
-        calls = _call_ids(msg)
-        out.extend(pieces)
-        marked = marked or has_mark
-        if pieces:
-            ends.append(len(out) - len(pieces) + last)
-    if not marked:  # (the pieces are shared with earlier requests: replaced, not changed)
-        if lead:
-            out[lead - 1] = replace(out[lead - 1], breakpoint=True)
+    if memo.get("lead") == out:  # the tools and system of the request before: its pieces (the same objects)
+        out = list(memo["lead"])
+    else:
+        memo["lead"] = list(out)
+    pieces, ends, marked = _messages_pieces(body["messages"], counter, memo)
+    out.extend(pieces)
+    if not (marked or any(p.breakpoint for p in out[:lead])):  # (the pieces are shared with earlier requests:
+        if lead:                                                   # replaced, not changed)
+            out[lead - 1] = remade(memo.setdefault("marked", {}), out[lead - 1], True,
+                                   lambda p: replace(p, breakpoint=True))
         for k in ends[-2:]:  # Claude Code marks the last line of each of the last two messages
-            out[k] = replace(out[k], breakpoint=True)
+            out[lead + k] = replace(out[lead + k], breakpoint=True)
     return out
+
+
+def _messages_pieces(messages: list[dict], counter: Any, memo: dict) -> tuple[list[Piece], list[int], bool]:
+    """The pieces of a request's messages, in order; the index among them of each message's piece Claude
+    Code marks (that of its last line); whether one carries a breakpoint. The messages the request before
+    sent first (the same objects: :func:`ctxkit.reports.request.api_messages` keeps them) have the pieces
+    they had there, taken whole, not message by message: only what the request adds is gone through."""
+    pieces: list[Piece] = []
+    ends: list[int] = []
+    stood: list[tuple[int, int, bool]] = []  # after each message: len(pieces), len(ends), marked
+    start, marked, calls = 0, False, ()
+    before = memo.get("request-messages")
+    if before is not None:
+        start = same_leading(before[0], messages)
+        if start:
+            stood = before[3][:start]
+            size, n_ends, marked = stood[-1]
+            pieces, ends = before[1][:size], before[2][:n_ends]
+            calls = _call_ids(messages[start - 1])
+    for mi in range(start, len(messages)):
+        msg = messages[mi]
+        own, has_mark, last = _message_pieces(mi, msg, counter, memo, calls)
+        calls = _call_ids(msg)
+        pieces.extend(own)
+        marked = marked or has_mark
+        if own:
+            ends.append(len(pieces) - len(own) + last)
+        stood.append((len(pieces), len(ends), marked))
+    memo["request-messages"] = (messages, pieces, ends, stood)
+    return pieces, ends, marked
 
 
 def _call_ids(msg: dict) -> tuple:
@@ -184,8 +215,14 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float, memo: dict | 
     head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
     if memo is None:
         return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
-    return [head, *(remade(memo, p, scale, lambda p: Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
-                    for p in pieces)]
+    # the pieces the call before scaled by the same factor, first (the same objects), are scaled as there
+    before = memo.get(("calibrated", scale))
+    start = same_leading(before[0], pieces) if before is not None else 0
+    out = [head, *before[1][1:start + 1]] if start else [head]
+    out.extend(remade(memo, p, scale, lambda p: Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
+               for p in pieces[start:])
+    memo[("calibrated", scale)] = (pieces, out)
+    return out
 
 
 #: what a line index's memo keeps for a file that grew by whole lines (see :meth:`GrowingRead._resume`)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
     the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
     ``memo``: :func:`ctxkit.reports.replay.calibrated`'s."""
     overhead, scale = fit
-    estimate = sum(p.tokens for p in pieces)
+    estimate = sum(map(attrgetter("tokens"), pieces))  # (in C: the same sum, in the same order)
     if prompt_tokens <= 0:
         out = calibrated(pieces, overhead, scale, memo)
     elif scale * estimate > prompt_tokens:

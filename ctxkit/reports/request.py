@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import re
+from bisect import bisect_left
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +44,7 @@ from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage, answer_cut_off_calls
 from .cache_edits import apply_cache_edits
+from .cache_model import same_leading
 from .claude_code_layout import claude_code_layout, mark_breakpoints, recorded_params, session_header
 from .tool_definitions import snip_tool
 
@@ -150,7 +152,7 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     else:
         body["messages"] = api_messages(msgs, keep_system=keep_system, memo=memo)
     params = recorded_params(layout.records, layout.messages) if layout is not None else {}
-    body["messages"] = answer_cut_off_calls(body["messages"])  # before the cache pins digest the messages
+    body["messages"] = _answered(body["messages"], memo)  # before the cache pins digest the messages
     thinking = params.get("thinking") or recorded_thinking(t)
     if thinking is not None:
         body["thinking"] = thinking
@@ -187,10 +189,24 @@ def api_messages(msgs: list[ViewMessage], *, keep_system: bool, memo: dict | Non
     (when no assistant reply came in between), else at the start of the next one (after its tool
     results), else in a user message of their own at the end. Folding never moves text out of an
     earlier message, so a growing conversation keeps a stable prefix. ``memo``: the blocks cleaned by
-    earlier calls, by the block they were cleaned from (a block sent again is the same object)."""
+    earlier calls, by the block they were cleaned from (a block sent again is the same object), and where
+    the call before stood before each of its view messages: the messages this call shares with it (the same
+    objects, first) are not gone through again, it goes on from where that call stood after them."""
     out: list[dict[str, Any]] = []
     pending: list[str] = []
-    for m in msgs:
+    start, stood = 0, []
+    before = memo.get(("api-messages", keep_system)) if memo is not None else None
+    if before is not None:
+        # (``stood[i]``: before message i, how many messages out held, its last one, and the system texts
+        # pending; the messages before out's last are never changed after, the last one may be merged into)
+        start = same_leading(before[0], msgs)
+        stood = before[2][:start]
+        size, last, waiting = before[2][start]
+        out = [*before[1][:size - 1], last] if size else []
+        pending = list(waiting)
+    for m in msgs[start:]:
+        if memo is not None:
+            stood.append((len(out), out[-1] if out else None, tuple(pending)))
         if m.role == "system":
             texts = [b.get("text", "") for b in m.content if b.get("type") == "text"]
             if keep_system and any(x["role"] == "user" for x in out):
@@ -208,8 +224,39 @@ def api_messages(msgs: list[ViewMessage], *, keep_system: bool, memo: dict | Non
             out[-1] = {"role": "user", "content": _blocks(out[-1]["content"]) + _blocks(api["content"])}
         else:
             out.append(api)
+    if memo is not None:
+        stood.append((len(out), out[-1] if out else None, tuple(pending)))
+        memo[("api-messages", keep_system)] = (msgs, list(out), stood)
     if pending:
         out.append({"role": "user", "content": _reminders(pending)})
+    return out
+
+
+def _answered(messages: list[dict], memo: dict | None) -> list[dict]:
+    """:func:`ctxkit.transcript.view.answer_cut_off_calls`; with ``memo``, going on from the call before: a
+    message before the last non-system one both calls share is followed by what the next one in the
+    conversation decides, one they share too, so they are answered as that call answered them."""
+    if memo is None:
+        return answer_cut_off_calls(messages)
+    before = memo.get("answered")  # (messages, the answer, after which of them an error message went)
+    cut, head = 0, []
+    answered: list[int] = []
+    if before is not None:
+        cut = same_leading(before[0], messages) - 1
+        while cut > 0 and messages[cut].get("role") == "system":
+            cut -= 1
+        cut = max(cut, 0)
+        answered = before[2][:bisect_left(before[2], cut)]
+        head = before[1][:cut + len(answered)]
+    tail = answer_cut_off_calls(messages[cut:])
+    k = cut
+    for m in tail:  # (an error message is a new one: not one of the messages)
+        if k < len(messages) and m is messages[k]:
+            k += 1
+        else:
+            answered.append(k - 1)
+    out = [*head, *tail]
+    memo["answered"] = (messages, out, answered)
     return out
 
 

@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timezone
+from itertools import takewhile
+from operator import attrgetter
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
-from .cache_model import Piece, PromptCache, cache_key, remade
+from .cache_model import Piece, PromptCache, cache_key, remade, same_leading
 from .history import is_compaction
 from .pricing import normalize_model
 from .usage import RecordedRequest
@@ -199,6 +202,32 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     return SharedPrefix(size, warm)
 
 
+def _kept_sizes(pieces: list[Piece], sizes: dict[bytes, float], memo: dict,
+                sized: Callable[[Piece, float], Piece]) -> list[Piece]:
+    """:func:`consistent` without a size to make up: each piece at the size it was first sent with.
+
+    The call before (``memo``) is gone on from: after the lead pieces (the overhead, tools and system, made
+    again at each request), a piece it was given too (the same object, at the same place) is the piece it
+    made, as long as what it made is at the size ``sizes`` holds for it (a size, once held, never changes):
+    only what the request adds is looked at."""
+    lead = sum(1 for _ in takewhile(attrgetter("lead"), pieces))
+    before = memo.get("kept-sizes")  # (sizes, given, made, lead, how many made after the lead are at their size)
+    reuse = 0
+    if before is not None and before[0] is sizes and before[3] == lead:
+        reuse = min(same_leading(before[1][lead:], pieces[lead:]), before[4])
+    out = [sized(p, sizes.get(p.digest, p.tokens)) for p in pieces[:lead]]
+    out.extend(before[2][lead:lead + reuse] if reuse else ())
+    out.extend(sized(p, sizes.get(p.digest, p.tokens)) for p in pieces[lead + reuse:])
+    for p in out[:lead]:
+        sizes.setdefault(p.digest, p.tokens)
+    held, at_size = reuse, True  # (the pieces taken whole were held before: setting them again does nothing)
+    for p in out[lead + reuse:]:
+        at_size = sizes.setdefault(p.digest, p.tokens) == p.tokens and at_size
+        held += at_size
+    memo["kept-sizes"] = (sizes, pieces, out, lead, held)
+    return out
+
+
 def with_epoch(pieces: list[Piece], epoch: int, warm: float) -> list[Piece]:
     """``pieces`` whose own part of the overhead (the piece after the shared one when there is one, else the
     first) is that of ``epoch``: composed again, so another prefix for the cache."""
@@ -236,10 +265,7 @@ def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: in
         return remade(memo, p, tokens, lambda p: Piece(p.digest, tokens, p.breakpoint, p.lead))
 
     if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
-        pieces = [sized(p, sizes.get(p.digest, p.tokens)) for p in pieces]
-        for p in pieces:
-            sizes.setdefault(p.digest, p.tokens)
-        return pieces
+        return _kept_sizes(pieces, sizes, memo, sized)
     known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
     new = sum(p.tokens for p in pieces if p.digest not in sizes)
     rest = prompt_tokens - known

@@ -108,6 +108,9 @@ class Redactor:
         self.found: dict[str, str] = {}  # every secret value redacted in this run -> its kind
         self._known: list[str] = []
         self._known_size = 0
+        #: each text's spans, found once in a run: a compaction redacts the history for its summary, then
+        #: again to measure what the summary kept (the found values are recorded the first time)
+        self._spans: dict[str, list[Span]] = {}
 
     # -- what was redacted -------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -132,7 +135,8 @@ class Redactor:
         if not self.enabled:
             return list(texts)
         unique = list(dict.fromkeys(t for t in texts if t))
-        spans = {t: self._find(t) for t in unique}
+        spans = {t: list(self._spans[t] if t in self._spans else self._spans.setdefault(t, self._find(t)))
+                 for t in unique}  # (copies: applying them adds the known values' spans)
         known = self._known_values()
         done = {t: self._apply(t, spans[t], known) for t in unique}
         return [done.get(t, t) for t in texts]
@@ -177,7 +181,7 @@ class Redactor:
             if rule.triggers:
                 if lowered is None:
                     lowered = text.lower()
-                if not any(word in lowered for word in rule.triggers):
+                if not any(map(lowered.__contains__, rule.triggers)):  # (in C: the same test)
                     continue
             target = text
             if rule.lowered:
@@ -212,7 +216,7 @@ class Redactor:
         lowered = text.lower() if lowered is None else lowered
         for plugin in self._plugins():
             triggers = _PLUGIN_TRIGGERS.get(type(plugin).__name__)
-            if triggers and not any(word in lowered for word in triggers):
+            if triggers and not any(map(lowered.__contains__, triggers)):
                 continue
             for found in set(plugin.analyze_string(text)):
                 # some plugins yield a fragment (GitHubTokenDetector yields the "ghp" prefix), or a placeholder

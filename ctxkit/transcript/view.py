@@ -69,6 +69,10 @@ class View:
     messages: list[ViewMessage]
     notes: list[str] = field(default_factory=list)  # what the projection had to repair or skip
     orphans: list[tuple[int, str]] = field(default_factory=list)  # (entry index, tool_use_id) of results answering nothing
+    #: Claude Code's: the message that opens the last turn, as the hook-context fold found it
+    #: (:func:`ctxkit.transcript.claude_code.hook_context.fold_earlier_turns`), so that a view grown from this
+    #: one folds on from there; None for a view the fold did not make as it is
+    turn_opened: int | None = field(default=None, compare=False)
 
     def api_messages(self, *, include_system: bool = True) -> list[dict]:
         return [m.api() for m in self.messages if include_system or m.role != "system"]

@@ -91,17 +91,22 @@ def _fold_message(m: ViewMessage) -> ViewMessage:
     return dataclasses.replace(m, content=content, refs=refs, entries=list(m.entries)) if changed else m
 
 
-def fold_earlier_turns(msgs: list[ViewMessage]) -> list[ViewMessage]:
+def fold_earlier_turns(msgs: list[ViewMessage], seen: int = 0, opened: int = -1) -> tuple[list[ViewMessage], int]:
     """The messages with the hook context of every turn before the last folded into its tool results, as
-    Claude Code 2.0.67-2.1.150 send it; the last turn's stays a block of its own. The context only reaches
-    a tool-results message as an unrendered attachment (2.1.150's), so other versions' views pass as
-    they are."""
-    last = next((k for k in range(len(msgs) - 1, -1, -1) if _opens_turn(msgs[k])), -1)
+    Claude Code 2.0.67-2.1.150 send it; the last turn's stays a block of its own; and the index of the
+    message that opens the last turn (-1: none). The context only reaches a tool-results message as an
+    unrendered attachment (2.1.150's), so other versions' views pass as they are.
+
+    ``seen``, ``opened``: the first ``seen`` messages are what this returned before (a grown view's earlier
+    messages) and ``opened`` what it said opens the last turn among them; those before it are folded
+    already (folding again changes nothing), and none after it opens a turn: only the turn it opened and
+    the messages added are looked at, not the whole conversation again at every request."""
+    last = next((k for k in range(len(msgs) - 1, seen - 1, -1) if _opens_turn(msgs[k])), opened)
     if last <= 0:
-        return msgs
+        return msgs, last
     out = list(msgs)
-    for k in range(last):
+    for k in range(max(opened, 0), last):
         m = out[k]
         if m.kind == TOOL_RESULTS and any(_is_context(b) for b in m.content):
             out[k] = _fold_message(m)
-    return out
+    return out, last

@@ -245,7 +245,10 @@ def _grown_view(t: Transcript) -> View | None:
     if new.messages and (new.messages[0].role != "assistant" or new.messages[0].entries[0] != first):
         return None  # (an answer that shows nothing is left out: what follows it could join the earlier view)
     t.memo["view_handled"] = False
-    return View(fold_earlier_turns(earlier.messages + new.messages), new.notes, new.orphans)
+    opened = earlier.turn_opened  # (where the earlier view's fold left off: the fold goes on from there)
+    msgs, opened = fold_earlier_turns(earlier.messages + new.messages, *(
+        (0, -1) if opened is None else (len(earlier.messages), opened)))
+    return View(msgs, new.notes, new.orphans, turn_opened=opened)
 
 
 def build_messages(t: Transcript, order: list[int]) -> View:
@@ -346,7 +349,8 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             m.timestamp = t.entry(m.entries[-1]).get("timestamp")
     # Claude Code leaves out a response that showed nothing (it then asks again with an isMeta nudge)
     msgs = [m for m in msgs if m.role != "assistant" or _visible(m.content)]
-    return View(fold_earlier_turns(normalize(msgs, notes, orphans)), notes, orphans)
+    msgs, opened = fold_earlier_turns(normalize(msgs, notes, orphans))
+    return View(msgs, notes, orphans, turn_opened=opened)
 
 
 class AttachmentSummary(NamedTuple):
