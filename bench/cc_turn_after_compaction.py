@@ -13,7 +13,8 @@ Scenarios: ``auto`` (turn 1 compacts itself after its 2nd answer, then makes 2 m
 a typed turn 2), ``bg`` (the same, turn 1 opening with a background Bash whose
 ``<task-notification>`` is turn 2, as in spotter), ``bgearly`` (that notification queued before the
 compaction, as spotter's was), ``none`` (no compaction: a control) and ``manual`` (turn 1,
-``/compact``, turn 2: a control whose next turn must not share the messages). ``--opus`` runs
+``/compact``, turn 2: a control whose next turn must not share the messages) and ``parallel`` (no
+compaction; turn 1 makes two Bash calls in one answer: where each hook context goes). ``--opus`` runs
 ``claude-opus-4-6`` with a thinking block opening each answer, ``--hooks`` adds SessionStart hooks
 (``startup`` and ``compact``) that print context and a Stop hook with output, ``--post-tool-context``
 a PostToolUse hook that adds context (``additionalContext``) to each result: spotter's settings ran
@@ -45,7 +46,7 @@ CACHE = Path(os.environ.get("CC_HARNESS_CACHE", Path.home() / ".cache" / "cc-har
 FIRST, SECOND = "Inspect the app please", "Now the second turn please"
 SUMMARY = ("<analysis>Notes.</analysis>\n<summary>\n1. Primary Request and Intent: inspect app/models.py.\n"
            "9. Optional Next Step: grep for def.\n</summary>")
-SCENARIOS = ("auto", "bg", "bgearly", "none", "manual")
+SCENARIOS = ("auto", "bg", "bgearly", "none", "manual", "parallel")
 MODELS = "class User:\n    def __init__(self, name):\n        self.name = name\n\n\nclass Order:\n    def total(self, items):\n        return sum(i.price for i in items)\n"
 
 
@@ -70,11 +71,15 @@ def steps(scenario: str, work: Path, opus: bool = False) -> list[dict]:
                  tool("Bash", command="sleep 3; echo waited", description="Wait")]
     else:
         first = [tool("Read", file_path=str(work / "app" / "models.py"))]
-    turn1 = [*first,
-             tool("Bash", big, command="seq 1 300", description="Some output"),
-             tool("Grep", pattern="def ", path=str(work), output_mode="content"),
-             tool("Bash", command="sleep 7; echo after-compaction", description="More"),
-             text("Turn one done.")]
+    if scenario == "parallel":  # two Bash calls in one answer (with --post-tool-context: a context each)
+        calls = [tool("Bash", command=f"echo {word}", description=word.title()) for word in ("alpha", "beta")]
+        turn1 = [{"blocks": [b for call in calls for b in call["blocks"]]}, text("Turn one done.")]
+    else:
+        turn1 = [*first,
+                 tool("Bash", big, command="seq 1 300", description="Some output"),
+                 tool("Grep", pattern="def ", path=str(work), output_mode="content"),
+                 tool("Bash", command="sleep 7; echo after-compaction", description="More"),
+                 text("Turn one done.")]
     turn2 = [tool("Bash", command="echo turn-two", description="Turn two"), text("Turn two done.")]
     if opus:  # as spotter 4d5611e5's answers: each opens with a signed thinking block
         for k, step in enumerate(turn1 + turn2):

@@ -71,3 +71,41 @@ def test_the_replay_sees_the_next_turn_rewrite_the_messages_from_the_folded_resu
     lead = sum(p.lead for p in before)
     assert part == lead + 2  # the prompt and the call are the same; the result is not
     assert len(after) == len(before)  # (the context's own block is gone into it; the prompt added one)
+
+
+def _context(command: str) -> str:
+    return f"<system-reminder>\nPostToolUse:Bash hook additional context: Context for {command}\n</system-reminder>"
+
+
+def _parallel_turn(tmp_path) -> tuple[Session, list[str]]:
+    """A turn of two Bash calls made in one answer, each with its hook's context (``beta`` finishes first)."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    return s, s.parallel_with_hooks(["echo alpha", "echo beta"])
+
+
+def test_parallel_calls_each_fold_their_hooks_context_into_their_own_result(tmp_path, runner):
+    """As genuine Claude Code 2.1.150 sent the next turn's request (two parallel Bash calls, a PostToolUse
+    hook adding context to each, recorded with the cc-harness stand-in): each result with its own call's
+    context, none lost (the first call's result line and its hook's lines are a dead end of the chain)."""
+    s, (alpha, beta) = _parallel_turn(tmp_path)
+    s.say("Turn one done.")
+    s.prompt("Now the second turn please")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        results = _view(runner, path, to)[2]["content"]
+        assert [(b["tool_use_id"], b["content"]) for b in results] == [
+            (beta, "beta\n\n" + _context("echo beta")), (alpha, "alpha\n\n" + _context("echo alpha"))]
+
+
+def test_within_their_turn_parallel_calls_contexts_follow_all_the_results(tmp_path, runner):
+    """The same turn's own next request, as 2.1.150 sent it: the results, then each context in the order
+    the hooks wrote them, one that another follows ending with a newline."""
+    s, (alpha, beta) = _parallel_turn(tmp_path)
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        blocks = _view(runner, path, to)[2]["content"]
+        assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
+            beta, alpha, _context("echo beta") + "\n", _context("echo alpha")]
