@@ -18,10 +18,10 @@ compaction; turn 1 makes two Bash calls in one answer: where each hook context g
 ``claude-opus-4-6`` with a thinking block opening each answer, ``--hooks`` adds SessionStart hooks
 (``startup`` and ``compact``) that print context and a Stop hook with output, ``--post-tool-context``
 a PostToolUse hook that adds context (``additionalContext``) to each result: spotter's settings ran
-hooks of each kind.
+hooks of each kind; ``--command-turn`` opens turn 2 with a custom slash command (``/second``).
 
 usage: python bench/cc_turn_after_compaction.py VERSION MODE SCENARIO [OUTDIR] [--opus] [--hooks]
-       [--post-tool-context]
+       [--post-tool-context] [--command-turn]
 prints one JSON object: whether the last request of turn 1 is a prefix of the first of turn 2, and
 if not the first message where they part.
 """
@@ -156,11 +156,12 @@ def write_hooks(home: Path, session: bool, post_tool: bool) -> None:
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
 
 
-def run_stream(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str]) -> None:
+def run_stream(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str],
+               second: str = SECOND) -> None:
     proc = subprocess.Popen([*cli(version), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
                              "--verbose", *args], cwd=work, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    prompts = [FIRST, "/compact", SECOND] if scenario == "manual" else [FIRST, SECOND]
+    prompts = [FIRST, "/compact", second] if scenario == "manual" else [FIRST, second]
 
     def send(s: str) -> None:
         proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": s},
@@ -185,7 +186,8 @@ def run_stream(version: str, scenario: str, work: Path, out: Path, env: dict, ar
         proc.kill()
 
 
-def run_pty(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str]) -> None:
+def run_pty(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str],
+            second: str = SECOND) -> None:
     home = out / "home"
     (home / ".claude.json").write_text(json.dumps({
         "hasCompletedOnboarding": True, "theme": "dark", "customApiKeyResponses": {"approved": ["sk-ant-harness"[-20:]]},
@@ -233,7 +235,7 @@ def run_pty(version: str, scenario: str, work: Path, out: Path, env: dict, args:
         type_("/compact")
         pump(15)
     if not scenario.startswith("bg"):
-        type_(SECOND)
+        type_(second)
     wait_turn(8 if scenario == "bgearly" else 7)
     (out / "screen.txt").write_bytes(bytes(screen))
     os.kill(pid, 9)
@@ -301,6 +303,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--hooks", action="store_true", help="SessionStart (startup, compact) and Stop hooks")
     parser.add_argument("--post-tool-context", action="store_true",
                         help="a PostToolUse hook adding context (additionalContext) to each result")
+    parser.add_argument("--command-turn", action="store_true",
+                        help="turn 2 is a custom slash command (/second) whose text is the second prompt")
     a = parser.parse_args(argv)
     if not MOCK.exists():
         parser.error(f"the cc-harness stand-in is not at {MOCK} (set CTXKIT_SHARED)")
@@ -314,16 +318,21 @@ def main(argv: list[str]) -> int:
     work = work.resolve()
     if a.hooks or a.post_tool_context:
         write_hooks(out / "home", a.hooks, a.post_tool_context)
+    if a.command_turn:
+        (work / ".claude" / "commands").mkdir(parents=True, exist_ok=True)
+        # (described apart: the command list the first message holds must not read as turn 2)
+        (work / ".claude" / "commands" / "second.md").write_text(f"---\ndescription: Turn two\n---\n{SECOND}\n")
     mock, port = start_mock(out, a.scenario, work, a.opus)
     try:
         run = run_stream if a.mode == "stream" else run_pty
-        run(a.version, a.scenario, work, out, env_for(out, port), claude_args(a.opus))
+        run(a.version, a.scenario, work, out, env_for(out, port), claude_args(a.opus),
+            "/second" if a.command_turn else SECOND)
     finally:
         mock.kill()
         mock.wait()
     report = compare(out)
     report.update(version=a.version, mode=a.mode, scenario=a.scenario, opus=a.opus, hooks=a.hooks,
-                  post_tool_context=a.post_tool_context, out=str(out))
+                  post_tool_context=a.post_tool_context, command_turn=a.command_turn, out=str(out))
     print(json.dumps(report, indent=1))
     return 0
 

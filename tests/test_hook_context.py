@@ -51,6 +51,22 @@ def test_a_hooks_context_is_its_own_block_in_its_turn_and_folded_into_the_result
         assert last[0]["content"] == "turn-two\n" and last[1]["text"] == CONTEXT
 
 
+def test_a_turn_a_slash_command_opens_folds_the_turn_befores_context_too(tmp_path, runner):
+    """As 2.1.150 sent it (bench/cc_turn_after_compaction.py with turn 2 a custom ``/second`` command,
+    recorded with the cc-harness stand-in): the command starts a turn as a typed prompt does."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.tool("Bash", {"command": "seq 1 3"}, "1\n2\n3\n")
+    s.hook_context("Captured the call.")
+    s.say("Turn one done.")
+    s.prompt("<command-message>second</command-message>\n<command-name>/second</command-name>")
+    s.prompt("Now the second turn please\n", isMeta=True)
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        assert _view(runner, path, to)[2]["content"][0]["content"] == "1\n2\n3\n\n" + CONTEXT
+
+
 def test_a_result_whose_content_is_a_list_keeps_the_context_beside_it(tmp_path, runner):
     path = tmp_path / "s.jsonl"
     _two_turns(tmp_path, list_result=True).write(path)

@@ -9,8 +9,8 @@ genuine CLIs sent (``bench/cc_turn_after_compaction.py VERSION stream none --pos
 * it renders the attachment as a meta user text, ``<system-reminder>\\n{hookName} hook additional context:
   {content joined by newlines}\\n</system-reminder>``; after a tool result it joins that result's message
   as a text block of its own, within the turn the tool ran in;
-* from the next turn on (a later prompt or task notification), 2.0.67 to 2.1.150 fold it into the tool
-  result before it when that result's content is a string: the result's text and the context's, each
+* from the next turn on (a later prompt, slash command or task notification), 2.0.67 to 2.1.150 fold it
+  into the tool result before it when that result's content is a string: the result's text and the context's, each
   stripped, joined by a blank line (an error result keeps only text; a result whose content is a list
   of blocks keeps the context as a block beside it). So the first request of the next turn differs from
   the last of the turn before from the first such result on, and the prompt cache is written again from
@@ -38,7 +38,8 @@ from ..view import PROMPT, TOOL_RESULTS, ViewMessage
 KIND = "hook_additional_context"
 #: How Claude Code renders a hook's context (its ``<system-reminder>`` wrapper included).
 _RENDERED = re.compile(r"\A<system-reminder>\n\S+ hook additional context: .*\n</system-reminder>\n?\Z", re.S)
-_NOTIFICATION = "<task-notification>"
+#: what the text of a message that starts a turn without being a typed prompt holds
+_OPENINGS = ("<task-notification>", "<command-name>")
 #: for an entry of a view message (its index), how many hook contexts it added to the message
 Contexts = Callable[[int], int]
 
@@ -59,9 +60,11 @@ def unrendered_texts(attachment: object) -> tuple[str, ...]:
 
 
 def _opens_turn(m: ViewMessage) -> bool:
-    """A message that starts a turn: a typed prompt, or a background task's notification."""
+    """A message that starts a turn: a typed prompt, a slash command (``/review``: the view calls its
+    lines meta, but it starts a turn as a prompt does; 2.1.150 folds the turn before's contexts then),
+    or a background task's notification."""
     return m.role == "user" and (m.kind == PROMPT or any(
-        b.get("type") == "text" and _NOTIFICATION in str(b.get("text", "")) for b in m.content))
+        b.get("type") == "text" and any(x in str(b.get("text", "")) for x in _OPENINGS) for b in m.content))
 
 
 def is_context_text(text: object) -> bool:
