@@ -125,3 +125,22 @@ def test_within_their_turn_parallel_calls_contexts_follow_all_the_results(tmp_pa
         blocks = _view(runner, path, to)[2]["content"]
         assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
             beta, alpha, _context("echo beta") + "\n", _context("echo alpha")]
+
+
+def test_after_a_result_with_a_list_content_no_later_context_folds(tmp_path, runner):
+    """As 2.1.150 sent it (a Read of an image and two Bash calls in one answer, the Read first to finish,
+    recorded with the cc-harness stand-in): the context after a result whose content is a list stays a
+    text, the results merged after it go before it, so no later context of the message folds either;
+    from the next turn on they lose the newline their own turn's merge ended them with."""
+    s, (alpha, beta) = _parallel_turn(tmp_path)
+    first = next(e for e in s.entries if e["type"] == "user" and isinstance(e["message"]["content"], list))
+    first["message"]["content"][0]["content"] = [{"type": "text", "text": "beta"}]
+    s.say("Turn one done.")
+    s.prompt("Now the second turn please")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        blocks = _view(runner, path, to)[2]["content"]
+        assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
+            beta, alpha, _context("echo beta"), _context("echo alpha")]
+        assert blocks[1]["content"] == "alpha\n"

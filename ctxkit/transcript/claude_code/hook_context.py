@@ -22,7 +22,9 @@ genuine CLIs sent (``bench/cc_turn_after_compaction.py VERSION stream none --pos
   merged last when that is a result with a string content (a hook's lines follow its call's result).
   Those lines hang off that result's line, which may be a dead end of the chain (the chain's stitching
   brings them back by the attachment's ``toolUseID``, :mod:`.chain`). Within the turn, each context
-  that another follows ends with a newline (2.1.150 merges two texts of consecutive user messages so).
+  that another follows ends with a newline (2.1.150 merges two texts of consecutive user messages so);
+  from the next turn on, one that stays a text of its own (a result with a list content before it, such
+  as an image a Read returned: it and every context after it in the message) does not.
 
 2.1.328 renders the context as a system-role message (``renderedRole: "system"``) and keeps it where it
 was; 2.1.39 and earlier write no line holding it (only that the hook ran), so nothing can be shown.
@@ -134,19 +136,27 @@ def _run_targets(m: ViewMessage) -> dict[int, int]:
 
 
 def _fold_message(m: ViewMessage, contexts: Contexts) -> ViewMessage:
-    """A tool-results message with its hook contexts folded into their results; a new message (never
-    changed in place: an earlier view, and the replay's digests, hold the old blocks)."""
+    """A tool-results message with its hook contexts folded into their results, and those that stay
+    texts of their own as the attachment renders them (without the newline their turn's merge added); a
+    new message (never changed in place: an earlier view, and the replay's digests, hold the old blocks)."""
     targets = _targets(m, contexts)
     if targets is None:
         targets = _run_targets(m)
-    if not targets:
-        return m
     into: dict[int, list[str]] = {}
     for k, target in targets.items():
         into.setdefault(target, []).append(m.content[k]["text"])
     keep = [k for k in range(len(m.content)) if k not in targets]
-    content = [_folded(m.content[k], into[k]) if k in into else m.content[k] for k in keep]
+    content = [_folded(m.content[k], into[k]) if k in into else _as_rendered(m.content[k]) for k in keep]
+    if all(a is b for a, b in zip(content, m.content, strict=False)) and len(content) == len(m.content):
+        return m
     return dataclasses.replace(m, content=content, refs=[m.refs[k] for k in keep], entries=list(m.entries))
+
+
+def _as_rendered(block: dict) -> dict:
+    """A hook context block without the newline the merge of its turn ended it with; any other as it is."""
+    if _is_context(block) and block["text"].endswith("\n"):
+        return {**block, "text": block["text"][:-1]}
+    return block
 
 
 def fold_earlier_turns(msgs: list[ViewMessage], contexts: Contexts) -> list[ViewMessage]:
