@@ -144,3 +144,19 @@ def test_after_a_result_with_a_list_content_no_later_context_folds(tmp_path, run
         assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
             beta, alpha, _context("echo beta"), _context("echo alpha")]
         assert blocks[1]["content"] == "alpha\n"
+
+
+def test_a_slash_command_the_model_ran_opens_no_turn(tmp_path, runner):
+    """The lines of a command the model ran with a tool join its results' message: the turn goes on, and
+    its hook context stays a block of its own."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.tool("Bash", {"command": "seq 1 3"}, "1\n2\n3\n")
+    s.hook_context("Captured the call.")
+    s.tool("SlashCommand", {"command": "/lint"}, "Launching command /lint")
+    s.prompt("<command-message>lint is running…</command-message>\n<command-name>/lint</command-name>", isMeta=True)
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    blocks = _view(runner, path, "anthropic-request")[2]["content"]
+    assert [b["type"] for b in blocks] == ["tool_result", "text"]
+    assert blocks[0]["content"] == "1\n2\n3\n" and blocks[1]["text"] == CONTEXT

@@ -40,8 +40,8 @@ from ..view import PROMPT, TOOL_RESULTS, ViewMessage
 KIND = "hook_additional_context"
 #: How Claude Code renders a hook's context (its ``<system-reminder>`` wrapper included).
 _RENDERED = re.compile(r"\A<system-reminder>\n\S+ hook additional context: .*\n</system-reminder>\n?\Z", re.S)
-#: what the text of a message that starts a turn without being a typed prompt holds
-_OPENINGS = ("<task-notification>", "<command-name>")
+_NOTIFICATION = "<task-notification>"
+_COMMAND = "<command-name>"
 #: for an entry of a view message (its index), how many hook contexts it added to the message
 Contexts = Callable[[int], int]
 
@@ -62,11 +62,14 @@ def unrendered_texts(attachment: object) -> tuple[str, ...]:
 
 
 def _opens_turn(m: ViewMessage) -> bool:
-    """A message that starts a turn: a typed prompt, a slash command (``/review``: the view calls its
-    lines meta, but it starts a turn as a prompt does; 2.1.150 folds the turn before's contexts then),
-    or a background task's notification."""
-    return m.role == "user" and (m.kind == PROMPT or any(
-        b.get("type") == "text" and any(x in str(b.get("text", "")) for x in _OPENINGS) for b in m.content))
+    """A message that starts a turn: a typed prompt, a slash command the user typed (``/review``: the view
+    calls its lines meta, but it starts a turn as a prompt does; 2.1.150 folds the turn before's contexts
+    then; not one the model ran, whose lines join its results), or a background task's notification."""
+    if m.role != "user":
+        return False
+    texts = [str(b.get("text", "")) for b in m.content if b.get("type") == "text"]
+    typed = m.kind != TOOL_RESULTS and not any(b.get("type") == "tool_result" for b in m.content)
+    return m.kind == PROMPT or any(_NOTIFICATION in x or typed and _COMMAND in x for x in texts)
 
 
 def is_context_text(text: object) -> bool:
