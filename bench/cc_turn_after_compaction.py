@@ -13,14 +13,15 @@ Scenarios: ``auto`` (turn 1 compacts itself after its 2nd answer, then makes 2 m
 a typed turn 2), ``bg`` (the same, turn 1 opening with a background Bash whose
 ``<task-notification>`` is turn 2, as in spotter), ``bgearly`` (that notification queued before the
 compaction, as spotter's was), ``none`` (no compaction: a control) and ``manual`` (turn 1,
-``/compact``, turn 2: a control whose next turn must not share the messages). ``--opus`` runs
+``/compact``, turn 2: a control whose next turn must not share the messages) and ``parallel`` (no
+compaction; turn 1 makes two Bash calls in one answer: where each hook context goes). ``--opus`` runs
 ``claude-opus-4-6`` with a thinking block opening each answer, ``--hooks`` adds SessionStart hooks
 (``startup`` and ``compact``) that print context and a Stop hook with output, ``--post-tool-context``
 a PostToolUse hook that adds context (``additionalContext``) to each result: spotter's settings ran
-hooks of each kind.
+hooks of each kind; ``--command-turn`` opens turn 2 with a custom slash command (``/second``).
 
 usage: python bench/cc_turn_after_compaction.py VERSION MODE SCENARIO [OUTDIR] [--opus] [--hooks]
-       [--post-tool-context]
+       [--post-tool-context] [--command-turn]
 prints one JSON object: whether the last request of turn 1 is a prefix of the first of turn 2, and
 if not the first message where they part.
 """
@@ -45,7 +46,7 @@ CACHE = Path(os.environ.get("CC_HARNESS_CACHE", Path.home() / ".cache" / "cc-har
 FIRST, SECOND = "Inspect the app please", "Now the second turn please"
 SUMMARY = ("<analysis>Notes.</analysis>\n<summary>\n1. Primary Request and Intent: inspect app/models.py.\n"
            "9. Optional Next Step: grep for def.\n</summary>")
-SCENARIOS = ("auto", "bg", "bgearly", "none", "manual")
+SCENARIOS = ("auto", "bg", "bgearly", "none", "manual", "parallel")
 MODELS = "class User:\n    def __init__(self, name):\n        self.name = name\n\n\nclass Order:\n    def total(self, items):\n        return sum(i.price for i in items)\n"
 
 
@@ -70,11 +71,15 @@ def steps(scenario: str, work: Path, opus: bool = False) -> list[dict]:
                  tool("Bash", command="sleep 3; echo waited", description="Wait")]
     else:
         first = [tool("Read", file_path=str(work / "app" / "models.py"))]
-    turn1 = [*first,
-             tool("Bash", big, command="seq 1 300", description="Some output"),
-             tool("Grep", pattern="def ", path=str(work), output_mode="content"),
-             tool("Bash", command="sleep 7; echo after-compaction", description="More"),
-             text("Turn one done.")]
+    if scenario == "parallel":  # two Bash calls in one answer (with --post-tool-context: a context each)
+        calls = [tool("Bash", command=f"echo {word}", description=word.title()) for word in ("alpha", "beta")]
+        turn1 = [{"blocks": [b for call in calls for b in call["blocks"]]}, text("Turn one done.")]
+    else:
+        turn1 = [*first,
+                 tool("Bash", big, command="seq 1 300", description="Some output"),
+                 tool("Grep", pattern="def ", path=str(work), output_mode="content"),
+                 tool("Bash", command="sleep 7; echo after-compaction", description="More"),
+                 text("Turn one done.")]
     turn2 = [tool("Bash", command="echo turn-two", description="Turn two"), text("Turn two done.")]
     if opus:  # as spotter 4d5611e5's answers: each opens with a signed thinking block
         for k, step in enumerate(turn1 + turn2):
@@ -151,11 +156,12 @@ def write_hooks(home: Path, session: bool, post_tool: bool) -> None:
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
 
 
-def run_stream(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str]) -> None:
+def run_stream(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str],
+               second: str = SECOND) -> None:
     proc = subprocess.Popen([*cli(version), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
                              "--verbose", *args], cwd=work, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    prompts = [FIRST, "/compact", SECOND] if scenario == "manual" else [FIRST, SECOND]
+    prompts = [FIRST, "/compact", second] if scenario == "manual" else [FIRST, second]
 
     def send(s: str) -> None:
         proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": s},
@@ -180,7 +186,8 @@ def run_stream(version: str, scenario: str, work: Path, out: Path, env: dict, ar
         proc.kill()
 
 
-def run_pty(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str]) -> None:
+def run_pty(version: str, scenario: str, work: Path, out: Path, env: dict, args: list[str],
+            second: str = SECOND) -> None:
     home = out / "home"
     (home / ".claude.json").write_text(json.dumps({
         "hasCompletedOnboarding": True, "theme": "dark", "customApiKeyResponses": {"approved": ["sk-ant-harness"[-20:]]},
@@ -228,7 +235,7 @@ def run_pty(version: str, scenario: str, work: Path, out: Path, env: dict, args:
         type_("/compact")
         pump(15)
     if not scenario.startswith("bg"):
-        type_(SECOND)
+        type_(second)
     wait_turn(8 if scenario == "bgearly" else 7)
     (out / "screen.txt").write_bytes(bytes(screen))
     os.kill(pid, 9)
@@ -296,6 +303,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--hooks", action="store_true", help="SessionStart (startup, compact) and Stop hooks")
     parser.add_argument("--post-tool-context", action="store_true",
                         help="a PostToolUse hook adding context (additionalContext) to each result")
+    parser.add_argument("--command-turn", action="store_true",
+                        help="turn 2 is a custom slash command (/second) whose text is the second prompt")
     a = parser.parse_args(argv)
     if not MOCK.exists():
         parser.error(f"the cc-harness stand-in is not at {MOCK} (set CTXKIT_SHARED)")
@@ -309,16 +318,21 @@ def main(argv: list[str]) -> int:
     work = work.resolve()
     if a.hooks or a.post_tool_context:
         write_hooks(out / "home", a.hooks, a.post_tool_context)
+    if a.command_turn:
+        (work / ".claude" / "commands").mkdir(parents=True, exist_ok=True)
+        # (described apart: the command list the first message holds must not read as turn 2)
+        (work / ".claude" / "commands" / "second.md").write_text(f"---\ndescription: Turn two\n---\n{SECOND}\n")
     mock, port = start_mock(out, a.scenario, work, a.opus)
     try:
         run = run_stream if a.mode == "stream" else run_pty
-        run(a.version, a.scenario, work, out, env_for(out, port), claude_args(a.opus))
+        run(a.version, a.scenario, work, out, env_for(out, port), claude_args(a.opus),
+            "/second" if a.command_turn else SECOND)
     finally:
         mock.kill()
         mock.wait()
     report = compare(out)
     report.update(version=a.version, mode=a.mode, scenario=a.scenario, opus=a.opus, hooks=a.hooks,
-                  post_tool_context=a.post_tool_context, out=str(out))
+                  post_tool_context=a.post_tool_context, command_turn=a.command_turn, out=str(out))
     print(json.dumps(report, indent=1))
     return 0
 

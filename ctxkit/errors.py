@@ -87,6 +87,17 @@ class TranscriptError(CtxkitError):
         super().__init__(f"{source}:{line}: {message}")
 
 
+class NoReadableLine(TranscriptError):
+    """A transcript none of whose lines could be read, under ``--on-bad-line skip``: there is nothing to
+    work on, so nothing is done (a row, a view or a compacted file of no line would say the session was
+    empty). Names the file (line 0: the whole file) and its first unreadable line."""
+
+    def __init__(self, source: str, count: int, first: str):
+        self.source = source
+        self.line = 0
+        CtxkitError.__init__(self, f"{source}: no line of it is readable ({count} unreadable line(s); first: {first})")
+
+
 class InputError(TranscriptError):
     """A transcript that cannot be opened at all (no such file, a folder, permission denied): the command
     line names something that is not a readable file. A usage error (exit 2), the same whether it is the

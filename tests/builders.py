@@ -240,6 +240,24 @@ class Session:
                                               "stderr": "", "exitCode": 0, "command": f"echo '{out}'"})
         return self._chain("attachment", attachment={"type": "hook_additional_context", "content": [text], **common})
 
+    def parallel_with_hooks(self, commands, hook="PostToolUse:Bash"):
+        """Bash calls made in one answer, each with a PostToolUse hook that adds context (``Context for
+        COMMAND``), as Claude Code 2.1.150 records them: one fragment line per call, chained; the calls
+        finish last first, each result line hanging off its own call's fragment (the last call's a dead
+        end of the chain) with its hook's lines chained onto it; the chain goes on from the first call's."""
+        mid, calls, fragments = f"msg_{self.n + 1}", [], []
+        for command in commands:
+            calls.append(f"toolu_{self.n + 1}")
+            fragments.append(self._chain("assistant", message={"id": mid, "role": "assistant", "model": "m", "content": [
+                {"type": "tool_use", "id": calls[-1], "name": "Bash", "input": {"command": command}}]})["uuid"])
+        for command, call, fragment in reversed(list(zip(commands, calls, fragments, strict=True))):
+            self.parent = fragment
+            self._chain("user", message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+                                                                      "content": command.split()[-1] + "\n"}]},
+                        sourceToolAssistantUUID=fragment)
+            self.hook_context(f"Context for {command}", hook)
+        return calls
+
     def meta(self, typ, **fields):
         _, ts = self._next()
         self.entries.append({"type": typ, "timestamp": ts, "sessionId": "sess-1", **fields})

@@ -178,3 +178,18 @@ def test_a_policy_step_carries_the_previous_output_s_view(tmp_path, monkeypatch,
     # the policy compacted (an output whose chain was walked in full): the next step still grows from it
     assert compacted >= 1
     assert grown == len(cuts) - 1 and carried["view"] >= len(cuts) - 1 - compacted
+
+
+def test_a_hooks_lines_after_a_parallel_result_left_off_the_chain_are_stitched_as_a_full_walk_does(tmp_path, carried):
+    """Claude Code 2.1.150 chains a PostToolUse hook's lines onto its call's result, a dead end of the
+    chain for all but the last call to finish: a growth that brings them stitches them as a full walk."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.parallel_with_hooks(["echo alpha", "echo beta"])
+    s.say("Turn one done.")
+    s.prompt("Now the second turn please")
+    s.say("Turn two done.")
+    lines = _lines(s.entries)
+    answers = [k for k, e in enumerate(s.entries) if e["type"] == "assistant"]
+    steps, grown = _grow(lines, [answers[0], answers[2], answers[3], len(lines)], tmp_path)
+    assert grown == steps - 1  # (the first read is walked in full)

@@ -51,6 +51,22 @@ def test_a_hooks_context_is_its_own_block_in_its_turn_and_folded_into_the_result
         assert last[0]["content"] == "turn-two\n" and last[1]["text"] == CONTEXT
 
 
+def test_a_turn_a_slash_command_opens_folds_the_turn_befores_context_too(tmp_path, runner):
+    """As 2.1.150 sent it (bench/cc_turn_after_compaction.py with turn 2 a custom ``/second`` command,
+    recorded with the cc-harness stand-in): the command starts a turn as a typed prompt does."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.tool("Bash", {"command": "seq 1 3"}, "1\n2\n3\n")
+    s.hook_context("Captured the call.")
+    s.say("Turn one done.")
+    s.prompt("<command-message>second</command-message>\n<command-name>/second</command-name>")
+    s.prompt("Now the second turn please\n", isMeta=True)
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        assert _view(runner, path, to)[2]["content"][0]["content"] == "1\n2\n3\n\n" + CONTEXT
+
+
 def test_a_result_whose_content_is_a_list_keeps_the_context_beside_it(tmp_path, runner):
     path = tmp_path / "s.jsonl"
     _two_turns(tmp_path, list_result=True).write(path)
@@ -82,7 +98,7 @@ def test_a_view_grown_line_by_line_folds_as_a_view_read_whole(tmp_path, monkeypa
 
     went_on: list[int] = []  # the messages each fold was told it had folded before
     fold = projection.fold_earlier_turns
-    monkeypatch.setattr(projection, "fold_earlier_turns", lambda msgs, *a: went_on.append(a[0] if a else 0)
+    monkeypatch.setattr(projection, "fold_earlier_turns", lambda msgs, *a: went_on.append(a[1] if len(a) > 1 else 0)
                         or fold(msgs, *a))
     s = _two_turns(tmp_path)
     s.say("Turn two done.")
@@ -104,3 +120,76 @@ def test_a_view_grown_line_by_line_folds_as_a_view_read_whole(tmp_path, monkeypa
     folded = [m for m in view.messages if m.kind == "tool_results"]
     assert [len(m.content) for m in folded] == [1, 1, 2]  # (the last turn's context is a block of its own)
     assert sum(1 for n in went_on if n) >= 3  # (most lines: the view grew from the one before)
+
+
+def _context(command: str) -> str:
+    return f"<system-reminder>\nPostToolUse:Bash hook additional context: Context for {command}\n</system-reminder>"
+
+
+def _parallel_turn(tmp_path) -> tuple[Session, list[str]]:
+    """A turn of two Bash calls made in one answer, each with its hook's context (``beta`` finishes first)."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    return s, s.parallel_with_hooks(["echo alpha", "echo beta"])
+
+
+def test_parallel_calls_each_fold_their_hooks_context_into_their_own_result(tmp_path, runner):
+    """As genuine Claude Code 2.1.150 sent the next turn's request (two parallel Bash calls, a PostToolUse
+    hook adding context to each, recorded with the cc-harness stand-in): each result with its own call's
+    context, none lost (the first call's result line and its hook's lines are a dead end of the chain)."""
+    s, (alpha, beta) = _parallel_turn(tmp_path)
+    s.say("Turn one done.")
+    s.prompt("Now the second turn please")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        results = _view(runner, path, to)[2]["content"]
+        assert [(b["tool_use_id"], b["content"]) for b in results] == [
+            (beta, "beta\n\n" + _context("echo beta")), (alpha, "alpha\n\n" + _context("echo alpha"))]
+
+
+def test_within_their_turn_parallel_calls_contexts_follow_all_the_results(tmp_path, runner):
+    """The same turn's own next request, as 2.1.150 sent it: the results, then each context in the order
+    the hooks wrote them, one that another follows ending with a newline."""
+    s, (alpha, beta) = _parallel_turn(tmp_path)
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        blocks = _view(runner, path, to)[2]["content"]
+        assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
+            beta, alpha, _context("echo beta") + "\n", _context("echo alpha")]
+
+
+def test_after_a_result_with_a_list_content_no_later_context_folds(tmp_path, runner):
+    """As 2.1.150 sent it (a Read of an image and two Bash calls in one answer, the Read first to finish,
+    recorded with the cc-harness stand-in): the context after a result whose content is a list stays a
+    text, the results merged after it go before it, so no later context of the message folds either;
+    from the next turn on they lose the newline their own turn's merge ended them with."""
+    s, (alpha, beta) = _parallel_turn(tmp_path)
+    first = next(e for e in s.entries if e["type"] == "user" and isinstance(e["message"]["content"], list))
+    first["message"]["content"][0]["content"] = [{"type": "text", "text": "beta"}]
+    s.say("Turn one done.")
+    s.prompt("Now the second turn please")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    for to in ("anthropic", "anthropic-request"):
+        blocks = _view(runner, path, to)[2]["content"]
+        assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
+            beta, alpha, _context("echo beta"), _context("echo alpha")]
+        assert blocks[1]["content"] == "alpha\n"
+
+
+def test_a_slash_command_the_model_ran_opens_no_turn(tmp_path, runner):
+    """The lines of a command the model ran with a tool join its results' message: the turn goes on, and
+    its hook context stays a block of its own."""
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.tool("Bash", {"command": "seq 1 3"}, "1\n2\n3\n")
+    s.hook_context("Captured the call.")
+    s.tool("SlashCommand", {"command": "/lint"}, "Launching command /lint")
+    s.prompt("<command-message>lint is running…</command-message>\n<command-name>/lint</command-name>", isMeta=True)
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    blocks = _view(runner, path, "anthropic-request")[2]["content"]
+    assert [b["type"] for b in blocks] == ["tool_result", "text"]
+    assert blocks[0]["content"] == "1\n2\n3\n" and blocks[1]["text"] == CONTEXT

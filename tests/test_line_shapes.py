@@ -18,8 +18,8 @@ from conftest import CORPUS, public_transcripts
 from ctxkit.cli.main import app
 from ctxkit.transcript import read_transcript
 
-U1, U2, U3 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", \
-    "33333333-3333-4333-8333-333333333333"
+U1, U2, U3, U4 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", \
+    "33333333-3333-4333-8333-333333333333", "44444444-4444-4444-8444-444444444444"
 
 
 def _cc(*entries: dict) -> str:
@@ -115,11 +115,18 @@ def test_a_field_of_the_wrong_type_is_a_bad_line(runner, tmp_path, name, command
     assert (r.exit_code, r.stderr) == (3, f"ctxkit: error: {path}:{line}: {message}\n")
 
 
+def _and_a_readable_line(text: str) -> str:
+    """``text`` with a readable line of its format after it: a file with no readable line is refused even
+    under skip (tests/test_simulate_bad_lines.py)."""
+    plain = "role" in json.loads(text.splitlines()[0])
+    return text + _cc({"role": "user", "content": "go on"} if plain else _user("go on", uuid=U4))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_under_skip_the_bad_line_is_kept_byte_for_byte(runner, tmp_path, name):
     text, line, message = CASES[name]
     path = tmp_path / "t.jsonl"
-    path.write_text(text)
+    path.write_text(_and_a_readable_line(text))
     r = runner.invoke(app, ["compact", str(path), "--on-bad-line", "skip", "--policy", "no-llm",
                             "--store", str(tmp_path / "s")])
     assert r.exit_code == 0, r.stderr

@@ -1,7 +1,9 @@
 """``simulate`` and ``report`` with an unreadable line: refused by default (exit 3, file and line named), and
 under ``--on-bad-line skip`` replayed as the file without that line, with the notice the other commands give.
 
-Real sessions end with a torn last line when the agent was killed mid-write (or is still writing)."""
+Real sessions end with a torn last line when the agent was killed mid-write (or is still writing). A file
+none of whose lines can be read is refused under ``skip`` too, by every command that takes the option: a
+row, a view or a compacted file of no line would say the session was empty."""
 from __future__ import annotations
 
 import json
@@ -76,3 +78,26 @@ def test_doctor_says_what_a_torn_last_line_is(runner, tmp_path):
     result = runner.invoke(app, ["doctor", str(path)])
     assert result.exit_code == 1
     assert f"{path}:{line}: error: the agent cannot read this line: {why}" in result.stdout
+
+
+@pytest.mark.parametrize("command", [["simulate", "--json"], ["report", "-o", "{tmp}/r.html"], ["compact", "-o", "{tmp}/out.jsonl"],
+                                     ["stats"], ["view"], ["check"], ["expand", "-o", "{tmp}/out.jsonl"],
+                                     ["snip", "--ids", "abc123", "-o", "{tmp}/out.jsonl"]], ids=lambda c: c[0])
+def test_a_file_with_no_readable_line_is_refused_under_skip_too(runner, tmp_path, command):
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(BROKEN + b"\n" + TORN)  # (a blank line between: not a line to read, nor a bad one)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    result = runner.invoke(app, [*args, str(path), "--on-bad-line", "skip"])
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr == (f"ctxkit: error: {path}: no line of it is readable (2 unreadable line(s); first: "
+                             f"{path}:1: not valid JSON: unexpected end of data)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage.jsonl"]  # nothing written
+
+
+def test_doctor_still_names_each_line_of_a_file_with_no_readable_line(runner, tmp_path):
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(BROKEN + TORN)
+    result = runner.invoke(app, ["doctor", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:1: error: the agent cannot read this line" in result.stdout
+    assert f"{path}:2: error: the agent cannot read this line" in result.stdout

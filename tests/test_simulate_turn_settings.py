@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from test_simulate_session_prefix import T0, Session, _within_ten_percent
 
 from ctxkit.reports.turn_settings import prompt_budget
@@ -27,8 +28,22 @@ class OldSession(Session):
         super()._add({"cwd": self.cwd, "userType": "external", **entry}, at)
 
 
-def _turn(s: Session, at: int, prompt: str, read: int, write: int, model: str = OPUS_41) -> Session:
-    s.prompt(prompt + " " + "the build of the image fails at the last step " * 6, timedelta(seconds=at))
+_FILLER = " " + "the build of the image fails at the last step " * 6
+
+
+def _turn(s: Session, at: int, prompt: str | list, read: int, write: int, model: str = OPUS_41) -> Session:
+    """A prompt and its answer; ``prompt``: a text, a list of text blocks, or a slash command with the text
+    it expands to (``("/name", "expansion")``: the command line, then its meta line)."""
+    if isinstance(prompt, tuple):
+        name, expansion = prompt
+        s.command(name, timedelta(seconds=at))
+        s._add({"type": "user", "isMeta": True, "message": {"role": "user", "content": [
+            {"type": "text", "text": expansion + _FILLER}]}}, timedelta(seconds=at))
+    elif isinstance(prompt, list):
+        s._add({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": x} for x in prompt]
+                                            + [{"type": "text", "text": _FILLER}]}}, timedelta(seconds=at))
+    else:
+        s.prompt(prompt + _FILLER, timedelta(seconds=at))
     return s.answer("looked at it " * 25, timedelta(seconds=at + 4), read, write, model)
 
 
@@ -41,21 +56,38 @@ def _summary_line(s, seconds: int) -> None:
                     "message": {"role": "user", "content": "This session is being continued from a previous "
                                 "conversation that ran out of context. The conversation is summarized below: work."}})
 
-def test_the_thinking_words_of_a_prompt_set_the_budget():
-    assert prompt_budget("ultrathink check the usb persistence") == 31_999
-    assert prompt_budget("Think hard about it") == 10_000
-    assert prompt_budget("think") == 4_000
-    assert prompt_budget("I think it is broken, we think so too") == 0
-    assert prompt_budget("rethinking is not thinking") == 0
+@pytest.mark.parametrize(("prompt", "budget"), [
+    # the tiers and their tokens as cli.js 1.0.98 has them (xh1: HIGHEST 31999, MIDDLE 1e4, BASIC 4000)
+    ("ultrathink check the usb persistence", 31_999), ("think very hard", 31_999), ("megathink", 10_000),
+    ("think about it", 10_000), ("think", 4_000), ("why not", 0),
+    # lower-cased first, then "i think" and "we think" taken out (so "i think hard" has no word left)
+    ("Think hard about it", 10_000), ("ULTRATHINK", 31_999), ("I think it is broken, we think so too", 0),
+    ("i think hard", 0), ("THINK HARDER", 31_999),
+    # a word stands alone as a JavaScript \b without the u flag sees it: ASCII letters, digits and _ only
+    ("rethinking is not thinking", 0), ("think_hard", 0), ("think2", 0), ("think-hard", 4_000),
+    ("thinké", 4_000), ("思考think", 4_000), ("ΣTHINK", 4_000), ("pensa di più", 10_000), ("pensa di piùx", 31_999),
+    # the other languages cli.js reads; its Japanese, Chinese and Korean words count anywhere
+    ("piensa más", 31_999), ("DENK NACH", 10_000), ("réfléchis", 10_000), ("我想", 4_000), ("よく考えて", 10_000),
+    ("깊이 생각해", 31_999),
+])
+def test_the_thinking_words_of_a_prompt_set_the_budget_as_claude_code_1_0_98_reads_them(prompt, budget):
+    """Each case checked against cli.js 1.0.98's own function run by node (its wN5 on the same text)."""
+    assert prompt_budget(prompt) == budget
 
 
-def test_a_turn_without_the_thinking_of_the_turns_before_writes_the_messages_again(tmp_path):
+@pytest.mark.parametrize("prompt", [
+    "ultrathink: why does it fail",
+    ["why does it fail? thi", "nk harder"],  # (cli.js joins the blocks with nothing between them)
+    ("/diagnose", "Think harder about why it fails."),  # (a slash command: the budget of the text it expands to)
+])
+def test_a_turn_without_the_thinking_of_the_turns_before_writes_the_messages_again(tmp_path, prompt):
     """78b51334 (1.0.89): two "ultrathink" turns read everything; the next prompt had no thinking word and
-    its request read the tools and system prompt only (14,513 of 28,108), writing the messages again."""
+    its request read the tools and system prompt only (14,513 of 28,108), writing the messages again. The
+    same with the word split across two text blocks, or in what a slash command expands to."""
     s = OldSession()
-    _turn(s, 0, "ultrathink: why does it fail", 11_000, 9_000)
-    _turn(s, 30, "ultrathink: and the next error", 20_000, 300)
-    _turn(s, 60, "ultrathink: look again", 20_300, 300)
+    _turn(s, 0, prompt, 11_000, 9_000)
+    _turn(s, 30, prompt, 20_000, 300)
+    _turn(s, 60, prompt, 20_300, 300)
     _turn(s, 90, "now fix it", 11_000, 9_900)
     _turn(s, 120, "and run the tests", 20_900, 300)
     assert _within_ten_percent(s.errors(tmp_path))

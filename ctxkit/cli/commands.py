@@ -201,7 +201,7 @@ def view(
     from ..side_files import check_side_file, read_side_text
     from ..stages.snip import tags_enabled
     from ..tokens.session import session_policy
-    from ..transcript import read_transcript
+    from ..transcript.reader import read_transcript, require_a_readable_line
     from ..transcript.snip_ids import tag_view
     from ..transcript.writer import sendable, write_messages
     from .run_setup import guard_policy, parse_now
@@ -211,7 +211,7 @@ def view(
     check_side_file(tools, "--tools")
     guard_policy(pol, summarizes=False)
     instant = parse_now(now)
-    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line)
+    t = require_a_readable_line(read_transcript(source, fmt=fmt, on_bad_line=on_bad_line))
     pol = session_policy(pol, t)  # the session's own model and max_tokens, unless the policy names them
     print_warnings(model_warnings(pol))
     with atomic_output(output) as out:
@@ -447,15 +447,16 @@ def expand(
     from ..store.disk import Store
     from ..store.link import find_store, refuse_output_in_store, unlink_store
     from ..store.original_lines import OriginalLines
-    from ..transcript import read_transcript
     from ..transcript.appended import write_over
+    from ..transcript.reader import read_transcript, require_a_readable_line
     from ..transcript.writer import write_transcript
 
     source = one_source(sources)
     from ..store.expand import expand_all as expand_transcript
 
     check_output(output)
-    t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False, keep=False)
+    t = require_a_readable_line(read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=False,
+                                                keep=False))
     # whether the output names the input's file now: it may name another by the time the output is written
     onto_input = names_open_file(output, t.source.fd)
     store_dir, note = find_store(source, t, store, writing=False)  # --store, else the store the transcript names

@@ -82,7 +82,7 @@ def doctor(
     if fix:
         check_output(output)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line="skip", store=store, now=None,
-                   context_window=context_window, dry_run=not fix, check_pairing=False,
+                   context_window=context_window, dry_run=not fix, check_pairing=False, unreadable=True,
                    output=output if fix else None)
     print_warnings(run.ctx.warnings)
     budget = budget_for(run.policy, context_window)

@@ -21,9 +21,9 @@ from ..stages.base import Context
 from ..store.checkpoint import Checkpoints
 from ..store.disk import Store, StoreError, default_store_dir
 from ..store.link import find_store, link_store, refuse_output_in_store, write_sidecar
-from ..transcript import read_transcript
 from ..transcript.appended import write_over
 from ..transcript.model import Transcript
+from ..transcript.reader import read_transcript, require_a_readable_line
 from ..transcript.writer import write_transcript
 from . import quick_exit
 from .app import print_warnings
@@ -130,7 +130,7 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
              store: Path | None, now: str | None, context_window: int | None, dry_run: bool = False,
              summarizes: Callable[[Policy], bool] | None = None, checkpoint: bool | None = None,
              output: Path | None = None, fits: Callable[[Policy, int], None] | None = None,
-             check_pairing: bool = True, **inputs: Any) -> Run:
+             check_pairing: bool = True, unreadable: bool = False, **inputs: Any) -> Run:
     """Load the policy first (a bad policy is a usage error even with a bad transcript), then the rest.
 
     ``summarizes(policy)`` says whether the run may call the summarizer: then a repository policy must be
@@ -143,7 +143,9 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     it applies to the session (its recorded model and output limit, :mod:`ctxkit.tokens.session`; its system
     prompt and tools as its counts have them, :meth:`ctxkit.stages.base.Context.session_overhead`), before
     any stage runs or anything is written. ``check_pairing=False``: a result answering no tool_use is left
-    for the caller to report (``ctxkit doctor``), not a bad line.
+    for the caller to report (``ctxkit doctor``), not a bad line. A transcript none of whose lines could be
+    read (under ``--on-bad-line skip``) stops the run, unless ``unreadable`` (``ctxkit doctor`` reports
+    each of its lines).
     """
     pol = make_policy(policy, sets)
     guard_policy(pol, summarizes=summarizes is not None and summarizes(pol))
@@ -158,6 +160,8 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
         checkpoints = Checkpoints(Store(lookup, dry_run=True), enabled=checkpoint, fmt=fmt)
     t = read_transcript(source, fmt=fmt, on_bad_line=on_bad_line, check_pairing=check_pairing,
                         resume=checkpoints.resume if checkpoints is not None else None)
+    if not unreadable:
+        require_a_readable_line(t)
     # whether the output names the input's file now: it may name another by the time the output is written
     onto_input = names_open_file(output, t.source.fd)
     store_dir, store_note = find_store(source, t, store, writing=not dry_run)

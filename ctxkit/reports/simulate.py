@@ -36,10 +36,9 @@ from ..store.disk import Store
 from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
 from ..tokens.session import session_policy
-from ..transcript import read_transcript
 from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
-from ..transcript.reader import read_bytes
+from ..transcript.reader import read_bytes, read_transcript, require_a_readable_line
 from .agent_usage import agent_requests
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
@@ -128,7 +127,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     ``on_bad_line="skip"``: an unreadable line is left out of every row, as if the file did not hold it
     (:func:`_without_bad_lines`), with a warning naming the first."""
     # an unreadable line stops here, named (exit 3), unless skipped; the steps read their own output
-    t = read_transcript(path, on_bad_line=on_bad_line)
+    t = require_a_readable_line(read_transcript(path, on_bad_line=on_bad_line))
     skipped = t.info.bad_lines
     if skipped.count:
         t = _without_bad_lines(path, t)

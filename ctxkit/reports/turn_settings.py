@@ -7,11 +7,18 @@ and the system prompt from the cache and writes every message again (Anthropic's
 documentation, "What invalidates the cache": changes to thinking parameters invalidate the messages,
 not the tools or the system prompt). The entries written under the earlier parameters stay in the cache
 for their lifetime, so a later request with those parameters again reads them. Claude Code 1.x chose
-the budget of a turn from the words of the prompt that started it: "ultrathink", "think harder",
-"think very hard" and the like 31,999 tokens; "think hard", "megathink", "think deeply", "think more"
-10,000; "think" 4,000; none without them ("I think" and "we think" do not count). Claude Code 2.x asks
-for thinking by a setting (its prompt lines carry ``thinkingMetadata``); only the 1.x rule is modelled,
-and only its English words (1.x also reads a few in other languages).
+the budget of a turn from the words of the prompt that started it, as 1.0.98's cli.js does
+(:data:`BUDGETS`): the text blocks of the prompt joined with nothing between them, lower-cased, "i think"
+and "we think" taken out, then the highest tier any language's word of which is found ("ultrathink",
+"think harder", "think very hard" and the like 31,999 tokens; "think hard", "megathink", "think deeply"
+10,000; "think" 4,000; none without them). A word marked so must stand alone as a JavaScript regular
+expression without the ``u`` flag sees it: ``\\b`` between an ASCII word character (``[A-Za-z0-9_]``) and
+anything else, so "thinké" and "思考think" count and "rethink" does not; the Japanese, Chinese and Korean
+words count anywhere ("想" alone gives 4,000). A slash command's prompt (a ``<command-name>`` line, the
+text it expands to on the meta line after it) has the higher of the two budgets. Only the interactive
+REPL's rule is modelled: ``claude -p`` reads the words of the conversation before the prompt, not of
+the prompt, and a 1.x transcript does not say which ran. Claude Code 2.x asks for thinking by a setting
+(its prompt lines carry ``thinkingMetadata``).
 
 **Working directory.** Claude Code 1.x's system prompt names the directory the session works in, as it
 is when a turn starts; every line of the transcript records it (``cwd``). A turn that starts in another
@@ -34,6 +41,7 @@ after the agent had moved to another directory read only the 11,704 tokens share
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -43,14 +51,28 @@ from .pricing import normalize_model
 from .session_prefix import WARM
 from .usage import RecordedRequest
 
-#: Claude Code 1.x's thinking budgets by the English words of a prompt, the largest first
-BUDGETS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (31_999, ("think harder", "think intensely", "think longer", "think really hard", "think super hard",
-              "think very hard", "ultrathink")),
-    (10_000, ("think about it", "think a lot", "think deeply", "think hard", "think more", "megathink")),
-    (4_000, ("think",)),
+#: Claude Code 1.0.98's thinking budgets (cli.js ``xh1``) and the words that set them in each language it
+#: reads, the largest first: ``(word, whether it must stand alone)`` as its ``needsWordBoundary`` says
+BUDGETS: tuple[tuple[int, tuple[tuple[str, bool], ...]], ...] = (
+    (31_999, tuple((w, True) for w in (
+        "think harder", "think intensely", "think longer", "think really hard", "think super hard", "think very hard",
+        "ultrathink", "piensa más", "piensa mucho", "piensa profundamente", "réfléchis plus", "réfléchis beaucoup",
+        "réfléchis profondément", "denk mehr", "denk gründlich", "denk tief", "pensa di più", "pensa a lungo",
+        "pensa profondamente", "rifletti a fondo")) + tuple((w, False) for w in (
+        "熟考", "深く考えて", "しっかり考えて", "多想一会", "深思", "仔细思考", "더 오래 생각", "깊이 생각", "심사숙고", "곰곰이 생각"))),
+    (10_000, tuple((w, True) for w in (
+        "think about it", "think a lot", "think deeply", "think hard", "think more", "megathink", "piensa",
+        "réfléchis", "denk nach", "denk", "pensa", "pensa molto", "rifletti")) + tuple((w, False) for w in (
+        "もっと考えて", "たくさん考えて", "よく考えて", "長考", "多想想", "好好想", "많이 생각", "더 생각", "잘 생각"))),
+    (4_000, tuple((w, True) for w in (
+        "think", "pienso", "pensando", "pense", "réfléchir", "denke", "nachdenken", "penso", "pensare", "riflettere"))
+     + tuple((w, False) for w in ("考えて", "想", "思考", "생각"))),
 )
-_PATTERNS = tuple((budget, re.compile("|".join(rf"\b{re.escape(w)}\b" for w in words))) for budget, words in BUDGETS)
+# cli.js tests ``new RegExp(`\\b${word}\\b`)``: no ``u`` flag, so ``\b`` knows ASCII word characters only
+_PATTERNS = tuple((budget, tuple(re.compile(rf"\b{w}\b", re.ASCII) if alone else re.compile(w) for w, alone in words))
+                  for budget, words in BUDGETS)
+#: what a slash command's prompt line holds (its expansion follows as a meta line)
+_COMMAND = "<command-name>"
 
 
 @dataclass(frozen=True)
@@ -64,14 +86,16 @@ class TurnSetting:
 
 
 def prompt_budget(text: str) -> int:
-    """The thinking budget Claude Code 1.x gives a turn whose prompt is ``text``."""
+    """The thinking budget Claude Code 1.x gives a turn whose prompt is ``text`` (its text blocks joined
+    with nothing between them)."""
     text = text.lower().replace("i think", "").replace("we think", "")
-    return next((budget for budget, pattern in _PATTERNS if pattern.search(text)), 0)
+    return next((budget for budget, patterns in _PATTERNS if any(p.search(text) for p in patterns)), 0)
 
 
 def _prompt_text(entry: dict) -> str | None:
-    """The text of a main-chain user line that starts a turn (not a tool-result carrier), else None."""
-    if entry.get("type") != "user" or entry.get("isSidechain") or entry.get("isMeta") or entry.get("isCompactSummary"):
+    """The text of a main-chain user line that is no tool-result carrier and no compact summary (a prompt,
+    or a meta line), else None."""
+    if entry.get("type") != "user" or entry.get("isSidechain") or entry.get("isCompactSummary"):
         return None
     message = entry.get("message")
     content = message.get("content") if isinstance(message, dict) else None
@@ -79,8 +103,9 @@ def _prompt_text(entry: dict) -> str | None:
         return content
     if not isinstance(content, list) or any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         return None
-    return " ".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                    and isinstance(b.get("text"), str))
+    # (cli.js joins the text blocks with nothing between them: a word split across two is one word)
+    return "".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
+                   and isinstance(b.get("text"), str))
 
 
 def _setting(entry: dict, text: str) -> TurnSetting:
@@ -99,6 +124,7 @@ def turn_settings(t: Transcript, points: list[RecordedRequest]) -> list[TurnSett
     out: list[TurnSetting] = []
     turn_model: list[str] = []
     setting, model, k = TurnSetting(), "", 0
+    command = False  # whether the prompt is a slash command whose expansion (a meta line) has not come yet
     for i in t.live_indexes():
         while k < len(points) and points[k].first_entry <= i:
             model = model or points[k].model  # the turn's first request: the model its system prompt names
@@ -109,8 +135,14 @@ def turn_settings(t: Transcript, points: list[RecordedRequest]) -> list[TurnSett
             break
         entry = t.peek(i)
         text = _prompt_text(entry)
-        if text is not None:
-            setting, model = _setting(entry, text), ""
+        if text is None:
+            continue
+        if not entry.get("isMeta"):
+            setting, model, command = _setting(entry, text), "", _COMMAND in text
+        elif command:
+            # what a slash command expands to: cli.js gives the turn the higher of its budget and the prompt's
+            setting = dataclasses.replace(setting, budget=max(setting.budget, _setting(entry, text).budget))
+            command = False
     for point in points[len(out):]:
         model = model or point.model
         out.append(setting)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ..errors import InputError, TranscriptError, UsageError
+from ..errors import InputError, NoReadableLine, TranscriptError, UsageError
 from ..quoting import quote, quote_id
 from . import claude_dir_logs
 from .aider import history as aider_history
@@ -24,7 +24,7 @@ from .formats import FORMATS, detect, handler
 from .gemini import not_sessions
 from .gemini import prompt_log as gemini_prompt_log
 from .jsonl import BAD_LINE_POLICIES, BadLines, Source, document_source, open_source
-from .lineindex import LineIndex
+from .lineindex import BAD, LineIndex
 from .model import ReadInfo, Transcript
 from .opencode import database as opencode_database
 from .opencode.database import split_session
@@ -125,6 +125,16 @@ def read_transcript(path: str | os.PathLike | None = "-", *, fmt: str = "auto", 
     except BaseException:
         source.close()
         raise
+
+
+def require_a_readable_line(t: Transcript) -> Transcript:
+    """``t``, when a line of it could be read; :class:`NoReadableLine` when ``--on-bad-line skip`` left
+    out every line (blank ones aside). A file with no line at all is not this: it is empty, as the
+    command reading it says."""
+    bad = t.info.bad_lines
+    if bad.count and all(flag & BAD for flag in t.lines.flags):
+        raise NoReadableLine(t.source.name, bad.count, bad.first[0])
+    return t
 
 
 def read_bytes(data: bytes, *, name: str, fmt: str = "auto", check_pairing: bool = True,

@@ -15,7 +15,7 @@ import orjson
 from ..lineindex import BAD, SIDECHAIN, LineIndex
 from ..model import Transcript
 from .carry import carry_chain
-from .fields import content_blocks
+from .fields import content_blocks, hook_tool_id
 from .grown import grown_chain
 from .metas import Meta, Metas
 from .records import records
@@ -82,7 +82,7 @@ def _walk_key(d: dict) -> tuple:
     if m.type == "user":
         return key + tuple(b.get("tool_use_id") for b in content_blocks(d)[0] if b.get("type") == "tool_result")
     if m.type == "attachment":
-        return key
+        return key + (hook_tool_id(d),)
     return key + (orjson.dumps(d, option=orjson.OPT_SORT_KEYS),)
 
 
@@ -272,8 +272,10 @@ def _has_main_conversation(t: Transcript, metas: Metas) -> bool:
 def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int], removed: set[str]) -> None:
     """Add dead-end siblings that parallel tool calls leave off the chain (TRANSCRIPTS.md 8, step 3b).
 
-    A sibling is an assistant fragment of a member's message id, or a user entry whose parent (or
-    source assistant) is a member. The candidates are looked up in maps of the line index built once
+    A sibling is an assistant fragment of a member's message id, a user entry whose parent (or
+    source assistant) is a member, or an attachment a hook wrote for a member's tool call whose parent
+    is a member (Claude Code 2.1.150 chains a PostToolUse hook's lines onto the result they follow, and
+    that result may be a dead end: its context would be lost with them). The candidates are looked up in maps of the line index built once
     (:func:`_sibling_maps`), so each round costs the size of the view, not of the file; rounds repeat
     until nothing is added (a stitched fragment may bring the tool_use a waiting result answers). Each
     round reads only the members the round before added: the uuids, message ids and tool ids of the
@@ -310,11 +312,17 @@ def _stitch(t: Transcript, metas: Metas, members: set[int], group: dict[int, int
             if i in members or i in t.removed or (i < len(idx) and idx.flags[i] & BAD):
                 continue
             typ = metas.type(i)
-            if typ not in ("assistant", "user") or metas.sidechain(i) or metas.uuid(i) in removed:
+            if typ not in ("assistant", "user", "attachment") or metas.sidechain(i) or metas.uuid(i) in removed:
                 continue
             if typ == "assistant" and metas.msg_id(i) in msg_group:
                 added.append(i)
                 group[i] = msg_group[metas.msg_id(i)]
+            elif typ == "attachment":
+                # what a hook wrote after a stitched result (2.1.150: its success, then its added context)
+                parent = metas.parent(i)
+                if parent in uuid_group and hook_tool_id(t.entry(i)) in tool_ids:
+                    added.append(i)
+                    group[i] = uuid_group[parent]
             elif typ == "user":
                 parent, source = metas.parent(i), metas.source_assistant(i)
                 if parent not in uuid_group and source not in uuid_group:

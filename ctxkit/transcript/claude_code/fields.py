@@ -21,6 +21,14 @@ def content_blocks(d: dict) -> tuple[list[dict], bool]:
     return [], False
 
 
+def hook_tool_id(d: dict) -> str | None:
+    """The tool call an attachment entry's hook ran for (``attachment.toolUseID``: a PostToolUse hook's
+    success and added context name it), or None."""
+    a = d.get("attachment")
+    tool = a.get("toolUseID") if isinstance(a, dict) else None
+    return tool if isinstance(tool, str) else None
+
+
 #: The first Claude Code version that sends a local command's system entry (``subtype: local_command``:
 #: a ``/cost`` output, and before 2.1.1xx the command's own lines too) to the model, as user text. Up to
 #: 2.1.62 its request builder dropped every system entry (checked in the CLIs of 2.0.67, 2.1.38, 2.1.59,

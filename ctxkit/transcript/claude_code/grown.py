@@ -27,7 +27,7 @@ from typing import Any
 from ..lineindex import BAD, SIDECHAIN
 from ..model import Transcript
 from ..view import View
-from .fields import RECORD_TYPE, content_blocks
+from .fields import RECORD_TYPE, content_blocks, hook_tool_id
 
 #: ``Transcript.memo`` key: the :class:`Growth` a reader set (see :func:`grown_from`)
 GROWN_FROM = "grown-from"
@@ -213,7 +213,7 @@ def _grow(t: Transcript, n: int, order: list[int], facts: dict[str, Any],
     for j in path:
         join(j)
     # the dead-end siblings parallel tool calls leave (chain._stitch), among the new entries
-    candidates = [j for j in fresh if j not in added and idx.type(j) in ("assistant", "user")
+    candidates = [j for j in fresh if j not in added and idx.type(j) in ("assistant", "user", "attachment")
                   and uuids[j] not in removed]
     waiting: dict[int, set[str]] = {}
     joined = True
@@ -230,6 +230,13 @@ def _grow(t: Transcript, n: int, order: list[int], facts: dict[str, Any],
             p, src = parents[j], sources.get(j)
             key = p if p in s.member_uuids else src if src in s.member_uuids else None
             if key is None:
+                continue
+            if idx.type(j) == "attachment":  # a hook's lines after a stitched result (chain._stitch)
+                if p in s.member_uuids and hook_tool_id(t.entry(j)) in s.tool_ids:
+                    if s.member_uuids[p]:
+                        return None
+                    join(j)
+                    joined = True
                 continue
             answers = _answers(t, j)
             if answers and answers <= s.tool_ids:

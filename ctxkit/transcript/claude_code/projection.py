@@ -58,7 +58,7 @@ from .carry import carried_over, loads_tools
 from .chain import active_entries, content_blocks, entry_type
 from .fields import local_command_text
 from .grown import GROWN
-from .hook_context import fold_earlier_turns, unrendered_texts
+from .hook_context import Contexts, fold_earlier_turns, is_context_text, unrendered_texts
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
 
@@ -182,6 +182,15 @@ def _append_fragment(cur: ViewMessage, blocks: list[dict], refs: list[BlockRef |
         cur.refs.insert(k, r)
 
 
+def _after_context(m: ViewMessage, texts: list[dict]) -> None:
+    """Before a hook's context joins a tool-results message right after another's: the earlier one ends
+    with a newline, as Claude Code 2.1.150 sends them within their turn (it merges the two texts of
+    consecutive user messages so; the fold of a later turn strips it)."""
+    if m.content and texts and is_context_text(texts[0]["text"]) and m.content[-1].get("type") == "text" \
+            and is_context_text(m.content[-1].get("text")):
+        m.content[-1] = {**m.content[-1], "text": m.content[-1]["text"] + "\n"}
+
+
 def _user_kind(d: dict, blocks: list[dict]) -> str:
     if d.get("isCompactSummary"):
         return SUMMARY
@@ -246,7 +255,7 @@ def _grown_view(t: Transcript) -> View | None:
         return None  # (an answer that shows nothing is left out: what follows it could join the earlier view)
     t.memo["view_handled"] = False
     opened = earlier.turn_opened  # (where the earlier view's fold left off: the fold goes on from there)
-    msgs, opened = fold_earlier_turns(earlier.messages + new.messages, *(
+    msgs, opened = fold_earlier_turns(earlier.messages + new.messages, _hook_contexts(t), *(
         (0, -1) if opened is None else (len(earlier.messages), opened)))
     return View(msgs, new.notes, new.orphans, turn_opened=opened)
 
@@ -271,6 +280,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             else:
                 content = [{"type": "text", "text": x} for x in a.texts]
                 if open_assistant is not None and len(msgs) > open_assistant + 1 and msgs[-1].kind == TOOL_RESULTS:
+                    _after_context(msgs[-1], content)
                     msgs[-1].content.extend(content)
                     msgs[-1].refs.extend([None] * len(content))
                     msgs[-1].entries.append(i)
@@ -349,8 +359,17 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             m.timestamp = t.entry(m.entries[-1]).get("timestamp")
     # Claude Code leaves out a response that showed nothing (it then asks again with an isMeta nudge)
     msgs = [m for m in msgs if m.role != "assistant" or _visible(m.content)]
-    msgs, opened = fold_earlier_turns(normalize(msgs, notes, orphans))
+    msgs, opened = fold_earlier_turns(normalize(msgs, notes, orphans), _hook_contexts(t))
     return View(msgs, notes, orphans, turn_opened=opened)
+
+
+def _hook_contexts(t: Transcript) -> Contexts:
+    """For :func:`.hook_context.fold_earlier_turns`: how many hook contexts an entry added to its message."""
+    def contexts(i: int) -> int:
+        if entry_type(t, i) != "attachment":
+            return 0
+        return sum(1 for x in t.extract(i, attachment_summary).texts if is_context_text(x))
+    return contexts
 
 
 class AttachmentSummary(NamedTuple):
