@@ -323,10 +323,10 @@ def session_header(t: Transcript, records: RequestRecords, msgs: list[ViewMessag
 
 def recorded_params(records: RequestRecords, messages: list[dict]) -> dict[str, Any]:
     """The parameters of the next request that the session decides (``thinking``, ``output_config``,
-    ``safeguards``): its newest request's. Before the first (a session that recorded only the shape and the blobs of
-    the request it was about to send), ``output_config`` is the one its first system message carries
-    (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that version
-    (:data:`FIRST_REQUEST_THINKING`, from the first version that records requests on).
+    ``safeguards``): its newest request's. Before the first (a session that recorded only the shape and
+    the blobs of the request it was about to send), ``output_config`` is the one its first system
+    message carries (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that
+    version (:data:`FIRST_REQUEST_THINKING`, from the first version that records requests on).
 
     ``safeguards`` (the classifier context of 2.1.300's auto mode, recorded with the request's
     parameters): sent with the first request of each run of the CLI only, so the newest recorded

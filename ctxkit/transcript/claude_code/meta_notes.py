@@ -40,7 +40,7 @@ RETRY_NOTE_SENT = RETRY_NOTE_LEAD + (
     " next words to them say that you made this call without being asked and that it was refused before it ran;"
     " then go on with what they did ask for.")
 _TAG_OPEN = re.compile(r"<(?=\s*(?:/\s*)?system-reminder\b)", re.I)
-_TRAILING_OPEN = re.compile(r"<(?=\s*(?:/\s*)?$)")
+_TRAILING_OPEN = re.compile(r"<(?=\s*(?:/\s*)?\Z)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029<]")
 
 
