@@ -13,6 +13,11 @@ background Bash and its notification, slash and custom commands, unicode and lon
 of several lines with thinking answers, CLAUDE.md files, hooks that add context, and work after an
 autocompaction or a ``/compact``.
 
+Other versions: ``CC_VERSION=2.1.332`` (fetched once with ``npm pack
+@anthropic-ai/claude-code-linux-x64@VERSION`` into the cache, as ``run-claude.sh`` does); Claude Code
+records its requests from 2.1.300 on (2.1.282 to 2.1.299 only with ``CLAUDE_CODE_ELEGANT_MEADOW=1``,
+which passes through to the CLI), so older versions leave the request check nothing to compare.
+
 How: the genuine CLI (``$CC_HARNESS_CACHE/<CC_VERSION>/package/claude``, default 2.1.328 under
 ``~/.cache/cc-harness``) runs ``claude -p`` against a stand-in API on loopback (``cc_stand_in.py``:
 the shared harness's, ``/work/shared/tools/cc-harness``, that also knows a second compaction's

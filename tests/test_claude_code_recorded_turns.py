@@ -35,10 +35,11 @@ GREET = "<command-message>greet</command-message>\n<command-name>/greet</command
 class Recorded(Session):
     """A :class:`Session` that also writes Claude Code's request records."""
 
-    def __init__(self, cwd):
+    def __init__(self, cwd, version="2.1.328"):
         super().__init__(cwd)
         self.sent: dict[str, list[dict]] = {}
-        self.meta("api-request-shape", shapeHash=digest(SHAPE), shape=SHAPE, version="2.1.328")
+        self.version = version
+        self.meta("api-request-shape", shapeHash=digest(SHAPE), shape=SHAPE, version=version)
 
     def say(self, text):
         e = super().say(text)
@@ -50,12 +51,14 @@ class Recorded(Session):
         self.meta("api-request-blob", hash=h, message=message)
         return h
 
-    def request(self, rid: str, messages: list[dict], base: str | None = None, keep: int = 0) -> None:
+    def request(self, rid: str, messages: list[dict], base: str | None = None, keep: int = 0,
+                params: dict | None = None) -> None:
         """An ``api-request`` sending ``messages`` (the first ``keep`` as request ``base`` sent them)."""
-        body = {**PARAMS, "system": SHAPE["system"], "tools": SHAPE["tools"],
+        params = params or PARAMS
+        body = {**params, "system": SHAPE["system"], "tools": SHAPE["tools"],
                 "messages": [as_blocks(m) for m in messages]}
-        self.meta("api-request", id=rid, version="2.1.328", querySource="sdk", shapeHash=digest(SHAPE),
-                  params=PARAMS, **({"base": base} if base else {}), keep=keep,
+        self.meta("api-request", id=rid, version=self.version, querySource="sdk", shapeHash=digest(SHAPE),
+                  params=params, **({"base": base} if base else {}), keep=keep,
                   tail=[message_digest(m) for m in messages[keep:]], cacheControl=[], requestDigest=digest(body))
         self.sent[rid] = messages
 

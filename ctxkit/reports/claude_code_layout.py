@@ -27,6 +27,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from ..transcript.claude_code.fields import version_key
 from ..transcript.claude_code.requests import (
     RequestRecord,
     RequestRecords,
@@ -43,9 +44,12 @@ from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYST
 REMINDER_PREFIX = "<system-reminder>"
 #: How the lines Claude Code writes for a command typed as a prompt start.
 COMMAND_LINES = ("<command-message>", "<command-name>", "<local-command-caveat>")
-#: What Claude Code sends as ``thinking`` on a session's first request, by version: before its first
-#: ``api-request`` entry a session records no parameters. Observed on every session of the corpus.
-FIRST_REQUEST_THINKING: dict[str, dict[str, str]] = {"2.1.328": {"type": "adaptive", "display": "omitted"}}
+#: What Claude Code sends as ``thinking`` on a session's first request: before its first ``api-request``
+#: entry a session records no parameters. Observed on every session of the corpus (2.1.328) and on those
+#: recorded with 2.1.300 and 2.1.332; the same code (adaptive, its display ``omitted`` in a ``-p`` run) in
+#: every CLI that records requests, from 2.1.282 (:data:`FIRST_REQUEST_THINKING_FROM`) on.
+FIRST_REQUEST_THINKING = {"type": "adaptive", "display": "omitted"}
+FIRST_REQUEST_THINKING_FROM = (2, 1, 282)
 #: The system blocks Claude Code marks as cache breakpoints when no request of the session says.
 DEFAULT_SYSTEM_BREAKPOINTS = (0, 1)
 
@@ -82,10 +86,36 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
     if blobs and lead is not None and any(_holds(m, _opening_text(lead)) for _, _, m in blobs if m.get("role") == "user") \
             and all(_in_view(m, pieces) for _, _, m in blobs):
         # Claude Code opened this history itself: it wrote the whole first request as blobs
-        out = [copy.deepcopy(m) for _, _, m in blobs]
+        out = _with_calls([copy.deepcopy(m) for _, _, m in blobs], msgs)
         later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
         return Layout(out + [m.api() for m in later], None, records, "blobs")
     return Layout(best_known_layout(msgs, records), None, records, "view")
+
+
+def _with_calls(blobs: list[dict], msgs: list[ViewMessage]) -> list[dict]:
+    """The blobs of a history's first request, each message of tool results after the view's assistant
+    message that made those calls when the blob before it is not that message. Claude Code 2.1.300 writes
+    a blob only for a message it has not recorded before, and after its own compaction it had recorded
+    the kept tail's answer already: the request holds the answer, the blobs do not (2.1.328 writes the
+    whole request again)."""
+    out: list[dict] = []
+    for blob in blobs:
+        ids = [b.get("tool_use_id") for b in as_blocks(blob)["content"] if isinstance(b, dict)
+               and b.get("type") == "tool_result"]
+        if ids and blob.get("role") == "user" and not (out and _calls(out[-1]) >= set(ids)):
+            answer = next((m.api() for m in msgs if m.kind == ASSISTANT and _calls(m.api()) >= set(ids)), None)
+            if answer is not None:
+                out.append(answer)
+        out.append(blob)
+    return out
+
+
+def _calls(message: dict) -> set[str]:
+    """The ids of the tool calls of an assistant message (none for another)."""
+    if message.get("role") != "assistant":
+        return set()
+    return {b["id"] for b in as_blocks(message)["content"] if isinstance(b, dict) and b.get("type") == "tool_use"
+            and isinstance(b.get("id"), str)}
 
 
 def _blobs_in_order(records: RequestRecords) -> list[dict]:
@@ -292,18 +322,27 @@ def session_header(t: Transcript, records: RequestRecords, msgs: list[ViewMessag
 
 
 def recorded_params(records: RequestRecords, messages: list[dict]) -> dict[str, Any]:
-    """The parameters of the next request that the session decides (``thinking``, ``output_config``):
-    its newest request's. Before the first (a session that recorded only the shape and the blobs of
-    the request it was about to send), ``output_config`` is the one its first system message carries
-    (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that version
-    (:data:`FIRST_REQUEST_THINKING`, observed on every first request of the corpus)."""
+    """The parameters of the next request that the session decides (``thinking``, ``output_config``,
+    ``safeguards``): its newest request's. Before the first (a session that recorded only the shape and
+    the blobs of the request it was about to send), ``output_config`` is the one its first system
+    message carries (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that
+    version (:data:`FIRST_REQUEST_THINKING`, from the first version that records requests on).
+
+    ``safeguards`` (the classifier context of 2.1.300's auto mode, recorded with the request's
+    parameters): sent with the first request of each run of the CLI only, so the newest recorded
+    one when the run that sent the newest request has ended since (its ``cost-state`` entry); the
+    first request of a session has none recorded to send."""
     if records.requests:
         params = records.requests[-1].params
-        return {k: params[k] for k in ("thinking", "output_config") if isinstance(params.get(k), dict)}
+        out = {k: params[k] for k in ("thinking", "output_config") if isinstance(params.get(k), dict)}
+        guards = next((r.params["safeguards"] for r in reversed(records.requests)
+                       if isinstance(r.params.get("safeguards"), list)), None)
+        if guards is not None and any(i > records.requests[-1].index for i in records.run_ends):
+            out["safeguards"] = copy.deepcopy(guards)
+        return out
     out: dict[str, Any] = {}
-    thinking = FIRST_REQUEST_THINKING.get(records.version or "")
-    if thinking is not None and records.shapes:
-        out["thinking"] = dict(thinking)
+    if records.version and version_key(records.version) >= FIRST_REQUEST_THINKING_FROM and records.shapes:
+        out["thinking"] = dict(FIRST_REQUEST_THINKING)
     config = next((m["output_config"] for m in messages if isinstance(m.get("output_config"), dict)), None)
     if config is not None:
         out["output_config"] = dict(config)

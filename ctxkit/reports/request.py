@@ -166,6 +166,8 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     body["max_tokens"] = max_tokens or budget_for(policy).max_output
     if "output_config" in params:  # Claude Code 2.1.3xx: as its newest request
         body["output_config"] = params["output_config"]
+    if "safeguards" in params:  # Claude Code 2.1.300's auto mode, on a run's first request
+        body["safeguards"] = params["safeguards"]
     if layout is not None:
         mark_breakpoints(body, layout.records, shifted=1 if body.get("system") is not system else 0)
     if store is not None:

@@ -42,12 +42,12 @@ def local_command_text(d: dict) -> str | None:
     never sent). An entry without a readable version is taken as sent (the newer behaviour)."""
     if d.get("type") != "system" or d.get("subtype") != "local_command" or not isinstance(d.get("content"), str):
         return None
-    if d.get("isDisplayOnly") is True or _version(d.get("version")) < LOCAL_COMMAND_SENT_FROM:
+    if d.get("isDisplayOnly") is True or version_key(d.get("version")) < LOCAL_COMMAND_SENT_FROM:
         return None
     return d["content"]
 
 
-def _version(value: object) -> tuple[int, ...]:
+def version_key(value: object) -> tuple[int, ...]:
     """``"2.1.59"`` as ``(2, 1, 59)``; a missing or unreadable version as newer than any."""
     parts = value.split(".")[:3] if isinstance(value, str) else []
     numbers = tuple(int(p) for p in parts if p.isdigit())

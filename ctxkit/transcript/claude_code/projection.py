@@ -29,7 +29,8 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
    visible (only thinking, or whitespace text) is left out; a tool result holding
    ``tool_reference`` blocks (ToolSearch) is followed by a ``Tool loaded.`` text; a background-task
    notification prompt (``origin.kind: task-notification``) is sent wrapped in its system notice; a
-   local command's system entry is sent as user text from Claude Code 2.1.63 on (``.fields``);
+   local command's system entry is sent as user text from Claude Code 2.1.63 on (``.fields``); a hook's
+   text and Claude Code's own notes as 2.1.332 sends them (``.meta_notes``);
 8. records ctxkit appended (``type: "ctxkit-record"``) are replayed by registered handlers.
 """
 from __future__ import annotations
@@ -59,6 +60,7 @@ from .chain import active_entries, content_blocks, entry_type
 from .fields import local_command_text
 from .grown import GROWN
 from .hook_context import Contexts, fold_earlier_turns, is_context_text, unrendered_texts
+from .meta_notes import sent_meta_text
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
 
@@ -153,7 +155,12 @@ def _is_task_notification(d: dict) -> bool:
 
 
 def _sent_user_blocks(d: dict, blocks: list[dict]) -> list[dict]:
-    """A user entry's blocks as Claude Code sends them: a task notification in its system notice."""
+    """A user entry's blocks as Claude Code sends them: a task notification in its system notice; a hook's
+    text or Claude Code's own note in a reminder (2.1.332, :mod:`.meta_notes`)."""
+    if len(blocks) == 1 and blocks[0].get("type") == "text" and isinstance(blocks[0].get("text"), str):
+        sent = sent_meta_text(d, blocks[0]["text"])
+        if sent != blocks[0]["text"]:
+            return [{**blocks[0], "text": sent}]
     if _is_task_notification(d):
         out = []
         for b in blocks:

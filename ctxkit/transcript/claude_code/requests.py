@@ -46,6 +46,8 @@ from ..shapes import ANTHROPIC, Bad
 from .chain import entry_type, indexes_of
 
 RECORD_TYPES = ("api-request-shape", "api-request-blob", "api-request")
+#: The entry Claude Code writes its running costs in when a run ends (the next request is a new run's).
+RUN_END = "cost-state"
 #: The salt of Claude Code's billing fingerprint (three characters of the first prompt, hashed with it).
 FINGERPRINT_SALT = "59cf53e54c78"
 FINGERPRINT_POSITIONS = (4, 7, 20)
@@ -158,6 +160,7 @@ class RequestRecords:
     requests: list[RequestRecord] = field(default_factory=list)
     shape_at: list[tuple[int, str]] = field(default_factory=list)  # (entry index, shapeHash), file order
     version: str | None = None  # the Claude Code version of the newest record (request or shape)
+    run_ends: list[int] = field(default_factory=list)  # entry indexes of the ends of runs (RUN_END)
     _messages: dict[str, list[dict] | None] = field(default_factory=dict)
 
     def by_id(self, rid: str) -> RequestRecord | None:
@@ -223,8 +226,11 @@ def request_records(t: Transcript) -> RequestRecords:
         return known
     out = RequestRecords()
     if t.format == "claude-code":
-        for i in indexes_of(t, RECORD_TYPES):
+        for i in indexes_of(t, (*RECORD_TYPES, RUN_END)):
             kind = entry_type(t, i)
+            if kind == RUN_END:
+                out.run_ends.append(i)
+                continue
             entry = t.entry(i)
             if kind == "api-request-shape" and api_shaped_shape(entry.get("shape")):
                 h = str(entry.get("shapeHash") or digest(entry["shape"]))
