@@ -43,9 +43,6 @@ from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYST
 REMINDER_PREFIX = "<system-reminder>"
 #: How the lines Claude Code writes for a command typed as a prompt start.
 COMMAND_LINES = ("<command-message>", "<command-name>", "<local-command-caveat>")
-#: What Claude Code sends as ``thinking`` on a session's first request, by version: before its first
-#: ``api-request`` entry a session records no parameters. Observed on every session of the corpus.
-FIRST_REQUEST_THINKING: dict[str, dict[str, str]] = {"2.1.328": {"type": "adaptive", "display": "omitted"}}
 #: The system blocks Claude Code marks as cache breakpoints when no request of the session says.
 DEFAULT_SYSTEM_BREAKPOINTS = (0, 1)
 
@@ -289,25 +286,6 @@ def session_header(t: Transcript, records: RequestRecords, msgs: list[ViewMessag
     if not records.version or not entrypoint:
         return None
     return billing_header(records.version, entrypoint, first_prompt_text(messages))
-
-
-def recorded_params(records: RequestRecords, messages: list[dict]) -> dict[str, Any]:
-    """The parameters of the next request that the session decides (``thinking``, ``output_config``):
-    its newest request's. Before the first (a session that recorded only the shape and the blobs of
-    the request it was about to send), ``output_config`` is the one its first system message carries
-    (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that version
-    (:data:`FIRST_REQUEST_THINKING`, observed on every first request of the corpus)."""
-    if records.requests:
-        params = records.requests[-1].params
-        return {k: params[k] for k in ("thinking", "output_config") if isinstance(params.get(k), dict)}
-    out: dict[str, Any] = {}
-    thinking = FIRST_REQUEST_THINKING.get(records.version or "")
-    if thinking is not None and records.shapes:
-        out["thinking"] = dict(thinking)
-    config = next((m["output_config"] for m in messages if isinstance(m.get("output_config"), dict)), None)
-    if config is not None:
-        out["output_config"] = dict(config)
-    return out
 
 
 def mark_breakpoints(body: dict[str, Any], records: RequestRecords, *, shifted: int) -> None:
