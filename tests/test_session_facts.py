@@ -67,10 +67,14 @@ def test_check_and_the_request_use_the_recorded_model_and_max_tokens(corpus_sess
     assert run("check", path, "--json")["context_window"] == 1_000_000
     body = run("view", "--to", "anthropic-request", path)
     assert (body["model"], body["max_tokens"]) == ("claude-opus-5-5", 128_000)
-    # --set is an explicit choice: it wins over the session's
+    # --set is an explicit choice: it wins over the session's, and the request is the one Claude Code
+    # sends that model (as a run resumed with --model claude-sonnet-4-5 does): its own default max_tokens
+    # (not the 128,000 recorded for Opus 5.5, capped), thinking with a budget, no effort
     body = run("view", "--to", "anthropic-request", path, "--set", "model=claude-sonnet-4-5")
     assert body["model"] == "claude-sonnet-4-5"
-    assert body["max_tokens"] == 64_000  # the recorded 128,000, capped by what Sonnet 4.5 can write
+    assert body["max_tokens"] == 32_000
+    assert body["thinking"] == {"budget_tokens": 31_999, "type": "enabled", "display": "omitted"}
+    assert "output_config" not in body
     assert run("check", path, "--json", "--set", "model=claude-sonnet-4-5")["context_window"] == 200_000
 
 

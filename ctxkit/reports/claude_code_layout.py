@@ -27,7 +27,6 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from ..transcript.claude_code.fields import version_key
 from ..transcript.claude_code.requests import (
     RequestRecord,
     RequestRecords,
@@ -44,12 +43,6 @@ from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYST
 REMINDER_PREFIX = "<system-reminder>"
 #: How the lines Claude Code writes for a command typed as a prompt start.
 COMMAND_LINES = ("<command-message>", "<command-name>", "<local-command-caveat>")
-#: What Claude Code sends as ``thinking`` on a session's first request: before its first ``api-request``
-#: entry a session records no parameters. Observed on every session of the corpus (2.1.328) and on those
-#: recorded with 2.1.300 and 2.1.332; the same code (adaptive, its display ``omitted`` in a ``-p`` run) in
-#: every CLI that records requests, from 2.1.282 (:data:`FIRST_REQUEST_THINKING_FROM`) on.
-FIRST_REQUEST_THINKING = {"type": "adaptive", "display": "omitted"}
-FIRST_REQUEST_THINKING_FROM = (2, 1, 282)
 #: The system blocks Claude Code marks as cache breakpoints when no request of the session says.
 DEFAULT_SYSTEM_BREAKPOINTS = (0, 1)
 
@@ -319,34 +312,6 @@ def session_header(t: Transcript, records: RequestRecords, msgs: list[ViewMessag
     if not records.version or not entrypoint:
         return None
     return billing_header(records.version, entrypoint, first_prompt_text(messages))
-
-
-def recorded_params(records: RequestRecords, messages: list[dict]) -> dict[str, Any]:
-    """The parameters of the next request that the session decides (``thinking``, ``output_config``,
-    ``safeguards``): its newest request's. Before the first (a session that recorded only the shape and
-    the blobs of the request it was about to send), ``output_config`` is the one its first system
-    message carries (Claude Code's per-turn control), and ``thinking`` Claude Code's default for that
-    version (:data:`FIRST_REQUEST_THINKING`, from the first version that records requests on).
-
-    ``safeguards`` (the classifier context of 2.1.300's auto mode, recorded with the request's
-    parameters): sent with the first request of each run of the CLI only, so the newest recorded
-    one when the run that sent the newest request has ended since (its ``cost-state`` entry); the
-    first request of a session has none recorded to send."""
-    if records.requests:
-        params = records.requests[-1].params
-        out = {k: params[k] for k in ("thinking", "output_config") if isinstance(params.get(k), dict)}
-        guards = next((r.params["safeguards"] for r in reversed(records.requests)
-                       if isinstance(r.params.get("safeguards"), list)), None)
-        if guards is not None and any(i > records.requests[-1].index for i in records.run_ends):
-            out["safeguards"] = copy.deepcopy(guards)
-        return out
-    out: dict[str, Any] = {}
-    if records.version and version_key(records.version) >= FIRST_REQUEST_THINKING_FROM and records.shapes:
-        out["thinking"] = dict(FIRST_REQUEST_THINKING)
-    config = next((m["output_config"] for m in messages if isinstance(m.get("output_config"), dict)), None)
-    if config is not None:
-        out["output_config"] = dict(config)
-    return out
 
 
 def mark_breakpoints(body: dict[str, Any], records: RequestRecords, *, shifted: int) -> None:

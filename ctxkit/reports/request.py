@@ -5,7 +5,8 @@ The body is what an agent would send next, ready for ``curl`` or the SDK::
     {"model": ..., "system": ..., "tools": [...], "messages": [...], "context_management": {...},
      "max_tokens": ...}
 
-* ``model`` and ``max_tokens`` come from the policy (``max_output_tokens``, capped by the model).
+* ``model`` and ``max_tokens`` come from the policy (``max_output_tokens``, capped by the model; for a
+  session, the max_tokens Claude Code sends its model: :mod:`ctxkit.tokens.session`).
 * ``system``: given explicitly, else what the transcript recorded: Claude Code writes the exact
   system blocks of its last request (``api-request-shape``) and its system prompt
   (``prompt_snapshot`` attachment); plain message lists have their leading system messages.
@@ -16,7 +17,9 @@ The body is what an agent would send next, ready for ``curl`` or the SDK::
   stay as they are for models that accept them (Claude 5 family, Opus 4.8 and later, or the
   policy's ``request.system_messages: keep``); for other models they are folded into a user
   message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`).
-* ``thinking``: the settings Claude Code recorded with its last request (``api-request``), if any.
+* ``thinking`` and ``output_config`` (Claude Code 2.1.3xx): those of its newest recorded request
+  (``api-request``) when that went to the request's model, else what Claude Code sends that model
+  (adaptive or a budget, its default effort; :mod:`ctxkit.reports.request_params`).
 * ``context_management``: as Claude Code sends it, ``clear_thinking_20251015`` (``keep: all``) when
   the request has thinking on; plus the edits the microcompact stage's ``api_native`` options ask
   for (modes ``api-native`` and ``both``). Such a request needs beta headers: :func:`required_betas`.
@@ -39,13 +42,13 @@ from ..stages.snip import snip_options
 from ..tokens import MODEL_ALIASES, budget_for
 from ..transcript.claude_code import chain as claude_code_chain
 from ..transcript.claude_code.requests import request_records
-from ..transcript.claude_code.session import recorded_settings
 from ..transcript.model import Transcript
 from ..transcript.snip_ids import tag_view
 from ..transcript.view import ViewMessage, answer_cut_off_calls
 from .cache_edits import apply_cache_edits
 from .cache_model import same_leading
-from .claude_code_layout import claude_code_layout, mark_breakpoints, recorded_params, session_header
+from .claude_code_layout import claude_code_layout, mark_breakpoints, session_header
+from .request_params import next_params, recorded_params, recorded_safeguards
 from .tool_definitions import snip_tool
 
 SYSTEM_MESSAGE_MODES = ("auto", "keep", "fold")
@@ -89,14 +92,6 @@ def transcript_request_shape(t: Transcript) -> tuple[Any, list[dict] | None]:
             snapshot = att["systemPrompt"]
             return "\n\n".join(snapshot) if isinstance(snapshot, list) else str(snapshot), None
     return None, None
-
-
-def recorded_thinking(t: Transcript) -> dict | None:
-    """The ``thinking`` settings of Claude Code's newest recorded request (its ``api-request`` entries), if any."""
-    if t.format != "claude-code":
-        return None
-    thinking = recorded_settings(t).thinking
-    return dict(thinking) if thinking is not None else None
 
 
 def _thinking_on(thinking: dict | None) -> bool:
@@ -151,9 +146,12 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
             body["system"] = [{"type": "text", "text": header}, *copy.deepcopy(system)]
     else:
         body["messages"] = api_messages(msgs, keep_system=keep_system, memo=memo)
-    params = recorded_params(layout.records, layout.messages) if layout is not None else {}
     body["messages"] = _answered(body["messages"], memo)  # before the cache pins digest the messages
-    thinking = params.get("thinking") or recorded_thinking(t)
+    records = layout.records if layout is not None else request_records(t)
+    sent_max_tokens = max_tokens or budget_for(policy).max_output
+    # thinking and effort for the model the request goes to: the recorded ones only if it is the recorded one's
+    thinking, output_config, body["messages"] = next_params(
+        records, recorded_params(t, records, body["messages"]), policy.model, sent_max_tokens, body["messages"])
     if thinking is not None:
         body["thinking"] = thinking
     spec = policy.stage(Microcompact.name)
@@ -163,11 +161,12 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
                             thinking=_thinking_on(thinking))
     if cm:
         body["context_management"] = cm
-    body["max_tokens"] = max_tokens or budget_for(policy).max_output
-    if "output_config" in params:  # Claude Code 2.1.3xx: as its newest request
-        body["output_config"] = params["output_config"]
-    if "safeguards" in params:  # Claude Code 2.1.300's auto mode, on a run's first request
-        body["safeguards"] = params["safeguards"]
+    body["max_tokens"] = sent_max_tokens
+    if output_config is not None:  # Claude Code 2.1.3xx
+        body["output_config"] = output_config
+    safeguards = recorded_safeguards(records)
+    if safeguards is not None:  # Claude Code 2.1.300's auto mode, on a run's first request
+        body["safeguards"] = safeguards
     if layout is not None:
         mark_breakpoints(body, layout.records, shifted=1 if body.get("system") is not system else 0)
     if store is not None:

@@ -25,6 +25,14 @@ class ModelInfo(NamedTuple):
     #: the ``max_tokens`` Claude Code sends to this model when nothing overrides it; ``None`` for models
     #: Claude Code does not drive (the agents that run them ask for up to the maximum)
     default_max_tokens: int | None = None
+    #: how Claude Code asks this model to think: ``"adaptive"`` (``{"type": "adaptive"}``), ``"budget"``
+    #: (``{"type": "enabled", "budget_tokens": ...}``) or ``None`` (it sends no ``thinking``)
+    thinking: str | None = None
+    #: the ``output_config.effort`` Claude Code sends this model by default; ``None``: no ``output_config``
+    effort: str | None = None
+    #: whether the model takes ``output_config`` on a message too (per-turn effort): Claude Code puts the
+    #: effort on a system message of the turn whose effort changed
+    per_turn_effort: bool = False
 
     @property
     def sent_max_tokens(self) -> int:
@@ -36,9 +44,20 @@ class ModelInfo(NamedTuple):
 DEFAULT_CONTEXT_WINDOW = 200_000
 ONE_MILLION = 1_000_000
 #: What Claude Code 2.1.328 assumes for a model its catalog does not know: max_tokens 32,000 sent, at
-#: most 128,000 (its window for such a model is 1,000,000; ctxkit keeps 200,000, docs/tokens.md).
+#: most 128,000 (its window for such a model is 1,000,000; ctxkit keeps 200,000, docs/tokens.md), and
+#: adaptive thinking at effort "high" (``claude-opus-9-9`` on the first-party API).
 ASSUMED_DEFAULT_MAX_TOKENS = 32_000
 ASSUMED_MAX_OUTPUT_TOKENS = 128_000
+ASSUMED_CLAUDE = ("adaptive", "high")
+
+ADAPTIVE, BUDGET = "adaptive", "budget"
+#: The last three fields of a Claude row: how Claude Code 2.1.328 asks it to think and at which effort
+#: (its catalog's ``adaptive_thinking``, ``effort``, ``default_effort`` and ``per_turn_effort``, with the
+#: binary's own exceptions; each checked in the request of a ``--model`` run, docs/formats.md). No
+#: default effort in the catalog is "high".
+_BUDGET = (BUDGET, None)  # Claude 4 before 4.6: enabled with a budget, no effort
+_HIGH = (ADAPTIVE, "high")
+_PER_TURN = (ADAPTIVE, "medium", True)
 
 #: Per model id prefix: window, maximum output, and the max_tokens Claude Code sends. The longest row
 #: that matches wins, and a row matches only up to a boundary (the end of the id, ``-``, ``@`` or
@@ -47,7 +66,7 @@ ASSUMED_MAX_OUTPUT_TOKENS = 128_000
 #: while ``claude-sonnet-4-50`` and ``claude-opus-4-9`` are no row's (Claude Code knows neither).
 KNOWN_MODELS: dict[str, ModelInfo] = {
     # Claude 3.x (Claude Code 2.1.328 has no window for these in its catalog: it uses 200,000; Claude 3
-    # Opus and Haiku, not in its catalog, are hard-coded to 4,096 output)
+    # Opus and Haiku, not in its catalog, are hard-coded to 4,096 output; it sends none of them thinking)
     "claude-3-opus": ModelInfo(200_000, 4_096, 4_096),
     "claude-3-sonnet": ModelInfo(200_000, 8_192, 8_192),
     "claude-3-haiku": ModelInfo(200_000, 4_096, 4_096),
@@ -55,28 +74,28 @@ KNOWN_MODELS: dict[str, ModelInfo] = {
     "claude-3-5-sonnet": ModelInfo(200_000, 8_192, 8_192),
     "claude-3-7-sonnet": ModelInfo(200_000, 64_000, 32_000),
     # Claude 4.x: 200,000 unless the session asked for 1M ([1m]); Opus 4.7 and 4.8 are 1M natively
-    "claude-opus-4": ModelInfo(200_000, 32_000, 32_000),
-    "claude-opus-4-1": ModelInfo(200_000, 32_000, 32_000),
-    "claude-opus-4-5": ModelInfo(200_000, 64_000, 32_000),
-    "claude-opus-4-6": ModelInfo(200_000, 128_000, 64_000),
-    "claude-opus-4-7": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-opus-4-8": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-sonnet-4": ModelInfo(200_000, 64_000, 32_000),
-    "claude-sonnet-4-5": ModelInfo(200_000, 64_000, 32_000),
-    "claude-sonnet-4-6": ModelInfo(200_000, 128_000, 32_000),
-    "claude-haiku-4-5": ModelInfo(200_000, 64_000, 32_000),
+    "claude-opus-4": ModelInfo(200_000, 32_000, 32_000, *_BUDGET),
+    "claude-opus-4-1": ModelInfo(200_000, 32_000, 32_000, *_BUDGET),
+    "claude-opus-4-5": ModelInfo(200_000, 64_000, 32_000, BUDGET, "high"),
+    "claude-opus-4-6": ModelInfo(200_000, 128_000, 64_000, *_HIGH),
+    "claude-opus-4-7": ModelInfo(ONE_MILLION, 128_000, 64_000, ADAPTIVE, "xhigh"),
+    "claude-opus-4-8": ModelInfo(ONE_MILLION, 128_000, 64_000, *_HIGH),
+    "claude-sonnet-4": ModelInfo(200_000, 64_000, 32_000, *_BUDGET),
+    "claude-sonnet-4-5": ModelInfo(200_000, 64_000, 32_000, *_BUDGET),
+    "claude-sonnet-4-6": ModelInfo(200_000, 128_000, 32_000, *_HIGH),
+    "claude-haiku-4-5": ModelInfo(200_000, 64_000, 32_000, *_BUDGET),
     # Claude 5.x: all 1M natively (Opus 5.5 compacted near 990,000 in corpus/claude-code-2.1.328)
-    "claude-opus-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-opus-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000),
-    "claude-sonnet-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-sonnet-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000),
-    "claude-haiku-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000),
-    "claude-fable-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-fable-5-1": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-fable-5-2": ModelInfo(ONE_MILLION, 128_000, 128_000),
-    "claude-mythos-5": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-mythos-5-1": ModelInfo(ONE_MILLION, 128_000, 64_000),
-    "claude-mythos-5-2": ModelInfo(ONE_MILLION, 128_000, 128_000),
+    "claude-opus-5": ModelInfo(ONE_MILLION, 128_000, 64_000, *_HIGH),
+    "claude-opus-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000, *_PER_TURN),
+    "claude-sonnet-5": ModelInfo(ONE_MILLION, 128_000, 64_000, *_HIGH),
+    "claude-sonnet-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000, *_PER_TURN),
+    "claude-haiku-5-5": ModelInfo(ONE_MILLION, 128_000, 128_000, *_PER_TURN),
+    "claude-fable-5": ModelInfo(ONE_MILLION, 128_000, 64_000, *_HIGH),
+    "claude-fable-5-1": ModelInfo(ONE_MILLION, 128_000, 64_000, ADAPTIVE, "high", True),
+    "claude-fable-5-2": ModelInfo(ONE_MILLION, 128_000, 128_000, *_PER_TURN),
+    "claude-mythos-5": ModelInfo(ONE_MILLION, 128_000, 64_000, *_HIGH),
+    "claude-mythos-5-1": ModelInfo(ONE_MILLION, 128_000, 64_000, *_HIGH),
+    "claude-mythos-5-2": ModelInfo(ONE_MILLION, 128_000, 128_000, *_PER_TURN),
     # OpenAI
     "gpt-4o": ModelInfo(128_000, 16_384),
     "gpt-4.1": ModelInfo(1_047_576, 32_768),
@@ -145,7 +164,8 @@ def model_info(model: str | None) -> ModelInfo | None:
         if key is not None:
             info = KNOWN_MODELS[key]
             return info._replace(context_window=ONE_MILLION) if one_m else info
-    return ModelInfo(ONE_MILLION, ASSUMED_MAX_OUTPUT_TOKENS, ASSUMED_DEFAULT_MAX_TOKENS) if one_m else None
+    return ModelInfo(ONE_MILLION, ASSUMED_MAX_OUTPUT_TOKENS, ASSUMED_DEFAULT_MAX_TOKENS, *ASSUMED_CLAUDE) \
+        if one_m else None
 
 
 def unknown_model_notice(model: str) -> str:

@@ -10,10 +10,12 @@ prints which layer set each value.
 
 * ``model``: the session's newest (recorded request, else answering model, else the ``model``
   attachment written before any answer);
-* ``max_output_tokens``: the newest recorded request's ``max_tokens`` when it went to the session's
-  model, else the ``max_tokens`` Claude Code sends that model by default (the model table's
-  ``default_max_tokens``: 32,000 to Opus 4.5, 128,000 to Opus 5.5; a run resumed on another model
-  sends that model's own, not the one recorded before), else the policy's;
+* ``max_output_tokens``: the newest recorded request's ``max_tokens`` when it went to the model the
+  request goes to (the session's, or the one the policy names), else the ``max_tokens`` Claude Code
+  sends that model by default (the model table's ``default_max_tokens``: 32,000 to Opus 4.5, 128,000
+  to Opus 5.5; a run resumed on another model sends that model's own, not the one recorded before, and
+  so does a policy that names another model: the request a user gets for ``--set model=X`` is the one
+  Claude Code would send X), else the policy's;
 * ``request.cache_ttl``: the lifetime the newest request's cache writes had (its usage's
   ``cache_creation`` split);
 * ``context_window``: the window the agent itself counts against, where it records one (a Codex
@@ -52,12 +54,11 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
         origins["model"] = f"{SESSION_ORIGIN} ({facts.model_source})"
     if not policy.explicit("max_output_tokens"):
         info = model_info(model)
-        session_model = bool(facts.model) and not policy.explicit("model")
         recorded_for_model = facts.max_tokens is not None and facts.max_tokens_model in (None, model)
-        # (a policy that names another model keeps the recorded max_tokens, capped by that model's maximum)
-        if recorded_for_model or (facts.max_tokens is not None and not session_model):
+        # (a policy that names another model gets what Claude Code sends that model, as a resumed run on it)
+        if recorded_for_model:
             limit, where = facts.max_tokens, f"{SESSION_ORIGIN} (api-request)"
-        elif info is not None and session_model:
+        elif info is not None and (facts.model or facts.max_tokens is not None):
             limit, where = info.sent_max_tokens, f"{SESSION_ORIGIN} (model table: {model})"
         else:
             limit, where = policy.max_output_tokens, ""
