@@ -193,3 +193,22 @@ def test_a_slash_command_the_model_ran_opens_no_turn(tmp_path, runner):
     blocks = _view(runner, path, "anthropic-request")[2]["content"]
     assert [b["type"] for b in blocks] == ["tool_result", "text"]
     assert blocks[0]["content"] == "1\n2\n3\n" and blocks[1]["text"] == CONTEXT
+
+
+def test_clearing_a_result_a_context_was_folded_into_keeps_the_context_as_the_file_written_does(tmp_path):
+    """A stage that clears or persists tool results (microcompact, the tool-result budget) replaces the
+    results of an earlier turn, the ones a hook's context was folded into: the view the run goes on with
+    (what simulate prices, what the next stage sees) is the one the file it writes reads as, the context
+    folded into the cleared result; before, the carried view lost the context, the file still held it."""
+    from ctxkit.transcript import read_transcript
+    from ctxkit.transcript.edits import replace_blocks
+    from ctxkit.transcript.writer import write_transcript
+
+    t = _two_turns(tmp_path).write(tmp_path / "s.jsonl")
+    cleared = replace_blocks(t, {ref: {**b, "content": "[cleared]"} for m in t.view().messages
+                                 for b, ref in zip(m.content, m.refs, strict=True) if b.get("type") == "tool_result"})
+    with open(tmp_path / "out.jsonl", "wb") as out:
+        write_transcript(cleared, out)
+    run = [m.api() for m in cleared.view().messages]
+    assert run == [m.api() for m in read_transcript(str(tmp_path / "out.jsonl")).view().messages]
+    assert run[2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "[cleared]\n\n" + CONTEXT}]
