@@ -212,3 +212,45 @@ def test_clearing_a_result_a_context_was_folded_into_keeps_the_context_as_the_fi
     run = [m.api() for m in cleared.view().messages]
     assert run == [m.api() for m in read_transcript(str(tmp_path / "out.jsonl")).view().messages]
     assert run[2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "[cleared]\n\n" + CONTEXT}]
+
+
+def test_a_view_grown_line_by_line_folds_parallel_calls_command_turns_and_images_as_one_read_whole(tmp_path):
+    """Four turns (a typed prompt, a typed /review, prompts) of parallel calls with hooks, and a Read of an
+    image whose context stays a text: at every line, and request by request, the grown view (the fold
+    going on from the turn it left off at) and the request simulate builds from it are those of a read of
+    the whole file."""
+    from ctxkit.transcript import read_transcript
+
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.parallel_with_hooks(["echo alpha", "echo beta", "echo gamma"])
+    s.say("Turn one done.")
+    s.prompt("<command-message>review is running…</command-message>\n<command-name>/review</command-name>", isMeta=True)
+    s.prompt("Review the code.", isMeta=True)
+    s.parallel_with_hooks(["echo one", "echo two"])
+    s.tool("Read", {"file_path": "/w/a.png"}, [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                                           "data": "iVBORw0KGgo="}}])
+    s.hook_context("Saw an image.", "PostToolUse:Read")
+    s.say("Turn two done.")
+    for k in (3, 4):
+        s.prompt(f"Turn {k} please")
+        s.parallel_with_hooks([f"echo x{k}", f"echo y{k}"])
+        s.say(f"Turn {k} done.")
+    lines = [json.dumps(e).encode() + b"\n" for e in s.entries]
+    policy = load_policy(None, [])
+    counter = make_counter(policy.estimator, model=policy.model)
+    answers = [k for k, e in enumerate(s.entries) if e["type"] == "assistant"]
+    for cuts in (list(range(1, len(lines) + 1)), [*answers[1:], len(lines)]):
+        growing, done, memo = replay.GrowingRead(tmp_path / f"grown-{len(cuts)}.jsonl"), 0, {}
+        for k in cuts:
+            t = growing.add(lines[done:k])
+            done = k
+            (tmp_path / "whole.jsonl").write_bytes(b"".join(lines[:k]))
+            whole = read_transcript(str(tmp_path / "whole.jsonl"))
+            assert [m.api() for m in t.view().messages] == [m.api() for m in whole.view().messages], k
+            assert replay.request_segments(t, policy, counter, None, memo) == \
+                replay.request_segments(whole, policy, counter, None, {}), k
+    folded = [m.api()["content"] for m in whole.view().messages if m.kind == "tool_results"]
+    assert [[b["type"] for b in c] for c in folded] == [["tool_result"] * 3, ["tool_result"] * 2,
+                                                        ["tool_result", "text"], ["tool_result"] * 2,
+                                                        ["tool_result"] * 2 + ["text"] * 2]
