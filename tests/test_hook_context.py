@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from builders import Session
 
 from ctxkit import load_policy
@@ -254,3 +255,48 @@ def test_a_view_grown_line_by_line_folds_parallel_calls_command_turns_and_images
     assert [[b["type"] for b in c] for c in folded] == [["tool_result"] * 3, ["tool_result"] * 2,
                                                         ["tool_result", "text"], ["tool_result"] * 2,
                                                         ["tool_result"] * 2 + ["text"] * 2]
+
+
+def _hooked_turns(tmp_path):
+    """Two turns whose calls each have a hook's context, then, two hours on, a third."""
+    from datetime import timedelta
+
+    s = Session(tmp_path)
+    for turn, commands in enumerate([["seq 1 1000"], ["seq 1001 2000", "seq 2001 3000"]]):
+        s.prompt(f"Turn {turn} please")
+        for command in commands:
+            first, last = command.split()[1:]
+            s.tool("Bash", {"command": command}, "".join(f"{k}\n" for k in range(int(first), int(last) + 1)))
+            s.hook_context("Captured the call.")
+        s.say("Done.")
+    s.clock += timedelta(hours=2)
+    s.prompt("A third turn please")
+    return s
+
+
+@pytest.mark.parametrize("stage, sets, did", [
+    ("microcompact", ["stages.microcompact.enabled=true", "stages.microcompact.options.mode=time-based",
+                      "stages.microcompact.options.keep_recent=1"], "cleared 2 old tool result(s)"),
+    ("tool-result-budget", ["stages.tool-result-budget.options.per_tool.Bash=1000"], "persisted 3 result(s)")])
+def test_a_result_a_context_was_folded_into_is_stored_and_put_back_as_written(stage, sets, did, tmp_path, runner):
+    """A stage that clears (microcompact) or persists (the tool-result budget) results, among them those a
+    hook's context was folded into (from the next turn on), stores each output as its entry holds it, not
+    with the context, and a second run on its output finds them done already: expand gives back the
+    session as it was. Before, the store kept the context as part of the output (expand wrote it into the
+    result, and the view then showed it twice); a second microcompact run, finding the folded placeholder
+    unlike its own, cleared the placeholder over the output (expand gave back no output at all)."""
+    path = tmp_path / "s.jsonl"
+    _hooked_turns(tmp_path).write(path)
+    store = ["--store", str(tmp_path / "store"), *(x for kv in sets for x in ("--set", kv))]
+    first = runner.invoke(app, ["compact", str(path), "-o", str(tmp_path / "once.jsonl"), *store])
+    assert first.exit_code == 0, first.output
+    assert f"{stage}: applied: {did}" in first.output
+    again = runner.invoke(app, ["compact", str(tmp_path / "once.jsonl"), "-o", str(tmp_path / "twice.jsonl"), *store])
+    assert again.exit_code == 0, again.output
+    assert f"{stage}: nothing-to-do" in again.output
+    assert (tmp_path / "twice.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
+    for out in ("once.jsonl", "twice.jsonl"):
+        done = runner.invoke(app, ["expand", str(tmp_path / out), "--store", str(tmp_path / "store"), "-o",
+                                   str(tmp_path / "back.jsonl")])
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / "back.jsonl").read_bytes() == path.read_bytes(), out
