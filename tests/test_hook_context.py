@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from builders import Session
 
 from ctxkit import load_policy
@@ -193,3 +194,109 @@ def test_a_slash_command_the_model_ran_opens_no_turn(tmp_path, runner):
     blocks = _view(runner, path, "anthropic-request")[2]["content"]
     assert [b["type"] for b in blocks] == ["tool_result", "text"]
     assert blocks[0]["content"] == "1\n2\n3\n" and blocks[1]["text"] == CONTEXT
+
+
+def test_clearing_a_result_a_context_was_folded_into_keeps_the_context_as_the_file_written_does(tmp_path):
+    """A stage that clears or persists tool results (microcompact, the tool-result budget) replaces the
+    results of an earlier turn, the ones a hook's context was folded into: the view the run goes on with
+    (what simulate prices, what the next stage sees) is the one the file it writes reads as, the context
+    folded into the cleared result; before, the carried view lost the context, the file still held it."""
+    from ctxkit.transcript import read_transcript
+    from ctxkit.transcript.edits import replace_blocks
+    from ctxkit.transcript.writer import write_transcript
+
+    t = _two_turns(tmp_path).write(tmp_path / "s.jsonl")
+    cleared = replace_blocks(t, {ref: {**b, "content": "[cleared]"} for m in t.view().messages
+                                 for b, ref in zip(m.content, m.refs, strict=True) if b.get("type") == "tool_result"})
+    with open(tmp_path / "out.jsonl", "wb") as out:
+        write_transcript(cleared, out)
+    run = [m.api() for m in cleared.view().messages]
+    assert run == [m.api() for m in read_transcript(str(tmp_path / "out.jsonl")).view().messages]
+    assert run[2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "[cleared]\n\n" + CONTEXT}]
+
+
+def test_a_view_grown_line_by_line_folds_parallel_calls_command_turns_and_images_as_one_read_whole(tmp_path):
+    """Four turns (a typed prompt, a typed /review, prompts) of parallel calls with hooks, and a Read of an
+    image whose context stays a text: at every line, and request by request, the grown view (the fold
+    going on from the turn it left off at) and the request simulate builds from it are those of a read of
+    the whole file."""
+    from ctxkit.transcript import read_transcript
+
+    s = Session(tmp_path)
+    s.prompt("Inspect the app please")
+    s.parallel_with_hooks(["echo alpha", "echo beta", "echo gamma"])
+    s.say("Turn one done.")
+    s.prompt("<command-message>review is running…</command-message>\n<command-name>/review</command-name>", isMeta=True)
+    s.prompt("Review the code.", isMeta=True)
+    s.parallel_with_hooks(["echo one", "echo two"])
+    s.tool("Read", {"file_path": "/w/a.png"}, [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                                           "data": "iVBORw0KGgo="}}])
+    s.hook_context("Saw an image.", "PostToolUse:Read")
+    s.say("Turn two done.")
+    for k in (3, 4):
+        s.prompt(f"Turn {k} please")
+        s.parallel_with_hooks([f"echo x{k}", f"echo y{k}"])
+        s.say(f"Turn {k} done.")
+    lines = [json.dumps(e).encode() + b"\n" for e in s.entries]
+    policy = load_policy(None, [])
+    counter = make_counter(policy.estimator, model=policy.model)
+    answers = [k for k, e in enumerate(s.entries) if e["type"] == "assistant"]
+    for cuts in (list(range(1, len(lines) + 1)), [*answers[1:], len(lines)]):
+        growing, done, memo = replay.GrowingRead(tmp_path / f"grown-{len(cuts)}.jsonl"), 0, {}
+        for k in cuts:
+            t = growing.add(lines[done:k])
+            done = k
+            (tmp_path / "whole.jsonl").write_bytes(b"".join(lines[:k]))
+            whole = read_transcript(str(tmp_path / "whole.jsonl"))
+            assert [m.api() for m in t.view().messages] == [m.api() for m in whole.view().messages], k
+            assert replay.request_segments(t, policy, counter, None, memo) == \
+                replay.request_segments(whole, policy, counter, None, {}), k
+    folded = [m.api()["content"] for m in whole.view().messages if m.kind == "tool_results"]
+    assert [[b["type"] for b in c] for c in folded] == [["tool_result"] * 3, ["tool_result"] * 2,
+                                                        ["tool_result", "text"], ["tool_result"] * 2,
+                                                        ["tool_result"] * 2 + ["text"] * 2]
+
+
+def _hooked_turns(tmp_path):
+    """Two turns whose calls each have a hook's context, then, two hours on, a third."""
+    from datetime import timedelta
+
+    s = Session(tmp_path)
+    for turn, commands in enumerate([["seq 1 1000"], ["seq 1001 2000", "seq 2001 3000"]]):
+        s.prompt(f"Turn {turn} please")
+        for command in commands:
+            first, last = command.split()[1:]
+            s.tool("Bash", {"command": command}, "".join(f"{k}\n" for k in range(int(first), int(last) + 1)))
+            s.hook_context("Captured the call.")
+        s.say("Done.")
+    s.clock += timedelta(hours=2)
+    s.prompt("A third turn please")
+    return s
+
+
+@pytest.mark.parametrize("stage, sets, did", [
+    ("microcompact", ["stages.microcompact.enabled=true", "stages.microcompact.options.mode=time-based",
+                      "stages.microcompact.options.keep_recent=1"], "cleared 2 old tool result(s)"),
+    ("tool-result-budget", ["stages.tool-result-budget.options.per_tool.Bash=1000"], "persisted 3 result(s)")])
+def test_a_result_a_context_was_folded_into_is_stored_and_put_back_as_written(stage, sets, did, tmp_path, runner):
+    """A stage that clears (microcompact) or persists (the tool-result budget) results, among them those a
+    hook's context was folded into (from the next turn on), stores each output as its entry holds it, not
+    with the context, and a second run on its output finds them done already: expand gives back the
+    session as it was. Before, the store kept the context as part of the output (expand wrote it into the
+    result, and the view then showed it twice); a second microcompact run, finding the folded placeholder
+    unlike its own, cleared the placeholder over the output (expand gave back no output at all)."""
+    path = tmp_path / "s.jsonl"
+    _hooked_turns(tmp_path).write(path)
+    store = ["--store", str(tmp_path / "store"), *(x for kv in sets for x in ("--set", kv))]
+    first = runner.invoke(app, ["compact", str(path), "-o", str(tmp_path / "once.jsonl"), *store])
+    assert first.exit_code == 0, first.output
+    assert f"{stage}: applied: {did}" in first.output
+    again = runner.invoke(app, ["compact", str(tmp_path / "once.jsonl"), "-o", str(tmp_path / "twice.jsonl"), *store])
+    assert again.exit_code == 0, again.output
+    assert f"{stage}: nothing-to-do" in again.output
+    assert (tmp_path / "twice.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
+    for out in ("once.jsonl", "twice.jsonl"):
+        done = runner.invoke(app, ["expand", str(tmp_path / out), "--store", str(tmp_path / "store"), "-o",
+                                   str(tmp_path / "back.jsonl")])
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / "back.jsonl").read_bytes() == path.read_bytes(), out

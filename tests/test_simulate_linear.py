@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from builders import Call, Turn, conversation, write
-from conftest import CC_CORPUS
+from conftest import CC_CORPUS, CORPUS, cc_sessions, public_transcripts
 
 from ctxkit import load_policy
 from ctxkit.reports import replay
@@ -217,3 +217,84 @@ def test_a_round_of_results_sent_again_changed_keeps_the_order_of_the_calls_befo
     fresh_results = replay._messages_pieces([prompt, calls, {"role": "user", "content": [result(k) for k in range(3)]}],
                                             counter, {})[0][2:5]
     assert [p.tokens for p in pieces[2:5]] == [p.tokens for p in fresh_results]  # (in the order of the calls)
+
+
+def _rewritten_history(tmp_path: Path) -> Path:
+    """A session whose earlier messages change between requests: parallel calls whose hook contexts fold
+    into their results when the next turn opens (2.1.150), a call cut off and begun again, a model switch,
+    the session's own compaction, a sidechain line."""
+    import copy
+    from datetime import timedelta
+
+    from builders import Session
+
+    s = Session(tmp_path)
+    for k in range(6):
+        s.prompt(f"turn {k} " + "words " * 150)
+        s.parallel_with_hooks([f"echo a{k}", f"echo b{k}", f"echo c{k}"])
+        s.tool("Bash", {"command": f"cat f{k}"}, f"line {k} " * 400)
+        s.hook_context(f"Context {k}.")
+        if k == 1:  # a call cut off: the next answer begins again without its result
+            s._chain("assistant", message={"id": "msg_cut", "role": "assistant", "model": "m", "content": [
+                {"type": "tool_use", "id": "toolu_cut", "name": "Bash", "input": {"command": "sleep 9"}}]})
+        s.say(f"Turn {k} done.")
+        if k == 2:
+            s.boundary("Summary: turns 0 to 2.")
+        if k == 3:
+            s.clock += timedelta(hours=2)  # (a cold cache: microcompact clears)
+    for e in s.entries[len(s.entries) // 2:]:
+        if e["type"] == "assistant":
+            e["message"]["model"] = "claude-sonnet-4-5"
+    s.entries.insert(5, {**copy.deepcopy(s.entries[4]), "isSidechain": True, "uuid": "side-1", "parentUuid": None})
+    path = tmp_path / "rewritten.jsonl"
+    s.write(path)
+    return path
+
+
+@pytest.mark.parametrize("policy", ["default", "no-llm", "claude-code-full"])
+def test_a_history_rewritten_between_requests_costs_what_requests_from_nothing_do(policy, tmp_path, monkeypatch):
+    """Where an earlier message changes between two requests (hook contexts folded when a turn opens, a
+    cut-off call answered, a compaction, microcompact's clearing), the request that goes on from the one
+    before takes only what both still share: every row, request by request, is the one a replay that
+    works each request out from nothing, and reads each file whole, gives."""
+    from ctxkit.transcript.claude_code import projection
+
+    path = _rewritten_history(tmp_path)
+    pol = load_policy(None if policy == "default" else policy, [
+        "thresholds.summary_reserve=2000", "thresholds.autocompact_buffer=1000"], cwd=tmp_path)
+
+    def run() -> tuple:
+        doc, results = simulate([str(path)], [(policy, pol)], load_pricing(), context_window=12000, cwd=tmp_path)
+        return doc, _requests(results)
+
+    carried = run()
+    contexts = [r[0] for r in carried[1][2][1]]
+    assert any(b < a for a, b in zip(contexts, contexts[1:], strict=False)), "the policy's steps rewrite the history"
+    _from_nothing(monkeypatch)
+    monkeypatch.setattr(projection, "_grown_view", lambda t: None)
+    assert run() == carried
+
+
+_EVERY_SESSION = [p / "session.jsonl" for p in cc_sessions()] + public_transcripts()
+
+
+@pytest.mark.skipif(not _EVERY_SESSION, reason=f"shared corpus not found at {CORPUS}")
+@pytest.mark.parametrize("path", _EVERY_SESSION, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_every_corpus_session_costs_under_three_policies_what_requests_from_nothing_do(path, tmp_path, monkeypatch):
+    """Every session of the corpus (Claude Code 1.0.x to 2.1.328, subagents' files, the session's own
+    compactions), in a window small enough for the policies to compact: each row, request by request,
+    is the one a replay that works each request out from nothing and reads each file whole gives."""
+    from ctxkit.transcript.claude_code import projection
+
+    sets = ["thresholds.summary_reserve=5000", "thresholds.autocompact_buffer=3000"]
+    policies = [(name, load_policy(None if name == "default" else name, sets, cwd=tmp_path))
+                for name in ("default", "no-llm", "claude-code-full")]
+
+    def run() -> tuple:
+        doc, results = simulate([str(path)], policies, load_pricing(), context_window=40000, cwd=tmp_path)
+        return doc, [_requests([r]) for r in results]
+
+    carried = run()
+    _from_nothing(monkeypatch)
+    monkeypatch.setattr(projection, "_grown_view", lambda t: None)
+    assert run() == carried

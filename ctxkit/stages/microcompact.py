@@ -156,7 +156,7 @@ from ..store.offload import (
     store_original,
 )
 from ..transcript import outputs as tool_outputs
-from ..transcript.edits import archive_entries, replace_blocks, strip_thinking_after
+from ..transcript.edits import archive_entries, replace_blocks, strip_thinking_after, written_results
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef, View
 from .base import Context, Stage, StageResult
@@ -428,7 +428,7 @@ class Microcompact(Stage):
         order: list[str] = []  # the compactable results in view order, cleared before or not
         frozen: list[tuple[str, bool]] = []  # (tool id, compactable) of each result an earlier run cleared
         for mi, m in enumerate(view.messages):
-            for block, ref in zip(m.content, m.refs, strict=True):
+            for block, ref in zip(written_results(t, m), m.refs, strict=True):
                 if block.get("type") != "tool_result" or ref is None:
                     continue
                 tid = block.get("tool_use_id", "")

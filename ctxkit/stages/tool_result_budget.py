@@ -90,7 +90,7 @@ from ..store.offload import (
     persisted_message,
     store_original,
 )
-from ..transcript.edits import replace_blocks
+from ..transcript.edits import replace_blocks, written_results
 from ..transcript.model import Transcript
 from ..transcript.view import BlockRef
 from .base import Context, Stage, StageResult
@@ -147,7 +147,8 @@ class ToolResultBudget(Stage):
                 continue
             fresh: list[tuple[int, int]] = []  # (block index, size) still eligible for the aggregate budget
             total = 0
-            for k, block in enumerate(msg.content):
+            blocks = written_results(t, msg)  # (a result as written: a hook's context folded in is none of it)
+            for k, block in enumerate(blocks):
                 if block.get("type") != "tool_result":
                     continue
                 ref = msg.refs[k]
@@ -219,7 +220,7 @@ class ToolResultBudget(Stage):
             for k, size in sorted(fresh, key=lambda x: (-x[1], x[0])):
                 if total <= self.options["max_message_chars"]:
                     break
-                block = msg.content[k]
+                block = blocks[k]
                 saved = self._persist(t, block, msg.refs[k], block["tool_use_id"], changes, store, scope)
                 if saved is not None:
                     total += saved - size
@@ -227,7 +228,7 @@ class ToolResultBudget(Stage):
         # everything the model is about to see in full is frozen from now on
         recorded = {*persisted, *noted_empty}  # the tool ids whose decision this run wrote
         for msg in view.messages:
-            for k, block in enumerate(msg.content):
+            for k, block in enumerate(written_results(t, msg)):
                 if block.get("type") == "tool_result" and msg.refs[k] not in changes:
                     tid = block.get("tool_use_id", "")
                     if tid in shared:

@@ -18,10 +18,12 @@ from . import outputs as tool_outputs
 from .claude_code import chain as claude_code_chain
 from .claude_code import entries as claude_code_entries
 from .claude_code import records as claude_code_records
+from .claude_code.fields import content_blocks
+from .claude_code.hook_context import folded_into
 from .formats import handler
 from .model import REPLACED_BLOCKS, Transcript, deep_replace
 from .shapes import problem
-from .view import BlockRef
+from .view import BlockRef, ViewMessage
 
 
 @dataclass
@@ -60,6 +62,29 @@ def replace_blocks(t: Transcript, changes: dict[BlockRef, dict]) -> Transcript:
     if t.format == "claude-code" and all(ref.block >= 0 for ref in changes):
         # what changed, for the projection (claude_code_carry.carried_over): these blocks, nothing else
         out.memo[REPLACED_BLOCKS] = dict(changes)
+    return out
+
+
+def written_results(t: Transcript, m: ViewMessage) -> list[dict]:
+    """The blocks of view message ``m``, each tool result a hook's context was folded into (Claude Code
+    2.0.67-2.1.150 send it so from the next turn on, :mod:`.claude_code.hook_context`) as its entry holds
+    it: the context is no part of the result, so a stage that stores, clears or compares results works on
+    the result itself. (Else the store kept the context as the output, and a second run, finding the
+    folded placeholder unlike its own, cleared the placeholder over the output.)"""
+    out = m.content
+    if t.format != "claude-code":
+        return out
+    for k, (b, ref) in enumerate(zip(m.content, m.refs, strict=True)):
+        shown = b.get("content")
+        if ref is None or ref.block < 0 or not isinstance(shown, str) or not shown.endswith("</system-reminder>") \
+                or b.get("type") != "tool_result":  # (only then is the entry read: a fold ends with a context)
+            continue
+        blocks, _ = content_blocks(t.entry(ref.entry))
+        own = blocks[ref.block] if ref.block < len(blocks) else None
+        if isinstance(own, dict) and own.get("tool_use_id") == b.get("tool_use_id") \
+                and folded_into(shown, own.get("content")):
+            out = list(out) if out is m.content else out
+            out[k] = own
     return out
 
 

@@ -7,6 +7,8 @@ by :func:`ctxkit.transcript.claude_code.projection.project`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..model import REPLACED_BLOCKS, Transcript
 from ..view import BlockRef, View, ViewMessage
 from .fields import content_blocks
@@ -38,12 +40,14 @@ def carry_chain(t: Transcript) -> None:
 _CHECKED = "replaced-results"  # t.memo: the results carry_chain found replaced in place
 
 
-def carried_over(t: Transcript) -> View | None:
+def carried_over(t: Transcript, contexts: Callable[[int], int] = lambda i: 0) -> View | None:
     """The view of the version ``t`` was edited from, with the tool results the edit replaced put in (a
     stage that clears or persists results edits nothing else; an entry off the walked chain may have
     any edit, none of it is in the view): the projection is not built again. None when that does not
-    hold, or when the earlier view went through a record's handler (a collapse), whose blocks are not
-    the entries' own."""
+    hold, when the earlier view went through a record's handler (a collapse), whose blocks are not
+    the entries' own, or when a message with a replaced result holds a hook's context (``contexts``: how
+    many an entry added, :mod:`.hook_context`): from the next turn on the context is folded into a result,
+    and the replaced block, the entry's own, would put the result there without it."""
     parent = t.parent
     earlier = t.earlier[0] if t.earlier is not None else {}
     if (parent is None or t.replaced is None or parent.view is None or earlier.get("view_handled", True)
@@ -69,6 +73,8 @@ def carried_over(t: Transcript) -> View | None:
         if m.role != "user" or replaced.isdisjoint(m.entries):
             msgs.append(m)  # the same message: views are read-only once built (a handler copies what it changes)
             continue
+        if any(map(contexts, m.entries)):
+            return None
         content = [new_blocks.get(ref, b) if ref is not None else b for b, ref in zip(m.content, m.refs, strict=True)]
         msgs.append(ViewMessage(m.role, content, m.kind, list(m.refs), list(m.entries), m.uuid, m.timestamp,
                                 m.was_string, m.msg_id))

@@ -81,6 +81,17 @@ def _is_context(block: dict) -> bool:
     return block.get("type") == "text" and is_context_text(block.get("text"))
 
 
+def folded_into(shown: object, written: object) -> bool:
+    """Whether a result's content ``shown`` is its content as written, ``written``, with hook contexts
+    folded into it (:func:`_folded`): what the view shows is then not the result itself."""
+    if not (isinstance(shown, str) and isinstance(written, str)) or shown == written:
+        return False
+    head = written.strip()
+    if not shown.startswith(head + "\n\n" if head else ""):
+        return False
+    return is_context_text(shown[len(head) + 2 if head else 0:])
+
+
 def _folded(result: dict, texts: list[str]) -> dict:
     """``result`` with ``texts`` folded into its content as Claude Code 2.0.67-2.1.150 do (each stripped,
     joined by a blank line)."""

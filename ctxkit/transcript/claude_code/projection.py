@@ -214,7 +214,7 @@ def _user_kind(d: dict, blocks: list[dict]) -> str:
 # -- building messages ----------------------------------------------------------------------------
 def project(t: Transcript) -> View:
     order, facts = active_entries(t)
-    carried = carried_over(t)
+    carried = carried_over(t, _hook_contexts(t))
     if carried is None:
         carried = _grown_view(t)
     if carried is not None:
