@@ -34,9 +34,14 @@ def _is_prompt(value: dict) -> bool:
         "role" not in value
 
 
+#: every key a line of the hook log has: a line with another (a Gemini CLI record's ``id``, a Claude Code
+#: line's ``uuid`` or ``message``) is some other agent's
+_HOOK_LOG_KEYS = frozenset({"type", "timestamp", "content", "tool_name", "tool_input", "tool_output"})
+
+
 def _is_hook_log_line(value: dict) -> bool:
-    return value.get("type") in ("user", "tool_use", "tool_result") and "message" not in value and \
-        "uuid" not in value and ("tool_name" in value or isinstance(value.get("content"), str))
+    return value.get("type") in ("user", "tool_use", "tool_result") and value.keys() <= _HOOK_LOG_KEYS and \
+        ("tool_name" in value or isinstance(value.get("content"), str))
 
 
 def _first_lines_are(head: bytes, test: Callable[[dict[str, Any]], bool]) -> bool:
