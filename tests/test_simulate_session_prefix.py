@@ -48,8 +48,8 @@ class Session:
                    f"<command-message>{name[1:]}</command-message>\n<command-args></command-args>"}}, at)
         return self
 
-    def answer(self, text: str, at: timedelta, read: int, write: int, model: str = OPUS) -> Session:
-        usage = {"input_tokens": 1, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
+    def answer(self, text: str, at: timedelta, read: int, write: int, model: str = OPUS, plain: int = 1) -> Session:
+        usage = {"input_tokens": plain, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
                  "output_tokens": 40, "cache_creation": {"ephemeral_5m_input_tokens": write,
                                                          "ephemeral_1h_input_tokens": 0}}
         self._add({"type": "assistant", "message": {"id": f"msg_{self.n}", "type": "message", "role": "assistant",
@@ -272,3 +272,32 @@ def test_a_recorded_mark_stays_on_its_result_when_the_round_is_taken_in_call_ord
     assert marked
     assert [p.breakpoint for p in pieces] == [True, False]
     assert [p.tokens for p in pieces] == [alone[1].tokens, alone[0].tokens]
+
+
+def test_an_api_that_caches_only_the_tools_and_system_prompt_is_replayed_so(tmp_path):
+    """aistrad 38ff1293 (Claude Code 2.0.76 through an Anthropic-compatible relay): every request read the
+    tools and system prompt and sent the messages as plain input, 100,000 tokens and more; replayed through
+    the Anthropic API's breakpoints the row read the messages too and came out 85% under the recorded cost.
+    A session whose requests mostly send more than half their prompt uncached is replayed with a cache of
+    the tools and system prompt only."""
+    s = Session()
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 20_000, plain=19_000)
+    for k in range(1, 16):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 20_000, 0, plain=19_000 + 2_060 * k)
+    errors = s.errors(tmp_path)
+    assert _within_ten_percent(errors), errors
+
+
+def test_a_session_that_sent_little_uncached_keeps_the_breakpoints_on_its_messages(tmp_path):
+    """The counter-case: the same prompts where the API read the messages too (what the Anthropic API does at
+    Claude Code's breakpoints): replayed with them, within 10%."""
+    s = Session()
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 39_000)
+    for k in range(1, 16):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1), 2_060)
+    errors = s.errors(tmp_path)
+    assert _within_ten_percent(errors), errors

@@ -106,8 +106,11 @@ class CacheResult:
 class PromptCache:
     """Every prefix cached so far, by model and chained digest, with when it expires."""
 
-    def __init__(self) -> None:
+    def __init__(self, lead_only: bool = False) -> None:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
+        #: an API that caches the tools and system prompt only, never the messages at their breakpoints
+        #: (:func:`ctxkit.reports.replayed.prompt_cache`)
+        self.lead_only = lead_only
         #: the previous request's piece digests and their chained digests: a request repeats most of the one
         #: before, and the chain of the prefix they share is not worked out again
         self._last: tuple[list[bytes], list[bytes]] = ([], [])
@@ -135,7 +138,8 @@ class PromptCache:
         chain = self._chain(list(map(_DIGEST, pieces)))
         cumulative = list(accumulate(map(_TOKENS, pieces), initial=0.0))[1:]  # (in order, as one at a time)
         total = cumulative[-1] if cumulative else 0.0
-        marks = [k for k in compress(range(len(pieces)), map(_BREAKPOINT, pieces)) if cumulative[k] >= minimum]
+        marks = [k for k in compress(range(len(pieces)), map(_BREAKPOINT, pieces)) if cumulative[k] >= minimum
+                 and (pieces[k].lead or not self.lead_only)]
 
         def live(k: int) -> bool:
             expiry = self.entries.get((key, chain[k]))

@@ -29,7 +29,9 @@ What is replayed:
   files beside the session that name its ``sessionId``), each replayed the same way with an overhead piece of its own.
 
 A session whose usage never reports a cache read or write talked to an API that did not cache (a
-stand-in server, or caching turned off): every row of it is replayed without a cache.
+stand-in server, or caching turned off): every row of it is replayed without a cache; one that cached
+the tools and system prompt only, sending the messages as plain input, with a cache of those only
+(:func:`prompt_cache`).
 
 Over 400 lines: the row's parts (the main chain, its own compactions' requests, the subagents inline and
 in files beside it) and its calibration share the fit and the conversation replay defined here.
@@ -109,6 +111,28 @@ def session_caches(points: list[RecordedRequest]) -> bool:
     with_usage = [p for p in points if p.usage.prompt_tokens]
     return not with_usage or any(p.usage.cache_read_input_tokens or p.usage.cache_creation_input_tokens
                                  for p in with_usage)
+
+
+#: the share of a prompt a request sent as plain input (neither read from the cache nor written to it) above
+#: which, on most of a session's requests, its API cached the tools and system prompt only
+UNCACHED_SHARE = 0.5
+#: the requests a session needs for that to be told (its first writes everything it caches)
+UNCACHED_SEEN = 10
+
+
+def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | None:
+    """The cache a session's rows are replayed through: none for an API that did not cache
+    (:func:`session_caches`); one that keeps the tools and system prompt only for an API that cached
+    those but sent the messages as plain input on most requests (:data:`UNCACHED_SHARE`) -- seen on a
+    real Claude Code 2.0.76 session (Opus 4.5, its thinking unsigned: an Anthropic-compatible relay) whose
+    every request read the 25,843 tokens of tools and system prompt and sent 100,000 and more of messages
+    uncached; the Anthropic API reads them at Claude Code's breakpoints (its plain input is a few hundred
+    tokens a request), so replayed through that cache the row was 85% under the recorded cost."""
+    if not caches:
+        return None
+    shares = sorted(p.usage.input_tokens / p.usage.prompt_tokens for p in points[1:] if p.usage.prompt_tokens)
+    lead_only = len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
+    return PromptCache(lead_only=lead_only)
 
 
 def request_ttl(usage: Usage, default_seconds: int) -> int:
@@ -389,7 +413,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
                  caches: bool) -> Row:
     """The ``replayed`` row (see the module docstring): ``pieces`` are the estimated pieces of each main
     request as the session sent it, ``fit`` the session's (overhead, scale)."""
-    cache = PromptCache() if caches else None
+    cache = prompt_cache(points, caches)
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
     marks, shared = session_prefix_model(t, points, pieces, fit, policy, caches)

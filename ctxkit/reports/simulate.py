@@ -49,6 +49,7 @@ from .replayed import (
     calibration,
     exact,
     fit_overhead,
+    prompt_cache,
     read_subagents,
     replayed_row,
     request_ttl,
@@ -164,7 +165,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                                                  same)
         else:
             none_pieces = same = as_sent
-        cache = PromptCache() if caches else None
+        cache = prompt_cache(points, caches)
         marks, shared = restarts(t, points), session_prefix_model(t, points, as_sent, fit, base, caches)[1]
         turns, keyed = turn_settings(t, points), {}
         warm = shared.tokens if shared is not None else 0.0
@@ -256,7 +257,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     thresholds = _thresholds(policy, context_window)
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
-    cache = PromptCache() if caches else None
+    cache = prompt_cache(points, caches)
     marks, shared, turns = prefix or ([0] * len(points), None, [TurnSetting()] * len(points))
     keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
