@@ -134,15 +134,21 @@ def _parallel_turn(tmp_path) -> tuple[Session, list[str]]:
     return s, s.parallel_with_hooks(["echo alpha", "echo beta"])
 
 
+def _next_turn(s: Session, tmp_path):
+    """The turn ended and the next one's prompt typed; the session written, its path."""
+    s.say("Turn one done.")
+    s.prompt("Now the second turn please")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    return path
+
+
 def test_parallel_calls_each_fold_their_hooks_context_into_their_own_result(tmp_path, runner):
     """As genuine Claude Code 2.1.150 sent the next turn's request (two parallel Bash calls, a PostToolUse
     hook adding context to each, recorded with the cc-harness stand-in): each result with its own call's
     context, none lost (the first call's result line and its hook's lines are a dead end of the chain)."""
     s, (alpha, beta) = _parallel_turn(tmp_path)
-    s.say("Turn one done.")
-    s.prompt("Now the second turn please")
-    path = tmp_path / "s.jsonl"
-    s.write(path)
+    path = _next_turn(s, tmp_path)
     for to in ("anthropic", "anthropic-request"):
         results = _view(runner, path, to)[2]["content"]
         assert [(b["tool_use_id"], b["content"]) for b in results] == [
@@ -169,10 +175,7 @@ def test_after_a_result_with_a_list_content_no_later_context_folds(tmp_path, run
     s, (alpha, beta) = _parallel_turn(tmp_path)
     first = next(e for e in s.entries if e["type"] == "user" and isinstance(e["message"]["content"], list))
     first["message"]["content"][0]["content"] = [{"type": "text", "text": "beta"}]
-    s.say("Turn one done.")
-    s.prompt("Now the second turn please")
-    path = tmp_path / "s.jsonl"
-    s.write(path)
+    path = _next_turn(s, tmp_path)
     for to in ("anthropic", "anthropic-request"):
         blocks = _view(runner, path, to)[2]["content"]
         assert [b.get("tool_use_id") or b["text"] for b in blocks] == [
