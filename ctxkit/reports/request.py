@@ -138,7 +138,8 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if tool_list:
         body["tools"] = tool_list
     keep_system = _keep_system_messages(policy, system_messages)
-    layout = claude_code_layout(t, msgs) if t.format == "claude-code" and keep_system and not offer_snip else None
+    layout = claude_code_layout(t, msgs, fold=not keep_system) if t.format == "claude-code" and not offer_snip \
+        else None
     if layout is not None:
         body["messages"] = layout.messages
         header = session_header(t, layout.records, msgs, layout.messages) if recorded_system is system else None
