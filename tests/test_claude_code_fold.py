@@ -92,7 +92,7 @@ def test_without_records_the_system_attachments_are_folded_where_claude_code_put
     messages = request(runner, tmp_path / "s.jsonl")["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
     assert [b["text"] for b in messages[0]["content"]] == [
-        wrapped(ENVIRONMENT), wrapped(DATE) + "\n", ATTRIBUTION, "Inspect the app"]
+        wrapped(ENVIRONMENT), wrapped(DATE), ATTRIBUTION + "\n", "Inspect the app"]
     assert messages[2]["content"][0]["content"] == "app.py\n\n" + wrapped(LEFT)
     assert [b["text"] for b in messages[4]["content"]] == [wrapped(LEFT) + "\n", "Now read it"]
     on_opus = request(runner, tmp_path / "s.jsonl", "--set", "model=claude-opus-5-5")["messages"]

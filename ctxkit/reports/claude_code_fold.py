@@ -74,15 +74,20 @@ def fold(messages: list[dict]) -> list[dict]:
 
 
 def _into(message: dict, texts: list[str]) -> dict:
-    """``message`` with the reminders ``texts`` where Claude Code puts them. A text followed by more of
-    the message ends with a newline, as Claude Code ends each but the last of the messages it merges."""
+    """``message`` with the reminders ``texts`` where Claude Code puts them. Before a prompt, the
+    reminders are one message of the turn's attachments that Claude Code merges with the prompt's: the
+    last of them ends with a newline, as Claude Code ends each but the last of the messages it merges."""
     blocks = list(as_blocks(message)["content"])
     extra = [{"type": "text", "text": x} for x in texts]
     results = [k for k, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == "tool_result"]
     if not results:
-        if blocks:
-            extra[-1] = _ended(extra[-1])
-        return {**message, "content": extra + blocks}
+        blocks = extra + blocks
+        lead = next((k for k, b in enumerate(blocks) if not (isinstance(b, dict) and b.get("type") == "text"
+                                                                and str(b.get("text", "")).startswith(REMINDER_OPEN))),
+                    len(blocks))
+        if 0 < lead < len(blocks):
+            blocks[lead - 1] = _ended(blocks[lead - 1])
+        return {**message, "content": blocks}
     last = blocks[results[-1]]
     content = last.get("content")
     if isinstance(content, str):
