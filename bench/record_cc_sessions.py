@@ -28,7 +28,9 @@ request), in a fresh fixture project. A scenario is::
      "runs": [{"prompt": "...", "steps": [...], "summary": "...", "args": ["--model", "sonnet"]}, ...]}
 
 ``steps`` and ``summary`` are the stand-in's (see its docstring); ``args`` go to that run's ``claude``
-(another model); every run after the first resumes the session (``--resume``); ``WORKDIR`` in a scenario stands for the project folder. OUT_DIR/NAME/
+(another model); ``CC_RUN_ARGS`` (split as a shell would) goes to every run before them, e.g.
+``CC_RUN_ARGS="--model claude-haiku-4-5"`` records every scenario on a model that takes no system
+messages (a run's own ``--model`` still wins); every run after the first resumes the session (``--resume``); ``WORKDIR`` in a scenario stands for the project folder. OUT_DIR/NAME/
 gets ``session.jsonl``, ``subagents/`` and ``tool-results/`` when written, ``requests.jsonl.gz`` (every
 body sent, oldest first, as the shared corpus holds it) and ``workdir/``. Nothing recorded is
 committed: the sessions stay outside the repository.
@@ -44,6 +46,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import shutil
 import struct
 import subprocess
@@ -109,7 +112,8 @@ def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | N
                "ANTHROPIC_API_KEY": "sk-ant-harness", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
         args = [str(CLI), "-p", run["prompt"], "--output-format", "json", "--allowedTools", ",".join(tools),
-                *(["--resume", session] if session else []), *run.get("args", [])]
+                *(["--resume", session] if session else []),
+                *shlex.split(os.environ.get("CC_RUN_ARGS", "")), *run.get("args", [])]
         done = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True,
                               timeout=float(os.environ.get("CC_TIMEOUT", 300)))
     finally:

@@ -20,6 +20,11 @@ as blobs), followed by the conversation written after them. Otherwise — older 
 ctxkit compacted — the view in the best-known layout: Claude Code opens the history with one user
 message holding the reminders of the first turn's attachments, then the prompt (or the compact
 summary), and puts the system-role messages after it (:func:`best_known_layout`).
+
+``fold`` (a model that takes no system-role messages): the blobs of such a session hold the system
+messages folded into user messages; they are recognised as the view's messages through
+:func:`ctxkit.reports.claude_code_fold.unfolded_blocks`, and what is left of system messages is folded
+as Claude Code folds them (:func:`ctxkit.reports.claude_code_fold.fold`).
 """
 from __future__ import annotations
 
@@ -32,13 +37,22 @@ from ..transcript.claude_code.requests import (
     RequestRecords,
     as_blocks,
     billing_header,
-    canonical_json,
     message_digest,
     request_records,
     without_cache_control,
 )
 from ..transcript.model import Transcript
 from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYSTEM, ViewMessage
+from .claude_code_fold import fold as fold_system_messages
+from .claude_code_fold import (
+    folded_run,
+    normalized,
+    piece,
+    system_message,
+    system_reminders,
+    unfolded_blocks,
+    with_answers,
+)
 
 REMINDER_PREFIX = "<system-reminder>"
 #: How the lines Claude Code writes for a command typed as a prompt start.
@@ -57,32 +71,46 @@ class Layout:
     how: str  # "recorded" | "blobs" | "view"
 
 
-def claude_code_layout(t: Transcript, msgs: list[ViewMessage]) -> Layout:
-    """The next request's messages for the view messages ``msgs`` of ``t`` (see the module docstring)."""
+def claude_code_layout(t: Transcript, msgs: list[ViewMessage], *, fold: bool = False) -> Layout:
+    """The next request's messages for the view messages ``msgs`` of ``t`` (see the module docstring);
+    ``fold``: for a model that takes no system-role messages."""
+    layout = _layout(t, msgs, fold)
+    if fold:
+        layout.messages = fold_system_messages(layout.messages)
+    return layout
+
+
+def _layout(t: Transcript, msgs: list[ViewMessage], fold: bool) -> Layout:
     records = request_records(t)
     if not records.requests and not records.blobs:  # a session that records no requests
-        return Layout(best_known_layout(msgs), None, records, "view")
+        return Layout(best_known_layout(msgs, fold=fold), None, records, "view")
     by_digest: dict[str, dict] = {}
     for m in msgs:
         by_digest.setdefault(message_digest(m.api()), m.api())
     start = _history_start(msgs)
     record = next((r for r in reversed(records.requests) if r.index > start), None)
-    pieces = _view_pieces(msgs)
+    pieces = _view_pieces(msgs, fold)
     sent = records.messages(record, by_digest.get) if record is not None else None
     if record is not None and sent is not None and records.verified(record, by_digest.get) \
-            and all(_in_view(m, pieces) for m in sent):
+            and all(_in_view(m, pieces, fold) for m in sent):
         out = [without_cache_control(m) for m in sent]
-        return Layout(out + _since(records, msgs, record.index, {message_digest(m) for m in out}), record, records,
-                      "recorded")
+        return Layout(out + _since(records, msgs, record.index, {message_digest(m) for m in out}, fold), record,
+                      records, "recorded")
     lead = _lead(msgs)
-    blobs = sorted((at, h, m) for h, (at, m) in records.blobs.items() if at > start)
-    if blobs and lead is not None and any(_holds(m, _opening_text(lead)) for _, _, m in blobs if m.get("role") == "user") \
-            and all(_in_view(m, pieces) for _, _, m in blobs):
-        # Claude Code opened this history itself: it wrote the whole first request as blobs
-        out = _with_calls([copy.deepcopy(m) for _, _, m in blobs], msgs)
-        later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
-        return Layout(out + [m.api() for m in later], None, records, "blobs")
-    return Layout(best_known_layout(msgs, records), None, records, "view")
+    newest = max(start, records.requests[-1].index if records.requests else start)
+    # Claude Code opened this history itself: it wrote the whole first request as blobs; or it wrote the
+    # whole request again since its newest one (after a change between a model that takes system messages
+    # and one that does not, the messages it sent before are laid out otherwise)
+    for since in dict.fromkeys((start, newest)):
+        blobs = sorted((at, h, m) for h, (at, m) in records.blobs.items() if at > since)
+        if blobs and lead is not None \
+                and any(_holds(m, _opening_text(lead)) for _, _, m in blobs if m.get("role") == "user") \
+                and all(_in_view(m, pieces, fold) for _, _, m in blobs):
+            out = [copy.deepcopy(m) for _, _, m in blobs]
+            out = _with_calls(out, msgs) if since == start else with_answers(out, msgs, blobs[-1][0])
+            later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
+            return Layout(out + [m.api() for m in later], None, records, "blobs")
+    return Layout(best_known_layout(msgs, records, fold=fold), None, records, "view")
 
 
 def _with_calls(blobs: list[dict], msgs: list[ViewMessage]) -> list[dict]:
@@ -116,31 +144,32 @@ def _blobs_in_order(records: RequestRecords) -> list[dict]:
     return [m for _, m in sorted(records.blobs.values(), key=lambda b: b[0])]
 
 
-def _view_pieces(msgs: list[ViewMessage]) -> set[str]:
+def _view_pieces(msgs: list[ViewMessage], fold: bool = False) -> set[str]:
     """Every piece of the view a recorded message may hold: each text (stripped; a system message's
-    texts joined, too), and each other block as canonical JSON."""
+    texts joined, too), and each other block as canonical JSON; with ``fold``, a system message's texts
+    as reminders and a tool result's text stripped too (the pieces of a folded message)."""
     out: set[str] = set()
     for m in msgs:
         blocks = as_blocks(m.api())["content"]
         for b in blocks:
-            out.add(_piece(b))
+            out.add(piece(b))
+            if fold:
+                out.add(piece(normalized(b)))
         if m.role == "system":  # one message of several attachments: each one's text, and all joined
-            out.update(_piece(b) for b in m.content)
+            out.update(piece(b) for b in m.content)
             out.add(_text(m.api()).strip())
+            if fold:
+                out.update(piece(normalized({"type": "text", "text": x})) for x in system_reminders(m.content))
     return out
 
 
-def _piece(block: Any) -> str:
-    if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-        return block["text"].strip()
-    return canonical_json(without_cache_control(block)).decode()
-
-
-def _in_view(message: dict, pieces: set[str]) -> bool:
+def _in_view(message: dict, pieces: set[str], fold: bool = False) -> bool:
     """Whether every block of a recorded message is still in the view: a stage that rewrote or removed
     one (a cleared tool result, a dropped reminder) makes the record stale, and the request is then
-    built from the view."""
-    return all(_piece(b) in pieces or _joined(_piece(b), pieces) for b in as_blocks(message).get("content") or [])
+    built from the view. With ``fold``, a tool result may carry reminders Claude Code appended to it."""
+    return all(piece(b) in pieces or _joined(piece(b), pieces)
+               or (fold and all(piece(normalized(u)) in pieces for u in unfolded_blocks(b)))
+               for b in as_blocks(message).get("content") or [])
 
 
 def _joined(text: str, pieces: set[str]) -> bool:
@@ -167,7 +196,8 @@ def _history_start(msgs: list[ViewMessage]) -> int:
     return -1
 
 
-def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: set[str]) -> list[dict]:
+def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: set[str],
+           fold: bool = False) -> list[dict]:
     """What the session added after entry ``index``: the view's messages (a system message as its blob
     when Claude Code recorded one), then the blobs written since that none of them is."""
     blobs = _blobs_in_order(records)
@@ -178,10 +208,10 @@ def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: s
     seen = set(sent)
     k = 0
     while k < len(new):
-        run, recorded = _recorded_run(new, k, users)
-        # the merged user message, then the system messages written among its parts
-        added = [_as_recorded(new[k], blobs)] if recorded is None else \
-            [recorded, *(_as_recorded(m, blobs) for m in new[k:k + run] if m.role == "system")]
+        run, recorded = folded_run(new, k, users) if fold else _recorded_run(new, k, users)
+        # the merged user message, then the system messages written among its parts (folded into it)
+        added = [_as_recorded(new[k], blobs, fold)] if recorded is None else \
+            [recorded, *(_as_recorded(m, blobs) for m in new[k:k + run] if m.role == "system" and not fold)]
         out += added
         seen.update(message_digest(m) for m in added)
         k += run
@@ -207,14 +237,15 @@ def _recorded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]])
             continue
         if new[end].role != "user":
             break
-        pieces += [_piece(b) for b in as_blocks(new[end].api())["content"]]
+        pieces += [piece(b) for b in as_blocks(new[end].api())["content"]]
         for _, blob in users:
-            if sorted(_piece(b) for b in as_blocks(blob)["content"]) == sorted(pieces):
+            if sorted(piece(b) for b in as_blocks(blob)["content"]) == sorted(pieces):
                 return end - k + 1, copy.deepcopy(blob)
     return 1, None
 
 
-def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = None) -> list[dict]:
+def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = None, *,
+                      fold: bool = False) -> list[dict]:
     """The view as Claude Code lays out the opening of a history: the first user message holds the
     reminders of the attachments written before the first answer, then the prompt (or the compact
     summary) itself; the system-role messages of that turn follow it. The rest is the view's order.
@@ -227,7 +258,7 @@ def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = 
     opening = msgs[:first_answer]
     lead = _lead(opening)
     if lead is None:
-        return [_as_recorded(m, blobs) for m in msgs]
+        return [_as_recorded(m, blobs, fold) for m in msgs]
     reminders = [m for m in opening if m.kind == ATTACHMENT and m.role == "user"]
     recorded = next((b for b in reversed(blobs) if b.get("role") == "user" and _holds(b, _opening_text(lead))), None)
     if recorded is not None and not _in_view(recorded, _view_pieces(msgs)):
@@ -242,9 +273,9 @@ def best_known_layout(msgs: list[ViewMessage], records: RequestRecords | None = 
             own = [b for b in own if not _is_reminder(b)]
         head = {"role": "user", "content": front + own} if front and own else lead.api()
     moved = {id(lead), *(id(m) for m in reminders)}
-    rest = [_as_recorded(m, blobs) for m in opening if id(m) not in moved and m.kind != SYSTEM]
-    systems = [_as_recorded(m, blobs) for m in opening if m.kind == SYSTEM]
-    return [head, *rest, *systems, *(_as_recorded(m, blobs) for m in msgs[first_answer:])]
+    rest = [_as_recorded(m, blobs, fold) for m in opening if id(m) not in moved and m.kind != SYSTEM]
+    systems = [_as_recorded(m, blobs, fold) for m in opening if m.kind == SYSTEM]
+    return [head, *rest, *systems, *(_as_recorded(m, blobs, fold) for m in msgs[first_answer:])]
 
 
 def _is_reminder(block: Any) -> bool:
@@ -279,11 +310,14 @@ def _holds(message: dict, text: str) -> bool:
                               for b in as_blocks(message)["content"])
 
 
-def _as_recorded(m: ViewMessage, blobs: list[dict]) -> dict:
-    """A system message as Claude Code recorded it (a blob with the same text), else as the view has it."""
+def _as_recorded(m: ViewMessage, blobs: list[dict], fold: bool = False) -> dict:
+    """A system message as Claude Code recorded it (a blob with the same text), else as the view has it;
+    with ``fold``, one text block per attachment (each is folded as a reminder of its own)."""
     api = m.api()
     if m.role != "system":
         return api
+    if fold:
+        return system_message(m.content)
     text = _text(api)
     recorded = next((b for b in reversed(blobs) if b.get("role") == "system" and _text(b) == text), None)
     return copy.deepcopy(recorded) if recorded is not None else api

@@ -16,7 +16,8 @@ The body is what an agent would send next, ready for ``curl`` or the SDK::
 * ``messages``: the view (ids tagged when ``tag_ids`` is on). Mid-conversation system messages
   stay as they are for models that accept them (Claude 5 family, Opus 4.8 and later, or the
   policy's ``request.system_messages: keep``); for other models they are folded into a user
-  message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`).
+  message as ``<system-reminder>`` text (``fold``), where the model read them (:func:`api_messages`; a
+  Claude Code session's where Claude Code puts them, :mod:`ctxkit.reports.claude_code_fold`).
 * ``thinking`` and ``output_config`` (Claude Code 2.1.3xx): those of its newest recorded request
   (``api-request``) when that went to the request's model, else what Claude Code sends that model
   (adaptive or a budget, its default effort; :mod:`ctxkit.reports.request_params`).
@@ -138,7 +139,8 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     if tool_list:
         body["tools"] = tool_list
     keep_system = _keep_system_messages(policy, system_messages)
-    layout = claude_code_layout(t, msgs) if t.format == "claude-code" and keep_system and not offer_snip else None
+    layout = claude_code_layout(t, msgs, fold=not keep_system) if t.format == "claude-code" and not offer_snip \
+        else None
     if layout is not None:
         body["messages"] = layout.messages
         header = session_header(t, layout.records, msgs, layout.messages) if recorded_system is system else None
