@@ -151,3 +151,26 @@ def test_after_a_change_to_a_model_that_takes_system_messages_the_rewritten_requ
                                 result["message"], {"role": "assistant", "content": [
                                     {"type": "text", "text": "One file."}]}, prompt, model]
     assert first_prompt_text(body["messages"]) == "List the files"
+
+
+def test_a_tool_calls_caller_the_transcript_carries_is_not_sent_on_any_model(tmp_path, runner):
+    """Claude Code 2.1.38 writes ``caller`` on each tool_use (spotter's sessions); a request must not carry
+    it, on the layout of a model that takes no system messages as on the others'."""
+    from builders import Call, Turn, conversation, write
+
+    for model in ("claude-sonnet-4-5", "claude-opus-4-6", "claude-opus-5-5"):
+        entries = conversation([Turn("Read it", [[Call("Read", {"file_path": "a.py"}, "A")]], "Read.")])
+        for e in entries:
+            content = e["message"]["content"] if isinstance(e.get("message"), dict) else None
+            if e["type"] == "assistant":
+                e["message"]["model"] = model
+            for b in content if isinstance(content, list) else []:
+                if b.get("type") == "tool_use":
+                    b["caller"] = {"type": "direct"}
+        path = write(tmp_path / f"{model}.jsonl", entries)
+        result = runner.invoke(app, ["view", str(path), "--to", "anthropic-request"])
+        assert result.exit_code == 0, result.stderr
+        body = json.loads(result.stdout)
+        calls = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+                 if b.get("type") == "tool_use"]
+        assert calls and all("caller" not in b for b in calls), (model, calls)

@@ -142,7 +142,7 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     layout = claude_code_layout(t, msgs, fold=not keep_system) if t.format == "claude-code" and not offer_snip \
         else None
     if layout is not None:
-        body["messages"] = layout.messages
+        body["messages"] = [_clean(m, memo) for m in layout.messages]  # (a 2.1.38 view's tool_use: its caller)
         header = session_header(t, layout.records, msgs, layout.messages) if recorded_system is system else None
         if header and isinstance(system, list):
             body["system"] = [{"type": "text", "text": header}, *copy.deepcopy(system)]
