@@ -234,6 +234,29 @@ def test_a_recorded_text_block_whose_text_is_no_string_is_not_read(corpus_sessio
     r = runner.invoke(app, [*(a.replace("{out}", str(tmp_path / "r.html")) for a in command), str(path)])
     assert r.exit_code == 0, r.output
 
+def test_expand_passes_over_a_recorded_blobs_result_whose_id_is_no_string(corpus_session, tmp_path, runner):
+    """The fuzzer's crash (exit 4 in expand, 1 of 30,000 cases): a request record's blob holding a tool
+    result whose ``tool_use_id`` is a list (a line whose shape no check covers) was looked up in the store's
+    decisions; it names no decision, and expand gives the rest back."""
+    out, store = tmp_path / "out.jsonl", tmp_path / "store"
+    source = corpus_session("autocompact")
+    r = runner.invoke(app, ["compact", str(source), "--force", "-p", "no-llm", "--store", str(store), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+    damaged = 0
+    for k, line in enumerate(lines):
+        entry = json.loads(line)
+        content = entry.get("message", {}).get("content") if entry.get("type") == "api-request-blob" else None
+        for b in content if isinstance(content, list) else []:
+            if b.get("type") == "tool_result":
+                b["tool_use_id"] = [b["tool_use_id"]]
+                lines[k], damaged = json.dumps(entry) + "\n", damaged + 1
+    assert damaged
+    out.write_text("".join(lines), encoding="utf-8")
+    r = runner.invoke(app, ["expand", str(out), "--store", str(store)])
+    assert r.exit_code == 0, r.output
+
+
 @pytest.mark.parametrize("content", [7, None, {"type": "text", "text": "x"}])
 def test_a_recorded_blob_not_shaped_as_a_message_is_not_used(corpus_session, tmp_path, runner, content):
     """A blob whose content is no string or list (a damaged line): the request is built from the view,

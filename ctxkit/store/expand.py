@@ -194,6 +194,8 @@ def expand(t: Transcript, store: Store, *, search_dirs: list[Path] = (),
         for k, block in enumerate(container):
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
+            if not isinstance(block.get("tool_use_id", ""), str):
+                continue  # (a line whose shape is not checked, a request record's blob: no id of a decision)
             restored = _restore(block.get("tool_use_id", ""), block.get("content"), own, where, report)
             if restored is not _GONE:
                 new_entry = deep_replace(new_entry, [*h.content_path, k], _with_content(block, restored))
