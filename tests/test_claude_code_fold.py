@@ -36,6 +36,19 @@ def opening_turn(s: Session, prompt: str) -> None:
              .removesuffix("\n</system-reminder>"), role="user")
 
 
+def recorded_haiku_opening(s: Session, prompt: str) -> dict:
+    """The opening turn, and the first request as Claude Code recorded it for Haiku: the system attachments as
+    reminders before the attribution and the prompt, in one user message (its blob, then the request)."""
+    opening_turn(s, prompt)
+    opening = {"role": "user", "content": [{"type": "text", "text": wrapped(ENVIRONMENT)},
+                                           {"type": "text", "text": wrapped(DATE)},
+                                           {"type": "text", "text": ATTRIBUTION + "\n"},
+                                           {"type": "text", "text": prompt}]}
+    s.blob(opening)
+    s.request("r1", [opening], params=HAIKU)
+    return opening
+
+
 def on_haiku(s: Session) -> None:
     for e in s.entries:
         if e.get("type") == "assistant":
@@ -53,13 +66,7 @@ def test_a_recorded_haiku_session_is_sent_as_claude_code_sent_it(tmp_path, runne
     the attribution and the prompt, the tokens-left reminder appended to the Read's result (its text's
     trailing tab stripped). The request had the prompt first and the environment as a system message."""
     s = Recorded(tmp_path)
-    opening_turn(s, "Inspect the app")
-    opening = {"role": "user", "content": [{"type": "text", "text": wrapped(ENVIRONMENT)},
-                                           {"type": "text", "text": wrapped(DATE)},
-                                           {"type": "text", "text": ATTRIBUTION + "\n"},
-                                           {"type": "text", "text": "Inspect the app"}]}
-    s.blob(opening)
-    s.request("r1", [opening], params=HAIKU)
+    opening = recorded_haiku_opening(s, "Inspect the app")
     result = s.read(tmp_path / "app.py", "class User:\n\t")
     call = s.entries[-2]["message"]
     s.attach({"type": "total_tokens_reminder"}, LEFT)
@@ -121,13 +128,7 @@ def test_after_a_change_to_a_model_that_takes_system_messages_the_rewritten_requ
     results the conversation holds; the request is those blobs with the answer and the result between
     them, as it sent them (it had the attribution after the prompt, in a message of its own)."""
     s = Recorded(tmp_path)
-    opening_turn(s, "List the files")
-    folded_opening = {"role": "user", "content": [{"type": "text", "text": wrapped(ENVIRONMENT)},
-                                                  {"type": "text", "text": wrapped(DATE)},
-                                                  {"type": "text", "text": ATTRIBUTION + "\n"},
-                                                  {"type": "text", "text": "List the files"}]}
-    s.blob(folded_opening)
-    s.request("r1", [folded_opening], params=HAIKU)
+    recorded_haiku_opening(s, "List the files")
     result = s.tool("Bash", {"command": "ls"}, "app.py")
     s.say("One file.")
     on_haiku(s)

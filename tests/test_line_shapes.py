@@ -45,8 +45,9 @@ _CALL = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_pa
 _ANSWER = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"}
 
 # (transcript text, the line that is bad, the message after "file:line: ")
-_HOOK_LOG = ("message is missing: this is a log of prompts and tool calls (as ~/.claude/transcripts/ holds), not "
-             "a session; Claude Code's sessions are ~/.claude/projects/PROJECT/SESSION.jsonl")
+_HOOK_LOG = ("a line of a hook log of prompts and tool calls (as OpenCode's Claude Code compatibility writes to "
+             "~/.claude/transcripts/), not a session: it holds no model answer; OpenCode's own sessions are in its "
+             "opencode.db (or `opencode export`), Claude Code's in ~/.claude/projects/")
 
 CASES = {
     "message is true": (_cc(_user("hi"), {**_assistant([]), "message": True}), 2,

@@ -341,9 +341,11 @@ def session_header(t: Transcript, records: RequestRecords, msgs: list[ViewMessag
     """Claude Code's billing header block for this session's next request (None when the session
     records no requests): the newest record's version, the entry point the newest conversation entry
     names."""
+    if not records.version:  # (before the entries are looked through: a session that records none, on every request)
+        return None
     entrypoint = next((t.entry(i).get("entrypoint") for m in reversed(msgs) for i in m.entries
                        if isinstance(t.entry(i).get("entrypoint"), str)), None)
-    if not records.version or not entrypoint:
+    if not entrypoint:
         return None
     return billing_header(records.version, entrypoint, first_prompt_text(messages))
 

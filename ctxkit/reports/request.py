@@ -33,6 +33,7 @@ import copy
 import re
 from bisect import bisect_left
 from datetime import datetime
+from operator import methodcaller
 from typing import Any
 
 from ..clock import Clock
@@ -142,7 +143,7 @@ def build_request(t: Transcript, policy: Any, *, max_tokens: int | None = None, 
     layout = claude_code_layout(t, msgs, fold=not keep_system) if t.format == "claude-code" and not offer_snip \
         else None
     if layout is not None:
-        body["messages"] = [_clean(m, memo) for m in layout.messages]  # (a 2.1.38 view's tool_use: its caller)
+        body["messages"] = _interned(layout.messages, memo)
         header = session_header(t, layout.records, msgs, layout.messages) if recorded_system is system else None
         if header and isinstance(system, list):
             body["system"] = [{"type": "text", "text": header}, *copy.deepcopy(system)]
@@ -298,9 +299,34 @@ def _api(m: ViewMessage, memo: dict | None) -> dict:
     return found[1]
 
 
+_HAS_CALLER = methodcaller("__contains__", "caller")
+
+
+def _interned(messages: list[dict], memo: dict | None) -> list[dict]:
+    """The layout's messages, each :func:`_clean` (a 2.1.38 view's tool_use carries its ``caller``), and with
+    ``memo`` the same object as an earlier request's for a message of the same role and the same blocks
+    (the view's own objects): the layout makes its messages anew at every request, and the steps after it
+    (cut-off calls, the replay's pieces) go on from the request before only over the objects it shares."""
+    if memo is None:
+        return [_clean(m) for m in messages]
+    seen = memo.setdefault("interned", {})
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.keys() != {"role", "content"}:  # (a system message's own effort: as it is)
+            out.append(_clean(m, memo))
+            continue
+        key = (m["role"], tuple(map(id, content)) if isinstance(content, list) else content)
+        found = seen.get(key)
+        if found is None:  # (kept with its blocks, so their ids are no other blocks')
+            found = seen[key] = _clean(m, memo)
+        out.append(found)
+    return out
+
+
 def _clean(api: dict, memo: dict | None = None) -> dict:
     """Drop block fields the transcript carries but a request must not (``caller`` on tool_use)."""
-    if isinstance(api["content"], list) and any("caller" in b for b in api["content"]):
+    if isinstance(api["content"], list) and any(map(_HAS_CALLER, api["content"])):  # (in C: on every request)
         api = copy.copy(api)
         api["content"] = [_without_caller(b, memo) for b in api["content"]]
     return api

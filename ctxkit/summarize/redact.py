@@ -135,8 +135,7 @@ class Redactor:
         if not self.enabled:
             return list(texts)
         unique = list(dict.fromkeys(t for t in texts if t))
-        spans = {t: list(self._spans[t] if t in self._spans else self._spans.setdefault(t, self._find(t)))
-                 for t in unique}  # (copies: applying them adds the known values' spans)
+        spans = {t: list(self._found_spans(t)) for t in unique}  # (copies: applying them adds the known values')
         known = self._known_values()
         done = {t: self._apply(t, spans[t], known) for t in unique}
         return [done.get(t, t) for t in texts]
@@ -173,6 +172,13 @@ class Redactor:
 
     def _record(self, value: str, kind: str) -> None:
         self.found.setdefault(value, kind)
+
+    def _found_spans(self, text: str) -> list[Span]:
+        """:meth:`_find`'s spans of ``text``, found once in a run (see ``_spans``)."""
+        found = self._spans.get(text)
+        if found is None:
+            found = self._spans[text] = self._find(text)
+        return found
 
     def _find(self, text: str, depth: int = 0) -> list[Span]:
         spans: list[Span] = []

@@ -39,7 +39,8 @@ def _is_prompt(value: dict) -> bool:
 _HOOK_LOG_KEYS = frozenset({"type", "timestamp", "content", "tool_name", "tool_input", "tool_output"})
 
 
-def _is_hook_log_line(value: dict) -> bool:
+def is_hook_log_line(value: dict) -> bool:
+    """Whether an entry is a line of the hook log (its keys and nothing else)."""
     return value.get("type") in ("user", "tool_use", "tool_result") and value.keys() <= _HOOK_LOG_KEYS and \
         ("tool_name" in value or isinstance(value.get("content"), str))
 
@@ -65,6 +66,6 @@ def what_it_is(head: bytes) -> str | None:
     """What the file whose first bytes are ``head`` is, when it is one of these; else None."""
     if _first_lines_are(head, _is_prompt):
         return PROMPT_HISTORY
-    if _first_lines_are(head, _is_hook_log_line):
+    if _first_lines_are(head, is_hook_log_line):
         return HOOK_LOG
     return None

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..quoting import describe_content
+from .claude_dir_logs import HOOK_LOG, is_hook_log_line
 
 NULL = type(None)
 _TYPE_NAMES = {str: "a string", int: "a number", float: "a number", bool: "true or false", list: "a list",
@@ -297,28 +298,24 @@ _ANY_ENTRY = Obj(_ENVELOPE)
 
 
 class _NotASession(Bad):
-    """A ``user`` line with no ``message`` but a ``content`` of its own, or a ``tool_use`` line: the shape of
-    the hook log OpenCode's Claude Code compatibility writes to ``~/.claude/transcripts/`` (prompts and
-    tool calls, never the model's answers), which is not a session any agent resumes from."""
+    """A line of the hook log OpenCode's Claude Code compatibility writes (:mod:`.claude_dir_logs`), met
+    among a session's lines (a whole file of them is refused on its first line, naming what it is)."""
 
     def __init__(self) -> None:
         super().__init__("a Claude Code session line", None)
 
     def describe(self) -> str:
-        return ("message is missing: this is a log of prompts and tool calls (as ~/.claude/transcripts/ holds), "
-                "not a session; Claude Code's sessions are ~/.claude/projects/PROJECT/SESSION.jsonl")
+        return f"a line of {HOOK_LOG}"
 
 
 def check_claude_code(d: dict) -> None:
     t = d.get("type")
+    if is_hook_log_line(d):
+        raise _NotASession()
     if t in ("user", "assistant") and "message" not in d:
         # Claude Code writes every user and assistant line with its message: without one the line holds
         # nothing the view could show, and a file of such lines would read as an empty session
-        if "content" in d or "tool_name" in d:
-            raise _NotASession()
         raise _Missing("message")
-    if t in ("tool_use", "tool_result") and "tool_name" in d and "uuid" not in d:
-        raise _NotASession()
     CLAUDE_CODE.get(t, _ANY_ENTRY).check(d) if isinstance(t, str) else _ANY_ENTRY.check(d)
     if t == "ctxkit-record":
         shape = RECORDS.get(d["record"])
