@@ -165,6 +165,25 @@ def test_an_unknown_model_is_priced_as_the_newest_of_its_family_with_a_warning(r
     assert json.loads(result.stdout)["sessions"][0]["recorded"]["cost_usd"] > 0
 
 
+@pytest.mark.parametrize(("spelled", "as_model"), [
+    ("claude-opus-4.6-1m", "claude-opus-4-6"),  # a relay's name for Opus 4.6 with the 1M window
+    ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),  # OpenRouter's
+    ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),  # Bedrock's, dated
+    ("claude-3-5-sonnet-v2@20241022", "claude-3-5-sonnet"),  # Vertex AI's
+])
+def test_a_gateways_spelling_of_a_model_is_priced_as_that_model_without_a_warning(runner, tmp_path, spelled, as_model):
+    spelled_run = runner.invoke(app, ["simulate", str(_session(tmp_path, "a.jsonl", model=spelled)), "--json"])
+    plain_run = runner.invoke(app, ["simulate", str(_session(tmp_path, "b.jsonl", model=as_model)), "--json"])
+    assert spelled_run.exit_code == 0 and "no price" not in spelled_run.stderr, spelled_run.stderr
+    cost = [json.loads(r.stdout)["sessions"][0]["recorded"]["cost_usd"] for r in (spelled_run, plain_run)]
+    assert cost[0] == cost[1] > 0
+
+
+def test_a_gateways_1m_mark_gives_the_model_its_million_token_window(runner, tmp_path):
+    session = run_json(runner, str(_session(tmp_path, model="claude-opus-4.6-1m")))["sessions"][0]
+    assert session["context_window"] == 1_000_000
+
+
 def test_pricing_file_overrides_the_table(runner, tmp_path):
     path = _session(tmp_path)
     table = tmp_path / "prices.json"

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import UsageError
 from ..quoting import quote
 from ..side_files import parse_json, read_side_text
+from ..tokens.models import spelled_as_the_api
 
 PRICING_FILE = Path(__file__).resolve().parent / "pricing.json"
 RATE_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
@@ -54,18 +55,18 @@ class Usage:
 
 
 def normalize_model(model: str) -> str:
-    """The table key a model id is looked up under: no provider prefix, no date, no ``[1m]``."""
-    name = model.strip().lower()
-    if name.endswith("[1m]"):
-        name = name[:-4]
+    """The table key a model id is looked up under: no provider prefix, no date, no ``[1m]``, dashes
+    between a version's numbers (:func:`ctxkit.tokens.models.spelled_as_the_api`)."""
+    name = spelled_as_the_api(model)[0]
     if "claude-" in name and not name.startswith("claude-"):
         name = name[name.index("claude-"):]
     if "/" in name and "claude-" not in name:  # openai/gpt-5, google/gemini-2.5-pro (OpenRouter, OpenCode)
         name = name.rsplit("/", 1)[1]
-    name = re.sub(r"-\d{8}$", "", name)  # dated ids
+    name = re.sub(r"-v\d+(:\d+)?$", "", name)  # bedrock's -v1:0 after the date
+    name = re.sub(r"[-@]\d{8}$", "", name)  # dated ids (Vertex AI's after an @)
     if name.startswith(("gpt-", "gemini-")):  # gemini-3-pro-preview, gemini-2.5-flash-preview-09-2025, gpt-5-2025-08-07
         name = re.sub(r"(-preview)?(-\d{2}-\d{4}|-\d{4}-\d{2}-\d{2})?$", "", name)
-    name = re.sub(r"-v\d+(:\d+)?$", "", name)  # bedrock's -v1:0
+    name = re.sub(r"-v\d+(:\d+)?$", "", name)  # Vertex AI's -v2 before the date (claude-3-5-sonnet-v2@20241022)
     return name
 
 

@@ -146,15 +146,27 @@ def _row(name: str) -> str | None:
     return best
 
 
+#: The 1M-context variant's mark at the end of an id: Claude Code's ``[1m]``, a gateway's ``-1m``
+#: (``claude-opus-4.6-1m``, as a relay named the model in its answers)
+_ONE_MILLION_MARK = re.compile(r"(\[1m\]|(?<=\d)-1m)$")
+
+
+def spelled_as_the_api(model: str) -> tuple[str, bool]:
+    """``model`` lower-cased, spelled as the API spells it (``claude-opus-4.5`` is ``claude-opus-4-5``), its
+    1M-context mark taken off, and whether it had one: what the model table and the pricing table look up."""
+    name = model.strip().lower()
+    mark = _ONE_MILLION_MARK.search(name)
+    if mark:
+        name = name[:mark.start()]
+    return _DOTTED_VERSION.sub(r"\1-", name), mark is not None
+
+
 def model_info(model: str | None) -> ModelInfo | None:
     """What :data:`KNOWN_MODELS` says about ``model`` (an id, a dated or provider-prefixed id, an alias,
     with or without ``[1m]``), or ``None`` for a model it does not know."""
     if not model:
         return None
-    name = model.strip().lower()
-    one_m = name.endswith("[1m]")
-    if one_m:
-        name = name[:-4]
+    name, one_m = spelled_as_the_api(model)
     name = _DOTTED_VERSION.sub(r"\1-", MODEL_ALIASES.get(name, name))
     candidates = [name]
     if "claude-" in name and not name.startswith("claude-"):  # bedrock / vertex / gateway spellings
