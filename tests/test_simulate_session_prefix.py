@@ -301,3 +301,23 @@ def test_a_session_that_sent_little_uncached_keeps_the_breakpoints_on_its_messag
         s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1), 2_060)
     errors = s.errors(tmp_path)
     assert _within_ten_percent(errors), errors
+
+
+def test_an_api_that_reports_its_cache_writes_as_input_is_replayed_so(tmp_path):
+    """Damon-Salvetore's Claude Code 2.1.63 sessions through a relay (``claude-opus-4.6-1m``): every request
+    read the prefix cached before it and reported the rest as plain input, never a cache write, and a request
+    after 21 minutes read nothing. Replayed with the Anthropic API's writes (and the policy's 1-hour lifetime)
+    every such session was off on writes (recorded: none) and read after the pause; replayed as that API
+    (writes reported as input, the API's default 5-minute lifetime), within 10%."""
+    s = Session(version="2.1.63")
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 0, plain=39_000)
+    for k in range(1, 12):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1), 0, plain=2_060)
+    s.prompt("after a long pause " + "more of the plan in detail " * 300, timedelta(seconds=1_500))
+    s.answer("ok " * 30, timedelta(seconds=1_503), 0, 0, plain=39_000 + 2_060 * 12)
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["off"] == [], result["calibration"]
+    replayed = result["rows"]["replayed"].to_json()
+    assert replayed["cache_creation_input_tokens"] == 0 and replayed["input_tokens"] > 39_000 + 2_060 * 12

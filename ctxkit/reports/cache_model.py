@@ -106,11 +106,13 @@ class CacheResult:
 class PromptCache:
     """Every prefix cached so far, by model and chained digest, with when it expires."""
 
-    def __init__(self, lead_only: bool = False) -> None:
+    def __init__(self, lead_only: bool = False, writes_as_input: bool = False) -> None:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
         #: an API that caches the tools and system prompt only, never the messages at their breakpoints
         #: (:func:`ctxkit.reports.replayed.prompt_cache`)
         self.lead_only = lead_only
+        #: an API that caches as the Anthropic API does but reports (and bills) what it writes as plain input
+        self.writes_as_input = writes_as_input
         #: the previous request's piece digests and their chained digests: a request repeats most of the one
         #: before, and the chain of the prefix they share is not worked out again
         self._last: tuple[list[bytes], list[bytes]] = ([], [])
@@ -162,6 +164,8 @@ class PromptCache:
         write = max(0.0, cached_end - read)
         read_i, write_i = round(read), round(write)
         plain = max(0, round(total) - read_i - write_i)
+        if self.writes_as_input:
+            return CacheResult(read_i, 0, 0, plain + write_i)
         return CacheResult(read_i, write_i, write_i if ttl_seconds >= 3600 else 0, plain)
 
 

@@ -35,7 +35,8 @@ from ..stages.microcompact import Microcompact
 from ..store.disk import Store
 from ..summarize.redact import redactor_for
 from ..tokens import budget_for, make_counter
-from ..tokens.session import session_policy
+from ..tokens.session import policy_with_settings, session_policy
+from ..transcript.claude_code.session import RecordedSettings
 from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
 from ..transcript.reader import read_bytes, read_transcript, require_a_readable_line
@@ -52,6 +53,7 @@ from .replayed import (
     prompt_cache,
     read_subagents,
     replayed_row,
+    reports_writes_as_input,
     request_ttl,
     run_cache,
     session_caches,
@@ -140,6 +142,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     policies = [(name, session_policy(pol, t)) for name, pol in policies]
     everything = recorded_requests(t) if t.format == "claude-code" else agent_requests(t)
     points = [r for r in everything if not r.sidechain]
+    if reports_writes_as_input(points):  # no write names its lifetime: the API's default, as the session would ask
+        unsaid = RecordedSettings(cache_ttl="5m", cache_ttl_source="the API's default: no usage reports a cache write")
+        policies = [(name, policy_with_settings(pol, unsaid)) for name, pol in policies]
     base = policies[0][1]
     first_model = points[0].model if points else base.model
     window = budget_for(base, context_window).context_window

@@ -70,7 +70,7 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
     merged = dict(policy.merged)
     if facts.cache_ttl and not policy.explicit("request.cache_ttl") and facts.cache_ttl != policy.cache_ttl:
         merged["request"] = {**dict(merged.get("request") or {}), "cache_ttl": facts.cache_ttl}
-        origins["request.cache_ttl"] = f"{SESSION_ORIGIN} (usage cache_creation)"
+        origins["request.cache_ttl"] = f"{SESSION_ORIGIN} ({facts.cache_ttl_source})"
     if not origins:
         return policy
     merged.update({k: v for k, v in changes.items()})

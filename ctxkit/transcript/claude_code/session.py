@@ -184,6 +184,7 @@ class RecordedSettings:
     betas: tuple[str, ...] = ()
     thinking: dict | None = field(default=None, hash=False)
     cache_ttl: str | None = None  # "5m" | "1h": the newest answer's cache writes
+    cache_ttl_source: str = "usage cache_creation"  # what told it (named in ``ctxkit policy show``'s origin)
     #: the window the agent itself counts against, where it records one (a Codex rollout's token_count)
     context_window: int | None = None
 
