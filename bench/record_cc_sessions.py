@@ -86,7 +86,7 @@ def png(width: int, height: int) -> bytes:
 def make_project(files: dict) -> Path:
     work = Path(tempfile.mkdtemp(prefix="cc-more-"))
     for rel, spec in {**FIXTURE, **files}.items():
-        path = work / rel
+        path = work / rel.replace("WORKDIR", str(work))  # (WORKDIR-lib/x: a folder beside the project)
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(spec, str):
             path.write_text(spec.replace("WORKDIR", str(work)), encoding="utf-8")
@@ -102,7 +102,7 @@ def make_project(files: dict) -> Path:
 def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | None, k: int) -> str:
     """One ``claude -p`` run against a fresh stand-in; returns the session id the CLI reports."""
     step_file = raw / f"run{k}.json"
-    step_file.write_text(json.dumps({key: v for key, v in run.items() if key != "prompt"}))
+    step_file.write_text(json.dumps({key: v for key, v in run.items() if key in ("steps", "summary")}))
     port = free_port()
     mock = subprocess.Popen([sys.executable, str(STAND_IN), str(port), str(step_file),
                              str(raw / "requests.jsonl")])
@@ -111,8 +111,11 @@ def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | N
         env = {**os.environ, "HOME": str(raw / "home"), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
                "ANTHROPIC_API_KEY": "sk-ant-harness", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
+        if run.get("before"):  # the user at work between runs (a file changed on disk)
+            subprocess.run(run["before"], shell=True, cwd=work, env=env, check=True, timeout=60)
+        resume = (["--continue"] if run.get("continue") else ["--resume", session]) if session else []
         args = [str(CLI), "-p", run["prompt"], "--output-format", "json", "--allowedTools", ",".join(tools),
-                *(["--resume", session] if session else []),
+                *resume,
                 *shlex.split(os.environ.get("CC_RUN_ARGS", "")), *run.get("args", [])]
         done = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True,
                               timeout=float(os.environ.get("CC_TIMEOUT", 300)))
@@ -202,7 +205,8 @@ def main() -> None:
         if not names or path.stem in names:
             try:
                 record(path, out_root)
-            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, StopIteration) as e:
+            except (RuntimeError, subprocess.TimeoutExpired, subprocess.CalledProcessError, json.JSONDecodeError,
+                    StopIteration) as e:
                 print(f"{path.stem}: FAILED: {e}", file=sys.stderr)
 
 
