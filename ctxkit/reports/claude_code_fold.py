@@ -161,15 +161,16 @@ def piece(block: Any) -> str:
     return canonical_json(without_cache_control(block)).decode()
 
 
-def folded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, dict | None]:
-    """The user messages of the view from ``new[k]`` on that Claude Code sent as one recorded message (a
-    blob of ``users``) to a model that takes no system messages, and that message: it holds the system
-    messages of the run folded into it (their reminders; the tool result they were appended to). (1,
-    None) when no blob holds exactly the pieces of such a run."""
+def folded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, list[dict] | None]:
+    """The user messages of the view from ``new[k]`` on that Claude Code sent as recorded messages
+    (consecutive blobs of ``users``: one, or a mentioned file's Read call and result each a message of
+    its own before the prompt's) to a model that takes no system messages, and those messages: they hold
+    the system messages of the run folded into them (their reminders; the tool result they were appended
+    to). (1, None) when no run of consecutive blobs holds exactly the pieces of such a run."""
     if new[k].role != "user" or not users:
         return 1, None
-    recorded = [(sorted(piece(normalized(u)) for b in as_blocks(blob)["content"] for u in unfolded_blocks(b)), blob)
-                for _, blob in users]
+    held = [sorted(piece(normalized(u)) for b in as_blocks(blob)["content"] for u in unfolded_blocks(b))
+            for _, blob in users]
     pieces: list[str] = []
     for end in range(k, len(new)):
         if new[end].role == "assistant":
@@ -178,10 +179,24 @@ def folded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) ->
             pieces += [piece(normalized({"type": "text", "text": x})) for x in system_reminders(new[end].content)]
         else:
             pieces += [piece(normalized(b)) for b in as_blocks(new[end].api())["content"]]
-        found = next((blob for held, blob in recorded if held == sorted(pieces)), None)
+        found = consecutive_holding(held, sorted(pieces))
         if found is not None:
-            return end - k + 1, copy.deepcopy(found)
+            return end - k + 1, [copy.deepcopy(blob) for _, blob in users[found]]
     return 1, None
+
+
+def consecutive_holding(held: list[list[str]], want: list[str]) -> slice | None:
+    """The first run of consecutive recorded messages (``held``: each one's pieces, sorted) that together
+    hold exactly the pieces ``want`` (sorted), as a slice of them; None when none does."""
+    for first in range(len(held)):
+        together: list[str] = []
+        for last in range(first, len(held)):
+            together = sorted(together + held[last])
+            if len(together) > len(want):
+                break
+            if together == want:
+                return slice(first, last + 1)
+    return None
 
 
 def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int) -> list[dict]:
