@@ -11,7 +11,20 @@ graded on sessions ctxkit has not seen. The six shared corpus sessions cover a f
 scenarios add resumed prompts, a subagent, TodoWrite, a failing Bash, big and image Reads, a
 background Bash and its notification, slash and custom commands, unicode and long prompts, prompts
 of several lines with thinking answers, CLAUDE.md files, hooks that add context, and work after an
-autocompaction or a ``/compact``.
+autocompaction or a ``/compact``; and (the second set) prompts that mention an image, a folder, a
+missing file and, in later turns, a big file and a line range (``mentions``), a file the user changed
+or deleted between runs (``file-changed-on-disk``), plan mode and ExitPlanMode (``plan-mode``), tools
+denied by ``--disallowedTools`` or not allowed, then allowed in the next run (``denied-tools``), tool
+calls with invalid input and an unknown tool (``invalid-input``), answers cut at ``max_tokens``
+(``max-tokens``), ``--append-system-prompt`` changing between runs, ``--system-prompt``, ``--add-dir``
+and ``--effort`` (``append-system-prompt``, ``system-prompt-add-dir``), ``--continue`` with
+``--model haiku`` and ``opus`` (``continue-models``), a stdio MCP server from ``--mcp-config`` with an
+empty and a failing tool (``mcp-server``), a project skill called and typed (``skills``), output
+styles (``output-style``), CLAUDE.md imports, CLAUDE.local.md, rules and a nested memory file
+(``memory-imports``), a notebook read and edited, Globs and Greps that find nothing, empty outputs
+and a 40,000-character line (``notebook-search-empty``), a PDF and parallel calls with a failure
+(``pdf-parallel``), a git repository with a branch (``git-repo``), hooks that block a Bash call and
+a prompt (``hooks-block``), ``--max-turns`` (``max-turns``) and a custom agent (``custom-agent``).
 
 Other versions: ``CC_VERSION=2.1.332`` (fetched once with ``npm pack
 @anthropic-ai/claude-code-linux-x64@VERSION`` into the cache, as ``run-claude.sh`` does); Claude Code
@@ -25,10 +38,14 @@ request), in a fresh fixture project. A scenario is::
 
     {"files": {"REL": "text" | {"line": "...", "times": N} | {"png": [W, H]}},
      "tools": ["Bash", ...],            # --allowedTools (default: the harness's list plus Agent, TodoWrite)
-     "runs": [{"prompt": "...", "steps": [...], "summary": "...", "args": ["--model", "sonnet"]}, ...]}
+     "runs": [{"prompt": "...", "steps": [...], "summary": "...", "args": ["--model", "sonnet"],
+               "before": "shell command", "continue": true}, ...]}
 
-``steps`` and ``summary`` are the stand-in's (see its docstring); ``args`` go to that run's ``claude``
-(another model); ``CC_RUN_ARGS`` (split as a shell would) goes to every run before them, e.g.
+``steps`` and ``summary`` are the stand-in's (see its docstring; a step may set ``stop_reason``);
+``args`` go to that run's ``claude`` (another model); ``before`` runs in the project folder first (the
+user at work between runs: a file edited or deleted, a commit); ``continue`` resumes with
+``--continue`` in place of ``--resume ID``; a file named ``WORKDIR-lib/...`` is written beside the
+project (a folder for ``--add-dir``); ``CC_RUN_ARGS`` (split as a shell would) goes to every run before them, e.g.
 ``CC_RUN_ARGS="--model claude-haiku-4-5"`` records every scenario on a model that takes no system
 messages (a run's own ``--model`` still wins); every run after the first resumes the session (``--resume``); ``WORKDIR`` in a scenario stands for the project folder. OUT_DIR/NAME/
 gets ``session.jsonl``, ``subagents/`` and ``tool-results/`` when written, ``requests.jsonl.gz`` (every
