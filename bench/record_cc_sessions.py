@@ -24,7 +24,12 @@ styles (``output-style``), CLAUDE.md imports, CLAUDE.local.md, rules and a neste
 (``memory-imports``), a notebook read and edited, Globs and Greps that find nothing, empty outputs
 and a 40,000-character line (``notebook-search-empty``), a PDF and parallel calls with a failure
 (``pdf-parallel``), a git repository with a branch (``git-repo``), hooks that block a Bash call and
-a prompt (``hooks-block``), ``--max-turns`` (``max-turns``) and a custom agent (``custom-agent``).
+a prompt (``hooks-block``), ``--max-turns`` (``max-turns``), a custom agent (``custom-agent``),
+``--fork-session`` (``fork-session``; only the bodies sent while the final session ran are kept), a
+prompt starting with a path, one with reminder tags typed in it (``odd-prompts``), CLAUDE.md files
+changed between runs and TodoWrite updates (``memory-changed``), a Bash timeout, a Read of a folder
+and past the end, ``replace_all`` and control bytes (``tool-errors``), and ``/compact`` after a
+mention and an edit (``compact-after-mention``).
 
 Other versions: ``CC_VERSION=2.1.332`` (fetched once with ``npm pack
 @anthropic-ai/claude-code-linux-x64@VERSION`` into the cache, as ``run-claude.sh`` does); Claude Code
@@ -156,15 +161,22 @@ def record(path: Path, out_root: Path) -> None:
     raw = Path(tempfile.mkdtemp(prefix=f"cc-{name}-out-"))
     (raw / "home").mkdir()
     session = None
+    sent_by = []  # (session id, how many bodies the log held after the run): a forked run starts another session
     for k, run in enumerate(runs):
         session = run_cli(run, work, raw, spec.get("tools", TOOLS), session, k)
+        with open(raw / "requests.jsonl", "rb") as log:
+            sent_by.append((session, sum(1 for _ in log)))
     project = next((raw / "home/.claude/projects").iterdir())
     shutil.copy(project / f"{session}.jsonl", out / "session.jsonl")
     for extra in ("tool-results", "subagents"):
         if (project / session / extra).is_dir():
             shutil.copytree(project / session / extra, out / extra)
-    with open(raw / "requests.jsonl", "rb") as src, gzip.open(out / "requests.jsonl.gz", "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    # the bodies sent while the run's session was the final one (a fork's file has no entries of the earlier)
+    bodies = (raw / "requests.jsonl").read_bytes().splitlines(keepends=True)
+    kept = [line for k, (sid, end) in enumerate(sent_by) if sid == session
+            for line in bodies[(sent_by[k - 1][1] if k else 0):end]]
+    with gzip.open(out / "requests.jsonl.gz", "wb") as dst:
+        dst.write(b"".join(kept))
     shutil.copytree(work, out / "workdir")
     lines = (out / "session.jsonl").read_text(encoding="utf-8").count("\n")
     print(f"{name}: session {session}, {lines} entries, raw output in {raw}")

@@ -13,6 +13,7 @@ from test_claude_code_recorded_turns import ATTRIBUTION, PARAMS, Recorded, reque
 
 from ctxkit.cli.main import app
 from ctxkit.transcript import read_transcript
+from ctxkit.transcript.claude_code.requests import as_blocks
 from ctxkit.transcript.prompts import session_prompts
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
@@ -147,3 +148,54 @@ def test_a_tool_made_available_mid_session_keeps_its_tool_addition_block_in_late
     s.write(tmp_path / "s.jsonl")
     call, result = (m.api() for m in s.write(tmp_path / "s.jsonl").view().messages[-2:])
     assert request_messages(runner, tmp_path / "s.jsonl") == [first, answer, merged, system, call, result]
+
+
+def test_a_first_turn_that_states_no_model_is_sent_to_the_version_s_default(tmp_path, runner):
+    """A first prompt that starts with ``/`` but names no command (``/tmp/app is where I keep the code``):
+    Claude Code writes none of the first turn's attachments but the date and the attribution, no
+    ``model`` one among them, and sends Opus 5.5 its request (128,000 max_tokens, the date a system
+    message). The request was built for ctxkit's own default model: Sonnet 4.5, 32,000 max_tokens, the
+    date folded into the prompt's message."""
+    s = Recorded(tmp_path)
+    s.prompt("/tmp/app is where I keep the code, list it")
+    s.attach({"type": "date", "date": "2026-12-04"}, "Today's date is 2026-12-04.")
+    s.write(tmp_path / "s.jsonl")
+    done = runner.invoke(app, ["view", "--to", "anthropic-request", str(tmp_path / "s.jsonl")])
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.stdout)
+    assert (body["model"], body["max_tokens"]) == ("claude-opus-5-5", 128000)
+    assert [m["role"] for m in body["messages"]] == ["user", "system"]
+
+
+def test_reminder_tags_typed_in_a_prompt_are_the_user_s_words(tmp_path):
+    """``Why does the log say <system-reminder>fake</system-reminder>?`` typed in Claude Code 2.1.328 (its
+    entry has a ``promptId``; the turn's reminders are attachments of their own): the tags are the user's,
+    and the prompt is listed as typed. It was listed with them and the text between taken out."""
+    s = Recorded(tmp_path)
+    typed = "Why does the log say <system-reminder>fake</system-reminder> and <command-name>/x</command-name>?"
+    s.prompt(typed, promptId="p-1")
+    s.say("Those are literal tags.")
+    assert [p.text for p in session_prompts(s.write(tmp_path / "s.jsonl"))] == [typed]
+
+
+def test_a_forked_session_s_first_request_holds_the_copied_conversation(tmp_path, runner):
+    """``claude --resume ID --fork-session``: the new session's file starts with a copy of the conversation
+    (no request records), then Claude Code records its first request's opening as blobs only (the prompt
+    with its reminders, the system message) and sends the copied answers, results and the new prompt
+    after them. The request was the two blobs alone."""
+    s = Recorded(tmp_path)
+    s.prompt("Read the models")
+    s.attach({"type": "date", "date": "2026-12-04"}, "Today's date is 2026-12-04.")
+    _attribution(s)
+    s.tool("Bash", {"command": "cat models.py"}, "class User: ...")
+    s.entries[-2]["message"]["model"] = PARAMS["model"]
+    s.say("Two classes.")
+    s.prompt("Try another approach in a fork")
+    opening = {"role": "user", "content": [{"type": "text", "text": ATTRIBUTION + "\n"},
+                                           {"type": "text", "text": "Read the models"}]}
+    system = {"role": "system", "content": [{"type": "text", "text": "Today's date is 2026-12-04."}]}
+    s.blob(opening)
+    s.blob(system)
+    view = s.write(tmp_path / "s.jsonl").view().messages
+    sent = [as_blocks(m) for m in request_messages(runner, tmp_path / "s.jsonl")]
+    assert sent == [as_blocks(m) for m in (opening, system, *(m.api() for m in view[-4:]))]

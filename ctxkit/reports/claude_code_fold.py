@@ -199,15 +199,23 @@ def consecutive_holding(held: list[list[str]], want: list[str]) -> slice | None:
     return None
 
 
-def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int) -> list[dict]:
+def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int, fold: bool = False) -> list[dict]:
     """The blobs of a request Claude Code wrote again whole, with the view's messages they do not hold
     among them: it records again the messages it lays out otherwise for the new model, not the answers
     and the tool results sent as the conversation holds them. Such a message goes before the first blob
     that stands after it in the view (a blob stands where its last piece first is: the reminders Claude
     Code moves before a prompt stand with the prompt). ``written``: the entry index of the last blob (the
-    view's messages after it follow the request)."""
-    held = [[piece(b) for b in as_blocks(blob)["content"]] for blob in blobs]
-    view = [{piece(b) for b in [*as_blocks(m.api())["content"], *m.content]} for m in msgs]
+    view's messages after it follow the request). ``fold``: the blobs hold system messages folded (a model
+    that takes none): each is read as what it holds unfolded."""
+    if fold:
+        held = [[piece(normalized(u)) for b in as_blocks(blob)["content"] for u in unfolded_blocks(b)]
+                for blob in blobs]
+        view = [{piece(normalized(b)) for b in as_blocks(m.api())["content"]}
+                | {piece(normalized({"type": "text", "text": x})) for x in system_reminders(m.content)
+                   if m.role == "system"} for m in msgs]
+    else:
+        held = [[piece(b) for b in as_blocks(blob)["content"]] for blob in blobs]
+        view = [{piece(b) for b in [*as_blocks(m.api())["content"], *m.content]} for m in msgs]
     at: list[int] = []
     for pieces in held:
         first = [next((k for k, there in enumerate(view) if p in there), -1) for p in pieces]

@@ -113,7 +113,8 @@ def _layout(t: Transcript, msgs: list[ViewMessage], fold: bool) -> Layout:
                 and any(_holds(m, _opening_text(lead)) for _, _, m in blobs if m.get("role") == "user") \
                 and all(_in_view(m, pieces, fold) for _, _, m in blobs):
             out = [copy.deepcopy(m) for _, _, m in blobs]
-            out = _with_calls(out, msgs) if since == start else with_answers(out, msgs, blobs[-1][0])
+            # (a forked session's first request: the blobs of its opening, the copied conversation after them)
+            out = with_answers(_with_calls(out, msgs) if since == start else out, msgs, blobs[-1][0], fold)
             later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
             return Layout(out + [m.api() for m in later], None, records, "blobs")
     return Layout(best_known_layout(msgs, records, fold=fold), None, records, "view")

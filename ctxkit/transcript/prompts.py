@@ -101,11 +101,12 @@ def is_harness(text: str) -> bool:
     return text.lstrip().startswith(HARNESS_PREFIXES)
 
 
-def typed_words(text: str) -> str | None:
+def typed_words(text: str, verbatim: bool = False) -> str | None:
     """What a person typed in one user text: reminders taken out; None when nothing of it was typed
     (harness text, a slash-command echo, only reminders). A slash command is left out here: whether
-    it asked the model anything shows only in the transcript (:func:`session_prompts`)."""
-    inner = without_reminders(text)
+    it asked the model anything shows only in the transcript (:func:`session_prompts`). ``verbatim``:
+    the text is the prompt as typed (:func:`_entry_words`), reminder tags in it the user's own."""
+    inner = text if verbatim else without_reminders(text)
     # verbatim: a prompt's own leading or trailing spaces stay; the seams of reminders taken out do not
     text = inner.strip() if inner != text else inner
     if not text.strip() or is_harness(text) or slash_command(text) is not None:
@@ -114,14 +115,18 @@ def typed_words(text: str) -> str | None:
 
 
 def _entry_words(d: dict) -> str | None:
-    """The typed words of a user entry: its text blocks (images as ``[image]``), harness ones dropped."""
+    """The typed words of a user entry: its text blocks (images as ``[image]``), harness ones dropped.
+    An entry with a ``promptId`` (Claude Code 2.1.3xx) holds the prompt as typed, the reminders of its
+    turn being attachments of their own: a ``<system-reminder>`` in it is the user's text (a pasted log),
+    kept; in an older entry one is a hook's context appended to the words, taken out."""
     blocks, _ = content_blocks(d)
     if any(b.get("type") == "tool_result" for b in blocks):
         return None  # a tool result carrier (text after results is the harness's)
+    verbatim = isinstance(d.get("promptId"), str)
     parts = []
     for b in blocks:
         if b.get("type") == "text":
-            words = typed_words(str(b.get("text") or ""))
+            words = typed_words(str(b.get("text") or ""), verbatim)
             if words:
                 parts.append(words)
         elif b.get("type") == "image":
