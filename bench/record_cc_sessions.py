@@ -28,8 +28,10 @@ a prompt (``hooks-block``), ``--max-turns`` (``max-turns``), a custom agent (``c
 ``--fork-session`` (``fork-session``; only the bodies sent while the final session ran are kept), a
 prompt starting with a path, one with reminder tags typed in it (``odd-prompts``), CLAUDE.md files
 changed between runs and TodoWrite updates (``memory-changed``), a Bash timeout, a Read of a folder
-and past the end, ``replace_all`` and control bytes (``tool-errors``), and ``/compact`` after a
-mention and an edit (``compact-after-mention``).
+and past the end, ``replace_all`` and control bytes (``tool-errors``), ``/compact`` after a
+mention and an edit (``compact-after-mention``), API errors retried (529, 500: ``api-errors``) and a
+"prompt is too long" compacted after (``prompt-too-long``), task tools with thinking and text between
+tool calls (``tasks-thinking``), and ``/model`` and ``/context`` typed as prompts (``model-command``).
 
 Other versions: ``CC_VERSION=2.1.332`` (fetched once with ``npm pack
 @anthropic-ai/claude-code-linux-x64@VERSION`` into the cache, as ``run-claude.sh`` does); Claude Code
