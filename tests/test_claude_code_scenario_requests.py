@@ -12,6 +12,7 @@ import json
 from test_claude_code_recorded_turns import ATTRIBUTION, PARAMS, Recorded, request_messages
 
 from ctxkit.cli.main import app
+from ctxkit.reports.claude_code_fold import DEFERRED_TOOLS_HEAD
 from ctxkit.transcript import read_transcript
 from ctxkit.transcript.claude_code.requests import as_blocks
 from ctxkit.transcript.prompts import session_prompts
@@ -199,3 +200,31 @@ def test_a_forked_session_s_first_request_holds_the_copied_conversation(tmp_path
     view = s.write(tmp_path / "s.jsonl").view().messages
     sent = [as_blocks(m) for m in request_messages(runner, tmp_path / "s.jsonl")]
     assert sent == [as_blocks(m) for m in (opening, system, *(m.api() for m in view[-4:]))]
+
+
+def test_to_a_model_without_tool_changes_a_tool_allowed_again_is_announced_by_name(tmp_path, runner):
+    """The same run on Haiku 4.5 (no system messages, no tool changes): Claude Code sends every added
+    name under the deferred tools' head, folded before the prompt, not the text the session renders for
+    the surfaced tool. The record held that text, so it looked stale: the request after the tool's first
+    call was built from the view."""
+    haiku = {**PARAMS, "model": "claude-haiku-4-5", "max_tokens": 32000}
+    s = Recorded(tmp_path)
+    s.prompt("Count the lines")
+    first = {"role": "user", "content": "Count the lines"}
+    s.request("r1", [first], params=haiku)
+    s.say("Bash is not available.")["message"]["model"] = "claude-haiku-4-5"
+    s.prompt("Try again")
+    s.attach({"type": "deferred_tools_delta", "addedNames": ["Bash", "Monitor"], "addedLines": ["Bash", "Monitor"],
+              "surfacedNames": ["Bash"]}, "The following tools just became available and are ready to use:\nBash\n\n"
+             "The following deferred tools are now available via ToolSearch: Monitor")
+    names = "\n".join([DEFERRED_TOOLS_HEAD, "Bash", "Monitor"])
+    merged = {"role": "user", "content": [{"type": "text", "text": f"<system-reminder>\n{names}\n</system-reminder>"},
+                                          {"type": "text", "text": "Try again"}]}
+    s.blob(merged)
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Bash is not available."}]}
+    s.request("r2", [first, answer, merged], base="r1", keep=1, params=haiku)
+    s.tool("Bash", {"command": "wc -l models.py"}, "8 models.py")
+    s.entries[-2]["message"]["model"] = "claude-haiku-4-5"
+    call, result = (m.api() for m in s.write(tmp_path / "s.jsonl").view().messages[-2:])
+    sent = [as_blocks(m) for m in request_messages(runner, tmp_path / "s.jsonl")]
+    assert sent == [as_blocks(m) for m in (first, answer, merged, call, result)]

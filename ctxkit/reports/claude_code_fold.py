@@ -24,10 +24,12 @@ holds them: :func:`with_answers` puts those among the blobs.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from ..reminders import REMINDER_CLOSE, REMINDER_OPEN, reminder, unwrap
 from ..transcript.claude_code.requests import as_blocks, canonical_json, without_cache_control
+from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
 
 #: What goes before each reminder Claude Code appends to a tool result's text.
@@ -231,3 +233,39 @@ def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int, fold:
             out.append(msgs[own.pop(0)].api())
         out.append(blob)
     return out + [msgs[i].api() for i in own]
+
+
+#: How Claude Code announces deferred tools (the text before their names, one a line).
+DEFERRED_TOOLS_HEAD = ("The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded "
+                       "\u2014 calling them directly will fail with InputValidationError. Use ToolSearch with query "
+                       "\"select:<name>[,<name>...]\" to load tool schemas before calling them:")
+_SURFACED_HEAD = "The following tools just became available and are ready to use:\n"
+
+
+def name_only_announcements(t: Transcript, msgs: list[ViewMessage]) -> list[ViewMessage]:
+    """``msgs`` with each announcement of tools that became available (a ``deferred_tools_delta``
+    attachment naming ``surfacedNames``) as Claude Code sends it to a model that takes no tool changes.
+    The session renders ``The following tools just became available...`` for the surfaced tools and sends
+    that with a ``tool_addition`` block to a model that takes them; to Haiku 4.5 (2.1.328, a tool denied
+    by ``--disallowedTools`` in one run and allowed in the next) it sends every added name, in the order
+    added, under the deferred tools' head. A system message is one text block per attachment."""
+    out = []
+    for m in msgs:
+        if m.role != "system" or len(m.content) != len(m.entries):
+            out.append(m)
+            continue
+        content = [_name_only(t.entry(i), b) for i, b in zip(m.entries, m.content, strict=True)]
+        out.append(m if content == m.content else dataclasses.replace(m, content=content))
+    return out
+
+
+def _name_only(entry: dict, block: dict) -> dict:
+    a = entry.get("attachment")
+    text = block.get("text")
+    if not isinstance(a, dict) or a.get("type") != "deferred_tools_delta" or not a.get("surfacedNames") \
+            or not isinstance(text, str) or not text.startswith(_SURFACED_HEAD):
+        return block
+    names = a.get("addedLines") if isinstance(a.get("addedLines"), list) else a.get("addedNames")
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        return block
+    return {**block, "text": "\n".join([DEFERRED_TOOLS_HEAD, *names])}

@@ -46,6 +46,7 @@ from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYST
 from .claude_code_fold import (
     consecutive_holding,
     folded_run,
+    name_only_announcements,
     normalized,
     piece,
     system_message,
@@ -88,6 +89,8 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage], *, fold: bool = F
 
 def _layout(t: Transcript, msgs: list[ViewMessage], fold: bool) -> Layout:
     records = request_records(t)
+    if fold:  # (a model that takes no tool changes either)
+        msgs = name_only_announcements(t, msgs)
     if not records.requests and not records.blobs:  # a session that records no requests
         return Layout(best_known_layout(msgs, fold=fold), None, records, "view")
     by_digest: dict[str, dict] = {}
