@@ -31,7 +31,9 @@ changed between runs and TodoWrite updates (``memory-changed``), a Bash timeout,
 and past the end, ``replace_all`` and control bytes (``tool-errors``), ``/compact`` after a
 mention and an edit (``compact-after-mention``), API errors retried (529, 500: ``api-errors``) and a
 "prompt is too long" compacted after (``prompt-too-long``), task tools with thinking and text between
-tool calls (``tasks-thinking``), and ``/model`` and ``/context`` typed as prompts (``model-command``).
+tool calls (``tasks-thinking``), ``/model`` and ``/context`` typed as prompts (``model-command``), and hooks that answer in JSON
+(deny, allow with context, block after an edit and at the stop) with a permission rule that denies a
+Read (``hooks-json``).
 
 Other versions: ``CC_VERSION=2.1.332`` (fetched once with ``npm pack
 @anthropic-ai/claude-code-linux-x64@VERSION`` into the cache, as ``run-claude.sh`` does); Claude Code
