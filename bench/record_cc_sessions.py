@@ -12,7 +12,7 @@ scenarios add resumed prompts, a subagent, TodoWrite, a failing Bash, big and im
 background Bash and its notification, slash and custom commands, unicode and long prompts, prompts
 of several lines with thinking answers, CLAUDE.md files, hooks that add context, and work after an
 autocompaction or a ``/compact``; and (the second set) prompts that mention an image, a folder, a
-missing file and, in later turns, a big file and a line range (``mentions``), a file the user changed
+missing file and, in later turns, a big file, a line range, a PDF and a notebook (``mentions``), a file the user changed
 or deleted between runs (``file-changed-on-disk``), plan mode and ExitPlanMode (``plan-mode``), tools
 denied by ``--disallowedTools`` or not allowed, then allowed in the next run (``denied-tools``), tool
 calls with invalid input and an unknown tool (``invalid-input``), answers cut at ``max_tokens``
