@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """A scripted stand-in for the Anthropic Messages API, served on loopback (for bench/record_cc_sessions.py).
 
-A copy of the shared harness's ``tools/cc-harness/mock_anthropic.py`` with one change: a compaction
-request is recognised by its last *user* message. After a first compaction Claude Code 2.1.328 ends
-the history with a system message, so a second compaction's request ends with that; the shared
+A copy of the shared harness's ``tools/cc-harness/mock_anthropic.py`` with two changes. A step may
+name its ``stop_reason`` (``max_tokens``: an answer cut at the output limit, which Claude Code answers
+with a recovery prompt), or be an ``error`` the API returns (``{"status": 529, "type":
+"overloaded_error", "message": ...}``: Claude Code retries; a 400 "prompt is too long": it compacts).
+A compaction request is recognised by its last *user* message. After a first compaction Claude Code
+2.1.328 ends the history with a system message, so a second compaction's request ends with that; the shared
 stand-in then answered it as a main-loop step ("Done.") and the session held a wrong summary.
 
 It answers POST /v1/messages (streaming or not) and /v1/messages/count_tokens.
@@ -14,7 +17,8 @@ gets a short text. Every request body is appended to a JSONL log, so a test
 can read exactly what a client sent.
 
 usage: mock_anthropic.py PORT SCENARIO.json REQUEST_LOG.jsonl
-scenario: {"steps": [{"blocks": [...], "usage": {...}}, ...], "summary": "..."}
+scenario: {"steps": [{"blocks": [...], "usage": {...}, "stop_reason": "max_tokens"} | {"error": {...}}, ...],
+           "summary": "..."}
   a block is {"type": "text", "text": ...},
              {"type": "thinking", "thinking": ..., "signature": ...} or
              {"type": "tool_use", "name": ..., "input": {...}}
@@ -50,15 +54,15 @@ def is_summary_request(body):
 def choose(body):
     global next_step
     if is_summary_request(body):
-        return [{"type": "text", "text": summary}], {}
+        return [{"type": "text", "text": summary}], {}, None
     if not body.get("tools"):
-        return [{"type": "text", "text": "ok"}], {}
+        return [{"type": "text", "text": "ok"}], {}, None
     with lock:
         i = next_step
         next_step += 1
     if i < len(steps):
-        return steps[i]["blocks"], steps[i].get("usage", {})
-    return [{"type": "text", "text": "Done."}], {}
+        return steps[i].get("blocks"), steps[i].get("usage", {}), steps[i].get("stop_reason") or steps[i].get("error")
+    return [{"type": "text", "text": "Done."}], {}, None
 
 
 def sse(event, data):
@@ -89,11 +93,15 @@ class Handler(BaseHTTPRequestHandler):
         if "count_tokens" in self.path:
             out = json.dumps({"input_tokens": len(json.dumps(body)) // 4}).encode()
             return self.reply(200, "application/json", out)
-        blocks, usage_override = choose(body)
+        blocks, usage_override, stop_override = choose(body)
+        if isinstance(stop_override, dict):  # an API error: {"status": 529, "type": "overloaded_error", ...}
+            err = {"type": "error", "error": {"type": stop_override.get("type", "api_error"),
+                                              "message": stop_override.get("message", "scripted error")}}
+            return self.reply(int(stop_override.get("status", 500)), "application/json", json.dumps(err).encode())
         for b in blocks:
             if b["type"] == "tool_use":
                 b.setdefault("id", "toolu_" + uuid.uuid4().hex[:24])
-        stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        stop = stop_override or ("tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn")
         usage = {"input_tokens": len(json.dumps(body.get("messages"))) // 4, "output_tokens": 20,
                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         usage.update(usage_override)

@@ -11,7 +11,29 @@ graded on sessions ctxkit has not seen. The six shared corpus sessions cover a f
 scenarios add resumed prompts, a subagent, TodoWrite, a failing Bash, big and image Reads, a
 background Bash and its notification, slash and custom commands, unicode and long prompts, prompts
 of several lines with thinking answers, CLAUDE.md files, hooks that add context, and work after an
-autocompaction or a ``/compact``.
+autocompaction or a ``/compact``; and (the second set) prompts that mention an image, a folder, a
+missing file and, in later turns, a big file, a line range, a PDF and a notebook (``mentions``), a file the user changed
+or deleted between runs (``file-changed-on-disk``), plan mode and ExitPlanMode (``plan-mode``), tools
+denied by ``--disallowedTools`` or not allowed, then allowed in the next run (``denied-tools``), tool
+calls with invalid input and an unknown tool (``invalid-input``), answers cut at ``max_tokens``
+(``max-tokens``), ``--append-system-prompt`` changing between runs, ``--system-prompt``, ``--add-dir``
+and ``--effort`` (``append-system-prompt``, ``system-prompt-add-dir``), ``--continue`` with
+``--model haiku`` and ``opus`` (``continue-models``), a stdio MCP server from ``--mcp-config`` with an
+empty and a failing tool (``mcp-server``), a project skill called and typed (``skills``), output
+styles (``output-style``), CLAUDE.md imports, CLAUDE.local.md, rules and a nested memory file
+(``memory-imports``), a notebook read and edited, Globs and Greps that find nothing, empty outputs
+and a 40,000-character line (``notebook-search-empty``), a PDF and parallel calls with a failure
+(``pdf-parallel``), a git repository with a branch (``git-repo``), hooks that block a Bash call and
+a prompt (``hooks-block``), ``--max-turns`` (``max-turns``), a custom agent (``custom-agent``),
+``--fork-session`` (``fork-session``; only the bodies sent while the final session ran are kept), a
+prompt starting with a path, one with reminder tags typed in it (``odd-prompts``), CLAUDE.md files
+changed between runs and TodoWrite updates (``memory-changed``), a Bash timeout, a Read of a folder
+and past the end, ``replace_all`` and control bytes (``tool-errors``), ``/compact`` after a
+mention and an edit (``compact-after-mention``), API errors retried (529, 500: ``api-errors``) and a
+"prompt is too long" compacted after (``prompt-too-long``), task tools with thinking and text between
+tool calls (``tasks-thinking``), ``/model`` and ``/context`` typed as prompts (``model-command``), and hooks that answer in JSON
+(deny, allow with context, block after an edit and at the stop) with a permission rule that denies a
+Read (``hooks-json``).
 
 Other versions: ``CC_VERSION=2.1.332`` (fetched once with ``npm pack
 @anthropic-ai/claude-code-linux-x64@VERSION`` into the cache, as ``run-claude.sh`` does); Claude Code
@@ -25,10 +47,14 @@ request), in a fresh fixture project. A scenario is::
 
     {"files": {"REL": "text" | {"line": "...", "times": N} | {"png": [W, H]}},
      "tools": ["Bash", ...],            # --allowedTools (default: the harness's list plus Agent, TodoWrite)
-     "runs": [{"prompt": "...", "steps": [...], "summary": "...", "args": ["--model", "sonnet"]}, ...]}
+     "runs": [{"prompt": "...", "steps": [...], "summary": "...", "args": ["--model", "sonnet"],
+               "before": "shell command", "continue": true}, ...]}
 
-``steps`` and ``summary`` are the stand-in's (see its docstring); ``args`` go to that run's ``claude``
-(another model); ``CC_RUN_ARGS`` (split as a shell would) goes to every run before them, e.g.
+``steps`` and ``summary`` are the stand-in's (see its docstring; a step may set ``stop_reason``);
+``args`` go to that run's ``claude`` (another model); ``before`` runs in the project folder first (the
+user at work between runs: a file edited or deleted, a commit); ``continue`` resumes with
+``--continue`` in place of ``--resume ID``; a file named ``WORKDIR-lib/...`` is written beside the
+project (a folder for ``--add-dir``); ``CC_RUN_ARGS`` (split as a shell would) goes to every run before them, e.g.
 ``CC_RUN_ARGS="--model claude-haiku-4-5"`` records every scenario on a model that takes no system
 messages (a run's own ``--model`` still wins); every run after the first resumes the session (``--resume``); ``WORKDIR`` in a scenario stands for the project folder. OUT_DIR/NAME/
 gets ``session.jsonl``, ``subagents/`` and ``tool-results/`` when written, ``requests.jsonl.gz`` (every
@@ -86,7 +112,7 @@ def png(width: int, height: int) -> bytes:
 def make_project(files: dict) -> Path:
     work = Path(tempfile.mkdtemp(prefix="cc-more-"))
     for rel, spec in {**FIXTURE, **files}.items():
-        path = work / rel
+        path = work / rel.replace("WORKDIR", str(work))  # (WORKDIR-lib/x: a folder beside the project)
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(spec, str):
             path.write_text(spec.replace("WORKDIR", str(work)), encoding="utf-8")
@@ -102,7 +128,7 @@ def make_project(files: dict) -> Path:
 def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | None, k: int) -> str:
     """One ``claude -p`` run against a fresh stand-in; returns the session id the CLI reports."""
     step_file = raw / f"run{k}.json"
-    step_file.write_text(json.dumps({key: v for key, v in run.items() if key != "prompt"}))
+    step_file.write_text(json.dumps({key: v for key, v in run.items() if key in ("steps", "summary")}))
     port = free_port()
     mock = subprocess.Popen([sys.executable, str(STAND_IN), str(port), str(step_file),
                              str(raw / "requests.jsonl")])
@@ -111,8 +137,11 @@ def run_cli(run: dict, work: Path, raw: Path, tools: list[str], session: str | N
         env = {**os.environ, "HOME": str(raw / "home"), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
                "ANTHROPIC_API_KEY": "sk-ant-harness", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
+        if run.get("before"):  # the user at work between runs (a file changed on disk)
+            subprocess.run(run["before"], shell=True, cwd=work, env=env, check=True, timeout=60)
+        resume = (["--continue"] if run.get("continue") else ["--resume", session]) if session else []
         args = [str(CLI), "-p", run["prompt"], "--output-format", "json", "--allowedTools", ",".join(tools),
-                *(["--resume", session] if session else []),
+                *resume,
                 *shlex.split(os.environ.get("CC_RUN_ARGS", "")), *run.get("args", [])]
         done = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True,
                               timeout=float(os.environ.get("CC_TIMEOUT", 300)))
@@ -136,15 +165,22 @@ def record(path: Path, out_root: Path) -> None:
     raw = Path(tempfile.mkdtemp(prefix=f"cc-{name}-out-"))
     (raw / "home").mkdir()
     session = None
+    sent_by = []  # (session id, how many bodies the log held after the run): a forked run starts another session
     for k, run in enumerate(runs):
         session = run_cli(run, work, raw, spec.get("tools", TOOLS), session, k)
+        with open(raw / "requests.jsonl", "rb") as log:
+            sent_by.append((session, sum(1 for _ in log)))
     project = next((raw / "home/.claude/projects").iterdir())
     shutil.copy(project / f"{session}.jsonl", out / "session.jsonl")
     for extra in ("tool-results", "subagents"):
         if (project / session / extra).is_dir():
             shutil.copytree(project / session / extra, out / extra)
-    with open(raw / "requests.jsonl", "rb") as src, gzip.open(out / "requests.jsonl.gz", "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    # the bodies sent while the run's session was the final one (a fork's file has no entries of the earlier)
+    bodies = (raw / "requests.jsonl").read_bytes().splitlines(keepends=True)
+    kept = [line for k, (sid, end) in enumerate(sent_by) if sid == session
+            for line in bodies[(sent_by[k - 1][1] if k else 0):end]]
+    with gzip.open(out / "requests.jsonl.gz", "wb") as dst:
+        dst.write(b"".join(kept))
     shutil.copytree(work, out / "workdir")
     lines = (out / "session.jsonl").read_text(encoding="utf-8").count("\n")
     print(f"{name}: session {session}, {lines} entries, raw output in {raw}")
@@ -202,7 +238,8 @@ def main() -> None:
         if not names or path.stem in names:
             try:
                 record(path, out_root)
-            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, StopIteration) as e:
+            except (RuntimeError, subprocess.TimeoutExpired, subprocess.CalledProcessError, json.JSONDecodeError,
+                    StopIteration) as e:
                 print(f"{path.stem}: FAILED: {e}", file=sys.stderr)
 
 

@@ -501,7 +501,7 @@ def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(ru
     compact(runner, src, out, store)
     for path in sorted((store / "checkpoints").glob("*/*.json")):
         doc = json.loads(path.read_text())
-        assert doc["format"] == checkpoint.FORMAT == 5 and doc["hash"] == block_crc.name()
+        assert doc["format"] == checkpoint.FORMAT == 6 and doc["hash"] == block_crc.name()
         earlier = {k: v for k, v in doc.items() if k != "check"} | {"format": old_format}
         if old_format < 3:
             old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept

@@ -100,8 +100,13 @@ def test_every_prompt_the_user_typed_is_named_after_a_forced_offline_compaction(
     summary, rest = compact_forced(runner, src, tmp_path)
     # a custom command that expanded into a prompt may be listed as its command line; a local one never
     commands = [x for x in queued if x.startswith("/")]
+    # a session forked from another (``--fork-session``) holds a copy of its conversation: prompts typed
+    # there, before this file's first queue operation, which this file does not hold
+    first_queued = next(e["timestamp"] for e in entries if e.get("type") == "queue-operation")
+    copied = [e["message"]["content"] for e in entries if e.get("type") == "user" and e["timestamp"] < first_queued
+              and not e.get("isMeta") and isinstance(e["message"].get("content"), str)]
     assert_requests(summary, rest, typed, also=[x for x in commands if x not in ("/cost", "/compact", "/usage")
-                                                and not x.startswith("/compact ")])
+                                                and not x.startswith("/compact ")] + copied)
 
 
 # The public corpus: its queue-operations hold a background-task notification and `/mcp` (neither is a

@@ -24,10 +24,12 @@ holds them: :func:`with_answers` puts those among the blobs.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from ..reminders import REMINDER_CLOSE, REMINDER_OPEN, reminder, unwrap
 from ..transcript.claude_code.requests import as_blocks, canonical_json, without_cache_control
+from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
 
 #: What goes before each reminder Claude Code appends to a tool result's text.
@@ -161,15 +163,16 @@ def piece(block: Any) -> str:
     return canonical_json(without_cache_control(block)).decode()
 
 
-def folded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, dict | None]:
-    """The user messages of the view from ``new[k]`` on that Claude Code sent as one recorded message (a
-    blob of ``users``) to a model that takes no system messages, and that message: it holds the system
-    messages of the run folded into it (their reminders; the tool result they were appended to). (1,
-    None) when no blob holds exactly the pieces of such a run."""
+def folded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, list[dict] | None]:
+    """The user messages of the view from ``new[k]`` on that Claude Code sent as recorded messages
+    (consecutive blobs of ``users``: one, or a mentioned file's Read call and result each a message of
+    its own before the prompt's) to a model that takes no system messages, and those messages: they hold
+    the system messages of the run folded into them (their reminders; the tool result they were appended
+    to). (1, None) when no run of consecutive blobs holds exactly the pieces of such a run."""
     if new[k].role != "user" or not users:
         return 1, None
-    recorded = [(sorted(piece(normalized(u)) for b in as_blocks(blob)["content"] for u in unfolded_blocks(b)), blob)
-                for _, blob in users]
+    held = [sorted(piece(normalized(u)) for b in as_blocks(blob)["content"] for u in unfolded_blocks(b))
+            for _, blob in users]
     pieces: list[str] = []
     for end in range(k, len(new)):
         if new[end].role == "assistant":
@@ -178,21 +181,43 @@ def folded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) ->
             pieces += [piece(normalized({"type": "text", "text": x})) for x in system_reminders(new[end].content)]
         else:
             pieces += [piece(normalized(b)) for b in as_blocks(new[end].api())["content"]]
-        found = next((blob for held, blob in recorded if held == sorted(pieces)), None)
+        found = consecutive_holding(held, sorted(pieces))
         if found is not None:
-            return end - k + 1, copy.deepcopy(found)
+            return end - k + 1, [copy.deepcopy(blob) for _, blob in users[found]]
     return 1, None
 
 
-def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int) -> list[dict]:
+def consecutive_holding(held: list[list[str]], want: list[str]) -> slice | None:
+    """The first run of consecutive recorded messages (``held``: each one's pieces, sorted) that together
+    hold exactly the pieces ``want`` (sorted), as a slice of them; None when none does."""
+    for first in range(len(held)):
+        together: list[str] = []
+        for last in range(first, len(held)):
+            together = sorted(together + held[last])
+            if len(together) > len(want):
+                break
+            if together == want:
+                return slice(first, last + 1)
+    return None
+
+
+def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int, fold: bool = False) -> list[dict]:
     """The blobs of a request Claude Code wrote again whole, with the view's messages they do not hold
     among them: it records again the messages it lays out otherwise for the new model, not the answers
     and the tool results sent as the conversation holds them. Such a message goes before the first blob
     that stands after it in the view (a blob stands where its last piece first is: the reminders Claude
     Code moves before a prompt stand with the prompt). ``written``: the entry index of the last blob (the
-    view's messages after it follow the request)."""
-    held = [[piece(b) for b in as_blocks(blob)["content"]] for blob in blobs]
-    view = [{piece(b) for b in [*as_blocks(m.api())["content"], *m.content]} for m in msgs]
+    view's messages after it follow the request). ``fold``: the blobs hold system messages folded (a model
+    that takes none): each is read as what it holds unfolded."""
+    if fold:
+        held = [[piece(normalized(u)) for b in as_blocks(blob)["content"] for u in unfolded_blocks(b)]
+                for blob in blobs]
+        view = [{piece(normalized(b)) for b in as_blocks(m.api())["content"]}
+                | {piece(normalized({"type": "text", "text": x})) for x in system_reminders(m.content)
+                   if m.role == "system"} for m in msgs]
+    else:
+        held = [[piece(b) for b in as_blocks(blob)["content"]] for blob in blobs]
+        view = [{piece(b) for b in [*as_blocks(m.api())["content"], *m.content]} for m in msgs]
     at: list[int] = []
     for pieces in held:
         first = [next((k for k, there in enumerate(view) if p in there), -1) for p in pieces]
@@ -208,3 +233,39 @@ def with_answers(blobs: list[dict], msgs: list[ViewMessage], written: int) -> li
             out.append(msgs[own.pop(0)].api())
         out.append(blob)
     return out + [msgs[i].api() for i in own]
+
+
+#: How Claude Code announces deferred tools (the text before their names, one a line).
+DEFERRED_TOOLS_HEAD = ("The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded "
+                       "\u2014 calling them directly will fail with InputValidationError. Use ToolSearch with query "
+                       "\"select:<name>[,<name>...]\" to load tool schemas before calling them:")
+_SURFACED_HEAD = "The following tools just became available and are ready to use:\n"
+
+
+def name_only_announcements(t: Transcript, msgs: list[ViewMessage]) -> list[ViewMessage]:
+    """``msgs`` with each announcement of tools that became available (a ``deferred_tools_delta``
+    attachment naming ``surfacedNames``) as Claude Code sends it to a model that takes no tool changes.
+    The session renders ``The following tools just became available...`` for the surfaced tools and sends
+    that with a ``tool_addition`` block to a model that takes them; to Haiku 4.5 (2.1.328, a tool denied
+    by ``--disallowedTools`` in one run and allowed in the next) it sends every added name, in the order
+    added, under the deferred tools' head. A system message is one text block per attachment."""
+    out = []
+    for m in msgs:
+        if m.role != "system" or len(m.content) != len(m.entries):
+            out.append(m)
+            continue
+        content = [_name_only(t.entry(i), b) for i, b in zip(m.entries, m.content, strict=True)]
+        out.append(m if content == m.content else dataclasses.replace(m, content=content))
+    return out
+
+
+def _name_only(entry: dict, block: dict) -> dict:
+    a = entry.get("attachment")
+    text = block.get("text")
+    if not isinstance(a, dict) or a.get("type") != "deferred_tools_delta" or not a.get("surfacedNames") \
+            or not isinstance(text, str) or not text.startswith(_SURFACED_HEAD):
+        return block
+    names = a.get("addedLines") if isinstance(a.get("addedLines"), list) else a.get("addedNames")
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        return block
+    return {**block, "text": "\n".join([DEFERRED_TOOLS_HEAD, *names])}

@@ -43,9 +43,10 @@ from ..transcript.claude_code.requests import (
 )
 from ..transcript.model import Transcript
 from ..transcript.view import ASSISTANT, ATTACHMENT, META, PROMPT, SUMMARY, SYSTEM, ViewMessage
-from .claude_code_fold import fold as fold_system_messages
 from .claude_code_fold import (
+    consecutive_holding,
     folded_run,
+    name_only_announcements,
     normalized,
     piece,
     system_message,
@@ -53,10 +54,16 @@ from .claude_code_fold import (
     unfolded_blocks,
     with_answers,
 )
+from .claude_code_fold import fold as fold_system_messages
 
 REMINDER_PREFIX = "<system-reminder>"
 #: How the lines Claude Code writes for a command typed as a prompt start.
 COMMAND_LINES = ("<command-message>", "<command-name>", "<local-command-caveat>")
+#: The blocks of a system message that tell the model a tool came or went mid-session (the
+#: mid-conversation-tool-changes beta): a tool denied in an earlier run and allowed in a resumed one gets
+#: ``{"type": "tool_addition", "tool": {"type": "tool_reference", "name": ...}}`` after the text of the
+#: ``deferred_tools_delta`` attachment that names it in ``surfacedNames``. Only the blob holds it.
+TOOL_CHANGE_BLOCKS = ("tool_addition", "tool_removal")
 #: The system blocks Claude Code marks as cache breakpoints when no request of the session says.
 DEFAULT_SYSTEM_BREAKPOINTS = (0, 1)
 
@@ -82,6 +89,8 @@ def claude_code_layout(t: Transcript, msgs: list[ViewMessage], *, fold: bool = F
 
 def _layout(t: Transcript, msgs: list[ViewMessage], fold: bool) -> Layout:
     records = request_records(t)
+    if fold:  # (a model that takes no tool changes either)
+        msgs = name_only_announcements(t, msgs)
     if not records.requests and not records.blobs:  # a session that records no requests
         return Layout(best_known_layout(msgs, fold=fold), None, records, "view")
     by_digest: dict[str, dict] = {}
@@ -107,7 +116,8 @@ def _layout(t: Transcript, msgs: list[ViewMessage], fold: bool) -> Layout:
                 and any(_holds(m, _opening_text(lead)) for _, _, m in blobs if m.get("role") == "user") \
                 and all(_in_view(m, pieces, fold) for _, _, m in blobs):
             out = [copy.deepcopy(m) for _, _, m in blobs]
-            out = _with_calls(out, msgs) if since == start else with_answers(out, msgs, blobs[-1][0])
+            # (a forked session's first request: the blobs of its opening, the copied conversation after them)
+            out = with_answers(_with_calls(out, msgs) if since == start else out, msgs, blobs[-1][0], fold)
             later = [m for m in msgs if min(m.entries, default=-1) > blobs[-1][0]]
             return Layout(out + [m.api() for m in later], None, records, "blobs")
     return Layout(best_known_layout(msgs, records, fold=fold), None, records, "view")
@@ -166,9 +176,12 @@ def _view_pieces(msgs: list[ViewMessage], fold: bool = False) -> set[str]:
 def _in_view(message: dict, pieces: set[str], fold: bool = False) -> bool:
     """Whether every block of a recorded message is still in the view: a stage that rewrote or removed
     one (a cleared tool result, a dropped reminder) makes the record stale, and the request is then
-    built from the view. With ``fold``, a tool result may carry reminders Claude Code appended to it."""
+    built from the view. With ``fold``, a tool result may carry reminders Claude Code appended to it.
+    A system message's tool change blocks (:data:`TOOL_CHANGE_BLOCKS`) are no text of the view: they
+    say nothing a stage rewrites, so they never make a record stale."""
     return all(piece(b) in pieces or _joined(piece(b), pieces)
                or (fold and all(piece(normalized(u)) in pieces for u in unfolded_blocks(b)))
+               or (message.get("role") == "system" and isinstance(b, dict) and b.get("type") in TOOL_CHANGE_BLOCKS)
                for b in as_blocks(message).get("content") or [])
 
 
@@ -209,9 +222,9 @@ def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: s
     k = 0
     while k < len(new):
         run, recorded = folded_run(new, k, users) if fold else _recorded_run(new, k, users)
-        # the merged user message, then the system messages written among its parts (folded into it)
+        # the merged user message(s), then the system messages written among its parts (folded into it)
         added = [_as_recorded(new[k], blobs, fold)] if recorded is None else \
-            [recorded, *(_as_recorded(m, blobs) for m in new[k:k + run] if m.role == "system" and not fold)]
+            [*recorded, *(_as_recorded(m, blobs) for m in new[k:k + run] if m.role == "system" and not fold)]
         out += added
         seen.update(message_digest(m) for m in added)
         k += run
@@ -222,15 +235,18 @@ def _since(records: RequestRecords, msgs: list[ViewMessage], index: int, sent: s
     return out
 
 
-def _recorded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, dict | None]:
-    """The user messages of the view from ``new[k]`` on that Claude Code sent as one recorded message, and
-    that message: it merges consecutive user messages (a prompt after a local command's lines, the
-    reminders written with it, a notification after a summary of tools used), ending each text but the
-    last with a newline, so the merged message is a blob and not the view's messages. The system
-    messages among them (a resumed run's model attachment after its prompt) are sent after it. (1, None)
-    when no blob written since holds exactly the pieces of a run of them."""
+def _recorded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]]) -> tuple[int, list[dict] | None]:
+    """The user messages of the view from ``new[k]`` on that Claude Code sent as recorded messages, and
+    those: it merges consecutive user messages (a prompt after a local command's lines, the reminders
+    written with it, a notification after a summary of tools used), ending each text but the last with a
+    newline, so the merged message is a blob and not the view's messages. A prompt that mentions a text
+    file in a later turn is sent as several: the Read's call and result each a message of its own, the
+    last reminder merged with the prompt (consecutive blobs, in the order written). The system messages
+    among them (a resumed run's model attachment after its prompt) are sent after them. (1, None) when
+    no run of consecutive blobs written since holds exactly the pieces of a run of them."""
     if new[k].role != "user" or not users:
         return 1, None
+    held = [sorted(piece(b) for b in as_blocks(blob)["content"]) for _, blob in users]
     pieces: list[str] = []
     for end in range(k, len(new)):
         if new[end].role == "system":
@@ -238,9 +254,9 @@ def _recorded_run(new: list[ViewMessage], k: int, users: list[tuple[str, dict]])
         if new[end].role != "user":
             break
         pieces += [piece(b) for b in as_blocks(new[end].api())["content"]]
-        for _, blob in users:
-            if sorted(piece(b) for b in as_blocks(blob)["content"]) == sorted(pieces):
-                return end - k + 1, copy.deepcopy(blob)
+        found = consecutive_holding(held, sorted(pieces))
+        if found is not None:
+            return end - k + 1, [copy.deepcopy(blob) for _, blob in users[found]]
     return 1, None
 
 

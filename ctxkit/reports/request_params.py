@@ -40,7 +40,7 @@ from typing import Any
 from ..tokens import MODEL_ALIASES
 from ..tokens.models import ADAPTIVE, ASSUMED_CLAUDE, BUDGET, model_info
 from ..transcript.claude_code.fields import version_key
-from ..transcript.claude_code.requests import RequestRecords
+from ..transcript.claude_code.requests import RequestRecords, message_digest
 from ..transcript.claude_code.session import recorded_settings
 from ..transcript.model import Transcript
 from .pricing import normalize_model
@@ -109,12 +109,28 @@ def recorded_params(t: Transcript, records: RequestRecords, messages: list[dict]
         out = {k: params[k] for k in ("thinking", "output_config") if isinstance(params.get(k), dict)}
         if isinstance(params.get("model"), str):
             out["model"] = params["model"]
+        stated = _stated_since(records, messages)
+        if stated is not None:  # a run resumed with ``--effort``: its turn says the effort, not the record
+            out["output_config"] = stated
         return out
     facts = recorded_settings(t)
     if facts.thinking is None and facts.max_tokens_model is None:
         return None
     out = {} if facts.max_tokens_model is None else {"model": facts.max_tokens_model}
     return out if facts.thinking is None else {**out, "thinking": dict(facts.thinking)}
+
+
+def _stated_since(records: RequestRecords, messages: list[dict]) -> dict | None:
+    """The ``output_config`` a system message of the next request states when Claude Code recorded that
+    message after its newest request: the effort of the turn being sent, the run's (a run resumed with
+    ``--effort high`` sends ``high`` at the top and on that message, where the newest record said the
+    run before's ``medium``). Every request recorded so far agrees (53 that state one: the corpus and the
+    ``bench/cc_scenarios`` recordings). None when no such message states one."""
+    newest = records.requests[-1].index
+    sent = {message_digest(m) for m in messages if m.get("role") == "system" and "output_config" in m}
+    stated = [(at, m["output_config"]) for h, (at, m) in records.blobs.items()
+              if at > newest and h in sent and isinstance(m.get("output_config"), dict)]
+    return copy.deepcopy(max(stated, key=lambda x: x[0])[1]) if stated else None
 
 
 def recorded_safeguards(records: RequestRecords) -> list | None:

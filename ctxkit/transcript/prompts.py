@@ -44,6 +44,34 @@ _COMMAND_OPENERS = ("<command-name>", "<command-message>")
 _NOT_TYPED_ORIGINS = ("task-notification", "coordinator", "teammate")
 
 
+#: The entries that may hold a typed prompt: a user entry, a queued command (an attachment), a prompt a
+#: hook blocked (a system entry, :func:`blocked_prompt`).
+PROMPT_ENTRY_TYPES = ("user", "attachment", "system")
+_BLOCKED_PROMPT = "Original prompt: "
+
+
+def blocked_prompt(d: dict) -> str | None:
+    """The prompt of a system entry saying a ``UserPromptSubmit`` hook blocked it (exit 2), else None.
+
+    Claude Code 2.1.328 writes no user entry for such a prompt, only ``{"type": "system", "subtype":
+    "informational", "content": "UserPromptSubmit operation blocked by hook:\\n[COMMAND]: REASON\\n\\n\\n
+    Original prompt: PROMPT", "promptSubmitEnding": {"ending": {"kind": "blocked_by_hook", "reason":
+    REASON}, "promptKept": false}}``. The model never read it, but the user typed it, and a summary
+    that lists the user's prompts lists it (with ``promptKept`` true, the prompt is kept as a user entry
+    of its own, which is listed)."""
+    ending = d.get("promptSubmitEnding")
+    if d.get("subtype") != "informational" or not isinstance(ending, dict) or ending.get("promptKept") \
+            or not isinstance(ending.get("ending"), dict) or ending["ending"].get("kind") != "blocked_by_hook":
+        return None
+    content = d.get("content")
+    if not isinstance(content, str):
+        return None
+    reason = ending["ending"].get("reason")
+    after = content.find(reason) + len(reason) if isinstance(reason, str) and reason and reason in content else 0
+    at = content.find(_BLOCKED_PROMPT, after)
+    return typed_words(content[at + len(_BLOCKED_PROMPT):]) if at >= 0 else None
+
+
 class TypedPrompt(NamedTuple):
     """One prompt a person typed: its text as typed, and the index of the entry that holds it."""
 
@@ -73,11 +101,12 @@ def is_harness(text: str) -> bool:
     return text.lstrip().startswith(HARNESS_PREFIXES)
 
 
-def typed_words(text: str) -> str | None:
+def typed_words(text: str, verbatim: bool = False) -> str | None:
     """What a person typed in one user text: reminders taken out; None when nothing of it was typed
     (harness text, a slash-command echo, only reminders). A slash command is left out here: whether
-    it asked the model anything shows only in the transcript (:func:`session_prompts`)."""
-    inner = without_reminders(text)
+    it asked the model anything shows only in the transcript (:func:`session_prompts`). ``verbatim``:
+    the text is the prompt as typed (:func:`_entry_words`), reminder tags in it the user's own."""
+    inner = text if verbatim else without_reminders(text)
     # verbatim: a prompt's own leading or trailing spaces stay; the seams of reminders taken out do not
     text = inner.strip() if inner != text else inner
     if not text.strip() or is_harness(text) or slash_command(text) is not None:
@@ -86,14 +115,18 @@ def typed_words(text: str) -> str | None:
 
 
 def _entry_words(d: dict) -> str | None:
-    """The typed words of a user entry: its text blocks (images as ``[image]``), harness ones dropped."""
+    """The typed words of a user entry: its text blocks (images as ``[image]``), harness ones dropped.
+    An entry with a ``promptId`` (Claude Code 2.1.3xx) holds the prompt as typed, the reminders of its
+    turn being attachments of their own: a ``<system-reminder>`` in it is the user's text (a pasted log),
+    kept; in an older entry one is a hook's context appended to the words, taken out."""
     blocks, _ = content_blocks(d)
     if any(b.get("type") == "tool_result" for b in blocks):
         return None  # a tool result carrier (text after results is the harness's)
+    verbatim = isinstance(d.get("promptId"), str)
     parts = []
     for b in blocks:
         if b.get("type") == "text":
-            words = typed_words(str(b.get("text") or ""))
+            words = typed_words(str(b.get("text") or ""), verbatim)
             if words:
                 parts.append(words)
         elif b.get("type") == "image":
@@ -227,7 +260,7 @@ def _earlier_prompts(t: Transcript, boundary: int, by_uuid: dict[str, int], remo
             and not any(u in by_uuid for u in kept.dangling):
         out = []
         for i in kept.entries:  # read from the store: each entry is checked to hold what it is said to
-            if t.lines.bad(i) or entry_type(t, i) not in ("user", "attachment") or _cannot_be_typed(t, i):
+            if t.lines.bad(i) or entry_type(t, i) not in PROMPT_ENTRY_TYPES or _cannot_be_typed(t, i):
                 return None
             d = t.peek(i)
             words = _expanded_command(t, i, d, boundary) if i in kept.commands else _words(d)
@@ -239,7 +272,7 @@ def _earlier_prompts(t: Transcript, boundary: int, by_uuid: dict[str, int], remo
     members, top = _walk_back(t, boundary, by_uuid, removed, dangling)
     if (top is not None and top >= boundary) or not members.issuperset(kept_tail):
         return None
-    entries = sorted(i for i in members if entry_type(t, i) in ("user", "attachment"))
+    entries = sorted(i for i in members if entry_type(t, i) in PROMPT_ENTRY_TYPES)
     found = _classify(t, entries)
     if found is None:
         return None
@@ -262,7 +295,7 @@ def session_prompts(t: Transcript) -> list[TypedPrompt]:
     removed = facts.get("removed") or set()
     boundary = facts.get("boundary")
     by_uuid = uuid_index(t) if boundary is not None else {}
-    conversation = ("user", "attachment")
+    conversation = PROMPT_ENTRY_TYPES
     earlier: list[TypedPrompt] | None = []
     members = set(order)
     if boundary is not None:
@@ -307,6 +340,8 @@ def _words(d: dict) -> str | object | None:
     is a slash-command echo, which holds one only when it expanded into a prompt (what follows tells)."""
     if d.get("type") == "attachment":
         return _queued_words(d)
+    if d.get("type") == "system":
+        return blocked_prompt(d)
     if d.get("isMeta") or d.get("isCompactSummary") or _origin_kind(d) in _NOT_TYPED_ORIGINS:
         return None
     words = _entry_words(d)

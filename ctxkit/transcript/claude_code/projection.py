@@ -60,6 +60,7 @@ from .chain import active_entries, content_blocks, entry_type
 from .fields import local_command_text
 from .grown import GROWN
 from .hook_context import Contexts, fold_earlier_turns, is_context_text, unrendered_texts
+from .mentioned_files import mentioned_image
 from .meta_notes import sent_meta_text
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
@@ -105,8 +106,9 @@ def index_line(lines: LineIndex, i: int, d: dict, facts: bool = True) -> None:
 
 
 def may_be_typed(d: dict) -> bool:
-    """Whether an entry may hold a prompt a person typed: a user entry that carries no tool result, or a
-    ``queued_command`` attachment (what :func:`ctxkit.transcript.prompts.session_prompts` looks at)."""
+    """Whether an entry may hold a prompt a person typed: a user entry that carries no tool result, a
+    ``queued_command`` attachment, or a system entry ending a prompt's submission (a hook blocked it):
+    what :func:`ctxkit.transcript.prompts.session_prompts` looks at."""
     typ = d.get("type")
     if typ == "user":
         msg = d.get("message")
@@ -117,7 +119,7 @@ def may_be_typed(d: dict) -> bool:
     if typ == "attachment":
         a = d.get("attachment")
         return isinstance(a, dict) and a.get("type") == "queued_command"
-    return False
+    return typ == "system" and "promptSubmitEnding" in d  # (a prompt a hook blocked: prompts.blocked_prompt)
 
 
 def looks_like(d: dict) -> bool:
@@ -285,7 +287,7 @@ def build_messages(t: Transcript, order: list[int]) -> View:
                 content = [{"type": "text", "text": "\n".join(_unwrapped(x) for x in a.texts)}]
                 msgs.append(ViewMessage("system", content, SYSTEM, [None] * len(content), [i], a.uuid, a.timestamp))
             else:
-                content = [{"type": "text", "text": x} for x in a.texts]
+                content = [{"type": "text", "text": x} for x in a.texts] + [dict(b) for b in a.blocks]
                 if open_assistant is not None and len(msgs) > open_assistant + 1 and msgs[-1].kind == TOOL_RESULTS:
                     _after_context(msgs[-1], content)
                     msgs[-1].content.extend(content)
@@ -388,6 +390,7 @@ class AttachmentSummary(NamedTuple):
     uuid: Any
     timestamp: Any
     data: dict | None  # ``attachment`` when small; None when large (read again from the line if needed)
+    blocks: tuple[dict, ...] = ()  # sent after the texts, in the same message (a mentioned image)
 
 
 #: an attachment's data up to this many bytes (serialized) is kept in its summary; a larger one (a prompt
@@ -405,8 +408,11 @@ def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSumma
     size = line_size if line_size is not None else len(orjson.dumps(a)) if kind is not None else 0
     small = a if kind is not None and size <= SMALL_ATTACHMENT else None
     texts = tuple(rendered_texts(d)) or unrendered_texts(a)  # (2.1.150 writes a hook's context unrendered)
+    blocks: tuple[dict, ...] = ()
+    if not texts:  # a mentioned image: no rendered text (.mentioned_files)
+        texts, blocks = mentioned_image(a)
     return AttachmentSummary(kind, texts, d.get("renderedRole"), d.get("uuid"),
-                             d.get("timestamp"), small)
+                             d.get("timestamp"), small, blocks)
 
 
 #: the entries of one segment (between two compact boundaries) the reader keeps parsed at most: a segment

@@ -23,10 +23,17 @@ own file, all sidechain, has its own model).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import Transcript
+from .fields import version_key
+from .requests import request_records
+
+#: (from which version, the model): what every release that records requests talks to by default (its
+#: ``model`` attachment and first request, in a ``-p`` run without ``--model``: 2.1.300, 2.1.315, 2.1.328,
+#: 2.1.332 and 2.1.336 against the stand-in API, ``bench/record_cc_sessions.py``).
+DEFAULT_MODEL = ((2, 1, 300), "claude-opus-5-5")
 
 _NAMED = (("cwd", "cwd"), ("slug", "slug"), ("sessionId", "session_id"))
 
@@ -193,7 +200,23 @@ def recorded_settings(t: Transcript) -> RecordedSettings:
     """The settings of a Claude Code session as it is now (see the module docstring); empty for other formats."""
     if t.format != "claude-code":
         return RecordedSettings()
-    return current_facts(t).settings()
+    settings = current_facts(t).settings()
+    if settings.model is None:
+        default = version_default_model(request_records(t).version)
+        if default is not None:
+            return replace(settings, model=default, model_source="the Claude Code version's default")
+    return settings
+
+
+def version_default_model(version: str | None) -> str | None:
+    """The model a Claude Code version that records its requests talks to when nothing chose one
+    (:data:`DEFAULT_MODEL`), else None. Why: a session's first turn may state no model. A first prompt
+    that starts with ``/`` but names no command (``/tmp/app is where the code is``) gets none of the
+    first turn's attachments, the ``model`` one among them; ctxkit then built the first request for its
+    own default model (no system messages, 32,000 max_tokens) where Claude Code sent Opus 5.5's."""
+    if version is None or version_key(version) < DEFAULT_MODEL[0]:
+        return None
+    return DEFAULT_MODEL[1]
 
 
 def _cache_ttl(usage: Any) -> str | None:
