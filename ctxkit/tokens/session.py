@@ -19,7 +19,10 @@ prints which layer set each value.
 * ``request.cache_ttl``: the lifetime the newest request's cache writes had (its usage's
   ``cache_creation`` split);
 * ``context_window``: the window the agent itself counts against, where it records one (a Codex
-  rollout's ``model_context_window``), else the model table's for the session's model.
+  rollout's ``model_context_window``); else 1,000,000 when a recorded request to the session's model held
+  more than the model table's window for it (or 200,000 for a model the table does not know): the
+  session ran with the 1M window, which Claude Code's answers do not name (Eduardodmb/ClaudeWork: a
+  ``claude-sonnet-4-6`` session at 248,633 tokens, never compacted); else the model table's.
 
 Every command that reads a transcript resolves its policy here once (``ctxkit.run_context``,
 ``view``, ``simulate``); the origin of a value taken from the session reads ``session (<entry>)``.
@@ -33,7 +36,7 @@ from ..policy.model import SESSION_ORIGIN, Policy
 from ..transcript.claude_code.session import RecordedSettings, recorded_settings
 from ..transcript.interface import handler
 from ..transcript.model import Transcript
-from .models import model_info
+from .models import DEFAULT_CONTEXT_WINDOW, ONE_MILLION, model_info
 
 
 def session_policy(policy: Policy, transcript: Transcript | None) -> Policy:
@@ -64,9 +67,14 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
             limit, where = policy.max_output_tokens, ""
         if limit != policy.max_output_tokens:
             changes["max_output_tokens"], origins["max_output_tokens"] = limit, where
-    if facts.context_window and not policy.explicit("context_window") and policy.context_window is None:
-        changes["context_window"] = facts.context_window
-        origins["context_window"] = f"{SESSION_ORIGIN} (the agent's own window)"
+    if not policy.explicit("context_window") and policy.context_window is None:
+        if facts.context_window:
+            changes["context_window"] = facts.context_window
+            origins["context_window"] = f"{SESSION_ORIGIN} (the agent's own window)"
+        elif facts.largest_context and facts.model == model and facts.largest_context > _table_window(model):
+            changes["context_window"] = ONE_MILLION
+            origins["context_window"] = (f"{SESSION_ORIGIN} (a recorded request of {facts.largest_context:,} tokens: "
+                                         "the 1M window)")
     merged = dict(policy.merged)
     if facts.cache_ttl and not policy.explicit("request.cache_ttl") and facts.cache_ttl != policy.cache_ttl:
         merged["request"] = {**dict(merged.get("request") or {}), "cache_ttl": facts.cache_ttl}
@@ -76,3 +84,9 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
     merged.update({k: v for k, v in changes.items()})
     return dataclasses.replace(policy, **changes, merged=MappingProxyType(merged),
                                origins=MappingProxyType({**policy.origins, **origins}))
+
+
+def _table_window(model: str | None) -> int:
+    """The window the budget takes for ``model`` when nothing else names one (:func:`ctxkit.tokens.budget_for`)."""
+    info = model_info(model)
+    return info.context_window if info is not None else DEFAULT_CONTEXT_WINDOW
