@@ -53,3 +53,13 @@ def test_a_policy_window_still_wins(tmp_path):
     r = ctxkit(["doctor", str(path), "--json", "--set", "context_window=200000"], tmp_path)
     assert r.returncode == 1
     assert [f["rule"] for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"] == ["prompt-too-long"]
+
+
+def test_a_model_the_table_does_not_know_past_what_the_assumed_window_leaves(tmp_path):
+    """ctxkit assumes 200,000 for a model it does not know (Claude Code counts 1,000,000): a DeepSeek session
+    that went to 185,000 tokens without compacting was not counted against 200,000."""
+    over = _budget(tmp_path, _session(tmp_path, 185_000, model="deepseek-v4-pro"))
+    assert (over["context_window"], over["context_window_source"]) == (1_000_000, "session")
+    (tmp_path / "b").mkdir()
+    under = _budget(tmp_path / "b", _session(tmp_path / "b", 175_000, model="deepseek-v4-pro"))
+    assert (under["context_window"], under["context_window_source"]) == (200_000, "default")
