@@ -30,11 +30,11 @@ def test_a_compacted_message_list_comes_back_byte_for_byte(tmp_path, to):
     (tmp_path / "m.json").write_text(view.stdout)
     compacted = ctxkit("compact", "--force", "m.json", "-o", "c.json", cwd=tmp_path)
     assert compacted.returncode == 0, compacted.stderr
-    assert "manual compaction" in compacted.stderr and "cleared 4 old tool result(s)" in compacted.stderr
+    assert "manual compaction" in compacted.stderr and "cleared 3 old tool result(s)" in compacted.stderr
     assert len((tmp_path / "c.json").read_text().splitlines()) < len(view.stdout.splitlines())
     back = ctxkit("expand", "c.json", "-o", "r.json", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
-    assert back.stderr == "restored 4 tool output(s)\n"  # the four cleared, the persisted log among them
+    assert back.stderr == "restored 3 tool output(s)\n"  # the three cleared, the persisted log among them
     assert (tmp_path / "r.json").read_bytes() == (tmp_path / "m.json").read_bytes()
 
 

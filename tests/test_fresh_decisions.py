@@ -36,7 +36,7 @@ def folder(tmp_path):
     shutil.copy(EXAMPLE, tmp_path / "session.jsonl")
     first = ctxkit("compact", "session.jsonl", "-o", "c1.jsonl", *NOW, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert line_of(first.stderr, "microcompact").startswith("microcompact: applied: cleared 4 old tool result(s)")
+    assert line_of(first.stderr, "microcompact").startswith("microcompact: applied: cleared 3 old tool result(s)")
     return tmp_path
 
 
@@ -44,13 +44,13 @@ def test_the_report_says_which_frozen_clearings_the_changed_policy_would_not_mak
     again = ctxkit("compact", "session.jsonl", "-o", "c2.jsonl", *NOW, *KEEP_10, cwd=folder)
     assert again.returncode == 0, again.stderr
     assert line_of(again.stderr, "microcompact").startswith(  # (the tokens depend on the store's path)
-        "microcompact: applied: replayed earlier clearing; 4 result(s) stay cleared by an earlier run that this "
+        "microcompact: applied: replayed earlier clearing; 3 result(s) stay cleared by an earlier run that this "
         "policy would keep (keep_recent 10): decisions are frozen, `compact --fresh` makes them again [")
     # on the earlier output too, where the placeholders are in the input itself
     on_output = ctxkit("compact", "c1.jsonl", "-o", "c3.jsonl", *NOW, *KEEP_10, "--report", "json", cwd=folder)
     report = json.loads(on_output.stderr)
     micro = next(s for s in report["stages"] if s["id"] == "microcompact")
-    assert len(micro["details"]["frozen_unlike_policy"]) == 4
+    assert len(micro["details"]["frozen_unlike_policy"]) == 3
     # the policy that made them: nothing to say
     same = ctxkit("compact", "session.jsonl", "-o", "c4.jsonl", *NOW, cwd=folder)
     assert "stay cleared" not in same.stderr
@@ -97,8 +97,8 @@ def test_fresh_on_an_earlier_output_starts_from_what_expand_gives_back(folder):
     originals back first, then the new policy decides."""
     fresh = ctxkit("compact", "c1.jsonl", "-o", "c2.jsonl", *NOW, *KEEP_10, "--fresh", cwd=folder)
     assert fresh.returncode == 0, fresh.stderr
-    # the 4 results microcompact cleared, the persisted log among them (the empty result was answered: no note)
-    assert "--fresh: 4 tool output(s) put back as they were" in " ".join(fresh.stderr.split())
+    # the 3 results microcompact cleared, the persisted log among them (the empty result was answered: no note)
+    assert "--fresh: 3 tool output(s) put back as they were" in " ".join(fresh.stderr.split())
     assert PLACEHOLDER not in (folder / "c2.jsonl").read_text()
     assert line_of(fresh.stderr, "tool-result-budget").startswith("tool-result-budget: applied: persisted 1 result(s)")
     back = ctxkit("expand", "c2.jsonl", "-o", "back.jsonl", cwd=folder)

@@ -33,7 +33,7 @@ def test_now_as_an_iso_string_is_the_instant_it_names_end_to_end(tmp_path):
             print(report.stage_id, report.action, report.reason)
         """)
     assert (r.returncode, r.stderr) == (0, "")
-    assert "microcompact applied cleared 4 old tool result(s)\n" in r.stdout
+    assert "microcompact applied cleared 3 old tool result(s)\n" in r.stdout
     # a warm cache (one minute after the last reply) clears nothing: the string was read as that instant
     warm = run_library(tmp_path, f"""
         from ctxkit import load_policy, compile_pipeline, read_transcript, make_context

@@ -13,6 +13,7 @@ from ctxkit.stages.microcompact import PLACEHOLDER, Microcompact, betas_for, con
 from ctxkit.stages.tool_result_budget import ToolResultBudget
 from ctxkit.store.expand import expand
 from ctxkit.store.offload import decision_scope
+from ctxkit.tokens import RoughCounter
 from ctxkit.transcript import pairing_problems, read_transcript
 from ctxkit.transcript.edits import restore_archived
 
@@ -126,6 +127,21 @@ def test_results_shorter_than_the_placeholder_are_left_alone(tmp_path, make_cont
     t = read_transcript(write(tmp_path / "t.jsonl", entries))
     out = Microcompact("mc", {"keep_recent": 0}).run(t, make_context(now=last_time(entries) + timedelta(hours=2)))
     assert list(_results(out.transcript).values()) == ["", "/w", PLACEHOLDER]
+
+
+def test_a_result_that_counts_less_than_the_placeholder_is_left_alone(tmp_path, make_context):
+    """Longer than the placeholder, but fewer tokens: the estimate counts the placeholder, which looks like
+    JSON, at 2 characters a token (a Claude Code 1.0.17 session's Grep result grew the count by 3)."""
+    found = "Found 1 file\n/home/dev/system-conf/home/dev/home.nix"
+    entries = conversation([Turn("go", [[Call("Grep", {"pattern": "obs"}, found)],
+                                        [Call("Read", {"file_path": "x"}, OUTPUT)]])])
+    t = read_transcript(write(tmp_path / "t.jsonl", entries))
+    ctx = make_context(now=last_time(entries) + timedelta(hours=2))
+    out = Microcompact("mc", {"keep_recent": 0}).run(t, ctx)
+    assert len(found) > len(PLACEHOLDER)
+    assert list(_results(out.transcript).values()) == [found, PLACEHOLDER]
+    rough = RoughCounter()
+    assert rough.count_messages(out.transcript.view().api_messages()) < rough.count_messages(t.view().api_messages())
 
 
 def test_a_persisted_result_is_cleared_with_the_true_original_kept(tmp_path, make_context):

@@ -78,4 +78,4 @@ def test_stage_without_autocompact_skips_the_check(tmp_path):
     r = ctxkit(tmp_path, "compact", EXAMPLE, *TOO_SMALL, "--stage", "microcompact", "-o", "out.jsonl", "--store", "st",
                "--now", "2026-11-30T12:00:00Z")
     assert r.returncode == 0, r.stderr
-    assert "microcompact: applied: cleared 4 old tool result(s)" in r.stderr
+    assert "microcompact: applied: cleared 3 old tool result(s)" in r.stderr

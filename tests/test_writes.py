@@ -315,7 +315,7 @@ def test_readme_flow_output_in_another_folder_expands_from_anywhere(runner, tmp_
     assert not (other / ".ctxkit").exists()  # the store stays beside the input
     code, restored, err = expand_from_elsewhere(runner, other / "compacted.jsonl", elsewhere, monkeypatch)
     assert code == 0, err
-    assert err.splitlines()[1:] == ["restored 4 tool output(s)"]  # after the warning naming the store used
+    assert err.splitlines()[1:] == ["restored 3 tool output(s)"]  # after the warning naming the store used
     assert restored == lines(EXAMPLE)
 
 

@@ -13,8 +13,8 @@ against `--now` or the clock), it replaces the content of old results of *compac
 as they are. Compactable tools are the policy's `tools.compactable` (default: Read, Bash, Shell,
 Grep, Glob, WebSearch, WebFetch, Edit, Write, and the same tools under Codex CLI's, Gemini CLI's and
 OpenCode's names: docs/formats.md): tools whose output can be had again by calling them. The calls stay, each still followed by its (now short) result, so the conversation remains
-valid for the API. Results already shorter than the placeholder are left alone; a cleared result
-never grows the view. `--force` does not clear a warm cache: like Claude Code's `/compact` it
+valid for the API. Results no longer than the placeholder, in characters or estimated tokens, are left
+alone; a cleared result never grows the view. `--force` does not clear a warm cache: like Claude Code's `/compact` it
 makes autocompact summarize whatever the thresholds say, and a manual compaction on a warm cache
 summarizes the original results, not placeholders. Anthropic and OpenAI message lists carry no
 timestamps, so the cache's state is unknown: there `--force` is how you say it is cold.
@@ -48,7 +48,7 @@ behind an `archive` record, so `ctxkit expand` restores them too.
 
 On `examples/session.jsonl` at 13:00 (`--now 2026-11-20T13:00:00Z`), when the last reply
 (11:00:50) is almost two hours old, the report says
-`microcompact: applied: cleared 4 old tool result(s) [12,425 -> 11,830 tokens]`:
+`microcompact: applied: cleared 3 old tool result(s) [12,425 -> 11,827 tokens]`:
 
 ```
 before (the view after tool-result-budget)
@@ -70,11 +70,11 @@ user       tool_result "[Old tool result content cleared]"
 assistant  tool_use Bash(git status --porcelain)
 user       tool_result ""
 assistant  tool_use Edit(/home/dev/shop/shop/models.py)
-user       tool_result "[Old tool result content cleared]"
+user       tool_result "The file /home/dev/shop/shop/models.py has been updated."
 ...        (the 5 most recent compactable results unchanged)
 ```
 
-The empty `git status` result is shorter than the placeholder and stays; the persisted test log's ledger
+The empty `git status` result and the edit's note (fewer estimated tokens than the placeholder) stay; the test log's ledger
 entry keeps pointing at the full original, so `ctxkit expand` restores the log itself. With
 `--now 2026-11-20T12:00:00Z` (59 minutes after) nothing is cleared: the cache is still warm.
 
@@ -148,11 +148,11 @@ from ..policy.defaults import schema_defaults
 from ..store.offload import (
     CLEARED_PLACEHOLDER,
     content_digest,
-    content_size,
     decision_applies,
     decision_scope,
     has_media,
     original_content,
+    shrinks,
     store_original,
 )
 from ..transcript import outputs as tool_outputs
@@ -457,7 +457,7 @@ class Microcompact(Stage):
             old = candidates[:max(0, len(candidates) - self.options["keep_recent"])]
             for mi, ref, block in old:
                 content = block.get("content")
-                if content == placeholder or not (has_media(content) or content_size(content) > len(placeholder)):
+                if content == placeholder or not (has_media(content) or shrinks(content, placeholder)):
                     continue
                 tid = block.get("tool_use_id", "")
                 with ctx.store.held_for(ref.entry):  # not stored if the line ends up behind a boundary

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..confined import Refused
+from ..tokens.counters import RoughCounter
 from ..transcript import outputs as tool_outputs
 from .disk import Store
 
@@ -108,6 +109,18 @@ def content_text(content: Any) -> str:
 def content_size(content: Any) -> int:
     """Characters of text in a tool_result's content (images and documents do not count here)."""
     return len(content_text(content))
+
+
+def shrinks(content: Any, placeholder: str) -> bool:
+    """Whether ``placeholder`` in place of text ``content`` makes the view smaller: in characters, and in
+    Claude Code's estimate, which counts a text that looks like JSON (``[Old tool result content
+    cleared]``) at 2 characters a token, not 4: cleared, a 57-character Grep result (``Found 1 file`` and
+    its path, Claude Code 1.0.17) made the count 3 tokens larger."""
+    if content_size(content) <= len(placeholder):
+        return False
+    rough = RoughCounter()
+    return rough.count_message({"role": "user", "content": content}) > rough.count_message(
+        {"role": "user", "content": placeholder})
 
 
 def has_media(content: Any) -> bool:

@@ -19,7 +19,11 @@ prints which layer set each value.
 * ``request.cache_ttl``: the lifetime the newest request's cache writes had (its usage's
   ``cache_creation`` split);
 * ``context_window``: the window the agent itself counts against, where it records one (a Codex
-  rollout's ``model_context_window``), else the model table's for the session's model.
+  rollout's ``model_context_window``); else 1,000,000 when a recorded request to the session's model held
+  more than the model table's window for it (for a model the table does not know, more than the 200,000
+  ctxkit assumes leaves besides the summary's reserve): the session ran with the 1M window, which
+  Claude Code's answers do not name (Eduardodmb/ClaudeWork: a ``claude-sonnet-4-6`` session at 248,633
+  tokens, never compacted); else the model table's.
 
 Every command that reads a transcript resolves its policy here once (``ctxkit.run_context``,
 ``view``, ``simulate``); the origin of a value taken from the session reads ``session (<entry>)``.
@@ -33,7 +37,7 @@ from ..policy.model import SESSION_ORIGIN, Policy
 from ..transcript.claude_code.session import RecordedSettings, recorded_settings
 from ..transcript.interface import handler
 from ..transcript.model import Transcript
-from .models import model_info
+from .models import DEFAULT_CONTEXT_WINDOW, ONE_MILLION, model_info
 
 
 def session_policy(policy: Policy, transcript: Transcript | None) -> Policy:
@@ -64,9 +68,14 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
             limit, where = policy.max_output_tokens, ""
         if limit != policy.max_output_tokens:
             changes["max_output_tokens"], origins["max_output_tokens"] = limit, where
-    if facts.context_window and not policy.explicit("context_window") and policy.context_window is None:
-        changes["context_window"] = facts.context_window
-        origins["context_window"] = f"{SESSION_ORIGIN} (the agent's own window)"
+    if not policy.explicit("context_window") and policy.context_window is None:
+        if facts.context_window:
+            changes["context_window"] = facts.context_window
+            origins["context_window"] = f"{SESSION_ORIGIN} (the agent's own window)"
+        elif facts.largest_context and facts.model == model and facts.largest_context > _most_held(policy, model):
+            changes["context_window"] = ONE_MILLION
+            origins["context_window"] = (f"{SESSION_ORIGIN} (a recorded request of {facts.largest_context:,} tokens: "
+                                         "the 1M window)")
     merged = dict(policy.merged)
     if facts.cache_ttl and not policy.explicit("request.cache_ttl") and facts.cache_ttl != policy.cache_ttl:
         merged["request"] = {**dict(merged.get("request") or {}), "cache_ttl": facts.cache_ttl}
@@ -76,3 +85,15 @@ def policy_with_settings(policy: Policy, facts: RecordedSettings) -> Policy:
     merged.update({k: v for k, v in changes.items()})
     return dataclasses.replace(policy, **changes, merged=MappingProxyType(merged),
                                origins=MappingProxyType({**policy.origins, **origins}))
+
+
+def _most_held(policy: Policy, model: str | None) -> int:
+    """The most a request to ``model`` can hold under the window the budget takes when nothing else names
+    one (:func:`ctxkit.tokens.budget_for`): the model table's window. For a model the table does not know,
+    the 200,000 is ctxkit's guess (Claude Code counts such a model against 1,000,000), and a request over
+    what it leaves besides the summary's reserve (180,000) says the agent did not count against it: it
+    would have compacted before (LeoDChen/claude-config: DeepSeek sessions at 183,832-199,250 tokens)."""
+    info = model_info(model)
+    if info is not None:
+        return info.context_window
+    return DEFAULT_CONTEXT_WINDOW - min(policy.max_output_tokens, policy.thresholds.summary_reserve)

@@ -29,6 +29,7 @@ import re
 from collections import Counter
 
 from ...reminders import reminder
+from ...transcript.claude_code.queued import prompt_text, wrap_command_text
 from ...transcript.edits import NewMessage
 from .state import parse_time
 from .types import AttachmentType, options_schema, register
@@ -38,24 +39,6 @@ _USER_RE = re.compile(r"^The user sent a new message while you were working:\n(.
 _TASK_RE = re.compile(r"^A background agent completed a task:\n(.*)$", re.S)
 _COORD_RE = re.compile(r"^The coordinator sent a message while you were working:\n(.*)\n\nAddress this before "
                        r"completing your current task\.$", re.S)
-
-
-def wrap_command_text(raw: str, kind: str | None) -> str:
-    """How Claude Code words a queued input, by where it came from."""
-    if kind == "task-notification":
-        return f"A background agent completed a task:\n{raw}"
-    if kind == "coordinator":
-        return f"The coordinator sent a message while you were working:\n{raw}\n\nAddress this before completing your current task."
-    return (f"The user sent a new message while you were working:\n{raw}\n\nIMPORTANT: After completing your current "
-            "task, you MUST address the user's message above. Do not ignore it.")
-
-
-def _prompt_text(prompt) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list):
-        return "\n".join(b.get("text", "") for b in prompt if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 @register
@@ -84,14 +67,14 @@ class QueuedCommands(AttachmentType):
             if ev.kind == "prompt":
                 last_prompt, delivered = ev, Counter()
             elif ev.kind == "attachment" and ev.name == "queued_command":
-                delivered[_prompt_text(ev.data.get("prompt"))] += 1
+                delivered[prompt_text(ev.data.get("prompt"))] += 1
         pending: list[dict] = []
         if options["from_transcript"]:
             pending.extend(self.left_in_queue(state, last_prompt.timestamp if last_prompt else None))
         pending.extend(state.queued or [])
         out = []
         for item in pending:
-            raw = _prompt_text(item.get("prompt"))
+            raw = prompt_text(item.get("prompt"))
             if not raw.strip():
                 continue
             if delivered[raw] > 0:

@@ -129,7 +129,7 @@ first. `ctxkit expand` puts the archived lines back in the summary's place and t
 
 On `examples/session.jsonl`, `--force` at 13:00 and no `ANTHROPIC_API_KEY` (the README's worked
 example) gives `autocompact: applied: manual compaction (summary by extractive):
-11,830 -> 11,579 tokens, 21 messages summarized, 1 kept` (after a compaction the count is the
+11,827 -> 11,579 tokens, 21 messages summarized, 1 kept` (after a compaction the count is the
 estimate of the new view plus the system prompt and tools the last reported usage implied, 10,878
 here: see docs/tokens.md). On a larger session, the `multi-prompt` session of the test corpus
 (44,460 tokens by the usage its last response reported, four prompts, 32 tool calls; not shipped

@@ -258,10 +258,11 @@ def _blocks(t: Transcript, view: View) -> Iterator[Problem]:
                                                                   "block": bi}, target)
             if m.role == "assistant" and b.get("type") == "thinking":
                 sig = b.get("signature")
-                if not isinstance(sig, str) or not sig:
-                    yield Problem("thinking-signature-missing", line, {"message": k, "block": bi}, {"ref": ref})
-                    continue
                 model = _model_of(t, ref)
+                if not isinstance(sig, str) or not sig:
+                    if signed_by_anthropic(model):
+                        yield Problem("thinking-signature-missing", line, {"message": k, "block": bi}, {"ref": ref})
+                    continue
                 # another model's thinking of an earlier turn is stripped unread: real sessions went on
                 # after a switch (Claude Code 1.0 falling back from Opus 4.1 to Sonnet 4 sent it as it was)
                 if current and model and model != current and not model.startswith("<") and k > turn:
@@ -311,6 +312,15 @@ def _model_of(t: Transcript, ref: BlockRef | None) -> str | None:
     return model if isinstance(model, str) else None
 
 
+def signed_by_anthropic(model: str | None) -> bool:
+    """Whether a thinking block's signature is one Anthropic's API checks: a Claude model wrote it (or the
+    transcript does not say which model did). Another provider's model behind an Anthropic-style API signs
+    its own way, and its API takes its blocks back: DeepSeek's signature is a 36-character UUID, MiniMax's
+    is empty, and the sessions that held them (LeoDChen/claude-config, adrianstanca1/vps-config, Claude
+    Code 2.1.81-2.1.144) went on with them."""
+    return model is None or model.startswith("<") or "claude" in model.lower()
+
+
 def _current_model(t: Transcript, msgs: list[ViewMessage]) -> str | None:
     """The model the session goes on with: the last assistant message's."""
     for m in reversed(msgs):
@@ -350,7 +360,8 @@ def _measure(t: Transcript, view: View) -> tuple[list[_Measured], dict[str, int]
                     out.append(_Measured(line, k, bi, "document", media_values(inner, image=False), target))
                 elif typ == "thinking" and m.role == "assistant":
                     sig = inner.get("signature")
-                    if isinstance(sig, str) and sig and not sig.startswith(REDACTED_PREFIX):
+                    if isinstance(sig, str) and sig and not sig.startswith(REDACTED_PREFIX) \
+                            and signed_by_anthropic(_model_of(t, ref)):
                         out.append(_Measured(line, k, bi, "thinking", {"signature_chars": len(sig)}, target))
     return out, {"images_in_request": images}
 

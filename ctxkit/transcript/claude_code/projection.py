@@ -62,6 +62,7 @@ from .grown import GROWN
 from .hook_context import Contexts, fold_earlier_turns, is_context_text, unrendered_texts
 from .mentioned_files import mentioned_image
 from .meta_notes import sent_meta_text
+from .queued import unrendered_queued_texts
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
 
@@ -407,7 +408,8 @@ def attachment_summary(d: dict, line_size: int | None = None) -> AttachmentSumma
     kind = a.get("type") if isinstance(a, dict) and isinstance(a.get("type"), str) else None
     size = line_size if line_size is not None else len(orjson.dumps(a)) if kind is not None else 0
     small = a if kind is not None and size <= SMALL_ATTACHMENT else None
-    texts = tuple(rendered_texts(d)) or unrendered_texts(a)  # (2.1.150 writes a hook's context unrendered)
+    # (2.1.150 writes a hook's context unrendered, 2.1.114-2.1.148 a queued prompt)
+    texts = tuple(rendered_texts(d)) or unrendered_texts(a) or unrendered_queued_texts(a)
     blocks: tuple[dict, ...] = ()
     if not texts:  # a mentioned image: no rendered text (.mentioned_files)
         texts, blocks = mentioned_image(a)

@@ -16,7 +16,10 @@ one wins:
   own placeholders: no model) and its ``usage``, whose ``cache_creation`` split
   (``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``) says which cache lifetime the
   request asked for;
-* before any answer, the ``model`` attachment (``identity.modelId``) names the session's model.
+* before any answer, the ``model`` attachment (``identity.modelId``) names the session's model;
+* the largest context a model's requests held (its answers' ``usage``: input, cache reads and writes):
+  a request over the model's standard window says the session ran with the 1M one (Claude Code writes
+  ``claude-sonnet-4-6``, not ``claude-sonnet-4-6[1m]``, in the answers of a session run on the latter).
 
 Sidechain (subagent) entries are not the session's: a subagent may run another model (a subagent's
 own file, all sidechain, has its own model).
@@ -45,7 +48,7 @@ def line_facts(i: int, d: dict) -> tuple:
     one.add(i, d)
     return (tuple(one.named.items()), one.system_rendered, tuple(mode for _, mode in one.modes),
             tuple(one.queue_ops), one.model, one.attachment_model, one.side_model, repr(one.request),
-            tuple(one.cache_ttls.items()))
+            tuple(one.cache_ttls.items()), tuple(one.contexts.items()))
 
 
 _CONVERSATION = frozenset(("user", "assistant", "attachment"))
@@ -65,6 +68,7 @@ class SessionFacts:
         self.side_model: str | None = None  # the newest sidechain answer's (a subagent's own file)
         self.request: dict[str, Any] = {}  # the newest api-request's params: model, max_tokens, betas, thinking
         self.cache_ttls: dict[str, str] = {}  # message id -> "5m" | "1h", as its usage's cache writes were
+        self.contexts: dict[str, int] = {}  # model -> the largest context a request to it held, by its usage
 
     def add(self, i: int, d: dict) -> None:
         """Take in what entry ``i`` tells about the session (nothing, for a sidechain entry). Run on every
@@ -120,6 +124,9 @@ class SessionFacts:
         ttl = _cache_ttl(msg.get("usage"))
         if ttl is not None and isinstance(msg.get("id"), str):
             self.cache_ttls[msg["id"]] = ttl
+        held = _context_held(msg.get("usage"))
+        if held and isinstance(name, str) and name != "<synthetic>" and held > self.contexts.get(name, 0):
+            self.contexts[name] = held
 
     def settings(self) -> RecordedSettings:
         """The settings the session ran with, as :class:`RecordedSettings`."""
@@ -135,14 +142,15 @@ class SessionFacts:
             max_tokens_model=request["model"] if isinstance(request.get("model"), str) else None,
             betas=tuple(b for b in betas if isinstance(b, str)) if isinstance(betas, list) else (),
             thinking=dict(thinking) if isinstance(thinking, dict) else None,
-            cache_ttl=next(reversed(self.cache_ttls.values()), None) if self.cache_ttls else None)
+            cache_ttl=next(reversed(self.cache_ttls.values()), None) if self.cache_ttls else None,
+            largest_context=self.contexts.get(model) if model else None)
 
     def copy(self) -> SessionFacts:
         new = SessionFacts()
         new.named, new.system_rendered = dict(self.named), self.system_rendered
         new.modes, new.queue_ops = list(self.modes), list(self.queue_ops)
         new.model, new.attachment_model, new.side_model = self.model, self.attachment_model, self.side_model
-        new.request, new.cache_ttls = dict(self.request), dict(self.cache_ttls)
+        new.request, new.cache_ttls, new.contexts = dict(self.request), dict(self.cache_ttls), dict(self.contexts)
         return new
 
     def as_dict(self) -> dict[str, Any]:
@@ -158,7 +166,7 @@ class SessionFacts:
         return {"named": self.named, "system_rendered": self.system_rendered,
                 "modes": [[i, m] for i, m in self.modes], "queue_ops": self.queue_ops,
                 "model": list(self.model) if self.model else None, "attachment_model": self.attachment_model,
-                "side_model": self.side_model, "request": self.request, "cache_ttls": self.cache_ttls}
+                "side_model": self.side_model, "request": self.request, "cache_ttls": self.cache_ttls, "contexts": self.contexts}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> SessionFacts:
@@ -175,6 +183,7 @@ class SessionFacts:
         new.side_model = None if doc["side_model"] is None else str(doc["side_model"])
         new.request = dict(doc["request"])
         new.cache_ttls = {str(k): str(v) for k, v in doc["cache_ttls"].items()}
+        new.contexts = {str(k): int(v) for k, v in doc["contexts"].items()}
         return new
 
 
@@ -194,6 +203,8 @@ class RecordedSettings:
     cache_ttl_source: str = "usage cache_creation"  # what told it (named in ``ctxkit policy show``'s origin)
     #: the window the agent itself counts against, where it records one (a Codex rollout's token_count)
     context_window: int | None = None
+    #: the largest context a request to ``model`` held, by its usage (input, cache reads and writes)
+    largest_context: int | None = None
 
 
 def recorded_settings(t: Transcript) -> RecordedSettings:
@@ -230,6 +241,14 @@ def _cache_ttl(usage: Any) -> str | None:
     if _positive(split.get("ephemeral_5m_input_tokens")):
         return "5m"
     return None
+
+
+def _context_held(usage: Any) -> int:
+    """What a request held, by its usage: input, cache reads and cache writes (0 when it says nothing)."""
+    if not isinstance(usage, dict):
+        return 0
+    return int(sum(v for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+                   if _positive(v := usage.get(k))))
 
 
 def _positive(value: Any) -> bool:
