@@ -26,6 +26,7 @@ import orjson
 from ..confined import Refused
 from ..tokens.counters import RoughCounter
 from ..transcript import outputs as tool_outputs
+from ..transcript.view import content_text
 from .disk import Store
 
 if TYPE_CHECKING:
@@ -97,13 +98,6 @@ def to_openai_content(content: Any) -> Any:
     return out
 
 
-def content_text(content: Any) -> str:
-    """The text of a tool_result's content (a string, or the text blocks of a list)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 def content_size(content: Any) -> int:

@@ -30,6 +30,16 @@ class BlockRef(NamedTuple):
     block: int
 
 
+
+def content_text(content: Any) -> str:
+    """The text of a content in the view's (the Messages API's) shape, a tool_result's or a queued
+    prompt's: a string, or the text blocks of a list joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
 @dataclass
 class ViewMessage:
     role: str

@@ -14,6 +14,7 @@ The wording is the one the ``queued_commands`` attachment stage writes (what Cla
 from __future__ import annotations
 
 from ...reminders import reminder
+from ..view import content_text
 
 KIND = "queued_command"
 
@@ -28,13 +29,8 @@ def wrap_command_text(raw: str, kind: str | None) -> str:
             "task, you MUST address the user's message above. Do not ignore it.")
 
 
-def prompt_text(prompt: object) -> str:
-    """A queued prompt's text: the string, or the text blocks of a block list joined by newlines."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list):
-        return "\n".join(b.get("text", "") for b in prompt if isinstance(b, dict) and b.get("type") == "text")
-    return ""
+#: a queued prompt's text: the string, or the text blocks of a block list joined by newlines
+prompt_text = content_text
 
 
 def unrendered_queued_texts(attachment: object) -> tuple[str, ...]:
