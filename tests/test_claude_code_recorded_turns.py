@@ -62,6 +62,14 @@ class Recorded(Session):
                   tail=[message_digest(m) for m in messages[keep:]], cacheControl=[], requestDigest=digest(body))
         self.sent[rid] = messages
 
+    def first_turn(self, prompt: str, answer: str) -> dict:
+        """The session's first prompt, the request that sent it (``r1``) and the answer: that message."""
+        self.prompt(prompt)
+        first = {"role": "user", "content": prompt}
+        self.request("r1", [first])
+        self.say(answer)
+        return first
+
     def local_command(self, stdout: str) -> None:
         """``/cost`` typed as a prompt: the caveat, the command's lines, its output as a system entry."""
         self.prompt(CAVEAT, isMeta=True)
@@ -122,10 +130,7 @@ def test_a_notification_after_a_summary_of_tools_used_is_sent_as_recorded_once(t
     """A subagent's notification arrives after the attachment naming the tools used: Claude Code sends
     them as one message (recorded as a blob); the request had both the view's messages and the blob."""
     s = Recorded(tmp_path)
-    s.prompt("Use an agent")
-    first = {"role": "user", "content": "Use an agent"}
-    s.request("r1", [first])
-    s.say("The agent found one test file.")
+    first = s.first_turn("Use an agent", "The agent found one test file.")
     s.attach({"type": "tools_used_summary"}, "<tools-used-before-summary>Read</tools-used-before-summary>",
              role="user")
     note = "<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n</task-notification>"
@@ -193,10 +198,7 @@ def test_a_resumed_run_on_another_model_is_sent_to_that_model_as_recorded(tmp_pa
     than ctxkit's table gives Sonnet 5). The request was the old model's, capped at 64,000, with the
     prompt and the reminders twice."""
     s = Recorded(tmp_path)
-    s.prompt("Say hi")
-    first = {"role": "user", "content": "Say hi"}
-    s.request("r1", [first])
-    s.say("Hi.")
+    first = s.first_turn("Say hi", "Hi.")
     s.prompt("Continue on another model")
     powered = "You are powered by the model named Sonnet 5.5. The exact model ID is claude-sonnet-5-5."
     s.attach({"type": "model", "identity": {"modelId": "claude-sonnet-5-5"}, "text": powered}, powered)

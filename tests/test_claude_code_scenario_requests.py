@@ -53,10 +53,7 @@ def test_a_file_mentioned_in_a_later_turn_is_sent_as_its_recorded_messages_once(
     result each as a message of its own, and the truncation note merged with the prompt (three blobs).
     The request had the view's message (the prompt, then the reminders) and then the three blobs."""
     s = Recorded(tmp_path)
-    s.prompt("Hello")
-    first = {"role": "user", "content": "Hello"}
-    s.request("r1", [first])
-    s.say("Hi.")
+    first = s.first_turn("Hello", "Hi.")
     s.prompt("And @data/big.log, is it healthy?")
     parts = ['<system-reminder>\nCalled the Read tool with the following input: {"file_path":"/w/data/big.log"}\n'
              '</system-reminder>', "<system-reminder>\nResult of calling the Read tool:\n1\tline one\n</system-reminder>",
@@ -127,10 +124,7 @@ def test_a_tool_made_available_mid_session_keeps_its_tool_addition_block_in_late
     block as a stage's rewrite (the record stale) and was built from the view: the prompt without its
     reminders, the reminders after the system message, the block gone."""
     s = Recorded(tmp_path)
-    s.prompt("Count the lines")
-    first = {"role": "user", "content": "Count the lines"}
-    s.request("r1", [first])
-    s.say("Bash is not available.")
+    first = s.first_turn("Count the lines", "Bash is not available.")
     s.prompt("Try again")
     became = "The following tools just became available and are ready to use:\nBash"
     s.attach({"type": "deferred_tools_delta", "addedNames": ["Bash"], "surfacedNames": ["Bash"]}, became)
