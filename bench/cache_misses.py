@@ -16,8 +16,9 @@ in the same epoch (no compaction, restart, ``/mcp`` or new day between them:
 :func:`ctxkit.reports.session_prefix.epochs`), in a turn of the same setting (thinking budget, directory,
 model: :func:`ctxkit.reports.turn_settings.turn_settings`), and the request is at least 90% of its size (a history
 cleared in place is another cause). It *missed* when it read less than 80% of what the request before
-sent. Sessions whose API did not cache (no read or write at all), or sent most of the prompt as plain
-input (a relay that caches the tools and system prompt only), are left out. The kinds:
+sent. Sessions whose API did not cache (no read or write at all), sent most of the prompt as plain
+input (a relay that caches the tools and system prompt only) or never reported a write (an API that
+reports its writes as input: :func:`ctxkit.reports.replayed.reports_writes_as_input`) are left out. The kinds:
 
 - ``tool results``: the request answers the calls of the one before (the turn goes on);
 - ``new prompt``: the user typed a prompt (a new turn; a slash command's expansion counts);
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxkit.errors import CtxkitError  # noqa: E402
-from ctxkit.reports.replayed import request_ttl  # noqa: E402
+from ctxkit.reports.replayed import reports_writes_as_input, request_ttl  # noqa: E402
 from ctxkit.reports.session_prefix import epochs, prefix_changes  # noqa: E402
 from ctxkit.reports.turn_settings import turn_settings  # noqa: E402
 from ctxkit.reports.usage import recorded_requests  # noqa: E402
@@ -87,7 +88,7 @@ def session_counts(path: Path) -> Counter:
     points = [p for p in recorded_requests(t) if not p.sidechain and p.usage.prompt_tokens]
     prompt = sum(p.usage.prompt_tokens for p in points)
     cached = sum(p.usage.cache_read_input_tokens + p.usage.cache_creation_input_tokens for p in points)
-    if not cached or sum(p.usage.input_tokens for p in points) > prompt / 2:
+    if not cached or sum(p.usage.input_tokens for p in points) > prompt / 2 or reports_writes_as_input(points):
         return out
     marks = epochs(points, prefix_changes(t), True)
     turns = turn_settings(t, points)
