@@ -71,7 +71,7 @@ class SessionFacts:
         self.cache_ttls: dict[str, str] = {}  # message id -> "5m" | "1h", as its usage's cache writes were
         self.contexts: dict[str, int] = {}  # model -> the largest context a request to it held, by its usage
         #: the newest answer's (message id, model, context held): in ``contexts`` once the session went on
-        #: from it, dropped when Claude Code compacted automatically right after it (see :meth:`settings`)
+        #: from it, dropped when Claude Code compacted automatically right after it (:meth:`_largest`)
         self.pending: tuple[str, str, int] | None = None
 
     def add(self, i: int, d: dict) -> None:
