@@ -489,11 +489,12 @@ def test_a_damaged_checkpoint_is_a_warning_and_the_input_is_read_in_full(runner,
     assert out.read_bytes() == expected
 
 
-@pytest.mark.parametrize("old_format", [1, 2, 3, 4])
+@pytest.mark.parametrize("old_format", [1, 2, 3, 4, 5, 6])
 def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(runner, tmp_path, old_format):
     """Format 1 lacked the flags of the lines a person may have typed (its prompts would be missed);
     format 2 hashed with SHA-1; format 3 had no check of its own bytes; format 4 had no session settings
-    (model, max_tokens): each is passed over, quietly."""
+    (model, max_tokens); format 5 did not flag blocked prompts; format 6 had no pending context (its facts
+    would be called not of their shape, with a warning): each is passed over, quietly."""
     import hashlib
 
     src, out, store = tmp_path / "session.jsonl", tmp_path / "out.jsonl", tmp_path / "store"
@@ -501,7 +502,7 @@ def test_a_checkpoint_an_earlier_ctxkit_kept_is_passed_over_without_a_warning(ru
     compact(runner, src, out, store)
     for path in sorted((store / "checkpoints").glob("*/*.json")):
         doc = json.loads(path.read_text())
-        assert doc["format"] == checkpoint.FORMAT == 6 and doc["hash"] == block_crc.name()
+        assert doc["format"] == checkpoint.FORMAT == 7 and doc["hash"] == block_crc.name()
         earlier = {k: v for k, v in doc.items() if k != "check"} | {"format": old_format}
         if old_format < 3:
             old = src if doc["size"] == src.stat().st_size else out  # what format 2 would have kept

@@ -11,6 +11,7 @@ from conftest import ROOT, cc_sessions, needs_corpus
 from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
+from ctxkit.tokens.models import model_info
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
 
@@ -177,6 +178,33 @@ def test_a_gateways_spelling_of_a_model_is_priced_as_that_model_without_a_warnin
     assert spelled_run.exit_code == 0 and "no price" not in spelled_run.stderr, spelled_run.stderr
     cost = [json.loads(r.stdout)["sessions"][0]["recorded"]["cost_usd"] for r in (spelled_run, plain_run)]
     assert cost[0] == cost[1] > 0
+
+
+@pytest.mark.parametrize(("spelled", "as_model", "warned"), [
+    ("claude-3-5-haiku-latest", "claude-3-5-haiku", False),  # the API's alias: was Sonnet 5.5, 2.5 times the price
+    ("claude-sonnet-4-5-thinking", "claude-sonnet-4-5", True),  # a gateway's thinking variant
+    ("anthropic/claude-3.7-sonnet:thinking", "claude-3-7-sonnet", True),  # OpenRouter's
+    ("claude-opus-4.6-fast", "claude-opus-4-6", True),  # a relay's, in Damon-Salvetore's real sessions
+])
+def test_a_model_named_with_a_suffix_is_priced_as_the_model_it_names(runner, tmp_path, spelled, as_model, warned):
+    """Such names were priced as the newest model of all (Sonnet 5.5), with a warning that the table held no
+    model of their family: Opus 4.6 through the relay at 40% of its price, Haiku 3.5 at 2.5 times."""
+    spelled_run = runner.invoke(app, ["simulate", str(_session(tmp_path, "a.jsonl", model=spelled)), "--json"])
+    plain_run = runner.invoke(app, ["simulate", str(_session(tmp_path, "b.jsonl", model=as_model)), "--json"])
+    assert spelled_run.exit_code == 0, spelled_run.stderr
+    cost = [json.loads(r.stdout)["sessions"][0]["recorded"]["cost_usd"] for r in (spelled_run, plain_run)]
+    assert cost[0] == cost[1] > 0
+    assert (f"priced as {as_model}, the model its name starts with" in spelled_run.stderr) == warned, \
+        spelled_run.stderr
+    assert "no model of its family" not in spelled_run.stderr
+
+
+def test_a_provider_prefixed_model_has_the_models_window():
+    """OpenRouter's and LiteLLM's ``openai/gpt-4.1`` and ``google/gemini-2.5-pro`` were unknown to the model
+    table, so counted against the 200,000 assumed, not their 1M windows."""
+    assert model_info("google/gemini-2.5-pro").context_window == model_info("gemini-2.5-pro").context_window
+    assert model_info("openai/gpt-4.1").context_window == 1_047_576
+    assert model_info("unsloth/qwen3-coder-next") is None
 
 
 def test_a_gateways_1m_mark_gives_the_model_its_million_token_window(runner, tmp_path):

@@ -277,3 +277,28 @@ def test_a_policy_compacts_an_agents_session_as_often_as_the_same_conversation_i
     expected = _compactions(_same_as_claude_code(tmp_path / "cc", 60))
     assert expected == 2
     assert _compactions(build(tmp_path / "agent", 60)) == expected
+
+
+def test_a_codex_session_keeps_its_cache_over_pauses_longer_than_five_minutes(tmp_path):
+    """OpenAI reports what it caches as plain input and never a write, like the relays whose sessions
+    Claude Code recorded; but the 5-minute lifetime taken for those (the Anthropic API's default) is not
+    OpenAI's, whose cache outlives such a pause. A Codex rollout of six prompts eight minutes apart, each
+    request reading all of the one before (as Xu-Wentao/dotfile's gpt-5.4 rollouts do): replayed with the
+    5-minute lifetime it read nothing, 165% over the recorded cost (a real 22-request rollout: 24% over,
+    from 2%); replayed as recorded."""
+    lines = cx.opening()
+    for k in range(6):
+        second = k * 480
+        lines += cx.turn(k, "summarize this: " + f"line {k} " * 800, [], f"summary {k}", second=second)
+        prompt = 5_000 + 2_500 * k
+        usage = {"input_tokens": prompt, "cached_input_tokens": prompt - 2_500 if k else 0, "output_tokens": 100,
+                 "reasoning_output_tokens": 0, "total_tokens": prompt + 100}
+        lines.insert(-1, cx.line("event_msg", {"type": "token_count", "info": {
+            "total_token_usage": usage, "last_token_usage": usage, "model_context_window": 258_400}}, second + 3))
+    cx.write(tmp_path / "rollout.jsonl", lines)
+    done = ctxkit("simulate", "--json", str(tmp_path / "rollout.jsonl"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    s = json.loads(done.stdout)["sessions"][0]
+    assert s["recorded"]["cache_read_input_tokens"] == sum(2_500 * k for k in range(2, 7))
+    assert s["calibration"]["off"] == [], s["calibration"]
+    assert s["none"]["cache_read_input_tokens"] == s["recorded"]["cache_read_input_tokens"]

@@ -321,3 +321,5 @@ def test_an_api_that_reports_its_cache_writes_as_input_is_replayed_so(tmp_path):
     assert result["calibration"]["off"] == [], result["calibration"]
     replayed = result["rows"]["replayed"].to_json()
     assert replayed["cache_creation_input_tokens"] == 0 and replayed["input_tokens"] > 39_000 + 2_060 * 12
+    # the lifetime no request recorded is named as the one taken, not as "as recorded"
+    assert result["cache_ttl"] == "5m (the API's default: no usage reports a cache write)"

@@ -63,3 +63,32 @@ def test_a_model_the_table_does_not_know_past_what_the_assumed_window_leaves(tmp
     (tmp_path / "b").mkdir()
     under = _budget(tmp_path / "b", _session(tmp_path / "b", 175_000, model="deepseek-v4-pro"))
     assert (under["context_window"], under["context_window_source"]) == (200_000, "default")
+
+
+
+def test_a_figure_claude_code_compacted_right_after_says_nothing_of_the_1m_window(tmp_path):
+    """A request reporting 990,000 tokens to Haiku 4.5 (the stand-in's figure that makes Claude Code compact,
+    or a relay's bogus one), then Claude Code's automatic compaction and another turn: Claude Code counted
+    against 200,000, and so must ctxkit (it took the 1M window: autocompact at 967,000, not 167,000). The same
+    figure the session went on from without compacting still says 1M."""
+    entries = [json.loads(line) for line in _session(tmp_path, 990_000, model="claude-haiku-4-5").read_text()
+               .splitlines()]
+    prompt, answer = entries[0], entries[-1]
+    for e in entries[:-1]:  # the requests before it held 20,000: only the last reports 990,000
+        if e["type"] == "assistant":
+            e["message"]["usage"]["cache_read_input_tokens"] = 20_000 - 503
+
+    def then(parent: str) -> list[dict]:  # a prompt and its answer, holding 9,000 tokens
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 9_000, "cache_read_input_tokens": 0,
+                 "output_tokens": 40}
+        return [dict(prompt, uuid="p2", parentUuid=parent),
+                dict(answer, uuid="a2", parentUuid="p2", message=dict(answer["message"], id="msg_2", usage=usage))]
+
+    boundary = {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+                "parentUuid": None, "logicalParentUuid": answer["uuid"], "uuid": "b0", "isSidechain": False,
+                "timestamp": answer["timestamp"], "compactMetadata": {"trigger": "auto", "preTokens": 990_040}}
+    compacted = write(tmp_path / "compacted.jsonl", [*entries, boundary, *then("b0")])
+    budget = _budget(tmp_path, compacted)
+    assert (budget["context_window"], budget["autocompact_threshold"]) == (200_000, 167_000), budget
+    went_on = write(tmp_path / "went-on.jsonl", [*entries, *then(answer["uuid"])])
+    assert _budget(tmp_path, went_on)["context_window"] == 1_000_000

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import UsageError
 from ..quoting import quote
 from ..side_files import parse_json, read_side_text
-from ..tokens.models import spelled_as_the_api
+from ..tokens.models import model_row, spelled_as_the_api
 
 PRICING_FILE = Path(__file__).resolve().parent / "pricing.json"
 RATE_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
@@ -108,6 +108,13 @@ class PriceTable:
         name = normalize_model(model)
         if name in self.models:
             chosen = name
+        elif name.startswith("claude-") and (row := model_row(name, self.models)) is not None:
+            # claude-3-7-sonnet-latest, claude-sonnet-4-5-thinking, a relay's claude-opus-4.6-fast: that model, not
+            # the newest of a family (Sonnet 5.5 for all three, and the relay's Opus at 40% of its price)
+            chosen = row
+            if name[len(row):] != "-latest":  # (the API's own alias of that model; a relay's -fast may cost more)
+                self.warnings.append(f"no price for model {quote(model)} in {self.source}; priced as {chosen}, the "
+                                     "model its name starts with")
         elif (other := other_family(name)) is not None or "claude" not in name and family_and_version(name) is None:
             same = [(f[1], k) for k in self.models if (f := other_family(k)) and other and f[0] == other[0]]
             chosen = max(same)[1] if same else ""

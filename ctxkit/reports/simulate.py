@@ -142,7 +142,10 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     policies = [(name, session_policy(pol, t)) for name, pol in policies]
     everything = recorded_requests(t) if t.format == "claude-code" else agent_requests(t)
     points = [r for r in everything if not r.sidechain]
-    if reports_writes_as_input(points):  # no write names its lifetime: the API's default, as the session would ask
+    # no write names its lifetime: the Anthropic API's default, as a relay behind Claude Code would have it; not
+    # another agent's provider (OpenAI's cache outlives 5 minutes: Codex rollouts read after 8-minute pauses)
+    writes_unreported = t.format == "claude-code" and reports_writes_as_input(points)
+    if writes_unreported:
         unsaid = RecordedSettings(cache_ttl="5m", cache_ttl_source="the API's default: no usage reports a cache write")
         policies = [(name, policy_with_settings(pol, unsaid)) for name, pol in policies]
     base = policies[0][1]
@@ -210,8 +213,11 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     for row in rows:
         if row.final is not None:
             warnings.extend(w for w in row.final.ctx.warnings if w not in warnings)
-    # the cache lifetime: the policy's when it sets one, else each request's own (as the session had it)
-    ttl = base.cache_ttl if base.explicit("request.cache_ttl") else "as recorded"
+    # the cache lifetime: the policy's when it sets one, else each request's own (as the session had it), else
+    # the default taken for an API that reports no write (which no request records)
+    ttl = base.cache_ttl if base.explicit("request.cache_ttl") else \
+        f"{base.cache_ttl} (the API's default: no usage reports a cache write)" if writes_unreported \
+        else "as recorded"
     return {"session": path, "model": first_model, "context_window": window, "cache_ttl": ttl,
             "overhead": {"tokens": round(fit[0]), "scale": round(fit[1], 4)}, "calibration": check,
             "rows": {"recorded": recorded, "sidechain": sidechain, "replayed": replayed, "none": none,

@@ -48,8 +48,9 @@ from .disk import Store, is_marked_store
 FOLDER = "checkpoints"
 # 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED; 6: a prompt a hook
 # blocked too, prompts.blocked_prompt); 3: CRC blocks; 4: the document ends with a check of its own bytes
-# (sealed); 5: the session facts hold the settings the session ran with (claude_code_session.RecordedSettings)
-FORMAT = 6
+# (sealed); 5: the session facts hold the settings the session ran with (claude_code_session.RecordedSettings);
+# 7: and the newest answer's context, not yet taken as the largest (SessionFacts.pending)
+FORMAT = 7
 BLOCK = 1 << 20
 KEEP = 4  # checkpoints kept per first line: this run's two, and the previous run's
 _MAX_FIRST_LINE = 1 << 20  # a first line longer than this: not checkpointed (the key must be cheap)

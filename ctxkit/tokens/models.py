@@ -9,6 +9,7 @@ a threshold or a rebuilt request for a session uses what Claude Code itself used
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ..quoting import quote
@@ -131,14 +132,16 @@ _ANOTHER_VERSION = re.compile(r"-\d{1,2}(?!\d)")
 _DOTTED_VERSION = re.compile(r"(claude-(?:[a-z]+-)?\d{1,2})\.(?=\d)")
 
 
-def _row(name: str) -> str | None:
-    """The longest :data:`KNOWN_MODELS` id that ``name`` starts with up to a boundary (see there)."""
+def model_row(name: str, keys: Iterable[str] = KNOWN_MODELS) -> str | None:
+    """The longest of ``keys`` (model ids; :data:`KNOWN_MODELS`' by default) that ``name`` starts with up to a
+    boundary: a suffix (``-latest``, ``-thinking``, a relay's ``-fast``, OpenRouter's ``:thinking``), a date
+    or ``[1m]`` after it, never another version (``claude-opus-4`` is not ``claude-opus-4-6``)."""
     best = None
-    for key in KNOWN_MODELS:
+    for key in keys:
         if not name.startswith(key) or (best is not None and len(key) <= len(best)):
             continue
         rest = name[len(key):]
-        if rest and rest[0] not in "-@[":
+        if rest and rest[0] not in "-@[:":
             continue
         if key[-1].isdigit() and _ANOTHER_VERSION.match(rest):
             continue
@@ -171,8 +174,10 @@ def model_info(model: str | None) -> ModelInfo | None:
     candidates = [name]
     if "claude-" in name and not name.startswith("claude-"):  # bedrock / vertex / gateway spellings
         candidates.append(name[name.index("claude-"):])
+    elif "/" in name:  # openai/gpt-4.1, google/gemini-2.5-pro (OpenRouter, LiteLLM), models/gemini-2.5-pro
+        candidates.append(name.rsplit("/", 1)[1])
     for candidate in candidates:
-        key = _row(candidate)
+        key = model_row(candidate)
         if key is not None:
             info = KNOWN_MODELS[key]
             return info._replace(context_window=ONE_MILLION) if one_m else info

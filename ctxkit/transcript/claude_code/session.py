@@ -19,7 +19,8 @@ one wins:
 * before any answer, the ``model`` attachment (``identity.modelId``) names the session's model;
 * the largest context a model's requests held (its answers' ``usage``: input, cache reads and writes):
   a request over the model's standard window says the session ran with the 1M one (Claude Code writes
-  ``claude-sonnet-4-6``, not ``claude-sonnet-4-6[1m]``, in the answers of a session run on the latter).
+  ``claude-sonnet-4-6``, not ``claude-sonnet-4-6[1m]``, in the answers of a session run on the latter);
+  not a request Claude Code compacted automatically right after (:meth:`SessionFacts._largest`).
 
 Sidechain (subagent) entries are not the session's: a subagent may run another model (a subagent's
 own file, all sidechain, has its own model).
@@ -48,7 +49,7 @@ def line_facts(i: int, d: dict) -> tuple:
     one.add(i, d)
     return (tuple(one.named.items()), one.system_rendered, tuple(mode for _, mode in one.modes),
             tuple(one.queue_ops), one.model, one.attachment_model, one.side_model, repr(one.request),
-            tuple(one.cache_ttls.items()), tuple(one.contexts.items()))
+            tuple(one.cache_ttls.items()), tuple(one.contexts.items()), one.pending, _auto_compaction(d))
 
 
 _CONVERSATION = frozenset(("user", "assistant", "attachment"))
@@ -69,6 +70,9 @@ class SessionFacts:
         self.request: dict[str, Any] = {}  # the newest api-request's params: model, max_tokens, betas, thinking
         self.cache_ttls: dict[str, str] = {}  # message id -> "5m" | "1h", as its usage's cache writes were
         self.contexts: dict[str, int] = {}  # model -> the largest context a request to it held, by its usage
+        #: the newest answer's (message id, model, context held): in ``contexts`` once the session went on
+        #: from it, dropped when Claude Code compacted automatically right after it (:meth:`_largest`)
+        self.pending: tuple[str, str, int] | None = None
 
     def add(self, i: int, d: dict) -> None:
         """Take in what entry ``i`` tells about the session (nothing, for a sidechain entry). Run on every
@@ -78,6 +82,8 @@ class SessionFacts:
             self._add_settings(typ, d)
         if d.get("isSidechain"):
             return
+        if _auto_compaction(d):
+            self.pending = None
         if typ in _CONVERSATION:
             for key, name in _NAMED:
                 value = d.get(key)
@@ -125,8 +131,14 @@ class SessionFacts:
         if ttl is not None and isinstance(msg.get("id"), str):
             self.cache_ttls[msg["id"]] = ttl
         held = _context_held(msg.get("usage"))
-        if held and isinstance(name, str) and name != "<synthetic>" and held > self.contexts.get(name, 0):
-            self.contexts[name] = held
+        if held and isinstance(name, str) and name != "<synthetic>":
+            key = str(msg.get("id"))
+            if self.pending is not None and self.pending[0] == key:  # another line of the same streamed answer
+                held = max(held, self.pending[2])
+            elif self.pending is not None:  # the session went on from the answer before
+                _, before, before_held = self.pending
+                self.contexts[before] = max(self.contexts.get(before, 0), before_held)
+            self.pending = (key, name, held)
 
     def settings(self) -> RecordedSettings:
         """The settings the session ran with, as :class:`RecordedSettings`."""
@@ -143,7 +155,16 @@ class SessionFacts:
             betas=tuple(b for b in betas if isinstance(b, str)) if isinstance(betas, list) else (),
             thinking=dict(thinking) if isinstance(thinking, dict) else None,
             cache_ttl=next(reversed(self.cache_ttls.values()), None) if self.cache_ttls else None,
-            largest_context=self.contexts.get(model) if model else None)
+            largest_context=self._largest(model) if model else None)
+
+    def _largest(self, model: str) -> int | None:
+        """The largest context a request to ``model`` held, of those the session went on from without Claude
+        Code compacting automatically: a figure it compacted right after says nothing of a 1M window (the
+        stand-in's 990,000 on a Haiku 4.5 run, or a relay's bogus figure: Claude Code compacted against
+        200,000), and every window compacts at its threshold."""
+        held = [n for n in (self.contexts.get(model), self.pending[2] if self.pending and self.pending[1] == model
+                            else None) if n]
+        return max(held) if held else None
 
     def copy(self) -> SessionFacts:
         new = SessionFacts()
@@ -151,6 +172,7 @@ class SessionFacts:
         new.modes, new.queue_ops = list(self.modes), list(self.queue_ops)
         new.model, new.attachment_model, new.side_model = self.model, self.attachment_model, self.side_model
         new.request, new.cache_ttls, new.contexts = dict(self.request), dict(self.cache_ttls), dict(self.contexts)
+        new.pending = self.pending
         return new
 
     def as_dict(self) -> dict[str, Any]:
@@ -166,7 +188,8 @@ class SessionFacts:
         return {"named": self.named, "system_rendered": self.system_rendered,
                 "modes": [[i, m] for i, m in self.modes], "queue_ops": self.queue_ops,
                 "model": list(self.model) if self.model else None, "attachment_model": self.attachment_model,
-                "side_model": self.side_model, "request": self.request, "cache_ttls": self.cache_ttls, "contexts": self.contexts}
+                "side_model": self.side_model, "request": self.request, "cache_ttls": self.cache_ttls, "contexts": self.contexts,
+                "pending": list(self.pending) if self.pending else None}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> SessionFacts:
@@ -184,6 +207,8 @@ class SessionFacts:
         new.request = dict(doc["request"])
         new.cache_ttls = {str(k): str(v) for k, v in doc["cache_ttls"].items()}
         new.contexts = {str(k): int(v) for k, v in doc["contexts"].items()}
+        pending = doc["pending"]
+        new.pending = (str(pending[0]), str(pending[1]), int(pending[2])) if pending else None
         return new
 
 
@@ -249,6 +274,12 @@ def _context_held(usage: Any) -> int:
         return 0
     return int(sum(v for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
                    if _positive(v := usage.get(k))))
+
+
+def _auto_compaction(d: dict) -> bool:
+    """Whether entry ``d`` is the boundary of a compaction Claude Code made by itself (``trigger: auto``)."""
+    meta = d.get("compactMetadata")
+    return d.get("subtype") == "compact_boundary" and isinstance(meta, dict) and meta.get("trigger") == "auto"
 
 
 def _positive(value: Any) -> bool:
