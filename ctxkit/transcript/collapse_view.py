@@ -109,7 +109,7 @@ def apply_runs(view: View, runs: list[dict]) -> View:
         taken.update(range(start, end))
         msgs[start:end] = [summary_message(str(run.get("summary", "")), msgs[start:end])]
     orphans = list(view.orphans)
-    return View(normalize(msgs, notes, orphans), notes, orphans)
+    return View(normalize(msgs, notes, orphans), notes, orphans, list(view.unsent))
 
 
 def project(view: View, records: list[dict], t: Transcript) -> View:

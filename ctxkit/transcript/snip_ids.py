@@ -69,7 +69,8 @@ def tag(m: ViewMessage) -> ViewMessage:
 
 def tag_view(view: View) -> View:
     """The view with every real user message tagged with its id (the input view is not changed)."""
-    return View([tag(m) if is_taggable(m) else m for m in view.messages], list(view.notes), list(view.orphans))
+    return View([tag(m) if is_taggable(m) else m for m in view.messages], list(view.notes), list(view.orphans),
+                list(view.unsent))
 
 
 def parse_ids(values: str | list | tuple) -> list[str]:

@@ -79,6 +79,10 @@ class View:
     messages: list[ViewMessage]
     notes: list[str] = field(default_factory=list)  # what the projection had to repair or skip
     orphans: list[tuple[int, str]] = field(default_factory=list)  # (entry index, tool_use_id) of results answering nothing
+    #: (entry index, tool_use_id) of genuine results the agent itself does not send: Claude Code's answer whose
+    #: streamed fragments a line written between them split in two, each call of the first part answered
+    #: as missing (:mod:`ctxkit.transcript.claude_code.split_answers`); read, kept in the file, never refused
+    unsent: list[tuple[int, str]] = field(default_factory=list)
     #: Claude Code's: the message that opens the last turn, as the hook-context fold found it
     #: (:func:`ctxkit.transcript.claude_code.hook_context.fold_earlier_turns`), so that a view grown from this
     #: one folds on from there; None for a view the fold did not make as it is

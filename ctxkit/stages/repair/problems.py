@@ -126,11 +126,15 @@ def _pairing(t: Transcript, view: View) -> Iterator[Problem]:
     # with no line of its own behind it (a Codex rollout's: Codex answers every such call ``aborted``
     # before each request, so it is no problem of the file; so do OpenCode, whose results live in the
     # call's own part, and Cline when it resumes a task)
+    # (nor a call whose real result the file holds but Claude Code does not send, its answer split by a line
+    # between its fragments: answering it again would give it two results; .claude_code.split_answers)
+    unsent = {tid for _, tid in view.unsent}
     for m in msgs if t.format not in ("codex", "opencode", "cline") else ():
         if m.role != "user":
             continue
         for b, ref in zip(m.content, m.refs, strict=False):
-            if b.get("type") == "tool_result" and ref is None and b.get("tool_use_id") in uses:
+            if b.get("type") == "tool_result" and ref is None and b.get("tool_use_id") in uses \
+                    and b.get("tool_use_id") not in unsent:
                 tid = b["tool_use_id"]
                 at, use_ref = uses[tid]
                 nxt = next((r.entry for r in m.refs if r is not None), None)

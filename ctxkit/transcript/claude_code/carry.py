@@ -79,7 +79,7 @@ def carried_over(t: Transcript, contexts: Callable[[int], int] = lambda i: 0) ->
         msgs.append(ViewMessage(m.role, content, m.kind, list(m.refs), list(m.entries), m.uuid, m.timestamp,
                                 m.was_string, m.msg_id))
     t.memo["view_handled"] = False
-    return View(msgs, list(parent.view.notes), list(parent.view.orphans))
+    return View(msgs, list(parent.view.notes), list(parent.view.orphans), list(parent.view.unsent))
 
 
 def _changed_results(old: dict, new: dict) -> list[tuple[int, dict]] | None:

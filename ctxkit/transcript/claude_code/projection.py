@@ -20,7 +20,9 @@ really sends (checked against corpus/claude-code-2.1.328/*/requests.jsonl.gz):
 4. dead-end siblings left by parallel tool calls are stitched back (assistant fragments of an
    on-chain ``message.id``, tool results hanging off an on-chain fragment);
 5. entries are ordered by file position; assistant fragments sharing a ``message.id`` are
-   merged; their tool results are gathered into the one user message that follows;
+   merged; their tool results are gathered into the one user message that follows; a line Claude Code
+   sends written between two fragments (a local command) splits the answer, and the results of the
+   calls before it are not sent (:mod:`.split_answers`);
 6. attachments are rendered from the ``rendered``/``renderedRole`` fields Claude Code writes
    (system-role ones become mid-conversation system messages), metadata entries dropped; a hook's
    context written without them (2.1.150) as Claude Code sends it (:mod:`.hook_context`);
@@ -65,6 +67,7 @@ from .meta_notes import sent_meta_text
 from .queued import unrendered_queued_texts
 from .records import RECORD_HANDLERS, records
 from .session import SessionFacts
+from .split_answers import split_answer_results
 
 NAME = "claude-code"
 _COMMAND_PREFIXES = ("<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>",
@@ -247,7 +250,7 @@ def _grown_view(t: Transcript) -> View | None:
         return None
     growth, added = grown
     earlier = growth.view
-    if earlier is None or growth.handled or earlier.notes or earlier.orphans:
+    if earlier is None or growth.handled or earlier.notes or earlier.orphans or earlier.unsent:
         return None
     first = None
     for i in added:  # the first entry that makes a message must open a new assistant message
@@ -369,8 +372,10 @@ def build_messages(t: Transcript, order: list[int]) -> View:
             m.timestamp = t.entry(m.entries[-1]).get("timestamp")
     # Claude Code leaves out a response that showed nothing (it then asks again with an isMeta nudge)
     msgs = [m for m in msgs if m.role != "assistant" or _visible(m.content)]
-    msgs, opened = fold_earlier_turns(normalize(msgs, notes, orphans), _hook_contexts(t))
-    return View(msgs, notes, orphans, turn_opened=opened)
+    msgs = normalize(msgs, notes, orphans)
+    unsent = split_answer_results(t, msgs, orphans, notes)
+    msgs, opened = fold_earlier_turns(msgs, _hook_contexts(t))
+    return View(msgs, notes, orphans, unsent, turn_opened=opened)
 
 
 def _hook_contexts(t: Transcript) -> Contexts:
