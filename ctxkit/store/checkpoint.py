@@ -46,10 +46,9 @@ from . import block_crc
 from .disk import Store, is_marked_store
 
 FOLDER = "checkpoints"
-# 2: the line index's flags tell the lines a person may have typed (lineindex.MAYBE_TYPED; 6: a prompt a hook
-# blocked too, prompts.blocked_prompt); 3: CRC blocks; 4: the document ends with a check of its own bytes
-# (sealed); 5: the session facts hold the settings the session ran with (claude_code_session.RecordedSettings);
-# 7: and the newest answer's context, not yet taken as the largest (SessionFacts.pending)
+# 2: the line index tells the lines a person may have typed (lineindex.MAYBE_TYPED; 6: a prompt a hook blocked
+# too); 3: CRC blocks; 4: sealed (a check of its own bytes); 5: the session facts hold the settings the session
+# ran with (RecordedSettings); 7: and the newest answer's context, not yet taken as the largest (.pending)
 FORMAT = 7
 BLOCK = 1 << 20
 KEEP = 4  # checkpoints kept per first line: this run's two, and the previous run's
