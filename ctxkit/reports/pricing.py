@@ -54,6 +54,11 @@ class Usage:
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
 
+#: A provider's date and version at the end of an id: ``-20250929`` (the API's), Bedrock's ``-20250929-v1:0``,
+#: Vertex AI's ``@20250514`` and ``-v2@20241022``
+_DATED = re.compile(r"(?:-v\d+)?(?:[-@]\d{8})?(?:-v\d+(?::\d+)?)?$")
+
+
 def normalize_model(model: str) -> str:
     """The table key a model id is looked up under: no provider prefix, no date, no ``[1m]``, dashes
     between a version's numbers (:func:`ctxkit.tokens.models.spelled_as_the_api`)."""
@@ -62,11 +67,9 @@ def normalize_model(model: str) -> str:
         name = name[name.index("claude-"):]
     if "/" in name and "claude-" not in name:  # openai/gpt-5, google/gemini-2.5-pro (OpenRouter, OpenCode)
         name = name.rsplit("/", 1)[1]
-    name = re.sub(r"-v\d+(:\d+)?$", "", name)  # bedrock's -v1:0 after the date
-    name = re.sub(r"[-@]\d{8}$", "", name)  # dated ids (Vertex AI's after an @)
+    name = _DATED.sub("", name)
     if name.startswith(("gpt-", "gemini-")):  # gemini-3-pro-preview, gemini-2.5-flash-preview-09-2025, gpt-5-2025-08-07
         name = re.sub(r"(-preview)?(-\d{2}-\d{4}|-\d{4}-\d{2}-\d{2})?$", "", name)
-    name = re.sub(r"-v\d+(:\d+)?$", "", name)  # Vertex AI's -v2 before the date (claude-3-5-sonnet-v2@20241022)
     return name
 
 

@@ -318,9 +318,9 @@ def _interned(messages: list[dict], memo: dict | None) -> list[dict]:
             continue
         key = (m["role"], tuple(map(id, content)) if isinstance(content, list) else content)
         found = seen.get(key)
-        if found is None:  # (kept with its blocks, so their ids are no other blocks')
-            found = seen[key] = _clean(m, memo)
-        out.append(found)
+        if found is None:  # (kept with the blocks its key names, so that their ids are no other blocks')
+            found = seen[key] = (content, _clean(m, memo))
+        out.append(found[1])
     return out
 
 

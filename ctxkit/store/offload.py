@@ -98,8 +98,6 @@ def to_openai_content(content: Any) -> Any:
     return out
 
 
-
-
 def content_size(content: Any) -> int:
     """Characters of text in a tool_result's content (images and documents do not count here)."""
     return len(content_text(content))

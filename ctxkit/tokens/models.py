@@ -170,7 +170,7 @@ def model_info(model: str | None) -> ModelInfo | None:
     if not model:
         return None
     name, one_m = spelled_as_the_api(model)
-    name = _DOTTED_VERSION.sub(r"\1-", MODEL_ALIASES.get(name, name))
+    name = MODEL_ALIASES.get(name, name)
     candidates = [name]
     if "claude-" in name and not name.startswith("claude-"):  # bedrock / vertex / gateway spellings
         candidates.append(name[name.index("claude-"):])

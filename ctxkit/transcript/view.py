@@ -30,7 +30,6 @@ class BlockRef(NamedTuple):
     block: int
 
 
-
 def content_text(content: Any) -> str:
     """The text of a content in the view's (the Messages API's) shape, a tool_result's or a queued
     prompt's: a string, or the text blocks of a list joined by newlines."""
@@ -39,6 +38,7 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
+
 
 @dataclass
 class ViewMessage:

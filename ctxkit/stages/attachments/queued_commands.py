@@ -29,8 +29,9 @@ import re
 from collections import Counter
 
 from ...reminders import reminder
-from ...transcript.claude_code.queued import prompt_text, wrap_command_text
+from ...transcript.claude_code.queued import wrap_command_text
 from ...transcript.edits import NewMessage
+from ...transcript.view import content_text
 from .state import parse_time
 from .types import AttachmentType, options_schema, register
 
@@ -67,14 +68,14 @@ class QueuedCommands(AttachmentType):
             if ev.kind == "prompt":
                 last_prompt, delivered = ev, Counter()
             elif ev.kind == "attachment" and ev.name == "queued_command":
-                delivered[prompt_text(ev.data.get("prompt"))] += 1
+                delivered[content_text(ev.data.get("prompt"))] += 1
         pending: list[dict] = []
         if options["from_transcript"]:
             pending.extend(self.left_in_queue(state, last_prompt.timestamp if last_prompt else None))
         pending.extend(state.queued or [])
         out = []
         for item in pending:
-            raw = prompt_text(item.get("prompt"))
+            raw = content_text(item.get("prompt"))
             if not raw.strip():
                 continue
             if delivered[raw] > 0:

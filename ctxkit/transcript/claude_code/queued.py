@@ -29,16 +29,12 @@ def wrap_command_text(raw: str, kind: str | None) -> str:
             "task, you MUST address the user's message above. Do not ignore it.")
 
 
-#: a queued prompt's text: the string, or the text blocks of a block list joined by newlines
-prompt_text = content_text
-
-
 def unrendered_queued_texts(attachment: object) -> tuple[str, ...]:
     """The text Claude Code sends for a ``queued_command`` attachment written without ``rendered``; () for
     any other attachment, or one with no text."""
     if not isinstance(attachment, dict) or attachment.get("type") != KIND:
         return ()
-    raw = prompt_text(attachment.get("prompt"))
+    raw = content_text(attachment.get("prompt"))
     if not raw.strip():
         return ()
     origin = attachment.get("origin")

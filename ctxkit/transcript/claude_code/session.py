@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..interface import reported
 from ..model import Transcript
 from .fields import version_key
 from .requests import request_records
@@ -225,7 +226,7 @@ class RecordedSettings:
     betas: tuple[str, ...] = ()
     thinking: dict | None = field(default=None, hash=False)
     cache_ttl: str | None = None  # "5m" | "1h": the newest answer's cache writes
-    cache_ttl_source: str = "usage cache_creation"  # what told it (named in ``ctxkit policy show``'s origin)
+    cache_ttl_source: str = "usage cache_creation"  # what told it (named in the policy's origin of the value)
     #: the window the agent itself counts against, where it records one (a Codex rollout's token_count)
     context_window: int | None = None
     #: the largest context a request to ``model`` held, by its usage (input, cache reads and writes)
@@ -272,8 +273,7 @@ def _context_held(usage: Any) -> int:
     """What a request held, by its usage: input, cache reads and cache writes (0 when it says nothing)."""
     if not isinstance(usage, dict):
         return 0
-    return int(sum(v for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-                   if _positive(v := usage.get(k))))
+    return sum(reported(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
 
 
 def _auto_compaction(d: dict) -> bool:
