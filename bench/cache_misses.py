@@ -10,13 +10,11 @@ on real sessions is misses the transcript gives no cause for. This script counts
 claim "the transcript does not say why" rests on numbers anyone can reproduce, and says *where* they
 fall: by what the session wrote between a request and the one before it.
 
-A request is counted when the request before it on the main chain (with usage) was sent within that
-request's cache lifetime, to the same model (:attr:`ctxkit.reports.usage.RecordedRequest.cache_model`),
-in the same epoch (no compaction, restart, ``/mcp`` or new day between them:
-:func:`ctxkit.reports.session_prefix.epochs`), in a turn of the same setting (thinking budget, directory,
-model: :func:`ctxkit.reports.turn_settings.turn_settings`), and the request is at least 90% of its size (a history
-cleared in place is another cause). It *missed* when it read less than 80% of what the request before
-sent. Sessions whose API did not cache (no read or write at all), sent most of the prompt as plain
+A request is counted when, by everything the transcript records, it should have read what the request
+before it sent (:func:`ctxkit.reports.cache_events.comparable`: the same model, epoch and turn setting,
+at least 90% of its size) within that request's cache lifetime. It *missed* when it read less than 80%
+of it (:func:`ctxkit.reports.session_prefix.read_it`): what ``simulate`` takes as a loss the session met.
+Sessions whose API did not cache (no read or write at all), sent most of the prompt as plain
 input (a relay that caches the tools and system prompt only) or never reported a write (an API that
 reports its writes as input: :func:`ctxkit.reports.replayed.reports_writes_as_input`) are left out. The kinds:
 
@@ -37,15 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxkit.errors import CtxkitError  # noqa: E402
+from ctxkit.reports.cache_events import comparable  # noqa: E402
 from ctxkit.reports.replayed import reports_writes_as_input, request_ttl  # noqa: E402
-from ctxkit.reports.session_prefix import epochs, prefix_changes  # noqa: E402
+from ctxkit.reports.session_prefix import epochs, prefix_changes, read_it  # noqa: E402
 from ctxkit.reports.turn_settings import turn_settings  # noqa: E402
 from ctxkit.reports.usage import recorded_requests  # noqa: E402
 from ctxkit.transcript import read_transcript  # noqa: E402
 
 KINDS = ("tool results", "new prompt", "interrupted", "interrupted for tool use")
-MISSED_BELOW = 0.8  # a request that read less than this share of the request before's prompt missed
-SAME_SIZE = 0.9  # a request smaller than this share of the one before had its history cleared in place
 
 
 def session_files(paths: list[str]) -> list[Path]:
@@ -91,18 +88,10 @@ def session_counts(path: Path) -> Counter:
     if not cached or sum(p.usage.input_tokens for p in points) > prompt / 2 or reports_writes_as_input(points):
         return out
     marks = epochs(points, prefix_changes(t), True)
-    turns = turn_settings(t, points)
-    for k in range(1, len(points)):
-        before, now = points[k - 1], points[k]
-        if before.sent_at is None or now.sent_at is None:
-            continue
-        gap = (now.sent_at - before.sent_at).total_seconds()
-        if not (0 <= gap < request_ttl(before.usage, 300) and now.cache_model == before.cache_model
-                and marks[k] == marks[k - 1] and turns[k] == turns[k - 1] and now.usage.prompt_tokens >= SAME_SIZE * before.usage.prompt_tokens):
-            continue
-        between = [t.entry(i) for i in range(before.first_entry, now.first_entry)]
-        missed = now.usage.cache_read_input_tokens < MISSED_BELOW * before.usage.prompt_tokens
-        out[(_kind([e for e in between if isinstance(e, dict)]), missed)] += 1
+    for k, b, gap in comparable(points, marks, turn_settings(t, points)):
+        if 0 <= gap < request_ttl(points[b].usage, 300):
+            between = [t.entry(i) for i in range(points[b].first_entry, points[k].first_entry)]
+            out[(_kind([e for e in between if isinstance(e, dict)]), not read_it(points[b], points[k]))] += 1
     return out
 
 

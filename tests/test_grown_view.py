@@ -193,3 +193,31 @@ def test_a_hooks_lines_after_a_parallel_result_left_off_the_chain_are_stitched_a
     answers = [k for k, e in enumerate(s.entries) if e["type"] == "assistant"]
     steps, grown = _grow(lines, [answers[0], answers[2], answers[3], len(lines)], tmp_path)
     assert grown == steps - 1  # (the first read is walked in full)
+
+
+def test_an_answer_fragment_written_before_its_parent_is_ordered_as_a_full_walk_does(tmp_path, carried):
+    """held-out 88ea4c87 (Claude Code 2.1.1xx): the two fragments of one answer written in the reverse of their
+    chain order (the second call's line above the first's, its parentUuid the line below). A fresh read
+    orders them along the chain; the growth kept the file's order, so simulate's replay had the message
+    change under it four requests later (a cache miss the session never had: +86.7% on writes)."""
+    use = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Edit", "input": {"file_path": f"/w/{k}.xml"}}
+           for k in (1, 2)]
+    entries = [entry("user", user_message("edit both"), uuid="u1"),
+               entry("assistant", assistant_message([{"type": "thinking", "thinking": "", "signature": "s"}],
+                                                    msg_id="m1"), uuid="a0", parent="u1"),
+               entry("assistant", assistant_message([use[1]], msg_id="m1"), uuid="a2", parent="a1"),
+               entry("assistant", assistant_message([use[0]], msg_id="m1"), uuid="a1", parent="a0"),
+               entry("user", user_message([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]),
+                     uuid="r1", parent="a2", sourceToolAssistantUUID="a1"),
+               entry("user", user_message([{"type": "tool_result", "tool_use_id": "toolu_2", "content": "ok"}]),
+                     uuid="r2", parent="a2", sourceToolAssistantUUID="a2"),
+               entry("assistant", assistant_message([{"type": "text", "text": "Both edited."}], msg_id="m2"),
+                     uuid="a3", parent="r2"),
+               entry("user", user_message("thanks"), uuid="u2", parent="a3"),
+               entry("assistant", assistant_message([{"type": "text", "text": "Welcome."}], msg_id="m3"),
+                     uuid="a4", parent="u2")]
+    steps, grown = _grow(_lines(entries), [1, 6, 7, 8, 9], tmp_path)
+    assert grown >= 1
+    first_call = [m for m in read_transcript(str(tmp_path / "grown.jsonl")).view().messages
+                  if m.role == "assistant"][0]
+    assert [b["id"] for b in first_call.content if b.get("type") == "tool_use"] == ["toolu_1", "toolu_2"]

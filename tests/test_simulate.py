@@ -146,8 +146,15 @@ def test_compactions_are_replayed_and_a_session_whose_api_never_cached_is_replay
 
 def test_the_cache_lifetime_comes_from_the_policy(runner, tmp_path):
     """``request.cache_ttl`` set by the policy wins over the lifetime the session's requests had (5 minutes
-    here: their usage has no ``cache_creation`` split, the API's default)."""
+    here: their usage has no ``cache_creation`` split, the API's default; the request after the pause
+    read nothing, as the API's would)."""
     path = _session(tmp_path, gap_after=2, gap=timedelta(minutes=20))
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    after = list(dict.fromkeys(e["message"]["id"] for e in entries if e.get("type") == "assistant"))[3]
+    for e in entries:
+        if e.get("type") == "assistant" and e["message"]["id"] == after:
+            e["message"]["usage"].update(cache_read_input_tokens=0, cache_creation_input_tokens=1100)
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     hour = run_json(runner, str(path), "--set", "request.cache_ttl=1h")["sessions"][0]["policies"][0]
     session = run_json(runner, str(path))["sessions"][0]["policies"][0]
     five = run_json(runner, str(path), "--set", "request.cache_ttl=5m")["sessions"][0]["policies"][0]

@@ -71,14 +71,10 @@ def test_the_fitted_overhead_and_scale_are_the_ones_behind_the_usage():
 # -------------------------------------------------------------------------------------------------
 
 #: Sessions the model does not bring within 10%, and why (docs/simulate.md): real effects the transcript
-#: does not record. strict: a change that fixes one of them must say so here.
-NOT_REPRODUCED = {
-    "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl": "a task notification's request rewrote 77,251 tokens "
-                                                          "of a prefix the transcript shows unchanged; the "
-                                                          "genuine CLI does so after a PostToolUse hook "
-                                                          "added context, which a 2.1.39 transcript does "
-                                                          "not record (docs/simulate.md)",
-}
+#: does not record. strict: a change that fixes one of them must say so here. (Empty since the cache events
+#: a session's usage shows are replayed: spotter 4d5611e5's task notification that rewrote 77,251 tokens
+#: of a prefix the transcript shows unchanged is one.)
+NOT_REPRODUCED: dict[str, str] = {}
 
 
 def _main_sessions() -> list[Path]:

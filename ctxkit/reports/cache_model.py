@@ -108,6 +108,7 @@ class PromptCache:
 
     def __init__(self, lead_only: bool = False, writes_as_input: bool = False) -> None:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
+        self.sizes: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> the prefix's tokens
         #: an API that caches the tools and system prompt only, never the messages at their breakpoints
         #: (:func:`ctxkit.reports.replayed.prompt_cache`)
         self.lead_only = lead_only
@@ -159,6 +160,7 @@ class PromptCache:
             self.entries[(key, chain[hit])] = now + ttl_seconds  # a read refreshes the entry's lifetime
         for b in marks:
             self.entries[(key, chain[b])] = max(self.entries.get((key, chain[b]), 0.0), now + ttl_seconds)
+            self.sizes[(key, chain[b])] = cumulative[b]
         read = cumulative[hit] if hit >= 0 else 0.0
         cached_end = cumulative[marks[-1]] if marks else 0.0
         write = max(0.0, cached_end - read)
@@ -167,6 +169,25 @@ class PromptCache:
         if self.writes_as_input:
             return CacheResult(read_i, 0, 0, plain + write_i)
         return CacheResult(read_i, write_i, write_i if ttl_seconds >= 3600 else 0, plain)
+
+    def forget_beyond(self, model: str, tokens: float, when: datetime | None) -> None:
+        """Lose ``model``'s cached prefixes longer than ``tokens`` at ``when`` (a loss the API's usage showed:
+        :mod:`ctxkit.reports.cache_events`): they end then, so a request replayed later but sent before
+        (a compaction's, a subagent's) still finds them."""
+        key = cache_key(model)
+        for entry in [e for e, size in self.sizes.items() if e[0] == key and size > tokens and e in self.entries]:
+            if when is None:  # (a replay without times: the entries are gone)
+                del self.entries[entry]
+            else:
+                self.entries[entry] = min(self.entries[entry], when.timestamp() - 1e-3)
+
+    def keep_alive(self, model: str, alive_at: datetime, until: datetime) -> None:
+        """Keep ``model``'s entries that were alive at ``alive_at`` alive until ``until`` (an entry the API's
+        usage showed read past its lifetime: :mod:`ctxkit.reports.cache_events`)."""
+        key, then, later = cache_key(model), alive_at.timestamp(), until.timestamp()
+        for entry, expiry in self.entries.items():
+            if entry[0] == key and then <= expiry < later:
+                self.entries[entry] = later
 
 
 _DIGEST, _TOKENS, _BREAKPOINT = attrgetter("digest"), attrgetter("tokens"), attrgetter("breakpoint")

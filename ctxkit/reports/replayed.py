@@ -53,6 +53,7 @@ from ..summarize.prompt import build_compact_prompt
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
+from .cache_events import CacheEvents, cache_events
 from .cache_model import CacheResult, Piece, PromptCache
 from .history import own_boundaries
 from .pricing import PriceTable, Usage
@@ -228,13 +229,15 @@ def first_overhead(points: list[RecordedRequest], raw: list[list[Piece]], fit: t
 def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], cache: PromptCache | None,
                         default_ttl: int, fit: tuple[float, float], salt: bytes = b"",
                         marks: list[int] | None = None, shared: SharedPrefix | None = None,
-                        keep: frozenset[int] = frozenset(), turns: list[TurnSetting] | None = None) -> Replayed:
+                        keep: frozenset[int] = frozenset(), turns: list[TurnSetting] | None = None,
+                        events: CacheEvents | None = None) -> Replayed:
     """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces.
     ``marks``: each request's epoch (:func:`ctxkit.reports.session_prefix.epochs`): the session's own part
     of the overhead is another piece in each; ``shared``: the part of the overhead shared with other
     sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
     before every request when other sessions kept it warm; ``turns``: each request's turn setting
-    (:func:`ctxkit.reports.turn_settings.turn_settings`). ``keep``: the requests whose calibrated pieces the
+    (:func:`ctxkit.reports.turn_settings.turn_settings`); ``events``: the cache events its usage shows
+    (:mod:`ctxkit.reports.cache_events`). ``keep``: the requests whose calibrated pieces the
     result holds (only those: each request's are new objects, and all would grow with the square of the requests)."""
     out = Replayed([], {})
     warm = 0.0
@@ -260,6 +263,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             warm_start(cache, point, cal, ttl)
         elif shared is not None:
             keep_warm(cache, shared, point, cal, ttl)
+        if events is not None:
+            events.before(cache, k, point.cache_model, point.sent_at)
         result = run_cache(cache, point.sent_at, point.cache_model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         if k in keep:
@@ -413,12 +418,18 @@ def read_subagents(path: str, t: Transcript,
 
 
 def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
-                         fit: tuple[float, float], policy: Policy, caches: bool) -> tuple[list[int], SharedPrefix | None]:
-    """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`) and the session's shared
-    prefix, estimated from its usage (None for a session whose API did not cache)."""
+                         fit: tuple[float, float], policy: Policy, caches: bool,
+                         turns: list[TurnSetting]) -> tuple[list[int], SharedPrefix | None, CacheEvents]:
+    """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`), the session's shared
+    prefix, estimated from its usage (None for a session whose API did not cache), and the cache events
+    its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting)."""
     marks = epochs(points, prefix_changes(t), t.format == "claude-code")
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
-    return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit)) if caches else None
+    if not caches:
+        return marks, None, CacheEvents()
+    events = cache_events(points, marks, turns, ttls)
+    return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit),
+                                      events.lost.keys() - events.expected), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
@@ -430,12 +441,12 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     cache = prompt_cache(points, caches)
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
-    marks, shared = session_prefix_model(t, points, pieces, fit, policy, caches)
+    turns = turn_settings(t, points)
+    marks, shared, events = session_prefix_model(t, points, pieces, fit, policy, caches, turns)
     boundaries = own_boundaries(t)
     before = (_last_before(points, b) for b in boundaries)
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
-                               keep=frozenset(k for k in before if k is not None),
-                               turns=turn_settings(t, points))
+                               keep=frozenset(k for k in before if k is not None), turns=turns, events=events)
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
     for name, sub, pts in subagent_reads:

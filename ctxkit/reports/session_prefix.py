@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timezone
 from itertools import takewhile
@@ -49,6 +49,9 @@ RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
 #: A request read the shared prefix when it read at least this share of it (the same prompt, one model's
 #: name in it more or less)
 SHARED_READ = 0.9
+#: A request *missed* the cache when it read less than this share of what the request before it sent, and
+#: found it alive when it read at least this share (:mod:`ctxkit.reports.cache_events`)
+MISSED_BELOW = 0.8
 
 
 def _command(entry: dict) -> str | None:
@@ -119,12 +122,29 @@ def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) 
     return [p if p.lead else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
 
 
+def read_it(before: RecordedRequest | None, now: RecordedRequest) -> bool:
+    """Whether ``now`` read at least :data:`MISSED_BELOW` of what ``before`` sent: the prefix was the same
+    (whatever the lines between them say)."""
+    return before is not None and now.usage.cache_read_input_tokens >= MISSED_BELOW * before.usage.prompt_tokens
+
+
 def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True) -> list[int]:
     """For each request, how many prefix changes came before it: the entries ``changes``, and each new day
     (:func:`new_days`) when ``days`` (a Claude Code session: what other agents put in their prompts is not
-    modelled)."""
+    modelled). Changes between two requests are none when the second read what the first sent (a ``/mcp``
+    dialog the user dismissed, a resume that composed the same prompt: :func:`read_it`)."""
     new = new_days(points) if days else [0] * len(points)
-    return [sum(1 for c in changes if c < p.first_entry) + d for p, d in zip(points, new, strict=True)]
+    out, n, before, ahead = [], 0, None, sorted(changes)
+    at = 0
+    for p, d in zip(points, new, strict=True):
+        passed = at
+        while at < len(ahead) and ahead[at] < p.first_entry:
+            at += 1
+        n += at - passed if at > passed and not read_it(before, p) else 0
+        out.append(n + d)
+        if p.usage.prompt_tokens:
+            before = p
+    return out
 
 
 def new_days(points: list[RecordedRequest]) -> list[int]:
@@ -132,13 +152,17 @@ def new_days(points: list[RecordedRequest]) -> list[int]:
     into the session's own part of the prompt, so the first request of a new day writes that part again.
     The date is Claude Code's local one; the transcript's times are UTC and it does not say which timezone
     the session ran in, so the day is UTC's (a CI runner's: erk's sessions on GitHub's runners rewrote it
-    at every midnight they crossed; elsewhere the rewrite may be modelled some hours early or late)."""
-    out, n, last = [], 0, None
+    at every midnight they crossed), unless the first request of the UTC day read what the request before
+    it sent: then the session's date had not changed there (a user's evening in UTC-7), and where it did
+    change, its usage shows a loss (:mod:`ctxkit.reports.cache_events`)."""
+    out, n, last, before = [], 0, None, None
     for p in points:
         day = p.sent_at.astimezone(timezone.utc).date() if p.sent_at is not None else None
         if day is not None:
-            n += last is not None and day != last
+            n += last is not None and day != last and not read_it(before, p)
             last = day
+        if p.usage.prompt_tokens:
+            before = p
         out.append(n)
     return out
 
@@ -181,11 +205,12 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
 
 def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
-                  first_overhead: float) -> SharedPrefix:
+                  first_overhead: float, lost: Iterable[int] = ()) -> SharedPrefix:
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
-    (the cached part of the tools and system prompt), else the median read of the cold requests; it was
-    kept warm for a model when most of that model's cold requests read it."""
+    (the cached part of the tools and system prompt), else the median read of the cold requests and of
+    those that ``lost`` the cache (:mod:`ctxkit.reports.cache_events`); it was kept warm for a model when
+    most of that model's cold requests read it."""
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
@@ -193,7 +218,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     reads = [float(points[k].usage.cache_read_input_tokens) for k in cold]
     size = first if 0 < first < first_overhead else 0.0
     if not size:
-        seen = [r for r in reads if 0 < r < first_overhead]
+        seen = [r for r in [*reads, *(float(points[k].usage.cache_read_input_tokens) for k in lost)]
+                if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
     votes: dict[str, list[bool]] = {}
     for k, r in zip(cold, reads, strict=True):

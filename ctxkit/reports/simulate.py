@@ -41,6 +41,7 @@ from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
 from ..transcript.reader import read_bytes, read_transcript, require_a_readable_line
 from .agent_usage import agent_requests
+from .cache_events import CacheEvents
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
 from .pricing import PriceTable, Usage
@@ -174,8 +175,10 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         else:
             none_pieces = same = as_sent
         cache = prompt_cache(points, caches)
-        marks, shared = restarts(t, points), session_prefix_model(t, points, as_sent, fit, base, caches)[1]
         turns, keyed = turn_settings(t, points), {}
+        marks = restarts(t, points)
+        shared, events = session_prefix_model(t, points, as_sent, fit, base, caches, turns)[1:]
+        none_events = events.for_lifetime(not base.explicit("request.cache_ttl"))
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
@@ -190,6 +193,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
                 keep_warm(cache, shared, point, pieces, base.cache_minutes * 60)
+            none_events.before(cache, k, point.cache_model, point.sent_at)
             none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
@@ -197,7 +201,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             ctx.tokens = counter
             none.breakdown = _breakdown(prefix, ctx)
         rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
-                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns))
+                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns, events))
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if skipped.count:
@@ -205,7 +209,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
         warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
     actual = sum_rows("recorded", [recorded.to_json(), sidechain.to_json()])
-    check = calibration(replayed, actual)
+    check = {**calibration(replayed, actual), "cache_events": events.counts()}
     if check["off"] and any(r.usage.prompt_tokens for r in points):
         warnings.append("the replayed row is more than 10% off the recorded one on "
                         + ", ".join(f"{k} ({_percent(check['relative_error'][k])})" for k in check["off"])
@@ -260,7 +264,8 @@ def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable
 def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_lines: list[bytes],
                 prices: PriceTable, workdir: Path, context_window: int | None, cwd: Path | None,
                 path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None,
-                prefix: tuple[list[int], SharedPrefix | None, list[TurnSetting]] | None = None) -> Row:
+                prefix: tuple[list[int], SharedPrefix | None, list[TurnSetting], CacheEvents] | None = None,
+                ) -> Row:
     workdir.mkdir(parents=True)
     counter = make_counter(policy.estimator, model=policy.model)
     replay = PolicyReplay(policy, workdir, context_window=context_window, cwd=cwd or Path.cwd(),
@@ -269,7 +274,9 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
     cache = prompt_cache(points, caches)
-    marks, shared, turns = prefix or ([0] * len(points), None, [TurnSetting()] * len(points))
+    marks, shared, turns, events = prefix or ([0] * len(points), None, [TurnSetting()] * len(points),
+                                             CacheEvents())
+    events = events.for_lifetime(not policy.explicit("request.cache_ttl"))
     keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}
@@ -298,6 +305,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:
             keep_warm(cache, shared, point, previous, policy.cache_minutes * 60)
+        events.before(cache, k, point.cache_model, point.sent_at)
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history

@@ -16,7 +16,7 @@ from ..lineindex import BAD, SIDECHAIN, LineIndex
 from ..model import Transcript
 from .carry import carry_chain
 from .fields import content_blocks, hook_tool_id
-from .grown import grown_chain
+from .grown import grown_chain, parents_first
 from .metas import Meta, Metas
 from .records import records
 
@@ -149,40 +149,14 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     members = set(path) | set(segment)
     group = {i: 1 for i in segment}
     _stitch(t, metas, members, group, removed)
-    main = _parents_first(sorted(i for i in members if group.get(i, 0) == 0), parent_of)
-    seg_sorted = _parents_first(sorted(i for i in members if group.get(i, 0) == 1), parent_of)
+    main = parents_first(sorted(i for i in members if group.get(i, 0) == 0), parent_of)
+    seg_sorted = parents_first(sorted(i for i in members if group.get(i, 0) == 1), parent_of)
     if seg_sorted:
         pos = main.index(anchor) + 1 if anchor in main else (1 if main else 0)
         main = main[:pos] + seg_sorted + main[pos:]
     facts["segment"] = seg_sorted
     facts["path"] = path  # the parentUuid chain root..leaf (compaction picks a kept tail's head on it)
     return main, facts
-
-
-def _parents_first(order: list[int], parent_of: Any) -> list[int]:
-    """``order`` (entries in file order) with each entry after its parent where the parent is among them:
-    Claude Code writes a line as its step ends, and a tool's result may be written before the answer that
-    called it (a real 2.1.121 session: the result two lines above its tool_use, its ``parentUuid`` the
-    answer's), while Claude Code reads the conversation along the ``parentUuid`` chain. An entry whose
-    parent comes later in the file waits for it and follows it; the rest keep the file's order."""
-    members = set(order)
-    emitted: set[int] = set()
-    waiting: dict[int, list[int]] = {}
-    out: list[int] = []
-    for i in order:
-        p = parent_of(i)
-        if p is not None and p in members and p not in emitted and p != i:
-            waiting.setdefault(p, []).append(i)
-            continue
-        stack = [i]
-        while stack:  # (an entry, then the ones that waited for it, depth first: no recursion)
-            j = stack.pop()
-            out.append(j)
-            emitted.add(j)
-            stack.extend(reversed(waiting.pop(j, ())))
-    if len(out) < len(order):  # a loop of parents among them: kept, in the file's order, at the end
-        out.extend(i for i in order if i not in emitted)
-    return out
 
 
 def _uuid_map(t: Transcript, metas: Metas) -> Mapping[str, int]:

@@ -250,7 +250,33 @@ def _grow(t: Transcript, n: int, order: list[int], facts: dict[str, Any],
     if any(ids <= s.tool_ids for ids in s.waiting.values()):
         return None  # an earlier result's tool call came: it joins the chain where it was written
     s.waiting.update(waiting)
-    new = sorted(added)
+    new = parents_first(sorted(added), parent_of)  # (as the full walk orders them: a line before its parent)
     s.order, s.n = order + new, end
     new_facts = {**facts, "leaf": leaf, "path": facts["path"] + path[::-1], "growth": s}
     return s.order, new_facts, new
+
+
+def parents_first(order: list[int], parent_of: Any) -> list[int]:
+    """``order`` (entries in file order) with each entry after its parent where the parent is among them:
+    Claude Code writes a line as its step ends, and a tool's result may be written before the answer that
+    called it (a real 2.1.121 session: the result two lines above its tool_use, its ``parentUuid`` the
+    answer's), while Claude Code reads the conversation along the ``parentUuid`` chain. An entry whose
+    parent comes later in the file waits for it and follows it; the rest keep the file's order."""
+    members = set(order)
+    emitted: set[int] = set()
+    waiting: dict[int, list[int]] = {}
+    out: list[int] = []
+    for i in order:
+        p = parent_of(i)
+        if p is not None and p in members and p not in emitted and p != i:
+            waiting.setdefault(p, []).append(i)
+            continue
+        stack = [i]
+        while stack:  # (an entry, then the ones that waited for it, depth first: no recursion)
+            j = stack.pop()
+            out.append(j)
+            emitted.add(j)
+            stack.extend(reversed(waiting.pop(j, ())))
+    if len(out) < len(order):  # a loop of parents among them: kept, in the file's order, at the end
+        out.extend(i for i in order if i not in emitted)
+    return out

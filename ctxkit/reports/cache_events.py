@@ -1,0 +1,122 @@
+"""What a session's own usage shows of the prompt cache that its transcript gives no cause for.
+
+Real Claude Code sessions miss the cache where nothing the transcript records explains it: a request
+sent seconds after the one before, to the same model, in the same turn setting, with no compaction,
+restart, ``/mcp`` or new day between them, that reads only the tools and system prompt (or nothing)
+and writes the conversation again. They fall on the first request of a turn (5.9% of those on 374
+held-out sessions, against 0.1% inside a turn: ``bench/cache_misses.py``), which fits Claude Code
+composing part of its prompt again as a turn begins, or the API losing an entry before its lifetime
+ends (it promises no hit). The other way round, a request sent longer after the one before than the
+cache lifetime still reads all of it: the lines' times are not when the requests were sent (Claude
+Code 1.0 wrote a turn's lines at one instant when it ended), or the entry outlived its lifetime.
+
+No model of the transcript predicts either, but the recorded usage shows each one, and how deep a loss
+went (what the request still read). ``simulate`` takes them as events of the session, as it takes the
+pauses between requests, and every row (``replayed``, ``none``, each policy's) meets them where the
+session did (:meth:`CacheEvents.before`): a policy would have met the same loss, or found the cache
+alive, at the same moment, so its row is compared with ``none`` and ``replayed`` on the same footing.
+``simulate --json`` counts them (``calibration.cache_events``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .cache_model import PromptCache
+from .pricing import normalize_model
+from .session_prefix import MISSED_BELOW, read_it
+from .turn_settings import TurnSetting
+from .usage import RecordedRequest
+
+#: A request smaller than this share of the one before had its history cleared in place (another cause,
+#: :func:`ctxkit.reports.session_prefix.history_rewrites`)
+SAME_SIZE = 0.9
+
+
+@dataclass
+class CacheEvents:
+    """The cache events of a session's main chain, by request index."""
+
+    lost: dict[int, float] = field(default_factory=dict)  # a loss: the tokens the request still read
+    kept: dict[int, datetime] = field(default_factory=dict)  # alive past its lifetime: since the request before
+    expected: set[int] = field(default_factory=set)  # the losses after a pause past the lifetime (no surprise)
+
+    def for_lifetime(self, own: bool) -> CacheEvents:
+        """The events a row meets: all of them at the session's own cache lifetimes (``own``); under another
+        (a policy's ``request.cache_ttl``) only the losses within the lifetime: how long an entry lives past a
+        pause is that lifetime's to say."""
+        if own:
+            return self
+        return CacheEvents({k: v for k, v in self.lost.items() if k not in self.expected})
+
+    def counts(self) -> dict[str, int]:
+        """How many of each the transcript's times do not explain (``simulate --json``'s ``cache_events``)."""
+        return {"lost": len(self.lost.keys() - self.expected), "kept": len(self.kept)}
+
+    def before(self, cache: PromptCache | None, k: int, model: str, when: datetime | None) -> None:
+        """Before request ``k`` to ``model``, sent ``when``: ``cache`` loses the prefixes longer than what the
+        recorded request read (all of them when it read nothing), or keeps alive until then what was alive
+        when the request before it was sent."""
+        if cache is None:
+            return
+        if k in self.lost:
+            # (what it read is where the request's prefix changed, or a breakpoint before it: the prefixes the row
+            # cached up to a little more than that are the same ones, composed by its own estimates)
+            cache.forget_beyond(model, self.lost[k] / MISSED_BELOW, when)
+        elif k in self.kept and when is not None:
+            cache.keep_alive(model, self.kept[k], when)
+
+
+#: Model families whose APIs cache every prompt's prefix on their own, in fixed steps (OpenAI's by 128 tokens
+#: from 1,024, Gemini's implicit cache): a read of part of the previous prompt is their normal case there,
+#: not evidence of a loss
+AUTOMATIC_CACHING = ("gpt-", "o1", "o3", "o4", "codex-", "gemini-")
+
+
+def caches_automatically(model: str) -> bool:
+    return normalize_model(model).startswith(AUTOMATIC_CACHING)
+
+
+def comparable(points: list[RecordedRequest], marks: list[int],
+               turns: list[TurnSetting]) -> Iterator[tuple[int, int, float]]:
+    """Each request ``k`` with usage whose prompt repeats the one before it with usage (``b``): sent to the same
+    model and platform, in the same epoch (``marks``: no compaction, restart, ``/mcp`` or new day between
+    them: :func:`ctxkit.reports.session_prefix.epochs`) and turn setting (``turns``: thinking, directory,
+    model: :func:`ctxkit.reports.turn_settings.turn_settings`), at least :data:`SAME_SIZE` of its size, both
+    with a send time, to a model whose API caches at the request's breakpoints (not automatically:
+    :func:`caches_automatically`): ``(k, b, seconds between them)``."""
+    before = None
+    for k, now in enumerate(points):
+        if not now.usage.prompt_tokens:
+            continue
+        b, before = before, k
+        if b is None:
+            continue
+        was = points[b]
+        if (was.sent_at is not None and now.sent_at is not None and now.cache_model == was.cache_model
+                and not caches_automatically(now.model)
+                and marks[k] == marks[b] and turns[k] == turns[b]
+                and now.usage.prompt_tokens >= SAME_SIZE * was.usage.prompt_tokens):
+            yield k, b, (now.sent_at - was.sent_at).total_seconds()
+
+
+def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
+                 ttl_of: list[int]) -> CacheEvents:
+    """The cache events the usage of ``points`` shows (see the module docstring): before each request that
+    read less than :data:`MISSED_BELOW` of what the request before it sent (:func:`comparable`), the cache
+    keeps only what it read; before each that read at least that much, what was alive when the request before
+    it was sent is kept alive. Where the pause between them says the same (``ttl_of``: each request's
+    lifetime) the event changes nothing, and :attr:`CacheEvents.expected` holds it; where the lines' times are
+    not when the requests went out (Claude Code 1.0 wrote some turns' lines at one instant, between earlier
+    ones) it keeps the cache as the API had it, whatever the times say."""
+    out = CacheEvents()
+    for k, b, gap in comparable(points, marks, turns):
+        past = not 0 <= gap < ttl_of[b]
+        if not read_it(points[b], points[k]):
+            out.lost[k] = float(points[k].usage.cache_read_input_tokens)
+            if past:
+                out.expected.add(k)
+        elif past:
+            out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
+    return out
