@@ -11,9 +11,10 @@ claim "the transcript does not say why" rests on numbers anyone can reproduce, a
 fall: by what the session wrote between a request and the one before it.
 
 A request is counted when, by everything the transcript records, it should have read what the request
-before it sent (:func:`ctxkit.reports.cache_events.comparable`: the same model, epoch and turn setting,
-at least 90% of its size) within that request's cache lifetime. It *missed* when it read less than 80%
-of it (:func:`ctxkit.reports.session_prefix.read_it`): what ``simulate`` takes as a loss the session met.
+before it sent (:func:`ctxkit.reports.cache_events.comparable`: the same model, epoch and turn setting)
+within that request's cache lifetime, and is at least 90% of its size (a history rewritten smaller is
+another cause). It *missed* when it read less than 80% of it
+(:func:`ctxkit.reports.session_prefix.read_it`): what ``simulate`` takes as a loss the session met.
 Sessions whose API did not cache (no read or write at all), sent most of the prompt as plain
 input (a relay that caches the tools and system prompt only) or never reported a write (an API that
 reports its writes as input: :func:`ctxkit.reports.replayed.reports_writes_as_input`) are left out. The kinds:
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxkit.errors import CtxkitError  # noqa: E402
-from ctxkit.reports.cache_events import comparable  # noqa: E402
+from ctxkit.reports.cache_events import SAME_SIZE, comparable  # noqa: E402
 from ctxkit.reports.replayed import reports_writes_as_input, request_ttl  # noqa: E402
 from ctxkit.reports.session_prefix import epochs, prefix_changes, read_it  # noqa: E402
 from ctxkit.reports.turn_settings import turn_settings  # noqa: E402
@@ -89,7 +90,8 @@ def session_counts(path: Path) -> Counter:
         return out
     marks = epochs(points, prefix_changes(t), True)
     for k, b, gap in comparable(points, marks, turn_settings(t, points)):
-        if 0 <= gap < request_ttl(points[b].usage, 300):
+        if 0 <= gap < request_ttl(points[b].usage, 300) and \
+                points[k].usage.prompt_tokens >= SAME_SIZE * points[b].usage.prompt_tokens:
             between = [t.entry(i) for i in range(points[b].first_entry, points[k].first_entry)]
             out[(_kind([e for e in between if isinstance(e, dict)]), not read_it(points[b], points[k]))] += 1
     return out

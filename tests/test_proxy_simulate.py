@@ -98,9 +98,11 @@ def test_a_history_the_agent_rewrote_starts_a_new_log_and_keeps_the_old(tmp_path
 
 def _serve_openai(store: Path, model: str) -> list[dict]:
     """An OpenAI-SDK agent's tool loop through the proxy: three requests, each answered with a tool call and
-    the usage OpenAI reports (cached tokens inside prompt_tokens). The usages, as sent."""
+    the usage OpenAI reports (cached tokens inside prompt_tokens: the request before's prompt, cached in
+    128-token steps). The usages, as sent."""
     usages = [{"prompt_tokens": 2_000 + 600 * i, "completion_tokens": 40 + i,
-               "prompt_tokens_details": {"cached_tokens": 1_536 * i}} for i in range(3)]
+               "prompt_tokens_details": {"cached_tokens": (2_000 + 600 * (i - 1)) // 128 * 128 if i else 0}}
+              for i in range(3)]
     with Upstream() as up, RunningProxy(ProxySettings(up.url, live_managers("default"), store=store)) as proxy:
         messages = [{"role": "system", "content": "You are a coding agent."},
                     {"role": "user", "content": "Run the tests and fix what fails."}]

@@ -323,3 +323,17 @@ def test_an_api_that_reports_its_cache_writes_as_input_is_replayed_so(tmp_path):
     assert replayed["cache_creation_input_tokens"] == 0 and replayed["input_tokens"] > 39_000 + 2_060 * 12
     # the lifetime no request recorded is named as the one taken, not as "as recorded"
     assert result["cache_ttl"] == "5m (the API's default: no usage reports a cache write)"
+
+
+def test_the_few_tokens_the_api_counts_as_plain_input_on_every_request_are_replayed_so(tmp_path):
+    """held-out ae394bee (Claude Code 2.1.90) and every real session: the API counts a few tokens of each request
+    as plain input however much it cached (10 to 14 here; 1 to 14 on real sessions). They were replayed as
+    cache writes: input_tokens -100% on every session, and a session whose requests wrote nothing else
+    came out 22% over on writes."""
+    s = Session("2.1.90")
+    for k, (at, read, write) in enumerate([(0, 17_600, 0), (13, 17_600, 23), (30, 17_623, 30)]):
+        s.prompt(f"step {k}", timedelta(seconds=at))
+        s.answer("ok", timedelta(seconds=at + 3), read, write, plain=10 + 2 * k)
+    errors = s.errors(tmp_path)
+    assert _within_ten_percent(errors)
+    assert abs(errors["input_tokens"]) <= 0.2

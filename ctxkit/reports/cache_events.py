@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .cache_model import PromptCache
-from .pricing import normalize_model
 from .session_prefix import MISSED_BELOW, read_it
 from .turn_settings import TurnSetting
 from .usage import RecordedRequest
@@ -56,8 +55,8 @@ class CacheEvents:
 
     def before(self, cache: PromptCache | None, k: int, model: str, when: datetime | None) -> None:
         """Before request ``k`` to ``model``, sent ``when``: ``cache`` loses the prefixes longer than what the
-        recorded request read (all of them when it read nothing), or keeps alive until then what was alive
-        when the request before it was sent."""
+        recorded request read, and a quarter more (all of them when it read nothing), or keeps alive until
+        then what was alive when the request before it was sent."""
         if cache is None:
             return
         if k in self.lost:
@@ -68,24 +67,13 @@ class CacheEvents:
             cache.keep_alive(model, self.kept[k], when)
 
 
-#: Model families whose APIs cache every prompt's prefix on their own, in fixed steps (OpenAI's by 128 tokens
-#: from 1,024, Gemini's implicit cache): a read of part of the previous prompt is their normal case there,
-#: not evidence of a loss
-AUTOMATIC_CACHING = ("gpt-", "o1", "o3", "o4", "codex-", "gemini-")
-
-
-def caches_automatically(model: str) -> bool:
-    return normalize_model(model).startswith(AUTOMATIC_CACHING)
-
-
 def comparable(points: list[RecordedRequest], marks: list[int],
                turns: list[TurnSetting]) -> Iterator[tuple[int, int, float]]:
     """Each request ``k`` with usage whose prompt repeats the one before it with usage (``b``): sent to the same
     model and platform, in the same epoch (``marks``: no compaction, restart, ``/mcp`` or new day between
     them: :func:`ctxkit.reports.session_prefix.epochs`) and turn setting (``turns``: thinking, directory,
-    model: :func:`ctxkit.reports.turn_settings.turn_settings`), at least :data:`SAME_SIZE` of its size, both
-    with a send time, to a model whose API caches at the request's breakpoints (not automatically:
-    :func:`caches_automatically`): ``(k, b, seconds between them)``."""
+    model: :func:`ctxkit.reports.turn_settings.turn_settings`), both with a send time: ``(k, b, seconds
+    between them)``."""
     before = None
     for k, now in enumerate(points):
         if not now.usage.prompt_tokens:
@@ -95,28 +83,29 @@ def comparable(points: list[RecordedRequest], marks: list[int],
             continue
         was = points[b]
         if (was.sent_at is not None and now.sent_at is not None and now.cache_model == was.cache_model
-                and not caches_automatically(now.model)
-                and marks[k] == marks[b] and turns[k] == turns[b]
-                and now.usage.prompt_tokens >= SAME_SIZE * was.usage.prompt_tokens):
+                and marks[k] == marks[b] and turns[k] == turns[b]):
             yield k, b, (now.sent_at - was.sent_at).total_seconds()
 
 
 def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
                  ttl_of: list[int]) -> CacheEvents:
     """The cache events the usage of ``points`` shows (see the module docstring): before each request that
-    read less than :data:`MISSED_BELOW` of what the request before it sent (:func:`comparable`), the cache
-    keeps only what it read; before each that read at least that much, what was alive when the request before
-    it was sent is kept alive. Where the pause between them says the same (``ttl_of``: each request's
-    lifetime) the event changes nothing, and :attr:`CacheEvents.expected` holds it; where the lines' times are
-    not when the requests went out (Claude Code 1.0 wrote some turns' lines at one instant, between earlier
-    ones) it keeps the cache as the API had it, whatever the times say."""
+    read less than :data:`MISSED_BELOW` of what the request before it sent, or of its own prompt when that
+    is smaller (:func:`comparable`; a history rewritten smaller, as a subagent resumed anew, counts), the
+    cache keeps only what it read; before each of at least :data:`SAME_SIZE` of that request's size that
+    read at least that much of it, what was alive when the request before it was sent is kept alive. Where
+    the pause between them says the same (``ttl_of``: each request's lifetime) the event changes nothing,
+    and :attr:`CacheEvents.expected` holds it; where the lines' times are not when the requests went out
+    (Claude Code 1.0 wrote some turns' lines at one instant, between earlier ones) it keeps the cache as the
+    API had it, whatever the times say."""
     out = CacheEvents()
     for k, b, gap in comparable(points, marks, turns):
+        was, now = points[b].usage, points[k].usage
         past = not 0 <= gap < ttl_of[b]
-        if not read_it(points[b], points[k]):
-            out.lost[k] = float(points[k].usage.cache_read_input_tokens)
+        if now.cache_read_input_tokens < MISSED_BELOW * min(was.prompt_tokens, now.prompt_tokens):
+            out.lost[k] = float(now.cache_read_input_tokens)
             if past:
                 out.expected.add(k)
-        elif past:
+        elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k]):
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
     return out

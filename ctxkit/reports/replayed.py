@@ -78,6 +78,9 @@ from .usage import RecordedRequest, recorded_requests
 CALIBRATED_KEYS = ("cost_usd", "cache_read_input_tokens", "cache_creation_input_tokens")
 TOLERANCE = 0.10
 TTL_5M, TTL_1H = 300, 3600
+#: The most plain input a request's framing is taken to be (:func:`uncached_tail`), and its piece's identity
+TAIL_AT_MOST = 64
+TAIL = hashlib.blake2b(b"uncached-tail", digest_size=16).digest()
 #: The id prefix of a request the replay adds without a recorded counterpart (a compaction's summary
 #: request when no ``agent-acompact-*`` file holds it): priced in the row, left out of the calibration
 UNRECORDED = "unrecorded-"
@@ -143,6 +146,19 @@ def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | N
     return PromptCache(lead_only=lead_only, writes_as_input=reports_writes_as_input(points))
 
 
+def uncached_tail(points: list[RecordedRequest], cache: PromptCache | None) -> float:
+    """The tokens at the end of each request that the API counts as plain input although the request cached
+    everything before them (it frames each turn with a few tokens after the last breakpoint: 1 to 14 on real
+    sessions): the median ``input_tokens`` of the session's requests; 0 when that is more than
+    :data:`TAIL_AT_MOST`, or for a cache that is not the Anthropic API's (none, the lead only, writes
+    reported as input), whose plain input is something else."""
+    if cache is None or cache.lead_only or cache.writes_as_input:
+        return 0.0
+    plain = sorted(p.usage.input_tokens for p in points if p.usage.prompt_tokens)
+    tail = plain[len(plain) // 2] if plain else 0
+    return float(tail) if tail <= TAIL_AT_MOST else 0.0
+
+
 def reports_writes_as_input(points: list[RecordedRequest]) -> bool:
     """Whether the session's API read the cache on several requests yet never reported a write: it reported
     what it wrote as plain input (see :func:`prompt_cache`); what lifetime its writes had, no usage says."""
@@ -165,25 +181,33 @@ def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Pie
 
 
 def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0,
-          memo: dict | None = None) -> list[Piece]:
+          memo: dict | None = None, tail: float = 0.0) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
     the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
-    ``memo``: :func:`ctxkit.reports.replay.calibrated`'s."""
+    ``memo``: :func:`ctxkit.reports.replay.calibrated`'s. ``tail``: the request's last tokens, never cached
+    (:func:`uncached_tail`), a piece of their own after the rest (of the fitted overhead, without a
+    recorded size)."""
     overhead, scale = fit
     estimate = sum(map(attrgetter("tokens"), pieces))  # (in C: the same sum, in the same order)
+    tail = min(tail, prompt_tokens) if prompt_tokens > 0 else min(tail, overhead)
     if prompt_tokens <= 0:
-        out = calibrated(pieces, overhead, scale, memo)
-    elif scale * estimate > prompt_tokens:
-        out = calibrated(pieces, 0.0, prompt_tokens / estimate, memo)
+        out = calibrated(pieces, overhead - tail, scale, memo)
+    elif scale * estimate > prompt_tokens - tail:
+        out = calibrated(pieces, 0.0, (prompt_tokens - tail) / estimate if estimate else 0.0, memo)
     else:
-        out = calibrated(pieces, prompt_tokens - scale * estimate, scale, memo)
+        out = calibrated(pieces, prompt_tokens - tail - scale * estimate, scale, memo)
     if warm > 0:
         head = out[0]
         shared = min(warm, head.tokens)
         out = [Piece(WARM, shared, True, True), Piece(head.digest, head.tokens - shared, head.breakpoint, True), *out[1:]]
-    return out
+    return [*out, Piece(TAIL, tail)] if tail > 0 else out
+
+
+def without_tail(pieces: list[Piece]) -> list[Piece]:
+    """A request's pieces without its uncached tail (:func:`exact`): what a request made after it repeats."""
+    return pieces[:-1] if pieces and pieces[-1].digest == TAIL else pieces
 
 
 def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], ttl: int) -> None:
@@ -230,14 +254,14 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
                         default_ttl: int, fit: tuple[float, float], salt: bytes = b"",
                         marks: list[int] | None = None, shared: SharedPrefix | None = None,
                         keep: frozenset[int] = frozenset(), turns: list[TurnSetting] | None = None,
-                        events: CacheEvents | None = None) -> Replayed:
+                        events: CacheEvents | None = None, tail: float = 0.0) -> Replayed:
     """The recorded requests ``points`` of one conversation, each with its estimated ``raw`` pieces.
     ``marks``: each request's epoch (:func:`ctxkit.reports.session_prefix.epochs`): the session's own part
     of the overhead is another piece in each; ``shared``: the part of the overhead shared with other
     sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
     before every request when other sessions kept it warm; ``turns``: each request's turn setting
     (:func:`ctxkit.reports.turn_settings.turn_settings`); ``events``: the cache events its usage shows
-    (:mod:`ctxkit.reports.cache_events`). ``keep``: the requests whose calibrated pieces the
+    (:mod:`ctxkit.reports.cache_events`); ``tail``: each request's uncached tail (:func:`uncached_tail`). ``keep``: the requests whose calibrated pieces the
     result holds (only those: each request's are new objects, and all would grow with the square of the requests)."""
     out = Replayed([], {})
     warm = 0.0
@@ -255,7 +279,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
             else:
                 warm = float(point.usage.cache_read_input_tokens)
                 warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
-        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled), marks[k] if marks else 0, warm)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled, tail), marks[k] if marks else 0,
+                         warm)
         cal = consistent(with_rewrites(cal, rewrites[k], rewritten), sizes, point.usage.prompt_tokens, resized)
         cal = with_turn(cal, turns[k], keyed) if turns else cal
         cal = salted(cal, salt) if salt else cal
@@ -360,7 +385,7 @@ def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Repl
         before = _last_before(points, b)
         if before is None:
             continue
-        prev, pieces = points[before], main.pieces[before]
+        prev, pieces = points[before], without_tail(main.pieces[before])
         history = sum(p.tokens for p in pieces)
         recorded = acompact[k] if k < len(acompact) else None
         if recorded is not None and recorded.usage.prompt_tokens > history:
@@ -446,7 +471,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     boundaries = own_boundaries(t)
     before = (_last_before(points, b) for b in boundaries)
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
-                               keep=frozenset(k for k in before if k is not None), turns=turns, events=events)
+                               keep=frozenset(k for k in before if k is not None), turns=turns, events=events,
+                               tail=uncached_tail(points, cache))
     acompact: list[RecordedRequest] = []
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
     for name, sub, pts in subagent_reads:
@@ -464,8 +490,14 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
             row.requests.append(_request(*compactions.pop(at), prices, "summarizer"))
             row.compactions.append({"request": k, "trigger": "recorded"})
         row.requests.append(_request(point, res, ctx, prices, "main"))
+    counts = events.counts()
     for name, pts, raw in subagents:
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
-        for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode()).requests:
+        own = cache_events(pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts]) \
+            if caches else CacheEvents()
+        counts = {k: v + own.counts()[k] for k, v in counts.items()}
+        for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
+                                                   tail=uncached_tail(pts, cache)).requests:
             row.requests.append(_request(point, res, ctx, prices, "subagent"))
+    row.cache_events = counts
     return row

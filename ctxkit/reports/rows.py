@@ -41,6 +41,8 @@ class Row:
     final: Step | None = None
     breakdown: dict[str, Any] = field(default_factory=dict)  # the last view's tokens by_tool and by_kind
     removed: list[dict[str, Any]] = field(default_factory=list)  # what the stages took out (ctxkit.reports.removed)
+    #: ``replayed``: the cache events its conversations met (ctxkit.reports.cache_events), by kind
+    cache_events: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         u = [r.usage for r in self.requests]

@@ -59,7 +59,9 @@ from .replayed import (
     run_cache,
     session_caches,
     session_prefix_model,
+    uncached_tail,
     warm_start,
+    without_tail,
 )
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, with_epoch
@@ -179,6 +181,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         marks = restarts(t, points)
         shared, events = session_prefix_model(t, points, as_sent, fit, base, caches, turns)[1:]
         none_events = events.for_lifetime(not base.explicit("request.cache_ttl"))
+        tail = uncached_tail(points, cache)
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
@@ -187,7 +190,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
             tokens = point.usage.prompt_tokens if k < len(same) else 0
-            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, warm, scaled), marks[k], warm), sizes,
+            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, warm, scaled, tail), marks[k], warm), sizes,
                                               tokens, resized), turns[k], keyed)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
@@ -201,7 +204,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             ctx.tokens = counter
             none.breakdown = _breakdown(prefix, ctx)
         rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
-                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns, events))
+                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns, events, tail))
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if skipped.count:
@@ -209,7 +212,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     if not any(r.usage.prompt_tokens or r.usage.output_tokens for r in points):
         warnings.append("the session records no usage on its main chain: the recorded row is empty, and costs 0")
     actual = sum_rows("recorded", [recorded.to_json(), sidechain.to_json()])
-    check = {**calibration(replayed, actual), "cache_events": events.counts()}
+    check = {**calibration(replayed, actual), "cache_events": replayed.cache_events}
     if check["off"] and any(r.usage.prompt_tokens for r in points):
         warnings.append("the replayed row is more than 10% off the recorded one on "
                         + ", ".join(f"{k} ({_percent(check['relative_error'][k])})" for k in check["off"])
@@ -264,7 +267,7 @@ def _recorded_row(name: str, requests: list[RecordedRequest], prices: PriceTable
 def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_lines: list[bytes],
                 prices: PriceTable, workdir: Path, context_window: int | None, cwd: Path | None,
                 path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None,
-                prefix: tuple[list[int], SharedPrefix | None, list[TurnSetting], CacheEvents] | None = None,
+                prefix: tuple[list[int], SharedPrefix | None, list[TurnSetting], CacheEvents, float] | None = None,
                 ) -> Row:
     workdir.mkdir(parents=True)
     counter = make_counter(policy.estimator, model=policy.model)
@@ -274,8 +277,8 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     window = thresholds["context_window"]
     row = Row(name, window=window, thresholds=thresholds)
     cache = prompt_cache(points, caches)
-    marks, shared, turns, events = prefix or ([0] * len(points), None, [TurnSetting()] * len(points),
-                                             CacheEvents())
+    marks, shared, turns, events, tail = prefix or ([0] * len(points), None, [TurnSetting()] * len(points),
+                                                   CacheEvents(), 0.0)
     events = events.for_lifetime(not policy.explicit("request.cache_ttl"))
     keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
@@ -299,7 +302,8 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
         previous = with_turn(with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp,
-                                                                   memo), fit, 0, warm, scaled), marks[k], warm),
+                                                                   memo), fit, 0, warm, scaled, tail), marks[k],
+                                                    warm),
                                  turns[k], keyed)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
@@ -328,7 +332,7 @@ def summary_request(cache: PromptCache | None, point: RecordedRequest, previous:
     read from the cache when the summarizer's model is the one that cached it), then the compact prompt;
     the summary out. Without a previous request, the history is plain input."""
     prompt = Piece(b"compact-prompt", call["prompt_tokens"] * fit[1], True)
-    history = previous if previous is not None else [Piece(b"history", call["input_tokens"] * fit[1])]
+    history = without_tail(previous) if previous is not None else [Piece(b"history", call["input_tokens"] * fit[1])]
     res = run_cache(cache, point.timestamp, model, [*history, prompt], policy.cache_minutes * 60)
     usage = Usage(input_tokens=res.input, cache_creation_input_tokens=res.write, cache_read_input_tokens=res.read,
                   output_tokens=round(call["output_tokens"] * fit[1]), cache_write_1h_tokens=res.write_1h)
