@@ -17,7 +17,7 @@ another cause). It *missed* when it read less than 80% of it
 (:func:`ctxkit.reports.session_prefix.read_it`): what ``simulate`` takes as a loss the session met.
 Sessions whose API did not cache (no read or write at all), sent most of the prompt as plain
 input (a relay that caches the tools and system prompt only) or never reported a write (an API that
-reports its writes as input: :func:`ctxkit.reports.replayed.reports_writes_as_input`) are left out. The kinds:
+reports its writes as input: :func:`ctxkit.reports.api_cache.reports_writes_as_input`) are left out. The kinds:
 
 - ``tool results``: the request answers the calls of the one before (the turn goes on);
 - ``new prompt``: the user typed a prompt (a new turn; a slash command's expansion counts);
@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxkit.errors import CtxkitError  # noqa: E402
+from ctxkit.reports.api_cache import reports_writes_as_input, request_ttl  # noqa: E402
 from ctxkit.reports.cache_events import SAME_SIZE, comparable  # noqa: E402
-from ctxkit.reports.replayed import reports_writes_as_input, request_ttl  # noqa: E402
 from ctxkit.reports.session_prefix import epochs, prefix_changes, read_it  # noqa: E402
 from ctxkit.reports.turn_settings import turn_settings  # noqa: E402
 from ctxkit.reports.usage import recorded_requests  # noqa: E402

@@ -110,7 +110,7 @@ class PromptCache:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
         self.sizes: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> the prefix's tokens
         #: an API that caches the tools and system prompt only, never the messages at their breakpoints
-        #: (:func:`ctxkit.reports.replayed.prompt_cache`)
+        #: (:func:`ctxkit.reports.api_cache.prompt_cache`)
         self.lead_only = lead_only
         #: an API that caches as the Anthropic API does but reports (and bills) what it writes as plain input
         self.writes_as_input = writes_as_input

@@ -31,7 +31,7 @@ What is replayed:
 A session whose usage never reports a cache read or write talked to an API that did not cache (a
 stand-in server, or caching turned off): every row of it is replayed without a cache; one that cached
 the tools and system prompt only, sending the messages as plain input, with a cache of those only
-(:func:`prompt_cache`).
+(:func:`ctxkit.reports.api_cache.prompt_cache`).
 
 Over 400 lines: the row's parts (the main chain, its own compactions' requests, the subagents inline and
 in files beside it) and its calibration share the fit and the conversation replay defined here.
@@ -53,6 +53,13 @@ from ..summarize.prompt import build_compact_prompt
 from ..transcript import read_transcript
 from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
+from .api_cache import (
+    TAIL,
+    prompt_cache,
+    request_ttl,
+    run_cache,
+    uncached_tail,
+)
 from .cache_events import CacheEvents, cache_events
 from .cache_model import CacheResult, Piece, PromptCache
 from .history import own_boundaries
@@ -77,10 +84,6 @@ from .usage import RecordedRequest, recorded_requests
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
 CALIBRATED_KEYS = ("cost_usd", "cache_read_input_tokens", "cache_creation_input_tokens")
 TOLERANCE = 0.10
-TTL_5M, TTL_1H = 300, 3600
-#: The most plain input a request's framing is taken to be (:func:`uncached_tail`), and its piece's identity
-TAIL_AT_MOST = 64
-TAIL = hashlib.blake2b(b"uncached-tail", digest_size=16).digest()
 #: The id prefix of a request the replay adds without a recorded counterpart (a compaction's summary
 #: request when no ``agent-acompact-*`` file holds it): priced in the row, left out of the calibration
 UNRECORDED = "unrecorded-"
@@ -109,77 +112,6 @@ def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, fl
     return overhead, scale
 
 
-def session_caches(points: list[RecordedRequest]) -> bool:
-    """Whether the API the session talked to cached at all (any request read or wrote the cache); a
-    session with no usage is assumed to have (the real API always does)."""
-    with_usage = [p for p in points if p.usage.prompt_tokens]
-    return not with_usage or any(p.usage.cache_read_input_tokens or p.usage.cache_creation_input_tokens
-                                 for p in with_usage)
-
-
-#: the share of a prompt a request sent as plain input (neither read from the cache nor written to it) above
-#: which, on most of a session's requests, its API cached the tools and system prompt only
-UNCACHED_SHARE = 0.5
-#: the requests a session needs for that to be told (its first writes everything it caches)
-UNCACHED_SEEN = 10
-#: the requests that read the cache a session needs, none of its requests reporting a write, for its API to be
-#: taken for one that reports its writes as plain input (a write must have come before every read)
-READS_WITHOUT_A_WRITE = 2
-
-
-def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | None:
-    """The cache a session's rows are replayed through: none for an API that did not cache
-    (:func:`session_caches`); one that keeps the tools and system prompt only for an API that cached
-    those but sent the messages as plain input on most requests (:data:`UNCACHED_SHARE`) -- seen on a
-    real Claude Code 2.0.76 session (Opus 4.5, its thinking unsigned: an Anthropic-compatible relay) whose
-    every request read the 25,843 tokens of tools and system prompt and sent 100,000 and more of messages
-    uncached; the Anthropic API reads them at Claude Code's breakpoints (its plain input is a few hundred
-    tokens a request), so replayed through that cache the row was 85% under the recorded cost. And one
-    that reports what it writes as plain input for an API that read the cache on several requests yet never
-    reported a write (:data:`READS_WITHOUT_A_WRITE`) -- seen on the real Claude Code 2.1.63 sessions of one
-    user whose relay named the model ``claude-opus-4.6-1m``: each request read the prefix and reported the
-    rest as input; replayed with writes, every one of them was off on writes (recorded: none)."""
-    if not caches:
-        return None
-    shares = sorted(p.usage.input_tokens / p.usage.prompt_tokens for p in points[1:] if p.usage.prompt_tokens)
-    lead_only = len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
-    return PromptCache(lead_only=lead_only, writes_as_input=reports_writes_as_input(points))
-
-
-def uncached_tail(points: list[RecordedRequest], cache: PromptCache | None) -> float:
-    """The tokens at the end of each request that the API counts as plain input although the request cached
-    everything before them (it frames each turn with a few tokens after the last breakpoint: 1 to 14 on real
-    sessions): the median ``input_tokens`` of the session's requests; 0 when that is more than
-    :data:`TAIL_AT_MOST`, or for a cache that is not the Anthropic API's (none, the lead only, writes
-    reported as input), whose plain input is something else."""
-    if cache is None or cache.lead_only or cache.writes_as_input:
-        return 0.0
-    plain = sorted(p.usage.input_tokens for p in points if p.usage.prompt_tokens)
-    tail = plain[len(plain) // 2] if plain else 0
-    return float(tail) if tail <= TAIL_AT_MOST else 0.0
-
-
-def reports_writes_as_input(points: list[RecordedRequest]) -> bool:
-    """Whether the session's API read the cache on several requests yet never reported a write: it reported
-    what it wrote as plain input (see :func:`prompt_cache`); what lifetime its writes had, no usage says."""
-    reads = sum(1 for p in points if p.usage.cache_read_input_tokens)
-    return reads >= READS_WITHOUT_A_WRITE and not any(p.usage.cache_creation_input_tokens for p in points)
-
-
-def request_ttl(usage: Usage, default_seconds: int) -> int:
-    """The cache lifetime a request asked for, told from what it wrote (its ``cache_creation`` split; a usage
-    without one, as older Claude Code wrote, is the API's default: 5 minutes); the session's when it wrote
-    nothing."""
-    return {"1h": TTL_1H, "5m": TTL_5M}.get(usage.lifetime or "", default_seconds)
-
-
-def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Piece], ttl: int) -> CacheResult:
-    """One request through the cache model, or, for a session whose API did not cache, all plain input."""
-    if cache is None:
-        return CacheResult(0, 0, 0, round(sum(p.tokens for p in pieces)))
-    return cache.request(when, model, pieces, ttl)
-
-
 def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0,
           memo: dict | None = None, tail: float = 0.0) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
@@ -187,7 +119,7 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
     the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
     ``memo``: :func:`ctxkit.reports.replay.calibrated`'s. ``tail``: the request's last tokens, never cached
-    (:func:`uncached_tail`), a piece of their own after the rest (of the fitted overhead, without a
+    (:func:`ctxkit.reports.api_cache.uncached_tail`), a piece of their own after the rest (of the fitted overhead, without a
     recorded size)."""
     overhead, scale = fit
     estimate = sum(map(attrgetter("tokens"), pieces))  # (in C: the same sum, in the same order)
@@ -261,8 +193,10 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     sessions (:func:`ctxkit.reports.session_prefix.shared_prefix`), its own piece, kept in the cache
     before every request when other sessions kept it warm; ``turns``: each request's turn setting
     (:func:`ctxkit.reports.turn_settings.turn_settings`); ``events``: the cache events its usage shows
-    (:mod:`ctxkit.reports.cache_events`); ``tail``: each request's uncached tail (:func:`uncached_tail`). ``keep``: the requests whose calibrated pieces the
-    result holds (only those: each request's are new objects, and all would grow with the square of the requests)."""
+    (:mod:`ctxkit.reports.cache_events`); ``tail``: each request's uncached tail
+    (:func:`ctxkit.reports.api_cache.uncached_tail`). ``keep``: the requests whose calibrated pieces the
+    result holds (only those: each request's are new objects, and all would grow with the square of the
+    requests)."""
     out = Replayed([], {})
     warm = 0.0
     sizes: dict[bytes, float] = {}

@@ -41,6 +41,7 @@ from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
 from ..transcript.reader import read_bytes, read_transcript, require_a_readable_line
 from .agent_usage import agent_requests
+from .api_cache import prompt_cache, reports_writes_as_input, request_ttl, run_cache, session_caches, uncached_tail
 from .cache_events import CacheEvents
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
@@ -51,15 +52,9 @@ from .replayed import (
     calibration,
     exact,
     fit_overhead,
-    prompt_cache,
     read_subagents,
     replayed_row,
-    reports_writes_as_input,
-    request_ttl,
-    run_cache,
-    session_caches,
     session_prefix_model,
-    uncached_tail,
     warm_start,
     without_tail,
 )

@@ -1,0 +1,88 @@
+"""The prompt cache a session's API ran, as its usage tells: whether it cached at all, what (the messages at
+their breakpoints, or the tools and system prompt only), whether it reported its writes, for how long an
+entry lived, and the few tokens of each request it never caches. ``simulate``'s rows (``replayed``,
+``none``, each policy's) are replayed through that cache (:mod:`ctxkit.reports.cache_model`)."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .cache_model import CacheResult, Piece, PromptCache
+from .pricing import Usage
+from .usage import RecordedRequest
+
+TTL_5M, TTL_1H = 300, 3600
+#: The most plain input a request's framing is taken to be (:func:`uncached_tail`), and its piece's identity
+TAIL_AT_MOST = 64
+TAIL = hashlib.blake2b(b"uncached-tail", digest_size=16).digest()
+
+
+def session_caches(points: list[RecordedRequest]) -> bool:
+    """Whether the API the session talked to cached at all (any request read or wrote the cache); a
+    session with no usage is assumed to have (the real API always does)."""
+    with_usage = [p for p in points if p.usage.prompt_tokens]
+    return not with_usage or any(p.usage.cache_read_input_tokens or p.usage.cache_creation_input_tokens
+                                 for p in with_usage)
+
+
+#: the share of a prompt a request sent as plain input (neither read from the cache nor written to it) above
+#: which, on most of a session's requests, its API cached the tools and system prompt only
+UNCACHED_SHARE = 0.5
+#: the requests a session needs for that to be told (its first writes everything it caches)
+UNCACHED_SEEN = 10
+#: the requests that read the cache a session needs, none of its requests reporting a write, for its API to be
+#: taken for one that reports its writes as plain input (a write must have come before every read)
+READS_WITHOUT_A_WRITE = 2
+
+
+def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | None:
+    """The cache a session's rows are replayed through: none for an API that did not cache
+    (:func:`session_caches`); one that keeps the tools and system prompt only for an API that cached
+    those but sent the messages as plain input on most requests (:data:`UNCACHED_SHARE`) -- seen on a
+    real Claude Code 2.0.76 session (Opus 4.5, its thinking unsigned: an Anthropic-compatible relay) whose
+    every request read the 25,843 tokens of tools and system prompt and sent 100,000 and more of messages
+    uncached; the Anthropic API reads them at Claude Code's breakpoints (its plain input is a few hundred
+    tokens a request), so replayed through that cache the row was 85% under the recorded cost. And one
+    that reports what it writes as plain input for an API that read the cache on several requests yet never
+    reported a write (:data:`READS_WITHOUT_A_WRITE`) -- seen on the real Claude Code 2.1.63 sessions of one
+    user whose relay named the model ``claude-opus-4.6-1m``: each request read the prefix and reported the
+    rest as input; replayed with writes, every one of them was off on writes (recorded: none)."""
+    if not caches:
+        return None
+    shares = sorted(p.usage.input_tokens / p.usage.prompt_tokens for p in points[1:] if p.usage.prompt_tokens)
+    lead_only = len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
+    return PromptCache(lead_only=lead_only, writes_as_input=reports_writes_as_input(points))
+
+
+def uncached_tail(points: list[RecordedRequest], cache: PromptCache | None) -> float:
+    """The tokens at the end of each request that the API counts as plain input although the request cached
+    everything before them (it frames each turn with a few tokens after the last breakpoint: 1 to 14 on real
+    sessions): the median ``input_tokens`` of the session's requests; 0 when that is more than
+    :data:`TAIL_AT_MOST`, or for a cache that is not the Anthropic API's (none, the lead only, writes
+    reported as input), whose plain input is something else."""
+    if cache is None or cache.lead_only or cache.writes_as_input:
+        return 0.0
+    plain = sorted(p.usage.input_tokens for p in points if p.usage.prompt_tokens)
+    tail = plain[len(plain) // 2] if plain else 0
+    return float(tail) if tail <= TAIL_AT_MOST else 0.0
+
+
+def reports_writes_as_input(points: list[RecordedRequest]) -> bool:
+    """Whether the session's API read the cache on several requests yet never reported a write: it reported
+    what it wrote as plain input (see :func:`prompt_cache`); what lifetime its writes had, no usage says."""
+    reads = sum(1 for p in points if p.usage.cache_read_input_tokens)
+    return reads >= READS_WITHOUT_A_WRITE and not any(p.usage.cache_creation_input_tokens for p in points)
+
+
+def request_ttl(usage: Usage, default_seconds: int) -> int:
+    """The cache lifetime a request asked for, told from what it wrote (its ``cache_creation`` split; a usage
+    without one, as older Claude Code wrote, is the API's default: 5 minutes); the session's when it wrote
+    nothing."""
+    return {"1h": TTL_1H, "5m": TTL_5M}.get(usage.lifetime or "", default_seconds)
+
+
+def run_cache(cache: PromptCache | None, when: Any, model: str, pieces: list[Piece], ttl: int) -> CacheResult:
+    """One request through the cache model, or, for a session whose API did not cache, all plain input."""
+    if cache is None:
+        return CacheResult(0, 0, 0, round(sum(p.tokens for p in pieces)))
+    return cache.request(when, model, pieces, ttl)
