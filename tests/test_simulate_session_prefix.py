@@ -337,3 +337,16 @@ def test_the_few_tokens_the_api_counts_as_plain_input_on_every_request_are_repla
     errors = s.errors(tmp_path)
     assert _within_ten_percent(errors)
     assert abs(errors["input_tokens"]) <= 0.2
+
+
+def test_each_cold_request_finds_the_shared_prefix_as_its_usage_shows(tmp_path):
+    """held-out c97cac2a (Claude Code 1.0.30): two requests after pauses past the lifetime, the first read
+    nothing, the second the 10,013 tokens the user's other sessions kept warm. One vote per model (a tie:
+    not warm) had the second write them again (+23.8% on writes)."""
+    s = _turns(Session("1.0.30"), 0, [(0, 0, 18_000), (20, 18_000, 400)])
+    _turns(s, 2, [(400, 0, 18_800), (420, 18_800, 400)])
+    _turns(s, 4, [(800, 10_013, 9_187), (820, 19_200, 400)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[4].usage.cache_read_input_tokens > 9_000
+    assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0

@@ -221,7 +221,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
         if k == 0:
             warm_start(cache, point, cal, ttl)
         elif shared is not None:
-            keep_warm(cache, shared, point, cal, ttl)
+            keep_warm(cache, shared, point, cal, ttl, k)
         if events is not None:
             events.before(cache, k, point.cache_model, point.sent_at)
         result = run_cache(cache, point.sent_at, point.cache_model, cal, ttl)

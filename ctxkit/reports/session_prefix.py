@@ -178,12 +178,18 @@ def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
 class SharedPrefix:
     """The part of the prefix the session shares with others: its tokens (0: none seen), and the models for
     which other sessions kept it in the cache whenever the session itself did not (the cache is per model:
-    the user's other sessions keep warm the models they use)."""
+    the user's other sessions keep warm the models they use). At a cold request, what it read says whether
+    it was warm then (``read_at``, ``missed_at``: the user's other sessions come and go, and that request's
+    usage shows where they were): the vote of the model's cold requests is for the others."""
 
     tokens: float
     warm_models: frozenset[str] = frozenset()
+    read_at: frozenset[int] = frozenset()
+    missed_at: frozenset[int] = frozenset()
 
-    def kept_warm(self, model: str) -> bool:
+    def kept_warm(self, model: str, k: int | None = None) -> bool:
+        if k in self.read_at or k in self.missed_at:
+            return k in self.read_at
         return cache_key(model) in self.warm_models
 
 
@@ -209,8 +215,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
     (the cached part of the tools and system prompt), else the median read of the cold requests and of
-    those that ``lost`` the cache (:mod:`ctxkit.reports.cache_events`); it was kept warm for a model when
-    most of that model's cold requests read it."""
+    those that ``lost`` the cache (:mod:`ctxkit.reports.cache_events`); it was kept warm at each cold
+    request that read it, and for a model when most of that model's cold requests read it."""
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
@@ -225,7 +231,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     for k, r in zip(cold, reads, strict=True):
         votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * size)
     warm = frozenset(m for m, v in votes.items() if size and sum(v) * 2 > len(v))
-    return SharedPrefix(size, warm)
+    read_at = frozenset(k for k, r in zip(cold, reads, strict=True) if size and r >= SHARED_READ * size)
+    return SharedPrefix(size, warm, read_at, frozenset(cold) - read_at if size else frozenset())
 
 
 def _kept_sizes(pieces: list[Piece], sizes: dict[bytes, float], memo: dict,
@@ -266,10 +273,10 @@ def with_epoch(pieces: list[Piece], epoch: int, warm: float) -> list[Piece]:
 
 
 def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRequest, pieces: list[Piece],
-              ttl: int) -> None:
-    """Before the request at ``point``: when other sessions kept the shared prefix warm, it is in the cache
-    for the request's model (as if one of them had just sent it)."""
-    if cache is None or not shared.kept_warm(point.cache_model) or not pieces or pieces[0].digest != WARM:
+              ttl: int, k: int | None = None) -> None:
+    """Before the request at ``point`` (the ``k``-th of the session): when other sessions kept the shared prefix
+    warm, it is in the cache for the request's model (as if one of them had just sent it)."""
+    if cache is None or not shared.kept_warm(point.cache_model, k) or not pieces or pieces[0].digest != WARM:
         return
     cache.request(point.sent_at, point.cache_model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
 

@@ -190,7 +190,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
-                keep_warm(cache, shared, point, pieces, base.cache_minutes * 60)
+                keep_warm(cache, shared, point, pieces, base.cache_minutes * 60, k)
             none_events.before(cache, k, point.cache_model, point.sent_at)
             none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
         if prefix is not None:
@@ -303,7 +303,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:
-            keep_warm(cache, shared, point, previous, policy.cache_minutes * 60)
+            keep_warm(cache, shared, point, previous, policy.cache_minutes * 60, k)
         events.before(cache, k, point.cache_model, point.sent_at)
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
