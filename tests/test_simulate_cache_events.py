@@ -82,3 +82,18 @@ def test_a_prefix_change_the_next_request_read_through_is_none(tmp_path):
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens > 30_000
+
+
+def test_an_api_that_caches_the_tools_and_system_prompt_only_shows_no_loss(tmp_path):
+    """The real Claude Code 2.0.76 session behind a relay (ctxkit.reports.replayed.prompt_cache): every request
+    read the 25,843 tokens of tools and system prompt and sent the messages as plain input. Each read less
+    than 80% of what the request before it sent, which is how that API caches, not a loss: counted as one
+    at every request, ``cache_events`` said the calibration rested on 14 losses the session never had."""
+    s = Session("2.0.76")
+    for k in range(16):
+        s.prompt(f"step {k}: " + "please go on with the plan " * 8, timedelta(seconds=20 * k))
+        s.answer("done " * 30, timedelta(seconds=20 * k + 3), 25_843 if k else 0, 0 if k else 25_843,
+                 plain=60_000 + 3_000 * k if k else 1)
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert _within_ten_percent(result["calibration"]["relative_error"])

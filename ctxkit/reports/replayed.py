@@ -138,9 +138,13 @@ def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | N
     rest as input; replayed with writes, every one of them was off on writes (recorded: none)."""
     if not caches:
         return None
+    return PromptCache(lead_only=caches_lead_only(points), writes_as_input=reports_writes_as_input(points))
+
+
+def caches_lead_only(points: list[RecordedRequest]) -> bool:
+    """Whether the session's API cached the tools and system prompt only (:func:`prompt_cache`)."""
     shares = sorted(p.usage.input_tokens / p.usage.prompt_tokens for p in points[1:] if p.usage.prompt_tokens)
-    lead_only = len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
-    return PromptCache(lead_only=lead_only, writes_as_input=reports_writes_as_input(points))
+    return len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
 
 
 def reports_writes_as_input(points: list[RecordedRequest]) -> bool:
@@ -422,12 +426,14 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
                          turns: list[TurnSetting]) -> tuple[list[int], SharedPrefix | None, CacheEvents]:
     """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`), the session's shared
     prefix, estimated from its usage (None for a session whose API did not cache), and the cache events
-    its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting)."""
+    its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting).
+    An API that cached the tools and system prompt only (:func:`caches_lead_only`) shows no event: each of its
+    requests reading only those is how it caches, not a loss."""
     marks = epochs(points, prefix_changes(t), t.format == "claude-code")
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    events = cache_events(points, marks, turns, ttls)
+    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls)
     return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit),
                                       events.lost.keys() - events.expected), events
 
