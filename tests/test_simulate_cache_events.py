@@ -4,11 +4,15 @@ did. Each session is synthetic, shaped as the real ones that showed it (named in
 its assertion before the events were taken from the usage."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from test_simulate_session_prefix import Session, _turns, _within_ten_percent
 
+from ctxkit import load_policy
 from ctxkit.reports.cache_model import Piece, PromptCache
+from ctxkit.reports.pricing import load_pricing
+from ctxkit.reports.simulate import simulate_session
 
 
 def _lost_at_a_new_prompt() -> Session:
@@ -97,3 +101,19 @@ def test_an_api_that_caches_the_tools_and_system_prompt_only_shows_no_loss(tmp_p
     result = s.simulate(tmp_path)
     assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
     assert _within_ten_percent(result["calibration"]["relative_error"])
+
+
+def test_a_loss_at_a_request_timed_before_the_one_before_is_no_pause_and_every_lifetime_meets_it(tmp_path):
+    """Claude Code 1.0 wrote some turns' lines between earlier ones: a request whose time is 20 seconds before
+    the request before it, which read only the tools and system prompt. No pause explains that loss; taken
+    for one past the lifetime, it was left out of cache_events and of every row under a policy's own
+    ``request.cache_ttl`` -- even the 5 minutes the session had -- where none wrote 3,000 tokens, not 29,000."""
+    s = _turns(Session("1.0.24"), 0, [(0, 14_000, 20_000), (20, 34_000, 3_000), (60, 37_000, 3_000)])
+    _turns(s, 3, [(40, 14_000, 29_000), (80, 43_000, 3_000)])
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    for sets in ([], ["request.cache_ttl=5m"], ["request.cache_ttl=1h"]):
+        result = simulate_session(str(path), [("default", load_policy(None, sets=sets))], load_pricing())
+        assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0}, sets
+        for row in (result["rows"]["none"], result["rows"]["policies"][0]):
+            assert row.requests[3].usage.cache_creation_input_tokens > 25_000, (sets, row.policy)

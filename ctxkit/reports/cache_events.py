@@ -112,7 +112,7 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
     ones) it keeps the cache as the API had it, whatever the times say."""
     out = CacheEvents()
     for k, b, gap in comparable(points, marks, turns):
-        past = not 0 <= gap < ttl_of[b]
+        past = gap >= ttl_of[b]  # (a request whose time is before the one before: no pause says anything)
         if not read_it(points[b], points[k]):
             out.lost[k] = float(points[k].usage.cache_read_input_tokens)
             if past:
