@@ -117,3 +117,18 @@ def test_a_loss_at_a_request_timed_before_the_one_before_is_no_pause_and_every_l
         assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0}, sets
         for row in (result["rows"]["none"], result["rows"]["policies"][0]):
             assert row.requests[3].usage.cache_creation_input_tokens > 25_000, (sets, row.policy)
+
+
+def test_a_read_past_the_lifetime_is_met_under_the_same_lifetime_set_by_the_policy(tmp_path):
+    """The session of test_a_cache_read_past_its_lifetime_is_replayed_as_read under ``--set request.cache_ttl=5m``,
+    the 5 minutes its requests had: none and the policy's row dropped the read past the lifetime and wrote
+    the prompt again (+66% on none's cost against replayed, a difference no policy made)."""
+    s = _turns(Session("1.0.24"), 0, [(0, 0, 14_200), (20, 14_200, 800)])
+    _turns(s, 2, [(520, 15_000, 150), (521, 15_150, 150), (522, 15_300, 150)])
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    result = simulate_session(str(path), [("five", load_policy(None, sets=["request.cache_ttl=5m"]))], load_pricing())
+    rows = result["rows"]
+    for row in (rows["none"], rows["policies"][0]):
+        assert row.requests[2].usage.cache_read_input_tokens > 13_000, row.policy
+    assert abs(rows["none"].to_json()["cost_usd"] - rows["replayed"].to_json()["cost_usd"]) < 0.01

@@ -41,14 +41,19 @@ class CacheEvents:
     lost: dict[int, float] = field(default_factory=dict)  # a loss: the tokens the request still read
     kept: dict[int, datetime] = field(default_factory=dict)  # alive past its lifetime: since the request before
     expected: set[int] = field(default_factory=set)  # the losses after a pause past the lifetime (no surprise)
+    lifetimes: dict[int, int] = field(default_factory=dict)  # each kept one: the lifetime it outlived (seconds)
 
-    def for_lifetime(self, own: bool) -> CacheEvents:
-        """The events a row meets: all of them at the session's own cache lifetimes (``own``); under another
-        (a policy's ``request.cache_ttl``) only the losses within the lifetime: how long an entry lives past a
-        pause is that lifetime's to say."""
-        if own:
+    def for_lifetime(self, seconds: int | None) -> CacheEvents:
+        """The events a row meets: all of them at the session's own cache lifetimes (``seconds`` None); under
+        another (a policy's ``request.cache_ttl``) the losses within the lifetime (how long an entry lives
+        past a pause is that lifetime's to say), and the reads past the lifetime where it is at least the one
+        the session's entry outlived: the lines' times, not the pause, were wrong there, and an entry that
+        lives as long lives through the same pause (the session's own 5 minutes set again)."""
+        if seconds is None:
             return self
-        return CacheEvents({k: v for k, v in self.lost.items() if k not in self.expected})
+        kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
+        return CacheEvents({k: v for k, v in self.lost.items() if k not in self.expected}, kept,
+                           lifetimes={k: self.lifetimes[k] for k in kept})
 
     def counts(self) -> dict[str, int]:
         """How many of each the transcript's times do not explain (``simulate --json``'s ``cache_events``)."""
@@ -119,4 +124,5 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
                 out.expected.add(k)
         elif past:
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
+            out.lifetimes[k] = ttl_of[b]
     return out
