@@ -83,11 +83,6 @@ def _modelled_request(cache: PromptCache | None, point: RecordedRequest, pieces:
                    failed=context > window)
 
 
-def _explicit_ttl(policy: Policy) -> int | None:
-    """The cache lifetime the policy sets (seconds), None where the session's own applies."""
-    return policy.cache_minutes * 60 if policy.explicit("request.cache_ttl") else None
-
-
 def _thresholds(policy: Policy, context_window: int | None) -> dict[str, int]:
     b = budget_for(policy, context_window)
     return {"context_window": b.context_window, "autocompact_threshold": b.autocompact_threshold,
@@ -183,7 +178,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         turns, keyed = turn_settings(t, points), {}
         marks = restarts(t, points)
         shared, events = session_prefix_model(t, points, as_sent, fit, base, caches, turns)[1:]
-        none_events = events.for_lifetime(_explicit_ttl(base))
+        none_events = events.for_lifetime(base.cache_minutes * 60 if base.explicit("request.cache_ttl") else None)
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
@@ -281,7 +276,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     cache = prompt_cache(points, caches)
     marks, shared, turns, events = prefix or ([0] * len(points), None, [TurnSetting()] * len(points),
                                              CacheEvents())
-    events = events.for_lifetime(_explicit_ttl(policy))
+    events = events.for_lifetime(policy.cache_minutes * 60 if policy.explicit("request.cache_ttl") else None)
     keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}
