@@ -132,3 +132,30 @@ def test_a_read_past_the_lifetime_is_met_under_the_same_lifetime_set_by_the_poli
     for row in (rows["none"], rows["policies"][0]):
         assert row.requests[2].usage.cache_read_input_tokens > 13_000, row.policy
     assert abs(rows["none"].to_json()["cost_usd"] - rows["replayed"].to_json()["cost_usd"]) < 0.01
+
+
+def test_a_read_of_the_prefix_other_sessions_keep_warm_is_no_read_past_the_lifetime(tmp_path):
+    """kfischer b3edadab's pause, early in a session whose prompt is mostly tools and system prompt: after 19
+    minutes the request read the 17,000 tokens other sessions kept warm -- 83% of what the request before
+    sent -- and wrote the rest again. Taken for the session's cache alive past its lifetime, every row read
+    all of it: -46.9% on writes, where the shared prefix alone is exact."""
+    s = _turns(Session(), 0, [(0, 17_000, 3_100), (30, 20_100, 150), (60, 20_250, 150)])
+    _turns(s, 3, [(1_200, 17_000, 3_550), (1_230, 20_550, 150), (1_260, 20_700, 150)])
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    for row in (result["rows"]["replayed"], result["rows"]["none"]):
+        assert row.requests[3].usage.cache_creation_input_tokens > 3_000, row.policy
+
+
+def test_a_resume_that_read_only_the_prefix_other_sessions_keep_warm_is_a_restart(tmp_path):
+    """erk beddc0be's /exit and resume, early in a session: the request after it read the 17,000 tokens of
+    the shared prefix (82% of what the request before sent) and wrote the session's own part again. Taken
+    for a resume that composed the same prompt, every row read all of it (-46.2% on writes)."""
+    s = _turns(Session(), 0, [(0, 17_000, 3_100), (10, 20_100, 300), (20, 20_400, 300)])
+    s.command("/exit", timedelta(seconds=30))
+    _turns(s, 3, [(60, 17_000, 4_000), (70, 21_000, 300)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    for row in (result["rows"]["replayed"], result["rows"]["none"]):
+        assert row.requests[3].usage.cache_creation_input_tokens > 3_500, row.policy

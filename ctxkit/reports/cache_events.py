@@ -107,14 +107,15 @@ def comparable(points: list[RecordedRequest], marks: list[int],
 
 
 def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
-                 ttl_of: list[int]) -> CacheEvents:
+                 ttl_of: list[int], overhead: float = 0.0) -> CacheEvents:
     """The cache events the usage of ``points`` shows (see the module docstring): before each request that
     read less than :data:`MISSED_BELOW` of what the request before it sent (:func:`comparable`), the cache
     keeps only what it read; before each that read at least that much, what was alive when the request before
     it was sent is kept alive. Where the pause between them says the same (``ttl_of``: each request's
     lifetime) the event changes nothing, and :attr:`CacheEvents.expected` holds it; where the lines' times are
     not when the requests went out (Claude Code 1.0 wrote some turns' lines at one instant, between earlier
-    ones) it keeps the cache as the API had it, whatever the times say."""
+    ones) it keeps the cache as the API had it, whatever the times say; not where the request read no more
+    than the tools and system prompt (``overhead``): other sessions keep those warm."""
     out = CacheEvents()
     for k, b, gap in comparable(points, marks, turns):
         past = gap >= ttl_of[b]  # (a request whose time is before the one before: no pause says anything)
@@ -122,7 +123,7 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             out.lost[k] = float(points[k].usage.cache_read_input_tokens)
             if past:
                 out.expected.add(k)
-        elif past:
+        elif past and read_it(points[b], points[k], overhead):
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
             out.lifetimes[k] = ttl_of[b]
     return out

@@ -429,13 +429,13 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting).
     An API that cached the tools and system prompt only (:func:`caches_lead_only`) shows no event: each of its
     requests reading only those is how it caches, not a loss."""
-    marks = epochs(points, prefix_changes(t), t.format == "claude-code")
+    overhead = first_overhead(points, pieces, fit)
+    marks = epochs(points, prefix_changes(t), t.format == "claude-code", overhead)
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls)
-    return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit),
-                                      events.lost.keys() - events.expected), events
+    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead)
+    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],

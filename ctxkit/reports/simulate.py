@@ -50,6 +50,7 @@ from .replay import GrowingRead, PolicyReplay, request_segments
 from .replayed import (
     calibration,
     exact,
+    first_overhead,
     fit_overhead,
     prompt_cache,
     read_subagents,
@@ -176,7 +177,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             none_pieces = same = as_sent
         cache = prompt_cache(points, caches)
         turns, keyed = turn_settings(t, points), {}
-        marks = restarts(t, points)
+        marks = restarts(t, points, first_overhead(points, as_sent, fit))
         shared, events = session_prefix_model(t, points, as_sent, fit, base, caches, turns)[1:]
         none_events = events.for_lifetime(base.cache_minutes * 60 if base.explicit("request.cache_ttl") else None)
         warm = shared.tokens if shared is not None else 0.0
