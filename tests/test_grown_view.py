@@ -221,3 +221,18 @@ def test_an_answer_fragment_written_before_its_parent_is_ordered_as_a_full_walk_
     first_call = [m for m in read_transcript(str(tmp_path / "grown.jsonl")).view().messages
                   if m.role == "assistant"][0]
     assert [b["id"] for b in first_call.content if b.get("type") == "tool_use"] == ["toolu_1", "toolu_2"]
+
+
+def test_a_compaction_grown_line_by_line_puts_its_preserved_segment_after_the_summary(tmp_path):
+    """The autocompact session's boundary keeps a preserved segment (the last tool call and its result) after
+    its anchor, the summary written three lines later. Read before the summary, the walk puts the segment
+    right after the boundary; the growth that brought the summary appended it after the segment, where a
+    fresh read of the same bytes puts the segment after it."""
+    path = CC_CORPUS / "autocompact" / "session.jsonl"
+    if not path.exists():
+        pytest.skip(f"corpus session not found at {path}")
+    lines = path.read_bytes().splitlines(keepends=True)
+    boundary = next(k for k, line in enumerate(lines) if b'"compact_boundary"' in line)
+    summary = next(k for k, line in enumerate(lines) if b'"isCompactSummary":true' in line)
+    assert summary > boundary + 1
+    _grow(lines, list(range(boundary, summary + 3)), tmp_path)

@@ -4,11 +4,15 @@ did. Each session is synthetic, shaped as the real ones that showed it (named in
 its assertion before the events were taken from the usage."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from test_simulate_session_prefix import Session, _turns, _within_ten_percent
 
+from ctxkit import load_policy
 from ctxkit.reports.cache_model import Piece, PromptCache
+from ctxkit.reports.pricing import load_pricing
+from ctxkit.reports.simulate import simulate_session
 
 
 def _lost_at_a_new_prompt() -> Session:
@@ -82,3 +86,76 @@ def test_a_prefix_change_the_next_request_read_through_is_none(tmp_path):
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens > 30_000
+
+
+def test_an_api_that_caches_the_tools_and_system_prompt_only_shows_no_loss(tmp_path):
+    """The real Claude Code 2.0.76 session behind a relay (ctxkit.reports.replayed.prompt_cache): every request
+    read the 25,843 tokens of tools and system prompt and sent the messages as plain input. Each read less
+    than 80% of what the request before it sent, which is how that API caches, not a loss: counted as one
+    at every request, ``cache_events`` said the calibration rested on 14 losses the session never had."""
+    s = Session("2.0.76")
+    for k in range(16):
+        s.prompt(f"step {k}: " + "please go on with the plan " * 8, timedelta(seconds=20 * k))
+        s.answer("done " * 30, timedelta(seconds=20 * k + 3), 25_843 if k else 0, 0 if k else 25_843,
+                 plain=60_000 + 3_000 * k if k else 1)
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+
+
+def test_a_loss_at_a_request_timed_before_the_one_before_is_no_pause_and_every_lifetime_meets_it(tmp_path):
+    """Claude Code 1.0 wrote some turns' lines between earlier ones: a request whose time is 20 seconds before
+    the request before it, which read only the tools and system prompt. No pause explains that loss; taken
+    for one past the lifetime, it was left out of cache_events and of every row under a policy's own
+    ``request.cache_ttl`` -- even the 5 minutes the session had -- where none wrote 3,000 tokens, not 29,000."""
+    s = _turns(Session("1.0.24"), 0, [(0, 14_000, 20_000), (20, 34_000, 3_000), (60, 37_000, 3_000)])
+    _turns(s, 3, [(40, 14_000, 29_000), (80, 43_000, 3_000)])
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    for sets in ([], ["request.cache_ttl=5m"], ["request.cache_ttl=1h"]):
+        result = simulate_session(str(path), [("default", load_policy(None, sets=sets))], load_pricing())
+        assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0}, sets
+        for row in (result["rows"]["none"], result["rows"]["policies"][0]):
+            assert row.requests[3].usage.cache_creation_input_tokens > 25_000, (sets, row.policy)
+
+
+def test_a_read_past_the_lifetime_is_met_under_the_same_lifetime_set_by_the_policy(tmp_path):
+    """The session of test_a_cache_read_past_its_lifetime_is_replayed_as_read under ``--set request.cache_ttl=5m``,
+    the 5 minutes its requests had: none and the policy's row dropped the read past the lifetime and wrote
+    the prompt again (+66% on none's cost against replayed, a difference no policy made)."""
+    s = _turns(Session("1.0.24"), 0, [(0, 0, 14_200), (20, 14_200, 800)])
+    _turns(s, 2, [(520, 15_000, 150), (521, 15_150, 150), (522, 15_300, 150)])
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    result = simulate_session(str(path), [("five", load_policy(None, sets=["request.cache_ttl=5m"]))], load_pricing())
+    rows = result["rows"]
+    for row in (rows["none"], rows["policies"][0]):
+        assert row.requests[2].usage.cache_read_input_tokens > 13_000, row.policy
+    assert abs(rows["none"].to_json()["cost_usd"] - rows["replayed"].to_json()["cost_usd"]) < 0.01
+
+
+def test_a_read_of_the_prefix_other_sessions_keep_warm_is_no_read_past_the_lifetime(tmp_path):
+    """kfischer b3edadab's pause, early in a session whose prompt is mostly tools and system prompt: after 19
+    minutes the request read the 17,000 tokens other sessions kept warm -- 83% of what the request before
+    sent -- and wrote the rest again. Taken for the session's cache alive past its lifetime, every row read
+    all of it: -46.9% on writes, where the shared prefix alone is exact."""
+    s = _turns(Session(), 0, [(0, 17_000, 3_100), (30, 20_100, 150), (60, 20_250, 150)])
+    _turns(s, 3, [(1_200, 17_000, 3_550), (1_230, 20_550, 150), (1_260, 20_700, 150)])
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    for row in (result["rows"]["replayed"], result["rows"]["none"]):
+        assert row.requests[3].usage.cache_creation_input_tokens > 3_000, row.policy
+
+
+def test_a_resume_that_read_only_the_prefix_other_sessions_keep_warm_is_a_restart(tmp_path):
+    """erk beddc0be's /exit and resume, early in a session: the request after it read the 17,000 tokens of
+    the shared prefix (82% of what the request before sent) and wrote the session's own part again. Taken
+    for a resume that composed the same prompt, every row read all of it (-46.2% on writes)."""
+    s = _turns(Session(), 0, [(0, 17_000, 3_100), (10, 20_100, 300), (20, 20_400, 300)])
+    s.command("/exit", timedelta(seconds=30))
+    _turns(s, 3, [(60, 17_000, 4_000), (70, 21_000, 300)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    for row in (result["rows"]["replayed"], result["rows"]["none"]):
+        assert row.requests[3].usage.cache_creation_input_tokens > 3_500, row.policy

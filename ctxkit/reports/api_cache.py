@@ -49,9 +49,13 @@ def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | N
     rest as input; replayed with writes, every one of them was off on writes (recorded: none)."""
     if not caches:
         return None
+    return PromptCache(lead_only=caches_lead_only(points), writes_as_input=reports_writes_as_input(points))
+
+
+def caches_lead_only(points: list[RecordedRequest]) -> bool:
+    """Whether the session's API cached the tools and system prompt only (:func:`prompt_cache`)."""
     shares = sorted(p.usage.input_tokens / p.usage.prompt_tokens for p in points[1:] if p.usage.prompt_tokens)
-    lead_only = len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
-    return PromptCache(lead_only=lead_only, writes_as_input=reports_writes_as_input(points))
+    return len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
 
 
 def uncached_tail(points: list[RecordedRequest], cache: PromptCache | None) -> float:

@@ -40,14 +40,19 @@ class CacheEvents:
     lost: dict[int, float] = field(default_factory=dict)  # a loss: the tokens the request still read
     kept: dict[int, datetime] = field(default_factory=dict)  # alive past its lifetime: since the request before
     expected: set[int] = field(default_factory=set)  # the losses after a pause past the lifetime (no surprise)
+    lifetimes: dict[int, int] = field(default_factory=dict)  # each kept one: the lifetime it outlived (seconds)
 
-    def for_lifetime(self, own: bool) -> CacheEvents:
-        """The events a row meets: all of them at the session's own cache lifetimes (``own``); under another
-        (a policy's ``request.cache_ttl``) only the losses within the lifetime: how long an entry lives past a
-        pause is that lifetime's to say."""
-        if own:
+    def for_lifetime(self, seconds: int | None) -> CacheEvents:
+        """The events a row meets: all of them at the session's own cache lifetimes (``seconds`` None); under
+        another (a policy's ``request.cache_ttl``) the losses within the lifetime (how long an entry lives
+        past a pause is that lifetime's to say), and the reads past the lifetime where it is at least the one
+        the session's entry outlived: the lines' times, not the pause, were wrong there, and an entry that
+        lives as long lives through the same pause (the session's own 5 minutes set again)."""
+        if seconds is None:
             return self
-        return CacheEvents({k: v for k, v in self.lost.items() if k not in self.expected})
+        kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
+        return CacheEvents({k: v for k, v in self.lost.items() if k not in self.expected}, kept,
+                           lifetimes={k: self.lifetimes[k] for k in kept})
 
     def counts(self) -> dict[str, int]:
         """How many of each the transcript's times do not explain (``simulate --json``'s ``cache_events``)."""
@@ -88,24 +93,26 @@ def comparable(points: list[RecordedRequest], marks: list[int],
 
 
 def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
-                 ttl_of: list[int]) -> CacheEvents:
+                 ttl_of: list[int], overhead: float = 0.0) -> CacheEvents:
     """The cache events the usage of ``points`` shows (see the module docstring): before each request that
     read less than :data:`MISSED_BELOW` of what the request before it sent, or of its own prompt when that
     is smaller (:func:`comparable`; a history rewritten smaller, as a subagent resumed anew, counts), the
     cache keeps only what it read; before each of at least :data:`SAME_SIZE` of that request's size that
-    read at least that much of it, what was alive when the request before it was sent is kept alive. Where
-    the pause between them says the same (``ttl_of``: each request's lifetime) the event changes nothing,
-    and :attr:`CacheEvents.expected` holds it; where the lines' times are not when the requests went out
-    (Claude Code 1.0 wrote some turns' lines at one instant, between earlier ones) it keeps the cache as the
-    API had it, whatever the times say."""
+    read at least that much of it, and more than the tools and system prompt (``overhead``: other sessions
+    keep those warm), what was alive when the request before it was sent is kept alive. Where the pause
+    between them says the same (``ttl_of``: each request's lifetime) the event changes nothing, and
+    :attr:`CacheEvents.expected` holds it; where the lines' times are not when the requests went out (Claude
+    Code 1.0 wrote some turns' lines at one instant, between earlier ones) it keeps the cache as the API had
+    it, whatever the times say."""
     out = CacheEvents()
     for k, b, gap in comparable(points, marks, turns):
         was, now = points[b].usage, points[k].usage
-        past = not 0 <= gap < ttl_of[b]
+        past = gap >= ttl_of[b]  # (a request whose time is before the one before: no pause says anything)
         if now.cache_read_input_tokens < MISSED_BELOW * min(was.prompt_tokens, now.prompt_tokens):
             out.lost[k] = float(now.cache_read_input_tokens)
             if past:
                 out.expected.add(k)
-        elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k]):
+        elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k], overhead):
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
+            out.lifetimes[k] = ttl_of[b]
     return out

@@ -55,6 +55,7 @@ from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
 from .api_cache import (
     TAIL,
+    caches_lead_only,
     prompt_cache,
     request_ttl,
     run_cache,
@@ -381,14 +382,16 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
                          turns: list[TurnSetting]) -> tuple[list[int], SharedPrefix | None, CacheEvents]:
     """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`), the session's shared
     prefix, estimated from its usage (None for a session whose API did not cache), and the cache events
-    its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting)."""
-    marks = epochs(points, prefix_changes(t), t.format == "claude-code")
+    its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting).
+    An API that cached the tools and system prompt only (:func:`caches_lead_only`) shows no event: each of its
+    requests reading only those is how it caches, not a loss."""
+    overhead = first_overhead(points, pieces, fit)
+    marks = epochs(points, prefix_changes(t), t.format == "claude-code", overhead)
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    events = cache_events(points, marks, turns, ttls)
-    return marks, shared_prefix(points, marks, ttls, first_overhead(points, pieces, fit),
-                                      events.lost.keys() - events.expected), events
+    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead)
+    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
@@ -427,8 +430,9 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     counts = events.counts()
     for name, pts, raw in subagents:
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
-        own = cache_events(pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts]) \
-            if caches else CacheEvents()
+        own = CacheEvents() if not caches or cache is None or cache.lead_only else cache_events(
+            pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
+            first_overhead(pts, raw, fit_s))
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
                                                    tail=uncached_tail(pts, cache)).requests:

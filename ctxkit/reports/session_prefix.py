@@ -122,32 +122,35 @@ def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) 
     return [p if p.lead else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
 
 
-def read_it(before: RecordedRequest | None, now: RecordedRequest) -> bool:
+def read_it(before: RecordedRequest | None, now: RecordedRequest, overhead: float = 0.0) -> bool:
     """Whether ``now`` read at least :data:`MISSED_BELOW` of what ``before`` sent: the prefix was the same
-    (whatever the lines between them say)."""
-    return before is not None and now.usage.cache_read_input_tokens >= MISSED_BELOW * before.usage.prompt_tokens
+    (whatever the lines between them say). ``overhead``: the session's tools and system prompt, which
+    ``now`` must read more than: a prompt hardly larger than them is 80% the part other sessions keep
+    warm, and a request that read only that wrote the session's own part again."""
+    return (before is not None and now.usage.cache_read_input_tokens >= MISSED_BELOW * before.usage.prompt_tokens
+            and now.usage.cache_read_input_tokens > overhead)
 
 
-def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True) -> list[int]:
+def epochs(points: list[RecordedRequest], changes: list[int], days: bool = True, overhead: float = 0.0) -> list[int]:
     """For each request, how many prefix changes came before it: the entries ``changes``, and each new day
     (:func:`new_days`) when ``days`` (a Claude Code session: what other agents put in their prompts is not
     modelled). Changes between two requests are none when the second read what the first sent (a ``/mcp``
-    dialog the user dismissed, a resume that composed the same prompt: :func:`read_it`)."""
-    new = new_days(points) if days else [0] * len(points)
+    dialog the user dismissed, a resume that composed the same prompt: :func:`read_it`, with ``overhead``)."""
+    new = new_days(points, overhead) if days else [0] * len(points)
     out, n, before, ahead = [], 0, None, sorted(changes)
     at = 0
     for p, d in zip(points, new, strict=True):
         passed = at
         while at < len(ahead) and ahead[at] < p.first_entry:
             at += 1
-        n += at - passed if at > passed and not read_it(before, p) else 0
+        n += at - passed if at > passed and not read_it(before, p, overhead) else 0
         out.append(n + d)
         if p.usage.prompt_tokens:
             before = p
     return out
 
 
-def new_days(points: list[RecordedRequest]) -> list[int]:
+def new_days(points: list[RecordedRequest], overhead: float = 0.0) -> list[int]:
     """For each request, how many times the date changed since the first: Claude Code writes today's date
     into the session's own part of the prompt, so the first request of a new day writes that part again.
     The date is Claude Code's local one; the transcript's times are UTC and it does not say which timezone
@@ -159,7 +162,7 @@ def new_days(points: list[RecordedRequest]) -> list[int]:
     for p in points:
         day = p.sent_at.astimezone(timezone.utc).date() if p.sent_at is not None else None
         if day is not None:
-            n += last is not None and day != last and not read_it(before, p)
+            n += last is not None and day != last and not read_it(before, p, overhead)
             last = day
         if p.usage.prompt_tokens:
             before = p
@@ -167,11 +170,11 @@ def new_days(points: list[RecordedRequest]) -> list[int]:
     return out
 
 
-def restarts(t: Transcript, points: list[RecordedRequest]) -> list[int]:
+def restarts(t: Transcript, points: list[RecordedRequest], overhead: float = 0.0) -> list[int]:
     """Each request's epoch counting restarts and reconnects only: the prefix changes that happen whatever
     manages the context (``none`` and the policy rows have their own compactions, or none)."""
     changes = [i for i in prefix_changes(t) if not is_compaction(t.entry(i))]  # (a restart or reconnect)
-    return epochs(points, changes, t.format == "claude-code")
+    return epochs(points, changes, t.format == "claude-code", overhead)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from .replay import GrowingRead, PolicyReplay, request_segments
 from .replayed import (
     calibration,
     exact,
+    first_overhead,
     fit_overhead,
     read_subagents,
     replayed_row,
@@ -173,9 +174,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             none_pieces = same = as_sent
         cache = prompt_cache(points, caches)
         turns, keyed = turn_settings(t, points), {}
-        marks = restarts(t, points)
+        marks = restarts(t, points, first_overhead(points, as_sent, fit))
         shared, events = session_prefix_model(t, points, as_sent, fit, base, caches, turns)[1:]
-        none_events = events.for_lifetime(not base.explicit("request.cache_ttl"))
+        none_events = events.for_lifetime(base.cache_minutes * 60 if base.explicit("request.cache_ttl") else None)
         tail = uncached_tail(points, cache)
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
@@ -274,7 +275,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     cache = prompt_cache(points, caches)
     marks, shared, turns, events, tail = prefix or ([0] * len(points), None, [TurnSetting()] * len(points),
                                                    CacheEvents(), 0.0)
-    events = events.for_lifetime(not policy.explicit("request.cache_ttl"))
+    events = events.for_lifetime(policy.cache_minutes * 60 if policy.explicit("request.cache_ttl") else None)
     keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}

@@ -11,9 +11,9 @@ chain is the earlier one plus the new entries on it, and the walk reads only the
 Anything else is left to a full walk: a new compact boundary or ctxkit record, an unreadable line,
 a leaf that does not chain back onto the earlier leaf (a branch, a rewind), a new line whose uuid or
 message id an earlier line already has, a new entry an earlier line named before it was written, a
-result that answers a tool call an earlier line waited for, a sibling of the preserved segment. The
-result is the one a full walk gives (``tests/test_grown_view.py`` checks it at every request of corpus
-sessions).
+result that answers a tool call an earlier line waited for, a sibling of the preserved segment or the
+anchor it goes after (the summary, written after the boundary). The result is the one a full walk
+gives (``tests/test_grown_view.py`` checks it at every request of corpus sessions).
 
 What the walk needs to go on (the uuid map, the members' uuids, message ids and tool ids) is kept
 with the chain's facts under ``growth``, for the version that grows next; it is handed on, not
@@ -134,6 +134,15 @@ def _state(t: Transcript, n: int, order: list[int], facts: dict[str, Any]) -> _S
     return s
 
 
+def _segment_anchor(t: Transcript, facts: dict[str, Any]) -> str | None:
+    """The uuid after which the walk puts the preserved segment of the chain's compaction, when it has one
+    (:func:`ctxkit.transcript.claude_code.chain.active_entries`: right after the boundary until it is written)."""
+    if not facts.get("segment") or facts.get("boundary") is None:
+        return None
+    seg = ((t.entry(facts["boundary"]).get("compactMetadata") or {}).get("preservedSegment")) or {}
+    return seg.get("anchorUuid") or None
+
+
 def _tool_uses(t: Transcript, i: int) -> list[str]:
     return [b["id"] for b in content_blocks(t.entry(i))[0] if b.get("type") == "tool_use"]
 
@@ -149,6 +158,7 @@ def _grow(t: Transcript, n: int, order: list[int], facts: dict[str, Any],
     flags, uuids, parents, msg_ids, sources = idx.flags, idx.uuids, idx.parents, idx.msg_ids, idx.sources
     end = t.n_entries
     removed = facts.get("removed") or set()
+    anchor = _segment_anchor(t, facts)
     fresh: list[int] = []  # the new main-chain entries
     for j in range(n, end):
         if flags[j] & BAD:
@@ -160,6 +170,8 @@ def _grow(t: Transcript, n: int, order: list[int], facts: dict[str, Any],
             continue
         u = uuids[j]
         if u:
+            if u == anchor:
+                return None  # the preserved segment's anchor: the walk puts the segment after it, not first
             if u in s.dangling or s.by_uuid.get(u, j) < n:
                 return None  # named before it was written, or a uuid an earlier line has: walked in full
             s.by_uuid.setdefault(u, j)
