@@ -118,17 +118,26 @@ def test_a_branch_a_rewind_and_a_compaction_are_walked_in_full(tmp_path, carried
     assert carried["view"] > 0
 
 
+def _two_calls(tool: str, ext: str) -> list[dict]:
+    """Two parallel calls of ``tool`` (``toolu_1``, ``toolu_2``), each on a file of its own."""
+    return [{"type": "tool_use", "id": f"toolu_{k}", "name": tool, "input": {"file_path": f"/w/{k}.{ext}"}}
+            for k in (1, 2)]
+
+
+def _both_results(first: str, second: str) -> list[dict]:
+    """Their results as Claude Code writes them: both hang off the answer's last fragment (``a2``), each
+    naming the fragment that made its call."""
+    return [entry("user", user_message([{"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": text}]),
+                  uuid=f"r{k}", parent="a2", sourceToolAssistantUUID=f"a{k}") for k, text in ((1, first), (2, second))]
+
+
 def test_parallel_results_left_off_the_chain_are_stitched_as_a_full_walk_does(tmp_path, carried):
-    use = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Read", "input": {"file_path": f"/w/{k}.py"}}
-           for k in (1, 2)]
+    use = _two_calls("Read", "py")
     entries = [entry("user", user_message("read both"), uuid="u1"),
                entry("assistant", assistant_message([use[0]], msg_id="m1"), uuid="a1", parent="u1"),
                entry("assistant", assistant_message([use[1]], msg_id="m1"), uuid="a2", parent="a1"),
                # both results hang off the last fragment: the first is a dead end the walk stitches back
-               entry("user", user_message([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "one"}]),
-                     uuid="r1", parent="a2", sourceToolAssistantUUID="a1"),
-               entry("user", user_message([{"type": "tool_result", "tool_use_id": "toolu_2", "content": "two"}]),
-                     uuid="r2", parent="a2", sourceToolAssistantUUID="a2"),
+               *_both_results("one", "two"),
                entry("assistant", assistant_message([{"type": "thinking", "thinking": "hm", "signature": "s"}],
                                                     msg_id="m2"), uuid="a3", parent="r2"),
                # an answer that shows nothing (thinking only) is left out: the prompt after it is built in full
@@ -200,17 +209,13 @@ def test_an_answer_fragment_written_before_its_parent_is_ordered_as_a_full_walk_
     chain order (the second call's line above the first's, its parentUuid the line below). A fresh read
     orders them along the chain; the growth kept the file's order, so simulate's replay had the message
     change under it four requests later (a cache miss the session never had: +86.7% on writes)."""
-    use = [{"type": "tool_use", "id": f"toolu_{k}", "name": "Edit", "input": {"file_path": f"/w/{k}.xml"}}
-           for k in (1, 2)]
+    use = _two_calls("Edit", "xml")
     entries = [entry("user", user_message("edit both"), uuid="u1"),
                entry("assistant", assistant_message([{"type": "thinking", "thinking": "", "signature": "s"}],
                                                     msg_id="m1"), uuid="a0", parent="u1"),
                entry("assistant", assistant_message([use[1]], msg_id="m1"), uuid="a2", parent="a1"),
                entry("assistant", assistant_message([use[0]], msg_id="m1"), uuid="a1", parent="a0"),
-               entry("user", user_message([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]),
-                     uuid="r1", parent="a2", sourceToolAssistantUUID="a1"),
-               entry("user", user_message([{"type": "tool_result", "tool_use_id": "toolu_2", "content": "ok"}]),
-                     uuid="r2", parent="a2", sourceToolAssistantUUID="a2"),
+               *_both_results("ok", "ok"),
                entry("assistant", assistant_message([{"type": "text", "text": "Both edited."}], msg_id="m2"),
                      uuid="a3", parent="r2"),
                entry("user", user_message("thanks"), uuid="u2", parent="a3"),
