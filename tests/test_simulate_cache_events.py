@@ -89,7 +89,7 @@ def test_a_prefix_change_the_next_request_read_through_is_none(tmp_path):
 
 
 def test_an_api_that_caches_the_tools_and_system_prompt_only_shows_no_loss(tmp_path):
-    """The real Claude Code 2.0.76 session behind a relay (ctxkit.reports.replayed.prompt_cache): every request
+    """The real Claude Code 2.0.76 session behind a relay (ctxkit.reports.api_cache.prompt_cache): every request
     read the 25,843 tokens of tools and system prompt and sent the messages as plain input. Each read less
     than 80% of what the request before it sent, which is how that API caches, not a loss: counted as one
     at every request, ``cache_events`` said the calibration rested on 14 losses the session never had."""

@@ -36,6 +36,7 @@ from operator import attrgetter
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
+from .api_cache import TAIL
 from .cache_model import Piece, PromptCache, cache_key, remade, same_leading
 from .history import is_compaction
 from .pricing import normalize_model
@@ -119,7 +120,8 @@ def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) 
         return pieces
     memo = {} if memo is None else memo
     salt = b"rewrite%d" % rewrites
-    return [p if p.lead else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
+    # (the uncached tail is no message: never cached, and known by its identity where a request is reused)
+    return [p if p.lead or p.digest == TAIL else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
 
 
 def read_it(before: RecordedRequest | None, now: RecordedRequest, overhead: float = 0.0) -> bool:
