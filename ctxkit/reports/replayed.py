@@ -391,8 +391,7 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead,
-                                                                          history_rewrites(points, pieces))
+    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces)
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected), events
 
 
@@ -434,7 +433,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
         own = CacheEvents() if not caches or cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
-            first_overhead(pts, raw, fit_s), history_rewrites(pts, raw))
+            first_overhead(pts, raw, fit_s), raw)
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
                                                    tail=uncached_tail(pts, cache)).requests:

@@ -106,6 +106,12 @@ def _rewritten(before: RecordedRequest, now: RecordedRequest, raw_before: list[P
     was, size = before.usage.prompt_tokens, now.usage.prompt_tokens
     if not size or was - size <= CLEARED_HISTORY_TOKENS or normalize_model(before.model) != normalize_model(now.model):
         return False
+    return grown(raw_before, raw_now)
+
+
+def grown(raw_before: list[Piece], raw_now: list[Piece]) -> bool:
+    """Whether the messages of a request (its estimated pieces after the tools and system prompt) start with
+    all of an earlier request's: the transcript only grew between them (no compaction, rewind or edit)."""
     old = [p.digest for p in raw_before if not p.lead]
     new = [p.digest for p in raw_now if not p.lead]
     return len(new) >= len(old) and new[:len(old)] == old
