@@ -42,14 +42,14 @@ class CacheEvents:
     expected: set[int] = field(default_factory=set)  # the losses after a pause past the lifetime (no surprise)
     lifetimes: dict[int, int] = field(default_factory=dict)  # each kept one: the lifetime it outlived (seconds)
     #: the losses where the history sent is not the one before grown: Claude Code rewrote it in place (its
-    #: microcompact), or the transcript forked (a rewind) after it had shrunk: the whole history is another
+    #: microcompact), or the transcript forked at a smaller prompt (a rewind): the rows that keep the
+    #: whole history send their own there (:meth:`for_lifetime`)
     rewritten: set[int] = field(default_factory=set)
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
         """The events a row that keeps the history whole meets (``none``, a policy's: not the losses
         :attr:`rewritten` holds, where the history they send is theirs): all the others at the session's own
-        cache lifetimes
-        (``seconds`` None); under another (a policy's ``request.cache_ttl``) the losses within the lifetime
+        cache lifetimes (``seconds`` None); under another (a policy's ``request.cache_ttl``) the losses within the lifetime
         (how long an entry lives past a pause is that lifetime's to say), and the reads past the lifetime where
         it is at least the one the session's entry outlived: the lines' times, not the pause, were wrong there,
         and an entry that lives as long lives through the same pause (the session's own 5 minutes set again)."""
