@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from test_simulate_session_prefix import Session, _turns, _within_ten_percent
+from test_simulate_session_prefix import Session, _long_turns, _turns, _within_ten_percent
 
 from ctxkit import load_policy
 from ctxkit.reports.cache_model import Piece, PromptCache
@@ -89,7 +89,7 @@ def test_a_prefix_change_the_next_request_read_through_is_none(tmp_path):
 
 
 def test_an_api_that_caches_the_tools_and_system_prompt_only_shows_no_loss(tmp_path):
-    """The real Claude Code 2.0.76 session behind a relay (ctxkit.reports.replayed.prompt_cache): every request
+    """The real Claude Code 2.0.76 session behind a relay (ctxkit.reports.api_cache.prompt_cache): every request
     read the 25,843 tokens of tools and system prompt and sent the messages as plain input. Each read less
     than 80% of what the request before it sent, which is how that API caches, not a loss: counted as one
     at every request, ``cache_events`` said the calibration rested on 14 losses the session never had."""
@@ -159,3 +159,26 @@ def test_a_resume_that_read_only_the_prefix_other_sessions_keep_warm_is_a_restar
     assert _within_ten_percent(result["calibration"]["relative_error"])
     for row in (result["rows"]["replayed"], result["rows"]["none"]):
         assert row.requests[3].usage.cache_creation_input_tokens > 3_500, row.policy
+
+
+def test_a_rewind_after_the_sessions_compaction_is_no_loss_of_the_rows_that_keep_the_whole_history(tmp_path):
+    """After its compaction the session went back to an earlier answer (a rewind: the next prompt chains onto
+    it) and its smaller prompt read the history up to there. The transcript forks there, in every row; taken
+    for a loss of the cache at the session's size, it cut none's and the policy's larger history short, and
+    they wrote it again (+20% and +24% on their cost)."""
+    s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000),
+                                   (30, 50_000, 10_000), (40, 60_000, 10_000)])
+    s._add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "auto", "preTokens": 70_000}}, timedelta(seconds=45))
+    s.lines[-1]["parentUuid"] = None
+    s._add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "This session is "
+            "being continued from a previous conversation. The conversation is summarized below: " + "the plan " * 80}},
+           timedelta(seconds=46))
+    _long_turns(s, 5, [(50, 20_000, 12_000), (60, 32_000, 10_000), (70, 42_000, 10_000), (80, 52_000, 10_000)])
+    fork = s.lines[-7]["uuid"]  # the answer of the second turn after the compaction
+    _long_turns(s, 9, [(90, 32_000, 10_000), (100, 42_000, 10_000)])
+    s.lines[-4]["parentUuid"] = fork
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    for row in (result["rows"]["none"], result["rows"]["policies"][0]):
+        assert row.requests[9].usage.cache_creation_input_tokens < 12_000, row.policy

@@ -210,6 +210,20 @@ def test_a_history_claude_code_cleared_in_place_is_written_again(tmp_path):
     assert cleared.cache_read_input_tokens < 30_000 and cleared.cache_creation_input_tokens > 25_000
 
 
+def test_none_and_the_policy_rows_read_the_history_the_session_cleared_in_place(tmp_path):
+    """The same session: what the cleared request read is the rewrite's doing, which the rows that keep the
+    history whole do not make; taken for a loss of the cache, it had none and the default policy write the
+    whole conversation again there (+21% and +35% on their cost)."""
+    s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000),
+                                   (30, 50_000, 10_000), (40, 60_000, 10_000), (50, 70_000, 10_000)])
+    _long_turns(s, 6, [(60, 20_000, 35_000), (70, 55_000, 10_000), (80, 65_000, 10_000)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    for row in (result["rows"]["none"], result["rows"]["policies"][0]):
+        assert row.requests[6].usage.cache_read_input_tokens > 45_000, row.policy
+        assert row.requests[6].usage.cache_creation_input_tokens < 10_000, row.policy
+
+
 def test_a_request_that_counts_a_little_less_still_reads_the_conversation(tmp_path):
     """kfischer b3edadab: requests 167 and 823 tokens smaller than the one before read everything up to the
     change: a small drop is no rewrite of the history."""
@@ -350,3 +364,16 @@ def test_each_cold_request_finds_the_shared_prefix_as_its_usage_shows(tmp_path):
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[4].usage.cache_read_input_tokens > 9_000
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens == 0
+
+
+@pytest.mark.parametrize(("version", "first"), [("2.1.90", "run the checks"), ("1.0.98", "ultrathink: run the checks")])
+def test_a_first_request_that_found_all_of_its_prompt_cached_reads_it_whole(version, first, tmp_path):
+    """A session begun within the lifetime of one that sent the same prompt (a scripted ``claude -p`` run again):
+    its first request read all but its last token. The cut of what it found cached took in the request's
+    uncached tail, so no prefix it reads was cached: the replay wrote the whole prompt (+311% on cost); and
+    under a thinking budget (Claude Code 1.0's "ultrathink") the tail, keyed as a message, was not known as one."""
+    s = Session(version).prompt(first, timedelta(seconds=0)).answer("ok", timedelta(seconds=3), 20_000, 0)
+    _turns(s, 1, [(10, 20_000, 300), (20, 20_300, 300)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[0].usage.cache_read_input_tokens == 20_000

@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .cache_model import PromptCache
-from .session_prefix import MISSED_BELOW, read_it
+from .cache_model import Piece, PromptCache
+from .session_prefix import MISSED_BELOW, grown, history_rewrites, read_it
 from .turn_settings import TurnSetting
 from .usage import RecordedRequest
 
-#: A request smaller than this share of the one before had its history cleared in place (another cause,
-#: :func:`ctxkit.reports.session_prefix.history_rewrites`)
+#: A request smaller than this share of the one before did not send the same prompt again (its history
+#: cleared in place: :func:`ctxkit.reports.session_prefix.history_rewrites`): not taken for a read past the lifetime
 SAME_SIZE = 0.9
 
 
@@ -41,17 +41,23 @@ class CacheEvents:
     kept: dict[int, datetime] = field(default_factory=dict)  # alive past its lifetime: since the request before
     expected: set[int] = field(default_factory=set)  # the losses after a pause past the lifetime (no surprise)
     lifetimes: dict[int, int] = field(default_factory=dict)  # each kept one: the lifetime it outlived (seconds)
+    #: the losses where the history sent is not the one before grown: Claude Code rewrote it in place (its
+    #: microcompact), or the transcript forked at a smaller prompt (a rewind): the rows that keep the
+    #: whole history send their own there (:meth:`for_lifetime`)
+    rewritten: set[int] = field(default_factory=set)
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
-        """The events a row meets: all of them at the session's own cache lifetimes (``seconds`` None); under
-        another (a policy's ``request.cache_ttl``) the losses within the lifetime (how long an entry lives
-        past a pause is that lifetime's to say), and the reads past the lifetime where it is at least the one
-        the session's entry outlived: the lines' times, not the pause, were wrong there, and an entry that
-        lives as long lives through the same pause (the session's own 5 minutes set again)."""
+        """The events a row that keeps the history whole meets (``none``, a policy's: not the losses
+        :attr:`rewritten` holds, where the history they send is theirs): all the others at the session's own
+        cache lifetimes (``seconds`` None); under another (a policy's ``request.cache_ttl``) the losses within the lifetime
+        (how long an entry lives past a pause is that lifetime's to say), and the reads past the lifetime where
+        it is at least the one the session's entry outlived: the lines' times, not the pause, were wrong there,
+        and an entry that lives as long lives through the same pause (the session's own 5 minutes set again)."""
+        lost = {k: v for k, v in self.lost.items() if k not in self.rewritten}
         if seconds is None:
-            return self
+            return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes)
         kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
-        return CacheEvents({k: v for k, v in self.lost.items() if k not in self.expected}, kept,
+        return CacheEvents({k: v for k, v in lost.items() if k not in self.expected}, kept,
                            lifetimes={k: self.lifetimes[k] for k in kept})
 
     def counts(self) -> dict[str, int]:
@@ -93,7 +99,7 @@ def comparable(points: list[RecordedRequest], marks: list[int],
 
 
 def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
-                 ttl_of: list[int], overhead: float = 0.0) -> CacheEvents:
+                 ttl_of: list[int], overhead: float = 0.0, raw: list[list[Piece]] | None = None) -> CacheEvents:
     """The cache events the usage of ``points`` shows (see the module docstring): before each request that
     read less than :data:`MISSED_BELOW` of what the request before it sent, or of its own prompt when that
     is smaller (:func:`comparable`; a history rewritten smaller, as a subagent resumed anew, counts), the
@@ -103,8 +109,12 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
     between them says the same (``ttl_of``: each request's lifetime) the event changes nothing, and
     :attr:`CacheEvents.expected` holds it; where the lines' times are not when the requests went out (Claude
     Code 1.0 wrote some turns' lines at one instant, between earlier ones) it keeps the cache as the API had
-    it, whatever the times say."""
+    it, whatever the times say. ``raw``: each request's estimated pieces: a loss where Claude Code rewrote the
+    history (:func:`ctxkit.reports.session_prefix.history_rewrites`), or at a prompt smaller than
+    :data:`SAME_SIZE` of the one before whose messages do not start with all of its (a rewind: the transcript
+    forked), is :attr:`CacheEvents.rewritten`."""
     out = CacheEvents()
+    rewrites = history_rewrites(points, raw) if raw is not None else None
     for k, b, gap in comparable(points, marks, turns):
         was, now = points[b].usage, points[k].usage
         past = gap >= ttl_of[b]  # (a request whose time is before the one before: no pause says anything)
@@ -112,6 +122,9 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             out.lost[k] = float(now.cache_read_input_tokens)
             if past:
                 out.expected.add(k)
+            if raw is not None and rewrites is not None and (rewrites[k] != rewrites[b] or (
+                    now.prompt_tokens < SAME_SIZE * was.prompt_tokens and not grown(raw[b], raw[k]))):
+                out.rewritten.add(k)
         elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k], overhead):
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
             out.lifetimes[k] = ttl_of[b]

@@ -147,12 +147,13 @@ def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[P
     """Put in the cache what the session's first request found there: Claude Code's system prompt and tools
     are the same from one session to the next, so a session begun within the cache lifetime of another
     reads them at once. The first request's recorded cache read says how much: that prefix of its pieces
-    is cached just before it."""
+    is cached just before it (never its uncached tail: a cut that ended on it would cache no prefix the
+    request reads)."""
     read = point.usage.cache_read_input_tokens
     if cache is None or read <= 0:
         return
     cut, total = [], 0.0
-    for p in pieces:
+    for p in without_tail(pieces):
         if total + p.tokens > read + 1:
             break
         total += p.tokens
@@ -390,7 +391,7 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead)
+    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces)
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected), events
 
 
@@ -432,7 +433,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
         own = CacheEvents() if not caches or cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
-            first_overhead(pts, raw, fit_s))
+            first_overhead(pts, raw, fit_s), raw)
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
                                                    tail=uncached_tail(pts, cache)).requests:

@@ -36,6 +36,7 @@ from operator import attrgetter
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
+from .api_cache import TAIL
 from .cache_model import Piece, PromptCache, cache_key, remade, same_leading
 from .history import is_compaction
 from .pricing import normalize_model
@@ -105,6 +106,12 @@ def _rewritten(before: RecordedRequest, now: RecordedRequest, raw_before: list[P
     was, size = before.usage.prompt_tokens, now.usage.prompt_tokens
     if not size or was - size <= CLEARED_HISTORY_TOKENS or normalize_model(before.model) != normalize_model(now.model):
         return False
+    return grown(raw_before, raw_now)
+
+
+def grown(raw_before: list[Piece], raw_now: list[Piece]) -> bool:
+    """Whether the messages of a request (its estimated pieces after the tools and system prompt) start with
+    all of an earlier request's: the transcript only grew between them (no compaction, rewind or edit)."""
     old = [p.digest for p in raw_before if not p.lead]
     new = [p.digest for p in raw_now if not p.lead]
     return len(new) >= len(old) and new[:len(old)] == old
@@ -119,7 +126,8 @@ def with_rewrites(pieces: list[Piece], rewrites: int, memo: dict | None = None) 
         return pieces
     memo = {} if memo is None else memo
     salt = b"rewrite%d" % rewrites
-    return [p if p.lead else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
+    # (the uncached tail is no message: never cached, and known by its identity where a request is reused)
+    return [p if p.lead or p.digest == TAIL else remade(memo, p, rewrites, lambda q: q.keyed(salt)) for p in pieces]
 
 
 def read_it(before: RecordedRequest | None, now: RecordedRequest, overhead: float = 0.0) -> bool:

@@ -46,6 +46,7 @@ import re
 from dataclasses import dataclass
 
 from ..transcript.model import Transcript
+from .api_cache import TAIL
 from .cache_model import Piece, remade
 from .pricing import normalize_model
 from .session_prefix import WARM
@@ -180,7 +181,7 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
             # Claude Code adds to the first message (a message: keyed on the thinking too)
             p = remade(memo, p, ("cwd", setting.cwd, setting.model), moved) if setting.cwd or setting.model else p
             p = remade(memo, p, ("own", setting.budget), keyed) if setting.budget else p
-        elif not p.lead and setting.budget:
+        elif not p.lead and setting.budget and p.digest != TAIL:  # (the uncached tail: no message, see with_rewrites)
             p = remade(memo, p, setting.budget, keyed)
         out.append(p)
     return out
