@@ -15,7 +15,9 @@ went (what the request still read). ``simulate`` takes them as events of the ses
 pauses between requests, and every row (``replayed``, ``none``, each policy's) meets them where the
 session did (:meth:`CacheEvents.before`): a policy would have met the same loss, or found the cache
 alive, at the same moment, so its row is compared with ``none`` and ``replayed`` on the same footing.
-``simulate --json`` counts them (``calibration.cache_events``).
+Not where that row's own history or lifetime decides instead (:meth:`CacheEvents.for_lifetime`: a
+history Claude Code rewrote in place, which ``none`` and the policies keep whole; a policy's own
+``request.cache_ttl``). ``simulate --json`` counts them (``calibration.cache_events``).
 """
 from __future__ import annotations
 
