@@ -32,25 +32,21 @@ def corpus_sessions() -> list[Path]:
     return public + sorted((CORPUS / "claude-code-2.1.328").glob("*/session.jsonl"))
 
 
-def session_files(args: list[str]) -> list[Path]:
-    """The sessions the arguments name (see the module docstring)."""
-    out: list[Path] = []
-    for arg in map(Path, args):
-        if not arg.is_dir():
-            out.append(arg)
-            continue
-        largest: dict[str, Path] = {}
-        for p in sorted(arg.rglob("*.jsonl")):
-            if "subagents" in p.parts or p.name.startswith("agent-"):
-                continue
-            if p.name not in largest or p.stat().st_size > largest[p.name].stat().st_size:
-                largest[p.name] = p
-        out.extend(sorted(largest.values()))
-    return out
+def largest_copies(args: list[str]) -> list[Path]:
+    """The main sessions the arguments name (:func:`cache_misses.session_files`), the largest copy of each
+    file name (see the module docstring)."""
+    from cache_misses import session_files
+
+    largest: dict[str, Path] = {}
+    for p in session_files(args):
+        if p.name not in largest or p.stat().st_size > largest[p.name].stat().st_size:
+            largest[p.name] = p
+    return sorted(largest.values())
 
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
     from ctxkit import load_policy
     from ctxkit.reports.pricing import load_pricing
     from ctxkit.reports.simulate import simulate
@@ -59,7 +55,7 @@ def main() -> None:
     parser.add_argument("sessions", nargs="*")
     parser.add_argument("--summary", action="store_true", help="only the counts within 10%%")
     args = parser.parse_args()
-    paths = session_files(args.sessions) if args.sessions else corpus_sessions()
+    paths = largest_copies(args.sessions) if args.sessions else corpus_sessions()
     policy, prices = load_policy(None), load_pricing()
     counts: dict[str, list[int]] = {"Claude models": [0, 0], "other providers' models": [0, 0]}
     if not args.summary:

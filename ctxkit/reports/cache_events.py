@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..policy.model import Policy
 from .cache_model import Piece, PromptCache
 from .session_prefix import MISSED_BELOW, grown, history_rewrites, read_it
 from .turn_settings import TurnSetting
@@ -61,6 +62,11 @@ class CacheEvents:
         kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
         return CacheEvents({k: v for k, v in lost.items() if k not in self.expected}, kept,
                            lifetimes={k: self.lifetimes[k] for k in kept})
+
+    def met_by(self, policy: Policy) -> CacheEvents:
+        """The events a row of ``policy`` meets: :meth:`for_lifetime` its own ``request.cache_ttl`` when it sets
+        one, else the session's."""
+        return self.for_lifetime(policy.cache_minutes * 60 if policy.explicit("request.cache_ttl") else None)
 
     def counts(self) -> dict[str, int]:
         """How many of each the transcript's times do not explain (``simulate --json``'s ``cache_events``)."""
@@ -116,7 +122,7 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
     :data:`SAME_SIZE` of the one before whose messages do not start with all of its (a rewind: the transcript
     forked), is :attr:`CacheEvents.rewritten`."""
     out = CacheEvents()
-    rewrites = history_rewrites(points, raw) if raw is not None else None
+    rewrites = history_rewrites(points, raw) if raw is not None else []
     for k, b, gap in comparable(points, marks, turns):
         was, now = points[b].usage, points[k].usage
         past = gap >= ttl_of[b]  # (a request whose time is before the one before: no pause says anything)
@@ -124,7 +130,7 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             out.lost[k] = float(now.cache_read_input_tokens)
             if past:
                 out.expected.add(k)
-            if raw is not None and rewrites is not None and (rewrites[k] != rewrites[b] or (
+            if raw is not None and (rewrites[k] != rewrites[b] or (
                     now.prompt_tokens < SAME_SIZE * was.prompt_tokens and not grown(raw[b], raw[k]))):
                 out.rewritten.add(k)
         elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k], overhead):

@@ -79,7 +79,7 @@ from .session_prefix import (
     with_epoch,
     with_rewrites,
 )
-from .turn_settings import TurnSetting, turn_settings, with_turn
+from .turn_settings import TurnSetting, with_turn
 from .usage import RecordedRequest, recorded_requests
 
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
@@ -398,14 +398,15 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
                  subagent_reads: list[tuple[str, Transcript, list[RecordedRequest]]],
                  fit: tuple[float, float], policy: Policy, counter: Any, prices: PriceTable,
-                 caches: bool) -> Row:
+                 caches: bool, turns: list[TurnSetting],
+                 prefix: tuple[list[int], SharedPrefix | None, CacheEvents]) -> Row:
     """The ``replayed`` row (see the module docstring): ``pieces`` are the estimated pieces of each main
-    request as the session sent it, ``fit`` the session's (overhead, scale)."""
+    request as the session sent it, ``fit`` the session's (overhead, scale), ``turns`` each request's turn
+    setting and ``prefix`` what :func:`session_prefix_model` made of them (the other rows share it)."""
     cache = prompt_cache(points, caches)
     ttl = policy.cache_minutes * 60
     row = Row("replayed")
-    turns = turn_settings(t, points)
-    marks, shared, events = session_prefix_model(t, points, pieces, fit, policy, caches, turns)
+    marks, shared, events = prefix
     boundaries = own_boundaries(t)
     before = (_last_before(points, b) for b in boundaries)
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
@@ -431,7 +432,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     counts = events.counts()
     for name, pts, raw in subagents:
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
-        own = CacheEvents() if not caches or cache is None or cache.lead_only else cache_events(
+        own = CacheEvents() if cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
             first_overhead(pts, raw, fit_s), raw)
         counts = {k: v + own.counts()[k] for k, v in counts.items()}

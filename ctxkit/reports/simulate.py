@@ -163,7 +163,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         memo: dict[bytes, int] = {}
         as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl", memo)
         fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
-        replayed = replayed_row(t, points, as_sent, subagents, fit, base, counter, prices, caches)
+        turns = turn_settings(t, points)
+        prefix_model = session_prefix_model(t, points, as_sent, fit, base, caches, turns)
+        replayed = replayed_row(t, points, as_sent, subagents, fit, base, counter, prices, caches, turns, prefix_model)
         lines, whole_points = whole_history(t, raw_lines, points)
         if lines is not raw_lines:  # the requests before the first compaction are the same ones
             first = own_boundaries(t)[0]
@@ -173,10 +175,10 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         else:
             none_pieces = same = as_sent
         cache = prompt_cache(points, caches)
-        turns, keyed = turn_settings(t, points), {}
+        keyed: dict = {}
         marks = restarts(t, points, first_overhead(points, as_sent, fit))
-        shared, events = session_prefix_model(t, points, as_sent, fit, base, caches, turns)[1:]
-        none_events = events.for_lifetime(base.cache_minutes * 60 if base.explicit("request.cache_ttl") else None)
+        shared, events = prefix_model[1:]
+        none_events = events.met_by(base)
         tail = uncached_tail(points, cache)
         warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
@@ -275,7 +277,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     cache = prompt_cache(points, caches)
     marks, shared, turns, events, tail = prefix or ([0] * len(points), None, [TurnSetting()] * len(points),
                                                    CacheEvents(), 0.0)
-    events = events.for_lifetime(policy.cache_minutes * 60 if policy.explicit("request.cache_ttl") else None)
+    events = events.met_by(policy)
     keyed: dict = {}
     warm = shared.tokens if shared is not None else _warm(points, fit, caches)
     memo: dict[bytes, int] = {}

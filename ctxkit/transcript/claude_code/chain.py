@@ -16,7 +16,7 @@ from ..lineindex import BAD, SIDECHAIN, LineIndex
 from ..model import Transcript
 from .carry import carry_chain
 from .fields import content_blocks, hook_tool_id
-from .grown import grown_chain, parents_first
+from .grown import grown_chain, parents_first, preserved_segment
 from .metas import Meta, Metas
 from .records import records
 
@@ -134,7 +134,7 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     anchor: int | None = None
     if metas.type(root) == "system" and t.entry(root).get("subtype") == "compact_boundary":
         facts["boundary"] = root
-        seg = ((t.entry(root).get("compactMetadata") or {}).get("preservedSegment")) or {}
+        seg = preserved_segment(t.entry(root))
         head, tail = by_uuid.get(seg.get("headUuid") or ""), by_uuid.get(seg.get("tailUuid") or "")
         anchor = by_uuid.get(seg.get("anchorUuid") or "")
         if head is not None and tail is not None:

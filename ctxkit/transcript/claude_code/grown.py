@@ -134,13 +134,17 @@ def _state(t: Transcript, n: int, order: list[int], facts: dict[str, Any]) -> _S
     return s
 
 
+def preserved_segment(boundary: dict) -> dict:
+    """A compact boundary's ``preservedSegment`` (``headUuid``, ``anchorUuid``, ``tailUuid``), or {}."""
+    return ((boundary.get("compactMetadata") or {}).get("preservedSegment")) or {}
+
+
 def _segment_anchor(t: Transcript, facts: dict[str, Any]) -> str | None:
     """The uuid after which the walk puts the preserved segment of the chain's compaction, when it has one
     (:func:`ctxkit.transcript.claude_code.chain.active_entries`: right after the boundary until it is written)."""
     if not facts.get("segment") or facts.get("boundary") is None:
         return None
-    seg = ((t.entry(facts["boundary"]).get("compactMetadata") or {}).get("preservedSegment")) or {}
-    return seg.get("anchorUuid") or None
+    return preserved_segment(t.entry(facts["boundary"])).get("anchorUuid") or None
 
 
 def _tool_uses(t: Transcript, i: int) -> list[str]:
