@@ -571,6 +571,22 @@ def test_claude_code_resumes_the_repaired_session_and_its_request_is_accepted(tm
 
 
 @needs_cli
+def test_claude_code_resumes_a_1_0_session_s_turns_between_its_local_commands_once_repaired(tmp_path):
+    """Claude Code 1.0 chained each later ``!`` command onto the session's first caveat line: the genuine
+    CLI resumes the broken file without the turns between them, and the repaired one with all of them."""
+    path, fixed = repaired(tmp_path, "local-command-parent")
+
+    def sent(body: dict) -> str:
+        return json.dumps(body["messages"])
+
+    broken = _resume_with_claude_code(tmp_path / "broken", path)
+    assert broken is not None and "git diff" in sent(broken) and "List the files" not in sent(broken)
+    whole = _resume_with_claude_code(tmp_path / "fixed", fixed)
+    assert whole is not None
+    assert all(text in sent(whole) for text in ("git status", "List the files", "It prints a.", "git diff"))
+
+
+@needs_cli
 @needs_corpus
 def test_claude_code_resumes_the_slimmed_largest_public_session(tmp_path):
     from strict_messages import problem as refused

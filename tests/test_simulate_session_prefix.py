@@ -339,6 +339,38 @@ def test_an_api_that_reports_its_cache_writes_as_input_is_replayed_so(tmp_path):
     assert result["cache_ttl"] == "5m (the API's default: no usage reports a cache write)"
 
 
+def test_a_session_whose_only_read_found_an_earlier_sessions_prefix_reports_no_writes(tmp_path):
+    """held-out 0933d7e3 and 16 more one- to three-request Claude Code sessions on DeepSeek's and GLM's
+    Anthropic-compatible APIs, which cache every prefix on their own across sessions: the first request read
+    5,120 tokens an earlier session had left and reported the rest (62,560) as plain input, no write. It took
+    two reads to tell such an API, so the replay wrote what the API never reported: off on writes."""
+    s = Session(version="2.1.63")
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 5_120, 0, plain=33_880)
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["off"] == [], result["calibration"]
+    replayed = result["rows"]["replayed"].to_json()
+    assert replayed["cache_creation_input_tokens"] == 0 and replayed["input_tokens"] > 30_000
+
+
+def test_an_api_that_counts_its_reads_in_input_tokens_is_read_so(tmp_path):
+    """held-out 66f01fa0, 72e32e31, 28f862ce and three more (Claude Code through a relay to DeepSeek): each
+    request's ``input_tokens`` was its whole prompt, what it read from the cache included (as OpenAI's
+    ``prompt_tokens`` counts), and each read about what the request before reported as input. Taken as the
+    Anthropic API's plain input, every prompt was counted twice over: +44% to +70% on reads."""
+    s = Session(version="2.1.63")
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 0, plain=39_000)
+    for k in range(1, 12):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1) - 40, 0, plain=39_000 + 2_060 * k)
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["off"] == [], result["calibration"]
+    recorded = result["rows"]["recorded"].to_json()
+    # the plain input is what each request did not read: its prompt less the read
+    assert recorded["input_tokens"] == 39_000 + sum(2_060 + 40 for _ in range(1, 12))
+
+
 def test_the_few_tokens_the_api_counts_as_plain_input_on_every_request_are_replayed_so(tmp_path):
     """held-out ae394bee (Claude Code 2.1.90) and every real session: the API counts a few tokens of each request
     as plain input however much it cached (10 to 14 here; 1 to 14 on real sessions). They were replayed as

@@ -30,9 +30,6 @@ def session_caches(points: list[RecordedRequest]) -> bool:
 UNCACHED_SHARE = 0.5
 #: the requests a session needs for that to be told (its first writes everything it caches)
 UNCACHED_SEEN = 10
-#: the requests that read the cache a session needs, none of its requests reporting a write, for its API to be
-#: taken for one that reports its writes as plain input (a write must have come before every read)
-READS_WITHOUT_A_WRITE = 2
 
 
 def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | None:
@@ -43,10 +40,10 @@ def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | N
     every request read the 25,843 tokens of tools and system prompt and sent 100,000 and more of messages
     uncached; the Anthropic API reads them at Claude Code's breakpoints (its plain input is a few hundred
     tokens a request), so replayed through that cache the row was 85% under the recorded cost. And one
-    that reports what it writes as plain input for an API that read the cache on several requests yet never
-    reported a write (:data:`READS_WITHOUT_A_WRITE`) -- seen on the real Claude Code 2.1.63 sessions of one
-    user whose relay named the model ``claude-opus-4.6-1m``: each request read the prefix and reported the
-    rest as input; replayed with writes, every one of them was off on writes (recorded: none)."""
+    that reports what it writes as plain input for an API that read the cache yet never reported a write
+    (:func:`reports_writes_as_input`) -- seen on the real Claude Code 2.1.63 sessions of one user whose
+    relay named the model ``claude-opus-4.6-1m``: each request read the prefix and reported the rest as
+    input; replayed with writes, every one of them was off on writes (recorded: none)."""
     if not caches:
         return None
     return PromptCache(lead_only=caches_lead_only(points), writes_as_input=reports_writes_as_input(points))
@@ -72,10 +69,13 @@ def uncached_tail(points: list[RecordedRequest], cache: PromptCache | None) -> f
 
 
 def reports_writes_as_input(points: list[RecordedRequest]) -> bool:
-    """Whether the session's API read the cache on several requests yet never reported a write: it reported
-    what it wrote as plain input (see :func:`prompt_cache`); what lifetime its writes had, no usage says."""
-    reads = sum(1 for p in points if p.usage.cache_read_input_tokens)
-    return reads >= READS_WITHOUT_A_WRITE and not any(p.usage.cache_creation_input_tokens for p in points)
+    """Whether the session's API read the cache yet never reported a write: it reported what it wrote as
+    plain input (see :func:`prompt_cache`); what lifetime its writes had, no usage says. One read is enough:
+    a read on a session's first request found what an earlier session wrote (DeepSeek's and GLM's
+    Anthropic-compatible APIs cache every prefix on their own, across sessions: 17 real one- to three-request
+    Claude Code sessions on them read 5,000 tokens and more at once and reported no write)."""
+    return any(p.usage.cache_read_input_tokens for p in points) and \
+        not any(p.usage.cache_creation_input_tokens for p in points)
 
 
 def request_ttl(usage: Usage, default_seconds: int) -> int:

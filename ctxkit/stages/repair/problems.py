@@ -435,6 +435,13 @@ def _chain(t: Transcript) -> Iterator[Problem]:
             yield Problem("parent-missing", root + 1, {"parent": parent}, {"entry": root, "relink": relink})
         elif j in set(path):
             yield Problem("parent-cycle", root + 1, {"loop": j + 1}, {"entry": root, "relink": relink})
+    # Claude Code 1.0's later local commands, chained onto the session's first caveat (reused_caveat)
+    for i, j in sorted((facts.get("relinks") or {}).items()):
+        if j is not None:
+            caveat = uuid_index(t).get(metas.parent(i) or "")
+            yield Problem("local-command-parent", t.line_no(i),
+                          {"caveat": t.line_no(caveat) if caveat is not None else "?"},
+                          {"entry": i, "relink": metas.uuid(j)})
     # branches: conversation lines no line names as its parent, off the view (a rewind leaves one), after the
     # last compact boundary
     parents = {p for p in idx.parents if p}

@@ -19,6 +19,7 @@ makes the next request valid:
 | a thinking block without a signature, with one cut short, written by another model, or in a user message | left out (the API ignores earlier turns' thinking; a signature that does not verify fails the request) |
 | an image or PDF over the API's size, pixel, page or count limits | replaced by a text placeholder that says what it was |
 | a `parentUuid` naming no line, or looping | linked to the conversation line before it in the file |
+| a later `!` command or local slash command Claude Code 1.0 chained onto the session's first caveat line | linked to the conversation line before it in the file, as the live session had it |
 
 A line the agent cannot read (half a line a crash left, a stray byte, the wrong shape) is moved to the
 store and an `unreadable-line` record takes its place, so the agent reads on past it; what the line held
@@ -255,6 +256,7 @@ REPAIRS: dict[str, Callable[[_Edits, Problem, dict], bool]] = {
     "consecutive-assistant": _call_as_text,
     "parent-missing": _relink,
     "parent-cycle": _relink,
+    "local-command-parent": _relink,
 }
 
 

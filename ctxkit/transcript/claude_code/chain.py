@@ -19,6 +19,7 @@ from .fields import content_blocks, hook_tool_id
 from .grown import grown_chain, parents_first, preserved_segment
 from .metas import Meta, Metas
 from .records import records
+from .reused_caveat import reused_caveats, written_after
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
 
@@ -98,7 +99,10 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     for _i, rec in records(t, "snip"):
         removed.update(rec.get("removedUuids") or [])
 
-    def parent_of(i: int) -> int | None:
+    caveats = reused_caveats(t, by_uuid)
+    relinks: dict[int, int | None] = {}  # entry -> the line it is read as chained onto (reused_caveat)
+
+    def parent_of(i: int, as_written: bool = False) -> int | None:
         p = metas.parent(i)
         hops = 0
         while p in removed and hops < 1_000_000:
@@ -107,6 +111,9 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
                 return None
             p = metas.parent(j)
             hops += 1
+        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user":  # (Claude Code 1.0's)
+            relinks[i] = written_after(t, metas, i, by_uuid[p], removed)
+            return relinks[i]
         return by_uuid.get(p) if p else None
 
     leaf = None
@@ -129,6 +136,7 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
         path.append(cur)
         cur = parent_of(cur)
     path.reverse()
+    facts["relinks"] = dict(relinks)  # (the chain's own: what a resume of the file leaves out, doctor's to mend)
     root = path[0]
     segment: list[int] = []
     anchor: int | None = None
@@ -144,7 +152,7 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
                 seen.add(cur)
                 if cur == head:
                     break
-                cur = parent_of(cur)
+                cur = parent_of(cur, as_written=True)  # (the tail Claude Code rebuilds)
             segment = list(reversed(walk)) if walk and walk[-1] == head else []
     members = set(path) | set(segment)
     group = {i: 1 for i in segment}

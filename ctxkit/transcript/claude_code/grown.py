@@ -12,7 +12,8 @@ Anything else is left to a full walk: a new compact boundary or ctxkit record, a
 a leaf that does not chain back onto the earlier leaf (a branch, a rewind), a new line whose uuid or
 message id an earlier line already has, a new entry an earlier line named before it was written, a
 result that answers a tool call an earlier line waited for, a sibling of the preserved segment or the
-anchor it goes after (the summary, written after the boundary). The result is the one a full walk
+anchor it goes after (the summary, written after the boundary), a local command Claude Code 1.0
+chained onto its caveat line (:mod:`ctxkit.transcript.claude_code.reused_caveat`). The result is the one a full walk
 gives (``tests/test_grown_view.py`` checks it at every request of corpus sessions).
 
 What the walk needs to go on (the uuid map, the members' uuids, message ids and tool ids) is kept
@@ -28,6 +29,7 @@ from ..lineindex import BAD, SIDECHAIN
 from ..model import Transcript
 from ..view import View
 from .fields import RECORD_TYPE, content_blocks, hook_tool_id
+from .reused_caveat import is_caveat_line
 
 #: ``Transcript.memo`` key: the :class:`Growth` a reader set (see :func:`grown_from`)
 GROWN_FROM = "grown-from"
@@ -180,6 +182,8 @@ def _grow(t: Transcript, n: int, order: list[int], facts: dict[str, Any],
                 return None  # named before it was written, or a uuid an earlier line has: walked in full
             s.by_uuid.setdefault(u, j)
         fresh.append(j)
+    if any(idx.type(j) == "user" and is_caveat_line(t, s.by_uuid.get(parents[j] or "")) for j in fresh):
+        return None  # a local command of Claude Code 1.0: chained onto its caveat, maybe far back (reused_caveat)
     new_msgs = {msg_ids[j] for j in fresh if msg_ids[j]}
     if not new_msgs.isdisjoint(s.msg_ids):
         return None  # more of an earlier message
