@@ -113,6 +113,23 @@ def test_a_switch_to_another_model_reads_the_shared_prefix_other_sessions_cached
     assert _within_ten_percent(s.errors(tmp_path))
 
 
+def test_each_model_reads_its_own_shared_prefix(tmp_path):
+    """held-out e739b244 (Claude Code 2.1, Haiku then Sonnet): the first request, Haiku's, read Haiku's
+    tools and system prompt; each cold Sonnet request read 14,205 tokens, Sonnet's, which the user's other
+    sessions kept warm. One shared prefix a session (Haiku's size) had each of them write the difference:
+    +13.8% on writes."""
+    haiku, sonnet = "claude-haiku-4-5-20251001", "claude-sonnet-4-6"
+    # Haiku's tools and system prompt about 14,450 tokens, Sonnet's about 19,000; each turn adds about 80
+    s = _turns(Session(), 0, [(0, 9_000, 6_000)], model=haiku)
+    _turns(s, 1, [(30, 14_205, 5_425), (40, 19_630, 80), (50, 19_710, 80)], model=sonnet)
+    _turns(s, 4, [(700, 14_205, 5_665), (710, 19_870, 80), (720, 19_950, 80)], model=sonnet)  # after a pause
+    _turns(s, 7, [(1_400, 14_205, 5_905), (1_410, 20_110, 80), (1_420, 20_190, 80)], model=sonnet)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    replayed = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert all(13_000 < replayed[k] < 15_500 for k in (1, 4, 7)), replayed
+
+
 def test_exit_and_resume_writes_the_sessions_own_prefix_again(tmp_path):
     """erk beddc0be: after /exit and a resume a minute later, the request read only the shared prefix (the
     process composed its environment again) and wrote the rest."""

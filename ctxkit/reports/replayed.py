@@ -76,6 +76,7 @@ from .session_prefix import (
     keep_warm,
     prefix_changes,
     shared_prefix,
+    warm_piece,
     with_epoch,
     with_rewrites,
 )
@@ -114,14 +115,14 @@ def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, fl
 
 
 def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0,
-          memo: dict | None = None, tail: float = 0.0) -> list[Piece]:
+          memo: dict | None = None, tail: float = 0.0, warm_id: bytes = WARM) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
     the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
     ``memo``: :func:`ctxkit.reports.replay.calibrated`'s. ``tail``: the request's last tokens, never cached
     (:func:`ctxkit.reports.api_cache.uncached_tail`), a piece of their own after the rest (of the fitted overhead, without a
-    recorded size)."""
+    recorded size). ``warm_id``: the warm piece's identity (:meth:`SharedPrefix.piece_id`)."""
     overhead, scale = fit
     estimate = sum(map(attrgetter("tokens"), pieces))  # (in C: the same sum, in the same order)
     tail = min(tail, prompt_tokens) if prompt_tokens > 0 else min(tail, overhead)
@@ -134,7 +135,9 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
     if warm > 0:
         head = out[0]
         shared = min(warm, head.tokens)
-        out = [Piece(WARM, shared, True, True), Piece(head.digest, head.tokens - shared, head.breakpoint, True), *out[1:]]
+        # (a model with a shared prefix of its own has its own system prompt: the rest of it is another piece)
+        own = head.digest if warm_id == WARM else hashlib.blake2b(warm_id + head.digest, digest_size=16).digest()
+        out = [Piece(warm_id, shared, True, True), Piece(own, head.tokens - shared, head.breakpoint, True), *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
 
 
@@ -209,14 +212,12 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     rewrites = history_rewrites(points, raw)  # (Claude Code's microcompact, which its transcript does not show)
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
-        if k == 0 and cache is not None:
-            if shared is not None:
-                warm = shared.tokens
-            else:
-                warm = float(point.usage.cache_read_input_tokens)
-                warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
-        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled, tail), marks[k] if marks else 0,
-                         warm)
+        if k == 0 and cache is not None and shared is None:
+            warm = float(point.usage.cache_read_input_tokens)
+            warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
+        warm, warm_id = warm_piece(shared, point.cache_model, warm) if cache is not None else (warm, WARM)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled, tail, warm_id),
+                         marks[k] if marks else 0, warm)
         cal = consistent(with_rewrites(cal, rewrites[k], rewritten), sizes, point.usage.prompt_tokens, resized)
         cal = with_turn(cal, turns[k], keyed) if turns else cal
         cal = salted(cal, salt) if salt else cal

@@ -44,6 +44,12 @@ from .usage import RecordedRequest
 
 #: The identity of the shared part of the overhead (the piece :func:`ctxkit.reports.replayed.exact` cuts off)
 WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
+_WARM_IDS = {WARM}  # and each model's own (:meth:`SharedPrefix.piece_id`)
+
+
+def is_warm(digest: bytes) -> bool:
+    """Whether a piece is the shared part of the overhead (of the session's first model, or another's own)."""
+    return digest in _WARM_IDS
 
 #: Slash commands after which Claude Code composes the session's own prefix again
 RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
@@ -197,11 +203,36 @@ class SharedPrefix:
     warm_models: frozenset[str] = frozenset()
     read_at: frozenset[int] = frozenset()
     missed_at: frozenset[int] = frozenset()
+    #: a model's own size, where its first request read another (each model has its own system prompt:
+    #: held-out ``e739b244`` began on Haiku, whose shared prefix it read, and its Sonnet requests read 14,205)
+    own_sizes: tuple[tuple[str, float], ...] = ()
 
     def kept_warm(self, model: str, k: int | None = None) -> bool:
         if k in self.read_at or k in self.missed_at:
             return k in self.read_at
         return cache_key(model) in self.warm_models
+
+    def tokens_for(self, model: str) -> float:
+        """The shared prefix's tokens for a request to ``model``."""
+        return dict(self.own_sizes).get(cache_key(model), self.tokens)
+
+    def piece_id(self, model: str) -> bytes:
+        """The identity of the shared prefix's piece for a request to ``model`` (another for a model with a
+        size of its own: a piece keeps the size it was first sent with)."""
+        key = cache_key(model)
+        if key not in dict(self.own_sizes):
+            return WARM
+        digest = hashlib.blake2b(b"warm-overhead" + key.encode(), digest_size=16).digest()
+        _WARM_IDS.add(digest)
+        return digest
+
+
+def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) -> tuple[float, bytes]:
+    """The tokens and identity of the shared prefix's piece for a request to ``model`` (``default`` tokens
+    without a shared prefix model)."""
+    if shared is None:
+        return default, WARM
+    return shared.tokens_for(model), shared.piece_id(model)
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -238,12 +269,33 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         seen = [r for r in [*reads, *(float(points[k].usage.cache_read_input_tokens) for k in lost)]
                 if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
+    own = _own_sizes(points, cold, size)
     votes: dict[str, list[bool]] = {}
     for k, r in zip(cold, reads, strict=True):
-        votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * size)
-    warm = frozenset(m for m, v in votes.items() if size and sum(v) * 2 > len(v))
-    read_at = frozenset(k for k, r in zip(cold, reads, strict=True) if size and r >= SHARED_READ * size)
-    return SharedPrefix(size, warm, read_at, frozenset(cold) - read_at if size else frozenset())
+        votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * own.get(
+            cache_key(points[k].cache_model), size))
+    warm = frozenset(m for m, v in votes.items() if sum(v) * 2 > len(v) and own.get(m, size))
+    read_at = frozenset(k for k, r in zip(cold, reads, strict=True)
+                        if (sized := own.get(cache_key(points[k].cache_model), size)) and r >= SHARED_READ * sized)
+    missed = frozenset(k for k in cold if own.get(cache_key(points[k].cache_model), size)) - read_at
+    return SharedPrefix(size, warm, read_at, missed, tuple(sorted(own.items())))
+
+
+def _own_sizes(points: list[RecordedRequest], cold: list[int], size: float) -> dict[str, float]:
+    """The models (after the session's first) whose first request read a shared prefix of another size than
+    ``size``: nothing of the session's own was cached for that model yet, so what it read another session
+    had left, that model's own tools and system prompt."""
+    out: dict[str, float] = {}
+    seen = {cache_key(points[0].cache_model)}
+    for k in cold:
+        key = cache_key(points[k].cache_model)
+        if key in seen:
+            continue
+        seen.add(key)
+        read = float(points[k].usage.cache_read_input_tokens)
+        if 0 < read < points[k].usage.prompt_tokens and (not size or abs(read - size) > (1 - SHARED_READ) * size):
+            out[key] = read
+    return out
 
 
 def _kept_sizes(pieces: list[Piece], sizes: dict[bytes, float], memo: dict,
@@ -287,9 +339,9 @@ def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRe
               ttl: int, k: int | None = None) -> None:
     """Before the request at ``point`` (the ``k``-th of the session): when other sessions kept the shared prefix
     warm, it is in the cache for the request's model (as if one of them had just sent it)."""
-    if cache is None or not shared.kept_warm(point.cache_model, k) or not pieces or pieces[0].digest != WARM:
+    if cache is None or not shared.kept_warm(point.cache_model, k) or not pieces or not is_warm(pieces[0].digest):
         return
-    cache.request(point.sent_at, point.cache_model, [Piece(WARM, pieces[0].tokens, True, True)], ttl)
+    cache.request(point.sent_at, point.cache_model, [Piece(pieces[0].digest, pieces[0].tokens, True, True)], ttl)
 
 
 def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int,

@@ -60,7 +60,7 @@ from .replayed import (
     without_tail,
 )
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
-from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, with_epoch
+from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, warm_piece, with_epoch
 from .stats import view_stats
 from .turn_settings import TurnSetting, turn_settings, with_turn
 from .usage import RecordedRequest, recorded_requests
@@ -180,7 +180,6 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         shared, events = prefix_model[1:]
         none_events = events.met_by(base)
         tail = uncached_tail(points, cache)
-        warm = shared.tokens if shared is not None else 0.0
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
         resized: dict = {}
@@ -188,8 +187,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
             tokens = point.usage.prompt_tokens if k < len(same) else 0
-            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, warm, scaled, tail), marks[k], warm), sizes,
-                                              tokens, resized), turns[k], keyed)
+            warm, warm_id = warm_piece(shared, point.cache_model)
+            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, warm, scaled, tail, warm_id), marks[k], warm),
+                                          sizes, tokens, resized), turns[k], keyed)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
@@ -299,8 +299,9 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
+        warm, warm_id = warm_piece(shared, point.cache_model, warm)
         previous = with_turn(with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp,
-                                                                   memo), fit, 0, warm, scaled, tail), marks[k],
+                                                                   memo), fit, 0, warm, scaled, tail, warm_id), marks[k],
                                                     warm),
                                  turns[k], keyed)
         if k == 0:
