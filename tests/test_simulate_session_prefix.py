@@ -130,6 +130,28 @@ def test_each_model_reads_its_own_shared_prefix(tmp_path):
     assert all(13_000 < replayed[k] < 15_500 for k in (1, 4, 7)), replayed
 
 
+def test_a_cold_request_finds_the_shorter_shared_part_other_sessions_kept(tmp_path):
+    """held-out b4b90999 (Claude Code 2.1.83): the first request read 8,595 tokens of tools and system prompt;
+    one after a pause of 2.8 hours read 7,452, what the user's other sessions had cached then. Less than the
+    shared prefix, it counted as a miss: the replay read nothing and wrote it again (+12.1% on writes)."""
+    s = _turns(Session(), 0, [(0, 8_595, 14_132), (10, 22_727, 170), (20, 22_897, 180), (30, 23_077, 190)])
+    _turns(s, 4, [(10_000, 7_452, 15_900), (10_010, 23_352, 160)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    assert 7_000 < result["rows"]["replayed"].requests[4].usage.cache_read_input_tokens < 7_800
+
+
+def test_a_loss_keeps_the_shorter_shared_part(tmp_path):
+    """held-out 6bff27da (Claude Code 2.1, Opus 4.5): the first request read 35,157 tokens of tools and system
+    prompt at once; 48 seconds after the third, one read only 14,015 and wrote the rest. The replay, whose
+    cache held the 35,157 as one prefix, lost all of it and wrote 48,079 (+29% on writes)."""
+    s = _turns(Session(), 0, [(0, 35_157, 4_589), (8, 39_746, 5_343), (23, 45_089, 2_821), (71, 14_015, 34_062),
+                              (78, 48_077, 1_363)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    assert 13_500 < result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens < 14_500
+
+
 def test_exit_and_resume_writes_the_sessions_own_prefix_again(tmp_path):
     """erk beddc0be: after /exit and a resume a minute later, the request read only the shared prefix (the
     process composed its environment again) and wrote the rest."""

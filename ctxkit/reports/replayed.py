@@ -68,11 +68,14 @@ from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
 from .rows import Request, Row
 from .session_prefix import (
+    INNER,
     WARM,
     SharedPrefix,
+    Warm,
     consistent,
     epochs,
     history_rewrites,
+    is_warm,
     keep_warm,
     prefix_changes,
     shared_prefix,
@@ -114,15 +117,17 @@ def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, fl
     return overhead, scale
 
 
-def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float = 0.0,
-          memo: dict | None = None, tail: float = 0.0, warm_id: bytes = WARM) -> list[Piece]:
+def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float | Warm = 0.0,
+          memo: dict | None = None, tail: float = 0.0) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
     the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
     ``memo``: :func:`ctxkit.reports.replay.calibrated`'s. ``tail``: the request's last tokens, never cached
     (:func:`ctxkit.reports.api_cache.uncached_tail`), a piece of their own after the rest (of the fitted overhead, without a
-    recorded size). ``warm_id``: the warm piece's identity (:meth:`SharedPrefix.piece_id`)."""
+    recorded size). ``warm`` as :class:`~ctxkit.reports.session_prefix.Warm` also names the warm piece and
+    the shorter shared part cut off before it (:attr:`SharedPrefix.inner`)."""
+    warm = warm if isinstance(warm, Warm) else Warm(warm)
     overhead, scale = fit
     estimate = sum(map(attrgetter("tokens"), pieces))  # (in C: the same sum, in the same order)
     tail = min(tail, prompt_tokens) if prompt_tokens > 0 else min(tail, overhead)
@@ -132,12 +137,14 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
         out = calibrated(pieces, 0.0, (prompt_tokens - tail) / estimate if estimate else 0.0, memo)
     else:
         out = calibrated(pieces, prompt_tokens - tail - scale * estimate, scale, memo)
-    if warm > 0:
+    if warm.tokens > 0:
         head = out[0]
-        shared = min(warm, head.tokens)
+        shared = min(warm.tokens, head.tokens)
         # (a model with a shared prefix of its own has its own system prompt: the rest of it is another piece)
-        own = head.digest if warm_id == WARM else hashlib.blake2b(warm_id + head.digest, digest_size=16).digest()
-        out = [Piece(warm_id, shared, True, True), Piece(own, head.tokens - shared, head.breakpoint, True), *out[1:]]
+        own = head.digest if warm.digest == WARM else hashlib.blake2b(warm.digest + head.digest, digest_size=16).digest()
+        parts = [Piece(INNER, warm.inner, True, True), Piece(warm.digest, shared - warm.inner, True, True)] \
+            if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
+        out = [*parts, Piece(own, head.tokens - shared, head.breakpoint, True), *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
 
 
@@ -160,7 +167,7 @@ def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[P
         if total + p.tokens > read + 1:
             break
         total += p.tokens
-        cut.append(Piece(p.digest, p.tokens, False, p.lead))
+        cut.append(Piece(p.digest, p.tokens, is_warm(p.digest), p.lead))  # (the shared parts: breakpoints of their own)
     if cut:
         cut[-1].breakpoint = True
         cache.request(point.sent_at, point.cache_model, cut, ttl)
@@ -215,9 +222,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
         if k == 0 and cache is not None and shared is None:
             warm = float(point.usage.cache_read_input_tokens)
             warm = warm if warm < first_overhead(points, raw, fit) else 0.0  # more: cut at a block (warm_start)
-        warm, warm_id = warm_piece(shared, point.cache_model, warm) if cache is not None else (warm, WARM)
-        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, warm, scaled, tail, warm_id),
-                         marks[k] if marks else 0, warm)
+        shared_part = warm_piece(shared, point.cache_model, warm) if cache is not None else Warm(warm)
+        cal = with_epoch(exact(pieces, fit, point.usage.prompt_tokens, shared_part, scaled, tail), marks[k] if marks else 0)
         cal = consistent(with_rewrites(cal, rewrites[k], rewritten), sizes, point.usage.prompt_tokens, resized)
         cal = with_turn(cal, turns[k], keyed) if turns else cal
         cal = salted(cal, salt) if salt else cal

@@ -23,6 +23,9 @@ old tool results in place (their text becomes a placeholder) once that saves eno
 transcript keeps the results as they were. The next request then reads the tools and system prompt and
 writes the whole conversation again. Its recorded size says so: smaller than the request before
 although the conversation only grew (:func:`history_rewrites`).
+
+Over 400 lines: the shared part (its size per model, the shorter part other sessions kept of it, when it
+was warm) and the changes of the session's own part are one model of the prefix, read from the same usage.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from itertools import takewhile
 from operator import attrgetter
+from typing import NamedTuple
 
 from ..transcript.model import Transcript
 from ..transcript.prompts import slash_command
@@ -44,12 +48,29 @@ from .usage import RecordedRequest
 
 #: The identity of the shared part of the overhead (the piece :func:`ctxkit.reports.replayed.exact` cuts off)
 WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
-_WARM_IDS = {WARM}  # and each model's own (:meth:`SharedPrefix.piece_id`)
+#: The identity of the shorter shared part some requests found (:attr:`SharedPrefix.inner`), cut off before it
+INNER = hashlib.blake2b(b"warm-overhead-inner", digest_size=16).digest()
+_WARM_IDS = {WARM, INNER}  # and each model's own (:meth:`SharedPrefix.piece_id`)
 
 
 def is_warm(digest: bytes) -> bool:
     """Whether a piece is the shared part of the overhead (of the session's first model, or another's own)."""
     return digest in _WARM_IDS
+
+
+def warm_count(pieces: list[Piece]) -> int:
+    """How many of a request's first pieces are the shared part of its overhead (the session's own part, if
+    any, is the piece after them)."""
+    return sum(1 for _ in takewhile(lambda p: is_warm(p.digest), pieces))
+
+
+class Warm(NamedTuple):
+    """The shared part of a request's overhead, as :func:`ctxkit.reports.replayed.exact` cuts it off: its
+    tokens, its piece's identity, and the shorter part other sessions kept of it (0: none seen)."""
+
+    tokens: float = 0.0
+    digest: bytes = WARM
+    inner: float = 0.0
 
 #: Slash commands after which Claude Code composes the session's own prefix again
 RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
@@ -206,6 +227,12 @@ class SharedPrefix:
     #: a model's own size, where its first request read another (each model has its own system prompt:
     #: held-out ``e739b244`` began on Haiku, whose shared prefix it read, and its Sonnet requests read 14,205)
     own_sizes: tuple[tuple[str, float], ...] = ()
+    #: a shorter shared part: what the cold requests, and those that lost the cache, read when they read some
+    #: of the shared prefix but not all of it (held-out ``b4b90999``: the first request read 8,595, one after a
+    #: pause of 2.8 hours 7,452, what the user's other sessions had then; ``6bff27da`` read 35,157 at once,
+    #: 14,015 after a loss), and the cold requests that found it
+    inner: float = 0.0
+    inner_at: frozenset[int] = frozenset()
 
     def kept_warm(self, model: str, k: int | None = None) -> bool:
         if k in self.read_at or k in self.missed_at:
@@ -227,12 +254,12 @@ class SharedPrefix:
         return digest
 
 
-def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) -> tuple[float, bytes]:
-    """The tokens and identity of the shared prefix's piece for a request to ``model`` (``default`` tokens
-    without a shared prefix model)."""
+def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) -> Warm:
+    """The shared part of the overhead of a request to ``model`` (``default`` tokens without a shared prefix
+    model)."""
     if shared is None:
-        return default, WARM
-    return shared.tokens_for(model), shared.piece_id(model)
+        return Warm(default)
+    return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner)
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -270,6 +297,12 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
                 if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
+    lost_reads = [(k, float(points[k].usage.cache_read_input_tokens)) for k in lost]
+    below = [r for k, r in [*zip(cold, reads, strict=True), *lost_reads]
+             if 0 < r < SHARED_READ * own.get(cache_key(points[k].cache_model), size)]
+    inner = statistics.median(below) if below else 0.0
+    inner_at = frozenset(k for k, r in zip(cold, reads, strict=True)
+                         if inner and SHARED_READ * inner <= r < SHARED_READ * own.get(cache_key(points[k].cache_model), size))
     votes: dict[str, list[bool]] = {}
     for k, r in zip(cold, reads, strict=True):
         votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * own.get(
@@ -278,7 +311,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     read_at = frozenset(k for k, r in zip(cold, reads, strict=True)
                         if (sized := own.get(cache_key(points[k].cache_model), size)) and r >= SHARED_READ * sized)
     missed = frozenset(k for k in cold if own.get(cache_key(points[k].cache_model), size)) - read_at
-    return SharedPrefix(size, warm, read_at, missed, tuple(sorted(own.items())))
+    return SharedPrefix(size, warm, read_at, missed, tuple(sorted(own.items())), inner, inner_at)
 
 
 def _own_sizes(points: list[RecordedRequest], cold: list[int], size: float) -> dict[str, float]:
@@ -324,12 +357,13 @@ def _kept_sizes(pieces: list[Piece], sizes: dict[bytes, float], memo: dict,
     return out
 
 
-def with_epoch(pieces: list[Piece], epoch: int, warm: float) -> list[Piece]:
-    """``pieces`` whose own part of the overhead (the piece after the shared one when there is one, else the
+def with_epoch(pieces: list[Piece], epoch: int) -> list[Piece]:
+    """``pieces`` whose own part of the overhead (the piece after the shared ones when there are, else the
     first) is that of ``epoch``: composed again, so another prefix for the cache."""
     if not epoch or not pieces:
         return pieces
-    own = 1 if warm > 0 and len(pieces) > 1 else 0
+    shared = warm_count(pieces)
+    own = shared if shared < len(pieces) else 0
     p = pieces[own]
     digest = hashlib.blake2b(b"epoch%d" % epoch + p.digest, digest_size=16).digest()
     return [*pieces[:own], Piece(digest, p.tokens, p.breakpoint, True), *pieces[own + 1:]]
@@ -339,9 +373,15 @@ def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRe
               ttl: int, k: int | None = None) -> None:
     """Before the request at ``point`` (the ``k``-th of the session): when other sessions kept the shared prefix
     warm, it is in the cache for the request's model (as if one of them had just sent it)."""
-    if cache is None or not shared.kept_warm(point.cache_model, k) or not pieces or not is_warm(pieces[0].digest):
+    if cache is None or not pieces or not is_warm(pieces[0].digest):
         return
-    cache.request(point.sent_at, point.cache_model, [Piece(pieces[0].digest, pieces[0].tokens, True, True)], ttl)
+    if shared.kept_warm(point.cache_model, k):
+        kept = pieces[:warm_count(pieces)]
+    elif k in shared.inner_at and pieces[0].digest == INNER:
+        kept = pieces[:1]  # (the shorter part only: what the user's other sessions had then)
+    else:
+        return
+    cache.request(point.sent_at, point.cache_model, [Piece(p.digest, p.tokens, True, True) for p in kept], ttl)
 
 
 def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: int,

@@ -187,8 +187,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
             tokens = point.usage.prompt_tokens if k < len(same) else 0
-            warm, warm_id = warm_piece(shared, point.cache_model)
-            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, warm, scaled, tail, warm_id), marks[k], warm),
+            shared_part = warm_piece(shared, point.cache_model)
+            pieces = with_turn(consistent(with_epoch(exact(ps, fit, tokens, shared_part, scaled, tail), marks[k]),
                                           sizes, tokens, resized), turns[k], keyed)
             if k == 0:
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
@@ -299,11 +299,10 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        warm, warm_id = warm_piece(shared, point.cache_model, warm)
         previous = with_turn(with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp,
-                                                                   memo), fit, 0, warm, scaled, tail, warm_id), marks[k],
-                                                    warm),
-                                 turns[k], keyed)
+                                                                   memo), fit, 0, warm_piece(shared, point.cache_model, warm),
+                                              scaled, tail), marks[k]),
+                             turns[k], keyed)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:

@@ -49,7 +49,7 @@ from ..transcript.model import Transcript
 from .api_cache import TAIL
 from .cache_model import Piece, remade
 from .pricing import normalize_model
-from .session_prefix import is_warm
+from .session_prefix import warm_count
 from .usage import RecordedRequest
 
 #: Claude Code 1.0.98's thinking budgets (cli.js ``xh1``) and the words that set them in each language it
@@ -163,8 +163,8 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
     across a replay's requests."""
     if not setting.budget and not setting.cwd and not setting.model:
         return pieces
-    shared = bool(pieces) and is_warm(pieces[0].digest)
-    own = 1 if shared and len(pieces) > 1 else None  # the session's own part of the overhead, after the shared one
+    shared = warm_count(pieces)
+    own = shared if shared and len(pieces) > shared else None  # the session's own part of the overhead, after the shared
     salt = b"thinking%d" % setting.budget
     place = b"cwd" + setting.cwd.encode() + b"model" + setting.model.encode()
 
