@@ -19,7 +19,7 @@ from .fields import content_blocks, hook_tool_id
 from .grown import grown_chain, parents_first, preserved_segment
 from .metas import Meta, Metas
 from .records import records
-from .reused_caveat import reused_caveats, written_after
+from .reused_caveat import is_local_command, reused_caveats, written_after
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
 
@@ -105,15 +105,19 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     def parent_of(i: int, as_written: bool = False) -> int | None:
         p = metas.parent(i)
         hops = 0
-        while p in removed and hops < 1_000_000:
+        while True:
+            # (Claude Code 1.0's: the caveat, named or reached past snipped lines, even if snipped itself)
+            if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user" \
+                    and is_local_command(t, i):
+                relinks[i] = written_after(t, metas, i, removed)
+                return relinks[i]
+            if p not in removed or hops >= 1_000_000:
+                break
             j = by_uuid.get(p)
             if j is None:
                 return None
             p = metas.parent(j)
             hops += 1
-        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user":  # (Claude Code 1.0's)
-            relinks[i] = written_after(t, metas, i, by_uuid[p], removed)
-            return relinks[i]
         return by_uuid.get(p) if p else None
 
     leaf = None
