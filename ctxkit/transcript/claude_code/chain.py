@@ -105,19 +105,16 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
     def parent_of(i: int, as_written: bool = False) -> int | None:
         p = metas.parent(i)
         hops = 0
-        while True:
-            # (Claude Code 1.0's: the caveat, named or reached past snipped lines, even if snipped itself)
-            if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user" \
-                    and is_local_command(t, i):
-                relinks[i] = written_after(t, metas, i, removed)
-                return relinks[i]
-            if p not in removed or hops >= 1_000_000:
-                break
+        while p in removed and hops < 1_000_000:
             j = by_uuid.get(p)
             if j is None:
                 return None
             p = metas.parent(j)
             hops += 1
+        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user" \
+                and is_local_command(t, i):  # (Claude Code 1.0's)
+            relinks[i] = written_after(t, metas, i, by_uuid[p], removed)
+            return relinks[i]
         return by_uuid.get(p) if p else None
 
     leaf = None

@@ -75,11 +75,10 @@ def is_caveat_line(t: Transcript, k: int | None) -> bool:
     return isinstance(content, str) and content.lstrip().startswith(CAVEAT)
 
 
-def written_after(t: Transcript, metas: Metas, i: int, removed: set[str]) -> int | None:
-    """The conversation line on the main thread written last before entry ``i``: where the live session
-    stood when the command was typed. The caveat itself when nothing live came after it; the line before
-    it when a snip removed it with its turn (the commands after it stay where they were typed)."""
-    for j in range(i - 1, -1, -1):
+def written_after(t: Transcript, metas: Metas, i: int, floor: int, removed: set[str]) -> int | None:
+    """The conversation line on the main thread written last before entry ``i`` and after ``floor`` (the
+    caveat): where the live session stood when the command was typed."""
+    for j in range(i - 1, floor, -1):
         if j in t.removed or (j < len(t.lines) and t.lines.flags[j] & BAD):
             continue
         if metas.type(j) in CONVERSATION_TYPES and not metas.sidechain(j) and metas.uuid(j) \
