@@ -92,3 +92,45 @@ def test_the_carried_chain_of_a_growing_session_is_the_fresh_one(tmp_path):
     for cuts in ([2, len(lines)], [2, 12, len(lines)], list(range(1, len(lines) + 1))):
         steps, grown = _grow(lines, cuts, tmp_path / str(len(cuts)))
         assert grown < steps  # the lines chained onto the caveat are walked in full
+
+
+def _rewound() -> list[dict]:
+    """The session, then a rewind to its first ``!`` command: the new prompt names the caveat as its parent
+    (the command's own parent), written after every turn it leaves behind."""
+    return _session() + [_line("user", "start over without the submodule", "r1", "cav", 40),
+                         _line("assistant", "answer to the rewind", "ra", "r1", 41)]
+
+
+def test_a_rewind_to_the_first_command_leaves_the_turns_after_it_behind(runner, tmp_path):
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in _rewound()))
+    r = runner.invoke(app, ["view", str(path)])
+    assert r.exit_code == 0, r.output
+    shown = _texts(r.stdout)
+    assert "start over without the submodule" in shown and "answer to the rewind" in shown
+    assert not any(prompt in shown for prompt in PROMPTS)  # the abandoned branch is not read back in
+    r = runner.invoke(app, ["doctor", str(path)])
+    assert "local-command-parent" not in r.output and "chained this local command" not in r.output, r.output
+
+
+def test_the_growing_read_of_a_rewound_session_is_the_fresh_one(tmp_path):
+    lines = _lines(_rewound())
+    _grow(lines, list(range(1, len(lines) + 1)), tmp_path)
+
+
+def test_snipping_the_turn_that_holds_the_caveat_keeps_the_turns_after_it(runner, tmp_path):
+    """The caveat, the first command and the first prompt are one turn of the view; snipped, the later
+    commands still name the caveat (now removed) as their parent: they stay where they were typed."""
+    source = _write(tmp_path)
+    r = runner.invoke(app, ["view", "--tag-ids", str(source)])
+    first = next(line for line in r.stdout.splitlines() if PROMPTS[0] in line)
+    short_id = first.rsplit("[id:", 1)[1].split("]", 1)[0]
+    snipped = tmp_path / "snipped.jsonl"
+    r = runner.invoke(app, ["snip", "--ids", short_id, str(source), "-o", str(snipped)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["view", str(snipped)])
+    assert r.exit_code == 0, r.output
+    shown = _texts(r.stdout)
+    assert PROMPTS[0] not in shown and "git submodule add" not in shown
+    order = [shown.index(s) for s in (PROMPTS[1], "ls .config", PROMPTS[2], "Total cost", PROMPTS[3])]
+    assert order == sorted(order)

@@ -86,7 +86,8 @@ a warning; if every id is refused the report says so.
   ```
 
   Every read of the transcript skips those entries. Surviving entries whose `parentUuid` pointed
-  into the removed turn are relinked to their nearest surviving ancestor, so Claude Code itself,
+  into the removed turn are relinked to their nearest surviving ancestor (a later local command of
+  Claude Code 1.0, chained onto a removed caveat, to the line before it, where it was typed), so Claude Code itself,
   which knows nothing of ctxkit records, resumes into the snipped conversation. The entries as
   they were before the relinking are saved in the store behind an `archive` record, and
   `ctxkit expand` undoes the snip completely.
@@ -340,11 +341,14 @@ class Snip(Stage):
         gone = set(removed_uuids) | set(facts.get("removed") or ())
         by_uuid = claude_code_chain.uuid_index(t)
         edits: dict[int, dict] = {}
+        relinks = facts.get("relinks") or {}
         for i in order:
             entry = t.entry(i)
             parent = entry.get("parentUuid")
             if i in remove or parent not in gone:
                 continue
+            if relinks.get(i) is not None:  # a later local command of Claude Code 1.0: where it was typed
+                parent = t.entry(relinks[i]).get("uuid")
             hops = 0
             while parent in gone and parent in by_uuid and hops < len(by_uuid):
                 parent = t.entry(by_uuid[parent]).get("parentUuid")

@@ -19,7 +19,7 @@ from .fields import content_blocks, hook_tool_id
 from .grown import grown_chain, parents_first, preserved_segment
 from .metas import Meta, Metas
 from .records import records
-from .reused_caveat import reused_caveats, written_after
+from .reused_caveat import is_local_command, reused_caveats, written_after
 
 CONVERSATION_TYPES = ("user", "assistant", "attachment")
 
@@ -111,7 +111,8 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
                 return None
             p = metas.parent(j)
             hops += 1
-        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user":  # (Claude Code 1.0's)
+        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user" \
+                and is_local_command(t, i):  # (Claude Code 1.0's)
             relinks[i] = written_after(t, metas, i, by_uuid[p], removed)
             return relinks[i]
         return by_uuid.get(p) if p else None
