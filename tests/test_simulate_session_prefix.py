@@ -130,6 +130,18 @@ def test_each_model_reads_its_own_shared_prefix(tmp_path):
     assert all(13_000 < replayed[k] < 15_500 for k in (1, 4, 7)), replayed
 
 
+def test_a_models_own_shared_prefix_is_read_at_the_size_its_first_request_read(tmp_path):
+    """A session on Opus whose first Haiku request read 12,000 tokens, Haiku's tools and system prompt, and
+    wrote the conversation for Haiku: that piece, new at that request, was scaled with what the request
+    added, and the replay (and none, which repeats the request's size) read 10,804 of it and wrote the rest,
+    while the policy rows, sized as sent, read 12,000."""
+    s = _turns(Session(), 0, [(0, 35_157, 4_589), (8, 39_746, 5_343), (23, 45_089, 2_821), (71, 48_077, 1_363)])
+    _turns(s, 4, [(90, 12_000, 37_500), (100, 49_500, 300)], model="claude-haiku-4-5-20251001")
+    rows = s.simulate(tmp_path)["rows"]
+    for row in (rows["replayed"], rows["none"], rows["policies"][0]):
+        assert row.requests[4].usage.cache_read_input_tokens == pytest.approx(12_000, abs=50), row.policy
+
+
 def test_a_cold_request_finds_the_shorter_shared_part_other_sessions_kept(tmp_path):
     """held-out b4b90999 (Claude Code 2.1.83): the first request read 8,595 tokens of tools and system prompt;
     one after a pause of 2.8 hours read 7,452, what the user's other sessions had cached then. Less than the

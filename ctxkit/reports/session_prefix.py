@@ -403,11 +403,14 @@ def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: in
     if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
         return _kept_sizes(pieces, sizes, memo, sized)
     known = sum(sizes[p.digest] for p in pieces if p.digest in sizes)
-    new = sum(p.tokens for p in pieces if p.digest not in sizes)
-    rest = prompt_tokens - known
+    # a shared part seen first here (another model's own) has the size its read showed: none of it is made up
+    read = sum(p.tokens for p in pieces if p.digest not in sizes and is_warm(p.digest))
+    new = sum(p.tokens for p in pieces if p.digest not in sizes and not is_warm(p.digest))
+    rest = prompt_tokens - known - read
     if known and new > 0 and rest > 0:
         factor = rest / new
-        pieces = [sized(p, sizes[p.digest] if p.digest in sizes else p.tokens * factor) for p in pieces]
+        pieces = [sized(p, sizes[p.digest] if p.digest in sizes else p.tokens if is_warm(p.digest) else p.tokens * factor)
+                  for p in pieces]
     for p in pieces:
         sizes.setdefault(p.digest, p.tokens)
     return pieces
