@@ -164,6 +164,22 @@ def test_a_loss_keeps_the_shorter_shared_part(tmp_path):
     assert 13_500 < result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens < 14_500
 
 
+def test_after_a_loss_a_restart_writes_only_the_sessions_own_part_again(tmp_path):
+    """The shared prefix in two parts (6bff27da's loss, above) and then an /exit and a resume: the request after
+    it reads both shared parts, 35,157 tokens, and writes the session's own part, the piece after them, again
+    (in every row: none and the policy rows see the same prefix)."""
+    s = _turns(Session(), 0, [(0, 35_157, 4_589), (8, 39_746, 5_343), (23, 45_089, 2_821), (71, 14_015, 34_062),
+                              (78, 48_077, 1_363)])
+    s.command("/exit", timedelta(seconds=90))
+    _turns(s, 5, [(120, 35_157, 14_400), (130, 49_557, 300)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    rows = result["rows"]
+    for row in (rows["replayed"], rows["none"], rows["policies"][0]):
+        assert row.requests[5].usage.cache_read_input_tokens == pytest.approx(35_157, abs=50), row.policy
+        assert row.requests[5].usage.cache_creation_input_tokens > 10_000, row.policy
+
+
 def test_exit_and_resume_writes_the_sessions_own_prefix_again(tmp_path):
     """erk beddc0be: after /exit and a resume a minute later, the request read only the shared prefix (the
     process composed its environment again) and wrote the rest."""

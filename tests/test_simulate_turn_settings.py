@@ -105,6 +105,26 @@ def test_a_turn_begun_in_another_directory_writes_the_sessions_own_prefix_again(
     assert _within_ten_percent(s.errors(tmp_path))
 
 
+def test_a_turn_without_thinking_reads_both_parts_of_a_shared_prefix_a_loss_split(tmp_path):
+    """The thinking turns of 78b51334 (above) with a loss among them that read only 14,015 of the 35,157
+    tokens shared with other sessions (held-out 6bff27da), so the shared prefix is two pieces: the next turn
+    without thinking, and one in another directory, read both (what they write again is the session's own
+    part and the messages, after them)."""
+    s = OldSession()
+    for at, read, write in ((0, 35_157, 4_589), (8, 39_746, 5_343), (23, 45_089, 2_821), (71, 14_015, 34_062),
+                            (78, 48_077, 1_363)):
+        _turn(s, at, "ultrathink: go on", read, write)
+    _turn(s, 90, "now fix it", 35_157, 14_300)
+    _turn(s, 100, "and run the tests", 49_457, 300)
+    s.cwd = "/home/me/project/agents"
+    _turn(s, 110, "build the bridge", 35_157, 14_700)
+    _turn(s, 120, "and launch it", 49_857, 300)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert reads[5] == pytest.approx(35_157, abs=50) and reads[7] == pytest.approx(35_157, abs=50), reads
+
+
 def test_after_a_fallback_within_a_turn_the_next_turn_names_the_new_model(tmp_path):
     """8bc71cde (1.0.89): "Claude Opus limit reached, now using Sonnet 4" within a turn; that turn's Sonnet
     request was cold, and the next turn's read only the shared prefix again: its system prompt named Sonnet,
