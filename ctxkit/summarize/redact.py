@@ -69,6 +69,7 @@ from .secret_values import (
     MIN_KNOWN_LENGTH,
     _distinctive,
     plausible_secret,
+    random_under_weak_name,
     secret_name,
     whole_token,
 )
@@ -160,7 +161,7 @@ class Redactor:
         strength = secret_name(key)
         if strength is None or not plausible_secret(value) or self._allowed(value):
             return None
-        if strength == "weak" and not _distinctive(value):
+        if strength == "weak" and not random_under_weak_name(value):
             return None
         kind = "aws-secret-key" if _AWS_SECRET_NAME.search(key) else "secret-assignment"
         self._record(value, kind)

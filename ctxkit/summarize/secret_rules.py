@@ -30,6 +30,7 @@ from .secret_values import (
     _has_digit_and_letter,
     _random_part,
     plausible_secret,
+    random_under_weak_name,
     secret_name,
 )
 
@@ -97,7 +98,7 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     # where a value is a string, a short one is a password too (``DB_PASSWORD=a.b``)
     if strength is None or not plausible_secret(value, literal=literal, min_length=3 if literal else 4):
         return None
-    if strength == "weak" and not _distinctive(value):
+    if strength == "weak" and not random_under_weak_name(value):
         return None
     if group == "bare":
         # ``token=token``, ``password=new_password``: code, not a value (but ``DB_PASSWORD=Hunter2.Secret99``
@@ -196,7 +197,7 @@ def _named(kind: str) -> Callable[[re.Match[str], str], str | None]:
         strength = secret_name(name)
         if strength is None or not plausible_secret(value) or value.startswith("-"):
             return None
-        return kind if strength == "strong" or _distinctive(value) else None
+        return kind if strength == "strong" or random_under_weak_name(value) else None
 
     return check
 

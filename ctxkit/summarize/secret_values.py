@@ -110,6 +110,27 @@ def _distinctive(value: str) -> bool:
     return sum(classes) >= 2
 
 
+def random_under_weak_name(value: str) -> bool:
+    """Whether a value under a weak name (``key``, ``token``, ``auth``) is taken for a secret: :func:`_distinctive`,
+    and no camelCase name (``{Key: "createdAt", Value: 1}``, a MongoDB index in Go, is a field's name: taken
+    for a secret, every ``createdAt`` of a held-out session's summary was redacted, its prompt "lets use
+    createdAt" among them). A password under a strong name is taken whatever it reads like."""
+    return _distinctive(value) and not _camel_case_name(value)
+
+
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]{2,}(?![a-z])")
+
+
+def _camel_case_name(value: str) -> bool:
+    """Whether ``value`` is letters only and reads as words run together (``createdAt``, ``customerId``,
+    ``HTTPServerError``): each word of two letters or more, three and more on average. A random token of
+    letters alone falls apart into ones and twos (``xKqPzWmTrB``: x, Kq, Pz, Wm, Tr, B)."""
+    if not value.isalpha() or not value.isascii():
+        return False
+    words = _CAMEL_WORD.findall(value)
+    return "".join(words) == value and all(len(w) >= 2 for w in words) and len(value) >= 3 * len(words)
+
+
 def _has_digit_and_letter(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
