@@ -264,6 +264,21 @@ def test_a_long_prompt_is_verbatim_up_to_its_limit_then_marked():
     assert f"- {prompt[:10000]} [… 3,000 more characters omitted]\n" in section(summary, 6)
 
 
+def test_a_long_spec_in_a_long_session_is_quoted_whole():
+    """held-out 762cc180: a 39,247-character spec typed into a session of about 250,000 characters was cut at
+    10,000, the rest of the user's request gone from the context. Where the prompts take at most a fifth of
+    what the summary replaces, each is quoted whole; in a short session the cut stays."""
+    spec = "## Core principle: keep every checkpoint in the repository. " * 500  # about 29,500 characters
+    work = [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "Read",
+                                               "input": {"file_path": f"/w/{k}.py"}}]} for k in range(40)]
+    work += [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                           "content": f"line {k}\n" * 800}]} for k in range(40)]
+    long_session = ExtractiveSummarizer(facts=SessionFacts(prompts=(spec, "go on"))).summarize(work)
+    assert bullets(long_session) == [spec, "go on"]
+    short_session = ExtractiveSummarizer(facts=SessionFacts(prompts=(spec, "go on"))).summarize(work[:2])
+    assert "more characters omitted]" in section(short_session, 6)
+
+
 def test_a_prompt_of_a_few_thousand_characters_is_quoted_whole():
     """A 2,800-character prompt (instructions with unicode, quotes, a tab) is the user's request word for
     word: it was cut at 2,000 characters before."""

@@ -41,7 +41,7 @@ from .extractive_text import (
     without_repeats,
 )
 from .prompt import CONTINUATION_PREFIX, section_heading
-from .render import content_blocks, tool_result_text
+from .render import content_blocks, text_chars, tool_result_text
 from .retention import error_lines, is_shell
 
 _FENCE_LANG = re.compile(r"^```([A-Za-z0-9_+#-]+)", re.MULTILINE)
@@ -102,6 +102,11 @@ TYPED_PROMPT_CHARS = 10_000
 #: never below ``user_message_chars``. Thirty pasted 9,000-character
 #: logs quoted whole made a summary larger than the conversation it replaced, and no compaction at all.
 TYPED_PROMPTS_TOTAL_CHARS = 20_000
+#: ... or this share of the characters the summarized messages hold, when that is more: then every prompt
+#: is quoted whole up to it, however long (a 39,000-character spec typed into a session of 250,000 was cut
+#: at 10,000 characters on held-out ``762cc180``, the rest of the user's request gone from the context;
+#: quoted whole, the summary still replaces five times its size)
+TYPED_PROMPTS_SHARE = 0.2
 
 
 class ExtractiveSummarizer:
@@ -217,8 +222,10 @@ class _Extraction:
         if self.facts.prompts is None or not self.facts.typed:
             return shortened(text, floor)
         if self._prompt_limit is None:  # one cut for every prompt, worked out once
-            self._prompt_limit = shared_limit([len(p) for p in self.requests], floor,
-                                              TYPED_PROMPT_CHARS, TYPED_PROMPTS_TOTAL_CHARS)
+            share = int(TYPED_PROMPTS_SHARE * text_chars(self.messages))
+            ceiling, total = (share, share) if share > TYPED_PROMPTS_TOTAL_CHARS else \
+                (TYPED_PROMPT_CHARS, TYPED_PROMPTS_TOTAL_CHARS)
+            self._prompt_limit = shared_limit([len(p) for p in self.requests], floor, ceiling, total)
         return shortened(text, self._prompt_limit)
 
     # -- the sections ---------------------------------------------------------------------

@@ -34,6 +34,22 @@ def tool_result_text(block: dict) -> str:
     return "\n".join(parts)
 
 
+def text_chars(messages: Sequence[dict]) -> int:
+    """The characters of text ``messages`` hold: their texts, tool results and tool inputs (images and
+    documents aside): how much a summary of them replaces."""
+    total = 0
+    for message in messages:
+        for block in content_blocks(message.get("content")):
+            kind = block.get("type")
+            if kind == "text":
+                total += len(str(block.get("text") or ""))
+            elif kind == "tool_result":
+                total += len(tool_result_text(block))
+            elif kind == "tool_use":
+                total += len(json_text(block.get("input")))
+    return total
+
+
 def render_block(block: dict) -> str:
     """One content block as plain text, for a request that has no tools and no images.
 
