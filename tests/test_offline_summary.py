@@ -265,9 +265,9 @@ def test_a_long_prompt_is_verbatim_up_to_its_limit_then_marked():
 
 
 def test_a_long_spec_in_a_long_session_is_quoted_whole():
-    """held-out 762cc180: a 39,247-character spec typed into a session of about 250,000 characters was cut at
-    10,000, the rest of the user's request gone from the context. Where the prompts take at most a fifth of
-    what the summary replaces, each is quoted whole; in a short session the cut stays."""
+    """held-out 01a88240: an 11,092-character plan ("Implement the following plan: ...") was cut at 10,000, its
+    last steps gone from the context. Where the prompts take at most a fifth of what the summary replaces,
+    each is quoted whole, however long; in a short session the cut stays."""
     spec = "## Core principle: keep every checkpoint in the repository. " * 500  # about 29,500 characters
     work = [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "Read",
                                                "input": {"file_path": f"/w/{k}.py"}}]} for k in range(40)]

@@ -103,9 +103,9 @@ TYPED_PROMPT_CHARS = 10_000
 #: logs quoted whole made a summary larger than the conversation it replaced, and no compaction at all.
 TYPED_PROMPTS_TOTAL_CHARS = 20_000
 #: ... or this share of the characters the summarized messages hold, when that is more: then every prompt
-#: is quoted whole up to it, however long (a 39,000-character spec typed into a session of 250,000 was cut
-#: at 10,000 characters on held-out ``762cc180``, the rest of the user's request gone from the context;
-#: quoted whole, the summary still replaces five times its size)
+#: is quoted whole up to it, however long (an 11,092-character plan, "Implement the following plan: ...", was
+#: cut at 10,000 characters on held-out ``01a88240``, its last steps gone from the context; quoted whole, the
+#: prompts take at most a fifth of what the summary replaces)
 TYPED_PROMPTS_SHARE = 0.2
 
 
