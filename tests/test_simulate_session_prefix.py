@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ctxkit import load_policy
+from ctxkit.cli.main import app
 from ctxkit.reports import replay
 from ctxkit.reports.pricing import load_pricing
 from ctxkit.reports.session_prefix import prefix_changes
@@ -436,6 +437,23 @@ def test_an_api_that_counts_its_reads_in_input_tokens_is_read_so(tmp_path):
     recorded = result["rows"]["recorded"].to_json()
     # the plain input is what each request did not read: its prompt less the read
     assert recorded["input_tokens"] == 39_000 + sum(2_060 + 40 for _ in range(1, 12))
+
+
+def test_stats_counts_the_reads_an_api_counted_in_input_tokens_once(runner, tmp_path):
+    """held-out 66f01fa0 (Claude Code through a relay to DeepSeek): ``stats`` said 100,312 tokens for a context
+    of about 49,000; the reads reported inside ``input_tokens`` were added to them again."""
+    s = Session(version="2.1.63")
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 0, plain=39_000)
+    for k in range(1, 6):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1) - 40, 0, plain=39_000 + 2_060 * k)
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    r = runner.invoke(app, ["stats", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    held = 39_000 + 2_060 * 5 + 40  # the last request's whole prompt and its answer
+    assert held <= json.loads(r.stdout)["tokens"] < held + 2_000
 
 
 def test_the_few_tokens_the_api_counts_as_plain_input_on_every_request_are_replayed_so(tmp_path):

@@ -18,6 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import parse_instant
+from ..transcript.claude_code.usage import read_about_input
+from ..transcript.claude_code.usage import reads_counted_in_input as counted_in_input
 from ..transcript.model import Transcript
 from .pricing import Usage
 
@@ -120,27 +122,11 @@ def recorded_requests(t: Transcript) -> list[RecordedRequest]:
     return requests
 
 
-#: the share of a session's requests that read the cache, each after a request to the same model, whose read is
-#: about what the request before reported as ``input_tokens`` (:data:`ABOUT`), from which its API counted the
-#: reads in ``input_tokens`` (:func:`reads_counted_in_input`)
-READS_IN_INPUT_SHARE = 0.7
-#: "about" as such an API reads a prefix: at most a little more than the input before (the prompt grew by the
-#: new lines), not below nine tenths of it (it reads in steps of 128 tokens and drops a changed tail)
-ABOUT = (0.9, 1.02)
-
-
 def reads_counted_in_input(requests: list[RecordedRequest]) -> bool:
-    """Whether the session's API reported ``input_tokens`` as the whole prompt, cache reads included (as
-    OpenAI's ``prompt_tokens`` does), not as the Anthropic API does (the plain input only). Then each request
-    reads about what the one before reported as input: the prompt the one before held. On the Anthropic API a
-    request reads the input, reads and writes of the one before, and its own input is a few tokens. Seen on
-    real Claude Code sessions through relays to DeepSeek (18 of 18, 31 of 31, 72 of 81 such requests, in
-    128-token steps); taken as reported, the cache replay counted each such prompt twice over (+44% to +70%
-    on reads). Such a session's requests are read with the plain input alone; one that read more than its
-    input is left as it is (a session whose user switched APIs midway: 4 of 15 requests). A relay that caches
-    the tools and system prompt only, and sends the messages as plain input (more than it reads), is not one:
-    its requests read the same prefix however the input grows (:func:`ctxkit.reports.api_cache.prompt_cache`)."""
+    """Whether the session's API counted the reads in ``input_tokens``
+    (:func:`ctxkit.transcript.claude_code.usage.reads_counted_in_input`): such a session's requests are read
+    with the plain input alone; one that read more than its input is left as it is (a session whose user
+    switched APIs midway: 4 of 15 requests)."""
     pairs = [(a.usage.input_tokens, b.usage.cache_read_input_tokens) for a, b in zip(requests, requests[1:], strict=False)
              if b.usage.cache_read_input_tokens and a.model == b.model and a.sidechain == b.sidechain]
-    about = sum(ABOUT[0] * before <= read <= ABOUT[1] * before for before, read in pairs)
-    return bool(pairs) and about >= READS_IN_INPUT_SHARE * len(pairs)
+    return counted_in_input(sum(read_about_input(before, read) for before, read in pairs), len(pairs))

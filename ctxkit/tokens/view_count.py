@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 
 from ..transcript.claude_code.chain import entry_type
 from ..transcript.claude_code.records import RECORD_HANDLERS, RECORD_TYPE
+from ..transcript.claude_code.session import recorded_settings
 from ..transcript.interface import handler
 from ..transcript.model import Transcript
 from ..transcript.view import ViewMessage
@@ -145,14 +146,19 @@ def implausible(count: ViewTokens) -> bool:
     return (count.why or "").startswith(IMPLAUSIBLE.split("{", 1)[0])
 
 
-def usage_total(usage: Any) -> int | None:
+def usage_total(usage: Any, reads_in_input: bool = False) -> int | None:
     """The four figures of a usage object added up, or None when it reports none of them, or none above 0:
     a request the API answered held tokens, so a usage of 0 (a proxy in front of another model that
-    fills in zeros) counts nothing; taken as a count, it would scale every estimate after a rewrite to 0."""
+    fills in zeros) counts nothing; taken as a count, it would scale every estimate after a rewrite to 0.
+    ``reads_in_input``: the session's API counted the cache reads in ``input_tokens`` too
+    (:attr:`RecordedSettings.reads_in_input`): they are counted once."""
     if not isinstance(usage, dict):
         return None
-    total = sum(v for v in (usage.get(k) for k in USAGE_FIELDS) if isinstance(v, int) and not isinstance(v, bool)
-                and v > 0)
+    figures = {k: v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+               for k, v in ((k, usage.get(k)) for k in USAGE_FIELDS)}
+    total = sum(figures.values())
+    if reads_in_input and figures["input_tokens"] >= figures["cache_read_input_tokens"]:
+        total -= figures["cache_read_input_tokens"]
     return total or None
 
 
@@ -162,9 +168,10 @@ def _message_usage(t: Transcript, m: ViewMessage) -> int | None:
     own = handler(t.format).usage
     if own is not None:
         return own(t, m.entries)
+    reads_in_input = t.format == "claude-code" and recorded_settings(t).reads_in_input
     for i in reversed(m.entries):
         msg = t.entry(i).get("message")
-        total = usage_total(msg.get("usage")) if isinstance(msg, dict) else None
+        total = usage_total(msg.get("usage"), reads_in_input) if isinstance(msg, dict) else None
         if total is not None:
             return total
     return None

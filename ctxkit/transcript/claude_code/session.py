@@ -34,6 +34,7 @@ from ..interface import reported
 from ..model import Transcript
 from .fields import version_key
 from .requests import request_records
+from .usage import read_about_input, reads_counted_in_input
 
 #: (from which version, the model): what every release that records requests talks to by default (its
 #: ``model`` attachment and first request, in a ``-p`` run without ``--model``: 2.1.300, 2.1.315, 2.1.328,
@@ -50,7 +51,7 @@ def line_facts(i: int, d: dict) -> tuple:
     one.add(i, d)
     return (tuple(one.named.items()), one.system_rendered, tuple(mode for _, mode in one.modes),
             tuple(one.queue_ops), one.model, one.attachment_model, one.side_model, repr(one.request),
-            tuple(one.cache_ttls.items()), tuple(one.contexts.items()), one.pending, _auto_compaction(d))
+            tuple(one.cache_ttls.items()), tuple(one.contexts.items()), one.pending, one.answer, _auto_compaction(d))
 
 
 _CONVERSATION = frozenset(("user", "assistant", "attachment"))
@@ -74,6 +75,11 @@ class SessionFacts:
         #: the newest answer's (message id, model, context held): in ``contexts`` once the session went on
         #: from it, dropped when Claude Code compacted automatically right after it (:meth:`_largest`)
         self.pending: tuple[str, str, int] | None = None
+        #: the newest main-chain answer's (message id, model, input_tokens), and of the answers that read the
+        #: cache after one to the same model, how many and how many read about its input (usage.py)
+        self.answer: tuple[str, str, int] | None = None
+        self.read_pairs = 0
+        self.read_about = 0
 
     def add(self, i: int, d: dict) -> None:
         """Take in what entry ``i`` tells about the session (nothing, for a sidechain entry). Run on every
@@ -131,6 +137,8 @@ class SessionFacts:
         ttl = _cache_ttl(msg.get("usage"))
         if ttl is not None and isinstance(msg.get("id"), str):
             self.cache_ttls[msg["id"]] = ttl
+        if isinstance(name, str) and name != "<synthetic>" and isinstance(msg.get("usage"), dict):
+            self._add_answer(str(msg.get("id")), name, msg["usage"])
         held = _context_held(msg.get("usage"))
         if held and isinstance(name, str) and name != "<synthetic>":
             key = str(msg.get("id"))
@@ -140,6 +148,15 @@ class SessionFacts:
                 _, before, before_held = self.pending
                 self.contexts[before] = max(self.contexts.get(before, 0), before_held)
             self.pending = (key, name, held)
+
+    def _add_answer(self, key: str, model: str, usage: dict) -> None:
+        """An answer's usage, for whether its API counted the reads in ``input_tokens`` (counted on the first
+        line of each streamed answer, against the answer before)."""
+        read = reported(usage.get("cache_read_input_tokens"))
+        if self.answer is not None and self.answer[0] != key and read and self.answer[1] == model:
+            self.read_pairs += 1
+            self.read_about += read_about_input(self.answer[2], read)
+        self.answer = (key, model, reported(usage.get("input_tokens")))
 
     def settings(self) -> RecordedSettings:
         """The settings the session ran with, as :class:`RecordedSettings`."""
@@ -156,7 +173,8 @@ class SessionFacts:
             betas=tuple(b for b in betas if isinstance(b, str)) if isinstance(betas, list) else (),
             thinking=dict(thinking) if isinstance(thinking, dict) else None,
             cache_ttl=next(reversed(self.cache_ttls.values()), None) if self.cache_ttls else None,
-            largest_context=self._largest(model) if model else None)
+            largest_context=self._largest(model) if model else None,
+            reads_in_input=reads_counted_in_input(self.read_about, self.read_pairs))
 
     def _largest(self, model: str) -> int | None:
         """The largest context a request to ``model`` held, of those the session went on from without Claude
@@ -174,6 +192,7 @@ class SessionFacts:
         new.model, new.attachment_model, new.side_model = self.model, self.attachment_model, self.side_model
         new.request, new.cache_ttls, new.contexts = dict(self.request), dict(self.cache_ttls), dict(self.contexts)
         new.pending = self.pending
+        new.answer, new.read_pairs, new.read_about = self.answer, self.read_pairs, self.read_about
         return new
 
     def as_dict(self) -> dict[str, Any]:
@@ -190,7 +209,8 @@ class SessionFacts:
                 "modes": [[i, m] for i, m in self.modes], "queue_ops": self.queue_ops,
                 "model": list(self.model) if self.model else None, "attachment_model": self.attachment_model,
                 "side_model": self.side_model, "request": self.request, "cache_ttls": self.cache_ttls, "contexts": self.contexts,
-                "pending": list(self.pending) if self.pending else None}
+                "pending": list(self.pending) if self.pending else None,
+                "answer": list(self.answer) if self.answer else None, "read_pairs": [self.read_pairs, self.read_about]}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> SessionFacts:
@@ -210,6 +230,9 @@ class SessionFacts:
         new.contexts = {str(k): int(v) for k, v in doc["contexts"].items()}
         pending = doc["pending"]
         new.pending = (str(pending[0]), str(pending[1]), int(pending[2])) if pending else None
+        answer = doc["answer"]
+        new.answer = (str(answer[0]), str(answer[1]), int(answer[2])) if answer else None
+        new.read_pairs, new.read_about = (int(n) for n in doc["read_pairs"])
         return new
 
 
@@ -231,6 +254,9 @@ class RecordedSettings:
     context_window: int | None = None
     #: the largest context a request to ``model`` held, by its usage (input, cache reads and writes)
     largest_context: int | None = None
+    #: whether the session's API reported ``input_tokens`` with the cache reads in it (a relay to DeepSeek:
+    #: :func:`ctxkit.transcript.claude_code.usage.reads_counted_in_input`): counts leave the reads out again
+    reads_in_input: bool = False
 
 
 def recorded_settings(t: Transcript) -> RecordedSettings:
