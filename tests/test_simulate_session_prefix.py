@@ -421,18 +421,24 @@ def test_a_session_whose_only_read_found_an_earlier_sessions_prefix_reports_no_w
     assert replayed["cache_creation_input_tokens"] == 0 and replayed["input_tokens"] > 30_000
 
 
+def _reads_in_input(requests: int) -> Session:
+    """A session through such an API: each request's ``input_tokens`` is its whole prompt, and it read the
+    prompt of the request before (less its last 40 tokens)."""
+    s = Session(version="2.1.63")
+    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 0, plain=39_000)
+    for k in range(1, requests):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1) - 40, 0, plain=39_000 + 2_060 * k)
+    return s
+
+
 def test_an_api_that_counts_its_reads_in_input_tokens_is_read_so(tmp_path):
     """held-out 66f01fa0, 72e32e31, 28f862ce and three more (Claude Code through a relay to DeepSeek): each
     request's ``input_tokens`` was its whole prompt, what it read from the cache included (as OpenAI's
     ``prompt_tokens`` counts), and each read about what the request before reported as input. Taken as the
     Anthropic API's plain input, every prompt was counted twice over: +44% to +70% on reads."""
-    s = Session(version="2.1.63")
-    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
-    s.answer("ok " * 30, timedelta(seconds=3), 0, 0, plain=39_000)
-    for k in range(1, 12):
-        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
-        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1) - 40, 0, plain=39_000 + 2_060 * k)
-    result = s.simulate(tmp_path)
+    result = _reads_in_input(12).simulate(tmp_path)
     assert result["calibration"]["off"] == [], result["calibration"]
     recorded = result["rows"]["recorded"].to_json()
     # the plain input is what each request did not read: its prompt less the read
@@ -442,14 +448,8 @@ def test_an_api_that_counts_its_reads_in_input_tokens_is_read_so(tmp_path):
 def test_stats_counts_the_reads_an_api_counted_in_input_tokens_once(runner, tmp_path):
     """held-out 66f01fa0 (Claude Code through a relay to DeepSeek): ``stats`` said 100,312 tokens for a context
     of about 49,000; the reads reported inside ``input_tokens`` were added to them again."""
-    s = Session(version="2.1.63")
-    s.prompt("start " + "the plan in detail " * 4_000, timedelta(seconds=0))
-    s.answer("ok " * 30, timedelta(seconds=3), 0, 0, plain=39_000)
-    for k in range(1, 6):
-        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
-        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), 39_000 + 2_060 * (k - 1) - 40, 0, plain=39_000 + 2_060 * k)
     path = tmp_path / "session.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    path.write_text("".join(json.dumps(x) + "\n" for x in _reads_in_input(6).lines))
     r = runner.invoke(app, ["stats", str(path), "--json"])
     assert r.exit_code == 0, r.output
     held = 39_000 + 2_060 * 5 + 40  # the last request's whole prompt and its answer
