@@ -334,11 +334,13 @@ def _facts_of(d: dict) -> tuple:
 
 
 def _input_facts(t: Transcript, i: int) -> tuple:
-    """The facts of input line ``i`` (kept with the line index: every version asks for its edited lines)."""
+    """The facts of input line ``i`` (kept with the line index: every version asks for its edited lines);
+    none for a line that could not be read (the indexing pass took none from it, and ``doctor --fix`` puts
+    a record in its place)."""
     kept = t.lines.memo.setdefault("input-line-facts", {})
     found = kept.get(i)
     if found is None:
-        found = kept[i] = line_facts(i, t.input_entry(i))
+        found = kept[i] = line_facts(i, {} if t.lines.bad(i) else t.input_entry(i))
     return found
 
 
