@@ -117,17 +117,16 @@ def fit_overhead(estimates: list[float], usages: list[float]) -> tuple[float, fl
     return overhead, scale
 
 
-def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: float | Warm = 0.0,
+def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, warm: Warm = Warm(),
           memo: dict | None = None, tail: float = 0.0) -> list[Piece]:
     """``pieces`` calibrated so that they add up to ``prompt_tokens`` (the usage the API reported for this
     request): the fitted scale, and the overhead piece makes up the rest; when the scaled estimate alone
     is already more, the pieces are scaled down to it and the overhead is empty. ``warm``: the part of
-    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own.
+    the overhead that was in the cache before the session began (:func:`warm_start`), a piece of its own
+    (or, with a shorter part other sessions kept of it, :attr:`SharedPrefix.inner`, two).
     ``memo``: :func:`ctxkit.reports.replay.calibrated`'s. ``tail``: the request's last tokens, never cached
     (:func:`ctxkit.reports.api_cache.uncached_tail`), a piece of their own after the rest (of the fitted overhead, without a
-    recorded size). ``warm`` as :class:`~ctxkit.reports.session_prefix.Warm` also names the warm piece and
-    the shorter shared part cut off before it (:attr:`SharedPrefix.inner`)."""
-    warm = warm if isinstance(warm, Warm) else Warm(warm)
+    recorded size)."""
     overhead, scale = fit
     estimate = sum(map(attrgetter("tokens"), pieces))  # (in C: the same sum, in the same order)
     tail = min(tail, prompt_tokens) if prompt_tokens > 0 else min(tail, overhead)

@@ -29,10 +29,11 @@ was warm) and the changes of the session's own part are one model of the prefix,
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import timezone
 from itertools import takewhile
 from operator import attrgetter
@@ -224,9 +225,10 @@ class SharedPrefix:
     warm_models: frozenset[str] = frozenset()
     read_at: frozenset[int] = frozenset()
     missed_at: frozenset[int] = frozenset()
-    #: a model's own size, where its first request read another (each model has its own system prompt:
-    #: held-out ``e739b244`` began on Haiku, whose shared prefix it read, and its Sonnet requests read 14,205)
-    own_sizes: tuple[tuple[str, float], ...] = ()
+    #: a model's own size (by its cache key), where its first request read another (each model has its own
+    #: system prompt: held-out ``e739b244`` began on Haiku, whose shared prefix it read, and its Sonnet
+    #: requests read 14,205)
+    own_sizes: Mapping[str, float] = field(default_factory=dict, hash=False)
     #: a shorter shared part: what the cold requests, and those that lost the cache, read when they read some
     #: of the shared prefix but not all of it (held-out ``b4b90999``: the first request read 8,595, one after a
     #: pause of 2.8 hours 7,452, what the user's other sessions had then; ``6bff27da`` read 35,157 at once,
@@ -241,17 +243,21 @@ class SharedPrefix:
 
     def tokens_for(self, model: str) -> float:
         """The shared prefix's tokens for a request to ``model``."""
-        return dict(self.own_sizes).get(cache_key(model), self.tokens)
+        return self.own_sizes.get(cache_key(model), self.tokens)
 
     def piece_id(self, model: str) -> bytes:
         """The identity of the shared prefix's piece for a request to ``model`` (another for a model with a
         size of its own: a piece keeps the size it was first sent with)."""
         key = cache_key(model)
-        if key not in dict(self.own_sizes):
-            return WARM
-        digest = hashlib.blake2b(b"warm-overhead" + key.encode(), digest_size=16).digest()
-        _WARM_IDS.add(digest)
-        return digest
+        return _own_warm_id(key) if key in self.own_sizes else WARM
+
+
+@functools.lru_cache(maxsize=64)
+def _own_warm_id(model_key: str) -> bytes:
+    """The identity of a model's own shared piece, made once (and known to :func:`is_warm` from then on)."""
+    digest = hashlib.blake2b(b"warm-overhead" + model_key.encode(), digest_size=16).digest()
+    _WARM_IDS.add(digest)
+    return digest
 
 
 def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) -> Warm:
@@ -289,29 +295,30 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
-    first = float(points[0].usage.cache_read_input_tokens)
-    reads = [float(points[k].usage.cache_read_input_tokens) for k in cold]
+
+    def read(k: int) -> float:
+        return float(points[k].usage.cache_read_input_tokens)
+
+    first, cold_reads, lost_reads = read(0), [(k, read(k)) for k in cold], [(k, read(k)) for k in lost]
     size = first if 0 < first < first_overhead else 0.0
     if not size:
-        seen = [r for r in [*reads, *(float(points[k].usage.cache_read_input_tokens) for k in lost)]
-                if 0 < r < first_overhead]
+        seen = [r for _, r in [*cold_reads, *lost_reads] if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
-    lost_reads = [(k, float(points[k].usage.cache_read_input_tokens)) for k in lost]
-    below = [r for k, r in [*zip(cold, reads, strict=True), *lost_reads]
-             if 0 < r < SHARED_READ * own.get(cache_key(points[k].cache_model), size)]
+
+    def size_of(k: int) -> float:  # (the shared prefix of request k's model)
+        return own.get(cache_key(points[k].cache_model), size)
+
+    below = [r for k, r in [*cold_reads, *lost_reads] if 0 < r < SHARED_READ * size_of(k)]
     inner = statistics.median(below) if below else 0.0
-    inner_at = frozenset(k for k, r in zip(cold, reads, strict=True)
-                         if inner and SHARED_READ * inner <= r < SHARED_READ * own.get(cache_key(points[k].cache_model), size))
+    inner_at = frozenset(k for k, r in cold_reads if inner and SHARED_READ * inner <= r < SHARED_READ * size_of(k))
     votes: dict[str, list[bool]] = {}
-    for k, r in zip(cold, reads, strict=True):
-        votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * own.get(
-            cache_key(points[k].cache_model), size))
+    for k, r in cold_reads:
+        votes.setdefault(cache_key(points[k].cache_model), []).append(r >= SHARED_READ * size_of(k))
     warm = frozenset(m for m, v in votes.items() if sum(v) * 2 > len(v) and own.get(m, size))
-    read_at = frozenset(k for k, r in zip(cold, reads, strict=True)
-                        if (sized := own.get(cache_key(points[k].cache_model), size)) and r >= SHARED_READ * sized)
-    missed = frozenset(k for k in cold if own.get(cache_key(points[k].cache_model), size)) - read_at
-    return SharedPrefix(size, warm, read_at, missed, tuple(sorted(own.items())), inner, inner_at)
+    read_at = frozenset(k for k, r in cold_reads if size_of(k) and r >= SHARED_READ * size_of(k))
+    missed = frozenset(k for k in cold if size_of(k)) - read_at
+    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at)
 
 
 def _own_sizes(points: list[RecordedRequest], cold: list[int], size: float) -> dict[str, float]:

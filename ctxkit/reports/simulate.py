@@ -279,7 +279,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                                    CacheEvents(), 0.0)
     events = events.met_by(policy)
     keyed: dict = {}
-    warm = shared.tokens if shared is not None else _warm(points, fit, caches)
+    warm = _warm(points, fit, caches) if shared is None else 0.0  # (with one, warm_piece says per request)
     memo: dict[bytes, int] = {}
     scaled: dict = {}  # (calibrated pieces, by the piece: replay.calibrated)
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)

@@ -154,12 +154,11 @@ def usage_total(usage: Any, reads_in_input: bool = False) -> int | None:
     (:attr:`RecordedSettings.reads_in_input`): they are counted once."""
     if not isinstance(usage, dict):
         return None
-    figures = {k: v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
-               for k, v in ((k, usage.get(k)) for k in USAGE_FIELDS)}
-    total = sum(figures.values())
-    if reads_in_input and figures["input_tokens"] >= figures["cache_read_input_tokens"]:
-        total -= figures["cache_read_input_tokens"]
-    return total or None
+    plain, write, read, output = (v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+                                  for v in (usage.get(k) for k in USAGE_FIELDS))
+    if reads_in_input and plain >= read:
+        plain -= read
+    return plain + read + write + output or None
 
 
 def _message_usage(t: Transcript, m: ViewMessage) -> int | None:

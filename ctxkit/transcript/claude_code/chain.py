@@ -111,10 +111,11 @@ def _active_entries(t: Transcript) -> tuple[list[int], dict[str, Any]]:
                 return None
             p = metas.parent(j)
             hops += 1
-        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user" \
-                and is_local_command(t, i):  # (Claude Code 1.0's)
-            relinks[i] = written_after(t, metas, i, by_uuid[p], removed)
-            return relinks[i]
+        if p in caveats and not as_written and caveats[p] != i and metas.type(i) == "user":
+            if i not in relinks and is_local_command(t, i):  # (Claude Code 1.0's; once: each walk asks again)
+                relinks[i] = written_after(t, metas, i, by_uuid[p], removed)
+            if i in relinks:
+                return relinks[i]
         return by_uuid.get(p) if p else None
 
     leaf = None
