@@ -423,7 +423,9 @@ def test_the_next_step_answers_the_latest_prompt_of_the_session_when_nothing_ans
     assert bullets(summary) == list(facts.prompts)
 
 
-def test_a_secret_in_an_earlier_prompt_is_redacted_before_the_prompt_is_cut(runner, tmp_path):
+def test_a_secret_in_an_earlier_prompt_is_redacted_before_the_prompt_is_quoted(runner, tmp_path):
+    """Redacted where the session's prompts are read (summary_facts), before any quote is cut: a cut at
+    10,000 characters would fall inside the token, where the output's redaction would miss it."""
     token = "ghp_" + "".join("abcdefghijkLMNOPQRSTU0123456789"[b % 31] for b in hashlib.shake_256(b"gh").digest(36))
     s = Session(tmp_path)
     s.prompt("a" * 9990 + " " + token + " is the token for the release script")  # cut at 10,000 inside the token
@@ -434,8 +436,10 @@ def test_a_secret_in_an_earlier_prompt_is_redacted_before_the_prompt_is_cut(runn
     s.say("Tagged.")
     s.write(tmp_path / "s.jsonl")
     summary, _ = compact_forced(runner, tmp_path / "s.jsonl", tmp_path)
-    assert token[:8] not in summary  # cut after 4 characters of it, the output's redaction would miss it
-    assert bullets(summary)[0].endswith("a [REDACTED [… 50 more characters omitted]")
+    assert token[:8] not in summary
+    assert bullets(summary)[0] == "a" * 9990 + " [REDACTED:github-token] is the token for the release script"
+    cut = ExtractiveSummarizer(facts=SessionFacts(prompts=(bullets(summary)[0], "Now tag it"))).summarize([])
+    assert bullets(cut)[0].endswith("a [REDACTED [… 50 more characters omitted]")  # the cut of the same quote
 
 
 # -- the room goes to commands and errors, not to repeats (issue 28, item 11) ---------------------------

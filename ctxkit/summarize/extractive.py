@@ -3,14 +3,11 @@
 Over 400 lines: it fills all nine sections of the compaction prompt, each from its own facts (prompts,
 commands, errors said once with their count, files, the next step), and spends a bounded room on them.
 
-It is what ``summarizer: {use: auto}`` picks when no API key is set, so that
-``ctxkit compact`` always works offline and in CI. It fills the nine sections
-of the compaction prompt (:mod:`ctxkit.summarize.prompt`) from facts it can
-read off the transcript itself, deterministically. What it must never lose is
-the task: every prompt the user typed in the session (:class:`SessionFacts`
-carries those from before earlier compactions, which the messages no longer
-hold), and never a harness message taken for one
-(:mod:`ctxkit.transcript.prompts`). How it quotes is
+It is what ``summarizer: {use: auto}`` picks when no API key is set, so that ``ctxkit compact`` always
+works offline and in CI; the sections are the compaction prompt's (:mod:`ctxkit.summarize.prompt`).
+What it must never lose is the task: every prompt the user typed in the session (:class:`SessionFacts`
+carries those from before earlier compactions, which the messages no longer hold), and never a harness
+message taken for one (:mod:`ctxkit.transcript.prompts`). How it quotes is
 :mod:`ctxkit.summarize.extractive_text`.
 """
 from __future__ import annotations
@@ -99,8 +96,7 @@ class _Call:
 #: list keep ``user_message_chars``: there a tool's output may be a user text (Cline's results).
 TYPED_PROMPT_CHARS = 10_000
 #: What the typed prompts' quotes may take together: past it, every prompt is cut at one shorter length,
-#: never below ``user_message_chars``. Thirty pasted 9,000-character
-#: logs quoted whole made a summary larger than the conversation it replaced, and no compaction at all.
+#: never below ``user_message_chars`` (thirty 9,000-character logs quoted whole: no compaction at all).
 TYPED_PROMPTS_TOTAL_CHARS = 20_000
 #: ... or this share of the characters the summarized messages hold, when that is more: then every prompt
 #: is quoted whole up to it, however long (an 11,092-character plan, "Implement the following plan: ...", was
@@ -141,12 +137,19 @@ class ExtractiveSummarizer:
         self.max_files = max_files
         self.max_errors = max_errors
         self.max_remarks = max_remarks
+        # every typed prompt whole, however long (ctxkit.stages.autocompact.whole_prompts); then whether
+        # the last summary quoted one past the cut it would otherwise have made
+        self.whole_prompts = False
+        self.quoted_past_cut = False
 
     def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
         raise LLMError("the extractive summarizer has no model to complete a prompt; call summarize() instead")
 
     def summarize(self, messages: list[dict], *, instructions: str | None = None) -> str:
-        return _Extraction(self, messages, self.facts).render(instructions)
+        extraction = _Extraction(self, messages, self.facts)
+        summary = extraction.render(instructions)
+        self.quoted_past_cut = extraction.quoted_past_cut
+        return summary
 
 
 class _Extraction:
@@ -157,6 +160,7 @@ class _Extraction:
         self.facts = facts
         self.messages = list(messages)
         self._prompt_limit: int | None = None  # the cut of every typed prompt's quote (verbatim)
+        self.quoted_past_cut = False  # a typed prompt quoted whole that the cut would have shortened
         self.user: list[tuple[int, str]] = []  # (message index, what the user typed in it)
         self.remarks: list[tuple[int, str]] = []  # (message index, assistant text)
         self.calls: list[_Call] = []
@@ -218,6 +222,7 @@ class _Extraction:
         return [text for _, text in self.user]
 
     def verbatim(self, text: str) -> str:
+        """A prompt's quote: cut at the one limit every prompt shares, or whole (``whole_prompts``)."""
         floor = self.settings.user_message_chars
         if self.facts.prompts is None or not self.facts.typed:
             return shortened(text, floor)
@@ -226,6 +231,9 @@ class _Extraction:
             ceiling, total = (share, share) if share > TYPED_PROMPTS_TOTAL_CHARS else \
                 (TYPED_PROMPT_CHARS, TYPED_PROMPTS_TOTAL_CHARS)
             self._prompt_limit = shared_limit([len(p) for p in self.requests], floor, ceiling, total)
+        if self.settings.whole_prompts and len(text) > self._prompt_limit:
+            self.quoted_past_cut = True
+            return text
         return shortened(text, self._prompt_limit)
 
     # -- the sections ---------------------------------------------------------------------

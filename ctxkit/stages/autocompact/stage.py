@@ -35,7 +35,10 @@ usage error (exit 2) naming the smallest window that works.
    without tools. The prompt asks for an `<analysis>` scratchpad (dropped) and nine sections:
    *Primary Request and Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes,
    Problem Solving, All user messages, Pending Tasks, Current Work, Optional Next Step*, the last
-   three tied to the user's most recent message, so the agent resumes the right task.
+   three tied to the user's most recent message, so the agent resumes the right task. The offline
+   summary quotes every typed prompt whole when the result still comes in under its goal (smaller,
+   and under the threshold for `--force`, under half of it when automatic), else cut
+   (`ctxkit.stages.autocompact.whole_prompts`).
 3. **Prompt too long?** If the summarizing request itself is too long for the model, the oldest
    API rounds (an assistant message with its tool results, never one without the other) are
    dropped: enough to cover the overflow when the error says by how much (`prompt is too long:
@@ -231,7 +234,6 @@ policy)`.
 # PTL retry are siblings.
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ...errors import LLMError
@@ -413,6 +415,7 @@ class Autocompact(Stage):
         from . import min_retention
         from .compaction import Compaction, CompactionError, choose_tail_start, feasible_keep_from
         from .ptl_retry import summarize_with_retry
+        from .whole_prompts import whole_prompts_first
         opts = self._opt("keep_tail")
         share = int(max(0, threshold) * POST_COMPACT_SHARE)
         n = len(view.messages)
@@ -432,23 +435,32 @@ class Autocompact(Stage):
         known = session_facts(t, view, keep_from, ctx)  # every prompt of the session, the stored originals
         summarizer = summarizer_for_run(ctx, known)
         details["summarizer"] = getattr(summarizer, "name", type(summarizer).__name__)
-        try:
-            summary, facts = summarize_with_retry(
-                summarizer, history, instructions=ctx.inputs.instructions, count=ctx.tokens.count_messages,
-                max_retries=int(self.options["ptl_max_retries"]),
-                drop_fraction=float(self.options["ptl_drop_fraction"]))
-        finally:
-            stats = getattr(summarizer, "stats", None)
-            if stats is not None:
-                details["summarizer_requests"] = stats.requests
-                details["summarizer_retries"] = stats.retries
-        details.update(facts)
+
+        def written_summary(chosen: Any, **record: Any) -> Written:  # twice when whole prompts are too big
+            try:
+                summary, facts = summarize_with_retry(
+                    chosen, history, instructions=ctx.inputs.instructions, count=ctx.tokens.count_messages,
+                    max_retries=int(self.options["ptl_max_retries"]),
+                    drop_fraction=float(self.options["ptl_drop_fraction"]))
+            finally:
+                stats = getattr(chosen, "stats", None)
+                if stats is not None:
+                    details["summarizer_requests"] = stats.requests
+                    details["summarizer_retries"] = stats.retries
+            if chosen is summarizer:  # a fallback keeps the retries of the summary it replaces
+                details.update(facts)
+            return self._write(t, view, ctx, Compaction(
+                summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
+                record={"summarizer": details["summarizer"], **record, **{k: v for k, v in facts.items() if v}}),
+                share, details)
+
         if ctx.inputs.instructions:
             details["instructions"] = ctx.inputs.instructions
         details["method"] = "summary"
-        written = self._write(t, view, ctx, Compaction(
-            summary=summary, keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
-            record={"summarizer": details["summarizer"], **{k: v for k, v in facts.items() if v}}), share, details)
+        # what a compaction quoting every typed prompt whole must come in under: /compact, smaller and under
+        # the threshold; an automatic one, the post-compact share too, or the next turn compacts again
+        goal = min(tokens, threshold if trigger == "manual" else share)
+        written = whole_prompts_first(summarizer, lambda: written_summary(summarizer), goal, details)
         from ...summarize import ExtractiveSummarizer, redact
 
         if details["summarizer"] == ExtractiveSummarizer.name:
@@ -460,40 +472,10 @@ class Autocompact(Stage):
         details["rejected_summary"] = rejected
         fallback = redact.guard(ExtractiveSummarizer(facts=known), ctx)
         details["summarizer"] = fallback.name
-        return self._write(t, view, ctx, Compaction(
-            summary=fallback.summarize(history, instructions=ctx.inputs.instructions), keep_from=keep_from, trigger=trigger, pre_tokens=tokens, method="summary",
-            record={"summarizer": fallback.name, "rejectedSummarizer": details["rejected_summary"]["summarizer"]}),
-            share, details)
+        return whole_prompts_first(fallback, lambda: written_summary(
+            fallback, rejectedSummarizer=rejected["summarizer"]), goal, details)
 
     def _write(self, t: Transcript, view: View, ctx: Context, c: Compaction, share: int,
                details: dict[str, Any]) -> Written:
-        from . import min_retention, reinject
-        from .compaction import write_compaction
-        tail_tokens = ctx.tokens.count_messages([m.api() for m in view.messages[c.keep_from:]])
-        last = view.messages[-1] if view.messages else None
-        if last is not None and last.role == "assistant" and any(last.tool_uses()):
-            # a turn in progress: its tool results must come next, nothing may be appended before them
-            re = reinject.Reinjection(details={"skipped": "the last assistant message still waits for tool results"})
-            options = {**dict(self.options.get("reinject") or {}), "deltas": False}
-        else:
-            options = self.options.get("reinject")
-            re = reinject.build(t, view, c.keep_from, ctx, options, share - tail_tokens)
-        c.reinjected = re.messages
-        c.transcript_hint = ctx.inputs.transcript_path if t.format == "claude-code" else None
-        written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
-                                   timestamp=ctx.timestamp())
-        if reinject.option(options, "deltas"):
-            deltas, facts = reinject.delta_attachments(t, view, written.transcript, ctx)
-            re.details.update(facts)
-            if deltas:
-                c.reinjected = [*re.messages, *deltas]
-                written = write_compaction(t, view, c, count=ctx.tokens.count_messages, store=ctx.store,
-                                           timestamp=ctx.timestamp())
-        details.update(summarized_messages=c.keep_from, kept_messages=len(view.messages) - c.keep_from,
-                       kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
-        from ...summarize.redact import redactor_for
-
-        min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details,
-                              redactor_for(ctx))
-        # decided against the same count as the tokens before: the new view's estimate plus the overhead
-        return dataclasses.replace(written, post_tokens=ctx.view_tokens(written.transcript).total)
+        from .written import written_with_reinjection
+        return written_with_reinjection(t, view, ctx, c, share, details, self.options.get("reinject"))

@@ -1,0 +1,87 @@
+"""A compaction with the offline summarizer quotes a long pasted prompt whole when it still frees room.
+
+Held-out sessions lost the end of a 39,247-character workflow and an 11,092-character plan to the
+cut: the agent after the compaction read the first pages of the user's request. autocompact asks
+for every typed prompt whole first, and writes the summary again with the prompts cut only when the
+whole quotes leave the context too big (ctxkit.stages.autocompact.whole_prompts).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from builders import Session
+
+from ctxkit.cli.main import app
+from ctxkit.transcript import read_transcript
+
+NOW = "2026-11-29T23:30:00Z"
+
+
+def plan(steps: int) -> str:
+    """A plan of ``steps`` steps (76 characters each), its last step the one a cut loses."""
+    return "".join(f"Step {k}: move checkpoint {k} into the repository and note why in CHANGES.md.\n"
+                   for k in range(steps))
+
+
+SPEC = plan(420)  # about 32,000 characters
+
+
+def spec_session(tmp_path: Path, reads: int, spec: str = SPEC) -> Path:
+    """The spec pasted as the first prompt, then ``reads`` file reads of 3,000 characters each."""
+    s = Session(tmp_path)
+    s.prompt("Implement the following plan:\n" + spec)
+    for k in range(reads):
+        s.tool("Read", {"file_path": f"/w/m{k}.py"}, "".join(f"def f{k}_{j}(): return {j}\n" for j in range(150)))
+    s.say("Started on the plan.")
+    s.prompt("go on")
+    s.say("Going on.")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    return path
+
+
+def compact(runner, path: Path, *args: str) -> tuple[int, dict, str]:
+    """compact offline with --report json: the exit code, autocompact's report, the output's view as text."""
+    out = path.with_name("out.jsonl")
+    r = runner.invoke(app, ["compact", str(path), "--now", NOW, "-o", str(out), "--report", "json",
+                            "--set", "overhead_tokens=0", *args])
+    report = json.loads(r.stderr[r.stderr.index("{"):])
+    stage = next(s for s in report["stages"] if s["use"] == "autocompact")
+    text = "\n".join(b.get("text", "") for m in read_transcript(out).view().messages for b in m.content
+                     if b.get("type") == "text")
+    return r.exit_code, stage, text
+
+
+def test_a_forced_compaction_quotes_a_pasted_plan_whole(runner, tmp_path):
+    code, stage, text = compact(runner, spec_session(tmp_path, reads=40), "--force")
+    assert code == 0 and stage["action"] == "applied", stage["reason"]
+    assert stage["details"]["post_tokens"] < stage["details"]["tokens"]
+    assert SPEC in text  # every step, the last one included
+    assert stage["details"]["prompts_quoted"] == "whole"
+
+
+def test_a_compaction_that_would_not_shrink_enough_cuts_the_paste(runner, tmp_path):
+    """A session made of the paste: quoted whole, a forced compaction would not be smaller. It is made,
+    with the paste cut; the user's other prompt stays whole."""
+    code, stage, text = compact(runner, spec_session(tmp_path, reads=0), "--force")
+    assert code == 0 and stage["action"] == "applied", stage["reason"]
+    assert stage["details"]["prompts_quoted"] == "cut" and SPEC not in text and SPEC[:9000] in text
+    assert "more characters omitted]" in text and stage["details"]["post_tokens"] < stage["details"]["tokens"]
+
+
+def test_an_automatic_compaction_leaves_room_to_work(runner, tmp_path):
+    """Over the threshold of a small window, the whole paste would leave the context over half of the
+    threshold, and the next turns would compact again: an automatic compaction cuts it; /compact
+    (--force) on the same session keeps it whole."""
+    spec = plan(2200)  # about 170,000 characters: quoted whole, most of what a compaction leaves
+    path = spec_session(tmp_path, reads=300, spec=spec)
+    _, forced, _ = compact(runner, path, "--force")
+    window = forced["details"]["tokens"] + 33_000 - 1_000  # a threshold 1,000 tokens under the session
+    code, stage, text = compact(runner, path, "--context-window", str(window))
+    assert code == 0 and stage["reason"].startswith("auto compaction"), stage["reason"]
+    assert forced["details"]["post_tokens"] > stage["details"]["threshold"] // 2  # the whole quote: too big
+    assert stage["details"]["prompts_quoted"] == "cut" and spec not in text
+    assert stage["details"]["post_tokens"] < stage["details"]["threshold"] // 2
+    code, forced, text = compact(runner, path, "--context-window", str(window), "--force")
+    assert forced["details"]["prompts_quoted"] == "whole" and spec in text
