@@ -91,7 +91,8 @@ def took_out(stage: dict) -> bool:
 
 def request_after_compaction(path: Path) -> bool:
     """Whether the session made a request after one of its own compactions (a ``compact_boundary``, or
-    Claude Code 1.0's summary that starts the chain anew after a request), read from the file itself."""
+    Claude Code 1.0's summary that starts the chain anew, after a request: one before any compacted the
+    history of an earlier file), read from the file itself."""
     answered = compacted = False
     for line in path.read_bytes().splitlines():
         try:
@@ -100,8 +101,8 @@ def request_after_compaction(path: Path) -> bool:
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain"):
             continue
-        if entry.get("subtype") == "compact_boundary" or answered and entry.get("isCompactSummary") \
-                and entry.get("parentUuid") is None:
+        if answered and (entry.get("subtype") == "compact_boundary"
+                         or entry.get("isCompactSummary") and entry.get("parentUuid") is None):
             compacted = True
         elif entry.get("type") == "assistant" and (entry.get("message") or {}).get("model") != "<synthetic>":
             if compacted:  # (a request the API answered; Claude Code writes its own errors as "<synthetic>")

@@ -242,3 +242,34 @@ def test_subagent_files_beside_a_session_are_priced_and_an_unreadable_one_is_nam
     assert s["replayed"]["requests"] == 22
     assert s["calibration"]["off"] == []  # the subagent is replayed like the main chain, its own cache
     assert f"subagent file left out: {folder / 'agent-gone.jsonl'}" in result.stderr
+
+
+def test_a_compaction_at_the_top_of_a_file_a_clear_started_is_not_the_sessions_own(runner, tmp_path):
+    """Held-out sessions of Claude Code 2.1.120: `/clear` starts a new file, and the compaction of what came
+    before it is written at its top (a boundary naming a line of the earlier file, then the summary). Every
+    request of this file holds the summary, and there is no history in the file to put in its place: ``none``
+    keeps the summary, as the session had it (it had dropped it, and every request came out ~2,000 tokens
+    under what the API counted: its peak under the recorded one), and the session compacted nothing."""
+    from test_simulate_session_prefix import Session
+
+    from ctxkit.cli.main import app
+
+    s = Session("2.1.120").command("/clear", timedelta(seconds=0))
+    s._add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+            "logicalParentUuid": "a-line-of-the-earlier-file",
+            "compactMetadata": {"trigger": "auto", "preTokens": 150_000}}, timedelta(seconds=1))
+    summary = "This session is being continued from a previous conversation. " + "It built the parser. " * 400
+    s._add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": summary}},
+           timedelta(seconds=1))
+    for k in range(4):
+        s.prompt(f"step {k}: go on with the parser", timedelta(seconds=10 + 20 * k))
+        s.answer("done " * 30, timedelta(seconds=13 + 20 * k), read=0 if k == 0 else 14_000 + 60 * k,
+                 write=14_000 if k == 0 else 60)
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    r = runner.invoke(app, ["simulate", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)["sessions"][0]
+    assert doc["recorded"]["compactions"] == 0
+    assert doc["none"]["peak_context"] == doc["replayed"]["peak_context"]
+    assert doc["none"]["cost_usd"] == doc["replayed"]["cost_usd"]

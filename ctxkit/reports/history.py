@@ -29,13 +29,14 @@ def is_compaction(entry: dict, answered: bool = True) -> bool:
     (``parentUuid`` null: Claude Code 1.0 up to at least 1.0.90 wrote no boundary line, only the summary).
     ``answered``: whether the session made a request before the entry; a summary before any is the one a
     continued session starts with (1.0 began a new file with the previous session's summary), not a
-    compaction of this session's history."""
-    if entry.get("isSidechain"):
+    compaction of this session's history. So is a boundary before any request: Claude Code 2.1 writes one
+    at the top of the file a `/clear` started when it compacts what came before the `/clear`; that
+    history is in the earlier file, and the session's first request already holds the summary."""
+    if entry.get("isSidechain") or not answered:
         return False
     if entry.get("type") == "system":
         return entry.get("subtype") == "compact_boundary"
-    return (answered and entry.get("type") == "user" and bool(entry.get("isCompactSummary"))
-            and entry.get("parentUuid") is None)
+    return entry.get("type") == "user" and bool(entry.get("isCompactSummary")) and entry.get("parentUuid") is None
 
 
 def own_boundaries(t: Transcript) -> list[int]:
