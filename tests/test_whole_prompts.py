@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from builders import Session
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
 from ctxkit.transcript import read_transcript
@@ -85,3 +86,76 @@ def test_an_automatic_compaction_leaves_room_to_work(runner, tmp_path):
     assert stage["details"]["post_tokens"] < stage["details"]["threshold"] // 2
     code, forced, text = compact(runner, path, "--context-window", str(window), "--force")
     assert forced["details"]["prompts_quoted"] == "whole" and spec in text
+
+
+def outside_session(tmp_path: Path, reads: int) -> tuple[Path, Path]:
+    """:func:`spec_session` in ``tmp_path/proj`` with a read of a file beside that folder, not in it
+    (re-injection skips it, with a warning); the session and the file."""
+    (tmp_path / "proj").mkdir()
+    outside = tmp_path / "notes.py"
+    outside.write_text("print('notes')\n")
+    s = Session(tmp_path / "proj")
+    s.prompt("Implement the following plan:\n" + SPEC)
+    s.read(outside, "print('notes')\n")
+    for k in range(reads):
+        s.tool("Read", {"file_path": f"/w/m{k}.py"}, "".join(f"def f{k}_{j}(): return {j}\n" for j in range(150)))
+    s.say("Started on the plan.")
+    s.prompt("go on")
+    s.say("Going on.")
+    path = tmp_path / "proj" / "s.jsonl"
+    s.write(path)
+    return path, outside
+
+
+def compact_report(runner, path: Path, *args: str) -> tuple[int, dict, str]:
+    """compact --force offline with --report json: the exit code, the whole report, stderr."""
+    r = runner.invoke(app, ["compact", str(path), "--force", "--now", NOW, "-o", str(path.with_name("out.jsonl")),
+                            "--report", "json", "--set", "overhead_tokens=0", *args])
+    return r.exit_code, json.loads(r.stderr[r.stderr.index("{"):]), r.stderr
+
+
+def test_a_summary_written_again_with_the_paste_cut_warns_once(runner, tmp_path):
+    """The compaction with the paste whole is thrown away and written again cut: the re-injection's
+    warning about a file it skipped is the kept compaction's, said once, not once per attempt."""
+    path, outside = outside_session(tmp_path, reads=0)
+    code, report, stderr = compact_report(runner, path)
+    stage = next(s for s in report["stages"] if s["use"] == "autocompact")
+    assert code == 0 and stage["details"]["prompts_quoted"] == "cut", stage["reason"]
+    skipped = [w for w in report["warnings"] if "re-injection skipped" in w]
+    assert skipped == [f"compact: re-injection skipped 1 file outside the session's folder: {outside}"]
+    assert stderr.count("re-injection skipped") == 1
+
+
+def test_the_fallback_after_a_rejected_model_summary_quotes_the_paste_whole_and_warns_once(
+        runner, tmp_path, monkeypatch):
+    """min_retention rejects a model summary that lost the prompts; the extractive one written instead
+    quotes the pasted plan whole (it still shrinks the context), and the skipped file is said once."""
+    path, outside = outside_session(tmp_path, reads=40)
+    with MockMessagesAPI(default_text=None) as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        api.reply_text("<summary>\n1. Primary Request and Intent:\n   The user wants a plan done.\n</summary>")
+        code, report, stderr = compact_report(runner, path, "--set", "summarizer.use=anthropic",
+                                              "--set", "stages.autocompact.options.min_retention=0.8")
+    stage = next(s for s in report["stages"] if s["use"] == "autocompact")
+    assert code == 0 and stage["details"]["rejected_summary"]["summarizer"] == "anthropic", stage["reason"]
+    assert stage["details"]["summarizer"] == "extractive" and stage["details"]["prompts_quoted"] == "whole"
+    summary = next(json.loads(x) for x in path.with_name("out.jsonl").read_text().splitlines()
+                   if json.loads(x).get("isCompactSummary"))["message"]["content"]
+    assert SPEC in summary
+    assert stderr.count("re-injection skipped") == 1, stderr
+
+
+def test_a_compaction_not_made_says_nothing_of_how_it_quoted(runner, tmp_path):
+    """A paste and little else: even cut, the summary is not smaller than what it would replace, and
+    nothing is compacted; the report does not say the prompts were cut (nothing was quoted)."""
+    s = Session(tmp_path)
+    s.prompt("Implement the following plan:\n" + plan(160))  # about 12,000 characters: past the 10,000 cut
+    s.say("Started on the plan.")
+    s.prompt("go on")
+    s.say("Going on.")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    code, stage, _ = compact(runner, path, "--force")
+    assert code == 0 and stage["action"] == "nothing-to-do", stage["reason"]
+    assert stage["reason"].startswith("a compacted context") and "prompts_quoted" not in stage["details"]

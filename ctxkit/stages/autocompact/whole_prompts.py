@@ -10,7 +10,8 @@ an automatic compaction, under half of the threshold (the room the kept tail and
 get), or the next turns would compact again. When it does not, the summary is written again with the
 prompts cut to the share they may take together (:data:`ctxkit.summarize.extractive.TYPED_PROMPTS_SHARE`).
 `--report json` says which in the autocompact stage's details: ``prompts_quoted`` is ``whole`` or ``cut``
-(absent when no prompt was long enough for it to matter).
+(absent when no prompt was long enough for it to matter, or when the stage made no compaction). A
+compaction written twice warns once (:mod:`ctxkit.stages.autocompact.written`).
 
 A model summarizer is asked once: it writes its own summary, the prompts in its own words.
 """
