@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import codex_rollouts as codex
 from builders import Session
 from mock_messages_api import MockMessagesAPI
 
@@ -159,3 +160,22 @@ def test_a_compaction_not_made_says_nothing_of_how_it_quoted(runner, tmp_path):
     code, stage, _ = compact(runner, path, "--force")
     assert code == 0 and stage["action"] == "nothing-to-do", stage["reason"]
     assert stage["reason"].startswith("a compacted context") and "prompts_quoted" not in stage["details"]
+
+
+def test_a_codex_session_quotes_its_prompts_cut_at_two_thousand_characters(runner, tmp_path):
+    """What docs/summarizer.md says: whole quotes need the transcript's own list of typed prompts (Claude
+    Code's); a Codex rollout's prompts are read off the summarized messages and cut at 2,000 characters."""
+    spec = plan(150)  # about 11,400 characters
+    lines = [*codex.opening(), *codex.turn(1, "Implement the following plan:\n" + spec,
+                                           [(f"c{k}", f"cat m{k}.py", "x = 1\n" * 400) for k in range(20)],
+                                           "Started."), *codex.turn(2, "go on", [], "Going on.", second=30)]
+    path = tmp_path / "rollout.jsonl"
+    codex.write(path, lines)
+    code, stage, _ = compact(runner, path, "--force")
+    assert code == 0 and stage["action"] == "applied", stage["reason"]
+    assert "prompts_quoted" not in stage["details"]
+    compacted = next(json.loads(x) for x in path.with_name("out.jsonl").read_text().splitlines()
+                     if json.loads(x)["type"] == "compacted")
+    summary = compacted["payload"]["message"]
+    omitted = len("Implement the following plan:\n" + spec) - 2000
+    assert spec[:1900] in summary and spec not in summary and f"{omitted:,} more characters omitted" in summary
