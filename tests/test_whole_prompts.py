@@ -179,3 +179,23 @@ def test_a_codex_session_quotes_its_prompts_cut_at_two_thousand_characters(runne
     summary = compacted["payload"]["message"]
     omitted = len("Implement the following plan:\n" + spec) - 2000
     assert spec[:1900] in summary and spec not in summary and f"{omitted:,} more characters omitted" in summary
+
+
+def test_the_text_report_says_how_the_typed_prompts_were_quoted(runner, tmp_path):
+    """The line a user reads says why a /compact freed less than it could (the paste kept whole), or
+    that the paste was cut to make room; a session with no long prompt says neither."""
+    lines = {}
+    for name, reads in (("whole", 40), ("cut", 0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = spec_session(folder, reads=reads)
+        r = runner.invoke(app, ["compact", str(path), "--force", "--now", NOW, "-o", str(folder / "out.jsonl"),
+                                "--set", "overhead_tokens=0"])
+        assert r.exit_code == 0, r.stderr
+        lines[name] = next(x for x in r.stderr.splitlines() if x.startswith("autocompact: applied"))
+    assert "every typed prompt quoted whole" in lines["whole"] and "cut" not in lines["whole"]
+    assert "long typed prompts cut (quoted whole, the context would not have shrunk enough)" in lines["cut"]
+    short = spec_session(tmp_path, reads=40, spec=plan(20))  # 1,500 characters: under any cut
+    r = runner.invoke(app, ["compact", str(short), "--force", "--now", NOW, "-o", str(tmp_path / "o.jsonl")])
+    line = next(x for x in r.stderr.splitlines() if x.startswith("autocompact: applied"))
+    assert "quoted whole" not in line and "prompts cut" not in line

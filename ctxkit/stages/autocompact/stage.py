@@ -316,6 +316,7 @@ class Autocompact(Stage):
         from . import min_retention
         from .compaction import CompactionError, floor_index
         from .session_memory import forget
+        from .whole_prompts import report_note
         floor = floor_index(t, view)
         if floor >= len(view.messages):
             return self._result(t, "nothing-to-do", "nothing new since the last compaction", details)
@@ -369,7 +370,7 @@ class Autocompact(Stage):
             how += f"; {rejected['why']}"
         reason = (f"{trigger} compaction ({how}): {tokens:,} -> {written.post_tokens:,} tokens, "
                   f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept; "
-                  f"{min_retention.short(details)}")
+                  f"{min_retention.short(details)}{report_note(details)}")
         return StageResult(written.transcript, self.report(action="applied", reason=reason, details=details))
 
     def _result(self, t: Transcript, action: str, reason: str, details: dict[str, Any]) -> StageResult:
