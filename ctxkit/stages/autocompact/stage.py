@@ -348,7 +348,7 @@ class Autocompact(Stage):
         if written.post_tokens >= tokens:
             # e.g. /compact on a conversation of a few short messages: the summary is the longer text
             details["post_tokens"] = written.post_tokens
-            for key in ("retention", "retention_counts", "prompts_quoted"):  # no compaction made: none replaced, quoted
+            for key in ("retention", "retention_counts", "prompts_quoted"):  # no compaction: nothing replaced or quoted
                 details.pop(key, None)
             return self._result(t, "nothing-to-do", f"a compacted context ({written.post_tokens:,} tokens) would "
                                 f"not be smaller than the {tokens:,} tokens it replaces; left as it is", details)

@@ -11,8 +11,8 @@ get), or the next turns would compact again. When it does not, the summary is wr
 prompts cut to the share they may take together (:data:`ctxkit.summarize.extractive.TYPED_PROMPTS_SHARE`).
 `--report json` says which in the autocompact stage's details: ``prompts_quoted`` is ``whole`` or ``cut``
 (absent when no prompt was long enough for it to matter, or when the stage made no compaction), and
-the report line a user reads says it too (:func:`report_note`). A
-compaction written twice warns once (:mod:`ctxkit.stages.autocompact.written`).
+the report line a user reads says it too (:func:`report_note`). A compaction written twice warns once
+(:mod:`ctxkit.stages.autocompact.written`).
 
 A model summarizer is asked once: it writes its own summary, the prompts in its own words.
 """
