@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import codex_rollouts as codex
 from builders import Session
+from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
 from ctxkit.transcript import read_transcript
@@ -85,3 +87,115 @@ def test_an_automatic_compaction_leaves_room_to_work(runner, tmp_path):
     assert stage["details"]["post_tokens"] < stage["details"]["threshold"] // 2
     code, forced, text = compact(runner, path, "--context-window", str(window), "--force")
     assert forced["details"]["prompts_quoted"] == "whole" and spec in text
+
+
+def outside_session(tmp_path: Path, reads: int) -> tuple[Path, Path]:
+    """:func:`spec_session` in ``tmp_path/proj`` with a read of a file beside that folder, not in it
+    (re-injection skips it, with a warning); the session and the file."""
+    (tmp_path / "proj").mkdir()
+    outside = tmp_path / "notes.py"
+    outside.write_text("print('notes')\n")
+    s = Session(tmp_path / "proj")
+    s.prompt("Implement the following plan:\n" + SPEC)
+    s.read(outside, "print('notes')\n")
+    for k in range(reads):
+        s.tool("Read", {"file_path": f"/w/m{k}.py"}, "".join(f"def f{k}_{j}(): return {j}\n" for j in range(150)))
+    s.say("Started on the plan.")
+    s.prompt("go on")
+    s.say("Going on.")
+    path = tmp_path / "proj" / "s.jsonl"
+    s.write(path)
+    return path, outside
+
+
+def compact_report(runner, path: Path, *args: str) -> tuple[int, dict, str]:
+    """compact --force offline with --report json: the exit code, the whole report, stderr."""
+    r = runner.invoke(app, ["compact", str(path), "--force", "--now", NOW, "-o", str(path.with_name("out.jsonl")),
+                            "--report", "json", "--set", "overhead_tokens=0", *args])
+    return r.exit_code, json.loads(r.stderr[r.stderr.index("{"):]), r.stderr
+
+
+def test_a_summary_written_again_with_the_paste_cut_warns_once(runner, tmp_path):
+    """The compaction with the paste whole is thrown away and written again cut: the re-injection's
+    warning about a file it skipped is the kept compaction's, said once, not once per attempt."""
+    path, outside = outside_session(tmp_path, reads=0)
+    code, report, stderr = compact_report(runner, path)
+    stage = next(s for s in report["stages"] if s["use"] == "autocompact")
+    assert code == 0 and stage["details"]["prompts_quoted"] == "cut", stage["reason"]
+    skipped = [w for w in report["warnings"] if "re-injection skipped" in w]
+    assert skipped == [f"compact: re-injection skipped 1 file outside the session's folder: {outside}"]
+    assert stderr.count("re-injection skipped") == 1
+
+
+def test_the_fallback_after_a_rejected_model_summary_quotes_the_paste_whole_and_warns_once(
+        runner, tmp_path, monkeypatch):
+    """min_retention rejects a model summary that lost the prompts; the extractive one written instead
+    quotes the pasted plan whole (it still shrinks the context), and the skipped file is said once."""
+    path, outside = outside_session(tmp_path, reads=40)
+    with MockMessagesAPI(default_text=None) as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        api.reply_text("<summary>\n1. Primary Request and Intent:\n   The user wants a plan done.\n</summary>")
+        code, report, stderr = compact_report(runner, path, "--set", "summarizer.use=anthropic",
+                                              "--set", "stages.autocompact.options.min_retention=0.8")
+    stage = next(s for s in report["stages"] if s["use"] == "autocompact")
+    assert code == 0 and stage["details"]["rejected_summary"]["summarizer"] == "anthropic", stage["reason"]
+    assert stage["details"]["summarizer"] == "extractive" and stage["details"]["prompts_quoted"] == "whole"
+    summary = next(json.loads(x) for x in path.with_name("out.jsonl").read_text().splitlines()
+                   if json.loads(x).get("isCompactSummary"))["message"]["content"]
+    assert SPEC in summary
+    assert stderr.count("re-injection skipped") == 1, stderr
+
+
+def test_a_compaction_not_made_says_nothing_of_how_it_quoted(runner, tmp_path):
+    """A paste and little else: even cut, the summary is not smaller than what it would replace, and
+    nothing is compacted; the report does not say the prompts were cut (nothing was quoted)."""
+    s = Session(tmp_path)
+    s.prompt("Implement the following plan:\n" + plan(160))  # about 12,000 characters: past the 10,000 cut
+    s.say("Started on the plan.")
+    s.prompt("go on")
+    s.say("Going on.")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    code, stage, _ = compact(runner, path, "--force")
+    assert code == 0 and stage["action"] == "nothing-to-do", stage["reason"]
+    assert stage["reason"].startswith("a compacted context") and "prompts_quoted" not in stage["details"]
+
+
+def test_a_codex_session_quotes_its_prompts_cut_at_two_thousand_characters(runner, tmp_path):
+    """What docs/summarizer.md says: whole quotes need the transcript's own list of typed prompts (Claude
+    Code's); a Codex rollout's prompts are read off the summarized messages and cut at 2,000 characters."""
+    spec = plan(150)  # about 11,400 characters
+    lines = [*codex.opening(), *codex.turn(1, "Implement the following plan:\n" + spec,
+                                           [(f"c{k}", f"cat m{k}.py", "x = 1\n" * 400) for k in range(20)],
+                                           "Started."), *codex.turn(2, "go on", [], "Going on.", second=30)]
+    path = tmp_path / "rollout.jsonl"
+    codex.write(path, lines)
+    code, stage, _ = compact(runner, path, "--force")
+    assert code == 0 and stage["action"] == "applied", stage["reason"]
+    assert "prompts_quoted" not in stage["details"]
+    compacted = next(json.loads(x) for x in path.with_name("out.jsonl").read_text().splitlines()
+                     if json.loads(x)["type"] == "compacted")
+    summary = compacted["payload"]["message"]
+    omitted = len("Implement the following plan:\n" + spec) - 2000
+    assert spec[:1900] in summary and spec not in summary and f"{omitted:,} more characters omitted" in summary
+
+
+def test_the_text_report_says_how_the_typed_prompts_were_quoted(runner, tmp_path):
+    """The line a user reads says why a /compact freed less than it could (the paste kept whole), or
+    that the paste was cut to make room; a session with no long prompt says neither."""
+    lines = {}
+    for name, reads in (("whole", 40), ("cut", 0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = spec_session(folder, reads=reads)
+        r = runner.invoke(app, ["compact", str(path), "--force", "--now", NOW, "-o", str(folder / "out.jsonl"),
+                                "--set", "overhead_tokens=0"])
+        assert r.exit_code == 0, r.stderr
+        lines[name] = next(x for x in r.stderr.splitlines() if x.startswith("autocompact: applied"))
+    assert "every typed prompt quoted whole" in lines["whole"] and "cut" not in lines["whole"]
+    assert "long typed prompts cut (quoted whole, the context would not have shrunk enough)" in lines["cut"]
+    short = spec_session(tmp_path, reads=40, spec=plan(20))  # 1,500 characters: under any cut
+    r = runner.invoke(app, ["compact", str(short), "--force", "--now", NOW, "-o", str(tmp_path / "o.jsonl")])
+    line = next(x for x in r.stderr.splitlines() if x.startswith("autocompact: applied"))
+    assert "quoted whole" not in line and "prompts cut" not in line

@@ -316,6 +316,7 @@ class Autocompact(Stage):
         from . import min_retention
         from .compaction import CompactionError, floor_index
         from .session_memory import forget
+        from .whole_prompts import report_note
         floor = floor_index(t, view)
         if floor >= len(view.messages):
             return self._result(t, "nothing-to-do", "nothing new since the last compaction", details)
@@ -347,7 +348,7 @@ class Autocompact(Stage):
         if written.post_tokens >= tokens:
             # e.g. /compact on a conversation of a few short messages: the summary is the longer text
             details["post_tokens"] = written.post_tokens
-            for key in ("retention", "retention_counts"):  # no compaction was made: nothing was replaced
+            for key in ("retention", "retention_counts", "prompts_quoted"):  # no compaction: nothing replaced or quoted
                 details.pop(key, None)
             return self._result(t, "nothing-to-do", f"a compacted context ({written.post_tokens:,} tokens) would "
                                 f"not be smaller than the {tokens:,} tokens it replaces; left as it is", details)
@@ -369,7 +370,7 @@ class Autocompact(Stage):
             how += f"; {rejected['why']}"
         reason = (f"{trigger} compaction ({how}): {tokens:,} -> {written.post_tokens:,} tokens, "
                   f"{details['summarized_messages']} messages summarized, {details['kept_messages']} kept; "
-                  f"{min_retention.short(details)}")
+                  f"{min_retention.short(details)}{report_note(details)}")
         return StageResult(written.transcript, self.report(action="applied", reason=reason, details=details))
 
     def _result(self, t: Transcript, action: str, reason: str, details: dict[str, Any]) -> StageResult:

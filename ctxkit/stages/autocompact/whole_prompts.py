@@ -10,7 +10,9 @@ an automatic compaction, under half of the threshold (the room the kept tail and
 get), or the next turns would compact again. When it does not, the summary is written again with the
 prompts cut to the share they may take together (:data:`ctxkit.summarize.extractive.TYPED_PROMPTS_SHARE`).
 `--report json` says which in the autocompact stage's details: ``prompts_quoted`` is ``whole`` or ``cut``
-(absent when no prompt was long enough for it to matter).
+(absent when no prompt was long enough for it to matter, or when the stage made no compaction), and
+the report line a user reads says it too (:func:`report_note`). A compaction written twice warns once
+(:mod:`ctxkit.stages.autocompact.written`).
 
 A model summarizer is asked once: it writes its own summary, the prompts in its own words.
 """
@@ -47,3 +49,15 @@ def whole_prompts_first(summarizer: Any, written_summary: Callable[[], Written],
         return written
     details["prompts_quoted"] = "cut"
     return written_summary()
+
+
+#: What the stage's report line adds for each ``prompts_quoted``: why a /compact freed less than the
+#: cut would have (the paste kept whole), or that the paste was cut to make room.
+REPORT_NOTES = {"whole": "every typed prompt quoted whole",
+                "cut": "long typed prompts cut (quoted whole, the context would not have shrunk enough)"}
+
+
+def report_note(details: dict[str, Any]) -> str:
+    """``; NOTE`` for the stage's report line when the prompts' quotes were decided here, else ``""``."""
+    note = REPORT_NOTES.get(details.get("prompts_quoted", ""))
+    return f"; {note}" if note else ""

@@ -20,7 +20,9 @@ def written_with_reinjection(t: Transcript, view: View, ctx: Context, c: Compact
                              details: dict[str, Any], reinject_options: dict[str, Any] | None) -> Written:
     """``c`` written into ``t`` with the files, skills and tools re-injected in at most ``share`` tokens
     beside the kept tail; ``details`` get what was kept and re-injected, and the retention measures.
-    ``post_tokens`` is the new view's count on the same basis as the count before (estimate + overhead)."""
+    ``post_tokens`` is the new view's count on the same basis as the count before (estimate + overhead).
+    A warning an earlier write of the same compaction gave (a file re-injection skipped) is not given again."""
+    said = len(ctx.warnings)
     tail_tokens = ctx.tokens.count_messages([m.api() for m in view.messages[c.keep_from:]])
     last = view.messages[-1] if view.messages else None
     if last is not None and last.role == "assistant" and any(last.tool_uses()):
@@ -45,6 +47,9 @@ def written_with_reinjection(t: Transcript, view: View, ctx: Context, c: Compact
                    kept_tokens=tail_tokens, reinjected=re.details, reinjected_tokens=re.tokens)
     from ...summarize.redact import redactor_for  # the secret rules: loaded when a compaction is written
 
+    # written again (the prompts cut after whole ones, the extractive summary after a rejected model's): the
+    # same files are skipped, and the user reads of each once
+    ctx.warnings[said:] = [w for w in ctx.warnings[said:] if w not in ctx.warnings[:said]]
     min_retention.measure(view, c.keep_from, written.transcript.view().api_messages(), details,
                           redactor_for(ctx))
     return dataclasses.replace(written, post_tokens=ctx.view_tokens(written.transcript).total)
