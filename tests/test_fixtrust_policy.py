@@ -166,7 +166,8 @@ def test_a_slow_repository_pattern_does_not_hang_a_simulation(runner):
     Path(".ctxkit.yaml").write_text(AUTOCOMPACT + "redact:\n  patterns: ['(\\w+\\s?)+\\$X']\n")
     session(Path("s.jsonl"))
     started = time.monotonic()
-    result = runner.invoke(app, ["stats", "s.jsonl", "--context-window", "40000"])
+    # a window compact works in (a 28,000-token threshold) and the session is over: the simulation summarizes
+    result = runner.invoke(app, ["stats", "s.jsonl", "--context-window", "42000", "--set", "thresholds.summary_reserve=1000"])
     assert time.monotonic() - started < 10
     assert result.exit_code == 2
     assert ".ctxkit.yaml:4:3: error: redact.patterns comes from a repository policy that you have not trusted" \

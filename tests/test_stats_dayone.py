@@ -20,9 +20,11 @@ from mock_messages_api import MockMessagesAPI
 from ctxkit.cli.main import app
 
 EXAMPLE = ROOT / "examples" / "session.jsonl"
-# 56,139 tokens (the usage the session reports) against a 60,000 window: over every threshold once the cheaper stages are off
-OVER = [str(EXAMPLE), "--context-window", "60000", "--set", "stages.microcompact.enabled=false",
-        "--set", "stages.tool-result-budget.enabled=false"]
+# 56,139 tokens (the usage the session reports) against a 58,000 window: over every threshold once the cheaper
+# stages are off. A 5,000-token summary reserve (20,000 by default) lets compact work there (a threshold of
+# 40,000, over what a compaction may leave behind); in a window compact refuses, stats says so instead
+OVER = [str(EXAMPLE), "--context-window", "58000", "--set", "thresholds.summary_reserve=5000",
+        "--set", "stages.microcompact.enabled=false", "--set", "stages.tool-result-budget.enabled=false"]
 
 
 def stats_json(runner, *extra):
@@ -98,12 +100,28 @@ def test_stats_uses_the_summarizer_an_embedder_injects_without_calling_it(make_c
 
     from ctxkit import load_policy
 
-    policy = load_policy(None, ["stages.microcompact.enabled=false", "stages.tool-result-budget.enabled=false"],
-                         cwd=tmp_path, user_config=tmp_path / "none.yaml")
-    ctx = make_context(context_window=40_000)
+    policy = load_policy(None, ["stages.microcompact.enabled=false", "stages.tool-result-budget.enabled=false",
+                                "thresholds.summary_reserve=5000"], cwd=tmp_path, user_config=tmp_path / "none.yaml")
+    ctx = make_context(context_window=58_000)
     ctx.policy = policy
     ctx.summarizer_factory = lambda policy, c: Recorder()
     out = view_stats(read_transcript(str(EXAMPLE)), ctx)
     autocompact = next(s for s in out["stages"] if s["id"] == "autocompact")
     assert autocompact["reason"].startswith("auto compaction (summary by embedded, simulated): ")
     assert Recorder.calls == 0
+
+
+def test_stats_says_compact_would_refuse_a_window_the_policy_does_not_fit(runner, tmp_path):
+    """In a window compact refuses before any work (exit 2), stats said what autocompact would do there
+    ("applied"): it now says compact refuses, with compact's own words, and predicts no stage."""
+    window = ["--context-window", "45000", "--store", str(tmp_path / "st")]
+    r = runner.invoke(app, ["compact", str(EXAMPLE), *window, "-o", str(tmp_path / "out.jsonl")])
+    assert r.exit_code == 2 and "ctxkit: error: " in r.stderr
+    refusal = r.stderr.split("ctxkit: error: ", 1)[1].strip()
+    s = runner.invoke(app, ["stats", str(EXAMPLE), *window, "--json"])
+    assert s.exit_code == 0, s.stderr
+    data = json.loads(s.stdout)
+    assert data["refused"] == refusal and data["stages"] == [] and data["tokens_after"] == data["tokens"]
+    text = runner.invoke(app, ["stats", str(EXAMPLE), *window])
+    assert "compact refuses this session (exit 2): " + refusal[:60] in " ".join(text.stdout.split())
+    assert not (tmp_path / "out.jsonl").exists()

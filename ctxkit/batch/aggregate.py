@@ -11,6 +11,9 @@ Each session's figures are those of ``ctxkit stats FILE --json``; this folds the
 - ``share_of_autocompact``: how many views are within each quarter of their autocompact threshold,
   and over it;
 - ``stages``: per stage id, how many sessions got each action, and the tokens it would free;
+- ``refused``: how many sessions ``ctxkit compact`` would refuse before any work (exit 2: the policy's
+  thresholds do not fit the window, or sit below the session's system prompt and tools); no stage is
+  counted for them;
 - ``largest``: the ten largest views, with their files.
 
 Everything is summed in the batch's input order, so the document is the same whatever engine ran it.
@@ -83,6 +86,7 @@ def aggregate_stats(sessions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any
                         "mean": round(sum(sizes) / len(sizes)) if sizes else 0},
         "share_of_autocompact": shares,
         **{key: _largest_first(value) for key, value in by.items()},
+        "refused": sum(1 for _, s in sessions if s.get("refused")),
         "stages": {sid: {"actions": dict(sorted(row["actions"].items())), "tokens_freed": row["tokens_freed"]}
                    for sid, row in stages.items()},
         "largest": [{"file": f, "tokens": t} for t, f in largest],

@@ -152,3 +152,6 @@ def render_fleet_stats(agg: dict[str, Any]) -> None:
         for sid, row in agg["stages"].items():
             table.add_row(sid, ", ".join(f"{a} {n}" for a, n in row["actions"].items()), f"{row['tokens_freed']:,}")
         console.print(table)
+    if agg.get("refused"):
+        console.print(f"{agg['refused']} sessions compact would refuse before any work (exit 2: the thresholds do "
+                      "not fit the window or the session's system prompt and tools); `ctxkit stats FILE` says why")

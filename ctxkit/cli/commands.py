@@ -274,8 +274,10 @@ def stats(
     """Where the tokens go, the level and thresholds, and what each stage of the policy would do.
 
     A simulation: nothing is written, and no model or summarizer command is called (the summary is
-    the extractive one, reported under the name of the summarizer compact would use). Exits 0 at any
-    level; ctxkit check is the command that fails on a level. With several sessions: their totals,
+    the extractive one, reported under the name of the summarizer compact would use). Where compact
+    would refuse the session before any work (exit 2: the thresholds do not fit the window or sit below
+    the session's system prompt and tools), it says so in compact's words and predicts no stage. Exits 0
+    at any level; ctxkit check is the command that fails on a level. With several sessions: their totals,
     tokens by tool and kind, and how their views sit against the thresholds.
     """
     if wants_batch(params := dict(locals())):
@@ -324,7 +326,10 @@ def _render_stats(data: dict) -> None:
         for name, n in data[key].items():
             table.add_row(str(name), f"{n:,}", f"{100 * n / whole:.1f}%")
         console.print(table)
-    if "stages" in data:
+    if data.get("refused"):
+        console.print(f"what the policy would do: nothing; compact refuses this session (exit 2): {data['refused']}",
+                      markup=False)
+    elif "stages" in data:
         table = Table(title="what the policy would do")
         for col in ("stage", "action", "tokens before", "tokens after", "reason"):
             table.add_column(col)

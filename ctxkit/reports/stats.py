@@ -54,9 +54,25 @@ def view_stats(t: Transcript, ctx: Context, *, simulate: bool = True) -> dict[st
         "notes": view.notes,
     }
     if simulate:
+        refused = _refusal(t, ctx)
+        if refused:  # what compact says before any work (exit 2): no stage would run
+            out.update(refused=refused, stages=[], tokens_after=total)
+            return out
         pipeline = compile_pipeline(ctx.policy)
         ctx.simulate = True  # summarizer_for_run gives a stand-in for a model or a command
         result = pipeline.run(t, ctx)
         out["stages"] = [r.to_json() for r in result.reports]
         out["tokens_after"] = result.tokens_after
     return out
+
+
+def _refusal(t: Transcript, ctx: Context) -> str | None:
+    """Why ``ctxkit compact`` would refuse this session in this window before any work (its exit 2), as
+    compact's own check words it: the policy does not fit the window, or the autocompact threshold is
+    below the session's system prompt and tools (without ``--force``). None when it would run."""
+    from ..policy.lint import session_misfits
+    from ..stages.registry import REGISTRY
+
+    misfits = session_misfits(ctx.policy, REGISTRY, ctx.inputs.context_window, ctx.session_overhead(t),
+                              force=bool(ctx.inputs.force))
+    return "; ".join(m.render() for m in misfits) or None
