@@ -16,6 +16,10 @@ ctxkit of this interpreter, the commands run as a user would run them (the helpe
    stage that took content out reports more tokens after than before; ``stats`` of the output (same
    policy) counts what compact's report ends with; the budget is the session's model's (``stats``
    names the model of the session's last request, and compact's autocompact used its window).
+   With ``-p no-llm``, the output's view quotes verbatim every prompt the user typed (``prompts``:
+   quoted of typed; a custom command's expansion aside). A miss is not a failure: a paste the
+   compaction could not keep whole and still shrink is cut, a secret is redacted, an image is a block
+   of its own (docs/summarizer.md).
 3. the ``no-llm`` output through ``expand``: byte for byte the input (followed only by the lines the
    compaction appended, which a Claude Code session keeps: docs/store.md); ``doctor`` exits 0 and
    ``view --to anthropic-request`` exits 0 with every ``tool_use`` answered by the next message (a call
@@ -178,7 +182,39 @@ def check_compact(path: Path, work: Path, policy: str, row: dict, timeout: float
         row["problems"].append(f"{policy}: autocompact used a window of {windows}, the model's is "
                                f"{counted['budget']['context_window']:,}")
     row[f"{policy}_tokens"] = f"{report['tokens_before']:,}->{report['tokens_after']:,}"
+    if policy == "no-llm":
+        view = ctxkit(["view", "--store", str(store), *row["skip"], str(out)], work, timeout)
+        said = view_text(view.stdout) if view.returncode == 0 else ""
+        typed = typed_prompts(path)
+        row["prompts"] = f"{sum(p in said for p in typed)}/{len(typed)}"
     return out
+
+
+def typed_prompts(path: Path) -> list[str]:
+    """The prompts a person typed in the session (``ctxkit.transcript.prompts.session_prompts``), a custom
+    command's expansion aside: the command's words, not the user's (its command line is quoted)."""
+    from ctxkit.transcript import read_transcript
+    from ctxkit.transcript.prompts import session_prompts, slash_command
+
+    t = read_transcript(str(path), on_bad_line="skip")
+    out = []
+    for p in session_prompts(t):
+        before = [i for i in range(p.entry) if t.peek(i).get("type") == "user"]
+        echo = t.peek(before[-1]) if before else {}
+        text = echo.get("message", {}).get("content") if isinstance(echo.get("message"), dict) else None
+        if not (isinstance(text, str) and slash_command(text) is not None):
+            out.append(p.text)
+    return out
+
+
+def view_text(jsonl: bytes | str) -> str:
+    """The text blocks of ``ctxkit view``'s messages, one after the other."""
+    texts = []
+    for line in (jsonl.decode() if isinstance(jsonl, bytes) else jsonl).splitlines():
+        content = json.loads(line)["content"]
+        texts += [content] if isinstance(content, str) else \
+            [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return "\n".join(texts)
 
 
 def check_back(path: Path, work: Path, out: Path, row: dict, timeout: float) -> None:
@@ -262,8 +298,9 @@ def main() -> int:
     sessions += [p for p in main_sessions(args.also) if p not in sessions]
     if not args.json:
         print(f"{'session':44} {'req':>4} {'cmp':>3} {'cost':>7} {'reads':>7} {'writes':>7}  "
-              f"{'peak none/recorded':>19} {'back':>4}  problems")
+              f"{'peak none/recorded':>19} {'back':>4} {'prompts':>7}  problems")
     failed = off = refused = 0
+    quoted = [0, 0]  # forced no-llm compactions that quote every typed prompt, of those with one
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         rows = []
         for row in pool.map(lambda p: check(p, args.timeout), sessions):
@@ -271,19 +308,24 @@ def main() -> int:
             failed += bool(row["problems"])
             off += bool(row.get("off")) and "requests" in row
             refused += bool(row.get("refused"))  # (replayed with --on-bad-line skip)
+            if row.get("prompts", "0/0").split("/")[1] != "0":
+                said, typed = row["prompts"].split("/")
+                quoted = [quoted[0] + (said == typed), quoted[1] + 1]
             if args.json:
                 print(json.dumps(row), flush=True)
                 continue
             peak = f"{row.get('peak_none', 0):,}/{row.get('peak_recorded', 0):,}"
             print(f"{row['file'][-44:]:44} {row.get('requests', '-'):>4} {row.get('compactions', '-'):>3} "
                   f"{pct(row.get('cost')):>7} {pct(row.get('reads')):>7} {pct(row.get('writes')):>7}"
-                  f"{'!' if row.get('off') else ' '} {peak:>19} {str(row.get('back', '-')):>4}  "
+                  f"{'!' if row.get('off') else ' '} {peak:>19} {str(row.get('back', '-')):>4} "
+                  f"{row.get('prompts', '-'):>7}  "
                   f"{'; '.join(row['problems']) or ('refused, then read with --on-bad-line skip: ' + row['refused'][-80:] if row.get('refused') else 'ok')}",
                   flush=True)
     ran = sum(1 for r in rows if "requests" in r)
     print(f"{len(sessions)} sessions: {ran - off} of {ran} replayed within 10% of the recorded cost, reads and "
           f"writes ({refused} with a line ctxkit refuses, replayed with --on-bad-line skip); "
-          f"{failed} failed a check", file=sys.stderr)
+          f"{failed} failed a check; {quoted[0]} of {quoted[1]} forced no-llm compactions quote every typed "
+          "prompt", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -14,6 +14,7 @@ busy machine).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ from conftest import CC_CORPUS, cc_sessions, public_transcripts
 from ctxkit.cli.main import app
 from ctxkit.transcript import read_transcript
 from ctxkit.transcript.claude_code.session import recorded_settings
-from ctxkit.transcript.prompts import session_prompts, slash_command
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from check_claude_code_files import typed_prompts, view_text  # noqa: E402  (what the bench checks on real sessions)
 
 SESSIONS = [p / "session.jsonl" for p in cc_sessions()] + public_transcripts()
 NOW = "2030-01-01T00:00:00Z"  # long after every session: the prompt cache is cold, microcompact clears
@@ -40,27 +43,10 @@ def _took_content_out(stage: dict) -> bool:
     return stage["use"] in TAKES_OUT
 
 
-def _typed_prompts(path: Path) -> list[str]:
-    """The prompts a person typed in the session, slash commands and their expansions aside."""
-    t = read_transcript(path)
-    out = []
-    for p in session_prompts(t):
-        before = [i for i in range(p.entry) if t.peek(i).get("type") == "user"]
-        echo = t.peek(before[-1]) if before else {}
-        text = echo.get("message", {}).get("content") if isinstance(echo.get("message"), dict) else None
-        if isinstance(text, str) and slash_command(text) is not None:
-            continue  # a custom command's expansion: the command's words, not the user's
-        out.append(p.text)
-    return out
-
-
 def _view_text(runner, path: Path) -> str:
     r = runner.invoke(app, ["view", str(path), "--store", "st"])
     assert r.exit_code == 0, r.output
-    messages = [json.loads(line) for line in r.stdout.splitlines()]
-    return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b)
-                     for m in messages for b in ([m["content"]] if isinstance(m["content"], str) else m["content"])
-                     if isinstance(b, str) or b.get("type") == "text")
+    return view_text(r.stdout)
 
 
 @pytest.mark.skipif(not SESSIONS, reason=f"shared corpus not found at {CC_CORPUS.parent}")
@@ -108,5 +94,5 @@ def test_counts_before_and_after_each_stage_stand_on_one_basis(path, runner, tmp
             if "subagents" in path.parts:  # its prompt was written by the main agent, not typed by a person
                 continue
             text = _view_text(runner, out)
-            for prompt in _typed_prompts(path):
+            for prompt in typed_prompts(path):
                 assert prompt in text, (name, prompt[:200])
