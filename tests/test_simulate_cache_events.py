@@ -26,7 +26,7 @@ def _lost_at_a_new_prompt() -> Session:
 def test_a_loss_the_usage_shows_is_replayed_where_it_happened(tmp_path):
     result = _lost_at_a_new_prompt().simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
-    assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0}
+    assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0, "side": 0}
     lost = result["rows"]["replayed"].requests[4].usage
     assert abs(lost.cache_read_input_tokens - 14_000) < 1_500 and lost.cache_creation_input_tokens > 25_000
 
@@ -49,7 +49,7 @@ def test_a_miss_with_a_cause_is_not_counted_as_a_loss(tmp_path):
     s = _turns(Session("2.1.123"), 0, [(0, 14_000, 20_000), (20, 34_000, 3_000)])
     _turns(s, 2, [(600, 0, 37_400), (620, 37_400, 3_000)])
     result = s.simulate(tmp_path)
-    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0, "side": 0}
     assert _within_ten_percent(result["calibration"]["relative_error"])
 
 
@@ -60,7 +60,7 @@ def test_a_cache_read_past_its_lifetime_is_replayed_as_read(tmp_path):
     s = _turns(Session("1.0.24"), 0, [(0, 0, 14_200), (20, 14_200, 800)])
     _turns(s, 2, [(520, 15_000, 150), (521, 15_150, 150), (522, 15_300, 150)])
     result = s.simulate(tmp_path)
-    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 1}
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 1, "side": 0}
     assert _within_ten_percent(result["calibration"]["relative_error"])
     for row in (result["rows"]["replayed"], result["rows"]["none"], result["rows"]["policies"][0]):
         assert row.requests[2].usage.cache_read_input_tokens > 13_000, row.policy
@@ -99,7 +99,7 @@ def test_an_api_that_caches_the_tools_and_system_prompt_only_shows_no_loss(tmp_p
         s.answer("done " * 30, timedelta(seconds=20 * k + 3), 25_843 if k else 0, 0 if k else 25_843,
                  plain=60_000 + 3_000 * k if k else 1)
     result = s.simulate(tmp_path)
-    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0, "side": 0}
     assert _within_ten_percent(result["calibration"]["relative_error"])
 
 
@@ -114,7 +114,7 @@ def test_a_loss_at_a_request_timed_before_the_one_before_is_no_pause_and_every_l
     path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
     for sets in ([], ["request.cache_ttl=5m"], ["request.cache_ttl=1h"]):
         result = simulate_session(str(path), [("default", load_policy(None, sets=sets))], load_pricing())
-        assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0}, sets
+        assert result["calibration"]["cache_events"] == {"lost": 1, "kept": 0, "side": 0}, sets
         for row in (result["rows"]["none"], result["rows"]["policies"][0]):
             assert row.requests[3].usage.cache_creation_input_tokens > 25_000, (sets, row.policy)
 
@@ -142,7 +142,7 @@ def test_a_read_of_the_prefix_other_sessions_keep_warm_is_no_read_past_the_lifet
     s = _turns(Session(), 0, [(0, 17_000, 3_100), (30, 20_100, 150), (60, 20_250, 150)])
     _turns(s, 3, [(1_200, 17_000, 3_550), (1_230, 20_550, 150), (1_260, 20_700, 150)])
     result = s.simulate(tmp_path)
-    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0}
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0, "side": 0}
     assert _within_ten_percent(result["calibration"]["relative_error"])
     for row in (result["rows"]["replayed"], result["rows"]["none"]):
         assert row.requests[3].usage.cache_creation_input_tokens > 3_000, row.policy
@@ -182,3 +182,68 @@ def test_a_rewind_after_the_sessions_compaction_is_no_loss_of_the_rows_that_keep
     assert _within_ten_percent(result["calibration"]["relative_error"])
     for row in (result["rows"]["none"], result["rows"]["policies"][0]):
         assert row.requests[9].usage.cache_creation_input_tokens < 12_000, row.policy
+
+
+def _answers_read_at_each_new_prompt(version: str = "2.1.150") -> Session:
+    """held-out dee67297 (Claude Code 2.1.150) and 11e00291 (2.1.12): each new prompt, a minute or two after
+    the answer before it, read all the request before sent *and* that answer (about 1,000 tokens), and wrote
+    only the new prompt; nothing in the transcript between them sent the answer. The model wrote the answer
+    again at every prompt: +12% on writes."""
+    s = Session(version)
+    sizes = [(0, 0, 20_000, 50)] + [(90 * k, 20_000 + 1_050 * (k - 1) + 1_000, 50, 1) for k in range(1, 9)]
+    for k, (at, read, write, plain) in enumerate(sizes):
+        s.prompt(f"step {k}: " + "please go on with the plan " * 8, timedelta(seconds=at))
+        s.answer("the change is in place and the tests pass " * 110, timedelta(seconds=at + 20), read, write,
+                 plain=plain)
+    return s
+
+
+def test_an_answer_a_request_the_transcript_does_not_record_had_cached_is_read(tmp_path):
+    result = _answers_read_at_each_new_prompt().simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0, "side": 8}
+    later = result["rows"]["replayed"].requests[5].usage
+    assert later.cache_creation_input_tokens < 300 and later.cache_read_input_tokens > 24_000
+
+
+def test_none_and_the_policy_rows_read_the_answers_the_session_found_cached(tmp_path):
+    """A policy's world has the same requests after each answer: none and the policy's row (which changes
+    nothing on so small a session) read each answer too, and cost what replayed costs."""
+    rows = _answers_read_at_each_new_prompt().simulate(tmp_path)["rows"]
+    replayed = rows["replayed"].to_json()
+    for row in (rows["none"], rows["policies"][0]):
+        assert abs(row.to_json()["cache_creation_input_tokens"] - replayed["cache_creation_input_tokens"]) \
+            <= 0.05 * replayed["cache_creation_input_tokens"], row.policy
+        assert row.requests[5].usage.cache_creation_input_tokens < 300, row.policy
+
+
+def test_a_new_prompt_that_read_what_the_request_before_sent_writes_the_answer(tmp_path):
+    """The counter-case, the usual one: each new prompt read what the request before sent and wrote the answer
+    with the prompt. No event, and the replay writes the answers as the session did."""
+    s = Session("2.1.150")
+    sizes = [(0, 0, 20_000)] + [(90 * k, 20_000 + 1_051 * (k - 1), 1_050) for k in range(1, 9)]
+    for k, (at, read, write) in enumerate(sizes):
+        s.prompt(f"step {k}: " + "please go on with the plan " * 8, timedelta(seconds=at))
+        s.answer("the change is in place and the tests pass " * 110, timedelta(seconds=at + 20), read, write)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[5].usage.cache_creation_input_tokens > 800
+    assert result["calibration"]["cache_events"] == {"lost": 0, "kept": 0, "side": 0}
+    assert result["rows"]["replayed"].requests[5].usage.cache_creation_input_tokens > 800
+
+
+def test_a_read_past_the_request_before_longer_than_its_answer_is_another_prefix(tmp_path):
+    """held-out 7efb071a (Claude Code 2.1.71): the first request read nothing and sent 7,827 tokens; the next
+    prompt read 9,320 -- 1,493 more, where the answer between them was about 500 -- and wrote 7,140: the tools
+    had grown after the first request (its MCP tools listed later), and the 9,320 were the longer tools other
+    sessions had cached. Taken for the answer cached ahead, the replay read through it: -19% on writes."""
+    s = Session("2.1.71")
+    s.prompt("help me translate this information " * 10, timedelta(seconds=0))
+    s.answer("here is what the message says " * 12, timedelta(seconds=10), 0, 7_824, plain=3)
+    s.prompt("create a plan for implementing this solution " * 6, timedelta(seconds=120))
+    s.answer("the plan " * 20, timedelta(seconds=130), 9_320, 7_140)
+    s.prompt("go on", timedelta(seconds=200))
+    s.answer("done " * 20, timedelta(seconds=210), 16_461, 300)
+    result = s.simulate(tmp_path)
+    assert result["calibration"]["cache_events"]["side"] == 0
+    assert result["rows"]["replayed"].requests[1].usage.cache_creation_input_tokens > 6_000

@@ -8,7 +8,14 @@ held-out sessions, against 0.1% inside a turn: ``bench/cache_misses.py``), which
 composing part of its prompt again as a turn begins, or the API losing an entry before its lifetime
 ends (it promises no hit). The other way round, a request sent longer after the one before than the
 cache lifetime still reads all of it: the lines' times are not when the requests were sent (Claude
-Code 1.0 wrote a turn's lines at one instant when it ended), or the entry outlived its lifetime.
+Code 1.0 wrote a turn's lines at one instant when it ended), or the entry outlived its lifetime. And a
+new prompt can read more than all the request before it sent, by about the answer between them, and write
+little more than itself: only a request sent after that answer can have cached it, and the transcript
+records none (a request Claude Code sends of its own between an answer and the next prompt, or one
+cancelled before any of its answer was written: SWORDIntel ``05305169``, 1.0.89). Held-out ``dee67297``
+(2.1.150) and ``11e00291`` (2.1.12) read the answer at most of their new prompts, and the model, which
+wrote it again each time, was +12% on their writes. Before such a request every row caches its own
+conversation up to the end of that answer (:meth:`CacheEvents.before`).
 
 No model of the transcript predicts either, but the recorded usage shows each one, and how deep a loss
 went (what the request still read). ``simulate`` takes them as events of the session, as it takes the
@@ -34,6 +41,9 @@ from .usage import RecordedRequest
 #: A request smaller than this share of the one before did not send the same prompt again (its history
 #: cleared in place: :func:`ctxkit.reports.session_prefix.history_rewrites`): not taken for a read past the lifetime
 SAME_SIZE = 0.9
+#: How many times its estimate a read past all the request before sent may be and still be the answer between
+#: them: the estimator's error per token is 0.78-1.40 on the public sessions (the fitted scale, docs/simulate.md)
+ANSWER_BOUND = 2.0
 
 
 @dataclass
@@ -48,6 +58,9 @@ class CacheEvents:
     #: microcompact), or the transcript forked at a smaller prompt (a rewind): the rows that keep the
     #: whole history send their own there (:meth:`for_lifetime`)
     rewritten: set[int] = field(default_factory=set)
+    #: a read beyond all the request before sent: a request the transcript does not record had cached the
+    #: conversation up to the answer before it, with this lifetime (seconds)
+    side: dict[int, int] = field(default_factory=dict)
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
         """The events a row that keeps the history whole meets (``none``, a policy's: not the losses
@@ -58,10 +71,10 @@ class CacheEvents:
         and an entry that lives as long lives through the same pause (the session's own 5 minutes set again)."""
         lost = {k: v for k, v in self.lost.items() if k not in self.rewritten}
         if seconds is None:
-            return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes)
+            return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes, side=self.side)
         kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
         return CacheEvents({k: v for k, v in lost.items() if k not in self.expected}, kept,
-                           lifetimes={k: self.lifetimes[k] for k in kept})
+                           lifetimes={k: self.lifetimes[k] for k in kept}, side=dict.fromkeys(self.side, seconds))
 
     def met_by(self, policy: Policy) -> CacheEvents:
         """The events a row of ``policy`` meets: :meth:`for_lifetime` its own ``request.cache_ttl`` when it sets
@@ -69,21 +82,40 @@ class CacheEvents:
         return self.for_lifetime(policy.cache_minutes * 60 if policy.explicit("request.cache_ttl") else None)
 
     def counts(self) -> dict[str, int]:
-        """How many of each the transcript's times do not explain (``simulate --json``'s ``cache_events``)."""
-        return {"lost": len(self.lost.keys() - self.expected), "kept": len(self.kept)}
+        """How many of each the transcript does not explain (``simulate --json``'s ``cache_events``)."""
+        return {"lost": len(self.lost.keys() - self.expected), "kept": len(self.kept), "side": len(self.side)}
 
-    def before(self, cache: PromptCache | None, k: int, model: str, when: datetime | None) -> None:
-        """Before request ``k`` to ``model``, sent ``when``: ``cache`` loses the prefixes longer than what the
-        recorded request read, and a quarter more (all of them when it read nothing), or keeps alive until
-        then what was alive when the request before it was sent."""
+    def before(self, cache: PromptCache | None, k: int, model: str, when: datetime | None,
+               pieces: list[Piece] | None = None) -> None:
+        """Before request ``k`` to ``model``, sent ``when``, with ``pieces`` (the row's own): ``cache`` loses the
+        prefixes longer than what the recorded request read, and a quarter more (all of them when it read
+        nothing), or keeps alive until then what was alive when the request before it was sent, or caches
+        ``pieces`` up to the answer before the request's new message (:attr:`side`)."""
         if cache is None:
             return
-        if k in self.lost:
+        if k in self.side and pieces is not None:
+            # (the row's conversation up to its breakpoint before the last: the end of the answer the new prompt follows)
+            marks = [j for j, p in enumerate(pieces) if p.breakpoint and not p.lead]
+            if len(marks) >= 2:
+                cache.request(when, model, pieces[:marks[-2] + 1], self.side[k])
+        elif k in self.lost:
             # (what it read is where the request's prefix changed, or a breakpoint before it: the prefixes the row
             # cached up to a little more than that are the same ones, composed by its own estimates)
             cache.forget_beyond(model, self.lost[k] / MISSED_BELOW, when)
         elif k in self.kept and when is not None:
             cache.keep_alive(model, self.kept[k], when)
+
+
+def answer_estimate(raw_before: list[Piece], raw_now: list[Piece]) -> float:
+    """The estimated tokens of what a request holds after all an earlier one sent, up to its breakpoint before
+    the last (the answer its new message follows); 0 when its messages do not start with all of the earlier
+    one's (:func:`ctxkit.reports.session_prefix.grown`)."""
+    if not grown(raw_before, raw_now):
+        return 0.0
+    old = sum(not p.lead for p in raw_before)
+    new = [p for p in raw_now if not p.lead]
+    marks = [j for j, p in enumerate(new) if p.breakpoint]
+    return sum(p.tokens for p in new[old:marks[-2] + 1]) if len(marks) >= 2 else 0.0
 
 
 def comparable(points: list[RecordedRequest], marks: list[int],
@@ -107,11 +139,14 @@ def comparable(points: list[RecordedRequest], marks: list[int],
 
 
 def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
-                 ttl_of: list[int], overhead: float = 0.0, raw: list[list[Piece]] | None = None) -> CacheEvents:
+                 ttl_of: list[int], overhead: float = 0.0, raw: list[list[Piece]] | None = None,
+                 starts: frozenset[int] = frozenset()) -> CacheEvents:
     """The cache events the usage of ``points`` shows (see the module docstring): before each request that
     read less than :data:`MISSED_BELOW` of what the request before it sent, or of its own prompt when that
     is smaller (:func:`comparable`; a history rewritten smaller, as a subagent resumed anew, counts), the
-    cache keeps only what it read; before each of at least :data:`SAME_SIZE` of that request's size that
+    cache keeps only what it read; before each that begins a turn (``starts``), sent after that request, and
+    read more than all it sent, by no more than its answer, that answer was cached (:attr:`CacheEvents.side`);
+    before each of at least :data:`SAME_SIZE` of that request's size that
     read at least that much of it, and more than the tools and system prompt (``overhead``: other sessions
     keep those warm), what was alive when the request before it was sent is kept alive. Where the pause
     between them says the same (``ttl_of``: each request's lifetime) the event changes nothing, and
@@ -133,6 +168,17 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             if raw is not None and (rewrites[k] != rewrites[b] or (
                     now.prompt_tokens < SAME_SIZE * was.prompt_tokens and not grown(raw[b], raw[k]))):
                 out.rewritten.add(k)
+        elif k in starts and gap > 0 and raw is not None and \
+                0 < now.cache_read_input_tokens - was.prompt_tokens <= max(
+                    was.output_tokens, ANSWER_BOUND * answer_estimate(raw[b], raw[k])):
+            # (a new prompt: between an answer and it, Claude Code sends requests of its own, which a turn's tool
+            # calls do not wait for; sent after the request before: where the lines' times are out of order, as
+            # Claude Code 1.0 wrote some, the request before in the file need not be the one before on the wire;
+            # no more beyond it than the answer can hold (its recorded output where that is a count, some versions
+            # writing that of the first streamed event, 1 to 5; else twice its estimate): a longer read is of
+            # another prefix, as a session whose first request went out before its MCP tools were listed reads
+            # their longer tools later)
+            out.side[k] = ttl_of[b]
         elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k], overhead):
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
             out.lifetimes[k] = ttl_of[b]

@@ -83,7 +83,7 @@ from .session_prefix import (
     with_epoch,
     with_rewrites,
 )
-from .turn_settings import TurnSetting, with_turn
+from .turn_settings import TurnSetting, turn_starts, with_turn
 from .usage import RecordedRequest, recorded_requests
 
 #: Figures compared by the calibration, and how far off the replay may be before simulate warns.
@@ -231,7 +231,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
         elif shared is not None:
             keep_warm(cache, shared, point, cal, ttl, k)
         if events is not None:
-            events.before(cache, k, point.cache_model, point.sent_at)
+            events.before(cache, k, point.cache_model, point.sent_at, cal)
         result = run_cache(cache, point.sent_at, point.cache_model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         if k in keep:
@@ -397,7 +397,8 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces)
+    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
+                                                                        turn_starts(t, points))
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected), events
 
 

@@ -194,7 +194,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
                 keep_warm(cache, shared, point, pieces, base.cache_minutes * 60, k)
-            none_events.before(cache, k, point.cache_model, point.sent_at)
+            none_events.before(cache, k, point.cache_model, point.sent_at, pieces)
             none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
@@ -307,7 +307,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:
             keep_warm(cache, shared, point, previous, policy.cache_minutes * 60, k)
-        events.before(cache, k, point.cache_model, point.sent_at)
+        events.before(cache, k, point.cache_model, point.sent_at, previous)
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history

@@ -156,6 +156,26 @@ def turn_settings(t: Transcript, points: list[RecordedRequest]) -> list[TurnSett
             for s, m, p in zip(out, turn_model, points, strict=True)]
 
 
+def turn_starts(t: Transcript, points: list[RecordedRequest]) -> frozenset[int]:
+    """The requests (indexes into ``points``) that begin a turn: a prompt (no meta line, no tool result) was written
+    after the response to the request before them (for the first, anywhere before it). Between an answer and
+    the next prompt Claude Code may send requests of its own, which no line records; within a turn its tool
+    calls leave it none to send (:mod:`ctxkit.reports.cache_events`)."""
+    if t.format != "claude-code":
+        return frozenset()
+    out, k, prompted = set(), 0, False
+    for i in t.live_indexes():
+        while k < len(points) and points[k].first_entry <= i:
+            if prompted:
+                out.add(k)
+            prompted, k = False, k + 1
+        if k == len(points):
+            break
+        entry = t.peek(i)
+        prompted = prompted or (_prompt_text(entry) is not None and not entry.get("isMeta"))
+    return frozenset(out)
+
+
 def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Piece]:
     """``pieces`` as the cache knows them in a turn of ``setting``: under a thinking budget the messages
     are another prefix, and so is the session's own part of the system prompt in another directory than
