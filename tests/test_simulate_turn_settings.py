@@ -105,6 +105,28 @@ def test_a_turn_begun_in_another_directory_writes_the_sessions_own_prefix_again(
     assert _within_ten_percent(s.errors(tmp_path))
 
 
+@pytest.mark.parametrize("first_read", [16_565, 0])
+def test_a_turn_in_another_directory_reads_only_the_part_every_directory_shares(tmp_path, first_read):
+    """0c45b0a6 (1.0.81): the first request read 16,565 tokens other sessions had cached in the first directory;
+    each turn begun in another directory read only 11,704 of them, the part before the directory's own part of
+    the system prompt, and wrote the rest again. The replay read 16,565 there (-40% on writes here). A copy of
+    the session whose first request read nothing (``f02f91``) had no shared prefix at all, so no part of it to
+    key by the directory: the replay read everything there (-55% on writes); those turns' reads measure it."""
+    s = OldSession("/home/me/project")
+    _turn(s, 0, "load the notes", first_read, 20_565 - first_read)
+    _turn(s, 30, "what is in agents", 20_565, 300)
+    total = 20_865
+    for n, folder in enumerate(("agents", "bridge")):
+        s.cwd = f"/home/me/project/{folder}"  # (a cd in the turn before: the lines after it say so)
+        _turn(s, 60 + 60 * n, f"build part {n}", 11_704, total + 300 - 11_704)
+        _turn(s, 90 + 60 * n, f"and check part {n}", total + 300, 300)
+        total += 600
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert reads[2] == pytest.approx(11_704, abs=50) and reads[4] == pytest.approx(11_704, abs=50), reads
+
+
 def test_a_turn_without_thinking_reads_both_parts_of_a_shared_prefix_a_loss_split(tmp_path):
     """The thinking turns of 78b51334 (above) with a loss among them that read only 14,015 of the 35,157
     tokens shared with other sessions (held-out 6bff27da), so the shared prefix is two pieces: the next turn

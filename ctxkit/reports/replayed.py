@@ -73,6 +73,7 @@ from .session_prefix import (
     SharedPrefix,
     Warm,
     consistent,
+    directory_part,
     epochs,
     history_rewrites,
     is_warm,
@@ -141,7 +142,8 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
         shared = min(warm.tokens, head.tokens)
         # (a model with a shared prefix of its own has its own system prompt: the rest of it is another piece)
         own = head.digest if warm.digest == WARM else hashlib.blake2b(warm.digest + head.digest, digest_size=16).digest()
-        parts = [Piece(INNER, warm.inner, True, True), Piece(warm.digest, shared - warm.inner, True, True)] \
+        beyond = directory_part(warm.digest) if warm.inner_in_directory else warm.digest
+        parts = [Piece(INNER, warm.inner, True, True), Piece(beyond, shared - warm.inner, True, True)] \
             if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
         out = [*parts, Piece(own, head.tokens - shared, head.breakpoint, True), *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
@@ -399,7 +401,8 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
         return marks, None, CacheEvents()
     events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
                                                                         turn_starts(t, points))
-    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected), events
+    moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
+    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],

@@ -54,6 +54,9 @@ INNER = hashlib.blake2b(b"warm-overhead-inner", digest_size=16).digest()
 _WARM_IDS = {WARM, INNER}  # and each model's own (:meth:`SharedPrefix.piece_id`)
 
 
+_DIRECTORY_PARTS: set[bytes] = set()  # (:func:`directory_part`)
+
+
 def is_warm(digest: bytes) -> bool:
     """Whether a piece is the shared part of the overhead (of the session's first model, or another's own)."""
     return digest in _WARM_IDS
@@ -72,6 +75,22 @@ class Warm(NamedTuple):
     tokens: float = 0.0
     digest: bytes = WARM
     inner: float = 0.0
+    inner_in_directory: bool = False  # (:attr:`SharedPrefix.inner_in_directory`)
+
+
+@functools.lru_cache(maxsize=64)
+def directory_part(digest: bytes) -> bytes:
+    """The identity of the shared piece ``digest`` beyond its shorter part where that part is what a turn in
+    another directory read (:attr:`SharedPrefix.inner_in_directory`): the first directory's part, which
+    :func:`ctxkit.reports.turn_settings.with_turn` keys by the directory. Made once, known to :func:`is_warm`."""
+    part = hashlib.blake2b(b"directory" + digest, digest_size=16).digest()
+    _WARM_IDS.add(part)
+    _DIRECTORY_PARTS.add(part)
+    return part
+
+
+def is_directory_part(digest: bytes) -> bool:
+    return digest in _DIRECTORY_PARTS
 
 #: Slash commands after which Claude Code composes the session's own prefix again
 RESTARTING_COMMANDS = frozenset({"/exit", "/quit", "/mcp"})
@@ -235,6 +254,10 @@ class SharedPrefix:
     #: 14,015 after a loss), and the cold requests that found it
     inner: float = 0.0
     inner_at: frozenset[int] = frozenset()
+    #: the shorter part is what the requests that began a turn in another directory read (Claude Code 1.x):
+    #: the shared prefix, measured in the first turn's directory, holds that directory's part of the system
+    #: prompt after it (SWORDIntel ``0c45b0a6``: 16,565 read in the first directory, 11,704 in the next)
+    inner_in_directory: bool = False
 
     def kept_warm(self, model: str, k: int | None = None) -> bool:
         if k in self.read_at or k in self.missed_at:
@@ -265,7 +288,7 @@ def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) ->
     model)."""
     if shared is None:
         return Warm(default)
-    return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner)
+    return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner, shared.inner_in_directory)
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -286,12 +309,15 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
 
 def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
-                  first_overhead: float, lost: Iterable[int] = ()) -> SharedPrefix:
+                  first_overhead: float, lost: Iterable[int] = (), moved: Iterable[int] = ()) -> SharedPrefix:
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
     (the cached part of the tools and system prompt), else the median read of the cold requests and of
     those that ``lost`` the cache (:mod:`ctxkit.reports.cache_events`); it was kept warm at each cold
-    request that read it, and for a model when most of that model's cold requests read it."""
+    request that read it, and for a model when most of that model's cold requests read it. The requests that
+    began a turn in another directory (``moved``, Claude Code 1.x) read it too: with the cold ones, when the
+    first read nothing; and where they read less of it than the others, what they read is its shorter part
+    (:attr:`SharedPrefix.inner`, :attr:`SharedPrefix.inner_in_directory`)."""
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
@@ -300,9 +326,10 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         return float(points[k].usage.cache_read_input_tokens)
 
     first, cold_reads, lost_reads = read(0), [(k, read(k)) for k in cold], [(k, read(k)) for k in lost]
+    moved = list(moved)
     size = first if 0 < first < first_overhead else 0.0
     if not size:
-        seen = [r for _, r in [*cold_reads, *lost_reads] if 0 < r < first_overhead]
+        seen = [r for _, r in [*cold_reads, *lost_reads, *((k, read(k)) for k in moved)] if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
 
@@ -310,7 +337,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         return own.get(cache_key(points[k].cache_model), size)
 
     below = [r for k, r in [*cold_reads, *lost_reads] if 0 < r < SHARED_READ * size_of(k)]
-    inner = statistics.median(below) if below else 0.0
+    elsewhere = [read(k) for k in moved if 0 < read(k) < SHARED_READ * size_of(k)]
+    inner = statistics.median(elsewhere or below) if elsewhere or below else 0.0
     inner_at = frozenset(k for k, r in cold_reads if inner and SHARED_READ * inner <= r < SHARED_READ * size_of(k))
     votes: dict[str, list[bool]] = {}
     for k, r in cold_reads:
@@ -318,7 +346,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     warm = frozenset(m for m, v in votes.items() if sum(v) * 2 > len(v) and own.get(m, size))
     read_at = frozenset(k for k, r in cold_reads if size_of(k) and r >= SHARED_READ * size_of(k))
     missed = frozenset(k for k in cold if size_of(k)) - read_at
-    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at)
+    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at, bool(elsewhere))
 
 
 def _own_sizes(points: list[RecordedRequest], cold: list[int], size: float) -> dict[str, float]:

@@ -26,7 +26,10 @@ directory than the turn before has another system prompt from that line on: the 
 prefix shared with other sessions (the tools and the static system prompt) and writes the session's own
 part again; the part written for a directory stays cached for its lifetime. Claude Code 2.x names the
 directory it was started in whatever the shell's is now (``4thehalibit/omarchy-backup``, 2.1.97: turns
-begun in two other directories read everything), so the rule is 1.x's only.
+begun in two other directories read everything), so the rule is 1.x's only. The shared prefix, measured
+in the first turn's directory, can hold that directory's part too: where the turns begun elsewhere read
+less of it, what they read is its shorter part (:attr:`ctxkit.reports.session_prefix.SharedPrefix.inner`)
+and the rest is keyed by the directory as well.
 
 **Model.** The system prompt names the model too ("You are powered by the model named ..."), the one
 the turn began with: when Claude Code falls back to another model within a turn ("Claude Opus limit
@@ -49,7 +52,7 @@ from ..transcript.model import Transcript
 from .api_cache import TAIL
 from .cache_model import Piece, remade
 from .pricing import normalize_model
-from .session_prefix import warm_count
+from .session_prefix import INNER, is_directory_part, warm_count
 from .usage import RecordedRequest
 
 #: Claude Code 1.0.98's thinking budgets (cli.js ``xh1``) and the words that set them in each language it
@@ -196,7 +199,11 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
 
     out = []
     for k, p in enumerate(pieces):
-        if k == own:
+        if k == 1 and setting.cwd and pieces[0].digest == INNER and is_directory_part(p.digest):
+            # the shared prefix beyond its shorter part, as measured in the first turn's directory: that
+            # directory's part of the system prompt (SharedPrefix.inner)
+            p = remade(memo, p, ("shared-cwd", setting.cwd), moved)
+        elif k == own:
             # the session's own part: its system prompt (another in another directory) and the context
             # Claude Code adds to the first message (a message: keyed on the thinking too)
             p = remade(memo, p, ("cwd", setting.cwd, setting.model), moved) if setting.cwd or setting.model else p
