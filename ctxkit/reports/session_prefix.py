@@ -52,8 +52,6 @@ WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
 #: The identity of the shorter shared part some requests found (:attr:`SharedPrefix.inner`), cut off before it
 INNER = hashlib.blake2b(b"warm-overhead-inner", digest_size=16).digest()
 _WARM_IDS = {WARM, INNER}  # and each model's own (:meth:`SharedPrefix.piece_id`)
-
-
 _DIRECTORY_PARTS: set[bytes] = set()  # (:func:`directory_part`)
 
 
@@ -90,6 +88,7 @@ def directory_part(digest: bytes) -> bytes:
 
 
 def is_directory_part(digest: bytes) -> bool:
+    """Whether a piece is the part of the shared prefix a turn in another directory does not share."""
     return digest in _DIRECTORY_PARTS
 
 #: Slash commands after which Claude Code composes the session's own prefix again

@@ -4,10 +4,10 @@ A pasted spec, plan or log is the user's request word for word; cut at ten thous
 agent after the compaction reads the first pages of it and guesses the rest (held-out sessions lost
 the last steps of an 11,092-character plan and a 39,247-character workflow that way). So autocompact
 asks the extractive summarizer for the prompts whole first (in *6. All user messages*; the other
-sections keep their cap). A session made mostly of pastes may then not shrink enough. The compacted context must come in under a goal: smaller than
-what it replaces and, for `--force` (Claude Code's `/compact`), under the autocompact threshold; for
-an automatic compaction, under half of the threshold (the room the kept tail and the re-read files
-get), or the next turns would compact again. When it does not, the summary is written again with the
+sections keep their cap). A session made mostly of pastes may then not shrink enough. The compacted
+context must come in under a goal: smaller than what it replaces and, for `--force` (Claude Code's
+`/compact`), under the autocompact threshold; for an automatic compaction, under half of the threshold
+(the room the kept tail and the re-read files get), or the next turns would compact again. When it does not, the summary is written again with the
 prompts cut to the share they may take together (:data:`ctxkit.summarize.extractive.TYPED_PROMPTS_SHARE`).
 `--report json` says which in the autocompact stage's details: ``prompts_quoted`` is ``whole`` or ``cut``
 (absent when no prompt was long enough for it to matter, or when the stage made no compaction), and
