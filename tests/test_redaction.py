@@ -324,6 +324,10 @@ def test_collapse_sends_no_secret_to_its_summarizer_and_writes_none(tmp_path, ma
     # letters alone, but no words run together: random (a camelCase name under a weak name is not)
     ('key: "xKqPzWmTrBjLs"', 'key: "[REDACTED:secret-assignment]"'),
     ('password: "ThisIsPasswordManualEntry"', 'password: "[REDACTED:secret-assignment]"'),
+    # a passphrase of words is a secret, whichever words (a template's stand-in says "put yours here": below)
+    ("PASSWORD=correct-horse-battery-staple", "PASSWORD=[REDACTED:secret-assignment]"),
+    ("PASSWORD=change-the-world", "PASSWORD=[REDACTED:secret-assignment]"),
+    ("PASSWORD=YourDog2024", "PASSWORD=[REDACTED:secret-assignment]"),
     ("SLACK=xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "SLACK=[REDACTED:slack-token]"),
 ])
 def test_each_kind_of_secret_is_replaced_by_its_marker(text, expected):
@@ -343,6 +347,9 @@ def test_each_kind_of_secret_is_replaced_by_its_marker(text, expected):
     # a field's name under a weak one: a MongoDB index in Go (held-out 9ec57d73: taken for a secret, every
     # "createdAt" of the summary was redacted, the user's prompt "lets use createdAt" among them)
     'Keys: bson.D{{Key: "customerId", Value: 1}, {Key: "createdAt", Value: 1}}', 'key: "HTTPServerError"',
+    # a template's stand-in in words, as a pasted .env.example holds (held-out prompts lost these lines)
+    "JWT_SECRET=your-super-secret-jwt-key-change-this", "SECRET_KEY=change-me-in-production",
+    "APP_KEY=base64:GENERATE_WITH_php_artisan_key:generate", "API_KEY=your-api-key-here",
 ])
 def test_ordinary_code_and_prose_are_left_alone(text):
     r = Redactor()

@@ -68,7 +68,8 @@ def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) 
     v = value.strip()
     if len(v) < min_length or MARKER_RE.search(v):
         return False
-    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _looks_like_code(v, literal=literal):
+    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _looks_like_code(v, literal=literal) \
+            or _template_words(v):
         return False
     if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
         return False
@@ -78,6 +79,27 @@ def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) 
 
 
 _CODE_PREFIX = re.compile(r"(?:self|this|cls|os|process|env)\b")
+_WORDS_ONLY = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
+#: Word pairs by which a template tells the reader to put their own value in its place
+_TEMPLATE_PAIRS = {("change", "me"), ("change", "this"), ("replace", "me"), ("replace", "this"), ("replace", "with"),
+                   ("generate", "with"), ("generate", "one")}
+
+
+def _template_words(value: str) -> bool:
+    """Whether ``value`` is a template's stand-in written in words, which a pasted ``.env.example`` or setup
+    guide holds: ``your-super-secret-jwt-key-change-this``, ``change-me-in-production``,
+    ``base64:GENERATE_WITH_php_artisan_key:generate`` (redacted, held-out prompts lost the line the user asked
+    about). At least three words, no digits but ``base64``/``sha256``'s, and the words say "put yours here": they
+    open with "your", end with "here", or hold "change me", "replace with", "generate with"... A passphrase of
+    words (``correct-horse-battery-staple``, ``change-the-world``) says none of these and stays a secret."""
+    if not _WORDS_ONLY.fullmatch(value):
+        return False
+    words = [w.lower() for w in _NAME_SPLIT.findall(value)]
+    numbers = [k for k, w in enumerate(words) if w.isdigit()]
+    if len(words) - len(numbers) < 3 or any(k == 0 or words[k - 1] not in ("base", "sha") for k in numbers):
+        return False
+    return words[0] == "your" or words[-1] == "here" or "changeme" in words \
+        or any(pair in _TEMPLATE_PAIRS for pair in zip(words, words[1:]))
 
 
 def _looks_like_code(value: str, *, literal: bool = False) -> bool:
