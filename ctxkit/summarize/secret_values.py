@@ -99,7 +99,7 @@ def _template_words(value: str) -> bool:
     if len(words) - len(numbers) < 3 or any(k == 0 or words[k - 1] not in ("base", "sha") for k in numbers):
         return False
     return words[0] == "your" or words[-1] == "here" or "changeme" in words \
-        or any(pair in _TEMPLATE_PAIRS for pair in zip(words, words[1:]))
+        or any(pair in _TEMPLATE_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
 def _looks_like_code(value: str, *, literal: bool = False) -> bool:
