@@ -119,7 +119,7 @@ def compact(
     from ..pipeline import compile_pipeline
     from ..reports.outcome import failure_message, over_threshold_message
     from ..store.link import refuse_output_in_store
-    from .run_setup import open_run
+    from .run_setup import name_history, open_run
 
     source = one_source(sources)
     check_output(output)
@@ -134,10 +134,7 @@ def compact(
     if to is None and run.transcript.source.read_only:  # before any work (a summary a model is paid for)
         raise UsageError(f"{run.transcript.source.name}: {run.transcript.source.read_only}")
     start = afresh_input(run, source) if fresh else run.transcript
-    # where the full history can be read after compaction (the summary tells the model)
-    history = output if output is not None and str(output) != "-" else (source if source != "-" else None)
-    if history is not None:
-        run.ctx.inputs.transcript_path = str(Path(history).resolve())
+    name_history(run, output if output is not None and str(output) != "-" else source)
     if session_memory is not None and not session_memory.exists():
         run.ctx.warn(f"--session-memory {session_memory}: no such file yet; autocompact summarizes instead "
                      "(`ctxkit memory update` writes it)")
@@ -283,11 +280,12 @@ def stats(
     if wants_batch(params := dict(locals())):
         return run_many(STATS, params)
     from ..reports.stats import view_stats
-    from .run_setup import open_run
+    from .run_setup import name_history, open_run
 
     source = one_source(sources)
     run = open_run(source, policy=policy, sets=set_, fmt=fmt, on_bad_line=on_bad_line, store=store, now=now,
                    context_window=context_window, dry_run=True)
+    name_history(run, source)  # as compact without -o names it: the same summary, the same count
     print_warnings(run.ctx.warnings)
     data = view_stats(run.transcript, run.ctx)
     if as_json:

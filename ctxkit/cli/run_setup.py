@@ -179,3 +179,10 @@ def open_run(source: str, *, policy: str | None, sets: list[str] | None, fmt: st
     run = Run(ctx.policy, t, ctx, checkpoints, onto_input=onto_input)  # the policy as it applies to the session
     quick_exit.keep_until_exit("run", run)  # freed when the process ends (at once, not entry by entry)
     return run
+
+
+def name_history(run: Any, path: Any) -> None:
+    """Where the full history can be read after a compaction (``path``; not standard input): the summary
+    tells the model (``ctx.inputs.transcript_path``), so ``stats`` names the file as ``compact`` does."""
+    if path is not None and str(path) != "-":
+        run.ctx.inputs.transcript_path = str(Path(path).resolve())
