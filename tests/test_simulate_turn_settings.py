@@ -221,3 +221,38 @@ def test_each_platform_caches_apart(tmp_path):
     for k in (0, 1, 3):  # (served by Vertex AI)
         answers[k]["message"]["id"] = answers[k]["message"]["id"].replace("msg_", "msg_vrtx_")
     assert _within_ten_percent(s.errors(tmp_path))
+
+
+def _thinking_round(s: Session, at: int, k: int, read: int, write: int) -> None:
+    """An answer of a thinking turn as Claude Code 1.x writes it (a line per block: thinking, text, a tool
+    call, the same message and usage on each), then the call's result."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
+             "output_tokens": 90, "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0}}
+    for block in ({"type": "thinking", "thinking": f"step {k}: the order of the stages matters " * 6, "signature": "sig"},
+                  {"type": "text", "text": f"Editing stage {k}."},
+                  {"type": "tool_use", "id": f"toolu_{k}", "name": "Edit", "input": {"file_path": f"/w/s{k}.py"}}):
+        s._add({"type": "assistant", "message": {"id": f"msg_round_{k}", "type": "message", "role": "assistant",
+                                                 "model": OPUS_41, "content": [block], "usage": usage}},
+               timedelta(seconds=at))
+    s._add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": f"edited s{k}.py " * 20}]}},
+        timedelta(seconds=at + 1))
+
+
+def test_thinking_blocks_are_not_among_the_blocks_a_breakpoint_looks_back_over(tmp_path):
+    """69d6710c (1.0.89): seven requests of an "ultrathink" turn, then a prompt without thinking read the prefix
+    cached before them (110,301 tokens): 20 blocks back from its breakpoint without their thinking blocks, 27
+    with. The replay counted them, found nothing within reach and wrote it all again: +21.9% on writes."""
+    s = OldSession()
+    _turn(s, 0, "load the notes", 11_000, 9_000)
+    _turn(s, 20, "check the stages", 20_000, 400)
+    s.prompt("ultrathink: put the stages in order" + _FILLER, timedelta(seconds=40))
+    total = 11_000 + 9_400 + 200  # (the prompt: its thinking budget keys the messages anew)
+    for k in range(6):
+        _thinking_round(s, 44 + 6 * k, k, 11_000 if k == 0 else total, 9_600 if k == 0 else 260)
+        total = (11_000 + 9_600) if k == 0 else total + 260
+    _turn(s, 90, "now run the tests", 20_400, total + 300 - 20_400)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert reads[-1] == pytest.approx(20_400, abs=150), reads

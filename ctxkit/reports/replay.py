@@ -190,7 +190,8 @@ def _message_pieces(mi: int, msg: dict, counter: Any, memo: dict,
         tokens = memo.get(digest)
         if tokens is None:
             tokens = memo[digest] = counter.count_message({"role": role, "content": [bare]})
-        out.append(Piece(digest, tokens, _marked(block)))
+        out.append(Piece(digest, tokens, _marked(block), thinking=isinstance(block, dict) and role == "assistant"
+                         and block.get("type") in ("thinking", "redacted_thinking")))
     marked = any(p.breakpoint for p in out)
     last = len(out) - 1
     if len(calls) > 1 and role == "user":  # (a recorded mark stays on its block)
@@ -214,12 +215,12 @@ def calibrated(pieces: list[Piece], overhead: float, scale: float, memo: dict | 
     # (the lead pieces come first: what follows them is not looked at)
     head = Piece(OVERHEAD, max(0.0, overhead), not any(p.breakpoint for p in takewhile(_lead, pieces)), lead=True)
     if memo is None:
-        return [head, *(Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead) for p in pieces)]
+        return [head, *(replace(p, tokens=p.tokens * scale) for p in pieces)]
     # the pieces the call before scaled by the same factor, first (the same objects), are scaled as there
     before = memo.get(("calibrated", scale))
     start = same_leading(before[0], pieces) if before is not None else 0
     out = [head, *before[1][1:start + 1]] if start else [head]
-    out.extend(remade(memo, p, scale, lambda p: Piece(p.digest, p.tokens * scale, p.breakpoint, p.lead))
+    out.extend(remade(memo, p, scale, lambda p: replace(p, tokens=p.tokens * scale))
                for p in pieces[start:])
     memo[("calibrated", scale)] = (pieces, out)
     return out

@@ -33,7 +33,7 @@ import functools
 import hashlib
 import statistics
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timezone
 from itertools import takewhile
 from operator import attrgetter
@@ -432,7 +432,7 @@ def consistent(pieces: list[Piece], sizes: dict[bytes, float], prompt_tokens: in
     def sized(p: Piece, tokens: float) -> Piece:
         if tokens == p.tokens:
             return p
-        return remade(memo, p, tokens, lambda p: Piece(p.digest, tokens, p.breakpoint, p.lead))
+        return remade(memo, p, tokens, lambda p: replace(p, tokens=tokens))
 
     if prompt_tokens <= 0:  # no size to make up: what was sent before keeps its size, the rest its own
         return _kept_sizes(pieces, sizes, memo, sized)
