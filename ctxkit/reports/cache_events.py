@@ -63,7 +63,7 @@ class CacheEvents:
     #: conversation up to the answer before it, with this lifetime (seconds)
     side: dict[int, int] = field(default_factory=dict)
     #: the side events whose request's messages go on from all the request before sent (the session's
-    #: history only grew between them): a row whose own history did not rewrote it there (:meth:`before`)
+    #: history only grew between them): where a row's own history does not, that row rewrote it (:meth:`before`)
     extends: set[int] = field(default_factory=set)
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
