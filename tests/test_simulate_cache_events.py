@@ -247,3 +247,41 @@ def test_a_read_past_the_request_before_longer_than_its_answer_is_another_prefix
     result = s.simulate(tmp_path)
     assert result["calibration"]["cache_events"]["side"] == 0
     assert result["rows"]["replayed"].requests[1].usage.cache_creation_input_tokens > 6_000
+
+
+def _bash_call(s, k: int, at: timedelta, read: int, write: int) -> None:
+    """A Bash call answered with a long build log."""
+    usage = {"input_tokens": 1, "cache_read_input_tokens": read, "cache_creation_input_tokens": write,
+             "output_tokens": 40, "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0}}
+    s._add({"type": "assistant", "message": {"id": f"msg_{s.n}", "type": "message", "role": "assistant",
+            "model": "claude-opus-4-6", "usage": usage,
+            "content": [{"type": "tool_use", "id": f"toolu_{k}", "name": "Bash", "input": {"command": f"cat log{k}"}}]}},
+           at)
+    s._add({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": f"line {k} of the build log " * 400}]}},
+        at + timedelta(seconds=1))
+
+
+def test_a_policy_that_rewrites_its_history_as_the_turn_begins_finds_no_answer_cached_for_it(tmp_path):
+    """The request that cached the answer before a new prompt went out before the prompt, with the history
+    as it stood; a policy that clears old results as the turn begins (microcompact after a pause) sends a
+    history no request sent before. Its row read the cleared history as if cached (it wrote 6 tokens where the
+    cleared results and what follows them were new): the policy looked cheaper than it is."""
+    s = Session("2.1.150")
+    s.prompt("look at the build logs", timedelta(seconds=0))
+    _bash_call(s, 0, timedelta(seconds=5), 0, 20_000)
+    _bash_call(s, 1, timedelta(seconds=10), 20_000, 2_500)
+    s.answer("the build fails in the linker " * 30, timedelta(seconds=15), 22_500, 2_500)
+    s.prompt("fix it", timedelta(seconds=100))  # read the answer too: a side event
+    s.answer("done " * 30, timedelta(seconds=105), 25_300, 100)
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    clears = load_policy(None, ["stages.microcompact.options.gap_minutes=1", "stages.microcompact.options.keep_recent=0"],
+                         cwd=tmp_path)
+    result = simulate_session(str(path), [("clears", clears)], load_pricing(), cwd=tmp_path)
+    assert result["calibration"]["cache_events"]["side"] == 1
+    assert result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens > 25_000  # (the answer read)
+    policy = result["rows"]["policies"][0].requests
+    assert policy[3].context < policy[2].context - 4_000  # (the two logs cleared)
+    assert policy[3].usage.cache_read_input_tokens < policy[2].usage.cache_read_input_tokens
+    assert policy[3].usage.cache_creation_input_tokens > 200

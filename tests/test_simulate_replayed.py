@@ -244,27 +244,37 @@ def test_subagent_files_beside_a_session_are_priced_and_an_unreadable_one_is_nam
     assert f"subagent file left out: {folder / 'agent-gone.jsonl'}" in result.stderr
 
 
-def test_a_compaction_at_the_top_of_a_file_a_clear_started_is_not_the_sessions_own(runner, tmp_path):
-    """Held-out sessions of Claude Code 2.1.120: `/clear` starts a new file, and the compaction of what came
-    before it is written at its top (a boundary naming a line of the earlier file, then the summary). Every
-    request of this file holds the summary, and there is no history in the file to put in its place: ``none``
-    keeps the summary, as the session had it (it had dropped it, and every request came out ~2,000 tokens
-    under what the API counted: its peak under the recorded one), and the session compacted nothing."""
+def _cleared_file(summary: bool = True):
+    """A file `/clear` started in Claude Code 2.1.120, the compaction of the earlier file's history at its top
+    (a boundary naming a line of the earlier file, then, unless ``summary`` is False, the summary), and four
+    prompts."""
     from test_simulate_session_prefix import Session
-
-    from ctxkit.cli.main import app
 
     s = Session("2.1.120").command("/clear", timedelta(seconds=0))
     s._add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
             "logicalParentUuid": "a-line-of-the-earlier-file",
             "compactMetadata": {"trigger": "auto", "preTokens": 150_000}}, timedelta(seconds=1))
-    summary = "This session is being continued from a previous conversation. " + "It built the parser. " * 400
-    s._add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": summary}},
-           timedelta(seconds=1))
+    if summary:
+        text = "This session is being continued from a previous conversation. " + "It built the parser. " * 400
+        s._add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": text}},
+               timedelta(seconds=1))
     for k in range(4):
         s.prompt(f"step {k}: go on with the parser", timedelta(seconds=10 + 20 * k))
         s.answer("done " * 30, timedelta(seconds=13 + 20 * k), read=0 if k == 0 else 14_000 + 60 * k,
                  write=14_000 if k == 0 else 60)
+    return s
+
+
+@pytest.mark.parametrize("summary", [True, False])
+def test_a_compaction_at_the_top_of_a_file_a_clear_started_is_not_the_sessions_own(runner, tmp_path, summary):
+    """Held-out sessions of Claude Code 2.1.120: `/clear` starts a new file, and the compaction of what came
+    before it is written at its top. Every request of this file holds the summary, and there is no history in
+    the file to put in its place: ``none`` keeps the summary, as the session had it (it had dropped it, and
+    every request came out ~2,000 tokens under what the API counted: its peak under the recorded one), and the
+    session compacted nothing. A boundary with no summary after it is no compaction of the session's either."""
+    from ctxkit.cli.main import app
+
+    s = _cleared_file(summary)
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
     r = runner.invoke(app, ["simulate", str(path), "--json"])
@@ -273,3 +283,30 @@ def test_a_compaction_at_the_top_of_a_file_a_clear_started_is_not_the_sessions_o
     assert doc["recorded"]["compactions"] == 0
     assert doc["none"]["peak_context"] == doc["replayed"]["peak_context"]
     assert doc["none"]["cost_usd"] == doc["replayed"]["cost_usd"]
+
+
+def test_the_sessions_own_compaction_after_a_clear_is_still_its_own(tmp_path):
+    """The file a `/clear` started (its top compaction not the session's) later compacts itself: that one is
+    the session's, counted once in ``recorded``, and ``none`` leaves it out (its requests after it hold the
+    history the compaction replaced, so they are larger than the recorded ones), keeping the top summary."""
+    from ctxkit import load_policy
+    from ctxkit.reports.pricing import load_pricing
+    from ctxkit.reports.simulate import simulate_session
+
+    s = _cleared_file()
+    s._add({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "manual", "preTokens": 15_000}}, timedelta(seconds=100))
+    s.lines[-1]["parentUuid"] = None
+    s._add({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "This session is being "
+            "continued from a previous conversation. " + "The parser is done. " * 100}}, timedelta(seconds=101))
+    for k in range(4, 6):
+        s.prompt(f"step {k}: now the printer " + "with care " * 200, timedelta(seconds=120 + 20 * k))
+        s.answer("done " * 30, timedelta(seconds=123 + 20 * k), read=0 if k == 4 else 12_900,
+                 write=12_900 if k == 4 else 500)
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in s.lines))
+    result = simulate_session(str(path), [("default", load_policy(None))], load_pricing())
+    rows = result["rows"]
+    assert [c["request"] for c in rows["recorded"].compactions] == [4]
+    assert rows["none"].requests[4].context > rows["recorded"].requests[4].context + 1_000
+    assert rows["none"].requests[0].context == rows["replayed"].requests[0].context  # (the top summary kept)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..policy.model import Policy
+from .api_cache import TAIL
 from .cache_model import Piece, PromptCache
 from .session_prefix import MISSED_BELOW, grown, history_rewrites, read_it
 from .turn_settings import TurnSetting
@@ -61,6 +62,9 @@ class CacheEvents:
     #: a read beyond all the request before sent: a request the transcript does not record had cached the
     #: conversation up to the answer before it, with this lifetime (seconds)
     side: dict[int, int] = field(default_factory=dict)
+    #: the side events whose request's messages go on from all the request before sent (the session's
+    #: history only grew between them): where a row's own history does not, that row rewrote it (:meth:`before`)
+    extends: set[int] = field(default_factory=set)
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
         """The events a row that keeps the history whole meets (``none``, a policy's: not the losses
@@ -71,10 +75,12 @@ class CacheEvents:
         and an entry that lives as long lives through the same pause (the session's own 5 minutes set again)."""
         lost = {k: v for k, v in self.lost.items() if k not in self.rewritten}
         if seconds is None:
-            return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes, side=self.side)
+            return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes, side=self.side,
+                               extends=self.extends)
         kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
         return CacheEvents({k: v for k, v in lost.items() if k not in self.expected}, kept,
-                           lifetimes={k: self.lifetimes[k] for k in kept}, side=dict.fromkeys(self.side, seconds))
+                           lifetimes={k: self.lifetimes[k] for k in kept}, side=dict.fromkeys(self.side, seconds),
+                           extends=self.extends)
 
     def met_by(self, policy: Policy) -> CacheEvents:
         """The events a row of ``policy`` meets: :meth:`for_lifetime` its own ``request.cache_ttl`` when it sets
@@ -86,17 +92,23 @@ class CacheEvents:
         return {"lost": len(self.lost.keys() - self.expected), "kept": len(self.kept), "side": len(self.side)}
 
     def before(self, cache: PromptCache | None, k: int, model: str, when: datetime | None,
-               pieces: list[Piece] | None = None) -> None:
-        """Before request ``k`` to ``model``, sent ``when``, with ``pieces`` (the row's own): ``cache`` loses the
-        prefixes longer than what the recorded request read, and a quarter more (all of them when it read
-        nothing), or keeps alive until then what was alive when the request before it was sent, or caches
-        ``pieces`` up to the answer before the request's new message (:attr:`side`)."""
+               pieces: list[Piece] | None = None, sent_before: list[Piece] | None = None) -> None:
+        """Before request ``k`` to ``model``, sent ``when``, with ``pieces`` (the row's own; ``sent_before``: the
+        row's request before it): ``cache`` loses the prefixes longer than what the recorded request read, and a
+        quarter more (all of them when it read nothing), or keeps alive until then what was alive when the
+        request before it was sent, or caches ``pieces`` up to the answer before the request's new message
+        (:attr:`side`). Not where the session's history only grew there (:attr:`extends`) and the row's did not
+        (``pieces`` do not go on from ``sent_before``): the unrecorded request went out before the row rewrote
+        its history for this one (a policy's clearing or compaction as the turn begins), so it held the
+        history before the rewrite, and cached nothing this request reads."""
         if cache is None:
             return
         if k in self.side and pieces is not None:
             # (the row's conversation up to its breakpoint before the last: the end of the answer the new prompt follows)
             marks = [j for j, p in enumerate(pieces) if p.breakpoint and not p.lead]
-            if len(marks) >= 2:
+            rewrote = k in self.extends and sent_before is not None and \
+                not grown([p for p in sent_before if p.digest != TAIL], pieces)
+            if len(marks) >= 2 and not rewrote:
                 cache.request(when, model, pieces[:marks[-2] + 1], self.side[k])
         elif k in self.lost:
             # (what it read is where the request's prefix changed, or a breakpoint before it: the prefixes the row
@@ -179,6 +191,8 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             # another prefix, as a session whose first request went out before its MCP tools were listed reads
             # their longer tools later)
             out.side[k] = ttl_of[b]
+            if grown(raw[b], raw[k]):
+                out.extends.add(k)
         elif past and now.prompt_tokens >= SAME_SIZE * was.prompt_tokens and read_it(points[b], points[k], overhead):
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
             out.lifetimes[k] = ttl_of[b]

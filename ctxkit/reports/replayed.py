@@ -218,6 +218,7 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
     rewritten: dict = {}
     keyed: dict = {}
     rewrites = history_rewrites(points, raw)  # (Claude Code's microcompact, which its transcript does not show)
+    sent: list[Piece] | None = None  # (the request before's calibrated pieces)
     for k, (point, pieces) in enumerate(zip(points, raw, strict=True)):
         ttl = request_ttl(point.usage, default_ttl)
         if k == 0 and cache is not None and shared is None:
@@ -233,7 +234,8 @@ def replay_conversation(points: list[RecordedRequest], raw: list[list[Piece]], c
         elif shared is not None:
             keep_warm(cache, shared, point, cal, ttl, k)
         if events is not None:
-            events.before(cache, k, point.cache_model, point.sent_at, cal)
+            events.before(cache, k, point.cache_model, point.sent_at, cal, sent)
+        sent = cal
         result = run_cache(cache, point.sent_at, point.cache_model, cal, ttl)
         out.requests.append((point, result, sum(p.tokens for p in cal)))
         if k in keep:

@@ -183,6 +183,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         sizes: dict[bytes, float] = {}
         scaled: dict = {}
         resized: dict = {}
+        sent: list[Piece] | None = None  # (none's request before: events.before)
         for k, (point, ps) in enumerate(zip(points, none_pieces, strict=True)):
             # a request the session sent as it is here has the size the API counted; after the session's first
             # compaction, what none repeats keeps that size and what it adds is estimated (the fit)
@@ -194,8 +195,9 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                 warm_start(cache, point, pieces, base.cache_minutes * 60)
             elif shared is not None:
                 keep_warm(cache, shared, point, pieces, base.cache_minutes * 60, k)
-            none_events.before(cache, k, point.cache_model, point.sent_at, pieces)
+            none_events.before(cache, k, point.cache_model, point.sent_at, pieces, sent)
             none.requests.append(_modelled_request(cache, point, pieces, base, prices, window))
+            sent = pieces
         if prefix is not None:
             ctx = build_context(base, Store(Path(tmp) / "none", dry_run=True), now=points[-1].timestamp,
                                 context_window=context_window)
@@ -283,7 +285,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
     memo: dict[bytes, int] = {}
     scaled: dict = {}  # (calibrated pieces, by the piece: replay.calibrated)
     summarizer_model = str((policy.summarizer or {}).get("model") or policy.model)
-    done, previous = 0, None
+    done, previous, sent = 0, None, None  # (sent: the row's request before, for events.before)
     for k, point in enumerate(points):
         step = replay.step(raw_lines[done:point.first_entry], point.timestamp)
         done = point.first_entry
@@ -299,15 +301,14 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        previous = with_turn(with_epoch(exact(request_segments(step.transcript, policy, counter, point.timestamp,
-                                                                   memo), fit, 0, warm_piece(shared, point.cache_model, warm),
-                                              scaled, tail), marks[k]),
-                             turns[k], keyed)
+        segments = request_segments(step.transcript, policy, counter, point.timestamp, memo)
+        sent, previous = previous, with_turn(with_epoch(exact(segments, fit, 0, warm_piece(shared, point.cache_model, warm),
+                                                              scaled, tail), marks[k]), turns[k], keyed)
         if k == 0:
             warm_start(cache, point, previous, policy.cache_minutes * 60)
         elif shared is not None:
             keep_warm(cache, shared, point, previous, policy.cache_minutes * 60, k)
-        events.before(cache, k, point.cache_model, point.sent_at, previous)
+        events.before(cache, k, point.cache_model, point.sent_at, previous, sent)
         request = _modelled_request(cache, point, previous, policy, prices, window)
         row.requests.append(request)
         # what the answer to this request reports (next step): never the recorded usage of a rewritten history
