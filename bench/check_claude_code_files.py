@@ -16,8 +16,8 @@ ctxkit of this interpreter, the commands run as a user would run them (the helpe
    stage that took content out reports more tokens after than before; ``stats`` of the output (same
    policy) counts what compact's report ends with; the budget is the session's model's (``stats``
    names the model of the session's last request, and compact's autocompact used its window).
-   With ``-p no-llm``, the output's view quotes verbatim every prompt the user typed (``prompts``:
-   quoted of typed; a custom command's expansion aside). A miss is not a failure: a paste the
+   With ``-p no-llm``, when it compacted, the output's view quotes verbatim every prompt the user typed
+   (``prompts``: quoted of typed; a custom command's expansion aside). A miss is not a failure: a paste the
    compaction could not keep whole and still shrink is cut, a secret is redacted, an image is a block
    of its own (docs/summarizer.md).
 3. the ``no-llm`` output through ``expand``: byte for byte the input (followed only by the lines the
@@ -182,7 +182,8 @@ def check_compact(path: Path, work: Path, policy: str, row: dict, timeout: float
         row["problems"].append(f"{policy}: autocompact used a window of {windows}, the model's is "
                                f"{counted['budget']['context_window']:,}")
     row[f"{policy}_tokens"] = f"{report['tokens_before']:,}->{report['tokens_after']:,}"
-    if policy == "no-llm":
+    compacted = any(s["use"] == "autocompact" and s["action"] == "applied" for s in report["stages"])
+    if policy == "no-llm" and compacted:  # (else the view is the agent's own: its own summary, if any)
         view = ctxkit(["view", "--store", str(store), *row["skip"], str(out)], work, timeout)
         said = view_text(view.stdout) if view.returncode == 0 else ""
         typed = typed_prompts(path)
@@ -300,7 +301,7 @@ def main() -> int:
         print(f"{'session':44} {'req':>4} {'cmp':>3} {'cost':>7} {'reads':>7} {'writes':>7}  "
               f"{'peak none/recorded':>19} {'back':>4} {'prompts':>7}  problems")
     failed = off = refused = 0
-    quoted = [0, 0]  # forced no-llm compactions that quote every typed prompt, of those with one
+    quoted = [0, 0]  # forced no-llm compactions (made) that quote every typed prompt, of those with one
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         rows = []
         for row in pool.map(lambda p: check(p, args.timeout), sessions):
