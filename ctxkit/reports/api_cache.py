@@ -17,6 +17,11 @@ TAIL_AT_MOST = 64
 TAIL = hashlib.blake2b(b"uncached-tail", digest_size=16).digest()
 
 
+def without_tail(pieces: list[Piece]) -> list[Piece]:
+    """A request's pieces without its uncached tail (:func:`uncached_tail`): what a request made after it repeats."""
+    return pieces[:-1] if pieces and pieces[-1].digest == TAIL else pieces
+
+
 def session_caches(points: list[RecordedRequest]) -> bool:
     """Whether the API the session talked to cached at all (any request read or wrote the cache); a
     session with no usage is assumed to have (the real API always does)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..policy.model import Policy
-from .api_cache import TAIL
+from .api_cache import without_tail
 from .cache_model import Piece, PromptCache
 from .session_prefix import MISSED_BELOW, grown, history_rewrites, read_it
 from .turn_settings import TurnSetting
@@ -107,7 +107,7 @@ class CacheEvents:
             # (the row's conversation up to its breakpoint before the last: the end of the answer the new prompt follows)
             marks = [j for j, p in enumerate(pieces) if p.breakpoint and not p.lead]
             rewrote = k in self.extends and sent_before is not None and \
-                not grown([p for p in sent_before if p.digest != TAIL], pieces)
+                not grown(without_tail(sent_before), pieces)
             if len(marks) >= 2 and not rewrote:
                 cache.request(when, model, pieces[:marks[-2] + 1], self.side[k])
         elif k in self.lost:

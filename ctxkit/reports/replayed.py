@@ -60,6 +60,7 @@ from .api_cache import (
     request_ttl,
     run_cache,
     uncached_tail,
+    without_tail,
 )
 from .cache_events import CacheEvents, cache_events
 from .cache_model import CacheResult, Piece, PromptCache
@@ -147,11 +148,6 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
             if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
         out = [*parts, Piece(own, head.tokens - shared, head.breakpoint, True), *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
-
-
-def without_tail(pieces: list[Piece]) -> list[Piece]:
-    """A request's pieces without its uncached tail (:func:`exact`): what a request made after it repeats."""
-    return pieces[:-1] if pieces and pieces[-1].digest == TAIL else pieces
 
 
 def warm_start(cache: PromptCache | None, point: RecordedRequest, pieces: list[Piece], ttl: int) -> None:

@@ -76,13 +76,19 @@ class Warm(NamedTuple):
     inner_in_directory: bool = False  # (:attr:`SharedPrefix.inner_in_directory`)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=128)
+def _warm_id(label: bytes) -> bytes:
+    """The identity of a shared piece made from ``label``, made once and known to :func:`is_warm` from then on."""
+    digest = hashlib.blake2b(label, digest_size=16).digest()
+    _WARM_IDS.add(digest)
+    return digest
+
+
 def directory_part(digest: bytes) -> bytes:
     """The identity of the shared piece ``digest`` beyond its shorter part where that part is what a turn in
     another directory read (:attr:`SharedPrefix.inner_in_directory`): the first directory's part, which
-    :func:`ctxkit.reports.turn_settings.with_turn` keys by the directory. Made once, known to :func:`is_warm`."""
-    part = hashlib.blake2b(b"directory" + digest, digest_size=16).digest()
-    _WARM_IDS.add(part)
+    :func:`ctxkit.reports.turn_settings.with_turn` keys by the directory."""
+    part = _warm_id(b"directory" + digest)
     _DIRECTORY_PARTS.add(part)
     return part
 
@@ -271,15 +277,7 @@ class SharedPrefix:
         """The identity of the shared prefix's piece for a request to ``model`` (another for a model with a
         size of its own: a piece keeps the size it was first sent with)."""
         key = cache_key(model)
-        return _own_warm_id(key) if key in self.own_sizes else WARM
-
-
-@functools.lru_cache(maxsize=64)
-def _own_warm_id(model_key: str) -> bytes:
-    """The identity of a model's own shared piece, made once (and known to :func:`is_warm` from then on)."""
-    digest = hashlib.blake2b(b"warm-overhead" + model_key.encode(), digest_size=16).digest()
-    _WARM_IDS.add(digest)
-    return digest
+        return _warm_id(b"warm-overhead" + key.encode()) if key in self.own_sizes else WARM
 
 
 def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) -> Warm:
@@ -325,10 +323,10 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         return float(points[k].usage.cache_read_input_tokens)
 
     first, cold_reads, lost_reads = read(0), [(k, read(k)) for k in cold], [(k, read(k)) for k in lost]
-    moved = list(moved)
+    moved_reads = [(k, read(k)) for k in moved]
     size = first if 0 < first < first_overhead else 0.0
     if not size:
-        seen = [r for _, r in [*cold_reads, *lost_reads, *((k, read(k)) for k in moved)] if 0 < r < first_overhead]
+        seen = [r for _, r in [*cold_reads, *lost_reads, *moved_reads] if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
 
@@ -336,7 +334,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         return own.get(cache_key(points[k].cache_model), size)
 
     below = [r for k, r in [*cold_reads, *lost_reads] if 0 < r < SHARED_READ * size_of(k)]
-    elsewhere = [read(k) for k in moved if 0 < read(k) < SHARED_READ * size_of(k)]
+    elsewhere = [r for k, r in moved_reads if 0 < r < SHARED_READ * size_of(k)]
     inner = statistics.median(elsewhere or below) if elsewhere or below else 0.0
     inner_at = frozenset(k for k, r in cold_reads if inner and SHARED_READ * inner <= r < SHARED_READ * size_of(k))
     votes: dict[str, list[bool]] = {}

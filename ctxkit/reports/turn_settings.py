@@ -52,7 +52,7 @@ from ..transcript.model import Transcript
 from .api_cache import TAIL
 from .cache_model import Piece, remade
 from .pricing import normalize_model
-from .session_prefix import INNER, is_directory_part, warm_count
+from .session_prefix import is_directory_part, warm_count
 from .usage import RecordedRequest
 
 #: Claude Code 1.0.98's thinking budgets (cli.js ``xh1``) and the words that set them in each language it
@@ -199,7 +199,7 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
 
     out = []
     for k, p in enumerate(pieces):
-        if k == 1 and setting.cwd and pieces[0].digest == INNER and is_directory_part(p.digest):
+        if setting.cwd and is_directory_part(p.digest):
             # the shared prefix beyond its shorter part, as measured in the first turn's directory: that
             # directory's part of the system prompt (SharedPrefix.inner)
             p = remade(memo, p, ("shared-cwd", setting.cwd), moved)
