@@ -258,3 +258,38 @@ def test_thinking_blocks_are_not_among_the_blocks_a_breakpoint_looks_back_over(t
     assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
     reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
     assert reads[-1] == pytest.approx(20_400, abs=150), reads
+
+
+def test_a_session_begun_cold_learns_its_shared_prefix_from_the_turn_whose_thinking_changed(tmp_path):
+    """595c4b49 (1.0.90): the first request read nothing (no other session had cached anything), so nothing
+    but the "ultrathink" turn showed how much of the prompt is the tools and the system prompt: it read 16,117
+    and wrote the 26,917 after them again. The replay had no shared prefix to stop at and read 37,687 there
+    (-24% on writes)."""
+    s = OldSession()
+    _turn(s, 0, "fix the bashrc", 0, 37_747)
+    _turn(s, 30, "and the prompt", 37_747, 600)
+    _turn(s, 60, "reload it", 38_347, 4_300)
+    _turn(s, 90, "ultrathink be careful this is my bashrc", 16_117, 26_917)
+    _turn(s, 120, "ok add five more", 42_839, 333)
+    assert _within_ten_percent(s.errors(tmp_path))
+
+
+def test_a_turn_back_without_thinking_reads_the_system_prompt_not_the_context_after_it(tmp_path):
+    """155c3456 (1.0.90): after a long "ultrathink" turn, the next prompt without the word, under four minutes
+    after the last request without thinking, read 15,617: the tools and the system prompt, which end at a
+    breakpoint; the context Claude Code 1.x puts before the first message has none, so what was cached with it
+    before the thinking turn is not found. The replay read that context too (the shared prefix, measured where
+    the thinking changed, was taken for less than the system prompt)."""
+    s = OldSession()
+    _turn(s, 0, "look at the build", 0, 31_000)
+    _turn(s, 30, "go on", 31_000, 500)
+    _turn(s, 60, "ultrathink: why does it fail", 15_617, 16_400)
+    total = 32_017
+    for k in range(12):  # (more blocks than the API looks back over: the cached prefix before them is not found)
+        _turn(s, 70 + 10 * k, f"ultrathink: step {k}", total, 500)
+        total += 500
+    _turn(s, 200, "git push", 15_617, total + 500 - 15_617)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert reads[-1] == pytest.approx(15_617, abs=300), reads

@@ -146,7 +146,7 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
         beyond = directory_part(warm.digest) if warm.inner_in_directory else warm.digest
         parts = [Piece(INNER, warm.inner, True, True), Piece(beyond, shared - warm.inner, True, True)] \
             if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
-        out = [*parts, Piece(own, head.tokens - shared, head.breakpoint, True), *out[1:]]
+        out = [*parts, Piece(own, head.tokens - shared, head.breakpoint and not warm.system_end, True), *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
 
 
@@ -400,7 +400,9 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
                                                                         turn_starts(t, points))
     moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
-    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved), events
+    rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
+    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
+                                rethought), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],

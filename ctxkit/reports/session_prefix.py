@@ -74,6 +74,7 @@ class Warm(NamedTuple):
     digest: bytes = WARM
     inner: float = 0.0
     inner_in_directory: bool = False  # (:attr:`SharedPrefix.inner_in_directory`)
+    system_end: bool = False  # (:attr:`SharedPrefix.system_end`)
 
 
 @functools.lru_cache(maxsize=128)
@@ -263,6 +264,11 @@ class SharedPrefix:
     #: the shared prefix, measured in the first turn's directory, holds that directory's part of the system
     #: prompt after it (SWORDIntel ``0c45b0a6``: 16,565 read in the first directory, 11,704 in the next)
     inner_in_directory: bool = False
+    #: the size was read where a turn's thinking budget changed (nothing else showed it): the tools and the
+    #: whole system prompt, up to its breakpoint; the rest of the overhead is the context Claude Code 1.x
+    #: puts before the first message, with no breakpoint of its own (SWORDIntel ``155c3456``: the turn that
+    #: went back to no budget within the cache lifetime read 15,617, not the 27,245 cached under it before)
+    system_end: bool = False
 
     def kept_warm(self, model: str, k: int | None = None) -> bool:
         if k in self.read_at or k in self.missed_at:
@@ -285,7 +291,8 @@ def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) ->
     model)."""
     if shared is None:
         return Warm(default)
-    return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner, shared.inner_in_directory)
+    return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner, shared.inner_in_directory,
+                shared.system_end)
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -306,7 +313,8 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
 
 def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
-                  first_overhead: float, lost: Iterable[int] = (), moved: Iterable[int] = ()) -> SharedPrefix:
+                  first_overhead: float, lost: Iterable[int] = (), moved: Iterable[int] = (),
+                  rethought: Iterable[int] = ()) -> SharedPrefix:
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
     (the cached part of the tools and system prompt), else the median read of the cold requests and of
@@ -314,7 +322,9 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     request that read it, and for a model when most of that model's cold requests read it. The requests that
     began a turn in another directory (``moved``, Claude Code 1.x) read it too: with the cold ones, when the
     first read nothing; and where they read less of it than the others, what they read is its shorter part
-    (:attr:`SharedPrefix.inner`, :attr:`SharedPrefix.inner_in_directory`)."""
+    (:attr:`SharedPrefix.inner`, :attr:`SharedPrefix.inner_in_directory`). When none of these shows it, the
+    requests whose turn has another thinking budget than the turn before (``rethought``, Claude Code 1.x) do:
+    they read the tools and the whole system prompt (:attr:`SharedPrefix.system_end`)."""
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
@@ -324,9 +334,11 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
     first, cold_reads, lost_reads = read(0), [(k, read(k)) for k in cold], [(k, read(k)) for k in lost]
     moved_reads = [(k, read(k)) for k in moved]
-    size = first if 0 < first < first_overhead else 0.0
+    size, system_end = (first if 0 < first < first_overhead else 0.0), False
     if not size:
         seen = [r for _, r in [*cold_reads, *lost_reads, *moved_reads] if 0 < r < first_overhead]
+        system_end = not seen
+        seen = seen or [r for r in map(read, rethought) if 0 < r < first_overhead]
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
 
@@ -343,7 +355,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     warm = frozenset(m for m, v in votes.items() if sum(v) * 2 > len(v) and own.get(m, size))
     read_at = frozenset(k for k, r in cold_reads if size_of(k) and r >= SHARED_READ * size_of(k))
     missed = frozenset(k for k in cold if size_of(k)) - read_at
-    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at, bool(elsewhere))
+    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at, bool(elsewhere), system_end and size > 0)
 
 
 def _own_sizes(points: list[RecordedRequest], cold: list[int], size: float) -> dict[str, float]:
