@@ -350,6 +350,18 @@ def test_each_kind_of_secret_is_replaced_by_its_marker(text, expected):
     # a template's stand-in in words, as a pasted .env.example holds (held-out prompts lost these lines)
     "JWT_SECRET=your-super-secret-jwt-key-change-this", "SECRET_KEY=change-me-in-production",
     "APP_KEY=base64:GENERATE_WITH_php_artisan_key:generate", "API_KEY=your-api-key-here",
+    # a value a tool printed masked (held-out 9ec57d73: `gh auth status` pasted as a prompt lost its line)
+    "  - Token: gho_************************************", "OPENAI_API_KEY=sk-****************************abcd",
+    "password: ••••••••",
+    # Laravel code a pasted spec held (held-out a8b4f8bf: each value found once was redacted wherever it
+    # occurred, `$request->user()` in the user's 85,571-character prompt among them)
+    "'password' => $request->password,", "'password' => Hash::make($request->password),",
+    "            'password' => static::$password ??= Hash::make('password'),",
+    "'password' => 'required|string|min:8|confirmed',", "'password' => 'hashed',",
+    "Visit: `https://example.com/install.php?key=YOUR_SECRET_INSTALL_KEY_12345&action=migrate`",
+    # a check's output, not a password (held-out 9eeec93d: "Stage", "Idle" and "FAIL" were redacted wherever
+    # they occurred, the user's prompt quoting "PASS: stage count 10" among them)
+    "console.log('PASS: Stage count', stageCount, '>= 6');", "console.log(sc >= 6 ? 'PASS' : 'FAIL', 'stage count:', sc);", "hit `https://example.com/cron/run?key=YOUR_CRON_SECRET_KEY`",
 ])
 def test_ordinary_code_and_prose_are_left_alone(text):
     r = Redactor()

@@ -91,6 +91,9 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
         return None
     name = text[start:m.end("tail")]
     strength = secret_name(name)
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].rstrip(" \t\"'").endswith("?"):
+        return None  # ``ok ? 'PASS' : 'FAIL'``: a conditional's two values, not a key and its value
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
     # a quoted value after a quoted key (``"password": "JsonPw.v2"``, JSON) is a string, never code
@@ -124,7 +127,9 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             before = text[text.rfind("\n", 0, start) + 1:start]
             quoted_key = text[m.end("tail"):m.start("sep")].strip().startswith(('"', "'"))
             yaml_line = not before.strip(" \t-") and (not after or after.startswith("#"))
-            if not (yaml_line or quoted_key or before.endswith(('"', "'"))):
+            # (a header ends its quoted string: ``'PASS: Stage count'`` is a check's label and words)
+            header = before.endswith(('"', "'")) and after.startswith(before[-1])
+            if not (yaml_line or quoted_key or header):
                 return None
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"
 
@@ -276,7 +281,7 @@ RULES: tuple[Rule, ...] = (
                                          r"[ \t]+(?P<secret>[^\s'\"`;|&<>]+)"),
          group="secret", check=_named("secret-assignment"), lowered=True),
     Rule("secret-assignment", re.compile(r"[?&](?P<name>[\w.-]*(?:token|key|secret|pass|pwd|sig|auth|cred)[\w.-]*)"
-                                         r"=(?P<secret>[^\s&#\"'<>]+)"),
+                                         r"=(?P<secret>[^\s&#\"'<>`)]+)"),
          group="secret", check=_named("secret-assignment"), lowered=True),
     Rule("bearer-token", re.compile(r"bearer\s+(?P<secret>[a-z0-9._~+/-]{12,}=*)"), group="secret",
          check=_random_looking("bearer-token"), lowered=True),

@@ -39,8 +39,15 @@ _NOT_SECRET_VALUES = {"true", "false", "none", "null", "nil", "undefined", "yes"
                       "optional", "str", "string", "int", "bytes", "bool", "any", "secret", "password", "passwd",
                       "token", "key", "changeme", "example", "empty", "unset", "redacted", "hidden", "dummy",
                       "placeholder", "your-key", "your_key", "todo", "fixme", "env", "self", "lambda", "bearer", "basic",
-                      "digest"}
+                      "digest", "hashed", "encrypted"}
 _CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self|this|cls|os|process|env)\b.*)$""")
+#: a run of mask characters: a value a tool printed masked (``gho_****...``, ``sk-****abcd``), not the secret
+_MASKED = re.compile(r"[*\u2022\u25cf]{4,}")
+#: a reference to a variable or a member, not a value: ``$request->password`` (PHP: the value read up to ``->``),
+#: ``$DB_PASSWORD``, ``static::$password``, ``self::$key``
+_REFERENCE = re.compile(r"^(?:\$[A-Za-z_]\w*(?:->|::|\[|-$|$)|[A-Za-z_]\w*::\$?[A-Za-z_])")
+#: a list of validation rules, as Laravel writes them: ``required|string|min:8|confirmed``
+_RULE_LIST = re.compile(r"^[a-z_]+(?::[\w.,]+)?(?:\|[a-z_]+(?::[\w.,]+)?)+$")
 _PLACEHOLDER = re.compile(r"""^(?:\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|<[^<>]*>|\[[^\[\]]*\]|(.)\1{2,})$""")
 
 
@@ -68,8 +75,8 @@ def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) 
     v = value.strip()
     if len(v) < min_length or MARKER_RE.search(v):
         return False
-    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _looks_like_code(v, literal=literal) \
-            or _template_words(v):
+    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _MASKED.search(v) or _RULE_LIST.match(v) \
+            or (not literal and _REFERENCE.match(v)) or _looks_like_code(v, literal=literal) or _template_words(v):
         return False
     if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
         return False
@@ -89,17 +96,25 @@ def _template_words(value: str) -> bool:
     """Whether ``value`` is a template's stand-in written in words, which a pasted ``.env.example`` or setup
     guide holds: ``your-super-secret-jwt-key-change-this``, ``change-me-in-production``,
     ``base64:GENERATE_WITH_php_artisan_key:generate`` (redacted, held-out prompts lost the line the user asked
-    about). At least three words, no digits but ``base64``/``sha256``'s, and the words say "put yours here": they
-    open with "your", end with "here", or hold "change me", "replace with", "generate with"... A passphrase of
+    about). At least three words, no digits but ``base64``/``sha256``'s and a filler number (``12345``), and the
+    words say "put yours here": they open with "your", end with "here", or hold "change me", "replace with",
+    "generate with"... A passphrase of
     words (``correct-horse-battery-staple``, ``change-the-world``) says none of these and stays a secret."""
     if not _WORDS_ONLY.fullmatch(value):
         return False
     words = [w.lower() for w in _NAME_SPLIT.findall(value)]
     numbers = [k for k, w in enumerate(words) if w.isdigit()]
-    if len(words) - len(numbers) < 3 or any(k == 0 or words[k - 1] not in ("base", "sha") for k in numbers):
+    if len(words) - len(numbers) < 3 or any(not _filler_number(words[k]) and (k == 0 or words[k - 1] not in ("base", "sha"))
+                                            for k in numbers):
         return False
     return words[0] == "your" or words[-1] == "here" or "changeme" in words \
         or any(pair in _TEMPLATE_PAIRS for pair in zip(words, words[1:], strict=False))
+
+
+def _filler_number(word: str) -> bool:
+    """A number a template puts in to look like a value: a run of digits counting up (``12345``) or one digit
+    repeated (``0000``), as in ``YOUR_SECRET_INSTALL_KEY_12345`` (held-out ``a8b4f8bf``)."""
+    return len(word) >= 3 and ("0123456789".find(word) >= 0 or len(set(word)) == 1)
 
 
 def _looks_like_code(value: str, *, literal: bool = False) -> bool:
