@@ -209,12 +209,15 @@ def typed_prompts(path: Path) -> list[str]:
 
 
 def view_text(jsonl: bytes | str) -> str:
-    """The text blocks of ``ctxkit view``'s messages, one after the other."""
+    """The text of ``ctxkit view``'s messages, one after the other: a message's blocks as a typed prompt's
+    text has them (:func:`typed_prompts`: text blocks and ``[image]`` for an image, a blank line between),
+    so a prompt kept as it was written (a pasted screenshot and a sentence) is found word for word."""
     texts = []
     for line in (jsonl.decode() if isinstance(jsonl, bytes) else jsonl).splitlines():
         content = json.loads(line)["content"]
-        texts += [content] if isinstance(content, str) else \
-            [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        texts.append(content if isinstance(content, str) else "\n\n".join(
+            b.get("text", "") if b.get("type") == "text" else "[image]" for b in content
+            if isinstance(b, dict) and b.get("type") in ("text", "image")))
     return "\n".join(texts)
 
 

@@ -294,11 +294,12 @@ def test_a_prompt_of_a_few_thousand_characters_is_quoted_whole():
 def test_many_pasted_prompts_share_one_cut_and_the_compaction_still_frees_room(runner, tmp_path):
     """Thirty prompts each pasting a 9,000-character log: quoted up to 10,000 characters each, the summary
     was larger than the conversation and ``compact --force`` left the session as it was ("would not be
-    smaller"). The prompts share one cut, never below 2,000 characters, and the compaction frees room."""
+    smaller"). The prompts share one cut, never below 2,000 characters, and the compaction frees room. (Of
+    logs of one length none is longer than the others: the longest cannot be cut alone, all are.)"""
     s = Session(tmp_path)
     for k in range(30):
-        log = "\n".join(f"ERROR step {k}-{j}: worker {j * 7 % 13} lost lease {k * 31 + j}" for j in range(200))
-        s.prompt(f"Log {k}, please fix:\n" + log[:9000])
+        log = "\n".join(f"ERROR step {k}-{j}: worker {j * 7 % 13} lost lease {k * 31 + j}" for j in range(300))
+        s.prompt((f"Log {k:02d}, please fix:\n" + log)[:9000])
         s.say(f"Fixed issue {k}.")
     s.write(tmp_path / "s.jsonl")
     summary, _ = compact_forced(runner, tmp_path / "s.jsonl", tmp_path)  # asserts it applied

@@ -72,6 +72,24 @@ def test_a_compaction_that_would_not_shrink_enough_cuts_the_paste(runner, tmp_pa
     assert "more characters omitted]" in text and stage["details"]["post_tokens"] < stage["details"]["tokens"]
 
 
+def test_only_the_longest_pastes_are_cut_when_that_is_enough(runner, tmp_path):
+    """Four logs of 6,000 characters and one of 120,000: quoted whole, the summary would not be smaller than
+    the session. Cutting the longest frees enough; the four others stay whole, and the report says so."""
+    s = Session(tmp_path)
+    logs = ["\n".join(f"ERROR {k}-{j}: worker {j * 7 % 13} lost lease {k * 31 + j}" for j in range(n))
+            for k, n in enumerate((170, 175, 180, 185, 3400))]
+    for k, log in enumerate(logs):
+        s.prompt(f"Log {k}, please look:\n" + log)
+        s.say(f"Looked at log {k}.")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    code, stage, text = compact(runner, path, "--force")
+    assert code == 0 and stage["action"] == "applied", stage["reason"]
+    assert stage["details"]["prompts_quoted"] == "partly" and stage["details"]["prompts_cut"] == 1
+    assert all(log in text for log in logs[:4]) and logs[4] not in text and logs[4][:5000] in text
+    assert "the longest typed prompt cut, the others quoted whole" in stage["reason"]
+
+
 def test_an_automatic_compaction_leaves_room_to_work(runner, tmp_path):
     """Over the threshold of a small window, the whole paste would leave the context over half of the
     threshold, and the next turns would compact again: an automatic compaction cuts it; /compact

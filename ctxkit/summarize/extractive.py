@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import LLMError
 from ..transcript.prompts import typed_words
 from .extractive_text import (
+    LANGUAGES,
     LaterFixes,
     change_snippet,
     describe_call,
@@ -44,17 +45,6 @@ from .retention import error_lines, is_shell
 _FENCE_LANG = re.compile(r"^```([A-Za-z0-9_+#-]+)", re.MULTILINE)
 _TODO_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\[[ xX]\]\s*)?(TODO\b.*)$", re.MULTILINE)
 
-_LANGUAGES = {
-    ".py": "Python", ".pyi": "Python", ".ipynb": "Jupyter notebook", ".js": "JavaScript", ".mjs": "JavaScript",
-    ".cjs": "JavaScript", ".jsx": "JavaScript (JSX)", ".ts": "TypeScript", ".tsx": "TypeScript (TSX)",
-    ".go": "Go", ".rs": "Rust", ".java": "Java", ".kt": "Kotlin", ".swift": "Swift", ".c": "C", ".h": "C/C++ header",
-    ".cc": "C++", ".cpp": "C++", ".hpp": "C++", ".cs": "C#", ".rb": "Ruby", ".php": "PHP", ".scala": "Scala",
-    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".sql": "SQL", ".html": "HTML", ".css": "CSS",
-    ".scss": "SCSS", ".vue": "Vue", ".svelte": "Svelte", ".md": "Markdown", ".rst": "reStructuredText",
-    ".json": "JSON", ".jsonl": "JSON Lines", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML", ".ini": "INI",
-    ".xml": "XML", ".proto": "Protocol Buffers", ".tf": "Terraform", ".lua": "Lua", ".r": "R", ".dart": "Dart",
-    ".ex": "Elixir", ".exs": "Elixir", ".erl": "Erlang", ".hs": "Haskell", ".ml": "OCaml", ".zig": "Zig",
-}
 _ACTION_ORDER = ("edited", "written", "read", "searched", "used")
 
 
@@ -137,10 +127,13 @@ class ExtractiveSummarizer:
         self.max_files = max_files
         self.max_errors = max_errors
         self.max_remarks = max_remarks
-        # every typed prompt whole, however long (ctxkit.stages.autocompact.whole_prompts); then whether
-        # the last summary quoted one past the cut it would otherwise have made
-        self.whole_prompts = False
+        # the typed prompts up to this many characters quoted whole, however far past the cut (0: none;
+        # ctxkit.stages.autocompact.whole_prompts); then, of the last summary, whether it quoted one past the
+        # cut it would otherwise have made, the prompts longer than that cut and the cut
+        self.whole_prompt_chars = 0
         self.quoted_past_cut = False
+        self.past_cut: list[str] = []
+        self.prompt_limit = 0
 
     def complete(self, messages: list[dict], *, system: str | None, max_tokens: int) -> str:
         raise LLMError("the extractive summarizer has no model to complete a prompt; call summarize() instead")
@@ -149,6 +142,8 @@ class ExtractiveSummarizer:
         extraction = _Extraction(self, messages, self.facts)
         summary = extraction.render(instructions)
         self.quoted_past_cut = extraction.quoted_past_cut
+        self.past_cut = list(extraction.past_cut)
+        self.prompt_limit = extraction.prompt_limit or 0
         return summary
 
 
@@ -159,8 +154,9 @@ class _Extraction:
         self.settings = settings
         self.facts = facts
         self.messages = list(messages)
-        self._prompt_limit: int | None = None  # the cut of every typed prompt's quote (verbatim)
+        self.prompt_limit: int | None = None  # the cut of every typed prompt's quote (verbatim)
         self.quoted_past_cut = False  # a typed prompt quoted whole that the cut would have shortened
+        self.past_cut: dict[str, None] = {}  # the typed prompts longer than the cut, in the order quoted
         self.user: list[tuple[int, str]] = []  # (message index, what the user typed in it)
         self.remarks: list[tuple[int, str]] = []  # (message index, assistant text)
         self.calls: list[_Call] = []
@@ -222,19 +218,21 @@ class _Extraction:
         return [text for _, text in self.user]
 
     def verbatim(self, text: str) -> str:
-        """A prompt's quote: cut at the one limit every prompt shares, or whole (``whole_prompts``)."""
+        """A prompt's quote: cut at the one limit every prompt shares, or whole (up to ``whole_prompt_chars``)."""
         floor = self.settings.user_message_chars
         if self.facts.prompts is None or not self.facts.typed:
             return shortened(text, floor)
-        if self._prompt_limit is None:  # one cut for every prompt, worked out once
+        if self.prompt_limit is None:  # one cut for every prompt, worked out once
             share = int(TYPED_PROMPTS_SHARE * text_chars(self.messages))
             ceiling, total = (share, share) if share > TYPED_PROMPTS_TOTAL_CHARS else \
                 (TYPED_PROMPT_CHARS, TYPED_PROMPTS_TOTAL_CHARS)
-            self._prompt_limit = shared_limit([len(p) for p in self.requests], floor, ceiling, total)
-        if self.settings.whole_prompts and len(text) > self._prompt_limit:
-            self.quoted_past_cut = True
-            return text
-        return shortened(text, self._prompt_limit)
+            self.prompt_limit = shared_limit([len(p) for p in self.requests], floor, ceiling, total)
+        if len(text) > self.prompt_limit:
+            self.past_cut[text] = None
+            if len(text) <= self.settings.whole_prompt_chars:
+                self.quoted_past_cut = True
+                return text
+        return shortened(text, self.prompt_limit)
 
     # -- the sections ---------------------------------------------------------------------
 
@@ -273,7 +271,7 @@ class _Extraction:
             ranked = sorted(extensions.items(), key=lambda item: (-item[1], item[0]))
             described = []
             for ext, count in ranked:
-                language = _LANGUAGES.get(ext)
+                language = LANGUAGES.get(ext)
                 files = f"{count} file" + ("s" if count != 1 else "")
                 described.append(f"{ext} ({language}, {files})" if language else f"{ext} ({files})")
             lines.append("- File types: " + ", ".join(described))

@@ -30,6 +30,20 @@ _SECTION_LINE = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 
+#: The language a file extension names, for the summary's *Key technical concepts*
+LANGUAGES = {
+    ".py": "Python", ".pyi": "Python", ".ipynb": "Jupyter notebook", ".js": "JavaScript", ".mjs": "JavaScript",
+    ".cjs": "JavaScript", ".jsx": "JavaScript (JSX)", ".ts": "TypeScript", ".tsx": "TypeScript (TSX)",
+    ".go": "Go", ".rs": "Rust", ".java": "Java", ".kt": "Kotlin", ".swift": "Swift", ".c": "C", ".h": "C/C++ header",
+    ".cc": "C++", ".cpp": "C++", ".hpp": "C++", ".cs": "C#", ".rb": "Ruby", ".php": "PHP", ".scala": "Scala",
+    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".sql": "SQL", ".html": "HTML", ".css": "CSS",
+    ".scss": "SCSS", ".vue": "Vue", ".svelte": "Svelte", ".md": "Markdown", ".rst": "reStructuredText",
+    ".json": "JSON", ".jsonl": "JSON Lines", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML", ".ini": "INI",
+    ".xml": "XML", ".proto": "Protocol Buffers", ".tf": "Terraform", ".lua": "Lua", ".r": "R", ".dart": "Dart",
+    ".ex": "Elixir", ".exs": "Elixir", ".erl": "Erlang", ".hs": "Haskell", ".ml": "OCaml", ".zig": "Zig",
+}
+
+
 
 def squash(text: str, limit: int) -> str:
     """One line, whitespace collapsed, at most ``limit`` characters (cut at a word, marked ``…``)."""

@@ -461,7 +461,8 @@ class Autocompact(Stage):
         # what a compaction quoting every typed prompt whole must come in under: /compact, smaller and under
         # the threshold; an automatic one, the post-compact share too, or the next turn compacts again
         goal = min(tokens, threshold if trigger == "manual" else share)
-        written = whole_prompts_first(summarizer, lambda: written_summary(summarizer), goal, details)
+        written = whole_prompts_first(summarizer, lambda: written_summary(summarizer), goal, details,
+                                      ctx.tokens.count_text)
         from ...summarize import ExtractiveSummarizer, redact
 
         if details["summarizer"] == ExtractiveSummarizer.name:
@@ -474,7 +475,7 @@ class Autocompact(Stage):
         fallback = redact.guard(ExtractiveSummarizer(facts=known), ctx)
         details["summarizer"] = fallback.name
         return whole_prompts_first(fallback, lambda: written_summary(
-            fallback, rejectedSummarizer=rejected["summarizer"]), goal, details)
+            fallback, rejectedSummarizer=rejected["summarizer"]), goal, details, ctx.tokens.count_text)
 
     def _write(self, t: Transcript, view: View, ctx: Context, c: Compaction, share: int,
                details: dict[str, Any]) -> Written:
