@@ -329,6 +329,27 @@ def test_collapse_sends_no_secret_to_its_summarizer_and_writes_none(tmp_path, ma
     ("PASSWORD=change-the-world", "PASSWORD=[REDACTED:secret-assignment]"),
     ("PASSWORD=YourDog2024", "PASSWORD=[REDACTED:secret-assignment]"),
     ("SLACK=xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "SLACK=[REDACTED:slack-token]"),
+    # what the rules for masked values, rule lists, filler numbers, conditionals and headers must not let through:
+    # a password with ``****`` among as many other characters is no masked value
+    ('secret = "Pa$$w0rd****!"', 'secret = "[REDACTED:secret-assignment]"'),
+    ("DB_PASSWORD=Hunter2****", "DB_PASSWORD=[REDACTED:secret-assignment]"),
+    ("TOKEN=ghp_****abcd1234abcd1234abcd1234abcd1234", "TOKEN=[REDACTED:secret-assignment]"),
+    # ``|``-joined words no validation rule names
+    ("PASSWORD=hunter|secret", "PASSWORD=[REDACTED:secret-assignment]"),
+    ("'password' => 'secret|pass'", "'password' => '[REDACTED:secret-assignment]'"),
+    # a number counting up in words that stand for no key or secret
+    ("PASSWORD=Your-Dog-Rex-123", "PASSWORD=[REDACTED:secret-assignment]"),
+    # a question in prose before an assignment, and a conditional whose value looks random
+    ("What's the password? PASSWORD=Sup3rS3cret", "What's the password? PASSWORD=[REDACTED:secret-assignment]"),
+    ('huh? "password": "Sup3rS3cret"', 'huh? "password": "[REDACTED:secret-assignment]"'),
+    ("dev ? 'TOKEN': 'Zx81secretValue99'", "dev ? 'TOKEN': '[REDACTED:secret-assignment]'"),
+    # a header in a command quoted as JSON (its quotes escaped), ending in an escaped line end, or with a space
+    ('{"command": "curl -H \\"X-Api-Key: abc123def456\\" https://api.example.com"}',
+     '{"command": "curl -H \\"X-Api-Key: [REDACTED:secret-assignment]\\" https://api.example.com"}'),
+    ('"X-Api-Key: abc123def456\\r\\n"', '"X-Api-Key: [REDACTED:secret-assignment]\\r\\n"'),
+    ('curl -H "X-Api-Key: abc123 def456"', 'curl -H "X-Api-Key: [REDACTED:secret-assignment] def456"'),
+    # single quotes expand nothing in a shell or .env: the ``$`` is part of the password
+    ("export PGPASSWORD='$ecret99'", "export PGPASSWORD='[REDACTED:secret-assignment]'"),
 ])
 def test_each_kind_of_secret_is_replaced_by_its_marker(text, expected):
     assert Redactor().text(text) == expected
@@ -362,6 +383,7 @@ def test_each_kind_of_secret_is_replaced_by_its_marker(text, expected):
     # a check's output, not a password (held-out 9eeec93d: "Stage", "Idle" and "FAIL" were redacted wherever
     # they occurred, the user's prompt quoting "PASS: stage count 10" among them)
     "console.log('PASS: Stage count', stageCount, '>= 6');", "console.log(sc >= 6 ? 'PASS' : 'FAIL', 'stage count:', sc);", "hit `https://example.com/cron/run?key=YOUR_CRON_SECRET_KEY`",
+    "password: ab••••cd", "PASSWORD='$DB_PASS'",
 ])
 def test_ordinary_code_and_prose_are_left_alone(text):
     r = Redactor()

@@ -1,7 +1,10 @@
 """What counts as a secret: ctxkit's own rules and the detect-secrets plugins used beside them (loaded only
 when a run redacts); the checks that tell a secret from code and placeholders are in
 :mod:`ctxkit.summarize.secret_values`, the formats that hide them in :mod:`ctxkit.summarize.secret_formats`.
-:mod:`ctxkit.summarize.redact` applies them (its docstring lists what is found, in which order)."""
+:mod:`ctxkit.summarize.redact` applies them (its docstring lists what is found, in which order).
+
+Over 400 lines: the rules are one ordered table (precedence matters), and each check sits beside the rule
+that uses it; the plugin loading at the end is what the table's detect-secrets half needs."""
 from __future__ import annotations
 
 import functools
@@ -91,15 +94,22 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
         return None
     name = text[start:m.end("tail")]
     strength = secret_name(name)
-    line_start = text.rfind("\n", 0, start) + 1
-    if text[line_start:start].rstrip(" \t\"'").endswith("?"):
-        return None  # ``ok ? 'PASS' : 'FAIL'``: a conditional's two values, not a key and its value
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
+    line_start = text.rfind("\n", 0, start) + 1
+    if m.group("sep") == ":" and text[line_start:start].rstrip(" \t\"'").endswith("?") \
+            and not (_has_digit_and_letter(value) or _random_part(value)):
+        # ``ok ? 'PASS' : 'FAIL'``: a conditional's two values, not a key and its value (but a random-looking
+        # one is a secret whatever precedes it: ``dev ? 'password' : 'Xk29pLm'``, ``Which? password: Hunter2``)
+        return None
     # a quoted value after a quoted key (``"password": "JsonPw.v2"``, JSON) is a string, never code
     literal = literal_value(m, text, start, name) or (group == "dq" and text[m.end("tail")] in "\"'")
+    # a shell's or .env's single quotes expand nothing: ``PASSWORD='$ecret99'`` is a password, not ``$ecret99``'s
+    # value (``'$DB_PASS'``, a name in capitals, is read as the reference it was likely meant to be)
+    unexpanded = group == "sq" and literal and m.group("sep") == "=" and value.startswith("$") \
+        and not re.fullmatch(r"\$[A-Z_][A-Z0-9_]*", value)
     # where a value is a string, a short one is a password too (``DB_PASSWORD=a.b``)
-    if strength is None or not plausible_secret(value, literal=literal, min_length=3 if literal else 4):
+    if strength is None or not plausible_secret(value[unexpanded:], literal=literal, min_length=3 if literal else 4):
         return None
     if strength == "weak" and not random_under_weak_name(value):
         return None
@@ -127,8 +137,10 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             before = text[text.rfind("\n", 0, start) + 1:start]
             quoted_key = text[m.end("tail"):m.start("sep")].strip().startswith(('"', "'"))
             yaml_line = not before.strip(" \t-") and (not after or after.startswith("#"))
-            # (a header ends its quoted string: ``'PASS: Stage count'`` is a check's label and words)
-            header = before.endswith(('"', "'")) and after.startswith(before[-1])
+            # (a header ends its quoted string, perhaps escaped as JSON quotes it, or holds a random-looking
+            # value: ``'PASS: Stage count'`` is a check's label and words)
+            header = before.endswith(('"', "'")) and (re.match(r"(?:\\[rn])*\\?" + before[-1], after) is not None
+                                                      or _has_digit_and_letter(value) or _random_part(value))
             if not (yaml_line or quoted_key or header):
                 return None
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"

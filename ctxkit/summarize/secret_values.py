@@ -42,12 +42,18 @@ _NOT_SECRET_VALUES = {"true", "false", "none", "null", "nil", "undefined", "yes"
                       "digest", "hashed", "encrypted"}
 _CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self|this|cls|os|process|env)\b.*)$""")
 #: a run of mask characters: a value a tool printed masked (``gho_****...``, ``sk-****abcd``), not the secret
+#: (when the mask is most of it: :func:`_masked`)
 _MASKED = re.compile(r"[*\u2022\u25cf]{4,}")
+_MASK_CHARS = "*\u2022\u25cf"
 #: a reference to a variable or a member, not a value: ``$request->password`` (PHP: the value read up to ``->``),
 #: ``$DB_PASSWORD``, ``static::$password``, ``self::$key``
 _REFERENCE = re.compile(r"^(?:\$[A-Za-z_]\w*(?:->|::|\[|-$|$)|[A-Za-z_]\w*::\$?[A-Za-z_])")
-#: a list of validation rules, as Laravel writes them: ``required|string|min:8|confirmed``
+#: a list of validation rules, as Laravel writes them: ``required|string|min:8|confirmed`` (one of them a rule
+#: Laravel names, :data:`_VALIDATION_RULES`: ``hunter|secret`` is a password)
 _RULE_LIST = re.compile(r"^[a-z_]+(?::[\w.,]+)?(?:\|[a-z_]+(?::[\w.,]+)?)+$")
+_VALIDATION_RULES = {"required", "nullable", "sometimes", "bail", "string", "confirmed", "min", "max", "size",
+                     "between", "email", "numeric", "integer", "boolean", "array", "alpha_num", "alpha_dash",
+                     "current_password", "different", "same", "unique", "exists", "filled", "present"}
 _PLACEHOLDER = re.compile(r"""^(?:\$\{?[\w.]+\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|<[^<>]*>|\[[^\[\]]*\]|(.)\1{2,})$""")
 
 
@@ -75,7 +81,7 @@ def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) 
     v = value.strip()
     if len(v) < min_length or MARKER_RE.search(v):
         return False
-    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _MASKED.search(v) or _RULE_LIST.match(v) \
+    if v.lower() in _NOT_SECRET_VALUES or _PLACEHOLDER.match(v) or _masked(v) or _rule_list(v) \
             or (not literal and _REFERENCE.match(v)) or _looks_like_code(v, literal=literal) or _template_words(v):
         return False
     if re.fullmatch(r"[\d.,:_+-]+", v):  # numbers, versions, ports, dates
@@ -83,6 +89,21 @@ def plausible_secret(value: str, *, min_length: int = 4, literal: bool = False) 
     if v.startswith(("/", "~/", "./", "../", "http://", "https://", "file:")) or re.match(r"[A-Za-z]:\\", v):
         return False
     return True
+
+
+def _masked(value: str) -> bool:
+    """Whether ``value`` is printed masked: a run of four mask characters, and the mask at least half of it
+    (``gho_****...``, ``sk-****...abcd``, ``••••••••``). A password with ``****`` among as many other characters
+    (``Pa$$w0rd****!``, ``Hunter2****``) is a password."""
+    if not _MASKED.search(value):
+        return False
+    masked = sum(c in _MASK_CHARS for c in value)
+    return masked >= len(value) - masked
+
+
+def _rule_list(value: str) -> bool:
+    """Whether ``value`` is a list of Laravel validation rules: ``|``-joined words, one of them a rule's name."""
+    return bool(_RULE_LIST.match(value)) and any(r.partition(":")[0] in _VALIDATION_RULES for r in value.split("|"))
 
 
 _CODE_PREFIX = re.compile(r"(?:self|this|cls|os|process|env)\b")
@@ -107,13 +128,20 @@ def _template_words(value: str) -> bool:
     if len(words) - len(numbers) < 3 or any(not _filler_number(words[k]) and (k == 0 or words[k - 1] not in ("base", "sha"))
                                             for k in numbers):
         return False
+    if any(_filler_number(words[k]) for k in numbers) and not _STAND_IN_NOUNS.intersection(words):
+        return False  # ``Your-Dog-Rex-123``: a password; a template's filler stands in for a key or a secret
     return words[0] == "your" or words[-1] == "here" or "changeme" in words \
         or any(pair in _TEMPLATE_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
+#: What a template's stand-in with a filler number says it stands for (``YOUR_SECRET_INSTALL_KEY_12345``)
+_STAND_IN_NOUNS = {"key", "secret", "token", "password", "pass", "api", "credential", "credentials"}
+
+
 def _filler_number(word: str) -> bool:
     """A number a template puts in to look like a value: a run of digits counting up (``12345``) or one digit
-    repeated (``0000``), as in ``YOUR_SECRET_INSTALL_KEY_12345`` (held-out ``a8b4f8bf``)."""
+    repeated (``0000``), as in ``YOUR_SECRET_INSTALL_KEY_12345`` (held-out ``a8b4f8bf``). Only beside a word
+    naming what it stands for (:data:`_STAND_IN_NOUNS`): ``Your-Dog-Rex-123`` is a password."""
     return len(word) >= 3 and ("0123456789".find(word) >= 0 or len(set(word)) == 1)
 
 
