@@ -15,6 +15,7 @@ from builders import Session
 from mock_messages_api import MockMessagesAPI
 
 from ctxkit.cli.main import app
+from ctxkit.stages.autocompact.whole_prompts import longest_to_cut
 from ctxkit.transcript import read_transcript
 
 NOW = "2026-11-29T23:30:00Z"
@@ -88,6 +89,23 @@ def test_only_the_longest_pastes_are_cut_when_that_is_enough(runner, tmp_path):
     assert stage["details"]["prompts_quoted"] == "partly" and stage["details"]["prompts_cut"] == 1
     assert all(log in text for log in logs[:4]) and logs[4] not in text and logs[4][:5000] in text
     assert "the longest typed prompt cut, the others quoted whole" in stage["reason"]
+
+
+def test_the_longest_to_cut_are_counted_once_each_and_ties_are_cut_together():
+    """Which prompts to cut is worked out counting each once, the part its cut leaves out, and no further
+    than enough is freed (with the ``anthropic`` estimator each count is a request); prompts of one length
+    are cut together, and a single long prompt cannot be cut alone."""
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text) // 4
+
+    prompts = ["a" * 9000, "b" * 9000, "c" * 5000, "d" * 4000, "e" * 3000]
+    assert longest_to_cut(prompts, 2000, 2000, count) == 5000  # the two of 9,000 cut, together
+    assert counted == ["a" * 7000, "b" * 7000]
+    assert longest_to_cut(prompts, 2000, 3200, count) == 4000  # and the one of 5,000 as well
+    assert longest_to_cut(prompts[:1], 2000, 10, count) is None  # the only one: every long prompt cut
 
 
 def test_an_automatic_compaction_leaves_room_to_work(runner, tmp_path):

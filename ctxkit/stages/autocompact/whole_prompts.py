@@ -50,14 +50,14 @@ def _written_with(extractive: ExtractiveSummarizer, whole_chars: int, written_su
 def longest_to_cut(prompts: list[str], limit: int, over: int, count_text: Callable[[str], int]) -> int | None:
     """The length up to which ``prompts`` (those longer than their cut, ``limit`` characters) can stay whole
     while the longest are cut, freeing ``over`` tokens with a margin (:data:`CUT_MARGIN`); None when every
-    one of them would have to be cut."""
+    one of them would have to be cut. Each prompt is counted once, the part its cut leaves out (a request each
+    with the ``anthropic`` estimator), and only until enough is freed."""
     by_length = sorted(prompts, key=len, reverse=True)
     need, freed = over * CUT_MARGIN, 0
-    for k, text in enumerate(by_length):
-        freed += count_text(text) - count_text(text[:limit])
-        rest = by_length[k + 1:]
-        if freed >= need and rest and len(rest[0]) < len(text):
-            return len(rest[0])
+    for k, text in enumerate(by_length[:-1]):
+        freed += count_text(text[limit:])
+        if freed >= need and len(by_length[k + 1]) < len(text):
+            return len(by_length[k + 1])
     return None
 
 
