@@ -291,8 +291,9 @@ def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) ->
     model)."""
     if shared is None:
         return Warm(default)
+    # (a model with a size of its own had it from a cold read: the shared part only, not the system prompt's end)
     return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner, shared.inner_in_directory,
-                shared.system_end)
+                shared.system_end and cache_key(model) not in shared.own_sizes)
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
