@@ -285,3 +285,20 @@ def test_a_policy_that_rewrites_its_history_as_the_turn_begins_finds_no_answer_c
     assert policy[3].context < policy[2].context - 4_000  # (the two logs cleared)
     assert policy[3].usage.cache_read_input_tokens < policy[2].usage.cache_read_input_tokens
     assert policy[3].usage.cache_creation_input_tokens > 200
+
+
+def test_reads_that_stop_where_the_system_prompt_ends_lose_the_messages_and_the_context_before_them(tmp_path):
+    """held-out 3d83c7e8 (Claude Code 2.1.81, Sonnet 4.6): the first request read 8,596 (the part other
+    sessions keep warm) and sent 17,565; three new prompts, each under a minute after the request before,
+    read 14,827, the tools and the system prompt, and wrote the first message's context and the rest again.
+    The replay took that context for system prompt too (the overhead it cannot see) and read 17,761 there
+    (-31% on writes); the recurring read says where the system prompt ends."""
+    s = _turns(Session("2.1.81"), 0, [(0, 8_596, 8_969), (10, 17_565, 300)])
+    total = 17_865
+    for k in range(3):
+        s = _turns(s, 2 + 2 * k, [(60 + 60 * k, 14_827, total + 300 - 14_827), (70 + 60 * k, total + 300, 300)])
+        total += 600
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert all(abs(reads[k] - 14_827) < 100 for k in (2, 4, 6)), reads

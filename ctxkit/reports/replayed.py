@@ -62,7 +62,7 @@ from .api_cache import (
     uncached_tail,
     without_tail,
 )
-from .cache_events import CacheEvents, cache_events
+from .cache_events import CacheEvents, cache_events, system_end_read
 from .cache_model import CacheResult, Piece, PromptCache
 from .history import own_boundaries
 from .pricing import PriceTable, Usage
@@ -74,6 +74,7 @@ from .session_prefix import (
     SharedPrefix,
     Warm,
     consistent,
+    context_id,
     directory_part,
     epochs,
     history_rewrites,
@@ -146,7 +147,10 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
         beyond = directory_part(warm.digest) if warm.inner_in_directory else warm.digest
         parts = [Piece(INNER, warm.inner, True, True), Piece(beyond, shared - warm.inner, True, True)] \
             if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
-        out = [*parts, Piece(own, head.tokens - shared, head.breakpoint and not warm.system_end, True), *out[1:]]
+        end = warm.system_tokens  # (where the system prompt ends, when reads showed it: the context after it has no breakpoint)
+        own_parts = [Piece(own, end - shared, True, True), Piece(context_id(own), head.tokens - end, False, True)] \
+            if shared < end < head.tokens else [Piece(own, head.tokens - shared, head.breakpoint and not 0 < end <= shared, True)]
+        out = [*parts, *own_parts, *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
 
 
@@ -397,12 +401,13 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
+    system = system_end_read(points, marks, ttls, overhead)
     events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
-                                                                        turn_starts(t, points))
+                                                                        turn_starts(t, points), system)
     moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
     rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
-                                rethought), events
+                                rethought, system), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],

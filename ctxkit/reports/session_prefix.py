@@ -66,6 +66,12 @@ def warm_count(pieces: list[Piece]) -> int:
     return sum(1 for _ in takewhile(lambda p: is_warm(p.digest), pieces))
 
 
+def context_id(own: bytes) -> bytes:
+    """The identity of the context before the first message, after the session's own part of the system prompt
+    (:attr:`SharedPrefix.system_tokens`)."""
+    return hashlib.blake2b(own + b"context", digest_size=16).digest()
+
+
 class Warm(NamedTuple):
     """The shared part of a request's overhead, as :func:`ctxkit.reports.replayed.exact` cuts it off: its
     tokens, its piece's identity, and the shorter part other sessions kept of it (0: none seen)."""
@@ -74,7 +80,7 @@ class Warm(NamedTuple):
     digest: bytes = WARM
     inner: float = 0.0
     inner_in_directory: bool = False  # (:attr:`SharedPrefix.inner_in_directory`)
-    system_end: bool = False  # (:attr:`SharedPrefix.system_end`)
+    system_tokens: float = 0.0  # (:attr:`SharedPrefix.system_tokens`)
 
 
 @functools.lru_cache(maxsize=128)
@@ -264,11 +270,12 @@ class SharedPrefix:
     #: the shared prefix, measured in the first turn's directory, holds that directory's part of the system
     #: prompt after it (SWORDIntel ``0c45b0a6``: 16,565 read in the first directory, 11,704 in the next)
     inner_in_directory: bool = False
-    #: the size was read where a turn's thinking budget changed (nothing else showed it): the tools and the
-    #: whole system prompt, up to its breakpoint; the rest of the overhead is the context Claude Code 1.x
-    #: puts before the first message, with no breakpoint of its own (SWORDIntel ``155c3456``: the turn that
-    #: went back to no budget within the cache lifetime read 15,617, not the 27,245 cached under it before)
-    system_end: bool = False
+    #: where the tools and the system prompt end, up to their breakpoint (0: not seen): the rest of the overhead
+    #: is the context Claude Code puts before the first message, with no breakpoint of its own. Read where a
+    #: turn's thinking budget changed when nothing else showed the shared size (then it is that size: SWORDIntel
+    #: ``155c3456``, the turn back at no budget within the cache lifetime read 15,617, not the 27,245 cached
+    #: under it before), or recurring where the messages were lost (:func:`ctxkit.reports.cache_events.system_end_read`)
+    system_tokens: float = 0.0
 
     def kept_warm(self, model: str, k: int | None = None) -> bool:
         if k in self.read_at or k in self.missed_at:
@@ -291,9 +298,9 @@ def warm_piece(shared: SharedPrefix | None, model: str, default: float = 0.0) ->
     model)."""
     if shared is None:
         return Warm(default)
-    # (a model with a size of its own had it from a cold read: the shared part only, not the system prompt's end)
+    # (a model with a size of its own has a system prompt of its own: where the session's ends is not where its does)
     return Warm(shared.tokens_for(model), shared.piece_id(model), shared.inner, shared.inner_in_directory,
-                shared.system_end and cache_key(model) not in shared.own_sizes)
+                0.0 if cache_key(model) in shared.own_sizes else shared.system_tokens)
 
 
 def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[int]) -> list[int]:
@@ -315,7 +322,7 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
 def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
                   first_overhead: float, lost: Iterable[int] = (), moved: Iterable[int] = (),
-                  rethought: Iterable[int] = ()) -> SharedPrefix:
+                  rethought: Iterable[int] = (), system: float = 0.0) -> SharedPrefix:
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
     (the cached part of the tools and system prompt), else the median read of the cold requests and of
@@ -325,7 +332,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     first read nothing; and where they read less of it than the others, what they read is its shorter part
     (:attr:`SharedPrefix.inner`, :attr:`SharedPrefix.inner_in_directory`). When none of these shows it, the
     requests whose turn has another thinking budget than the turn before (``rethought``, Claude Code 1.x) do:
-    they read the tools and the whole system prompt (:attr:`SharedPrefix.system_end`)."""
+    they read the tools and the whole system prompt (:attr:`SharedPrefix.system_tokens`; ``system``: where the
+    reads show those end, :func:`ctxkit.reports.cache_events.system_end_read`)."""
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
@@ -335,11 +343,12 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
     first, cold_reads, lost_reads = read(0), [(k, read(k)) for k in cold], [(k, read(k)) for k in lost]
     moved_reads = [(k, read(k)) for k in moved]
-    size, system_end = (first if 0 < first < first_overhead else 0.0), False
+    size = first if 0 < first < first_overhead else 0.0
     if not size:
         seen = [r for _, r in [*cold_reads, *lost_reads, *moved_reads] if 0 < r < first_overhead]
-        system_end = not seen
-        seen = seen or [r for r in map(read, rethought) if 0 < r < first_overhead]
+        if not seen:
+            seen = [r for r in map(read, rethought) if 0 < r < first_overhead]
+            system = statistics.median(seen) if seen else system
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
 
@@ -356,7 +365,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     warm = frozenset(m for m, v in votes.items() if sum(v) * 2 > len(v) and own.get(m, size))
     read_at = frozenset(k for k, r in cold_reads if size_of(k) and r >= SHARED_READ * size_of(k))
     missed = frozenset(k for k in cold if size_of(k)) - read_at
-    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at, bool(elsewhere), system_end and size > 0)
+    return SharedPrefix(size, warm, read_at, missed, own, inner, inner_at, bool(elsewhere),
+                        system if size and system >= size else 0.0)
 
 
 def _own_sizes(points: list[RecordedRequest], cold: list[int], size: float) -> dict[str, float]:
