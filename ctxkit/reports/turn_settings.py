@@ -52,7 +52,7 @@ from ..transcript.model import Transcript
 from .api_cache import TAIL
 from .cache_model import Piece, remade
 from .pricing import normalize_model
-from .session_prefix import context_id, is_directory_part, warm_count
+from .session_prefix import is_context, is_directory_part, warm_count
 from .usage import RecordedRequest
 
 #: Claude Code 1.0.98's thinking budgets (cli.js ``xh1``) and the words that set them in each language it
@@ -207,10 +207,10 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
             # the session's own part: its system prompt (another in another directory) and the context
             # Claude Code adds to the first message (a message: keyed on the thinking too), or where reads showed
             # where the system prompt ends, the system prompt's part only (the context the piece after it)
-            split = k + 1 < len(pieces) and pieces[k + 1].digest == context_id(p.digest)
+            split = k + 1 < len(pieces) and is_context(pieces[k + 1].digest)
             p = remade(memo, p, ("cwd", setting.cwd, setting.model), moved) if setting.cwd or setting.model else p
             p = remade(memo, p, ("own", setting.budget), keyed) if setting.budget and not split else p
-        elif own is not None and k == own + 1 and p.digest == context_id(pieces[own].digest):
+        elif own is not None and k == own + 1 and is_context(p.digest):
             p = remade(memo, p, ("own", setting.budget), keyed) if setting.budget else p
         elif not p.lead and setting.budget and p.digest != TAIL:  # (the uncached tail: no message, see with_rewrites)
             p = remade(memo, p, setting.budget, keyed)
