@@ -293,3 +293,21 @@ def test_a_turn_back_without_thinking_reads_the_system_prompt_not_the_context_af
     assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
     reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
     assert reads[-1] == pytest.approx(15_617, abs=300), reads
+
+
+@pytest.mark.parametrize("system", [13_521.0, 14_827.0])
+def test_the_overheads_pieces_are_the_same_at_every_request(system):
+    """held-out 1842319d (1.0.17): the shared size was read where a turn's thinking changed, so the system
+    prompt ends there too; one request's calibrated overhead came out under it (13,396 of 13,521), and that
+    request alone split its overhead into a system part and a context part: another prefix, read as a miss
+    at four later requests (+40% on writes). Where the pieces end is the session's to say, not a request's:
+    the system end at the shared size, and one above it."""
+    from ctxkit.reports.cache_model import Piece
+    from ctxkit.reports.replayed import exact
+    from ctxkit.reports.session_prefix import Warm
+
+    messages = [Piece(b"first message...", 100.0, True)]
+    warm = Warm(13_521.0, system_tokens=system)
+    shapes = {tuple((p.digest, p.breakpoint) for p in exact(messages, (13_000.0, 1.0), prompt, warm) if p.lead)
+              for prompt in (13_400, 14_000, 20_000)}
+    assert len(shapes) == 1, shapes

@@ -148,10 +148,10 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
         parts = [Piece(INNER, warm.inner, True, True), Piece(beyond, shared - warm.inner, True, True)] \
             if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
         end = warm.system_tokens  # (where the system prompt ends, when reads showed it: the context after it has no breakpoint)
-        # (split at every request, however much the calibrated overhead is there: the pieces, so the prefixes, stay the same)
+        # (decided on the session's figures, not on this request's calibrated overhead: the same pieces at every request)
         own_parts = [Piece(own, max(0.0, min(end, head.tokens) - shared), True, True),
-                     Piece(context_id(own), max(0.0, head.tokens - end), False, True)] if shared < end else \
-            [Piece(own, head.tokens - shared, head.breakpoint and not 0 < end <= shared, True)]
+                     Piece(context_id(own), max(0.0, head.tokens - max(end, shared)), False, True)] if warm.tokens < end \
+            else [Piece(own, head.tokens - shared, head.breakpoint and not 0 < end <= warm.tokens, True)]
         out = [*parts, *own_parts, *out[1:]]
     return [*out, Piece(TAIL, tail)] if tail > 0 else out
 
