@@ -311,3 +311,28 @@ def test_the_overheads_pieces_are_the_same_at_every_request(system):
     shapes = {tuple((p.digest, p.breakpoint) for p in exact(messages, (13_000.0, 1.0), prompt, warm) if p.lead)
               for prompt in (13_400, 14_000, 20_000)}
     assert len(shapes) == 1, shapes
+
+
+def test_reads_in_another_directory_do_not_say_where_the_system_prompt_ends(tmp_path):
+    """0c45b0a6 ``f02f91`` (1.0.81), a copy whose first request read nothing: three turns begun in another
+    directory read 11,704 (the part every directory shares), and two turns whose thinking changed read 16,567
+    (the tools and the whole system prompt of that directory). The recurring 11,704 was taken for where the
+    system prompt ends, the shared prefix ended there too, and the session's own part lost its breakpoint: the
+    replay read 11,704 where the thinking changed (+18% on writes here). A turn in another directory reads less than the system
+    prompt (its directory's part changed), so its read says nothing of where that ends."""
+    s = OldSession("/home/me/project")
+    _turn(s, 0, "load the notes", 0, 20_565)
+    _turn(s, 30, "what is in agents", 20_565, 300)
+    total = 20_865
+    for n, folder in enumerate(("agents", "bridge")):
+        s.cwd = f"/home/me/project/{folder}"  # (a cd in the turn before: the lines after it say so)
+        _turn(s, 60 + 60 * n, f"build part {n}", 11_704, total + 300 - 11_704)
+        _turn(s, 90 + 60 * n, f"and check part {n}", total + 300, 300)
+        total += 600
+    _turn(s, 200, "ultrathink: why does the bridge drop frames", 16_567, total + 300 - 16_567)
+    _turn(s, 210, "ultrathink: and the audio", total + 300, 300)
+    _turn(s, 220, "think hard: is it the buffer", 16_567, total + 900 - 16_567)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert reads[6] == pytest.approx(16_567, abs=100) and reads[8] == pytest.approx(16_567, abs=100), reads

@@ -28,7 +28,7 @@ history Claude Code rewrote in place, which ``none`` and the policies keep whole
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -134,17 +134,21 @@ def lead_end(pieces: list[Piece]) -> float:
     return end
 
 
-def system_end_read(points: list[RecordedRequest], marks: list[int], ttl_of: list[int], overhead: float) -> float:
+def system_end_read(points: list[RecordedRequest], marks: list[int], ttl_of: list[int], overhead: float,
+                    moved: Iterable[int] = ()) -> float:
     """Where the tools and the system prompt end, as the session's own reads show it (0: they do not): a read
     that recurs (twice or more, within :data:`SAME_READ`) at requests sent within the cache lifetime, above what
     the first request read (the part other sessions keep warm) and below its overhead (what its view does not
     hold: the system prompt and the context before the first message). Those requests read the tools and
     system prompt and none of the messages: held-out ``3d83c7e8`` (Claude Code 2.1.81, Sonnet 4.6) read 14,827
     at three of its new prompts, its first request having read 8,596 and sent 17,565; the replay, which took
-    the first message's context for system prompt too, read 17,761 there (-31% on writes)."""
+    the first message's context for system prompt too, read 17,761 there (-31% on writes). Not the requests
+    that began a turn in another directory (``moved``, Claude Code 1.x): their directory's part of the system
+    prompt changed, so they read less than it (SWORDIntel ``0c45b0a6``, a copy whose first request read
+    nothing: three such turns read 11,704, the two whose thinking changed 16,567)."""
     if not points:
         return 0.0
-    first, cold = points[0].usage.cache_read_input_tokens, set(cold_requests(points, marks, ttl_of))
+    first, cold = points[0].usage.cache_read_input_tokens, {*cold_requests(points, marks, ttl_of), *moved}
     reads = sorted(float(p.usage.cache_read_input_tokens) for k, p in enumerate(points)
                    if k and k not in cold and first < p.usage.cache_read_input_tokens < overhead)
     groups: list[list[float]] = []

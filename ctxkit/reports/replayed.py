@@ -403,10 +403,10 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
     if not caches:
         return marks, None, CacheEvents()
-    system = system_end_read(points, marks, ttls, overhead)
+    moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
+    system = system_end_read(points, marks, ttls, overhead, moved)
     events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
                                                                         turn_starts(t, points), system)
-    moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
     rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
                                 rethought, system), events
