@@ -336,3 +336,19 @@ def test_reads_in_another_directory_do_not_say_where_the_system_prompt_ends(tmp_
     assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
     reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
     assert reads[6] == pytest.approx(16_567, abs=100) and reads[8] == pytest.approx(16_567, abs=100), reads
+
+
+def test_the_shared_prefixs_two_parts_are_the_same_at_every_request():
+    """As above, for the shorter part other sessions kept of the shared prefix (:attr:`SharedPrefix.inner`): a
+    request whose calibrated overhead came out under it cut the shared prefix as one piece, not two, another
+    prefix for the cache (every later read of it a miss), though nothing of the session had changed."""
+    from ctxkit.reports.cache_model import Piece
+    from ctxkit.reports.replayed import exact
+    from ctxkit.reports.session_prefix import Warm
+
+    messages = [Piece(b"first message...", 100.0, True)]
+    warm = Warm(13_521.0, inner=11_704.0)
+    cuts = [[p for p in exact(messages, (13_000.0, 1.0), prompt, warm) if p.lead] for prompt in (11_000, 14_000, 20_000)]
+    assert len({tuple(p.digest for p in lead) for lead in cuts}) == 1, cuts
+    assert all(p.tokens >= 0 for lead in cuts for p in lead), cuts
+    assert [sum(p.tokens for p in lead) for lead in cuts] == [10_900, 13_900, 19_900]

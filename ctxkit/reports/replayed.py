@@ -145,8 +145,9 @@ def exact(pieces: list[Piece], fit: tuple[float, float], prompt_tokens: int, war
         # (a model with a shared prefix of its own has its own system prompt: the rest of it is another piece)
         own = head.digest if warm.digest == WARM else hashlib.blake2b(warm.digest + head.digest, digest_size=16).digest()
         beyond = directory_part(warm.digest) if warm.inner_in_directory else warm.digest
-        parts = [Piece(INNER, warm.inner, True, True), Piece(beyond, shared - warm.inner, True, True)] \
-            if 0 < warm.inner < shared else [Piece(warm.digest, shared, True, True)]
+        # (two parts or one decided on the session's figures too: a request's overhead under the shorter part cuts it short)
+        parts = [Piece(INNER, min(warm.inner, shared), True, True), Piece(beyond, max(0.0, shared - warm.inner), True, True)] \
+            if 0 < warm.inner < warm.tokens else [Piece(warm.digest, shared, True, True)]
         end = warm.system_tokens  # (where the system prompt ends, when reads showed it: the context after it has no breakpoint)
         # (decided on the session's figures, not on this request's calibrated overhead: the same pieces at every request)
         own_parts = [Piece(own, max(0.0, min(end, head.tokens) - shared), True, True),
