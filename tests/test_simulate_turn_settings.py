@@ -105,13 +105,9 @@ def test_a_turn_begun_in_another_directory_writes_the_sessions_own_prefix_again(
     assert _within_ten_percent(s.errors(tmp_path))
 
 
-@pytest.mark.parametrize("first_read", [16_565, 0])
-def test_a_turn_in_another_directory_reads_only_the_part_every_directory_shares(tmp_path, first_read):
-    """0c45b0a6 (1.0.81): the first request read 16,565 tokens other sessions had cached in the first directory;
-    each turn begun in another directory read only 11,704 of them, the part before the directory's own part of
-    the system prompt, and wrote the rest again. The replay read 16,565 there (-40% on writes here). A copy of
-    the session whose first request read nothing (``f02f91``) had no shared prefix at all, so no part of it to
-    key by the directory: the replay read everything there (-55% on writes); those turns' reads measure it."""
+def _two_directories(first_read: int) -> tuple[OldSession, int]:
+    """0c45b0a6's shape: two turns, then two turns each begun in another directory, whose first request read
+    the 11,704 tokens every directory shares; the session, and what its last request sent."""
     s = OldSession("/home/me/project")
     _turn(s, 0, "load the notes", first_read, 20_565 - first_read)
     _turn(s, 30, "what is in agents", 20_565, 300)
@@ -121,6 +117,17 @@ def test_a_turn_in_another_directory_reads_only_the_part_every_directory_shares(
         _turn(s, 60 + 60 * n, f"build part {n}", 11_704, total + 300 - 11_704)
         _turn(s, 90 + 60 * n, f"and check part {n}", total + 300, 300)
         total += 600
+    return s, total
+
+
+@pytest.mark.parametrize("first_read", [16_565, 0])
+def test_a_turn_in_another_directory_reads_only_the_part_every_directory_shares(tmp_path, first_read):
+    """0c45b0a6 (1.0.81): the first request read 16,565 tokens other sessions had cached in the first directory;
+    each turn begun in another directory read only 11,704 of them, the part before the directory's own part of
+    the system prompt, and wrote the rest again. The replay read 16,565 there (-40% on writes here). A copy of
+    the session whose first request read nothing (``f02f91``) had no shared prefix at all, so no part of it to
+    key by the directory: the replay read everything there (-55% on writes); those turns' reads measure it."""
+    s, _ = _two_directories(first_read)
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
     for row in (result["rows"]["replayed"], result["rows"]["none"], result["rows"]["policies"][0]):
@@ -320,15 +327,7 @@ def test_reads_in_another_directory_do_not_say_where_the_system_prompt_ends(tmp_
     system prompt ends, the shared prefix ended there too, and the session's own part lost its breakpoint: the
     replay read 11,704 where the thinking changed (+18% on writes here). A turn in another directory reads less than the system
     prompt (its directory's part changed), so its read says nothing of where that ends."""
-    s = OldSession("/home/me/project")
-    _turn(s, 0, "load the notes", 0, 20_565)
-    _turn(s, 30, "what is in agents", 20_565, 300)
-    total = 20_865
-    for n, folder in enumerate(("agents", "bridge")):
-        s.cwd = f"/home/me/project/{folder}"  # (a cd in the turn before: the lines after it say so)
-        _turn(s, 60 + 60 * n, f"build part {n}", 11_704, total + 300 - 11_704)
-        _turn(s, 90 + 60 * n, f"and check part {n}", total + 300, 300)
-        total += 600
+    s, total = _two_directories(0)
     _turn(s, 200, "ultrathink: why does the bridge drop frames", 16_567, total + 300 - 16_567)
     _turn(s, 210, "ultrathink: and the audio", total + 300, 300)
     _turn(s, 220, "think hard: is it the buffer", 16_567, total + 900 - 16_567)
