@@ -96,9 +96,9 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
     strength = secret_name(name)
     group = _value_group(m)
     value = text[m.start(group):m.end(group)]
-    line_start = text.rfind("\n", 0, start) + 1
-    if m.group("sep") == ":" and text[line_start:start].rstrip(" \t\"'").endswith("?") \
-            and not (_has_digit_and_letter(value) or _random_part(value)):
+    before = text[text.rfind("\n", 0, start) + 1:start]  # (the line up to the name)
+    random_looking = _has_digit_and_letter(value) or _random_part(value)
+    if m.group("sep") == ":" and before.rstrip(" \t\"'").endswith("?") and not random_looking:
         # ``ok ? 'PASS' : 'FAIL'``: a conditional's two values, not a key and its value (but a random-looking
         # one is a secret whatever precedes it: ``dev ? 'password' : 'Xk29pLm'``, ``Which? password: Hunter2``)
         return None
@@ -134,13 +134,12 @@ def _assignment(m: re.Match[str], text: str) -> str | None:
             # header (``-H "X-Api-Key: abc123"``)
             line_end = text.find("\n", m.end())
             after = text[m.end():line_end if line_end >= 0 else len(text)].strip()
-            before = text[text.rfind("\n", 0, start) + 1:start]
             quoted_key = text[m.end("tail"):m.start("sep")].strip().startswith(('"', "'"))
             yaml_line = not before.strip(" \t-") and (not after or after.startswith("#"))
             # (a header ends its quoted string, perhaps escaped as JSON quotes it, or holds a random-looking
             # value: ``'PASS: Stage count'`` is a check's label and words)
             header = before.endswith(('"', "'")) and (re.match(r"(?:\\[rn])*\\?" + before[-1], after) is not None
-                                                      or _has_digit_and_letter(value) or _random_part(value))
+                                                      or random_looking)
             if not (yaml_line or quoted_key or header):
                 return None
     return "aws-secret-key" if _AWS_SECRET_NAME.search(name) else "secret-assignment"

@@ -43,8 +43,8 @@ _NOT_SECRET_VALUES = {"true", "false", "none", "null", "nil", "undefined", "yes"
 _CODE_VALUE = re.compile(r"""^(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|(?:self|this|cls|os|process|env)\b.*)$""")
 #: a run of mask characters: a value a tool printed masked (``gho_****...``, ``sk-****abcd``), not the secret
 #: (when the mask is most of it: :func:`_masked`)
-_MASKED = re.compile(r"[*\u2022\u25cf]{4,}")
 _MASK_CHARS = "*\u2022\u25cf"
+_MASKED = re.compile(f"[{re.escape(_MASK_CHARS)}]{{4,}}")
 #: a reference to a variable or a member, not a value: ``$request->password`` (PHP: the value read up to ``->``),
 #: ``$DB_PASSWORD``, ``static::$password``, ``self::$key``
 _REFERENCE = re.compile(r"^(?:\$[A-Za-z_]\w*(?:->|::|\[|-$|$)|[A-Za-z_]\w*::\$?[A-Za-z_])")
@@ -119,16 +119,17 @@ def _template_words(value: str) -> bool:
     ``base64:GENERATE_WITH_php_artisan_key:generate`` (redacted, held-out prompts lost the line the user asked
     about). At least three words, no digits but ``base64``/``sha256``'s and a filler number (``12345``), and the
     words say "put yours here": they open with "your", end with "here", or hold "change me", "replace with",
-    "generate with"... A passphrase of
-    words (``correct-horse-battery-staple``, ``change-the-world``) says none of these and stays a secret."""
+    "generate with"... A passphrase of words (``correct-horse-battery-staple``, ``change-the-world``) says none
+    of these and stays a secret."""
     if not _WORDS_ONLY.fullmatch(value):
         return False
     words = [w.lower() for w in _NAME_SPLIT.findall(value)]
     numbers = [k for k, w in enumerate(words) if w.isdigit()]
-    if len(words) - len(numbers) < 3 or any(not _filler_number(words[k]) and (k == 0 or words[k - 1] not in ("base", "sha"))
+    fillers = [k for k in numbers if _filler_number(words[k])]
+    if len(words) - len(numbers) < 3 or any(k not in fillers and (k == 0 or words[k - 1] not in ("base", "sha"))
                                             for k in numbers):
         return False
-    if any(_filler_number(words[k]) for k in numbers) and not _STAND_IN_NOUNS.intersection(words):
+    if fillers and not _STAND_IN_NOUNS.intersection(words):
         return False  # ``Your-Dog-Rex-123``: a password; a template's filler stands in for a key or a secret
     return words[0] == "your" or words[-1] == "here" or "changeme" in words \
         or any(pair in _TEMPLATE_PAIRS for pair in zip(words, words[1:], strict=False))
