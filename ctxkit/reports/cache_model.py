@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import accumulate, compress
 from operator import attrgetter, is_
@@ -77,8 +77,7 @@ class Piece:
     def keyed(self, salt: bytes) -> Piece:
         """The same block under another prefix (a rewrite, a turn's thinking budget, another conversation):
         another identity for the cache, the same tokens and breakpoint."""
-        return Piece(hashlib.blake2b(salt + self.digest, digest_size=16).digest(), self.tokens, self.breakpoint,
-                     self.lead, self.thinking)
+        return replace(self, digest=hashlib.blake2b(salt + self.digest, digest_size=16).digest())
 
 
 def cache_key(model: str) -> str:

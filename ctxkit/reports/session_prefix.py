@@ -433,10 +433,10 @@ def with_epoch(pieces: list[Piece], epoch: int) -> list[Piece]:
     salt = b"epoch%d" % epoch
     if own + 1 < len(pieces) and is_context(pieces[own + 1].digest):
         p = pieces[own + 1]
-        return [*pieces[:own + 1], Piece(context_id(p.digest, salt), p.tokens, p.breakpoint, True), *pieces[own + 2:]]
+        return [*pieces[:own + 1], replace(p, digest=context_id(p.digest, salt), lead=True), *pieces[own + 2:]]
     p = pieces[own]
     digest = hashlib.blake2b(salt + p.digest, digest_size=16).digest()
-    return [*pieces[:own], Piece(digest, p.tokens, p.breakpoint, True), *pieces[own + 1:]]
+    return [*pieces[:own], replace(p, digest=digest, lead=True), *pieces[own + 1:]]
 
 
 def keep_warm(cache: PromptCache | None, shared: SharedPrefix, point: RecordedRequest, pieces: list[Piece],
