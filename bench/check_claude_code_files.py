@@ -17,7 +17,8 @@ ctxkit of this interpreter, the commands run as a user would run them (the helpe
    policy) counts what compact's report ends with; the budget is the session's model's (``stats``
    names the model of the session's last request, and compact's autocompact used its window).
    With ``-p no-llm``, when it compacted, the output's view quotes verbatim every prompt the user typed
-   (``prompts``: quoted of typed; a custom command's expansion aside). A miss is not a failure: a paste the
+   (``prompts``: quoted of typed, ``+Nr`` quoted with a secret in them redacted; a custom command's expansion
+   aside). A miss is not a failure: a paste the
    compaction could not keep whole and still shrink is cut, a secret is redacted, an image is a block
    of its own (docs/summarizer.md).
 3. the ``no-llm`` output through ``expand``: byte for byte the input (followed only by the lines the
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -188,6 +190,10 @@ def check_compact(path: Path, work: Path, policy: str, row: dict, timeout: float
         said = view_text(view.stdout) if view.returncode == 0 else ""
         typed = typed_prompts(path)
         row["prompts"] = f"{sum(p in said for p in typed)}/{len(typed)}"
+        # a secret in a prompt is redacted in the summary (docs/security.md): quoted, but not byte for byte
+        redacted = [p for p in typed if p not in said and quoted_but_secrets(p, said)]
+        if redacted:
+            row["prompts_redacted"] = len(redacted)
     return out
 
 
@@ -206,6 +212,42 @@ def typed_prompts(path: Path) -> list[str]:
         if not (isinstance(text, str) and slash_command(text) is not None):
             out.append(p.text)
     return out
+
+
+def prompts_column(row: dict) -> str:
+    """``quoted/typed``, and ``+Nr`` for the N quoted with a secret redacted."""
+    redacted = row.get("prompts_redacted")
+    return row.get("prompts", "-") + (f"+{redacted}r" if redacted else "")
+
+
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+
+
+def quoted_but_secrets(prompt: str, said: str) -> bool:
+    """Whether ``said`` quotes ``prompt`` word for word but for secrets, each replaced by its marker
+    (docs/security.md): after a marker the quote goes on where the prompt does."""
+    starts = [m.start() for m in re.finditer(re.escape(prompt[:20]), said)][:100] + \
+        [m.start() for m in _MARKER.finditer(said)][:100]
+    for j in starts:
+        i, redacted = 0, False
+        while i < len(prompt):
+            if j < len(said) and said[j] == prompt[i]:
+                i, j = i + 1, j + 1
+                continue
+            marker = _MARKER.match(said, j)
+            if marker is None:
+                break
+            j, redacted = marker.end(), True
+            # where the prompt goes on as the quote does (the quote may go on past the prompt's end)
+            resumed = next((k for n in range(12, 2, -1) if said[j:j + n]
+                            for k in [prompt.find(said[j:j + n], i + 1)] if k > 0), -1)
+            if resumed < 0 and any(c.isspace() for c in prompt[i:].rstrip()):
+                break  # the prompt goes on past what could be one secret, and the quote does not
+            i = resumed if resumed > 0 else len(prompt)  # (else the secret ends the prompt)
+        else:
+            if redacted:
+                return True
+    return False
 
 
 def view_text(jsonl: bytes | str) -> str:
@@ -304,7 +346,8 @@ def main() -> int:
         print(f"{'session':44} {'req':>4} {'cmp':>3} {'cost':>7} {'reads':>7} {'writes':>7}  "
               f"{'peak none/recorded':>19} {'back':>4} {'prompts':>7}  problems")
     failed = off = refused = 0
-    quoted = [0, 0]  # forced no-llm compactions (made) that quote every typed prompt, of those with one
+    quoted = [0, 0, 0]  # forced no-llm compactions (made) that quote every typed prompt, of those with one;
+    # and of the others, those that quote every prompt with its secrets redacted
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         rows = []
         for row in pool.map(lambda p: check(p, args.timeout), sessions):
@@ -314,7 +357,8 @@ def main() -> int:
             refused += bool(row.get("refused"))  # (replayed with --on-bad-line skip)
             if row.get("prompts", "0/0").split("/")[1] != "0":
                 said, typed = row["prompts"].split("/")
-                quoted = [quoted[0] + (said == typed), quoted[1] + 1]
+                quoted = [quoted[0] + (said == typed), quoted[1] + 1,
+                          quoted[2] + (int(said) + row.get("prompts_redacted", 0) == int(typed) != int(said))]
             if args.json:
                 print(json.dumps(row), flush=True)
                 continue
@@ -322,14 +366,14 @@ def main() -> int:
             print(f"{row['file'][-44:]:44} {row.get('requests', '-'):>4} {row.get('compactions', '-'):>3} "
                   f"{pct(row.get('cost')):>7} {pct(row.get('reads')):>7} {pct(row.get('writes')):>7}"
                   f"{'!' if row.get('off') else ' '} {peak:>19} {str(row.get('back', '-')):>4} "
-                  f"{row.get('prompts', '-'):>7}  "
+                  f"{prompts_column(row):>7}  "
                   f"{'; '.join(row['problems']) or ('refused, then read with --on-bad-line skip: ' + row['refused'][-80:] if row.get('refused') else 'ok')}",
                   flush=True)
     ran = sum(1 for r in rows if "requests" in r)
     print(f"{len(sessions)} sessions: {ran - off} of {ran} replayed within 10% of the recorded cost, reads and "
           f"writes ({refused} with a line ctxkit refuses, replayed with --on-bad-line skip); "
           f"{failed} failed a check; {quoted[0]} of {quoted[1]} forced no-llm compactions quote every typed "
-          "prompt", file=sys.stderr)
+          f"prompt, and {quoted[2]} more every one with the secrets in it redacted", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -91,6 +91,27 @@ def test_only_the_longest_pastes_are_cut_when_that_is_enough(runner, tmp_path):
     assert "the longest typed prompt cut, the others quoted whole" in stage["reason"]
 
 
+def test_a_session_made_of_its_prompts_keeps_them_all_whole(runner, tmp_path):
+    """A session driven by another program (held-out claude-mem observer sessions): its prompts, pastes of
+    6,000 to 8,500 characters, are most of the history. Section 1 quoting the first and the latest again took
+    the summary past what it replaced, and the longest was cut; opened there and quoted once in section 6,
+    every prompt stays whole and the compaction still frees room."""
+    s = Session(tmp_path)
+    pastes = ["\n".join(f"<observed tool='Edit' n='{k}-{j}'>changed line {j * 11 % 97} of part{k}.js</observed>"
+                        for j in range(n)) for k, n in enumerate((90, 110, 120, 100))]
+    for k, paste in enumerate(pastes):
+        s.prompt(paste)
+        s.say(f"<observation>part{k}.js: {k + 3} lines changed, the loop guarded against an empty list; "
+              + "the caller now passes the queue it drained. " * 50 + "</observation>")
+    path = tmp_path / "s.jsonl"
+    s.write(path)
+    code, stage, text = compact(runner, path, "--force")
+    assert code == 0 and stage["action"] == "applied", stage["reason"]
+    assert stage["details"]["prompts_quoted"] == "whole", stage["reason"]
+    assert all(paste in text for paste in pastes)
+    assert stage["details"]["post_tokens"] < stage["details"]["tokens"]
+
+
 def test_the_longest_to_cut_are_counted_once_each_and_ties_are_cut_together():
     """Which prompts to cut is worked out counting each once, the part its cut leaves out, and no further
     than enough is freed (with the ``anthropic`` estimator each count is a request); prompts of one length

@@ -22,6 +22,10 @@ from ..errors import LLMError
 from ..transcript.prompts import typed_words
 from .extractive_text import (
     LANGUAGES,
+    PRIMARY_REQUEST_CHARS,
+    TYPED_PROMPT_CHARS,
+    TYPED_PROMPTS_SHARE,
+    TYPED_PROMPTS_TOTAL_CHARS,
     LaterFixes,
     change_snippet,
     describe_call,
@@ -59,7 +63,7 @@ class SessionFacts:
     command's output that the view shows replaced (cleared by microcompact, persisted by the budget),
     from the store: the summary quotes their error lines. ``typed``: whether a person typed the
     prompts (False in a subagent's transcript, whose prompt the main agent wrote): only a typed prompt
-    is quoted up to :data:`TYPED_PROMPT_CHARS`.
+    is quoted up to :data:`~ctxkit.summarize.extractive_text.TYPED_PROMPT_CHARS`.
     """
 
     prompts: tuple[str, ...] | None = None
@@ -79,20 +83,6 @@ class _Call:
     answered: bool = False
 
 
-#: How much of each prompt the transcript says was typed (``SessionFacts.prompts``) the summary quotes
-#: verbatim: a prompt of a few pages (a spec, instructions with examples) is the user's request word for
-#: word; beyond, a paste is cut with a marker. A 2,800-character prompt recorded with Claude Code 2.1.328
-#: was cut at 2,000 before (bench/cc_scenarios/unicode-long.json). The user messages of a plain message
-#: list keep ``user_message_chars``: there a tool's output may be a user text (Cline's results).
-TYPED_PROMPT_CHARS = 10_000
-#: What the typed prompts' quotes may take together: past it, every prompt is cut at one shorter length,
-#: never below ``user_message_chars`` (thirty 9,000-character logs quoted whole: no compaction at all).
-TYPED_PROMPTS_TOTAL_CHARS = 20_000
-#: ... or this share of the characters the summarized messages hold, when that is more: then every prompt
-#: is quoted whole up to it, however long (an 11,092-character plan, "Implement the following plan: ...", was
-#: cut at 10,000 characters on held-out ``01a88240``, its last steps gone from the context; quoted whole, the
-#: prompts take at most a fifth of what the summary replaces)
-TYPED_PROMPTS_SHARE = 0.2
 
 
 class ExtractiveSummarizer:
@@ -234,6 +224,14 @@ class _Extraction:
                 return text
         return shortened(text, self.prompt_limit)
 
+    def opened(self, text: str) -> str:
+        """A request as section 1 quotes it: as section 6 does when that is short, else its opening and
+        where the rest is (:data:`PRIMARY_REQUEST_CHARS`)."""
+        quote = self.verbatim(text)
+        if len(quote) <= PRIMARY_REQUEST_CHARS:
+            return quote
+        return f"{text[:PRIMARY_REQUEST_CHARS]} [… continued in 6. All user messages]"
+
     # -- the sections ---------------------------------------------------------------------
 
     def primary_request(self) -> str:
@@ -244,9 +242,9 @@ class _Extraction:
         if requests:
             whole_session = self.facts.prompts is not None
             label = "First request since then" if parts and not whole_session else "The user's first request"
-            parts.append(f"{label}:\n{self.verbatim(requests[0])}")
+            parts.append(f"{label}:\n{self.opened(requests[0])}")
             if len(requests) > 1:
-                parts.append(f"Most recent request:\n{self.verbatim(requests[-1])}")
+                parts.append(f"Most recent request:\n{self.opened(requests[-1])}")
         return "\n\n".join(parts) or "No user request was found in the summarized messages."
 
     def concepts(self) -> str:

@@ -44,6 +44,27 @@ LANGUAGES = {
 }
 
 
+#: How much of each prompt the transcript says was typed (``SessionFacts.prompts``) the summary quotes
+#: verbatim: a prompt of a few pages (a spec, instructions with examples) is the user's request word for
+#: word; beyond, a paste is cut with a marker. A 2,800-character prompt recorded with Claude Code 2.1.328
+#: was cut at 2,000 before (bench/cc_scenarios/unicode-long.json). The user messages of a plain message
+#: list keep ``user_message_chars``: there a tool's output may be a user text (Cline's results).
+TYPED_PROMPT_CHARS = 10_000
+#: What the typed prompts' quotes may take together: past it, every prompt is cut at one shorter length,
+#: never below ``user_message_chars`` (thirty 9,000-character logs quoted whole: no compaction at all).
+TYPED_PROMPTS_TOTAL_CHARS = 20_000
+#: ... or this share of the characters the summarized messages hold, when that is more: then every prompt
+#: is quoted whole up to it, however long (an 11,092-character plan, "Implement the following plan: ...", was
+#: cut at 10,000 characters on held-out ``01a88240``, its last steps gone from the context; quoted whole, the
+#: prompts take at most a fifth of what the summary replaces)
+TYPED_PROMPTS_SHARE = 0.2
+#: How much of the first and the most recent request *1. Primary Request and Intent* quotes: a longer one is
+#: quoted in *6. All user messages* (whole, or at the shared cut) and only opened here. Quoted twice (up to
+#: the section's 6,000 characters), a pasted spec took the summary past what it replaced: five held-out
+#: claude-mem observer sessions, whose prompts are most of the history, could not be compacted with every
+#: prompt whole; opened in 1,000 characters, all five are.
+PRIMARY_REQUEST_CHARS = 1_000
+
 
 def squash(text: str, limit: int) -> str:
     """One line, whitespace collapsed, at most ``limit`` characters (cut at a word, marked ``…``)."""

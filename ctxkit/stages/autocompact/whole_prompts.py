@@ -12,7 +12,7 @@ the longest prompts are cut, as few as the tokens over the goal call for (counte
 counter, and a margin), the others staying whole (:func:`longest_to_cut`): a session of many pastes keeps
 all but its largest ones word for word. When that is not under the goal either, or when it would cut
 them all, the summary is written again with every long prompt cut to the share they may take together
-(:data:`ctxkit.summarize.extractive.TYPED_PROMPTS_SHARE`).
+(:data:`ctxkit.summarize.extractive_text.TYPED_PROMPTS_SHARE`).
 `--report json` says which in the autocompact stage's details: ``prompts_quoted`` is ``whole``, ``partly``
 or ``cut``, and ``prompts_cut`` how many were (absent when no prompt was long enough for it to matter, or
 when the stage made no compaction); the report line a user reads says it too (:func:`report_note`). A

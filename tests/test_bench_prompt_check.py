@@ -1,0 +1,27 @@
+"""``bench/check_claude_code_files.py``'s ``prompts`` column: a prompt that holds a secret is quoted with
+the secret redacted (docs/security.md), and the bench counts it apart from a prompt that was cut. The
+count docs/summarizer.md gives rests on this matcher telling the two apart."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from check_claude_code_files import quoted_but_secrets  # noqa: E402
+
+
+def test_a_prompt_quoted_with_its_secrets_redacted_counts():
+    key, other = "sk-" + "a1b2c3d4e5" * 3, "sk-" + "f6e5d4c3b2" * 3
+    assert quoted_but_secrets(f"use {key} for the build", "6. All user messages:\n- use [REDACTED:openai-key] for the build\n")
+    assert quoted_but_secrets(key, "- hello\n- [REDACTED:openai-key]\n- go on")  # the prompt is the key
+    assert quoted_but_secrets(f"a={key} and b={other} done", "a=[REDACTED:openai-key] and b=[REDACTED:openai-key] done")
+
+
+def test_a_prompt_cut_or_changed_does_not():
+    key = "sk-" + "a1b2c3d4e5" * 3
+    assert not quoted_but_secrets("hello world", "hello world")  # quoted as it is: not a redaction
+    assert not quoted_but_secrets(f"use {key} for the build", "- use [REDACTED:openai-key] for the test")
+    # a marker does not stand for the words after a secret
+    assert not quoted_but_secrets(f"use {key} for the build", "- use [REDACTED:openai-key]\n- next")
+    assert not quoted_but_secrets(f"use {key} for the build and deploy it",
+                                  "- use [REDACTED:openai-key] for the build [… 14 more characters omitted]")
