@@ -83,8 +83,6 @@ class _Call:
     answered: bool = False
 
 
-
-
 class ExtractiveSummarizer:
     """A summary assembled from the messages themselves: no model, no network, deterministic.
 
