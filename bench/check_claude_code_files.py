@@ -243,11 +243,21 @@ def quoted_but_secrets(prompt: str, said: str) -> bool:
                             for k in [prompt.find(said[j:j + n], i + 1)] if k > 0), -1)
             if resumed < 0 and any(c.isspace() for c in prompt[i:].rstrip()):
                 break  # the prompt goes on past what could be one secret, and the quote does not
+            if resumed > 0 and not _one_secret(prompt[i:resumed]):
+                break  # the quote goes on with words the prompt has only further on (a marker of another)
             i = resumed if resumed > 0 else len(prompt)  # (else the secret ends the prompt)
         else:
             if redacted:
                 return True
     return False
+
+
+def _one_secret(span: str) -> bool:
+    """Whether ``span`` of a prompt can be what one marker stands for: a token (no space), a private key's
+    block, or a short value on one line (a passphrase), not lines of the prompt the quote left out: a cut
+    paste ending as the quote after another prompt's secret did counted as quoted with a secret redacted."""
+    return (span.startswith("-----BEGIN") or not any(c.isspace() for c in span)
+            or ("\n" not in span and len(span) <= 100))
 
 
 def view_text(jsonl: bytes | str) -> str:

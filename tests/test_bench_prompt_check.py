@@ -25,3 +25,15 @@ def test_a_prompt_cut_or_changed_does_not():
     assert not quoted_but_secrets(f"use {key} for the build", "- use [REDACTED:openai-key]\n- next")
     assert not quoted_but_secrets(f"use {key} for the build and deploy it",
                                   "- use [REDACTED:openai-key] for the build [… 14 more characters omitted]")
+
+
+def test_a_cut_paste_is_not_counted_by_the_marker_of_another_prompts_secret():
+    """A 5,000-character log cut at 2,000 characters, and a later prompt whose secret is redacted and which ends
+    as the log does: the marker does not stand for the 3,000 characters the quote left out."""
+    log = "".join(f"step {i}: ok\n" for i in range(400)) + "step 400: error at line 3. Please fix."
+    said = ("6. All user messages:\n- " + log[:2000] + f" [… {len(log) - 2000:,} more characters omitted]\n"
+            "- my token is [REDACTED:github-token]. Please fix.\n")
+    assert not quoted_but_secrets(log, said)
+    # the same log quoted whole, its one secret redacted, still counts
+    secret_log = log.replace("step 7: ok", "step 7: token=ghp_" + "a1B2c3D4e5" * 4)
+    assert quoted_but_secrets(secret_log, "- " + log.replace("step 7: ok", "step 7: token=[REDACTED:github-token]"))

@@ -287,8 +287,10 @@ def test_a_prompt_of_a_few_thousand_characters_is_quoted_whole():
     summary = ExtractiveSummarizer(facts=SessionFacts(prompts=(prompt, "Thanks"))).summarize(
         [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]}])
     assert bullets(summary) == [prompt, "Thanks"]
-    # section 1 opens it and says where the rest is: quoted twice, a paste took the summary past the history
-    assert f"The user's first request:\n{prompt[:1000]} [… continued in 6. All user messages]\n" in section(summary, 1)
+    # section 1 opens it (cut at a word) and says where the rest is: quoted twice, a paste took the summary
+    # past the history
+    opening = prompt[:1000].rsplit(" ", 1)[0]
+    assert f"The user's first request:\n{opening} [… continued in 6. All user messages]\n" in section(summary, 1)
     assert prompt not in section(summary, 1)
 
 

@@ -28,6 +28,7 @@ from .extractive_text import (
     TYPED_PROMPTS_TOTAL_CHARS,
     LaterFixes,
     change_snippet,
+    cut_opening,
     describe_call,
     error_quote,
     file_action,
@@ -228,7 +229,7 @@ class _Extraction:
         quote = self.verbatim(text)
         if len(quote) <= PRIMARY_REQUEST_CHARS:
             return quote
-        return f"{text[:PRIMARY_REQUEST_CHARS]} [… continued in 6. All user messages]"
+        return cut_opening(text, PRIMARY_REQUEST_CHARS, "[… continued in 6. All user messages]")
 
     # -- the sections ---------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..filenames import FILE_PATH_KEYS
 from .prompt import SECTION_TITLES
 from .render import json_text
+from .secret_values import MARKER_RE
 
 #: A line longer than this is never quoted whole: it is named instead (minified code, a data dump).
 LONGEST_QUOTED_LINE = 2_000
@@ -141,6 +142,26 @@ def shortened(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]} [… {len(text) - limit:,} more characters omitted]"
+
+
+def cut_opening(text: str, limit: int, pointer: str) -> str:
+    """The opening of ``text`` in at most ``limit`` characters, then ``pointer`` (where the rest is), cut as a
+    quote is: at the last line end when that keeps half of it, else at the last space, never inside a
+    ``[REDACTED:kind]`` marker. A code fence the cut leaves open is closed, the pointer after it: else the
+    rest of the summary reads as code, and the pointer as one more line of it."""
+    cut = text[:limit]
+    split = next((m for m in MARKER_RE.finditer(text, max(0, limit - 200)) if m.end() > limit), None)
+    if split is not None and split.start() < limit:
+        cut = text[:split.start()]
+    for where in ("\n", " "):
+        at = cut.rfind(where)
+        if at > limit // 2:
+            cut = cut[:at]
+            break
+    if sum(1 for line in cut.split("\n") if _FENCE.match(line)) % 2:
+        cut += "\n```"
+    own_line = cut.endswith("```") or text.startswith(cut + "\n")
+    return cut + ("\n" if own_line else " ") + pointer
 
 
 def shared_limit(lengths: Sequence[int], floor: int, ceiling: int, total: int) -> int:
