@@ -226,7 +226,10 @@ _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 def quoted_but_secrets(prompt: str, said: str) -> bool:
     """Whether ``said`` quotes ``prompt`` word for word but for secrets, each replaced by its marker
     (docs/security.md): after a marker the quote goes on where the prompt does."""
-    starts = [m.start() for m in re.finditer(re.escape(prompt[:20]), said)][:100] + \
+    # where the quote may begin: at the prompt's opening (its first 20 characters, or 6 when a secret
+    # comes that early), or at a marker when the prompt begins with its secret
+    opening = next((prompt[:n] for n in (20, 6) if prompt[:n] in said), None)
+    starts = ([m.start() for m in re.finditer(re.escape(opening), said)][:100] if opening else []) + \
         [m.start() for m in _MARKER.finditer(said)][:100]
     for j in starts:
         i, redacted = 0, False

@@ -37,3 +37,11 @@ def test_a_cut_paste_is_not_counted_by_the_marker_of_another_prompts_secret():
     # the same log quoted whole, its one secret redacted, still counts
     secret_log = log.replace("step 7: ok", "step 7: token=ghp_" + "a1B2c3D4e5" * 4)
     assert quoted_but_secrets(secret_log, "- " + log.replace("step 7: ok", "step 7: token=[REDACTED:github-token]"))
+
+
+def test_a_secret_in_the_first_twenty_characters_still_counts():
+    """held-out a9224428: a pasted key page, its key on the third line; the prompt's first 20 characters
+    hold the key's start, which the quote does not."""
+    key = "AIza" + "SyAC" * 8
+    prompt = f"API key\nKey\n{key}\nName\nGemini API Key"
+    assert quoted_but_secrets(prompt, "- go on\n- API key\nKey\n[REDACTED:secret-assignment]\nName\nGemini API Key\n")

@@ -42,3 +42,17 @@ def test_a_redaction_marker_is_never_cut_in_half():
     prompt = "x" * 995 + "=[REDACTED:openai-key]" + "y" * 3000  # no space or line end near the cut
     opened = first_request(prompt)
     assert "[REDACTED" not in opened and opened == "x" * 995 + "= " + POINTER
+
+
+def test_a_paste_cut_in_section_6_closes_its_code_fence():
+    """Section 6 cuts a long paste at the prompts' shared limit (10,000 characters here): cut inside a code
+    block, the fence is closed before the marker, so sections 7 to 9 read as prose, not as more of the code."""
+    code = "\n".join(f"    total_{i} = compute(rows[{i}])  # step {i}" for i in range(400))
+    prompt = f"Fix this function:\n```python\ndef f(rows):\n{code}\n```\nIt should return the sum."
+    summary = ExtractiveSummarizer(facts=SessionFacts(prompts=(prompt, "Thanks"))).summarize(HISTORY)
+    section6 = summary.split(section_heading(6), 1)[1].split(section_heading(7), 1)[0]
+    quote = section6.split("- ", 1)[1].split("\n- Thanks", 1)[0]
+    head, marker = quote.rsplit("\n", 1)
+    assert marker.startswith("[… ") and marker.endswith(" more characters omitted]")
+    assert head.endswith("\n```") and prompt.startswith(head[:-4])
+    assert sum(line.startswith("```") for line in summary.split("\n")) % 2 == 0  # every fence closed

@@ -138,10 +138,27 @@ def opening(text: str, limit: int = 200) -> str:
 
 
 def shortened(text: str, limit: int) -> str:
-    """A user's message verbatim up to ``limit`` characters, then a marker saying how much more there was."""
+    """A user's message verbatim up to ``limit`` characters (up to a ``[REDACTED:kind]`` marker the limit
+    falls in), then a marker saying how much more there was; a code fence the cut leaves open is closed
+    first (:func:`_fences_closed`)."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]} [… {len(text) - limit:,} more characters omitted]"
+    cut = text[:_outside_marker(text, limit)]
+    closed = _fences_closed(cut)
+    between = " " if closed is cut else "\n"
+    return f"{closed}{between}[… {len(text) - len(cut):,} more characters omitted]"
+
+
+def _outside_marker(text: str, at: int) -> int:
+    """``at``, or where the ``[REDACTED:kind]`` marker ``at`` falls inside starts: half a marker reads as text."""
+    split = next((m for m in MARKER_RE.finditer(text, max(0, at - 200)) if m.end() > at), None)
+    return split.start() if split is not None and split.start() < at else at
+
+
+def _fences_closed(cut: str) -> str:
+    """``cut``, with a code fence it leaves open closed: else the rest of the summary reads as code (a cut
+    paste of a function swallowed the sections after it, and a later quote's fence opened prose)."""
+    return cut + "\n```" if sum(1 for line in cut.split("\n") if _FENCE.match(line)) % 2 else cut
 
 
 def cut_opening(text: str, limit: int, pointer: str) -> str:
@@ -149,19 +166,15 @@ def cut_opening(text: str, limit: int, pointer: str) -> str:
     quote is: at the last line end when that keeps half of it, else at the last space, never inside a
     ``[REDACTED:kind]`` marker. A code fence the cut leaves open is closed, the pointer after it: else the
     rest of the summary reads as code, and the pointer as one more line of it."""
-    cut = text[:limit]
-    split = next((m for m in MARKER_RE.finditer(text, max(0, limit - 200)) if m.end() > limit), None)
-    if split is not None and split.start() < limit:
-        cut = text[:split.start()]
+    cut = text[:_outside_marker(text, limit)]
     for where in ("\n", " "):
         at = cut.rfind(where)
         if at > limit // 2:
             cut = cut[:at]
             break
-    if sum(1 for line in cut.split("\n") if _FENCE.match(line)) % 2:
-        cut += "\n```"
-    own_line = cut.endswith("```") or text.startswith(cut + "\n")
-    return cut + ("\n" if own_line else " ") + pointer
+    closed = _fences_closed(cut)
+    own_line = closed.endswith("```") or text.startswith(cut + "\n")
+    return closed + ("\n" if own_line else " ") + pointer
 
 
 def shared_limit(lengths: Sequence[int], floor: int, ceiling: int, total: int) -> int:
