@@ -8,7 +8,7 @@ import hashlib
 from typing import Any
 
 from .cache_model import CacheResult, Piece, PromptCache
-from .pricing import Usage
+from .pricing import Usage, normalize_model, other_family
 from .usage import RecordedRequest
 
 TTL_5M, TTL_1H = 300, 3600
@@ -51,7 +51,29 @@ def prompt_cache(points: list[RecordedRequest], caches: bool) -> PromptCache | N
     input; replayed with writes, every one of them was off on writes (recorded: none)."""
     if not caches:
         return None
-    return PromptCache(lead_only=caches_lead_only(points), writes_as_input=reports_writes_as_input(points))
+    return PromptCache(lead_only=caches_lead_only(points), writes_as_input=reports_writes_as_input(points),
+                       unit=caches_every_prefix(points))
+
+
+#: The unit DeepSeek's Anthropic-compatible API reads its cache in: every read of 308 real Claude Code
+#: sessions on its models is a multiple of 128 tokens
+PREFIX_UNIT = 128
+
+
+def caches_every_prefix(points: list[RecordedRequest]) -> int:
+    """The unit (tokens) in which the session's API read whatever prefix it had seen, at no breakpoint; 0 for
+    an API that caches at the request's breakpoints. DeepSeek caches each request's prompt, and most often its
+    answer, on its own, and reads the longest prefix it holds in units of :data:`PREFIX_UNIT`: on 10,880
+    requests of 341 held-out files, the read is the previous request's prompt, or that prompt and its answer,
+    in 128-token units, on 9,653. Told by its usage: no write reported, every read (two at least) a multiple of
+    the unit. Not OpenAI's or Google's models (Codex, Gemini CLI): their APIs read in 128-token units too but
+    do not cache the answer, and the breakpoint model replays their sessions within 0.1% (a Codex rollout went
+    to +11.7% on cost as this one)."""
+    reads = [p.usage.cache_read_input_tokens for p in points if p.usage.cache_read_input_tokens]
+    if len(reads) < 2 or any(p.usage.cache_creation_input_tokens for p in points) or \
+            any(other_family(normalize_model(p.model)) for p in points):
+        return 0
+    return PREFIX_UNIT if all(r % PREFIX_UNIT == 0 for r in reads) else 0
 
 
 def caches_lead_only(points: list[RecordedRequest]) -> bool:

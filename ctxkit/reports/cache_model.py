@@ -110,7 +110,7 @@ class CacheResult:
 class PromptCache:
     """Every prefix cached so far, by model and chained digest, with when it expires."""
 
-    def __init__(self, lead_only: bool = False, writes_as_input: bool = False) -> None:
+    def __init__(self, lead_only: bool = False, writes_as_input: bool = False, unit: int = 0) -> None:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
         self.sizes: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> the prefix's tokens
         #: an API that caches the tools and system prompt only, never the messages at their breakpoints
@@ -118,6 +118,10 @@ class PromptCache:
         self.lead_only = lead_only
         #: an API that caches as the Anthropic API does but reports (and bills) what it writes as plain input
         self.writes_as_input = writes_as_input
+        #: an API that caches every request's whole prompt, at no breakpoint, and reads the longest prefix it
+        #: holds in units of this many tokens (0: the Anthropic API's breakpoints;
+        #: :func:`ctxkit.reports.api_cache.caches_every_prefix`); what it writes is plain input
+        self.unit = unit
         #: the previous request's piece digests and their chained digests: a request repeats most of the one
         #: before, and the chain of the prefix they share is not worked out again
         self._last: tuple[list[bytes], list[bytes]] = ([], [])
@@ -152,6 +156,8 @@ class PromptCache:
             expiry = self.entries.get((key, chain[k]))
             return expiry is not None and (when is None or expiry >= now)
 
+        if self.unit:
+            return self._every_prefix(key, chain, cumulative, live, now, ttl_seconds)
         hit = -1
         for b in marks:
             span = 0
@@ -175,6 +181,21 @@ class PromptCache:
         if self.writes_as_input:
             return CacheResult(read_i, 0, 0, plain + write_i)
         return CacheResult(read_i, write_i, write_i if ttl_seconds >= 3600 else 0, plain)
+
+    def _every_prefix(self, key: str, chain: list[bytes], cumulative: list[float], live: Callable[[int], bool],
+                      now: float, ttl_seconds: int) -> CacheResult:
+        """A request to an API that caches every prompt whole (:attr:`unit`): it reads the longest prefix any
+        earlier request sent (or cached with its answer), in whole units, and caches its own prompt; nothing
+        it sends is a write. The longest is looked for from the end: most often the request before's prompt,
+        a few pieces back."""
+        hit = next((k for k in range(len(chain) - 1, -1, -1) if live(k)), -1)
+        if hit >= 0:
+            self.entries[(key, chain[hit])] = now + ttl_seconds
+        if chain:
+            self.entries[(key, chain[-1])] = max(self.entries.get((key, chain[-1]), 0.0), now + ttl_seconds)
+            self.sizes[(key, chain[-1])] = cumulative[-1]
+        read = int(cumulative[hit] // self.unit) * self.unit if hit >= 0 else 0
+        return CacheResult(read, 0, 0, max(0, round(cumulative[-1] if cumulative else 0.0) - read))
 
     def forget_beyond(self, model: str, tokens: float, when: datetime | None) -> None:
         """Lose ``model``'s cached prefixes longer than ``tokens`` at ``when`` (a loss the API's usage showed:

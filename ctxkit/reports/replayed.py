@@ -55,6 +55,7 @@ from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
 from .api_cache import (
     TAIL,
+    caches_every_prefix,
     caches_lead_only,
     prompt_cache,
     request_ttl,
@@ -406,8 +407,10 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
         return marks, None, CacheEvents()
     moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
     system = system_end_read(points, marks, ttls, overhead, moved)
+    # (an API that caches every prefix caches a request's answer with its prompt, not only before a new prompt)
+    starts = frozenset(range(len(points))) if caches_every_prefix(points) else turn_starts(t, points)
     events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
-                                                                        turn_starts(t, points), system)
+                                                                        starts, system)
     rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
                                 rethought, system), events
