@@ -37,14 +37,14 @@ def test_every_prompt_is_cached_whole_and_read_in_units():
     assert cache.request(None, "deepseek-v4-flash", first, 300).read == 0
 
 
-def _deepseek_session(tmp_path, requests: int = 12):
+def _deepseek_session(tmp_path, requests: int = 12, path=None, sidechain: bool = False):
     """A turn of tool calls on DeepSeek: each request's prompt 2,400 tokens more than the one before (its
     answer, thinking and two calls, and their two results), and each read the prompt and answer before it, in
-    128-token units."""
+    128-token units. Written to ``path`` (default ``s.jsonl``); ``sidechain``: as a subagent's file."""
     lines: list[dict] = []
 
     def add(entry: dict, seconds: int) -> None:
-        lines.append({"parentUuid": lines[-1]["uuid"] if lines else None, "isSidechain": False, "sessionId": "s",
+        lines.append({"parentUuid": lines[-1]["uuid"] if lines else None, "isSidechain": sidechain, "sessionId": "s",
                       "version": "2.1.100", "uuid": f"u{len(lines)}", "cwd": "/w",
                       "timestamp": (T0 + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z"), **entry})
 
@@ -68,7 +68,7 @@ def _deepseek_session(tmp_path, requests: int = 12):
                 "content": "".join(f"def {c}_{j}(rows):\n    return sum(rows) + {j}\n" for j in range(80))}]}},
                 10 * k + 8)
         prompt += 2_400
-    path = tmp_path / "s.jsonl"
+    path = path or tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
 
@@ -82,6 +82,26 @@ def test_a_deepseek_session_is_replayed_with_its_misses(tmp_path):
     assert replayed["cache_creation_input_tokens"] == 0
     assert abs(replayed["input_tokens"] / recorded["input_tokens"] - 1) < 0.02, (replayed, recorded)
     assert abs(replayed["cache_read_input_tokens"] / recorded["cache_read_input_tokens"] - 1) < 0.01
+
+
+def test_a_subagent_on_it_reads_its_answers_too(tmp_path):
+    """A subagent's conversation goes to the same API: each of its requests read the answer before it as the
+    main chain's did. Replayed with a cache event only before a new prompt (a subagent's events had none), each
+    missed it: its plain input came out a fifth over (on DeepSeek's rates a miss costs 50 to 120 times a hit)."""
+    session = _deepseek_session(tmp_path)
+    folder = tmp_path / "s" / "subagents"
+    folder.mkdir(parents=True)
+    _deepseek_session(tmp_path, path=folder / "agent-a1.jsonl", sidechain=True)
+    result = simulate_session(str(session), [("default", load_policy(None))], load_pricing())
+    recorded = result["rows"]["sidechain"].requests
+    replayed = [r for r in result["rows"]["replayed"].requests if r.kind == "subagent"]
+    assert len(replayed) == len(recorded) == 12
+
+    def total(requests, key: str) -> int:
+        return sum(getattr(r.usage, key) for r in requests)
+
+    assert abs(total(replayed, "input_tokens") / total(recorded, "input_tokens") - 1) < 0.02
+    assert abs(total(replayed, "cache_read_input_tokens") / total(recorded, "cache_read_input_tokens") - 1) < 0.01
 
 
 def _points(model: str, reads: list[int], write: int = 0) -> list[RecordedRequest]:

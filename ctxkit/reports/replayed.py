@@ -453,9 +453,10 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     counts = events.counts()
     for name, pts, raw in subagents:
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
+        # (an API that caches every prefix cached the subagent's answers too, as the main chain's: at every request)
         own = CacheEvents() if cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
-            first_overhead(pts, raw, fit_s), raw)
+            first_overhead(pts, raw, fit_s), raw, frozenset(range(len(pts))) if cache.unit else frozenset())
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
                                                    tail=uncached_tail(pts, cache)).requests:
