@@ -113,6 +113,9 @@ def _points(model: str, reads: list[int], write: int = 0) -> list[RecordedReques
 def test_such_an_api_is_told_by_its_reads():
     assert caches_every_prefix(_points("deepseek-v4-pro", [0, 19_968, 21_632])) == UNIT
     assert caches_every_prefix(_points("deepseek-v4-pro", [0, 19_968])) == 0  # one read: a chance
+    # a relay that caches the tools and system prompt only, and reports no write, reads the same at every request:
+    # one chance in 128 that it is a multiple, however many requests read it
+    assert caches_every_prefix(_points("claude-opus-4-5", [25_856] * 12)) == 0
     assert caches_every_prefix(_points("deepseek-v4-pro", [0, 19_968, 21_600])) == 0  # not in units
     assert caches_every_prefix(_points("claude-sonnet-4-6", [0, 19_968, 21_632], write=500)) == 0  # writes
     # OpenAI's API reads in 128-token units too, but does not cache the answer: a Codex rollout keeps the

@@ -65,11 +65,12 @@ def caches_every_prefix(points: list[RecordedRequest]) -> int:
     an API that caches at the request's breakpoints. DeepSeek caches each request's prompt, and most often its
     answer, on its own, and reads the longest prefix it holds in units of :data:`PREFIX_UNIT`: on 10,880
     requests of 341 held-out files, the read is the previous request's prompt, or that prompt and its answer,
-    in 128-token units, on 9,653. Told by its usage: no write reported, every read (two at least) a multiple of
-    the unit. Not OpenAI's or Google's models (Codex, Gemini CLI): their APIs read in 128-token units too but
+    in 128-token units, on 9,653. Told by its usage: no write reported, every read a multiple of the unit, and
+    two different reads at least: one read repeated (an API that caches the tools and system prompt only reads
+    them at every request) is a multiple by one chance in 128, however often it recurs. Not OpenAI's or Google's models (Codex, Gemini CLI): their APIs read in 128-token units too but
     do not cache the answer, and the breakpoint model replays their sessions within 0.1% (a Codex rollout went
     to +11.7% on cost as this one)."""
-    reads = [p.usage.cache_read_input_tokens for p in points if p.usage.cache_read_input_tokens]
+    reads = {p.usage.cache_read_input_tokens for p in points if p.usage.cache_read_input_tokens}
     if len(reads) < 2 or any(p.usage.cache_creation_input_tokens for p in points) or \
             any(other_family(normalize_model(p.model)) for p in points):
         return 0
