@@ -45,6 +45,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_real_files import crashed, ctxkit, view_calls  # noqa: E402
 
+from ctxkit.summarize.secret_values import MARKER_RE  # noqa: E402  (the marker redaction writes)
+
 POLICIES = ("default", "no-llm")
 
 
@@ -220,9 +222,6 @@ def prompts_column(row: dict) -> str:
     return row.get("prompts", "-") + (f"+{redacted}r" if redacted else "")
 
 
-_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-
-
 def quoted_but_secrets(prompt: str, said: str) -> bool:
     """Whether ``said`` quotes ``prompt`` word for word but for secrets, each replaced by its marker
     (docs/security.md): after a marker the quote goes on where the prompt does."""
@@ -230,14 +229,14 @@ def quoted_but_secrets(prompt: str, said: str) -> bool:
     # comes that early), or at a marker when the prompt begins with its secret
     opening = next((prompt[:n] for n in (20, 6) if prompt[:n] in said), None)
     starts = ([m.start() for m in re.finditer(re.escape(opening), said)][:100] if opening else []) + \
-        [m.start() for m in _MARKER.finditer(said)][:100]
+        [m.start() for m in MARKER_RE.finditer(said)][:100]
     for j in starts:
         i, redacted = 0, False
         while i < len(prompt):
             if j < len(said) and said[j] == prompt[i]:
                 i, j = i + 1, j + 1
                 continue
-            marker = _MARKER.match(said, j)
+            marker = MARKER_RE.match(said, j)
             if marker is None:
                 break
             j, redacted = marker.end(), True

@@ -148,16 +148,16 @@ class PromptCache:
         # (over the pieces in C: a request's pieces are as many as the blocks of its context)
         chain = self._chain(list(map(_DIGEST, pieces)))
         cumulative = list(accumulate(map(_TOKENS, pieces), initial=0.0))[1:]  # (in order, as one at a time)
-        total = cumulative[-1] if cumulative else 0.0
-        marks = [k for k in compress(range(len(pieces)), map(_BREAKPOINT, pieces)) if cumulative[k] >= minimum
-                 and (pieces[k].lead or not self.lead_only)]
 
         def live(k: int) -> bool:
             expiry = self.entries.get((key, chain[k]))
             return expiry is not None and (when is None or expiry >= now)
 
-        if self.unit:
+        if self.unit:  # (no breakpoints to find: the request's pieces are not walked again)
             return self._every_prefix(key, chain, cumulative, live, now, ttl_seconds)
+        total = cumulative[-1] if cumulative else 0.0
+        marks = [k for k in compress(range(len(pieces)), map(_BREAKPOINT, pieces)) if cumulative[k] >= minimum
+                 and (pieces[k].lead or not self.lead_only)]
         hit = -1
         for b in marks:
             span = 0
