@@ -213,7 +213,7 @@ def test_a_round_of_results_sent_again_changed_keeps_the_order_of_the_calls_befo
     for messages in requests:
         carried = replay._messages_pieces(messages, counter, memo)
         assert carried == replay._messages_pieces(messages, counter, {})
-    pieces, ends, _ = carried
+    pieces, ends, _, _ = carried
     fresh_results = replay._messages_pieces([prompt, calls, {"role": "user", "content": [result(k) for k in range(3)]}],
                                             counter, {})[0][2:5]
     assert [p.tokens for p in pieces[2:5]] == [p.tokens for p in fresh_results]  # (in the order of the calls)

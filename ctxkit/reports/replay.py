@@ -50,6 +50,7 @@ from ..transcript.view import SUMMARY
 from ..transcript.writer import write_transcript
 from .cache_model import Piece, remade, same_leading
 from .request import build_request
+from .stripped_thinking import without_earlier_thinking
 
 
 def _digest(*parts: Any) -> bytes:
@@ -69,7 +70,7 @@ def _marked(block: Any) -> bool:
 
 
 def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime | None,
-                     memo: dict | None = None) -> list[Piece]:
+                     memo: dict | None = None, strip_thinking: bool = False) -> list[Piece]:
     """The request the view of ``t`` makes (:func:`ctxkit.reports.request.build_request`), in cache order:
     the tools, the system prompt, then every content block of every message, each with its estimated
     tokens and whether it carries a ``cache_control`` breakpoint. A body that marks none (a session that
@@ -81,7 +82,9 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
     them, each mark kept on its block (:func:`_in_call_order`). ``memo``:
     kept across a replay's requests (a replay sends the same blocks at every request): the tokens of
     each piece counted before, by digest, so that each is counted once, and what the request before
-    sent at each place, so that a message sent again is not looked at again."""
+    sent at each place, so that a message sent again is not looked at again; after the call, where
+    the request's last turn begins (``memo["turn"]``: :mod:`ctxkit.reports.stripped_thinking`).
+    ``strip_thinking``: the pieces as an API that strips the thinking of earlier turns counts them."""
     memo = {} if memo is None else memo
     body = build_request(t, policy, now=now, memo=memo)
     out: list[Piece] = []
@@ -101,7 +104,7 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
         out = list(memo["lead"])
     else:
         memo["lead"] = list(out)
-    pieces, ends, marked = _messages_pieces(body["messages"], counter, memo)
+    pieces, ends, marked, turn = _messages_pieces(body["messages"], counter, memo)
     out.extend(pieces)
     if not (marked or any(p.breakpoint for p in out[:lead])):  # (the pieces are shared with earlier requests:
         if lead:                                                   # replaced, not changed)
@@ -109,37 +112,50 @@ def request_segments(t: Transcript, policy: Policy, counter: Any, now: datetime 
                                    lambda p: replace(p, breakpoint=True))
         for k in ends[-2:]:  # Claude Code marks the last line of each of the last two messages
             out[lead + k] = replace(out[lead + k], breakpoint=True)
-    return out
+    memo["turn"] = lead + turn
+    return without_earlier_thinking(out, lead + turn) if strip_thinking else out
 
 
-def _messages_pieces(messages: list[dict], counter: Any, memo: dict) -> tuple[list[Piece], list[int], bool]:
+def _messages_pieces(messages: list[dict], counter: Any, memo: dict) -> tuple[list[Piece], list[int], bool, int]:
     """The pieces of a request's messages, in order; the index among them of each message's piece Claude
-    Code marks (that of its last line); whether one carries a breakpoint. The messages the request before
+    Code marks (that of its last line); whether one carries a breakpoint; where the last turn begins
+    (:func:`_opens_turn`). The messages the request before
     sent first (the same objects: :func:`ctxkit.reports.request.api_messages` keeps them) have the pieces
     they had there, taken whole, not message by message: only what the request adds is gone through."""
     pieces: list[Piece] = []
     ends: list[int] = []
-    stood: list[tuple[int, int, bool]] = []  # after each message: len(pieces), len(ends), marked
-    start, marked, calls = 0, False, ()
+    stood: list[tuple[int, int, bool, int]] = []  # after each message: len(pieces), len(ends), marked, turn
+    start, marked, calls, turn = 0, False, (), 0
     before = memo.get("request-messages")
     if before is not None:
         start = same_leading(before[0], messages)
         if start:
             stood = before[3][:start]
-            size, n_ends, marked = stood[-1]
+            size, n_ends, marked, turn = stood[-1]
             pieces, ends = before[1][:size], before[2][:n_ends]
             calls = _call_ids(messages[start - 1])
     for mi in range(start, len(messages)):
         msg = messages[mi]
         own, has_mark, last = _message_pieces(mi, msg, counter, memo, calls)
         calls = _call_ids(msg)
+        if _opens_turn(msg):
+            turn = len(pieces)
         pieces.extend(own)
         marked = marked or has_mark
         if own:
             ends.append(len(pieces) - len(own) + last)
-        stood.append((len(pieces), len(ends), marked))
+        stood.append((len(pieces), len(ends), marked, turn))
     memo["request-messages"] = (messages, pieces, ends, stood)
-    return pieces, ends, marked
+    return pieces, ends, marked, turn
+
+
+def _opens_turn(msg: dict) -> bool:
+    """Whether a message opens a turn, for the API: a user message with no tool result in it (a prompt;
+    results with a reminder beside them continue the turn their calls are in)."""
+    if msg["role"] != "user":
+        return False
+    content = msg["content"]
+    return isinstance(content, str) or not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def _call_ids(msg: dict) -> tuple:

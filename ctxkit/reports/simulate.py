@@ -21,6 +21,10 @@ Requests are priced through the prompt-cache model of :mod:`ctxkit.reports.cache
 estimates calibrated on the session's usage (:func:`ctxkit.reports.replayed.fit_overhead`). The output
 of each request is the recorded one (the same answer under every policy). Costs come from
 :mod:`ctxkit.reports.pricing`, by the model each request was made with.
+
+Over 400 lines: one session's rows share what is worked out once from its requests and usage (the
+pieces, the fit, the cache behaviours its usage shows: events, shared prefix, stripped thinking), here,
+where every row is built from them.
 """
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ from .replayed import (
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, warm_piece, with_epoch
 from .stats import view_stats
+from .stripped_thinking import anthropic_cache, strips_thinking, without_earlier_thinking
 from .turn_settings import TurnSetting, turn_settings, with_turn
 from .usage import RecordedRequest, recorded_requests
 
@@ -102,10 +107,12 @@ def _refuse_unmodelled(name: str, policy: Policy) -> None:
 
 def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Policy, counter: Any,
                    where: Path, memo: dict[bytes, int], known: list[list[Piece]] | None = None,
+                   strip_thinking: bool = False, turns: list[int] | None = None,
                    ) -> tuple[list[list[Piece]], Transcript | None]:
     """The estimated pieces of the request at each point, each the view of the lines before it (each line
     read once: :class:`GrowingRead`), and the last prefix read. ``known``: the pieces of the first points,
-    worked out already (the same lines before them): those are not built again."""
+    worked out already (the same lines before them): those are not built again. ``strip_thinking``: as
+    :func:`request_segments`; ``turns``: where each built request's last turn begins is added to it."""
     growing = GrowingRead(where)
     prefix, done, out = None, 0, list(known or [])
     if out:
@@ -114,7 +121,9 @@ def _prefix_pieces(lines: list[bytes], points: list[RecordedRequest], policy: Po
     for point in points[len(out):]:
         prefix = growing.add(lines[done:point.first_entry])
         done = point.first_entry
-        out.append(request_segments(prefix, policy, counter, point.timestamp, memo))
+        out.append(request_segments(prefix, policy, counter, point.timestamp, memo, strip_thinking))
+        if turns is not None:
+            turns.append(memo["turn"])
     return out, prefix
 
 
@@ -161,8 +170,16 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     none = Row("none", window=window, thresholds=_thresholds(base, context_window))
     with tempfile.TemporaryDirectory(prefix="ctxkit-simulate-") as tmp:
         memo: dict[bytes, int] = {}
-        as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl", memo)
+        turn_starts: list[int] = []
+        as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl", memo,
+                                         turns=turn_starts)
         fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
+        # what the API kept of the thinking of earlier turns (:mod:`ctxkit.reports.stripped_thinking`)
+        strips = anthropic_cache(prompt_cache(points, caches)) and strips_thinking(
+            points, as_sent, turn_starts, base.cache_minutes * 60)
+        if strips:
+            as_sent = list(map(without_earlier_thinking, as_sent, turn_starts))
+            fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
         turns = turn_settings(t, points)
         prefix_model = session_prefix_model(t, points, as_sent, fit, base, caches, turns)
         replayed = replayed_row(t, points, as_sent, subagents, fit, base, counter, prices, caches, turns, prefix_model)
@@ -171,7 +188,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             first = own_boundaries(t)[0]
             same = as_sent[:sum(1 for p in points if p.first_entry < first)]
             none_pieces, prefix = _prefix_pieces(lines, whole_points, base, counter, Path(tmp) / "whole.jsonl", memo,
-                                                 same)
+                                                 same, strips)
         else:
             none_pieces = same = as_sent
         cache = prompt_cache(points, caches)
@@ -204,7 +221,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
             ctx.tokens = counter
             none.breakdown = _breakdown(prefix, ctx)
         rows = [_policy_row(name, pol, whole_points, lines, prices, Path(tmp) / f"p{k}", context_window, cwd, path,
-                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns, events, tail))
+                            fit=fit, caches=caches, summaries_as=summaries_as, prefix=(marks, shared, turns, events, tail),
+                            strip_thinking=strips)
                 for k, (name, pol) in enumerate(policies)]
     warnings = list(dict.fromkeys([*prices.warnings, *unread]))
     if skipped.count:
@@ -268,7 +286,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                 prices: PriceTable, workdir: Path, context_window: int | None, cwd: Path | None,
                 path: str, *, fit: tuple[float, float], caches: bool, summaries_as: str | None,
                 prefix: tuple[list[int], SharedPrefix | None, list[TurnSetting], CacheEvents, float] | None = None,
-                ) -> Row:
+                strip_thinking: bool = False) -> Row:
     workdir.mkdir(parents=True)
     counter = make_counter(policy.estimator, model=policy.model)
     replay = PolicyReplay(policy, workdir, context_window=context_window, cwd=cwd or Path.cwd(),
@@ -301,7 +319,7 @@ def _policy_row(name: str, policy: Policy, points: list[RecordedRequest], raw_li
                                         else "manual", "summarizer": r.details.get("summarizer")})
                 if "retention" in r.details:
                     row.retention.append(r.details["retention"])
-        segments = request_segments(step.transcript, policy, counter, point.timestamp, memo)
+        segments = request_segments(step.transcript, policy, counter, point.timestamp, memo, strip_thinking)
         sent, previous = previous, with_turn(with_epoch(exact(segments, fit, 0, warm_piece(shared, point.cache_model, warm),
                                                               scaled, tail), marks[k]), turns[k], keyed)
         if k == 0:
