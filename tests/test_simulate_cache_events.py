@@ -76,6 +76,23 @@ def test_a_loss_keeps_what_the_request_still_read():
     assert cache.request(None, "claude-opus-4-6", pieces, 300).read == 37_000
 
 
+def test_a_loss_that_read_the_shared_prefix_keeps_only_that():
+    """held-out 6ab0ef1f (Claude Code 2.1.41): a new prompt read the 25,807 tokens other sessions keep warm,
+    the session's own part of the system prompt gone. That part is sized by each request's calibration
+    (5,829 tokens at the request before, 6,513 at this one), so the prefix cached through it ended at
+    31,636: within "a quarter more" than the read, it was kept, and the replay read it (-10.8% on writes)."""
+    from ctxkit.reports.cache_events import CacheEvents
+
+    def request(own: float) -> list[Piece]:
+        return [Piece(b"shared", 25_807, True, True), Piece(b"own", own, True, True), Piece(b"m1", 9_000),
+                Piece(b"m2", 2_000, True)]
+
+    cache = PromptCache()
+    cache.request(None, "claude-sonnet-4-5", request(5_829), 300)
+    CacheEvents(lost={1: 25_807.0}).before(cache, 1, "claude-sonnet-4-5", None, request(6_513))
+    assert cache.request(None, "claude-sonnet-4-5", request(6_513), 300).read == 25_807
+
+
 def test_a_prefix_change_the_next_request_read_through_is_none(tmp_path):
     """held-out 76cb0e5e (Claude Code 2.1.8x): `/mcp` opened and dismissed ("MCP dialog dismissed") between two
     requests 12 seconds apart, and the second read all the first sent: no server reconnected, so the

@@ -117,10 +117,34 @@ class CacheEvents:
             # (what it read is where the request's prefix changed, or a breakpoint before it: the prefixes the row
             # cached up to a little more than that are the same ones, composed by its own estimates; a read of
             # the tools and system prompt, up to the row's last breakpoint before the messages, keeps those only)
-            read, end = self.lost[k], lead_end(pieces or [])
-            cache.forget_beyond(model, end if abs(read - end) <= SAME_READ * end else read / MISSED_BELOW, when)
+            cache.forget_beyond(model, kept_below(self.lost[k], pieces or []), when)
         elif k in self.kept and when is not None:
             cache.keep_alive(model, self.kept[k], when)
+
+
+def kept_below(read: float, pieces: list[Piece]) -> float:
+    """How long a cached prefix of the row may be and outlive a loss whose request still read ``read`` tokens
+    (``pieces``: the row's request). A read of the tools and system prompt, up to the row's last breakpoint
+    before the messages, keeps those only. A read at another of the row's breakpoints (the shared prefix other
+    sessions keep warm: held-out ``6ab0ef1f`` read its 25,807 tokens at a new prompt, the session's own part
+    of the system prompt gone) keeps the prefixes cached there, whose sizes the row's estimates put a little
+    apart from one request to the next (that own part: 5,829 tokens at the request before, 6,513 at this
+    one), up to half-way to its next breakpoint. Any other read: where the request's prefix changed, or a
+    breakpoint before it, so the prefixes up to a quarter more than it."""
+    end = lead_end(pieces)
+    if abs(read - end) <= SAME_READ * end:
+        return end
+    total, ends = 0.0, []
+    for p in pieces:
+        total += p.tokens
+        if p.breakpoint:
+            ends.append(total)
+            if total > read / MISSED_BELOW:
+                break
+    for here, after in zip(ends, ends[1:], strict=False):
+        if abs(read - here) <= SAME_READ * here:
+            return (here + after) / 2
+    return read / MISSED_BELOW
 
 
 def lead_end(pieces: list[Piece]) -> float:
