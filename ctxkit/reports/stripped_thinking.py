@@ -8,8 +8,9 @@ and on most sessions the API keeps them: a new prompt's request reads all of the
 (held-out dd6e7648 and 40 more sessions of one user, Claude Code 2.1.41 to 2.1.150, Sonnet 4.5; Claude
 Code's ``clear_thinking_20251015`` edit with ``keep: "all"`` asks for that). On a few, the usage shows the
 strip: held-out 8e0abc0e (the same user, version and model) read at each of its three new prompts exactly
-the prefix before the previous turn's first thinking block (38,989 of 42,028 tokens, 41,886 of 52,476,
-52,476 of 54,007), and a replay that kept the thinking read it all, 17% under the recorded cache writes.
+the prefix before the previous turn's first thinking block (38,989 of the 42,028 tokens the request before
+had cached, 41,886 of 52,280, 52,476 of 53,425), and a replay that kept the thinking read it all, 17%
+under the recorded cache writes.
 Nothing in the transcript tells the two apart, so the session's own usage decides
 (:func:`strips_thinking`), as it does the other cache behaviours the transcript does not record
 (:mod:`ctxkit.reports.cache_events`); a session that strips has every request's pieces without the thinking
