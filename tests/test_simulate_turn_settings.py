@@ -171,6 +171,24 @@ def test_after_a_fallback_within_a_turn_the_next_turn_names_the_new_model(tmp_pa
     assert _within_ten_percent(s.errors(tmp_path))
 
 
+def test_after_a_fallback_a_session_with_no_shared_prefix_writes_its_own_again(tmp_path):
+    """SWORDIntel 95c8727c (1.0.90): the same fallback in a session whose first request read nothing (no part
+    of its prefix shared with other sessions, so none measured). The turn after it named Sonnet and wrote the
+    conversation again (it read 12,671 tokens, its tools); the model changed nothing where no shared part
+    tells the session's own one apart, and the replay read it all (-23.0% on the session's writes)."""
+    s = OldSession()
+    _turn(s, 0, "load the notes", 0, 20_000)
+    _turn(s, 30, "check the persistence", 20_000, 300)
+    s.prompt("i just installed docker", timedelta(seconds=60))
+    s.answer("updating the plan " * 20, timedelta(seconds=64), 20_300, 300, OPUS_41)
+    s.answer("it works with docker " * 20, timedelta(seconds=70), 0, 20_900, SONNET_4)
+    _turn(s, 100, "how would i run it in ram", 0, 21_200, SONNET_4)
+    _turn(s, 130, "and on a given drive", 21_200, 300, SONNET_4)
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"])
+    assert result["rows"]["replayed"].requests[4].usage.cache_creation_input_tokens > 15_000
+
+
 def test_a_claude_code_1_0_compaction_counts_and_none_keeps_the_history(tmp_path):
     """0c45b0a6 (1.0.81): Claude Code 1.0 wrote its compaction as a summary line that starts the chain anew
     (``parentUuid`` null, ``isCompactSummary``) and no ``compact_boundary``: it is the session's compaction,

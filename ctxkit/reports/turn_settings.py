@@ -35,7 +35,9 @@ and the rest is keyed by the directory as well.
 the turn began with: when Claude Code falls back to another model within a turn ("Claude Opus limit
 reached, now using Sonnet 4"), the rest of the turn sends the first model's system prompt to the
 second, and the next turn, which names the second, finds its own part of the prefix not cached
-(``8bc71cde``: the turn after the fallback read only the 11,459 shared tokens).
+(``8bc71cde``: the turn after the fallback read only the 11,459 shared tokens). In a session with no part
+shared with other sessions measured (its first request read nothing), the whole overhead is its own
+(``95c8727c``, 1.0.90: the turn after its fallback read only its 12,671 tokens of tools, and wrote the rest).
 
 Measured on real 1.0.80-1.0.90 sessions (``SWORDIntel/claude-backups``, docs/simulate.md):
 ``78b51334``, two "ultrathink" prompts read everything, the next prompt without it read 14,513 of the
@@ -187,7 +189,9 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
     if not setting.budget and not setting.cwd and not setting.model:
         return pieces
     shared = warm_count(pieces)
-    own = shared if shared and len(pieces) > shared else None  # the session's own part of the overhead, after the shared
+    # the session's own part of the overhead, after the shared; with none measured, the overhead is all its own
+    # (its tools too: nothing tells where they end), which names the directory and the model all the same
+    own = shared if len(pieces) > shared and (shared or setting.cwd or setting.model) else None
     salt = b"thinking%d" % setting.budget
     place = b"cwd" + setting.cwd.encode() + b"model" + setting.model.encode()
 
@@ -209,7 +213,7 @@ def with_turn(pieces: list[Piece], setting: TurnSetting, memo: dict) -> list[Pie
             # where the system prompt ends, the system prompt's part only (the context the piece after it)
             split = k + 1 < len(pieces) and is_context(pieces[k + 1].digest)
             p = remade(memo, p, ("cwd", setting.cwd, setting.model), moved) if setting.cwd or setting.model else p
-            p = remade(memo, p, ("own", setting.budget), keyed) if setting.budget and not split else p
+            p = remade(memo, p, ("own", setting.budget), keyed) if setting.budget and shared and not split else p
         elif own is not None and k == own + 1 and is_context(p.digest):
             p = remade(memo, p, ("own", setting.budget), keyed) if setting.budget else p
         elif not p.lead and setting.budget and p.digest != TAIL:  # (the uncached tail: no message, see with_rewrites)
