@@ -57,7 +57,7 @@ def _deepseek_session(tmp_path, requests: int = 12, path=None, sidechain: bool =
                  "output_tokens": ANSWER}
         calls = [f"call_{k}a", f"call_{k}b"]  # two calls at once: Claude Code writes each result on a line of its own
         add({"type": "assistant", "message": {
-            "id": f"msg_{k}", "type": "message", "role": "assistant", "model": "deepseek-v4-pro", "usage": usage,
+            "id": f"msg_{'sub_' if sidechain else ''}{k}", "type": "message", "role": "assistant", "model": "deepseek-v4-pro", "usage": usage,
             "content": [{"type": "thinking", "thinking": f"Step {k}: the failing test reads both modules. " * 60,
                          "signature": ""},
                         *({"type": "tool_use", "id": c, "name": "Read", "input": {"file_path": f"/w/{c}.py"}}

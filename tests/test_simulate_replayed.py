@@ -233,6 +233,9 @@ def test_subagent_files_beside_a_session_are_priced_and_an_unreadable_one_is_nam
     folder = tmp_path / "sess" / "subagents"
     folder.mkdir(parents=True)
     lines = [json.loads(x) for x in example.read_text().splitlines()]
+    for e in lines:  # (the subagent's own responses: ids of their own, a response being billed once)
+        if isinstance(e.get("message"), dict) and "id" in e["message"]:
+            e["message"]["id"] = "a1-" + e["message"]["id"]
     (folder / "agent-a1.jsonl").write_text("".join(json.dumps({**e, "isSidechain": True}) + "\n" for e in lines))
     (folder / "agent-gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
     result = runner.invoke(app, ["simulate", str(session), "--json"])

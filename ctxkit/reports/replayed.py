@@ -26,7 +26,9 @@ What is replayed:
   boundary (read from the cache) plus the compact prompt, by the model of the request before it;
   its figures are those of the ``agent-acompact-*`` file beside the session when there is one;
 * the subagents' requests: the files under ``<session>/subagents/`` (and, for Claude Code 2.0, the ``agent-*.jsonl``
-  files beside the session that name its ``sessionId``), each replayed the same way with an overhead piece of its own.
+  files beside the session that name its ``sessionId``), each replayed the same way with an overhead piece of its own,
+  each response once whichever files hold it, and a subagent's own compactions as the main chain's
+  (:mod:`ctxkit.reports.compaction_agents`).
 
 A session whose usage never reports a cache read or write talked to an API that did not cache (a
 stand-in server, or caching turned off): every row of it is replayed without a cache; one that cached
@@ -65,6 +67,7 @@ from .api_cache import (
 )
 from .cache_events import CacheEvents, cache_events, system_end_read
 from .cache_model import CacheResult, Piece, PromptCache
+from .compaction_agents import SubagentFile, subagent_boundaries, with_compactions_attributed
 from .history import own_boundaries
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
@@ -377,9 +380,9 @@ def _request(point: RecordedRequest, res: CacheResult, context: float, prices: P
                    unrecorded=point.message_id.startswith(UNRECORDED))
 
 
-def read_subagents(path: str, t: Transcript,
-                   warnings: list[str]) -> list[tuple[str, Transcript, list[RecordedRequest]]]:
-    """Each subagent file of the session (:func:`subagent_files`): its name, transcript and recorded requests.
+def read_subagents(path: str, t: Transcript, warnings: list[str]) -> list[SubagentFile]:
+    """Each subagent file of the session (:func:`subagent_files`): its name, transcript and recorded requests
+    (a compaction agent's: its own, and whose compaction it made: :mod:`ctxkit.reports.compaction_agents`).
     A file that cannot be read is left out of both rows (recorded and replayed), with a warning."""
     out = []
     for f in subagent_files(path, t):
@@ -388,8 +391,8 @@ def read_subagents(path: str, t: Transcript,
         except CtxkitError as exc:
             warnings.append(f"subagent file left out: {exc.message}")
             continue
-        out.append((f.name, sub, recorded_requests(sub)))
-    return out
+        out.append(SubagentFile(f.name, sub, recorded_requests(sub)))
+    return with_compactions_attributed(recorded_requests(t), out)
 
 
 def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
@@ -417,7 +420,7 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
-                 subagent_reads: list[tuple[str, Transcript, list[RecordedRequest]]],
+                 subagent_reads: list[SubagentFile],
                  fit: tuple[float, float], policy: Policy, counter: Any, prices: PriceTable,
                  caches: bool, turns: list[TurnSetting],
                  prefix: tuple[list[int], SharedPrefix | None, CacheEvents]) -> Row:
@@ -433,33 +436,44 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
     main = replay_conversation(points, pieces, cache, ttl, fit, marks=marks, shared=shared,
                                keep=frozenset(k for k in before if k is not None), turns=turns, events=events,
                                tail=uncached_tail(points, cache))
-    acompact: list[RecordedRequest] = []
-    subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]]]] = []
-    for name, sub, pts in subagent_reads:
-        if name.startswith("agent-acompact"):
-            acompact.extend(pts)
-        elif pts:
-            lines = [sub.raw_line(i)[0] + b"\n" for i in range(sub.n_lines)]
-            subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
+    acompact: dict[str, list[RecordedRequest]] = {}  # the compaction agents' requests, by the conversation compacted
+    for f in subagent_reads:
+        if f.compacts is not None:
+            acompact.setdefault(f.compacts, []).extend(f.points)
+    for made in acompact.values():  # (in the order they were made, as the boundaries they answer)
+        made.sort(key=lambda p: p.timestamp.timestamp() if p.timestamp else 0.0)
+    subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]], Transcript | None]] = []
+    for f in subagent_reads:
+        if f.compacts is None and f.points:
+            lines = [f.transcript.raw_line(i)[0] + b"\n" for i in range(f.transcript.n_lines)]
+            subagents.append((f.name, f.points, estimated_pieces(lines, policy, counter, f.points), f.transcript))
     for name, lines, pts in inline_subagents(t, [r for r in recorded_requests(t) if r.sidechain]):
-        subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts)))
+        subagents.append((name, pts, estimated_pieces(lines, policy, counter, pts), None))
     compactions = {p.first_entry: (p, res, ctx) for p, res, ctx in
-                   compaction_requests(t, points, main, acompact, counter, fit, cache, ttl, boundaries)}
+                   compaction_requests(t, points, main, acompact.get("", []), counter, fit, cache, ttl, boundaries)}
     for k, (point, res, ctx) in enumerate(main.requests):
         for at in [b for b in compactions if b < point.first_entry]:
             row.requests.append(_request(*compactions.pop(at), prices, "summarizer"))
             row.compactions.append({"request": k, "trigger": "recorded"})
         row.requests.append(_request(point, res, ctx, prices, "main"))
     counts = events.counts()
-    for name, pts, raw in subagents:
+    for name, pts, raw, sub in subagents:
         fit_s = fit_overhead([sum(p.tokens for p in ps) for ps in raw], [p.usage.prompt_tokens for p in pts])
         # (an API that caches every prefix cached the subagent's answers too, as the main chain's: at every request)
         own = CacheEvents() if cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
             first_overhead(pts, raw, fit_s), raw, frozenset(range(len(pts))) if cache.unit else frozenset())
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
-        for point, res, ctx in replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
-                                                   tail=uncached_tail(pts, cache)).requests:
+        # (a subagent that compacted: its summary requests, made as the main chain's are)
+        sub_boundaries = subagent_boundaries(sub) if sub is not None and name in acompact else []
+        before = frozenset(k for k in (_last_before(pts, b) for b in sub_boundaries) if k is not None)
+        replayed_sub = replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
+                                           tail=uncached_tail(pts, cache), keep=before)
+        for point, res, ctx in replayed_sub.requests:
             row.requests.append(_request(point, res, ctx, prices, "subagent"))
+        if sub_boundaries:
+            for point, res, ctx in compaction_requests(sub, pts, replayed_sub, acompact[name], counter, fit_s, cache,
+                                                       ttl, sub_boundaries):
+                row.requests.append(_request(point, res, ctx, prices, "summarizer"))
     row.cache_events = counts
     return row

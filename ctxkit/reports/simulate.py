@@ -163,7 +163,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     subagents = read_subagents(path, t, unread)
     recorded = _recorded_row("recorded", points, prices, own_boundaries(t))
     sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain]
-                              + [r for _, _, pts in subagents for r in pts], prices, [])
+                              + [r for f in subagents for r in f.points], prices, [])
     counter = make_counter(base.estimator, model=base.model)
     raw_lines = [t.raw_line(i)[0] + b"\n" for i in range(t.n_lines)]
     caches = session_caches(points)

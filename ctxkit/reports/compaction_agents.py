@@ -1,0 +1,66 @@
+"""The compaction agents' files beside a session: whose compaction each records, and which of its requests
+are its own.
+
+Claude Code writes the request that summarizes a conversation into an ``agent-acompact-*`` file under the
+session's ``subagents/`` folder. Up to 2.1.4x that file held the summary request alone. Later versions
+(held-out ``6ec78367``, 2.1.81) run the compaction as a forked agent that starts from the conversation it
+compacts, and its file holds that conversation first, every assistant line with the id and the usage of
+the response it copies, then the summary request: 164 of the 165 responses of one such file are the main
+chain's, 14 of the 15 of another a subagent's (that subagent compacted too). Counted as the compaction
+agent's own, each was billed twice in the ``recorded`` row (the session 43.9% over the replay on cache
+reads), and the first copy stood for the summary request. A response is billed once, whichever files
+hold it: a file's own requests are those no other file holds (a compaction agent's, the summary), and
+the conversation whose responses a compaction agent copies is the one it compacted (the main chain when
+it copies none, as the older files do).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ..transcript.model import Transcript
+from .usage import RecordedRequest
+
+#: The name a compaction agent's file starts with
+COMPACTION_AGENT = "agent-acompact"
+
+
+@dataclass
+class SubagentFile:
+    """One file beside a session: its name, transcript, and the requests that are its own."""
+
+    name: str
+    transcript: Transcript
+    points: list[RecordedRequest]
+    #: a compaction agent's file: the conversation it compacted ("" the main chain, else a subagent file's
+    #: name); None for any other subagent's
+    compacts: str | None = None
+
+
+def with_compactions_attributed(main: list[RecordedRequest], files: list[SubagentFile]) -> list[SubagentFile]:
+    """``files`` with each one's requests cut to its own (the responses no earlier file holds: the main
+    chain's, then the other subagents', then the compaction agents'), and each compaction agent's file
+    naming the conversation it compacted (see the module docstring). ``main``: every request of the
+    session's own file."""
+    owner = {p.message_id: "" for p in main}
+    own: dict[str, SubagentFile] = {}
+    for f in sorted(files, key=lambda f: f.name.startswith(COMPACTION_AGENT)):  # (the agents last: they copy)
+        copied = Counter(owner[p.message_id] for p in f.points if p.message_id in owner)
+        compacts = (copied.most_common(1)[0][0] if copied else "") if f.name.startswith(COMPACTION_AGENT) else None
+        own[f.name] = SubagentFile(f.name, f.transcript, [p for p in f.points if p.message_id not in owner], compacts)
+        owner.update((p.message_id, f.name) for p in own[f.name].points)
+    return [own[f.name] for f in files]
+
+
+def subagent_boundaries(sub: Transcript) -> list[int]:
+    """Entry indexes of a subagent's own compactions: its ``compact_boundary`` lines after its first answer
+    (a subagent's lines are all sidechain ones, which the main chain's rule leaves out)."""
+    typed = sub.format == "claude-code" and not sub.overrides  # (a line's type is in the line index)
+    out, answered = [], False
+    for i in sub.live_indexes():
+        kind = sub.lines.type(i) if typed and i < sub.n_lines else sub.peek(i).get("type")
+        if kind == "assistant":
+            answered = True
+        elif answered and kind == "system" and sub.peek(i).get("subtype") == "compact_boundary":
+            out.append(i)
+    return out
