@@ -156,19 +156,24 @@ def test_a_turn_without_thinking_reads_both_parts_of_a_shared_prefix_a_loss_spli
     assert reads[5] == pytest.approx(35_157, abs=50) and reads[7] == pytest.approx(35_157, abs=50), reads
 
 
-def test_after_a_fallback_within_a_turn_the_next_turn_names_the_new_model(tmp_path):
-    """8bc71cde (1.0.89): "Claude Opus limit reached, now using Sonnet 4" within a turn; that turn's Sonnet
-    request was cold, and the next turn's read only the shared prefix again: its system prompt named Sonnet,
-    the one cached for Sonnet named Opus."""
+def _fallback(shared: int) -> OldSession:
+    """Two turns on Opus, a third that falls back to Sonnet ("Claude Opus limit reached, now using Sonnet 4"),
+    its Sonnet request cold but for the ``shared`` tokens other sessions keep warm, then two turns on Sonnet:
+    the first of them reads those only (its system prompt names Sonnet, the one cached for Sonnet named Opus)."""
     s = OldSession()
-    _turn(s, 0, "load the notes", 11_000, 9_000)
+    _turn(s, 0, "load the notes", shared, 20_000 - shared)
     _turn(s, 30, "check the persistence", 20_000, 300)
     s.prompt("i just installed docker", timedelta(seconds=60))
     s.answer("updating the plan " * 20, timedelta(seconds=64), 20_300, 300, OPUS_41)
-    s.answer("it works with docker " * 20, timedelta(seconds=70), 11_000, 9_900, SONNET_4)
-    _turn(s, 100, "how would i run it in ram", 11_000, 10_300, SONNET_4)
-    _turn(s, 130, "and on a given drive", 21_300, 300, SONNET_4)
-    assert _within_ten_percent(s.errors(tmp_path))
+    s.answer("it works with docker " * 20, timedelta(seconds=70), shared, 20_900 - shared, SONNET_4)
+    _turn(s, 100, "how would i run it in ram", shared, 21_300 - shared, SONNET_4)
+    return _turn(s, 130, "and on a given drive", 21_300, 300, SONNET_4)
+
+
+def test_after_a_fallback_within_a_turn_the_next_turn_names_the_new_model(tmp_path):
+    """8bc71cde (1.0.89): the fallback in a session whose first request read the 11,000 tokens other
+    sessions keep warm (its shared prefix)."""
+    assert _within_ten_percent(_fallback(11_000).errors(tmp_path))
 
 
 def test_after_a_fallback_a_session_with_no_shared_prefix_writes_its_own_again(tmp_path):
@@ -176,15 +181,7 @@ def test_after_a_fallback_a_session_with_no_shared_prefix_writes_its_own_again(t
     of its prefix shared with other sessions, so none measured). The turn after it named Sonnet and wrote the
     conversation again (it read 12,671 tokens, its tools); the model changed nothing where no shared part
     tells the session's own one apart, and the replay read it all (-23.0% on the session's writes)."""
-    s = OldSession()
-    _turn(s, 0, "load the notes", 0, 20_000)
-    _turn(s, 30, "check the persistence", 20_000, 300)
-    s.prompt("i just installed docker", timedelta(seconds=60))
-    s.answer("updating the plan " * 20, timedelta(seconds=64), 20_300, 300, OPUS_41)
-    s.answer("it works with docker " * 20, timedelta(seconds=70), 0, 20_900, SONNET_4)
-    _turn(s, 100, "how would i run it in ram", 0, 21_200, SONNET_4)
-    _turn(s, 130, "and on a given drive", 21_200, 300, SONNET_4)
-    result = s.simulate(tmp_path)
+    result = _fallback(0).simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[4].usage.cache_creation_input_tokens > 15_000
 
