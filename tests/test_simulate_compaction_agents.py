@@ -100,3 +100,28 @@ def test_a_subagents_compaction_is_that_subagents(tmp_path):
     assert kinds.count("summarizer") == 1 and kinds.count("subagent") == 3
     assert rows["replayed"].compactions == []
     assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+
+
+def test_a_compaction_without_a_file_leaves_the_next_ones_figures_to_it(tmp_path):
+    """Not every compaction has a compaction agent's file (one from the session memory asks for no summary;
+    a session begun before Claude Code wrote them): the figures of each file's summary request are those of
+    the compaction whose boundary follows it (asked for 0.3 to 55 seconds before the boundary in the real
+    sessions). Paired by their order, the first compaction took the second's (its 4,000 tokens out, made
+    a minute later) and the second was estimated."""
+    s = _session()
+    _compacted(s, 60)  # (no file)
+    start = len(s.lines)
+    _turns(s, 3, [(80, 0, 9_000), (100, 9_000, 600), (120, 9_600, 600)])
+    copied = [x for x in s.lines[start:] if x["type"] == "assistant"]
+    _compacted(s, 140)
+    _turns(s, 6, [(160, 0, 9_000), (180, 9_000, 600)])
+    agent = _agent_file(copied, "acompact-7c2d")
+    agent[-1]["message"]["usage"] = {"input_tokens": 1_100, "cache_read_input_tokens": 10_200,
+                                     "cache_creation_input_tokens": 0, "output_tokens": 4_000}
+    path = _write(tmp_path, s, {"acompact-7c2d": agent})
+    result = simulate_session(str(path), [("default", load_policy(None))], load_pricing())
+    summaries = [r for r in result["rows"]["replayed"].requests if r.kind == "summarizer"]
+    assert [r.unrecorded for r in summaries] == [True, False]
+    assert summaries[1].usage.output_tokens == 4_000
+    assert summaries[1].timestamp.isoformat() == agent[-1]["timestamp"].replace("Z", "+00:00")
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]

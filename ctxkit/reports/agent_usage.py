@@ -26,13 +26,13 @@ from datetime import datetime, timezone
 from ..transcript.interface import handler
 from ..transcript.model import Transcript
 from .pricing import Usage
-from .usage import RecordedRequest, _instant
+from .usage import RecordedRequest, instant
 
 
 def _when(d: dict) -> datetime | None:
     """The entry's time: an ISO ``timestamp``, or epoch milliseconds (Cline's ``ts``, OpenCode's ``time.created``)."""
     if "timestamp" in d:
-        return _instant(d.get("timestamp"))
+        return instant(d.get("timestamp"))
     info = d.get("info")
     created = (info.get("time") or {}).get("created") if isinstance(info, dict) and isinstance(info.get("time"), dict) \
         else d.get("ts")

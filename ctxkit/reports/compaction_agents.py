@@ -11,7 +11,16 @@ agent's own, each was billed twice in the ``recorded`` row (the session 43.9% ov
 reads), and the first copy stood for the summary request. A response is billed once, whichever files
 hold it: a file's own requests are those no other file holds (a compaction agent's, the summary), and
 the conversation whose responses a compaction agent copies is the one it compacted (the main chain when
-it copies none, as the older files do).
+it copies none, as the older files do). Other forked agents copy the main chain too, and the same rule
+bills their copies once: held-out ``7ef4b236``'s side question (``agent-aside_question-*``, 2.1.9x) holds
+22 of the main chain's responses before its own one, and three ``agent-aprompt_suggestion-*`` files hold 4
+responses, 3 of them copies.
+
+Which of a conversation's compactions a request made is read from the times: the summary is asked for
+before the boundary is written (its answer ends 0.3 to 55 seconds before it, in the four sessions that
+have both), and not every compaction has a file (a session begun before Claude Code wrote them; a
+compaction from the session memory, which asks for no summary), so by their order alone one compaction's
+figures went to another.
 """
 from __future__ import annotations
 
@@ -19,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..transcript.model import Transcript
-from .usage import RecordedRequest
+from .usage import RecordedRequest, instant
 
 #: The name a compaction agent's file starts with
 COMPACTION_AGENT = "agent-acompact"
@@ -63,4 +72,20 @@ def subagent_boundaries(sub: Transcript) -> list[int]:
             answered = True
         elif answered and kind == "system" and sub.peek(i).get("subtype") == "compact_boundary":
             out.append(i)
+    return out
+
+
+def made_for(t: Transcript, boundaries: list[int], made: list[RecordedRequest]) -> list[RecordedRequest | None]:
+    """For each of ``boundaries`` (entry indexes of ``t``, in order), the compaction agent's request that made
+    it (None: no file holds one): of ``made`` (the requests of the agents that compacted ``t``'s conversation,
+    in the order they were made), the last one sent after the boundary before was written and before this
+    one was (see the module docstring). Where a time is missing, paired in order."""
+    stamps = [instant(t.peek(b).get("timestamp")) for b in boundaries]
+    sent = [p.sent_at for p in made]
+    if None in stamps or None in sent:
+        return [made[k] if k < len(made) else None for k in range(len(boundaries))]
+    out: list[RecordedRequest | None] = []
+    for k, stamp in enumerate(stamps):
+        window = [j for j, at in enumerate(sent) if at <= stamp and (k == 0 or at > stamps[k - 1])]
+        out.append(made[window[-1]] if window else None)
     return out

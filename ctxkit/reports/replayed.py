@@ -67,7 +67,7 @@ from .api_cache import (
 )
 from .cache_events import CacheEvents, cache_events, system_end_read
 from .cache_model import CacheResult, Piece, PromptCache
-from .compaction_agents import SubagentFile, subagent_boundaries, with_compactions_attributed
+from .compaction_agents import SubagentFile, made_for, subagent_boundaries, with_compactions_attributed
 from .history import own_boundaries
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
@@ -334,13 +334,14 @@ def compaction_requests(t: Transcript, points: list[RecordedRequest], main: Repl
     summaries = {min(m.entries): m for m in t.view().messages if m.kind == SUMMARY and m.entries}
     out = []
     prompt_tokens = counter.count_text(build_compact_prompt())
+    made = made_for(t, boundaries, acompact)
     for k, b in enumerate(boundaries):
         before = _last_before(points, b)
         if before is None:
             continue
         prev, pieces = points[before], without_tail(main.pieces[before])
         history = sum(p.tokens for p in pieces)
-        recorded = acompact[k] if k < len(acompact) else None
+        recorded = made[k]
         if recorded is not None and recorded.usage.prompt_tokens > history:
             extra, output, model = recorded.usage.prompt_tokens - history, recorded.usage.output_tokens, recorded.model
         else:

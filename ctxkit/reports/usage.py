@@ -80,7 +80,8 @@ def _usage(raw: Any) -> Usage:
                  "5m" if num(creation.get("ephemeral_5m_input_tokens")) or "cache_creation" not in raw else None)
 
 
-def _instant(text: Any) -> datetime | None:
+def instant(text: Any) -> datetime | None:
+    """A line's ``timestamp`` as an instant (None: none, or not one)."""
     if not isinstance(text, str):
         return None
     try:
@@ -96,7 +97,7 @@ def recorded_requests(t: Transcript) -> list[RecordedRequest]:
     for i in t.live_indexes():
         entry = t.entry(i)
         side = bool(entry.get("isSidechain"))
-        before, last[side] = last.get(side), _instant(entry.get("timestamp")) or last.get(side)
+        before, last[side] = last.get(side), instant(entry.get("timestamp")) or last.get(side)
         if entry.get("type") != "assistant" or entry.get("isApiErrorMessage"):
             continue
         msg = entry.get("message")
@@ -108,7 +109,7 @@ def recorded_requests(t: Transcript) -> list[RecordedRequest]:
         usage = _usage(msg.get("usage"))
         known = by_id.get(mid)
         if known is None:
-            at = _instant(entry.get("timestamp"))
+            at = instant(entry.get("timestamp"))
             by_id[mid] = RecordedRequest(mid, i, at, str(msg.get("model") or ""), usage, side,
                                          before if before is not None and at is not None and before <= at else at)
         elif "usage" in msg:
