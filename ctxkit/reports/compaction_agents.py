@@ -61,20 +61,6 @@ def with_compactions_attributed(main: list[RecordedRequest], files: list[Subagen
     return [own[f.name] for f in files]
 
 
-def subagent_boundaries(sub: Transcript) -> list[int]:
-    """Entry indexes of a subagent's own compactions: its ``compact_boundary`` lines after its first answer
-    (a subagent's lines are all sidechain ones, which the main chain's rule leaves out)."""
-    typed = sub.format == "claude-code" and not sub.overrides  # (a line's type is in the line index)
-    out, answered = [], False
-    for i in sub.live_indexes():
-        kind = sub.lines.type(i) if typed and i < sub.n_lines else sub.peek(i).get("type")
-        if kind == "assistant":
-            answered = True
-        elif answered and kind == "system" and sub.peek(i).get("subtype") == "compact_boundary":
-            out.append(i)
-    return out
-
-
 def made_for(t: Transcript, boundaries: list[int], made: list[RecordedRequest]) -> list[RecordedRequest | None]:
     """For each of ``boundaries`` (entry indexes of ``t``, in order), the compaction agent's request that made
     it (None: no file holds one): of ``made`` (the requests of the agents that compacted ``t``'s conversation,

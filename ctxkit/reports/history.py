@@ -23,7 +23,7 @@ from .usage import RecordedRequest
 _CHAINED = ("user", "assistant", "attachment")
 
 
-def is_compaction(entry: dict, answered: bool = True) -> bool:
+def is_compaction(entry: dict, answered: bool = True, sidechain: bool = False) -> bool:
     """Whether a main-chain entry starts one of the session's own compactions: a ``compact_boundary``
     (Claude Code 2.x, and 1.0 from its late releases), or a compact summary that starts the chain anew
     (``parentUuid`` null: Claude Code 1.0 up to at least 1.0.90 wrote no boundary line, only the summary).
@@ -31,30 +31,32 @@ def is_compaction(entry: dict, answered: bool = True) -> bool:
     continued session starts with (1.0 began a new file with the previous session's summary), not a
     compaction of this session's history. So is a boundary before any request: Claude Code 2.1 writes one
     at the top of the file a `/clear` started when it compacts what came before the `/clear`; that
-    history is in the earlier file, and the session's first request already holds the summary."""
-    if entry.get("isSidechain") or not answered:
+    history is in the earlier file, and the session's first request already holds the summary.
+    ``sidechain``: the entry is of a subagent's own file, whose lines are all sidechain ones."""
+    if (entry.get("isSidechain") and not sidechain) or not answered:
         return False
     if entry.get("type") == "system":
         return entry.get("subtype") == "compact_boundary"
     return entry.get("type") == "user" and bool(entry.get("isCompactSummary")) and entry.get("parentUuid") is None
 
 
-def own_boundaries(t: Transcript) -> list[int]:
-    """Entry indexes of the session's own compactions (:func:`is_compaction`). A Claude Code line's type is
-    in the line index: only the ``system`` and ``user`` lines are parsed."""
+def own_boundaries(t: Transcript, sidechain: bool = False) -> list[int]:
+    """Entry indexes of the session's own compactions (:func:`is_compaction`); ``sidechain``: of a subagent's
+    own file (:mod:`ctxkit.reports.compaction_agents`), whose lines are all sidechain ones. A Claude Code
+    line's type is in the line index: only the ``system`` and ``user`` lines are parsed."""
     typed = t.format == "claude-code" and not t.overrides
     out, answered = [], False
     for i in t.live_indexes():
         if typed and i < t.n_lines:
             kind = t.lines.type(i)
-            if kind == "assistant" and not t.lines.flags[i] & SIDECHAIN:
+            if kind == "assistant" and (sidechain or not t.lines.flags[i] & SIDECHAIN):
                 answered = True
             if kind not in ("system", "user"):
                 continue
         entry = t.peek(i)
-        if is_compaction(entry, answered):
+        if is_compaction(entry, answered, sidechain):
             out.append(i)
-        answered = answered or (entry.get("type") == "assistant" and not entry.get("isSidechain"))
+        answered = answered or (entry.get("type") == "assistant" and (sidechain or not entry.get("isSidechain")))
     return out
 
 

@@ -67,7 +67,7 @@ from .api_cache import (
 )
 from .cache_events import CacheEvents, cache_events, system_end_read
 from .cache_model import CacheResult, Piece, PromptCache
-from .compaction_agents import SubagentFile, made_for, subagent_boundaries, with_compactions_attributed
+from .compaction_agents import SubagentFile, made_for, with_compactions_attributed
 from .history import own_boundaries
 from .pricing import PriceTable, Usage
 from .replay import calibrated, request_segments
@@ -442,7 +442,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         if f.compacts is not None:
             acompact.setdefault(f.compacts, []).extend(f.points)
     for made in acompact.values():  # (in the order they were made, as the boundaries they answer)
-        made.sort(key=lambda p: p.timestamp.timestamp() if p.timestamp else 0.0)
+        made.sort(key=lambda p: p.sent_at.timestamp() if p.sent_at else 0.0)
     subagents: list[tuple[str, list[RecordedRequest], list[list[Piece]], Transcript | None]] = []
     for f in subagent_reads:
         if f.compacts is None and f.points:
@@ -466,7 +466,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
             first_overhead(pts, raw, fit_s), raw, frozenset(range(len(pts))) if cache.unit else frozenset())
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         # (a subagent that compacted: its summary requests, made as the main chain's are)
-        sub_boundaries = subagent_boundaries(sub) if sub is not None and name in acompact else []
+        sub_boundaries = own_boundaries(sub, sidechain=True) if sub is not None and name in acompact else []
         before = frozenset(k for k in (_last_before(pts, b) for b in sub_boundaries) if k is not None)
         replayed_sub = replay_conversation(pts, raw, cache, ttl, fit_s, salt=name.encode(), events=own,
                                            tail=uncached_tail(pts, cache), keep=before)

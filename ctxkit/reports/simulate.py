@@ -175,7 +175,8 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                                          turns=turn_starts)
         fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
         # what the API kept of the thinking of earlier turns (:mod:`ctxkit.reports.stripped_thinking`)
-        strips = anthropic_cache(prompt_cache(points, caches)) and strips_thinking(
+        cache = prompt_cache(points, caches)  # (the rows' cache: none's here, fresh until its first request)
+        strips = anthropic_cache(cache) and strips_thinking(
             points, as_sent, turn_starts, base.cache_minutes * 60)
         if strips:
             as_sent = list(map(without_earlier_thinking, as_sent, turn_starts))
@@ -191,7 +192,6 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
                                                  same, strips)
         else:
             none_pieces = same = as_sent
-        cache = prompt_cache(points, caches)
         keyed: dict = {}
         marks = restarts(t, points, first_overhead(points, as_sent, fit))
         shared, events = prefix_model[1:]
