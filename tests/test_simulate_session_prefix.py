@@ -372,6 +372,24 @@ def test_an_api_that_caches_only_the_tools_and_system_prompt_is_replayed_so(tmp_
     assert _within_ten_percent(errors), errors
 
 
+def test_an_api_that_caches_only_the_tools_and_system_prompt_reads_those_alone_and_loses_them(tmp_path):
+    """aistrad 38ff1293 again: its first request sent 12,936 tokens uncached where the prompt the transcript
+    holds is a line (the context Claude Code puts before the first message, which it does not record), so the
+    overhead fitted to its usage is 38,910 tokens where the relay read 25,843; and 8 of its requests, sent
+    seconds after one that read those, read nothing and wrote them again. Replayed with the whole overhead as
+    the cached lead and no loss, the row read 53% more and wrote 67% less than the session; with the lead
+    ending where the requests' reads show and those losses, within 4%."""
+    s = Session()
+    s.prompt("start", timedelta(seconds=0))
+    s.answer("ok " * 30, timedelta(seconds=3), 0, 20_000, plain=12_000)
+    for k in range(1, 16):
+        s.prompt(f"step {k}: " + "more of the plan in detail " * 300, timedelta(seconds=20 * k))
+        read, write = (0, 20_000) if k in (6, 11) else (20_000, 0)
+        s.answer("ok " * 30, timedelta(seconds=20 * k + 3), read, write, plain=12_000 + 2_060 * k)
+    errors = s.errors(tmp_path)
+    assert _within_ten_percent(errors), errors
+
+
 def test_a_session_that_sent_little_uncached_keeps_the_breakpoints_on_its_messages(tmp_path):
     """The counter-case: the same prompts where the API read the messages too (what the Anthropic API does at
     Claude Code's breakpoints): replayed with them, within 10%."""

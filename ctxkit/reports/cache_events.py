@@ -268,3 +268,21 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             out.kept[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
             out.lifetimes[k] = ttl_of[b]
     return out
+
+
+def lead_losses(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
+                ttl_of: list[int]) -> CacheEvents:
+    """The losses of a session whose API cached the tools and system prompt only
+    (:func:`ctxkit.reports.api_cache.caches_lead_only`): each of its requests reads those and no more, which
+    is how it caches, not a loss; a request that read less than :data:`MISSED_BELOW` of what the request
+    before it read (:func:`comparable`) lost them. aistrad ``38ff1293`` (Claude Code 2.0.76 through a relay)
+    read its tools and system prompt (26,176 tokens, then 25,843) at 217 of its 228 requests and nothing at 8
+    sent 6 to 172 seconds after one that read them, writing them again: replayed without those losses, the
+    row wrote them at 3 requests where the session wrote them at 11 (-67% on writes, with the lead too long)."""
+    out = CacheEvents()
+    for k, b, gap in comparable(points, marks, turns):
+        if points[k].usage.cache_read_input_tokens < MISSED_BELOW * points[b].usage.cache_read_input_tokens:
+            out.lost[k] = float(points[k].usage.cache_read_input_tokens)
+            if gap >= ttl_of[b]:
+                out.expected.add(k)
+    return out

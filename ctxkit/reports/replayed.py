@@ -65,7 +65,7 @@ from .api_cache import (
     uncached_tail,
     without_tail,
 )
-from .cache_events import CacheEvents, cache_events, system_end_read
+from .cache_events import CacheEvents, cache_events, lead_losses, system_end_read
 from .cache_model import CacheResult, Piece, PromptCache
 from .compaction_agents import SubagentFile, made_for, with_compactions_attributed
 from .history import own_boundaries
@@ -402,8 +402,9 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     """Each main request's epoch (:func:`ctxkit.reports.session_prefix.epochs`), the session's shared
     prefix, estimated from its usage (None for a session whose API did not cache), and the cache events
     its usage shows (:func:`ctxkit.reports.cache_events.cache_events`; ``turns``: each request's turn setting).
-    An API that cached the tools and system prompt only (:func:`caches_lead_only`) shows no event: each of its
-    requests reading only those is how it caches, not a loss."""
+    An API that cached the tools and system prompt only (:func:`caches_lead_only`) shows only the losses of
+    those (:func:`ctxkit.reports.cache_events.lead_losses`): each of its requests reading only them is how it
+    caches, not a loss."""
     overhead = first_overhead(points, pieces, fit)
     marks = epochs(points, prefix_changes(t), t.format == "claude-code", overhead)
     ttls = [request_ttl(p.usage, policy.cache_minutes * 60) for p in points]
@@ -413,11 +414,12 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     system = system_end_read(points, marks, ttls, overhead, moved)
     # (an API that caches every prefix caches a request's answer with its prompt, not only before a new prompt)
     starts = frozenset(range(len(points))) if caches_every_prefix(points) else turn_starts(t, points)
-    events = CacheEvents() if caches_lead_only(points) else cache_events(points, marks, turns, ttls, overhead, pieces,
-                                                                        starts, system)
+    lead_only = caches_lead_only(points)
+    events = lead_losses(points, marks, turns, ttls) if lead_only else cache_events(
+        points, marks, turns, ttls, overhead, pieces, starts, system)
     rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
-                                rethought, system), events
+                                rethought, system, lead_only), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],

@@ -330,7 +330,7 @@ def cold_requests(points: list[RecordedRequest], marks: list[int], ttl_of: list[
 
 def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[int],
                   first_overhead: float, lost: Iterable[int] = (), moved: Iterable[int] = (),
-                  rethought: Iterable[int] = (), system: float = 0.0) -> SharedPrefix:
+                  rethought: Iterable[int] = (), system: float = 0.0, lead_only: bool = False) -> SharedPrefix:
     """The shared prefix, estimated from the session's own usage (one figure per session, never per
     request): its size is what the first request read from the cache when that is less than the overhead
     (the cached part of the tools and system prompt), else the median read of the cold requests and of
@@ -341,7 +341,8 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
     (:attr:`SharedPrefix.inner`, :attr:`SharedPrefix.inner_in_directory`). When none of these shows it, the
     requests whose turn has another thinking budget than the turn before (``rethought``, Claude Code 1.x) do:
     they read the tools and the whole system prompt (:attr:`SharedPrefix.system_tokens`; ``system``: where the
-    reads show those end, :func:`ctxkit.reports.cache_events.system_end_read`)."""
+    reads show those end, :func:`ctxkit.reports.cache_events.system_end_read`). For an API that cached those only
+    (``lead_only``), what its requests read is where they end, and the size when nothing else shows one."""
     if not points:
         return SharedPrefix(0.0)
     cold = cold_requests(points, marks, ttl_of)
@@ -357,6 +358,7 @@ def shared_prefix(points: list[RecordedRequest], marks: list[int], ttl_of: list[
         if not seen:
             seen = [r for r in map(read, rethought) if 0 < r < first_overhead]
             system = statistics.median(seen) if seen else system
+            seen = seen or ([system] if lead_only and system else [])
         size = statistics.median(seen) if seen else 0.0
     own = _own_sizes(points, cold, size)
 
