@@ -321,6 +321,21 @@ def test_reads_that_stop_where_the_system_prompt_ends_lose_the_messages_and_the_
     assert all(abs(reads[k] - 14_827) < 100 for k in (2, 4, 6)), reads
 
 
+def test_a_read_of_only_the_prefix_the_first_request_found_is_a_loss(tmp_path):
+    """held-out 9ffed815 (Claude Code 2.1.63 through a relay): the first request read 16,132 tokens (the part
+    other sessions keep warm) and sent 19,794; the next, 20 seconds later, read 16,132 again and sent the rest
+    anew. That read is 81.5% of what the request before sent, above the 80% under which a read is a loss, and
+    no read recurred to say where the system prompt ends, so the replay read all of the request before
+    (-19.1% on cost). A read of that shared prefix alone, after a request that sent more, is a loss, as a
+    read of the system prompt alone is."""
+    s = _turns(Session("2.1.63"), 0, [(0, 16_132, 3_662), (20, 16_132, 3_855), (40, 19_988, 300)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    assert result["calibration"]["cache_events"]["lost"] == 1
+    reads = [r.usage.cache_read_input_tokens for r in result["rows"]["replayed"].requests]
+    assert abs(reads[1] - 16_132) < 100, reads
+
+
 def test_after_a_reconnect_the_system_prompt_is_read_to_its_end(tmp_path):
     """held-out b9702b38 (Claude Code 2.1.70): ``/mcp`` reconnected a server 39 seconds after the request
     before; the next request read the tools and system prompt to their end (14,327, as two losses before
