@@ -336,6 +336,43 @@ def test_a_read_of_only_the_prefix_the_first_request_found_is_a_loss(tmp_path):
     assert abs(reads[1] - 16_132) < 100, reads
 
 
+def _prompt_read_back_smaller(version: str) -> Session:
+    """held-out 30128756 (Claude Code 2.0.2): each new prompt, seconds after the request before, read that
+    session only up to where the previous turn began and wrote the previous prompt and the rest again: that
+    prompt went out the first time with context Claude Code attached to it and does not record, and without
+    it the next time. Each read is most of what the request before sent (above the 80% under which a read is a
+    loss) and still short of it by the turn; the request after it read all of it (every other prompt here)."""
+    sizes, total = [(0, 10_000, 10_000), (20, 20_000, 1_000)], 21_000
+    for k in range(2, 12):
+        sizes.append((20 * k, total - 1_000, 2_000) if k % 2 == 0 else (20 * k, total, 1_000))
+        total += 1_000
+    return _turns(Session(version), 0, sizes)
+
+
+def test_a_new_prompt_that_read_short_of_the_request_before_writes_from_where_its_read_stopped(tmp_path):
+    """Replayed reading all of the request before, the session was -12.3% on writes; where the read stops
+    short of it (by more than half a percent) at a new prompt within the lifetime, and a prefix the row
+    cached ends there, the row keeps the prefixes up to there only: so did the API."""
+    result = _prompt_read_back_smaller("2.0.2").simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    assert result["calibration"]["cache_events"]["lost"] == 5
+    writes = [r.usage.cache_creation_input_tokens for r in result["rows"]["replayed"].requests]
+    assert all(abs(w - 2_000) < 200 for w in writes[2::2]), writes
+
+
+def test_a_read_short_of_the_request_before_where_the_row_cached_nothing_changes_nothing(tmp_path):
+    """held-out 51c0fa5f (Claude Code 2.1.68): a new prompt read 18,855 of the 19,944 the request before sent,
+    where no request the transcript records had a breakpoint (an earlier prompt changed inside it). The row
+    holds no prefix there to keep: forgetting all it cached past the read left it the 10,335 tokens of the
+    shared prefix (+28.7% on writes), so the read changes nothing; nor in a row whose request would not have
+    found the prefix the API read (held-out e739b244: the row's prefix had changed at a restart before it)."""
+    s = _turns(Session("2.1.68"), 0, [(0, 10_335, 9_454), (4, 19_789, 155), (20, 18_855, 1_302),
+                                      (26, 20_157, 149), (33, 20_306, 552)])
+    result = s.simulate(tmp_path)
+    assert _within_ten_percent(result["calibration"]["relative_error"]), result["calibration"]
+    assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens > 19_000
+
+
 def test_after_a_reconnect_the_system_prompt_is_read_to_its_end(tmp_path):
     """held-out b9702b38 (Claude Code 2.1.70): ``/mcp`` reconnected a server 39 seconds after the request
     before; the next request read the tools and system prompt to their end (14,327, as two losses before

@@ -77,6 +77,13 @@ def caches_every_prefix(points: list[RecordedRequest]) -> int:
     return PREFIX_UNIT if all(r % PREFIX_UNIT == 0 for r in reads) else 0
 
 
+def anthropic_models(points: list[RecordedRequest]) -> bool:
+    """Whether every request of the session went to a Claude model: what the Anthropic API caches at the
+    breakpoints, and a read short of a prefix it cached says where that prefix changed (not so another
+    provider's Anthropic-compatible API: DeepSeek's caches every prefix and reads it in units)."""
+    return all(not p.model or normalize_model(p.model).startswith("claude-") for p in points)
+
+
 def caches_lead_only(points: list[RecordedRequest]) -> bool:
     """Whether the session's API cached the tools and system prompt only (:func:`prompt_cache`)."""
     shares = sorted(p.usage.input_tokens / p.usage.prompt_tokens for p in points[1:] if p.usage.prompt_tokens)

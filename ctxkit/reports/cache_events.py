@@ -15,7 +15,10 @@ records none (a request Claude Code sends of its own between an answer and the n
 cancelled before any of its answer was written: SWORDIntel ``05305169``, 1.0.89). Held-out ``dee67297``
 (2.1.150) and ``11e00291`` (2.1.12) read the answer at most of their new prompts, and the model, which
 wrote it again each time, was +12% on their writes. Before such a request every row caches its own
-conversation up to the end of that answer (:meth:`CacheEvents.before`).
+conversation up to the end of that answer (:meth:`CacheEvents.before`). And a new prompt can read most of
+what the request before cached and still stop short of it, where an earlier prompt went out with context
+the transcript does not record and without it since (held-out ``30128756``, Claude Code 2.0.2): a loss of
+the prefixes past that read (:attr:`CacheEvents.near`).
 
 No model of the transcript predicts either, but the recorded usage shows each one, and how deep a loss
 went (what the request still read). ``simulate`` takes them as events of the session, as it takes the
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..policy.model import Policy
-from .api_cache import without_tail
+from .api_cache import TAIL_AT_MOST, without_tail
 from .cache_model import Piece, PromptCache
 from .session_prefix import MISSED_BELOW, SHARED_READ, cold_requests, grown, history_rewrites, read_it
 from .turn_settings import TurnSetting
@@ -68,6 +71,10 @@ class CacheEvents:
     #: the side events whose request's messages go on from all the request before sent (the session's
     #: history only grew between them): where a row's own history does not, that row rewrote it (:meth:`before`)
     extends: set[int] = field(default_factory=set)
+    #: the losses that read most of what the request before sent (at least :data:`MISSED_BELOW` of it) and
+    #: still less: the prefix changed a little before its end, so no cached prefix much longer than the read
+    #: outlives them (:func:`kept_below`), and what they read was alive: since the request before (its time)
+    near: dict[int, datetime] = field(default_factory=dict)
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
         """The events a row that keeps the history whole meets (``none``, a policy's: not the losses
@@ -79,11 +86,11 @@ class CacheEvents:
         lost = {k: v for k, v in self.lost.items() if k not in self.rewritten}
         if seconds is None:
             return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes, side=self.side,
-                               extends=self.extends)
+                               extends=self.extends, near=self.near)
         kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
         return CacheEvents({k: v for k, v in lost.items() if k not in self.expected}, kept,
                            lifetimes={k: self.lifetimes[k] for k in kept}, side=dict.fromkeys(self.side, seconds),
-                           extends=self.extends)
+                           extends=self.extends, near=self.near)
 
     def met_by(self, policy: Policy) -> CacheEvents:
         """The events a row of ``policy`` meets: :meth:`for_lifetime` its own ``request.cache_ttl`` when it sets
@@ -117,12 +124,21 @@ class CacheEvents:
             # (what it read is where the request's prefix changed, or a breakpoint before it: the prefixes the row
             # cached up to a little more than that are the same ones, composed by its own estimates; a read of
             # the tools and system prompt, up to the row's last breakpoint before the messages, keeps those only)
-            cache.forget_beyond(model, kept_below(self.lost[k], pieces or []), when)
+            if k in self.near:
+                # (a read short of the request before: only where the row holds a prefix of this request that ends
+                # about there, alive when the request before went out (the API's was, having been read), can the
+                # row be cut there; elsewhere it cached no such prefix, as no recorded request had a breakpoint
+                # there (held-out 51c0fa5f), or its own prefix had changed before (e739b244): cut, it would have
+                # read only the tools and system prompt)
+                if when is None or not cache.held_near(model, pieces or [], self.lost[k], SAME_READ, self.near[k]):
+                    return
+                cache.keep_alive(model, self.near[k], when)
+            cache.forget_beyond(model, kept_below(self.lost[k], pieces or [], k in self.near), when)
         elif k in self.kept and when is not None:
             cache.keep_alive(model, self.kept[k], when)
 
 
-def kept_below(read: float, pieces: list[Piece]) -> float:
+def kept_below(read: float, pieces: list[Piece], near: bool = False) -> float:
     """How long a cached prefix of the row may be and outlive a loss whose request still read ``read`` tokens
     (``pieces``: the row's request). A read of the tools and system prompt, up to the row's last breakpoint
     before the messages, keeps those only. A read at another of the row's breakpoints (the shared prefix other
@@ -130,7 +146,8 @@ def kept_below(read: float, pieces: list[Piece]) -> float:
     of the system prompt gone) keeps the prefixes cached there, whose sizes the row's estimates put a little
     apart from one request to the next (that own part: 5,829 tokens at the request before, 6,513 at this
     one), up to half-way to its next breakpoint. Any other read: where the request's prefix changed, or a
-    breakpoint before it, so the prefixes up to a quarter more than it."""
+    breakpoint before it, so the prefixes up to a quarter more than it; for a read that stopped a little short
+    of all the request before sent (``near``: :attr:`CacheEvents.near`), up to :data:`SAME_READ` more."""
     end = lead_end(pieces)
     if abs(read - end) <= SAME_READ * end:
         return end
@@ -144,7 +161,7 @@ def kept_below(read: float, pieces: list[Piece]) -> float:
     for here, after in zip(ends, ends[1:], strict=False):
         if abs(read - here) <= SAME_READ * here:
             return (here + after) / 2
-    return read / MISSED_BELOW
+    return read * (1 + SAME_READ) if near else read / MISSED_BELOW
 
 
 def lead_end(pieces: list[Piece]) -> float:
@@ -219,7 +236,7 @@ def comparable(points: list[RecordedRequest], marks: list[int],
 
 def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[TurnSetting],
                  ttl_of: list[int], overhead: float = 0.0, raw: list[list[Piece]] | None = None,
-                 starts: frozenset[int] = frozenset(), system: float = 0.0) -> CacheEvents:
+                 starts: frozenset[int] = frozenset(), system: float = 0.0, near_losses: bool = True) -> CacheEvents:
     """The cache events the usage of ``points`` shows (see the module docstring): before each request that
     read less than :data:`MISSED_BELOW` of what the request before it sent, or of its own prompt when that
     is smaller (:func:`comparable`; a history rewritten smaller, as a subagent resumed anew, counts), the
@@ -236,7 +253,13 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
     :data:`SAME_SIZE` of the one before whose messages do not start with all of its (a rewind: the transcript
     forked), is :attr:`CacheEvents.rewritten`. A read of the tools and system prompt alone (``system``:
     :func:`system_end_read`), after a request that sent more than those, is a loss too, however much of that
-    request it was."""
+    request it was. So is a read at a new prompt within the lifetime that stopped short of what the request
+    before cached, by more than :data:`SAME_READ` (``near_losses``: an API that reads at the breakpoints, the
+    Anthropic API's, not one that caches every prefix and reads it in units): held-out ``30128756`` (Claude
+    Code 2.0.2) read, at 2 of its 3 new prompts, up to where the previous turn began (20,709 after a request
+    of 22,516), the prompt having gone out the first time with context Claude Code does not record; the
+    replay read all of it there (-12.3% on writes). Such a loss keeps only the prefixes the read ends near
+    (:attr:`CacheEvents.near`)."""
     out = CacheEvents()
     rewrites = history_rewrites(points, raw) if raw is not None else []
     for k, b, gap in comparable(points, marks, turns):
@@ -251,6 +274,10 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
             if raw is not None and (rewrites[k] != rewrites[b] or (
                     now.prompt_tokens < SAME_SIZE * was.prompt_tokens and not grown(raw[b], raw[k]))):
                 out.rewritten.add(k)
+        elif near_losses and k in starts and 0 < gap < ttl_of[b] and not (raw is not None and rewrites[k] != rewrites[b]) \
+                and now.cache_read_input_tokens < (1 - SAME_READ) * (was.prompt_tokens - min(was.input_tokens, TAIL_AT_MOST)):
+            out.lost[k] = float(now.cache_read_input_tokens)
+            out.near[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
         elif k in starts and gap > 0 and raw is not None and \
                 0 < now.cache_read_input_tokens - was.prompt_tokens <= max(
                     was.output_tokens, ANSWER_BOUND * answer_estimate(raw[b], raw[k])):

@@ -208,6 +208,14 @@ class PromptCache:
             else:
                 self.entries[entry] = min(self.entries[entry], when.timestamp() - 1e-3)
 
+    def held_near(self, model: str, pieces: list[Piece], tokens: float, share: float, at: datetime) -> bool:
+        """Whether a prefix of ``pieces`` within ``share`` of ``tokens`` long was cached for ``model`` and alive
+        ``at``: one a request sending them could have read."""
+        key, then = cache_key(model), at.timestamp()
+        chain = self._chain(list(map(_DIGEST, pieces)))
+        return any(abs(end - tokens) <= share * tokens and self.entries.get((key, link), 0.0) >= then
+                   for end, link in zip(accumulate(map(_TOKENS, pieces)), chain, strict=True))
+
     def keep_alive(self, model: str, alive_at: datetime, until: datetime) -> None:
         """Keep ``model``'s entries that were alive at ``alive_at`` alive until ``until`` (an entry the API's
         usage showed read past its lifetime: :mod:`ctxkit.reports.cache_events`)."""

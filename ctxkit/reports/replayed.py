@@ -57,6 +57,7 @@ from ..transcript.model import Transcript
 from ..transcript.view import SUMMARY
 from .api_cache import (
     TAIL,
+    anthropic_models,
     caches_every_prefix,
     caches_lead_only,
     prompt_cache,
@@ -423,7 +424,8 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     # stands for it: a later read of that alone lost the rest, however much of the request before it was)
     first = points[0].usage.cache_read_input_tokens if points else 0
     events = lead_losses(points, marks, turns, ttls) if lead_only else cache_events(
-        points, marks, turns, ttls, overhead, pieces, starts, system or (first if 0 < first < overhead else 0.0))
+        points, marks, turns, ttls, overhead, pieces, starts, system or (first if 0 < first < overhead else 0.0),
+        near_losses=anthropic_models(points))
     rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
     return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
                                 rethought, system, lead_only), events
@@ -472,7 +474,8 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         # (an API that caches every prefix cached the subagent's answers too, as the main chain's: at every request)
         own = CacheEvents() if cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
-            first_overhead(pts, raw, fit_s), raw, frozenset(range(len(pts))) if cache.unit else frozenset())
+            first_overhead(pts, raw, fit_s), raw, frozenset(range(len(pts))) if cache.unit else frozenset(),
+            near_losses=anthropic_models(pts))
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         # (a subagent that compacted: its summary requests, made as the main chain's are)
         sub_boundaries = own_boundaries(sub, sidechain=True) if sub is not None and name in acompact else []
