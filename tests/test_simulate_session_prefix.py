@@ -294,12 +294,28 @@ def test_none_and_the_policy_rows_read_the_history_the_session_cleared_in_place(
 
 def test_a_request_that_counts_a_little_less_still_reads_the_conversation(tmp_path):
     """kfischer b3edadab: requests 167 and 823 tokens smaller than the one before read everything up to the
-    change: a small drop is no rewrite of the history."""
+    change: a small drop is no rewrite of the history. (The request that counts less adds a short turn, as
+    there: one that added a long turn and counted less in all would be cut to a size no request had.)"""
     s = _long_turns(Session(), 0, [(0, 0, 30_000), (10, 30_000, 10_000), (20, 40_000, 10_000)])
-    _long_turns(s, 3, [(30, 49_000, 200), (40, 49_200, 10_000)])
+    _turns(s, 3, [(30, 49_000, 200)])
+    _long_turns(s, 4, [(40, 49_200, 10_000)])
     result = s.simulate(tmp_path)
     assert _within_ten_percent(result["calibration"]["relative_error"])
     assert result["rows"]["replayed"].requests[3].usage.cache_read_input_tokens > 40_000
+
+
+def test_a_cached_prefix_is_read_at_the_size_it_was_written(tmp_path):
+    """SWORDIntel 05305169 (Claude Code 1.0.89): requests that counted less than the sizes their pieces were
+    first sent with were cut to their own size, and cached so; the next request that counted more gave those
+    pieces their first sizes back, and the replay read the prefix at them, 9,214 tokens more than it had been
+    written (a tool result of 11,828 replayed as 2,615 written; -13.0% on writes over the session). The API
+    counts a prefix it reads as it counted it when it wrote it: what the request adds after it takes the
+    difference."""
+    s = _turns(Session(), 0, [(0, 0, 20_000), (10, 20_000, 300), (20, 17_000, 300), (30, 17_300, 12_000),
+                              (40, 29_300, 300)])
+    usage = s.simulate(tmp_path)["rows"]["replayed"].requests[3].usage
+    assert abs(usage.cache_read_input_tokens - 17_300) < 200, usage
+    assert abs(usage.cache_creation_input_tokens - 12_000) < 300, usage
 
 
 def test_the_first_request_of_a_new_day_writes_the_sessions_own_prefix_again(tmp_path):

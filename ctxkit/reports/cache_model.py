@@ -172,8 +172,8 @@ class PromptCache:
             self.entries[(key, chain[hit])] = now + ttl_seconds  # a read refreshes the entry's lifetime
         for b in marks:
             self.entries[(key, chain[b])] = max(self.entries.get((key, chain[b]), 0.0), now + ttl_seconds)
-            self.sizes[(key, chain[b])] = cumulative[b]
-        read = cumulative[hit] if hit >= 0 else 0.0
+            self.sizes.setdefault((key, chain[b]), cumulative[b])
+        read = min(cumulative[hit], self.sizes.get((key, chain[hit]), cumulative[hit])) if hit >= 0 else 0.0
         cached_end = cumulative[marks[-1]] if marks else 0.0
         write = max(0.0, cached_end - read)
         read_i, write_i = round(read), round(write)
@@ -209,12 +209,13 @@ class PromptCache:
                 self.entries[entry] = min(self.entries[entry], when.timestamp() - 1e-3)
 
     def held_near(self, model: str, pieces: list[Piece], tokens: float, share: float, at: datetime) -> bool:
-        """Whether a prefix of ``pieces`` within ``share`` of ``tokens`` long was cached for ``model`` and alive
-        ``at``: one a request sending them could have read."""
+        """Whether a prefix of ``pieces`` was cached for ``model``, alive ``at``, at a size within ``share`` of
+        ``tokens`` (the size it was written at, as a read counts it and :meth:`forget_beyond` measures it):
+        one a request sending them could have read."""
         key, then = cache_key(model), at.timestamp()
         chain = self._chain(list(map(_DIGEST, pieces)))
-        return any(abs(end - tokens) <= share * tokens and self.entries.get((key, link), 0.0) >= then
-                   for end, link in zip(accumulate(map(_TOKENS, pieces)), chain, strict=True))
+        return any(abs(self.sizes[entry] - tokens) <= share * tokens and self.entries.get(entry, 0.0) >= then
+                   for entry in ((key, link) for link in chain) if entry in self.sizes)
 
     def keep_alive(self, model: str, alive_at: datetime, until: datetime) -> None:
         """Keep ``model``'s entries that were alive at ``alive_at`` alive until ``until`` (an entry the API's

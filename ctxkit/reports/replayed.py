@@ -418,17 +418,19 @@ def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: l
     moved = [k for k in range(1, len(turns)) if turns[k].cwd != turns[k - 1].cwd]  # (Claude Code 1.x: with_turn)
     system = system_end_read(points, marks, ttls, overhead, moved)
     # (an API that caches every prefix caches a request's answer with its prompt, not only before a new prompt)
-    starts = frozenset(range(len(points))) if caches_every_prefix(points) else turn_starts(t, points)
+    every_prefix = bool(caches_every_prefix(points))
+    starts = frozenset(range(len(points))) if every_prefix else turn_starts(t, points)
     lead_only = caches_lead_only(points)
     # (where no read recurred to show where the system prompt ends, the part of it the first request found warm
     # stands for it: a later read of that alone lost the rest, however much of the request before it was)
     first = points[0].usage.cache_read_input_tokens if points else 0
     events = lead_losses(points, marks, turns, ttls) if lead_only else cache_events(
         points, marks, turns, ttls, overhead, pieces, starts, system or (first if 0 < first < overhead else 0.0),
-        near_losses=anthropic_models(points))
+        near_losses=anthropic_models(points) and not every_prefix)
     rethought = [k for k in range(1, len(turns)) if turns[k].budget != turns[k - 1].budget]
-    return marks, shared_prefix(points, marks, ttls, overhead, events.lost.keys() - events.expected, moved,
-                                rethought, system, lead_only), events
+    # (a loss that read most of the request before shows where an earlier prompt changed, not the shared prefix)
+    lost = events.lost.keys() - events.expected - events.near.keys()
+    return marks, shared_prefix(points, marks, ttls, overhead, lost, moved, rethought, system, lead_only), events
 
 
 def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],
@@ -475,7 +477,7 @@ def replayed_row(t: Transcript, points: list[RecordedRequest], pieces: list[list
         own = CacheEvents() if cache is None or cache.lead_only else cache_events(
             pts, [0] * len(pts), [TurnSetting()] * len(pts), [request_ttl(p.usage, ttl) for p in pts],
             first_overhead(pts, raw, fit_s), raw, frozenset(range(len(pts))) if cache.unit else frozenset(),
-            near_losses=anthropic_models(pts))
+            near_losses=anthropic_models(pts) and not cache.unit)
         counts = {k: v + own.counts()[k] for k, v in counts.items()}
         # (a subagent that compacted: its summary requests, made as the main chain's are)
         sub_boundaries = own_boundaries(sub, sidechain=True) if sub is not None and name in acompact else []
