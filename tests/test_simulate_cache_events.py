@@ -373,6 +373,40 @@ def test_a_read_short_of_the_request_before_where_the_row_cached_nothing_changes
     assert result["rows"]["replayed"].requests[2].usage.cache_read_input_tokens > 19_000
 
 
+def _one_hour_turns(read_at_new_prompts: int) -> Session:
+    """A session whose writes lived an hour (Claude Code 2.1 on a subscription): each turn's second prompt 20
+    seconds after its first, the next turn 10 minutes later, reading what the request before sent less
+    ``read_at_new_prompts`` tokens (1,000: up to where that turn began, as held-out ``30128756`` read)."""
+    s = _turns(Session("2.1.50"), 0, [(0, 10_000, 10_000), (20, 20_000, 1_000), (620, 21_000 - read_at_new_prompts, 1_000 + read_at_new_prompts),
+                                      (640, 22_000, 1_000), (1_240, 23_000 - read_at_new_prompts, 1_000 + read_at_new_prompts),
+                                      (1_260, 24_000, 1_000)])
+    for line in s.lines:
+        usage = line["message"].get("usage") if line["type"] == "assistant" else None
+        if usage:
+            usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0,
+                                       "ephemeral_1h_input_tokens": usage["cache_creation_input_tokens"]}
+    return s
+
+
+def test_a_read_short_of_the_request_before_keeps_nothing_alive_past_a_shorter_lifetime_the_policy_sets(tmp_path):
+    """Under ``--set request.cache_ttl=5m`` a 10-minute pause costs none and the policy's row the conversation,
+    whether the session's read at the new prompt stopped a turn short of the request before or not: the
+    loss kept alive what was alive when that request went out, and those rows read 20,000 tokens their own
+    lifetime had let expire (the 5 minutes looked 2,000 tokens a turn cheaper than they are)."""
+    costs = []
+    for short in (0, 1_000):
+        path = tmp_path / f"short{short}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in _one_hour_turns(short).lines))
+        result = simulate_session(str(path), [("five", load_policy(None, sets=["request.cache_ttl=5m"]))],
+                                  load_pricing())
+        assert result["calibration"]["cache_events"]["lost"] == (2 if short else 0)
+        rows = result["rows"]
+        for row in (rows["none"], rows["policies"][0]):
+            assert all(row.requests[k].usage.cache_read_input_tokens < 10_000 for k in (2, 4)), row.policy
+        costs.append(rows["none"].to_json()["cost_usd"])
+    assert costs[0] == costs[1]
+
+
 def test_after_a_reconnect_the_system_prompt_is_read_to_its_end(tmp_path):
     """held-out b9702b38 (Claude Code 2.1.70): ``/mcp`` reconnected a server 39 seconds after the request
     before; the next request read the tools and system prompt to their end (14,327, as two losses before

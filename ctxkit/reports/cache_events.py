@@ -60,7 +60,8 @@ class CacheEvents:
     lost: dict[int, float] = field(default_factory=dict)  # a loss: the tokens the request still read
     kept: dict[int, datetime] = field(default_factory=dict)  # alive past its lifetime: since the request before
     expected: set[int] = field(default_factory=set)  # the losses after a pause past the lifetime (no surprise)
-    lifetimes: dict[int, int] = field(default_factory=dict)  # each kept one: the lifetime it outlived (seconds)
+    #: each kept one: the lifetime it outlived; each :attr:`near` one: the lifetime within which it came (seconds)
+    lifetimes: dict[int, int] = field(default_factory=dict)
     #: the losses where the history sent is not the one before grown: Claude Code rewrote it in place (its
     #: microcompact), or the transcript forked at a smaller prompt (a rewind): the rows that keep the
     #: whole history send their own there (:meth:`for_lifetime`)
@@ -75,6 +76,8 @@ class CacheEvents:
     #: still less: the prefix changed a little before its end, so no cached prefix much longer than the read
     #: outlives them (:func:`kept_below`), and what they read was alive: since the request before (its time)
     near: dict[int, datetime] = field(default_factory=dict)
+    #: the row's own cache lifetime (seconds), where a policy sets one (:meth:`for_lifetime`); None: the session's
+    lifetime: int | None = None
 
     def for_lifetime(self, seconds: int | None) -> CacheEvents:
         """The events a row that keeps the history whole meets (``none``, a policy's: not the losses
@@ -82,15 +85,20 @@ class CacheEvents:
         cache lifetimes (``seconds`` None); under another (a policy's ``request.cache_ttl``) the losses within the lifetime
         (how long an entry lives past a pause is that lifetime's to say), and the reads past the lifetime where
         it is at least the one the session's entry outlived: the lines' times, not the pause, were wrong there,
-        and an entry that lives as long lives through the same pause (the session's own 5 minutes set again)."""
+        and an entry that lives as long lives through the same pause (the session's own 5 minutes set again).
+        Likewise a read short of the request before (:attr:`near`) keeps alive what was alive when that request
+        went out only under a lifetime at least the session's there; under a shorter one the row's own prefix
+        must have outlived the pause (a 1-hour session's row under 5 minutes, 10 minutes after the request
+        before, read what it had let expire)."""
         lost = {k: v for k, v in self.lost.items() if k not in self.rewritten}
         if seconds is None:
             return CacheEvents(lost, self.kept, self.expected & lost.keys(), self.lifetimes, side=self.side,
                                extends=self.extends, near=self.near)
         kept = {k: v for k, v in self.kept.items() if seconds >= self.lifetimes.get(k, seconds + 1)}
         return CacheEvents({k: v for k, v in lost.items() if k not in self.expected}, kept,
-                           lifetimes={k: self.lifetimes[k] for k in kept}, side=dict.fromkeys(self.side, seconds),
-                           extends=self.extends, near=self.near)
+                           lifetimes={k: self.lifetimes[k] for k in [*kept, *self.near]},
+                           side=dict.fromkeys(self.side, seconds), extends=self.extends, near=self.near,
+                           lifetime=seconds)
 
     def met_by(self, policy: Policy) -> CacheEvents:
         """The events a row of ``policy`` meets: :meth:`for_lifetime` its own ``request.cache_ttl`` when it sets
@@ -130,9 +138,14 @@ class CacheEvents:
                 # row be cut there; elsewhere it cached no such prefix, as no recorded request had a breakpoint
                 # there (held-out 51c0fa5f), or its own prefix had changed before (e739b244): cut, it would have
                 # read only the tools and system prompt)
-                if when is None or not cache.held_near(model, pieces or [], self.lost[k], SAME_READ, self.near[k]):
+                # (under a lifetime of the row's own shorter than the session's there, what outlived the pause is that
+                # lifetime's to say: the prefix must be alive now, and nothing is kept alive for it)
+                if when is None:
                     return
-                cache.keep_alive(model, self.near[k], when)
+                alive_at = self.near[k] if self.lifetime is None or self.lifetime >= self.lifetimes[k] else when
+                if not cache.held_near(model, pieces or [], self.lost[k], SAME_READ, alive_at):
+                    return
+                cache.keep_alive(model, alive_at, when)
             cache.forget_beyond(model, kept_below(self.lost[k], pieces or [], k in self.near), when)
         elif k in self.kept and when is not None:
             cache.keep_alive(model, self.kept[k], when)
@@ -278,6 +291,7 @@ def cache_events(points: list[RecordedRequest], marks: list[int], turns: list[Tu
                 and now.cache_read_input_tokens < (1 - SAME_READ) * (was.prompt_tokens - min(was.input_tokens, TAIL_AT_MOST)):
             out.lost[k] = float(now.cache_read_input_tokens)
             out.near[k] = points[b].sent_at  # type: ignore[assignment]  (comparable: it has one)
+            out.lifetimes[k] = ttl_of[b]
         elif k in starts and gap > 0 and raw is not None and \
                 0 < now.cache_read_input_tokens - was.prompt_tokens <= max(
                     was.output_tokens, ANSWER_BOUND * answer_estimate(raw[b], raw[k])):
