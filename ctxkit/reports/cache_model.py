@@ -112,7 +112,9 @@ class PromptCache:
 
     def __init__(self, lead_only: bool = False, writes_as_input: bool = False, unit: int = 0) -> None:
         self.entries: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> expiry (POSIX seconds)
-        self.sizes: dict[tuple[str, bytes], float] = {}  # (model, prefix digest) -> the prefix's tokens
+        #: (model, prefix digest) -> the prefix's tokens when first written: a read counts those (the same
+        #: content), where a later request's calibration may size its pieces otherwise
+        self.sizes: dict[tuple[str, bytes], float] = {}
         #: an API that caches the tools and system prompt only, never the messages at their breakpoints
         #: (:func:`ctxkit.reports.api_cache.prompt_cache`)
         self.lead_only = lead_only
@@ -173,6 +175,8 @@ class PromptCache:
         for b in marks:
             self.entries[(key, chain[b])] = max(self.entries.get((key, chain[b]), 0.0), now + ttl_seconds)
             self.sizes.setdefault((key, chain[b]), cumulative[b])
+        # (a prefix is read at the size it was written, or this request's where that is smaller: a request cut to
+        # its own size, smaller than its pieces had been, reads no more than it holds)
         read = min(cumulative[hit], self.sizes.get((key, chain[hit]), cumulative[hit])) if hit >= 0 else 0.0
         cached_end = cumulative[marks[-1]] if marks else 0.0
         write = max(0.0, cached_end - read)
