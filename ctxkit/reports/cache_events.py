@@ -73,8 +73,9 @@ class CacheEvents:
     #: history only grew between them): where a row's own history does not, that row rewrote it (:meth:`before`)
     extends: set[int] = field(default_factory=set)
     #: the losses at a new prompt that read most of what the request before cached (at least
-    #: :data:`MISSED_BELOW` of it, or of their own prompt where that is smaller) and still less: the prefix changed a little before its end, so no cached prefix much longer than the read
-    #: outlives them (:func:`kept_below`), and what they read was alive: since the request before (its time)
+    #: :data:`MISSED_BELOW` of it, or of their own prompt where that is smaller) and still less: the prefix
+    #: changed a little before its end, so no cached prefix much longer than the read outlives them
+    #: (:func:`kept_below`), and what they read was alive: since the request before (its time)
     near: dict[int, datetime] = field(default_factory=dict)
     #: the row's own cache lifetime (seconds), where a policy sets one (:meth:`for_lifetime`); None: the session's
     lifetime: int | None = None
