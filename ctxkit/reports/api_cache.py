@@ -90,13 +90,21 @@ def caches_lead_only(points: list[RecordedRequest]) -> bool:
     return len(shares) >= UNCACHED_SEEN and shares[len(shares) // 2] > UNCACHED_SHARE
 
 
+def anthropic_cache(cache: PromptCache | None) -> bool:
+    """Whether a session's API caches as Anthropic's does (:func:`prompt_cache`): at the breakpoints, reporting
+    its writes; not none, nor one that caches the tools and system prompt only, every prefix in units, or
+    reports its writes as plain input. Only of such an API do a request's plain input and reads say what
+    :func:`uncached_tail` and :func:`ctxkit.reports.stripped_thinking.strips_thinking` take from them."""
+    return cache is not None and not (cache.unit or cache.lead_only or cache.writes_as_input)
+
+
 def uncached_tail(points: list[RecordedRequest], cache: PromptCache | None) -> float:
     """The tokens at the end of each request that the API counts as plain input although the request cached
     everything before them (it frames each turn with a few tokens after the last breakpoint: 1 to 14 on real
     sessions): the median ``input_tokens`` of the session's requests; 0 when that is more than
     :data:`TAIL_AT_MOST`, or for a cache that is not the Anthropic API's (none, the lead only, writes
     reported as input), whose plain input is something else."""
-    if cache is None or cache.lead_only or cache.writes_as_input:
+    if not anthropic_cache(cache):
         return 0.0
     plain = sorted(p.usage.input_tokens for p in points if p.usage.prompt_tokens)
     tail = plain[len(plain) // 2] if plain else 0

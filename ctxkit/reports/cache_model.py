@@ -175,9 +175,7 @@ class PromptCache:
         for b in marks:
             self.entries[(key, chain[b])] = max(self.entries.get((key, chain[b]), 0.0), now + ttl_seconds)
             self.sizes.setdefault((key, chain[b]), cumulative[b])
-        # (a prefix is read at the size it was written, or this request's where that is smaller: a request cut to
-        # its own size, smaller than its pieces had been, reads no more than it holds)
-        read = min(cumulative[hit], self.sizes.get((key, chain[hit]), cumulative[hit])) if hit >= 0 else 0.0
+        read = self._read_size((key, chain[hit]), cumulative[hit]) if hit >= 0 else 0.0
         cached_end = cumulative[marks[-1]] if marks else 0.0
         write = max(0.0, cached_end - read)
         read_i, write_i = round(read), round(write)
@@ -197,9 +195,15 @@ class PromptCache:
             self.entries[(key, chain[hit])] = now + ttl_seconds
         if chain:
             self.entries[(key, chain[-1])] = max(self.entries.get((key, chain[-1]), 0.0), now + ttl_seconds)
-            self.sizes[(key, chain[-1])] = cumulative[-1]
-        read = int(cumulative[hit] // self.unit) * self.unit if hit >= 0 else 0
+            self.sizes.setdefault((key, chain[-1]), cumulative[-1])
+        read = int(self._read_size((key, chain[hit]), cumulative[hit]) // self.unit) * self.unit if hit >= 0 else 0
         return CacheResult(read, 0, 0, max(0, round(cumulative[-1] if cumulative else 0.0) - read))
+
+    def _read_size(self, entry: tuple[str, bytes], size: float) -> float:
+        """The tokens a read of the cached ``entry`` counts, where the request reading it gives it ``size``: the
+        size it was written at (the same content), or the request's where that is smaller (a request cut to its
+        own size, smaller than its pieces had been, reads no more than it holds)."""
+        return min(size, self.sizes.get(entry, size))
 
     def forget_beyond(self, model: str, tokens: float, when: datetime | None) -> None:
         """Lose ``model``'s cached prefixes longer than ``tokens`` at ``when`` (a loss the API's usage showed:

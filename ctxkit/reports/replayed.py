@@ -382,9 +382,11 @@ def _request(point: RecordedRequest, res: CacheResult, context: float, prices: P
                    unrecorded=point.message_id.startswith(UNRECORDED))
 
 
-def read_subagents(path: str, t: Transcript, warnings: list[str]) -> list[SubagentFile]:
+def read_subagents(path: str, t: Transcript, requests: list[RecordedRequest],
+                   warnings: list[str]) -> list[SubagentFile]:
     """Each subagent file of the session (:func:`subagent_files`): its name, transcript and recorded requests
-    (a compaction agent's: its own, and whose compaction it made: :mod:`ctxkit.reports.compaction_agents`).
+    (a compaction agent's: its own, and whose compaction it made: :mod:`ctxkit.reports.compaction_agents`;
+    ``requests``: every request of the session's own file, which the agents' files may copy).
     A file that cannot be read is left out of both rows (recorded and replayed), with a warning."""
     out = []
     for f in subagent_files(path, t):
@@ -394,7 +396,7 @@ def read_subagents(path: str, t: Transcript, warnings: list[str]) -> list[Subage
             warnings.append(f"subagent file left out: {exc.message}")
             continue
         out.append(SubagentFile(f.name, sub, recorded_requests(sub)))
-    return with_compactions_attributed(recorded_requests(t), out)
+    return with_compactions_attributed(requests, out)
 
 
 def session_prefix_model(t: Transcript, points: list[RecordedRequest], pieces: list[list[Piece]],

@@ -45,7 +45,15 @@ from ..transcript.interface import RequestUsage
 from ..transcript.model import Transcript
 from ..transcript.reader import read_bytes, read_transcript, require_a_readable_line
 from .agent_usage import agent_requests
-from .api_cache import prompt_cache, reports_writes_as_input, request_ttl, run_cache, session_caches, uncached_tail
+from .api_cache import (
+    anthropic_cache,
+    prompt_cache,
+    reports_writes_as_input,
+    request_ttl,
+    run_cache,
+    session_caches,
+    uncached_tail,
+)
 from .cache_events import CacheEvents
 from .cache_model import Piece, PromptCache
 from .history import own_boundaries, whole_history
@@ -66,7 +74,7 @@ from .replayed import (
 from .rows import ROW_KEYS, Request, Row, sum_rows  # noqa: F401 (ROW_KEYS: the CLI reads it here)
 from .session_prefix import SharedPrefix, consistent, keep_warm, restarts, warm_piece, with_epoch
 from .stats import view_stats
-from .stripped_thinking import anthropic_cache, strips_thinking, without_earlier_thinking
+from .stripped_thinking import strips_thinking, without_earlier_thinking
 from .turn_settings import TurnSetting, turn_settings, with_turn
 from .usage import RecordedRequest, recorded_requests
 
@@ -160,7 +168,7 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
     first_model = points[0].model if points else base.model
     window = budget_for(base, context_window).context_window
     unread: list[str] = []
-    subagents = read_subagents(path, t, unread)
+    subagents = read_subagents(path, t, everything, unread)
     recorded = _recorded_row("recorded", points, prices, own_boundaries(t))
     sidechain = _recorded_row("sidechain", [r for r in everything if r.sidechain]
                               + [r for f in subagents for r in f.points], prices, [])
@@ -173,14 +181,13 @@ def simulate_session(path: str, policies: list[tuple[str, Policy]], prices: Pric
         turn_starts: list[int] = []
         as_sent, prefix = _prefix_pieces(raw_lines, points, base, counter, Path(tmp) / "as-sent.jsonl", memo,
                                          turns=turn_starts)
-        fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
         # what the API kept of the thinking of earlier turns (:mod:`ctxkit.reports.stripped_thinking`)
         cache = prompt_cache(points, caches)  # (the rows' cache: none's here, fresh until its first request)
         strips = anthropic_cache(cache) and strips_thinking(
             points, as_sent, turn_starts, base.cache_minutes * 60)
         if strips:
             as_sent = list(map(without_earlier_thinking, as_sent, turn_starts))
-            fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
+        fit = fit_overhead([sum(p.tokens for p in ps) for ps in as_sent], [p.usage.prompt_tokens for p in points])
         turns = turn_settings(t, points)
         prefix_model = session_prefix_model(t, points, as_sent, fit, base, caches, turns)
         replayed = replayed_row(t, points, as_sent, subagents, fit, base, counter, prices, caches, turns, prefix_model)

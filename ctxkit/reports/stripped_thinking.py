@@ -23,7 +23,7 @@ from itertools import filterfalse
 from operator import attrgetter
 
 from .api_cache import request_ttl
-from .cache_model import Piece, PromptCache
+from .cache_model import Piece
 from .session_prefix import grown
 from .usage import RecordedRequest
 
@@ -48,7 +48,7 @@ def strips_thinking(points: list[RecordedRequest], raw: list[list[Piece]], turns
     thinking block cached (stripped: the same figure, within 2%); the session strips when more requests
     show the strip than show the thinking kept. ``raw``: each request's estimated pieces, thinking
     included; ``turns``: where each request's last turn begins among them. For an API that caches as
-    Anthropic's does (:func:`anthropic_cache`)."""
+    Anthropic's does (:func:`ctxkit.reports.api_cache.anthropic_cache`)."""
     stripped = kept = 0
     for k in range(1, len(points)):
         before, now, sent = points[k - 1], points[k], raw[k - 1]
@@ -80,8 +80,3 @@ def _within_lifetime(before: RecordedRequest, now: RecordedRequest, default_ttl:
         return True
     return (now.sent_at - before.sent_at).total_seconds() <= request_ttl(before.usage, default_ttl)
 
-
-def anthropic_cache(cache: PromptCache | None) -> bool:
-    """Whether a session's API caches as Anthropic's does, at breakpoints, reporting its writes
-    (:func:`ctxkit.reports.api_cache.prompt_cache`): the only one :func:`strips_thinking` can tell from usage."""
-    return cache is not None and not (cache.unit or cache.lead_only or cache.writes_as_input)
